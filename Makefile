@@ -1,0 +1,90 @@
+# toolgate — GNU Make + pkg-config.  See README.md.
+#
+#   make            build/toolgate and build/libtoolgate.a (optimised)
+#   make check      install deps if missing, build with ASan+UBSan, run every test
+#   make demo       the five-call experiment on a fresh temporary workspace
+#   make bench      pipeline and validator benchmarks
+#   make fuzz       libFuzzer targets (clang), each run briefly
+#   make install    PREFIX=/usr/local
+
+PREFIX  ?= /usr/local
+CC      ?= cc
+PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libcrypto
+VERSION := 0.1.0
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wformat=2 -Wstrict-prototypes
+BASE    := -std=c11 -D_GNU_SOURCE -DTG_VERSION_STRING='"$(VERSION)"' -Iinclude -Isrc $(WARN) $(PKG_CFLAGS)
+OPT     ?= -O2 -g
+SAN     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+LIB_SRC := $(sort $(shell find src -name '*.c'))
+CLI_SRC := $(sort $(wildcard cli/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+
+# $(1) = build dir, $(2) = flags
+define variant
+$(1)/obj/%.o: %.c $$(wildcard include/*.h) $$(shell find src cli -name '*.h')
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$(BASE) -c $$< -o $$@
+$(1)/libtoolgate.a: $$(LIB_SRC:%.c=$(1)/obj/%.o)
+	@rm -f $$@
+	ar rcs $$@ $$^
+$(1)/toolgate: $$(CLI_SRC:%.c=$(1)/obj/%.o) $(1)/libtoolgate.a
+	$$(CC) $(2) -o $$@ $$^ $$(PKG_LIBS) -lpthread
+$(1)/tests/%: tests/unit/%.c $(1)/libtoolgate.a $$(wildcard tests/unit/*.h)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $(2) $$(BASE) -Itests/unit -o $$@ $$< $(1)/libtoolgate.a $$(CMOCKA_LIBS) $$(PKG_LIBS) -lpthread
+endef
+
+$(eval $(call variant,build,$(OPT)))
+$(eval $(call variant,build/asan,$(SAN)))
+
+UNIT_BIN_ASAN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
+UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=build/tests/%)
+
+.PHONY: all deps check test demo bench fuzz install clean
+all: deps build/toolgate build/libtoolgate.a
+
+deps:
+	@scripts/install-deps
+
+# deps first, in its own make so that pkg-config sees fresh packages
+check:
+	@scripts/install-deps
+	@$(MAKE) --no-print-directory test
+
+test: build/asan/toolgate $(UNIT_BIN_ASAN)
+	@tests/run build/asan
+
+demo: all
+	@scripts/demo build/toolgate
+
+bench: all build/bench/pipeline build/bench/validate
+	@scripts/bench
+
+build/bench/%: bench/%.c build/libtoolgate.a
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(BASE) -o $@ $< build/libtoolgate.a $(PKG_LIBS) -lpthread
+
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
+fuzz: $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+	@scripts/fuzz build/fuzz
+build/fuzz/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) $(filter-out -Wstrict-prototypes,$(BASE)) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lpthread
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 build/toolgate $(DESTDIR)$(PREFIX)/bin/toolgate
+	install -m 644 build/libtoolgate.a $(DESTDIR)$(PREFIX)/lib/libtoolgate.a
+	install -m 644 include/toolgate.h $(DESTDIR)$(PREFIX)/include/toolgate.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
+		toolgate.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/toolgate.pc
+
+clean:
+	rm -rf build

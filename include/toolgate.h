@@ -1,0 +1,152 @@
+/*
+ * toolgate.h — the public contract of libtoolgate.
+ *
+ * A gate is opened from a configuration (YAML or JSON) and takes tool calls.
+ * Every call passes decode → validate → identify → decide → approve →
+ * execute → shape → persist and ends with exactly one result whose status
+ * says how far it got.
+ *
+ * Ownership, once for the whole API: a function that returns a pointer
+ * through an out-parameter transfers it to the caller, who releases it with
+ * the matching *_free / *_close function (or free() for plain strings, as
+ * stated).  Every destroy function accepts NULL.  Pointers passed in are
+ * borrowed for the duration of the call only.  Anything not declared here
+ * is private.
+ */
+#ifndef TOOLGATE_H
+#define TOOLGATE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Statuses: stable and append-only.  X(ENUM, "name", exit code of
+ * `toolgate call`).
+ */
+#define TG_STATUS_MAP(X)           \
+	X(INVALID,   "invalid",   2) \
+	X(DENIED,    "denied",    3) \
+	X(PENDING,   "pending",   5) \
+	X(FAILED,    "failed",    4) \
+	X(COMMITTED, "committed", 6) \
+	X(PERSISTED, "persisted", 0) \
+	X(REPLAYED,  "replayed",  0) \
+	X(DRY_RUN,   "dry_run",   0)
+
+typedef enum tg_status {
+#define TG_X_(e, name, code) TG_##e,
+	TG_STATUS_MAP(TG_X_)
+#undef TG_X_
+	TG_STATUS__COUNT
+} tg_status;
+
+/*
+ * Error kinds (`error.kind`): stable and append-only.
+ * X(ENUM, "name", what it means).
+ */
+#define TG_ERRKIND_MAP(X)                                                        \
+	X(NONE,            "none",            "no error")                          \
+	X(INVALID_INPUT,   "invalid_input",   "the arguments do not fit the schema") \
+	X(UNKNOWN_TOOL,    "unknown_tool",    "no such tool is available")         \
+	X(NOT_PERMITTED,   "not_permitted",   "policy does not allow this call")   \
+	X(NEEDS_APPROVAL,  "needs_approval",  "the call waits for an approval")    \
+	X(AMBIGUOUS,       "ambiguous",       "the request matches more than one thing") \
+	X(TRANSIENT,       "transient",       "a temporary failure; retry later")  \
+	X(TIMEOUT,         "timeout",         "the tool ran out of time")          \
+	X(LOOP_DETECTED,   "loop_detected",   "the same call repeats without progress") \
+	X(RATE_LIMITED,    "rate_limited",    "too many calls; retry later")       \
+	X(TOOL_ERROR,      "tool_error",      "the tool ran and reported an error") \
+	X(UNKNOWN_OUTCOME, "unknown_outcome", "the call may or may not have taken effect")
+
+typedef enum tg_errkind {
+#define TG_X_(e, name, text) TG_ERR_##e,
+	TG_ERRKIND_MAP(TG_X_)
+#undef TG_X_
+	TG_ERR__COUNT
+} tg_errkind;
+
+const char *tg_status_name(tg_status s);     /* "persisted"; "?" if out of range */
+int         tg_status_exit_code(tg_status s); /* 0..6 */
+const char *tg_errkind_name(tg_errkind k);
+const char *tg_errkind_text(tg_errkind k);
+const char *tg_version(void);
+
+/* ---- the gate ---------------------------------------------------------- */
+
+typedef struct tg_gate tg_gate;
+
+typedef struct tg_options {
+	const char *config_path; /* NULL: $TOOLGATE_CONFIG, ./toolgate.yaml, built-in defaults */
+	const char *workspace;   /* NULL: from the config (default ".") */
+	const char *mode;        /* NULL or default|acceptEdits|plan|bypassPermissions */
+	const char *approval;    /* NULL or on-request|never|untrusted */
+	const char *profile;     /* NULL: from the config (default "coding") */
+	int         sync_full;   /* ledger durability: -1 config, 0 NORMAL, 1 FULL */
+	int         interactive; /* nonzero: `ask` may prompt on the terminal */
+} tg_options;
+
+/*
+ * Open a gate.  Returns 0 and *out, or -1 with *errmsg (caller frees with
+ * free()) naming the file, line and what was expected.
+ */
+int  tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg);
+void tg_gate_close(tg_gate *g);
+
+/* ---- calls ------------------------------------------------------------- */
+
+typedef struct tg_request {
+	const char *tool;            /* tool name */
+	const char *args;            /* arguments as JSON text; NULL means {} */
+	size_t      args_len;        /* bytes of args; 0 with args set: strlen */
+	const char *call_id;         /* provider call id, or NULL */
+	const char *session;         /* session id, or NULL */
+	const char *idempotency_key; /* or NULL; may also be in args */
+	const char *principal;       /* claimed principal (--as), or NULL */
+	const char *token;           /* presented token, or NULL */
+	int         dry_run;         /* stop before execute */
+} tg_request;
+
+typedef struct tg_result tg_result;
+
+/* Run one call; *out is always set (caller frees with tg_result_free). */
+tg_status tg_call(tg_gate *g, const tg_request *req, tg_result **out);
+
+/*
+ * Run a batch; out[i] answers reqs[i], in call order, one per call.  No
+ * failure cancels a sibling.  Returns the number of results (== n).
+ */
+size_t tg_call_batch(tg_gate *g, const tg_request *reqs, size_t n, tg_result **out);
+
+tg_status   tg_result_status(const tg_result *r);
+const char *tg_result_op_id(const tg_result *r);
+/* The envelope as JSON text, borrowed until tg_result_free. */
+const char *tg_result_json(const tg_result *r, int pretty);
+void        tg_result_free(tg_result *r);
+
+/* ---- definitions and operator actions ------------------------------------ */
+
+/*
+ * The tool definitions a model may use under `profile` (NULL: the gate's),
+ * as a JSON array of {name, description, input_schema, annotations}.
+ * Caller frees with free(); NULL with *errmsg on error.
+ */
+char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg);
+
+/* Decide a queued approval.  0 on success, -1 with *errmsg. */
+int tg_approval_decide(tg_gate *g, const char *approval_id, int approve,
+                       const char *by, char **errmsg);
+
+/*
+ * Settle an unknown outcome: the operator says whether op_id's side effect
+ * happened.  A later repeat of the call then replays (applied) or may run
+ * again (not applied).  0 on success, -1 with *errmsg.
+ */
+int tg_op_resolve(tg_gate *g, const char *op_id, int applied, char **errmsg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TOOLGATE_H */

@@ -1,0 +1,124 @@
+/*
+ * config.h — the configuration (DESIGN §7): YAML or JSON, discovery order,
+ * built-in defaults, and a clear file:line:column error for a bad file.
+ *
+ * Owns: the parsed tgi_config and the source map of the file.  Must not:
+ * compile rules or schemas (the registry and policy do that), touch the
+ * ledger, or run anything.
+ */
+#ifndef TGI_CONFIG_H
+#define TGI_CONFIG_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_BYPASS } tgi_mode;
+typedef enum { TGI_APPROVAL_ON_REQUEST, TGI_APPROVAL_NEVER, TGI_APPROVAL_UNTRUSTED } tgi_approval;
+typedef enum { TGI_SANDBOX_READ_ONLY, TGI_SANDBOX_WORKSPACE_WRITE, TGI_SANDBOX_FULL } tgi_sandbox;
+
+int tgi_mode_parse(const char *s, tgi_mode *out);          /* 0 ok, -1 unknown */
+int tgi_approval_parse(const char *s, tgi_approval *out);
+const char *tgi_mode_name(tgi_mode m);
+const char *tgi_approval_name(tgi_approval a);
+
+/* A list of strings, NULL-terminated; n excludes the NULL. */
+typedef struct tgi_strv {
+	char  **v;
+	size_t  n;
+} tgi_strv;
+
+typedef struct tgi_principal_cfg {
+	char    *name;
+	tgi_strv roles;
+	char    *token_env;   /* NULL: no token needed */
+} tgi_principal_cfg;
+
+typedef struct tgi_role_cfg {
+	char    *name;
+	tgi_strv allow, ask, deny; /* rule texts */
+} tgi_role_cfg;
+
+typedef struct tgi_profile_cfg {
+	char    *name;
+	tgi_strv categories;       /* "*" = all */
+	int      read_only_only;   /* minimal: only read-only tools */
+} tgi_profile_cfg;
+
+/* A configured command tool (DESIGN §2, "Configured tools"). */
+typedef struct tgi_tool_cfg {
+	char    *name;
+	char    *description;
+	json_t  *input_schema;     /* owned; {"type":"object"} when absent */
+	json_t  *output_schema;    /* owned or NULL */
+	tgi_strv command;          /* argv; argv[0] resolved against the config dir when relative with a '/' */
+	char    *category;         /* default "runtime" */
+	unsigned flags;            /* TGI_T_* contract bits (registry.h) */
+	size_t   max_result_chars; /* 0: default */
+	int      timeout_s;        /* 0: default */
+	tgi_strv requires_env;
+	tgi_strv check;            /* availability check command (argv), may be empty */
+	char     where[64];        /* "file:line" of the entry, for errors */
+} tgi_tool_cfg;
+
+typedef struct tgi_config {
+	char        *path;          /* absolute path of the file, NULL for built-in defaults */
+	char        *dir;           /* directory relative paths are resolved against */
+	char        *workspace;     /* absolute */
+	char        *store;         /* absolute path of the ledger file */
+	char        *profile;
+	tgi_mode     mode;
+	tgi_approval approval;
+	tgi_sandbox  sandbox;
+	char        *default_principal;
+
+	tgi_principal_cfg *principals; size_t nprincipals;
+	tgi_role_cfg      *roles;      size_t nroles;
+	tgi_profile_cfg   *profiles;   size_t nprofiles;   /* built-ins first, then config's */
+	tgi_strv           allow, ask, deny;               /* permissions */
+	tgi_strv           execpolicy;                     /* rule files, absolute */
+	tgi_tool_cfg      *tools;      size_t ntools;
+
+	size_t  max_args_bytes;      /* default 1 MiB */
+	size_t  max_result_chars;    /* default 50000 */
+	int     timeout_s;           /* default 120 */
+	int     assert_formats;      /* default 1 */
+	int     approval_ttl_s;      /* default 3600 */
+	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */
+
+	/* sections later issues own, kept as parsed JSON (owned; may be NULL) */
+	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact;
+
+	json_t *root;                /* the whole document (owned) */
+} tgi_config;
+
+/*
+ * Load the configuration.  path NULL: $TOOLGATE_CONFIG, else ./toolgate.yaml
+ * (or ./toolgate.yml, ./toolgate.json) if present, else built-in defaults
+ * with the current directory as workspace.  An explicit path that does not
+ * exist is an error.  On error returns -1 with a sentence in err:
+ * "toolgate.yaml:12:5: mode: expected one of default, acceptEdits, plan,
+ * bypassPermissions, got \"yolo\"".
+ */
+int  tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen);
+void tgi_config_free(tgi_config *c);
+
+/* "file:line:col" of the node at JSON pointer ptr, or "file" when unknown. */
+void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap);
+
+/* ---- YAML → JSON (src/util/yaml.c) ---- */
+
+typedef struct tgi_srcmap tgi_srcmap;
+
+/*
+ * Parse YAML (a JSON document is valid YAML) from text into JSON.  Scalars:
+ * plain null/~/true/false/ints/floats become JSON scalars, quoted scalars
+ * stay strings.  Anchors and aliases are refused, as are duplicate keys and
+ * non-scalar keys.  map (if not NULL) receives a map from each node's JSON
+ * pointer to its line:column (caller frees with tgi_srcmap_free).  On error
+ * returns NULL with "line:col: what was expected" in err.
+ */
+json_t *tgi_yaml_parse(const char *text, size_t len, tgi_srcmap **map, char *err, size_t errlen);
+int     tgi_srcmap_lookup(const tgi_srcmap *m, const char *ptr, int *line, int *col);
+void    tgi_srcmap_free(tgi_srcmap *m);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * policy.h — permission rules, the hard floor, modes (DESIGN §3).
+ *
+ * Order, first match wins: hard floor > deny > ask > allow > mode default.
+ * Rules are compiled once at config load.  Rule grammar (Claude Code's,
+ * extended): `Tool` or `Tool(specifier)`; the tool part may be a glob
+ * (`*`, `server__*`).
+ *   - file tools (the call has paths): a gitignore-style path glob relative
+ *     to the workspace (`./.env`, `src/**`, `*.pem`, `/abs` anchored at the
+ *     workspace root too); matched against every path the call touches, as
+ *     written and as resolved inside the workspace: a match on either form
+ *     counts.
+ *   - other tools: comma-separated `key=glob` pairs, key a top-level
+ *     property name or a JSON pointer; all pairs must match.  Strings match
+ *     as text; numbers, booleans and null as their JSON text.
+ *   - shell: command-prefix rules come with the shell tool (parsed and kept,
+ *     matched by src/policy/shell later); until then a `shell(...)` rule
+ *     matches no call.
+ *
+ * Owns: rule parsing/matching and the floor.  Must not: read config files,
+ * touch the ledger, or know about approvals.
+ */
+#ifndef TGI_POLICY_H
+#define TGI_POLICY_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+typedef struct tgi_rule tgi_rule;
+typedef struct tgi_ruleset tgi_ruleset;
+
+/* Parse one rule; NULL with a sentence in err ("deploy_service(env=): empty
+ * glob after '='"). */
+tgi_rule   *tgi_rule_parse(const char *text, char *err, size_t errlen);
+void        tgi_rule_free(tgi_rule *r);
+const char *tgi_rule_text(const tgi_rule *r);   /* as written, for the envelope */
+
+/* What a rule is matched against; all borrowed. */
+typedef struct tgi_match_input {
+	const char        *tool;
+	const json_t      *args;          /* validated args */
+	const char *const *paths;         /* as written, normalised, workspace-relative */
+	const char *const *resolved;      /* same index: resolved inside the workspace, or NULL entries */
+	size_t             npaths;
+	int                has_paths;     /* the tool declares a paths() contract */
+} tgi_match_input;
+
+int tgi_rule_matches(const tgi_rule *r, const tgi_match_input *in);
+
+/* A ruleset: three lists.  Add compiles the texts; -1 with err naming the
+ * rule on failure. */
+tgi_ruleset *tgi_ruleset_new(void);
+void         tgi_ruleset_free(tgi_ruleset *rs);
+typedef enum { TGI_RULE_ALLOW, TGI_RULE_ASK, TGI_RULE_DENY } tgi_rule_kind;
+int          tgi_ruleset_add(tgi_ruleset *rs, tgi_rule_kind kind, const char *text, char *err, size_t errlen);
+/* First matching rule of this kind, or NULL. */
+const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, const tgi_match_input *in);
+
+/*
+ * gitignore-style glob: `*` within a segment, `**` across segments, `?`,
+ * `[...]`; a pattern without '/' (other than a trailing one) matches the
+ * basename at any depth; a leading "./" or "/" anchors at the root; a
+ * trailing "/" matches a directory and everything under it.  Paths are
+ * workspace-relative and normalised.
+ */
+int tgi_path_glob(const char *pattern, const char *path);
+/* Plain glob for values and tool names: `*` matches anything (incl. '/'), `?` one char. */
+int tgi_text_glob(const char *pattern, const char *text);
+
+/*
+ * The hard floor, compiled in; nothing lifts it.  For file tools: reads or
+ * writes of ~/.ssh, /etc/shadow, /etc/gshadow, /etc/sudoers and block
+ * devices, judged on the absolute resolved path (the workspace may be $HOME
+ * or /).  Returns 1 and a reason if the call is floored.
+ */
+int tgi_floor_paths(const char *workspace, const char *const *resolved, size_t n,
+                    char *reason, size_t cap);
+
+#endif

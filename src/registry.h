@@ -1,0 +1,144 @@
+/*
+ * registry.h — tool rows, the contract, categories, profiles, availability.
+ *
+ * A tool is one const row: name, description, input schema, category,
+ * handler and contract.  Runtime facts (compiled schema, availability,
+ * counters) live apart in tgi_entry, never in the row.
+ *
+ * Owns: the table of entries for one gate.  Must not: decide policy or run
+ * tools (the pipeline enforces the contract; handlers never check
+ * permissions themselves).
+ */
+#ifndef TGI_REGISTRY_H
+#define TGI_REGISTRY_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "toolgate.h"
+
+struct tgi_config;
+struct tgi_schema;
+
+/*
+ * Contract flags.  Every flag defaults to off, which is the conservative
+ * reading: a tool with no flags is assumed to have side effects, to be
+ * unsafe beside other calls, not destructive-but-unconfirmed, not safe to
+ * retry, and open to `ask`.
+ *
+ * TGI_T_READ_ONLY        No side effects.  May be allowed by the mode default;
+ *                        never needs an idempotency key or an in_flight record.
+ * TGI_T_CONCURRENCY_SAFE May run beside other concurrency-safe calls in one
+ *                        batch (with disjoint paths).
+ * TGI_T_DESTRUCTIVE      Needs confirmation even where edits are auto-accepted
+ *                        (acceptEdits never allows it by default).
+ * TGI_T_IDEMPOTENT       A retry is harmless.
+ * TGI_T_REQUIRES_GRANT   Denied unless an allow rule (global or a role of the
+ *                        caller) matches; the mode default never lets it run.
+ * TGI_T_REQUIRES_KEY     The schema gains `idempotency_key` (string, required).
+ * TGI_T_EDITS_FILES      Edits files inside the workspace (acceptEdits may
+ *                        allow it when not destructive).
+ */
+enum {
+	TGI_T_READ_ONLY        = 1u << 0,
+	TGI_T_CONCURRENCY_SAFE = 1u << 1,
+	TGI_T_DESTRUCTIVE      = 1u << 2,
+	TGI_T_IDEMPOTENT       = 1u << 3,
+	TGI_T_REQUIRES_GRANT   = 1u << 4,
+	TGI_T_REQUIRES_KEY     = 1u << 5,
+	TGI_T_EDITS_FILES      = 1u << 6,
+};
+
+/* What a handler gets.  All borrowed for the call. */
+typedef struct tgi_exec_ctx {
+	int                       ws_fd;      /* O_PATH|O_DIRECTORY fd of the workspace */
+	const char               *workspace;  /* its absolute path */
+	const char               *state_dir;  /* absolute path of <workspace>/.toolgate */
+	const char               *op_id;
+	const char               *tool;
+	const char               *principal;
+	const char               *idempotency_key; /* or NULL */
+	const struct tgi_config  *cfg;
+	const void               *data;       /* the row's data pointer */
+	int                       timeout_s;
+} tgi_exec_ctx;
+
+/* What a handler returns. */
+typedef enum { TGI_APPLIED_NO, TGI_APPLIED_UNKNOWN, TGI_APPLIED_YES } tgi_applied;
+
+typedef struct tgi_tool_out {
+	json_t     *output;          /* success: the result (string or JSON); the caller takes it */
+	tg_errkind  kind;            /* TG_ERR_NONE on success */
+	char        message[512];    /* on error: a sentence the model can act on */
+	tgi_applied applied;         /* on error: did anything happen? */
+	double      retry_after_s;   /* TG_ERR_TRANSIENT: a hint, 0 if none */
+} tgi_tool_out;
+
+/* Run the tool on validated args.  Returns 0 on success, -1 on error with
+ * out->kind/message/applied set. */
+typedef int (*tgi_handler)(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out);
+
+/*
+ * The paths a call touches, relative to the workspace as written by the
+ * model.  Fills up to cap entries (borrowed from args) and returns the
+ * count, or -1 with a sentence in err if a path argument is unusable.
+ */
+typedef int (*tgi_paths_fn)(const json_t *args, const char **out, size_t cap);
+
+/* Adjust the contract for these args: return the flags that hold for them. */
+typedef unsigned (*tgi_flags_fn)(unsigned flags, const json_t *args);
+
+typedef struct tgi_tool {
+	const char   *name;
+	const char   *description;
+	const char   *category;          /* fs, runtime, messaging, web, memory, ... */
+	const char   *input_schema;      /* JSON text (built-ins), or NULL: see schema_json */
+	unsigned      flags;             /* TGI_T_* */
+	tgi_flags_fn  flags_for;         /* NULL: flags hold for all args */
+	tgi_paths_fn  paths;             /* NULL: touches no workspace paths */
+	tgi_handler   handler;
+	size_t        max_result_chars;  /* 0: config default (50,000) */
+	int           timeout_s;         /* 0: config default (120) */
+	const void   *data;              /* handler data (configured tools: their tgi_tool_cfg) */
+} tgi_tool;
+
+/* A registered tool with its runtime facts. */
+typedef struct tgi_entry {
+	const tgi_tool     *row;
+	json_t             *schema_json;   /* owned: the input schema as exported */
+	struct tgi_schema  *schema;        /* owned: compiled */
+	int                 avail_checked; /* availability is computed lazily, once */
+	int                 available;
+	char                unavailable_reason[256];
+} tgi_entry;
+
+typedef struct tgi_registry tgi_registry;
+
+/* Build from the built-in rows plus the config's tools; schemas compiled
+ * here.  -1 with err naming the tool on a schema that does not compile. */
+int  tgi_registry_build(const struct tgi_config *cfg, tgi_registry **out, char *err, size_t errlen);
+void tgi_registry_free(tgi_registry *r);
+
+const tgi_entry *tgi_registry_find(tgi_registry *r, const char *name);
+size_t           tgi_registry_count(const tgi_registry *r);
+const tgi_entry *tgi_registry_at(tgi_registry *r, size_t i);
+
+/* Is the tool available (requires_env set, check command exits 0)?  The
+ * answer is computed on first use and cached. */
+int tgi_registry_available(tgi_registry *r, const tgi_entry *e, const char **reason);
+
+/* Is the tool in `profile`?  -1 if the profile does not exist. */
+int tgi_registry_in_profile(const struct tgi_config *cfg, const char *profile, const tgi_entry *e);
+
+/* The contract that holds for these args (row flags through flags_for). */
+unsigned tgi_contract(const tgi_tool *t, const json_t *args);
+
+/* Built-in tool rows (src/tools/<name>.c) */
+extern const tgi_tool tgi_tool_read_file;
+extern const tgi_tool tgi_tool_list_dir;
+extern const tgi_tool tgi_tool_search_files;
+extern const tgi_tool tgi_tool_write_file;
+
+/* Configured command tools (src/tools/command.c) */
+int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out);
+
+#endif

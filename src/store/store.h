@@ -1,0 +1,173 @@
+/*
+ * store.h — the ledger interface (DESIGN §5).
+ *
+ * One implementation now (SQLite, WAL, src/store/sqlite.c); the interface
+ * is what a PostgreSQL store will implement later, so nothing outside
+ * src/store/ sees SQL.  Many processes share one ledger at once.
+ *
+ * Tables: ops (one row per call), idem (scope -> op, in_flight/done),
+ * events (append-only, sequence numbered), approvals, sessions.
+ *
+ * Owns: the database handle and the on-disk state directory checks.
+ * Must not: decide policy, run tools, or build envelopes.
+ *
+ * Every function returns 0 on success or -1 with a sentence in err
+ * (errlen bytes); a store function never aborts on a database error.
+ */
+#ifndef TGI_STORE_H
+#define TGI_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+typedef struct tgi_store tgi_store;
+
+/*
+ * Check the state directory: <workspace>/.toolgate (created 0700 if
+ * missing) and everything in it that we open must not be a symlink and
+ * must be a directory/regular file owned by the current user; a hostile
+ * repository must not redirect the ledger or spill files.  Returns an
+ * O_DIRECTORY fd of the state dir, or -1 with err.
+ */
+int tgi_state_dir_open(int ws_fd, const char *ws_path, char *err, size_t errlen);
+
+/*
+ * Open (creating if needed) the ledger at path.  The file and its
+ * directory get the same ownership/symlink checks.  sync_full: 1 FULL,
+ * 0 NORMAL for ordinary writes (in_flight records are always FULL).
+ * A corrupt or unreadable file is an error with a sentence, never a crash.
+ */
+int  tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, size_t errlen);
+void tgi_store_close(tgi_store *s);
+
+/* ---- ops + events: one call's record, written in one transaction ---- */
+
+typedef struct tgi_event {
+	const char *type;    /* "tool.call.received", ... */
+	const char *stage;   /* or NULL */
+	json_t     *data;    /* borrowed, may be NULL */
+	int64_t     ts_ms;   /* unix ms */
+} tgi_event;
+
+typedef struct tgi_op_record {
+	const char *op_id, *call_id, *session, *tool, *principal;
+	const char *status;          /* tg_status_name() */
+	const char *error_kind;      /* or NULL */
+	const char *idem_scope;      /* or NULL */
+	const char *args_redacted;   /* JSON text */
+	const char *args_sha256;     /* of the raw canonical args */
+	const char *envelope;        /* JSON text */
+	int64_t     started_ms;      /* unix ms */
+	double      duration_ms;
+} tgi_op_record;
+
+/* Insert the ops row and its events atomically.  If idem_done_scope is not
+ * NULL, the idem row of that scope becomes `done` with this op_id in the
+ * same transaction. */
+int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev, size_t nev,
+                     const char *idem_done_scope, char *err, size_t errlen);
+
+/* ---- idempotency ---- */
+
+typedef enum {
+	TGI_IDEM_CLAIMED,     /* new: we own it, in_flight committed with FULL sync */
+	TGI_IDEM_DONE,        /* a persisted op exists: replay it */
+	TGI_IDEM_IN_FLIGHT,   /* another live owner is running it: pending */
+	TGI_IDEM_UNKNOWN,     /* in_flight whose owner is gone: unknown outcome */
+	TGI_IDEM_RETRYABLE,   /* settled as not applied (or failed with applied=no): may run again */
+} tgi_idem_state;
+
+typedef struct tgi_idem_info {
+	tgi_idem_state state;
+	char    op_id[37];        /* owning / original op */
+	char   *envelope;         /* DONE: the original envelope JSON (caller frees) */
+	double  retry_after_s;    /* IN_FLIGHT: suggested wait */
+} tgi_idem_info;
+
+/*
+ * Claim scope for op_id.  Owner = this host, pid and process start time,
+ * with a lease of lease_s seconds.  A row whose owner process is dead (or
+ * whose start time differs: pid reuse), or whose lease expired on another
+ * host, is UNKNOWN and is never re-run silently.  A row settled as not
+ * applied (tgi_store_op_resolve applied=0, or tgi_store_idem_release) is
+ * claimed again.  The claim commits with synchronous=FULL before returning.
+ */
+int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, int lease_s,
+                         tgi_idem_info *info, char *err, size_t errlen);
+
+/* The tool did not apply anything (failed with applied=no): free the scope
+ * so a retry may run. */
+int tgi_store_idem_release(tgi_store *s, const char *scope, const char *op_id, char *err, size_t errlen);
+
+/* Settle an unknown outcome (toolgate ops resolve).  applied=1: the scope
+ * becomes done with that op (its envelope marked applied); applied=0: the
+ * scope is released.  Error if op_id has no in_flight/unknown idem row. */
+int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen);
+
+/* ---- approvals ---- */
+
+typedef struct tgi_approval_row {
+	char    id[37];
+	char    op_id[37];
+	char    tool[128];
+	char    principal[128];
+	char    binding[65];   /* sha256(tool + "\n" + canonical args) */
+	char    state[16];     /* pending, approved, denied, used, expired */
+	char   *args;          /* redacted args JSON (caller frees via tgi_approval_rows_free) */
+	char   *reason;        /* why it was asked */
+	int64_t created_ms, expires_ms;
+	char    decided_by[128];
+} tgi_approval_row;
+
+/* Queue a new pending approval; id is generated (UUIDv7) into row->id. */
+int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen);
+
+/* pending -> approved/denied.  Error if not pending or expired. */
+int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
+                              char *err, size_t errlen);
+
+/*
+ * Consume a single-use approval for this binding and principal: the newest
+ * approved, unexpired one becomes `used` atomically (one winner across
+ * processes).  *found: 1 approved and consumed, -1 a matching one was
+ * denied (most recent decision), 2 one is still pending (id copied), 0 none.
+ */
+int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
+                            int *found, char pending_id[37], char *err, size_t errlen);
+
+/* List approvals (state NULL: all not yet used/expired, newest first). */
+int  tgi_store_approval_list(tgi_store *s, const char *state, tgi_approval_row **rows, size_t *n,
+                             char *err, size_t errlen);
+void tgi_approval_rows_free(tgi_approval_row *rows, size_t n);
+
+/* ---- reading the log ---- */
+
+typedef struct tgi_log_filter {
+	const char *tool;     /* or NULL */
+	const char *status;   /* or NULL */
+	int64_t     since_ms; /* 0: all */
+	const char *op_id;    /* or NULL */
+	size_t      limit;    /* 0: all */
+} tgi_log_filter;
+
+/* Ops matching the filter, oldest first, as a JSON array of objects
+ * {op_id, call_id, session, tool, principal, status, error_kind, started,
+ *  duration_ms, args_sha256, envelope (object)}.  Caller decrefs. */
+int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err, size_t errlen);
+
+/* Events of the ops matching the filter (or all when f->tool/status are
+ * NULL), oldest first: [{seq, ts, op_id, type, stage, data}].  after_seq
+ * skips events with seq <= after_seq (for --follow). */
+int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+                     char *err, size_t errlen);
+
+/* ---- spill files (src/store/spill.c) ---- */
+
+/* Write text to <state_dir>/spill/<op_id>.txt atomically (0600; spill/ is
+ * created 0700 and checked like the state dir).  path_out gets the path
+ * relative to the workspace (".toolgate/spill/<op_id>.txt"). */
+int tgi_spill_write(int state_fd, const char *op_id, const char *text, size_t len,
+                    char *path_out, size_t cap, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * util.c — capped buffers, ids (UUIDv7), sha256, time, JSON helpers.
+ *
+ * Owns: the helpers declared in util.h.  Must not: keep global state
+ * beyond what the kernel's random source needs (none).
+ */
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+/* ---- allocation ---- */
+
+static void oom(void)
+{
+	fputs("toolgate: out of memory\n", stderr);
+	abort();
+}
+
+void *tgi_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *tgi_xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz ? sz : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *tgi_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom();
+	return q;
+}
+
+char *tgi_strdup(const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	char *p = tgi_xmalloc(n);
+	memcpy(p, s, n);
+	return p;
+}
+
+void tgi_snprintf(char *out, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	if (!cap)
+		return;
+	va_start(ap, fmt);
+	int n = vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		out[0] = '\0';
+}
+
+/* ---- buffers ---- */
+
+void tgi_buf_init(tgi_buf *b, size_t max)
+{
+	b->p = NULL;
+	b->len = 0;
+	b->cap = 0;
+	b->max = max;
+}
+
+static int buf_reserve(tgi_buf *b, size_t extra)
+{
+	if (extra > b->max || b->len > b->max - extra)
+		return -1;
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	b->p = tgi_xrealloc(b->p, cap);
+	b->cap = cap;
+	return 0;
+}
+
+int tgi_buf_append(tgi_buf *b, const void *data, size_t n)
+{
+	if (buf_reserve(b, n) < 0)
+		return -1;
+	if (n)
+		memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int tgi_buf_puts(tgi_buf *b, const char *s)
+{
+	return tgi_buf_append(b, s, strlen(s));
+}
+
+int tgi_buf_printf(tgi_buf *b, const char *fmt, ...)
+{
+	va_list ap, ap2;
+	va_start(ap, fmt);
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || buf_reserve(b, (size_t)n) < 0) {
+		va_end(ap2);
+		return -1;
+	}
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap2);
+	va_end(ap2);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *tgi_buf_steal(tgi_buf *b)
+{
+	char *p = b->p ? b->p : tgi_strdup("");
+	b->p = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+void tgi_buf_free(tgi_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* ---- ids and hashing ---- */
+
+static void fill_random(void *p, size_t n)
+{
+	unsigned char *c = p;
+	while (n) {
+		ssize_t r = getrandom(c, n, 0);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			fputs("toolgate: no kernel randomness\n", stderr);
+			abort();
+		}
+		c += r;
+		n -= (size_t)r;
+	}
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+static void hex(const unsigned char *in, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hexdig[in[i] >> 4];
+		out[2 * i + 1] = hexdig[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* RFC 9562 UUIDv7: 48-bit unix ms, version 7, 12 random bits, variant 10,
+ * 62 random bits. */
+void tgi_uuidv7(char out[37])
+{
+	unsigned char u[16];
+	uint64_t ms = (uint64_t)tgi_unix_ms();
+	fill_random(u + 6, 10);
+	for (int i = 0; i < 6; i++)
+		u[i] = (unsigned char)(ms >> (40 - 8 * i));
+	u[6] = (unsigned char)(0x70 | (u[6] & 0x0f));
+	u[8] = (unsigned char)(0x80 | (u[8] & 0x3f));
+	char h[33];
+	hex(u, 16, h);
+	snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16, h + 20);
+}
+
+void tgi_sha256_hex(const void *data, size_t n, char out[65])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	unsigned int mdlen = 0;
+	EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL);
+	hex(md, SHA256_DIGEST_LENGTH, out);
+}
+
+void tgi_random_hex(char *out, size_t nbytes)
+{
+	unsigned char buf[64];
+	if (nbytes > sizeof buf)
+		nbytes = sizeof buf;
+	fill_random(buf, nbytes);
+	hex(buf, nbytes, out);
+}
+
+/* ---- time ---- */
+
+double tgi_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int64_t tgi_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tgi_iso8601(int64_t unix_ms, char out[32])
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	         (int)(unix_ms % 1000));
+}
+
+/* ---- JSON ---- */
+
+char *tgi_json_canonical(const json_t *v)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	if (!s)
+		oom();
+	return s;
+}
+
+/* Decode one pointer token (~1 → /, ~0 → ~) into out. */
+static int pointer_token(const char *p, size_t n, char *out, size_t cap)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (c == '~') {
+			if (i + 1 >= n)
+				return -1;
+			c = p[++i] == '1' ? '/' : p[i] == '0' ? '~' : 0;
+			if (!c)
+				return -1;
+		}
+		if (j + 1 >= cap)
+			return -1;
+		out[j++] = c;
+	}
+	out[j] = '\0';
+	return 0;
+}
+
+json_t *tgi_json_pointer(json_t *root, const char *ptr)
+{
+	char tok[512];
+	if (!ptr || !*ptr)
+		return root;
+	if (*ptr != '/')
+		return NULL;
+	json_t *cur = root;
+	const char *p = ptr + 1;
+	for (;;) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (pointer_token(p, n, tok, sizeof tok) < 0)
+			return NULL;
+		if (json_is_object(cur)) {
+			cur = json_object_get(cur, tok);
+		} else if (json_is_array(cur)) {
+			char *e;
+			if (!tok[0] || (tok[0] == '0' && tok[1]))
+				return NULL;
+			errno = 0;
+			unsigned long idx = strtoul(tok, &e, 10);
+			if (*e || errno)
+				return NULL;
+			cur = json_array_get(cur, idx);
+		} else {
+			return NULL;
+		}
+		if (!cur || !end)
+			return cur;
+		p = end + 1;
+	}
+}
+
+void tgi_json_pointer_join(char *out, size_t cap, const char *base, const char *token)
+{
+	size_t j = 0;
+	if (!cap)
+		return;
+	for (const char *s = base ? base : ""; *s && j + 1 < cap; s++)
+		out[j++] = *s;
+	if (j + 1 < cap)
+		out[j++] = '/';
+	for (const char *s = token; *s && j + 1 < cap; s++) {
+		if (*s == '~' || *s == '/') {
+			if (j + 2 >= cap)
+				break;
+			out[j++] = '~';
+			out[j++] = *s == '~' ? '0' : '1';
+		} else {
+			out[j++] = *s;
+		}
+	}
+	out[j] = '\0';
+}
+
+void tgi_sanitize(char *out, size_t cap, const char *s)
+{
+	size_t j = 0;
+	if (!cap)
+		return;
+	for (; s && *s && j + 1 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		out[j++] = (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
+	}
+	/* do not end in the middle of a UTF-8 sequence */
+	if (s && *s) {
+		while (j > 0 && ((unsigned char)out[j - 1] & 0xC0) == 0x80)
+			j--;
+		if (j > 0 && ((unsigned char)out[j - 1] & 0xC0) == 0xC0)
+			j--;
+	}
+	out[j] = '\0';
+}

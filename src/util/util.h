@@ -1,0 +1,64 @@
+/*
+ * util.h — small shared helpers: capped buffers, ids, hashing, time, JSON.
+ *
+ * Owns: nothing global.  Must not: know about tools, policy or the ledger.
+ */
+#ifndef TGI_UTIL_H
+#define TGI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#define TGI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * A growable byte buffer with a hard maximum (every buffer that holds
+ * outside bytes has one).  An append past max fails with -1 and leaves the
+ * buffer as it was; the caller decides whether that is an error.  p is
+ * always NUL-terminated when non-NULL.
+ */
+typedef struct tgi_buf {
+	char  *p;
+	size_t len;
+	size_t cap;
+	size_t max;
+} tgi_buf;
+
+void tgi_buf_init(tgi_buf *b, size_t max);
+int  tgi_buf_append(tgi_buf *b, const void *data, size_t n);
+int  tgi_buf_puts(tgi_buf *b, const char *s);
+int  tgi_buf_printf(tgi_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *tgi_buf_steal(tgi_buf *b); /* caller frees; buffer is reset */
+void tgi_buf_free(tgi_buf *b);
+
+/* ids and hashing */
+void tgi_uuidv7(char out[37]);
+void tgi_sha256_hex(const void *data, size_t n, char out[65]);
+void tgi_random_hex(char *out, size_t nbytes); /* writes 2*nbytes hex + NUL */
+
+/* time */
+double  tgi_now_ms(void);        /* monotonic, milliseconds */
+int64_t tgi_unix_ms(void);       /* wall clock, milliseconds since the epoch */
+void    tgi_iso8601(int64_t unix_ms, char out[32]); /* 2026-11-30T03:49:36.123Z */
+
+/* JSON */
+/* Canonical text: compact, keys sorted.  Caller frees with free(). */
+char *tgi_json_canonical(const json_t *v);
+/* Resolve an RFC 6901 pointer ("" is the root).  Borrowed reference or NULL. */
+json_t *tgi_json_pointer(json_t *root, const char *ptr);
+/* Append ptr + "/" + escaped token into out (cap bytes); truncates safely. */
+void tgi_json_pointer_join(char *out, size_t cap, const char *base, const char *token);
+/* Copy s into out (cap) with control characters replaced by spaces and
+ * the result cut at cap-1 bytes on a UTF-8 boundary. */
+void tgi_sanitize(char *out, size_t cap, const char *s);
+
+/* strings */
+char *tgi_strdup(const char *s);   /* NULL-safe; aborts on OOM */
+void *tgi_xmalloc(size_t n);       /* aborts on OOM */
+void *tgi_xcalloc(size_t n, size_t sz);
+void *tgi_xrealloc(void *p, size_t n);
+/* snprintf into a fixed buffer; never overflows, always terminates. */
+void tgi_snprintf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif
