@@ -6,7 +6,7 @@
  * extended): `Tool` or `Tool(specifier)`; the tool part may be a glob
  * (`*`, `server__*`).
  *   - file tools (the call has paths): a gitignore-style path glob relative
- *     to the workspace (`./.env`, `src/**`, `*.pem`, `/abs` anchored at the
+ *     to the workspace (`./.env`, `src/` + `**`, `*.pem`, `/abs` anchored at the
  *     workspace root too); matched against every path the call touches, as
  *     written and as resolved inside the workspace: a match on either form
  *     counts.
@@ -66,6 +66,13 @@ const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, con
 int tgi_path_glob(const char *pattern, const char *path);
 /* Plain glob for values and tool names: `*` matches anything (incl. '/'), `?` one char. */
 int tgi_text_glob(const char *pattern, const char *text);
+/* The same over len bytes of text, which may hold NUL bytes (JSON strings). */
+int tgi_text_glob_n(const char *pattern, const char *text, size_t len);
+/* Check a path glob when a rule is parsed: 0, or -1 with *at set to the
+ * byte offset of the first problem and *what to a phrase naming it
+ * ("unclosed '['").  tgi_path_glob itself never fails: it reads such a
+ * pattern literally. */
+int tgi_path_glob_check(const char *pattern, size_t *at, const char **what);
 
 /*
  * The hard floor, compiled in; nothing lifts it.  For file tools: reads or

@@ -226,10 +226,10 @@ void tgi_iso8601(int64_t unix_ms, char out[32])
 {
 	time_t t = (time_t)(unix_ms / 1000);
 	struct tm tm;
+	char date[24];
 	gmtime_r(&t, &tm);
-	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-	         (int)(unix_ms % 1000));
+	strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 32, "%.19s.%03uZ", date, (unsigned)(unix_ms % 1000) % 1000u);
 }
 
 /* ---- JSON ---- */
@@ -336,4 +336,85 @@ void tgi_sanitize(char *out, size_t cap, const char *s)
 			j--;
 	}
 	out[j] = '\0';
+}
+
+/* ---- UTF-8 ---- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+		return 0;
+	return len;
+}
+
+json_t *tgi_json_text(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < n) {
+		size_t l = u[i] ? utf8_seq(u + i, n - i) : 0;
+		if (!l)
+			break;
+		i += l;
+	}
+	if (i == n)
+		return json_stringn_nocheck(s, n);
+	tgi_buf b;
+	tgi_buf_init(&b, SIZE_MAX / 2);
+	tgi_buf_append(&b, s, i);
+	while (i < n) {
+		size_t l = u[i] ? utf8_seq(u + i, n - i) : 0;
+		if (l) {
+			tgi_buf_append(&b, s + i, l);
+			i += l;
+		} else {
+			tgi_buf_append(&b, "\xEF\xBF\xBD", 3);
+			i++;
+		}
+	}
+	json_t *j = json_stringn_nocheck(b.p ? b.p : "", b.len);
+	tgi_buf_free(&b);
+	return j;
+}
+
+size_t tgi_utf8_len(const char *s, size_t n)
+{
+	size_t cps = 0;
+	for (size_t i = 0; i < n; cps++) {
+		size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+		i += l ? l : 1;
+	}
+	return cps;
+}
+
+size_t tgi_utf8_offset(const char *s, size_t n, size_t cp)
+{
+	size_t i = 0;
+	while (i < n && cp--) {
+		size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+		i += l ? l : 1;
+	}
+	return i;
 }

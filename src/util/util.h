@@ -43,6 +43,13 @@ int64_t tgi_unix_ms(void);       /* wall clock, milliseconds since the epoch */
 void    tgi_iso8601(int64_t unix_ms, char out[32]); /* 2026-11-30T03:49:36.123Z */
 
 /* JSON */
+/* A JSON string from bytes that may not be valid UTF-8: invalid sequences
+ * (and NULs) become U+FFFD.  New reference. */
+json_t *tgi_json_text(const char *s, size_t n);
+/* Number of UTF-8 code points in s (invalid bytes count one each). */
+size_t tgi_utf8_len(const char *s, size_t n);
+/* Byte offset of code point index cp in s (n if past the end). */
+size_t tgi_utf8_offset(const char *s, size_t n, size_t cp);
 /* Canonical text: compact, keys sorted.  Caller frees with free(). */
 char *tgi_json_canonical(const json_t *v);
 /* Resolve an RFC 6901 pointer ("" is the root).  Borrowed reference or NULL. */

@@ -1,0 +1,50 @@
+/*
+ * cli.h — what the subcommands share: the command table entry point type
+ * and the gate options every subcommand accepts.
+ */
+#ifndef TG_CLI_H
+#define TG_CLI_H
+
+#include <stddef.h>
+#include "toolgate.h"
+
+/* Options that open a gate, shared by subcommands (--config, --workspace,
+ * --mode, --approval, --profile, --sync). */
+typedef struct cli_gate_opts {
+	tg_options o;
+} cli_gate_opts;
+
+#define CLI_GATE_OPTIONS_HELP                                                   \
+	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n" \
+	"  --workspace DIR      workspace directory (default: from the config, or .)\n" \
+	"  --mode MODE          default | acceptEdits | plan | bypassPermissions\n"   \
+	"  --approval POLICY    on-request | never | untrusted\n"                     \
+	"  --profile NAME       minimal | coding | messaging | full | a configured one\n" \
+	"  --sync LEVEL         ledger durability: normal | full\n"
+
+/* getopt_long codes for the shared options */
+enum { OPT_CONFIG = 1000, OPT_WORKSPACE, OPT_MODE, OPT_APPROVAL, OPT_PROFILE, OPT_SYNC };
+#define CLI_GATE_LONGOPTS                                        \
+	{"config", 1, 0, OPT_CONFIG}, {"workspace", 1, 0, OPT_WORKSPACE}, \
+	{"mode", 1, 0, OPT_MODE}, {"approval", 1, 0, OPT_APPROVAL},   \
+	{"profile", 1, 0, OPT_PROFILE}, {"sync", 1, 0, OPT_SYNC}
+
+void cli_gate_opts_init(cli_gate_opts *g);
+/* Handle a shared option; 1 if it was one, 0 if not, -1 on a bad value. */
+int  cli_gate_opt(cli_gate_opts *g, int opt, const char *arg);
+/* Open the gate or print the reason; NULL on failure. */
+tg_gate *cli_gate_open(cli_gate_opts *g);
+
+/* Print to stderr "toolgate: <msg>\n"; returns 1 (the usage/config exit code). */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Read all of a file (or stdin for "-") up to max bytes; NULL + message on error. */
+char *cli_read_input(const char *path, size_t max, size_t *len);
+
+int cmd_call(int argc, char **argv);
+int cmd_tools(int argc, char **argv);
+int cmd_log(int argc, char **argv);
+int cmd_approvals(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
+
+#endif

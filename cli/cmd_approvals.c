@@ -1,0 +1,116 @@
+/*
+ * cmd_approvals.c — `toolgate approvals list|approve ID|deny ID`.
+ *
+ * An approval is single-use, bound to sha256(tool + canonical args) and
+ * the principal, and expires; approving lets the same call run once when
+ * it is retried.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "gate.h"
+#include "util/util.h"
+
+static const char usage_text[] =
+	"usage: toolgate approvals list [--all] [--json]\n"
+	"       toolgate approvals approve ID\n"
+	"       toolgate approvals deny ID\n\n"
+	"options:\n"
+	"  --all                every approval, not only the open ones\n"
+	"  --json               JSON output\n"
+	CLI_GATE_OPTIONS_HELP;
+
+static int list(tg_gate *g, int all, int as_json)
+{
+	char err[512];
+	tgi_approval_row *rows = NULL;
+	size_t n = 0;
+	tgi_store_lock(g);
+	int rc = tgi_store_approval_list(g->store, all ? "*" : NULL, &rows, &n, err, sizeof err);
+	tgi_store_unlock(g);
+	if (rc < 0)
+		return cli_error("%s", err);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char created[32], expires[32];
+		tgi_iso8601(rows[i].created_ms, created);
+		tgi_iso8601(rows[i].expires_ms, expires);
+		if (as_json) {
+			json_array_append_new(
+			    arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", rows[i].id,
+			                   "state", rows[i].state, "tool", rows[i].tool, "principal",
+			                   rows[i].principal, "args", rows[i].args ? rows[i].args : "",
+			                   "reason", rows[i].reason ? rows[i].reason : "", "op_id",
+			                   rows[i].op_id, "created", created, "expires", expires));
+		} else {
+			char args[200];
+			tgi_sanitize(args, sizeof args, rows[i].args ? rows[i].args : "");
+			printf("%s  %-8s %s %s  (by %s; expires %s)\n    %s\n", rows[i].id, rows[i].state,
+			       rows[i].tool, args, rows[i].principal, expires,
+			       rows[i].reason ? rows[i].reason : "");
+		}
+	}
+	if (as_json) {
+		char *s = json_dumps(arr, JSON_INDENT(2));
+		puts(s);
+		free(s);
+	} else if (!n) {
+		puts("no open approvals");
+	}
+	json_decref(arr);
+	tgi_approval_rows_free(rows, n);
+	return 0;
+}
+
+int cmd_approvals(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"all", 0, 0, 'A'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'},
+		CLI_GATE_LONGOPTS,  {0, 0, 0, 0},
+	};
+	cli_gate_opts go;
+	int all = 0, as_json = 0, opt;
+	cli_gate_opts_init(&go);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'A': all = 1; break;
+		case 'j': as_json = 1; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
+			fputs(usage_text, stderr);
+			return 1;
+		}
+	}
+	const char *verb = optind < argc ? argv[optind] : "list";
+	int decide = !strcmp(verb, "approve") ? 1 : !strcmp(verb, "deny") ? 0 : -1;
+	if (decide < 0 && strcmp(verb, "list"))
+		return cli_error("approvals: unknown action '%s'; expected list, approve or deny", verb);
+	if (decide >= 0 && optind + 2 != argc)
+		return cli_error("approvals %s: expected one approval id", verb);
+
+	tg_gate *g = cli_gate_open(&go);
+	if (!g)
+		return 1;
+	int code = 0;
+	if (decide < 0) {
+		code = list(g, all, as_json);
+	} else {
+		char *err = NULL;
+		const char *by = getenv("USER") ? getenv("USER") : "operator";
+		if (tg_approval_decide(g, argv[optind + 1], decide, by, &err) < 0)
+			code = cli_error("%s", err ? err : "cannot decide the approval");
+		else
+			printf("%s %s\n", decide ? "approved" : "denied", argv[optind + 1]);
+		free(err);
+	}
+	tg_gate_close(g);
+	return code;
+}

@@ -1,0 +1,158 @@
+/*
+ * cmd_call.c — `toolgate call`: one call (or a batch) through the gate,
+ * from a pipe or a shell.  Prints the envelope and exits with the status's
+ * code (DESIGN §1).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "gate.h"
+
+static const char usage_text[] =
+	"usage: toolgate call [options] TOOL [ARGS]\n"
+	"       toolgate call [options] --batch FILE\n\n"
+	"ARGS is a JSON object, @FILE, or - for standard input (default {}).\n"
+	"A batch is a JSON array of {\"tool\", \"args\", \"call_id\", \"idempotency_key\"};\n"
+	"the results come back as an array, in call order.\n\n"
+	"options:\n"
+	"  --as NAME            call as this principal (else $TOOLGATE_PRINCIPAL, token, default)\n"
+	"  --key KEY            idempotency key\n"
+	"  --call-id ID         the provider's call id\n"
+	"  --session ID         session id\n"
+	"  --dry-run            stop before execute; show the plan\n"
+	"  --json               compact output\n"
+	CLI_GATE_OPTIONS_HELP
+	"\nexit: 0 persisted/replayed/dry_run, 2 invalid, 3 denied, 4 failed, 5 pending,\n"
+	"      6 committed (ran, but the ledger write failed), 1 usage or configuration error\n";
+
+static int run_batch(tg_gate *g, const char *src, int compact, const tg_request *tmpl)
+{
+	size_t len;
+	char *text = cli_read_input(src, g->cfg->max_args_bytes * 16, &len);
+	if (!text)
+		return 1;
+	json_error_t je;
+	json_t *arr = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	if (!json_is_array(arr)) {
+		json_decref(arr);
+		return cli_error("the batch must be a JSON array of calls (%s)", arr ? "not an array"
+		                                                                     : je.text);
+	}
+	size_t n = json_array_size(arr);
+	tg_request *reqs = calloc(n ? n : 1, sizeof *reqs);
+	char **args = calloc(n ? n : 1, sizeof *args);
+	tg_result **res = calloc(n ? n : 1, sizeof *res);
+	for (size_t i = 0; i < n; i++) {
+		json_t *c = json_array_get(arr, i);
+		reqs[i] = *tmpl;
+		reqs[i].tool = json_string_value(json_object_get(c, "tool"));
+		json_t *a = json_object_get(c, "args");
+		args[i] = a ? json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		reqs[i].args = args[i];
+		reqs[i].call_id = json_string_value(json_object_get(c, "call_id"));
+		if (json_object_get(c, "idempotency_key"))
+			reqs[i].idempotency_key = json_string_value(json_object_get(c, "idempotency_key"));
+	}
+	tg_call_batch(g, reqs, n, res);
+	int code = 0;
+	json_t *out = json_array();
+	for (size_t i = 0; i < n; i++) {
+		int ec = tg_status_exit_code(tg_result_status(res[i]));
+		if (!code && ec)
+			code = ec;
+		json_array_append_new(out, json_loads(tg_result_json(res[i], 0), 0, NULL));
+		tg_result_free(res[i]);
+		free(args[i]);
+	}
+	char *s = json_dumps(out, compact ? JSON_COMPACT : JSON_INDENT(2));
+	puts(s ? s : "[]");
+	free(s);
+	json_decref(out);
+	json_decref(arr);
+	free(reqs);
+	free(args);
+	free(res);
+	return code;
+}
+
+int cmd_call(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"as", 1, 0, 'a'},      {"key", 1, 0, 'k'},   {"call-id", 1, 0, 'c'},
+		{"session", 1, 0, 's'}, {"dry-run", 0, 0, 'n'}, {"json", 0, 0, 'j'},
+		{"batch", 1, 0, 'b'},   {"help", 0, 0, 'h'},  CLI_GATE_LONGOPTS,
+		{0, 0, 0, 0},
+	};
+	cli_gate_opts go;
+	tg_request req = {0};
+	const char *batch = NULL;
+	int compact = 0, opt;
+	cli_gate_opts_init(&go);
+	go.o.interactive = 1;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'a': req.principal = optarg; break;
+		case 'k': req.idempotency_key = optarg; break;
+		case 'c': req.call_id = optarg; break;
+		case 's': req.session = optarg; break;
+		case 'n': req.dry_run = 1; break;
+		case 'j': compact = 1; break;
+		case 'b': batch = optarg; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
+			fputs(usage_text, stderr);
+			return 1;
+		}
+	}
+	if (!batch && optind >= argc) {
+		fputs(usage_text, stderr);
+		return 1;
+	}
+	if ((batch && optind < argc) || (!batch && argc - optind > 2))
+		return cli_error("too many arguments; see 'toolgate call --help'");
+
+	tg_gate *g = cli_gate_open(&go);
+	if (!g)
+		return 1;
+	int code;
+	if (batch) {
+		code = run_batch(g, batch, compact, &req);
+	} else {
+		char *text = NULL;
+		req.tool = argv[optind];
+		if (optind + 1 < argc) {
+			const char *a = argv[optind + 1];
+			if (a[0] == '@' || !strcmp(a, "-")) {
+				size_t len;
+				text = cli_read_input(a[0] == '@' ? a + 1 : "-", g->cfg->max_args_bytes, &len);
+				if (!text) {
+					tg_gate_close(g);
+					return 1;
+				}
+				req.args = text;
+				req.args_len = len ? len : 0;
+				if (!len)
+					req.args = "";
+			} else {
+				req.args = a;
+			}
+		}
+		tg_result *r;
+		tg_call(g, &req, &r);
+		puts(tg_result_json(r, !compact));
+		code = tg_status_exit_code(tg_result_status(r));
+		tg_result_free(r);
+		free(text);
+	}
+	tg_gate_close(g);
+	return code;
+}

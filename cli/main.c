@@ -1,0 +1,150 @@
+/*
+ * main.c — the `toolgate` program: a command table, like git's, with one
+ * cmd_<name>() per subcommand in cli/cmd_<name>.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"call", cmd_call, "run one tool call (or a batch) through the gate"},
+	{"tools", cmd_tools, "print the tool definitions for a profile"},
+	{"log", cmd_log, "show the ledger: calls, statuses and their events"},
+	{"approvals", cmd_approvals, "list, approve or deny queued approvals"},
+	{"ops", cmd_ops, "settle an unknown outcome (ops resolve)"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: toolgate <command> [options]\n\n"
+	           "toolgate puts a gate in front of every tool call an LLM agent makes.\n\n"
+	           "commands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n  toolgate <command> --help   options of one command\n"
+	           "  toolgate --version\n");
+}
+
+/* ---- shared helpers ---- */
+
+int cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("toolgate: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+void cli_gate_opts_init(cli_gate_opts *g)
+{
+	memset(g, 0, sizeof *g);
+	g->o.sync_full = -1;
+}
+
+int cli_gate_opt(cli_gate_opts *g, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_CONFIG:    g->o.config_path = arg; return 1;
+	case OPT_WORKSPACE: g->o.workspace = arg; return 1;
+	case OPT_MODE:      g->o.mode = arg; return 1;
+	case OPT_APPROVAL:  g->o.approval = arg; return 1;
+	case OPT_PROFILE:   g->o.profile = arg; return 1;
+	case OPT_SYNC:
+		if (!strcmp(arg, "full"))
+			g->o.sync_full = 1;
+		else if (!strcmp(arg, "normal"))
+			g->o.sync_full = 0;
+		else
+			return -1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+tg_gate *cli_gate_open(cli_gate_opts *g)
+{
+	tg_gate *gate;
+	char *err = NULL;
+	if (tg_gate_open(&g->o, &gate, &err) < 0) {
+		cli_error("%s", err ? err : "cannot open the gate");
+		free(err);
+		return NULL;
+	}
+	return gate;
+}
+
+char *cli_read_input(const char *path, size_t max, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	if (!f) {
+		cli_error("cannot read \"%s\": %s", path, strerror(errno));
+		return NULL;
+	}
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap + 1);
+	for (;;) {
+		if (n == cap) {
+			if (cap > max) /* read one byte past max so the gate can say it is too big */
+				break;
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	int bad = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (bad) {
+		free(buf);
+		cli_error("cannot read \"%s\"", path);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	/* a write past RLIMIT_FSIZE must fail with EFBIG, not kill us mid-row */
+	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		if (argc >= 3 && !strcmp(argv[1], "help")) {
+			char *sub[] = {argv[2], "--help", NULL};
+			for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+				if (!strcmp(commands[i].name, argv[2]))
+					return commands[i].fn(2, sub);
+		}
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("toolgate %s\n", tg_version());
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(commands[i].name, argv[1]))
+			return commands[i].fn(argc - 1, argv + 1);
+	cli_error("'%s' is not a toolgate command; see 'toolgate --help'", argv[1]);
+	return 1;
+}

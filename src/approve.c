@@ -1,0 +1,130 @@
+/*
+ * approve.c — stage 5: what an `ask` becomes (DESIGN §3, approval policy).
+ *
+ *   never       → denied
+ *   on-request  → a single-use approval already granted for exactly this
+ *                 call (sha256 of tool + canonical args, same principal,
+ *                 unexpired) is consumed and the call runs; a denied one
+ *                 denies; otherwise a terminal prompt when the gate is
+ *                 interactive and stdin and stderr are terminals, else a
+ *                 durable queued approval → `pending` with approval_id.
+ *   untrusted   → as on-request (decide already turned more into ask).
+ *
+ * Owns: approval bookkeeping for this call.  Must not: loosen a decision:
+ * only an `ask` reaches here, and it can only become allow or deny.
+ * Stops with `denied` or `pending`.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+static int prompt_tty(tgi_call *c)
+{
+	char shown[300], line[16];
+	tgi_sanitize(shown, sizeof shown, c->args_canon);
+	fprintf(stderr, "toolgate: %s wants to run %s %s%s\n  (%s) allow once? [y/N] ",
+	        c->principal->name, c->tool, shown, strlen(c->args_canon) >= sizeof shown ? "…" : "",
+	        c->rule);
+	fflush(stderr);
+	if (!fgets(line, sizeof line, stdin))
+		return 0;
+	return line[0] == 'y' || line[0] == 'Y';
+}
+
+tgi_verdict tgi_approve(tgi_call *c)
+{
+	tg_gate *g = c->g;
+	char err[512], binding[65], pending_id[37] = "";
+	int found = 0;
+
+	if (c->decision == TGI_ALLOW) {
+		tgi_trace(c, "approve", 1, json_pack("{s:s}", "approval", "not needed"));
+		return TGI_NEXT;
+	}
+	if (g->cfg->approval == TGI_APPROVAL_NEVER) {
+		tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "never"));
+		tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "%s needs approval and the approval policy is never; do not retry; ask "
+		                "the owner", c->tool);
+	}
+
+	/* binding: sha256(tool "\n" canonical args) */
+	{
+		tgi_buf b;
+		tgi_buf_init(&b, SIZE_MAX / 2);
+		tgi_buf_printf(&b, "%s\n%s", c->tool, c->args_canon);
+		tgi_sha256_hex(b.p, b.len, binding);
+		tgi_buf_free(&b);
+	}
+
+	tgi_store_lock(g);
+	int rc = tgi_store_approval_take(g->store, binding, c->principal->name, &found, pending_id,
+	                                 err, sizeof err);
+	tgi_store_unlock(g);
+	if (rc < 0)
+		return tgi_stop(c, TG_DENIED, TG_ERR_NEEDS_APPROVAL, NULL,
+		                "the approval queue is unavailable (%s); the call was not run", err);
+	if (found == 1) {
+		tgi_event_add(c, "tool.call.approved", "approve", json_pack("{s:s}", "by", "queue"));
+		tgi_trace(c, "approve", 1, json_pack("{s:s}", "approval", "granted"));
+		return TGI_NEXT;
+	}
+	if (found == -1) {
+		tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "denied"));
+		tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "the owner denied this call; do not retry; ask the owner");
+	}
+	if (found == 2) {
+		memcpy(c->approval_id, pending_id, sizeof c->approval_id);
+		tgi_trace(c, "approve", 0,
+		          json_pack("{s:s, s:s}", "approval", "pending", "approval_id", c->approval_id));
+		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
+		                "this call is still waiting for approval %s; retry the same call once "
+		                "the owner has approved it", c->approval_id);
+	}
+
+	if (g->interactive && isatty(0) && isatty(2)) {
+		int yes = prompt_tty(c);
+		tgi_event_add(c, yes ? "tool.call.approved" : "tool.call.rejected", "approve",
+		              json_pack("{s:s}", "by", "tty"));
+		tgi_trace(c, "approve", yes, json_pack("{s:s}", "approval", yes ? "tty" : "tty denied"));
+		if (yes)
+			return TGI_NEXT;
+		tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "the owner declined this call at the terminal; do not retry");
+	}
+
+	tgi_approval_row row;
+	memset(&row, 0, sizeof row);
+	memcpy(row.op_id, c->op_id, sizeof row.op_id);
+	tgi_snprintf(row.tool, sizeof row.tool, "%s", c->tool);
+	tgi_snprintf(row.principal, sizeof row.principal, "%s", c->principal->name);
+	memcpy(row.binding, binding, sizeof row.binding);
+	tgi_snprintf(row.state, sizeof row.state, "pending");
+	row.args = tgi_redacted_args(c);
+	row.reason = c->rule;
+	row.created_ms = tgi_unix_ms();
+	row.expires_ms = row.created_ms + (int64_t)g->cfg->approval_ttl_s * 1000;
+	tgi_store_lock(g);
+	rc = tgi_store_approval_add(g->store, &row, err, sizeof err);
+	tgi_store_unlock(g);
+	free(row.args);
+	if (rc < 0)
+		return tgi_stop(c, TG_DENIED, TG_ERR_NEEDS_APPROVAL, NULL,
+		                "this call needs approval but the approval could not be queued (%s)", err);
+	memcpy(c->approval_id, row.id, sizeof c->approval_id);
+	tgi_event_add(c, "tool.call.approval_requested", "approve",
+	              json_pack("{s:s, s:s}", "approval_id", c->approval_id, "rule", c->rule));
+	tgi_trace(c, "approve", 0,
+	          json_pack("{s:s, s:s}", "approval", "queued", "approval_id", c->approval_id));
+	return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
+	                "this call needs approval (%s); it is queued as %s; retry the same call once "
+	                "the owner has approved it", c->rule, c->approval_id);
+}

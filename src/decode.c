@@ -1,0 +1,107 @@
+/*
+ * decode.c — stage 1: bytes in, a tg_call out.
+ *
+ * Owns: the op id (UUIDv7), the tool lookup (registry + active profile),
+ * parsing the argument text (size cap, duplicate keys refused, must be an
+ * object), and the idempotency key's source.  Must not: look at what the
+ * arguments mean (validate), who is calling (identify) or what is allowed
+ * (decide).  Stops with `invalid`.
+ */
+#include <string.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+/* Copy an optional caller-supplied label (call id, session, key) with a
+ * length cap and control characters stripped. */
+static int copy_label(char *out, size_t cap, const char *in)
+{
+	if (!in)
+		return 0;
+	if (strlen(in) >= cap)
+		return -1;
+	tgi_sanitize(out, cap, in);
+	return 0;
+}
+
+static int tool_name_ok(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++) {
+		char ch = s[n];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '-' || ch == '.'))
+			return 0;
+	}
+	return n > 0 && n <= 128;
+}
+
+tgi_verdict tgi_decode(tgi_call *c)
+{
+	const tg_request *req = c->req;
+	tg_gate *g = c->g;
+
+	tgi_uuidv7(c->op_id);
+	tgi_event_add(c, "tool.call.received", "decode", NULL);
+
+	if (copy_label(c->call_id, sizeof c->call_id, req->call_id) < 0 ||
+	    copy_label(c->session, sizeof c->session, req->session) < 0)
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
+		                "call id and session must be at most 256 bytes");
+
+	if (!req->tool || !*req->tool)
+		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "no tool name was given");
+	if (!tool_name_ok(req->tool)) {
+		tgi_sanitize(c->tool, 64, req->tool);
+		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL,
+		                "\"%s\" is not a valid tool name", c->tool);
+	}
+	tgi_snprintf(c->tool, sizeof c->tool, "%s", req->tool);
+
+	const tgi_entry *e = tgi_registry_find(g->reg, c->tool);
+	if (!e || tgi_registry_in_profile(g->cfg, g->profile, e) != 1)
+		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL,
+		                "unknown tool \"%s\"%s; use one of the tools you were given", c->tool,
+		                e ? " in this profile" : "");
+	c->entry = e;
+
+	const char *text = req->args ? req->args : "{}";
+	size_t len = req->args ? (req->args_len ? req->args_len : strlen(req->args)) : 2;
+	if (len > g->cfg->max_args_bytes)
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
+		                "the arguments are %zu bytes, over the limit of %zu; send less data",
+		                len, g->cfg->max_args_bytes);
+	json_error_t je;
+	c->args = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+	if (!c->args)
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
+		                "the arguments are not valid JSON (at byte %d: %s); send one JSON object",
+		                je.position, je.text);
+	if (!json_is_object(c->args))
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
+		                "the arguments must be a JSON object");
+
+	/* The key may come from the transport (--key) or from the args; two
+	 * different keys for one call are ambiguous. */
+	json_t *k = json_object_get(c->args, "idempotency_key");
+	if (k && !json_is_string(k))
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, "/idempotency_key",
+		                "idempotency_key must be a string");
+	const char *akey = k ? json_string_value(k) : NULL;
+	if (req->idempotency_key && akey && strcmp(req->idempotency_key, akey))
+		return tgi_stop(c, TG_INVALID, TG_ERR_AMBIGUOUS, "/idempotency_key",
+		                "two different idempotency keys were given; send one");
+	const char *key = akey ? akey : req->idempotency_key;
+	if (key && (!*key || copy_label(c->idem_key, sizeof c->idem_key, key) < 0 ||
+	            strcmp(c->idem_key, key)))
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, "/idempotency_key",
+		                "idempotency_key must be 1 to 256 printable characters");
+	/* A key given by the transport is part of the args for tools whose
+	 * schema asks for one, so validation sees it. */
+	if (key && !akey && (e->row->flags & TGI_T_REQUIRES_KEY))
+		json_object_set_new(c->args, "idempotency_key", json_string(key));
+
+	c->dry_run = req->dry_run;
+	tgi_trace(c, "decode", 1, NULL);
+	return TGI_NEXT;
+}

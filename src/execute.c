@@ -1,0 +1,160 @@
+/*
+ * execute.c — stage 6: run the tool, exactly once for side effects.
+ *
+ * Idempotency sits around the handler (DESIGN §1, §5).  The scope is
+ * principal:tool:idempotency_key when the call has a key, else
+ * session:call_id when the provider gave a call id, else none; read-only
+ * calls need none.  Before a side-effecting tool runs, its scope is
+ * claimed `in_flight` durably (synchronous=FULL).  Then:
+ *   done       → `replayed`, the original result, nothing runs
+ *   in flight  → `pending` (transient, retry_after_s)
+ *   owner gone → `pending` (unknown_outcome): never re-run silently
+ * A dry run stops here with `dry_run` and the plan.
+ *
+ * Owns: the claim, the handler call and its timing.  Must not: decide
+ * permission, shape output, or write the ops row (persist settles the
+ * claim in the same transaction as the row).  Stops with `failed`,
+ * `pending`, `replayed` or `dry_run`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+#define LEASE_S 600
+
+static char *make_scope(tgi_call *c)
+{
+	tgi_buf b;
+	tgi_buf_init(&b, 1024);
+	if (c->idem_key[0])
+		tgi_buf_printf(&b, "key:%s:%s:%s", c->principal->name, c->tool, c->idem_key);
+	else if (c->call_id[0])
+		tgi_buf_printf(&b, "call:%s:%s", c->session[0] ? c->session : "-", c->call_id);
+	else
+		return NULL;
+	return tgi_buf_steal(&b);
+}
+
+static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)
+{
+	json_t *env = info->envelope ? json_loads(info->envelope, 0, NULL) : NULL;
+	json_t *out = env ? json_object_get(env, "output") : NULL;
+	json_t *tr = env ? json_object_get(env, "truncated") : NULL;
+	c->output = json_incref(out ? out : json_null());
+	if (json_is_object(tr))
+		c->truncated = json_incref(tr);
+	json_decref(env);
+	memcpy(c->replayed_from, info->op_id, sizeof c->replayed_from);
+	c->status = TG_REPLAYED;
+	tgi_event_add(c, "tool.call.replayed", "execute",
+	              json_pack("{s:s}", "original_op_id", c->replayed_from));
+	tgi_trace(c, "execute", 1, json_pack("{s:s}", "replayed_from", c->replayed_from));
+	return TGI_STOP;
+}
+
+tgi_verdict tgi_execute(tgi_call *c)
+{
+	tg_gate *g = c->g;
+	const tgi_tool *t = c->entry->row;
+	char err[512];
+
+	if (c->dry_run) {
+		c->status = TG_DRY_RUN;
+		c->output = json_pack("{s:s, s:O, s:s, s:b}", "would_run", c->tool, "args", c->args,
+		                      "decided_by", c->rule, "read_only",
+		                      (c->contract & TGI_T_READ_ONLY) != 0);
+		tgi_event_add(c, "tool.call.dry_run", "execute", NULL);
+		tgi_trace(c, "execute", 1, json_pack("{s:b}", "dry_run", 1));
+		return TGI_STOP;
+	}
+
+	if (!(c->contract & TGI_T_READ_ONLY) && (c->idem_scope = make_scope(c))) {
+		tgi_idem_info info;
+		memset(&info, 0, sizeof info);
+		tgi_store_lock(g);
+		int rc = tgi_store_idem_claim(g->store, c->idem_scope, c->op_id, LEASE_S, &info, err,
+		                              sizeof err);
+		tgi_store_unlock(g);
+		if (rc < 0) {
+			free(c->idem_scope);
+			c->idem_scope = NULL; /* not ours: persist must not settle it */
+			tgi_trace(c, "execute", 0, NULL);
+			return tgi_stop(c, TG_FAILED, TG_ERR_TRANSIENT, NULL,
+			                "the ledger could not record the call before running it (%s); "
+			                "nothing was run", err);
+		}
+		tgi_verdict v = TGI_NEXT;
+		switch (info.state) {
+		case TGI_IDEM_CLAIMED:
+		case TGI_IDEM_RETRYABLE:
+			break;
+		case TGI_IDEM_DONE:
+			v = replay(c, &info);
+			break;
+		case TGI_IDEM_IN_FLIGHT:
+			tgi_trace(c, "execute", 0, json_pack("{s:s}", "in_flight", info.op_id));
+			v = tgi_stop(c, TG_PENDING, TG_ERR_TRANSIENT, NULL,
+			             "the same call (op %s) is still running; retry in %.0f s to get its "
+			             "result", info.op_id, info.retry_after_s);
+			c->retry_after_s = info.retry_after_s;
+			break;
+		case TGI_IDEM_UNKNOWN:
+			tgi_trace(c, "execute", 0, json_pack("{s:s}", "unknown_outcome", info.op_id));
+			v = tgi_stop(c, TG_PENDING, TG_ERR_UNKNOWN_OUTCOME, NULL,
+			             "an earlier attempt of this call (op %s) stopped without a result, so "
+			             "it may or may not have taken effect; do not retry; ask the owner to "
+			             "settle it (toolgate ops resolve %s --applied yes|no)", info.op_id,
+			             info.op_id);
+			c->applied = TGI_APPLIED_UNKNOWN;
+			break;
+		}
+		free(info.envelope);
+		if (v == TGI_STOP) {
+			/* the claim belongs to another op: leave it alone */
+			free(c->idem_scope);
+			c->idem_scope = NULL;
+			return v;
+		}
+		c->settle = TGI_SETTLE_RELEASE; /* until the handler says otherwise */
+	}
+
+	tgi_exec_ctx ctx = {
+		.ws_fd = g->ws_fd,
+		.workspace = g->cfg->workspace,
+		.state_dir = g->state_dir,
+		.op_id = c->op_id,
+		.tool = c->tool,
+		.principal = c->principal->name,
+		.idempotency_key = c->idem_key[0] ? c->idem_key : NULL,
+		.cfg = g->cfg,
+		.data = t->data,
+		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
+	};
+	tgi_tool_out out;
+	memset(&out, 0, sizeof out);
+	tgi_event_add(c, "tool.call.started", "execute", NULL);
+	double t0 = tgi_now_ms();
+	int rc = t->handler(&ctx, c->args, &out);
+	double ms = tgi_now_ms() - t0;
+
+	if (rc < 0) {
+		json_decref(out.output);
+		c->settle = out.applied == TGI_APPLIED_NO ? TGI_SETTLE_RELEASE : TGI_SETTLE_UNKNOWN;
+		tgi_trace(c, "execute", 0, json_pack("{s:f}", "ms", ms));
+		tgi_verdict v = tgi_stop(c, TG_FAILED, out.kind ? out.kind : TG_ERR_TOOL_ERROR, NULL,
+		                         "%s", out.message[0] ? out.message : "the tool failed");
+		c->applied = out.applied;
+		if (out.kind == TG_ERR_TRANSIENT)
+			c->retry_after_s = out.retry_after_s > 0 ? out.retry_after_s : 1;
+		tgi_event_add(c, "tool.call.failed", "execute",
+		              json_pack("{s:s}", "kind", tg_errkind_name(c->kind)));
+		return v;
+	}
+	c->output = out.output ? out.output : json_null();
+	c->settle = TGI_SETTLE_DONE;
+	c->status = TG_PERSISTED; /* persist turns this into committed if the ledger fails */
+	tgi_trace(c, "execute", 1, json_pack("{s:f}", "ms", ms));
+	return TGI_NEXT;
+}

@@ -1,0 +1,451 @@
+/*
+ * gate.c — the pipeline driver and the gate's lifetime.
+ *
+ * tg_call() is a flat list of stages; the first stop exits through the one
+ * persist path, which writes exactly one ledger row for every call.
+ *
+ * Owns: opening and closing a gate (config, registry, rules, workspace fd,
+ * state dir, ledger), one call's state, results, the envelope.  Must not:
+ * contain stage logic (each stage is its own file).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+struct tg_result {
+	tg_status status;
+	char      op_id[37];
+	json_t   *env;     /* owned */
+	char     *compact; /* owned, lazily */
+	char     *pretty;  /* owned, lazily */
+};
+
+/* ---- call helpers used by every stage ---- */
+
+tgi_verdict tgi_stop(tgi_call *c, tg_status st, tg_errkind kind, const char *field,
+                     const char *fmt, ...)
+{
+	char raw[sizeof c->message];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	va_end(ap);
+	tgi_sanitize(c->message, sizeof c->message, raw);
+	c->status = st;
+	c->kind = kind;
+	c->applied = TGI_APPLIED_NO;
+	tgi_snprintf(c->field, sizeof c->field, "%s", field ? field : "");
+	return TGI_STOP;
+}
+
+void tgi_trace(tgi_call *c, const char *stage, int ok, json_t *extra)
+{
+	json_t *rec = json_pack("{s:s, s:b}", "stage", stage, "ok", ok);
+	if (extra) {
+		json_object_update(rec, extra);
+		json_decref(extra);
+	}
+	json_array_append_new(c->stages, rec);
+}
+
+void tgi_event_add(tgi_call *c, const char *type, const char *stage, json_t *data)
+{
+	if (c->nevents == TGI_MAX_EVENTS) {
+		json_decref(data);
+		return;
+	}
+	c->events[c->nevents++] = (tgi_event){
+		.type = type, .stage = stage, .data = data, .ts_ms = tgi_unix_ms()};
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s && *s ? json_string(s) : json_null();
+}
+
+json_t *tgi_envelope(const tgi_call *c)
+{
+	static const char *const applied[] = {"no", "unknown", "yes"};
+	json_t *err = json_null();
+	if (c->kind != TG_ERR_NONE) {
+		err = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "kind", tg_errkind_name(c->kind),
+		                "message", c->message, "rule", str_or_null(c->error_rule), "field",
+		                c->field[0] || c->kind == TG_ERR_INVALID_INPUT ? json_string(c->field)
+		                                                               : json_null(),
+		                "retry_after_s",
+		                c->retry_after_s > 0 ? json_real(c->retry_after_s) : json_null(),
+		                "applied", applied[c->applied]);
+		if (c->approval_id[0])
+			json_object_set_new(err, "approval_id", json_string(c->approval_id));
+	}
+	json_t *env = json_object();
+	json_object_set_new(env, "op_id", json_string(c->op_id));
+	json_object_set_new(env, "call_id", str_or_null(c->call_id));
+	json_object_set_new(env, "session", str_or_null(c->session));
+	json_object_set_new(env, "tool", str_or_null(c->tool));
+	json_object_set_new(env, "status", json_string(tg_status_name(c->status)));
+	json_object_set_new(env, "error", err);
+	json_object_set_new(env, "output", c->output ? json_incref(c->output) : json_null());
+	json_object_set_new(env, "truncated", c->truncated ? json_incref(c->truncated) : json_null());
+	json_object_set_new(env, "idempotency_key", str_or_null(c->idem_key));
+	json_object_set_new(env, "principal", str_or_null(c->principal_name));
+	json_object_set_new(env, "stages", json_incref(c->stages));
+	json_object_set_new(env, "duration_ms", json_real((double)(long)(c->duration_ms * 1000) / 1000));
+	return env;
+}
+
+void tgi_store_lock(tg_gate *g)
+{
+	pthread_mutex_lock(&g->store_mu);
+}
+
+void tgi_store_unlock(tg_gate *g)
+{
+	pthread_mutex_unlock(&g->store_mu);
+}
+
+/* ---- the driver ---- */
+
+static void call_begin(tgi_call *c, tg_gate *g, const tg_request *req)
+{
+	memset(c, 0, sizeof *c);
+	c->g = g;
+	c->req = req;
+	c->stages = json_array();
+	c->retry_after_s = -1;
+	c->started_ms = tgi_unix_ms();
+	c->t0 = tgi_now_ms();
+}
+
+static tg_result *call_end(tgi_call *c)
+{
+	tg_result *r = tgi_xcalloc(1, sizeof *r);
+	r->status = c->status;
+	memcpy(r->op_id, c->op_id, sizeof r->op_id);
+	r->env = tgi_envelope(c);
+
+	json_decref(c->args);
+	json_decref(c->output);
+	json_decref(c->truncated);
+	json_decref(c->stages);
+	free(c->args_canon);
+	free(c->idem_scope);
+	for (size_t i = 0; i < c->npaths; i++) {
+		free(c->path_buf[i]);
+		free(c->resolved[i]);
+	}
+	for (size_t i = 0; i < c->nevents; i++)
+		json_decref(c->events[i].data);
+	return r;
+}
+
+/* The stages in order; persist is not here: it runs once, after them. */
+static const struct {
+	const char *name;
+	tgi_verdict (*run)(tgi_call *c);
+} stages[] = {
+	{"decode", tgi_decode},   {"validate", tgi_validate}, {"identify", tgi_identify},
+	{"decide", tgi_decide},   {"approve", tgi_approve},   {"execute", tgi_execute},
+	{"shape", tgi_shape},
+};
+
+/* Make sure the trace names the stage that stopped the call. */
+static void stopped_at(tgi_call *c, const char *stage)
+{
+	json_t *last = json_array_get(c->stages, json_array_size(c->stages) - 1);
+	const char *name = json_string_value(json_object_get(last, "stage"));
+	if (!name || strcmp(name, stage))
+		tgi_trace(c, stage, c->status == TG_REPLAYED || c->status == TG_DRY_RUN, NULL);
+}
+
+tg_status tg_call(tg_gate *g, const tg_request *req, tg_result **out)
+{
+	tgi_call c;
+	call_begin(&c, g, req);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(stages); i++) {
+		if (stages[i].run(&c) == TGI_STOP) {
+			stopped_at(&c, stages[i].name);
+			break;
+		}
+	}
+	tgi_persist(&c);
+	*out = call_end(&c);
+	return (*out)->status;
+}
+
+size_t tg_call_batch(tg_gate *g, const tg_request *reqs, size_t n, tg_result **out)
+{
+	/* In call order, one result per call; a failure never cancels a
+	 * sibling.  (Parallel segments come with the batch planner.) */
+	for (size_t i = 0; i < n; i++)
+		tg_call(g, &reqs[i], &out[i]);
+	return n;
+}
+
+/* ---- results ---- */
+
+tg_status tg_result_status(const tg_result *r)
+{
+	return r->status;
+}
+
+const char *tg_result_op_id(const tg_result *r)
+{
+	return r->op_id;
+}
+
+const char *tg_result_json(const tg_result *r, int pretty)
+{
+	tg_result *m = (tg_result *)r; /* lazily rendered cache */
+	char **slot = pretty ? &m->pretty : &m->compact;
+	if (!*slot)
+		*slot = json_dumps(r->env, pretty ? JSON_INDENT(2) : JSON_COMPACT);
+	return *slot ? *slot : "{}";
+}
+
+void tg_result_free(tg_result *r)
+{
+	if (!r)
+		return;
+	json_decref(r->env);
+	free(r->compact);
+	free(r->pretty);
+	free(r);
+}
+
+/* ---- opening a gate ---- */
+
+static int fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(char **errmsg, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (errmsg)
+		*errmsg = tgi_strdup(buf);
+	return -1;
+}
+
+static int add_rules(tg_gate *g, tgi_ruleset *rs, const tgi_strv *v, tgi_rule_kind kind,
+                     const char *base, char **errmsg)
+{
+	char err[512], ptr[256], where[256];
+	for (size_t i = 0; i < v->n; i++) {
+		if (tgi_ruleset_add(rs, kind, v->v[i], err, sizeof err) == 0)
+			continue;
+		tgi_snprintf(ptr, sizeof ptr, "%s/%zu", base, i);
+		tgi_config_where(g->cfg, ptr, where, sizeof where);
+		return fail(errmsg, "%s: %s", where, err);
+	}
+	return 0;
+}
+
+static int compile_rules(tg_gate *g, char **errmsg)
+{
+	tgi_config *cfg = g->cfg;
+	static const char *const kinds[] = {"allow", "ask", "deny"};
+	g->rules = tgi_ruleset_new();
+	const tgi_strv *lists[] = {&cfg->allow, &cfg->ask, &cfg->deny};
+	char base[256];
+	for (int k = 0; k < 3; k++) {
+		tgi_snprintf(base, sizeof base, "/permissions/%s", kinds[k]);
+		if (add_rules(g, g->rules, lists[k], (tgi_rule_kind)k, base, errmsg) < 0)
+			return -1;
+	}
+	g->role_rules = tgi_xcalloc(cfg->nroles ? cfg->nroles : 1, sizeof *g->role_rules);
+	for (size_t i = 0; i < cfg->nroles; i++) {
+		tgi_role_cfg *r = &cfg->roles[i];
+		const tgi_strv *rl[] = {&r->allow, &r->ask, &r->deny};
+		g->role_rules[i] = tgi_ruleset_new();
+		for (int k = 0; k < 3; k++) {
+			char esc[200];
+			tgi_json_pointer_join(esc, sizeof esc, "", r->name);
+			tgi_snprintf(base, sizeof base, "/roles%s/%s", esc, kinds[k]);
+			if (add_rules(g, g->role_rules[i], rl[k], (tgi_rule_kind)k, base, errmsg) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Apply the caller's overrides (they win over the file). */
+static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
+{
+	if (o->mode && tgi_mode_parse(o->mode, &cfg->mode) < 0)
+		return fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan or "
+		                    "bypassPermissions", o->mode);
+	if (o->approval && tgi_approval_parse(o->approval, &cfg->approval) < 0)
+		return fail(errmsg, "unknown approval policy \"%s\"; expected on-request, never or "
+		                    "untrusted", o->approval);
+	if (o->profile) {
+		free(cfg->profile);
+		cfg->profile = tgi_strdup(o->profile);
+	}
+	if (o->sync_full >= 0)
+		cfg->sync_full = o->sync_full;
+	if (o->workspace) {
+		char real[PATH_MAX];
+		if (!realpath(o->workspace, real))
+			return fail(errmsg, "workspace \"%s\": %s", o->workspace, strerror(errno));
+		free(cfg->workspace);
+		cfg->workspace = tgi_strdup(real);
+		/* a store that was not given as an absolute path follows the workspace */
+		json_t *st = cfg->root ? json_object_get(cfg->root, "store") : NULL;
+		const char *rel = json_is_string(st) ? json_string_value(st) : ".toolgate/ledger.db";
+		if (rel[0] != '/') {
+			size_t n = strlen(real) + strlen(rel) + 2;
+			free(cfg->store);
+			cfg->store = tgi_xmalloc(n);
+			snprintf(cfg->store, n, "%s/%s", real, rel);
+		}
+	}
+	return 0;
+}
+
+static int profile_exists(const tgi_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->nprofiles; i++)
+		if (!strcmp(cfg->profiles[i].name, name))
+			return 1;
+	return 0;
+}
+
+int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
+{
+	tg_options none = {.sync_full = -1};
+	const tg_options *o = opts ? opts : &none;
+	char err[1024];
+	*out = NULL;
+	if (errmsg)
+		*errmsg = NULL;
+
+	tg_gate *g = tgi_xcalloc(1, sizeof *g);
+	g->ws_fd = g->state_fd = -1;
+	pthread_mutex_init(&g->store_mu, NULL);
+	g->interactive = o->interactive;
+
+	if (tgi_config_load(o->config_path, &g->cfg, err, sizeof err) < 0) {
+		fail(errmsg, "%s", err);
+		goto fail;
+	}
+	if (apply_overrides(g->cfg, o, errmsg) < 0)
+		goto fail;
+	g->profile = tgi_strdup(g->cfg->profile);
+
+	g->ws_fd = open(g->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (g->ws_fd < 0) {
+		fail(errmsg, "workspace \"%s\": %s", g->cfg->workspace, strerror(errno));
+		goto fail;
+	}
+	g->state_fd = tgi_state_dir_open(g->ws_fd, g->cfg->workspace, err, sizeof err);
+	if (g->state_fd < 0) {
+		fail(errmsg, "%s", err);
+		goto fail;
+	}
+	size_t n = strlen(g->cfg->workspace) + sizeof "/.toolgate";
+	g->state_dir = tgi_xmalloc(n);
+	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
+
+	if (tgi_registry_build(g->cfg, &g->reg, err, sizeof err) < 0) {
+		fail(errmsg, "%s", err);
+		goto fail;
+	}
+	if (compile_rules(g, errmsg) < 0)
+		goto fail;
+	if (!profile_exists(g->cfg, g->profile)) {
+		fail(errmsg, "unknown profile \"%s\"", g->profile);
+		goto fail;
+	}
+	if (tgi_store_open(g->cfg->store, g->cfg->sync_full, &g->store, err, sizeof err) < 0) {
+		fail(errmsg, "%s", err);
+		goto fail;
+	}
+	*out = g;
+	return 0;
+fail:
+	tg_gate_close(g);
+	return -1;
+}
+
+void tg_gate_close(tg_gate *g)
+{
+	if (!g)
+		return;
+	tgi_store_close(g->store);
+	tgi_registry_free(g->reg);
+	tgi_ruleset_free(g->rules);
+	if (g->role_rules && g->cfg)
+		for (size_t i = 0; i < g->cfg->nroles; i++)
+			tgi_ruleset_free(g->role_rules[i]);
+	free(g->role_rules);
+	if (g->ws_fd >= 0)
+		close(g->ws_fd);
+	if (g->state_fd >= 0)
+		close(g->state_fd);
+	free(g->state_dir);
+	free(g->profile);
+	tgi_config_free(g->cfg);
+	pthread_mutex_destroy(&g->store_mu);
+	free(g);
+}
+
+/* ---- definitions and operator actions ---- */
+
+char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
+{
+	const char *p = profile ? profile : g->profile;
+	json_t *arr = json_array();
+	for (size_t i = 0; i < tgi_registry_count(g->reg); i++) {
+		const tgi_entry *e = tgi_registry_at(g->reg, i);
+		int in = tgi_registry_in_profile(g->cfg, p, e);
+		if (in < 0) {
+			json_decref(arr);
+			fail(errmsg, "unknown profile \"%s\"", p);
+			return NULL;
+		}
+		if (!in || !tgi_registry_available(g->reg, e, NULL))
+			continue;
+		unsigned f = e->row->flags;
+		json_array_append_new(
+		    arr, json_pack("{s:s, s:s, s:O, s:s, s:{s:b, s:b, s:b, s:b}}", "name", e->row->name,
+		                   "description", e->row->description, "input_schema", e->schema_json,
+		                   "category", e->row->category, "annotations", "readOnlyHint",
+		                   (f & TGI_T_READ_ONLY) != 0, "destructiveHint",
+		                   (f & TGI_T_DESTRUCTIVE) != 0, "idempotentHint",
+		                   (f & (TGI_T_IDEMPOTENT | TGI_T_READ_ONLY)) != 0, "openWorldHint",
+		                   e->row->handler == tgi_command_run));
+	}
+	char *s = json_dumps(arr, JSON_INDENT(2));
+	json_decref(arr);
+	return s;
+}
+
+int tg_approval_decide(tg_gate *g, const char *approval_id, int approve, const char *by,
+                       char **errmsg)
+{
+	char err[512];
+	tgi_store_lock(g);
+	int rc = tgi_store_approval_decide(g->store, approval_id, approve, by ? by : "operator", err,
+	                                   sizeof err);
+	tgi_store_unlock(g);
+	return rc < 0 ? fail(errmsg, "%s", err) : 0;
+}
+
+int tg_op_resolve(tg_gate *g, const char *op_id, int applied, char **errmsg)
+{
+	char err[512];
+	tgi_store_lock(g);
+	int rc = tgi_store_op_resolve(g->store, op_id, applied, err, sizeof err);
+	tgi_store_unlock(g);
+	return rc < 0 ? fail(errmsg, "%s", err) : 0;
+}

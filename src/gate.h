@@ -1,0 +1,159 @@
+/*
+ * gate.h — the gate and one call's state as it moves through the stages.
+ *
+ * decode → validate → identify → decide → approve → execute → shape → persist
+ *
+ * Each stage is its own file with one entry point.  A stage returns a
+ * verdict (continue or stop); a stop has already set the call's status and
+ * error through tgi_stop().  The driver (gate.c) is a flat list of stage
+ * calls whose first stop exits through the one persist path.
+ */
+#ifndef TGI_GATE_H
+#define TGI_GATE_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <jansson.h>
+
+#include "toolgate.h"
+#include "config.h"
+#include "registry.h"
+#include "policy/policy.h"
+#include "store/store.h"
+
+struct tg_gate {
+	tgi_config   *cfg;        /* owned */
+	tgi_registry *reg;        /* owned */
+	tgi_ruleset  *rules;      /* owned: permissions allow/ask/deny */
+	tgi_ruleset **role_rules; /* owned: one per cfg->roles[i] */
+	tgi_store    *store;      /* owned */
+	pthread_mutex_t store_mu; /* the store handle is used by one thread at a time */
+	int           ws_fd;      /* O_PATH|O_DIRECTORY */
+	int           state_fd;   /* <workspace>/.toolgate, checked */
+	char         *state_dir;  /* its absolute path */
+	char         *profile;    /* active profile */
+	int           interactive;
+};
+
+/* A stage's verdict: not the call's status. */
+typedef enum { TGI_NEXT, TGI_STOP } tgi_verdict;
+
+typedef enum { TGI_ALLOW, TGI_ASK, TGI_DENY } tgi_decision;
+
+#define TGI_MAX_PATHS 16
+#define TGI_MAX_EVENTS 12
+
+typedef struct tgi_call {
+	tg_gate          *g;
+	const tg_request *req;
+
+	/* decode */
+	char              op_id[37];
+	char              call_id[257];
+	char              session[257];
+	char              tool[129];
+	char              idem_key[257];   /* "" when none */
+	const tgi_entry  *entry;
+	json_t           *args;            /* owned */
+
+	/* validate */
+	unsigned          contract;        /* TGI_T_* for these args */
+	char             *args_canon;      /* owned: canonical args text */
+	char              args_sha256[65];
+	const char       *paths[TGI_MAX_PATHS];     /* normalised, owned by path_buf */
+	char             *resolved[TGI_MAX_PATHS];  /* owned; NULL if not resolvable */
+	size_t            npaths;
+	char             *path_buf[TGI_MAX_PATHS];  /* owned storage for paths */
+
+	/* identify */
+	const tgi_principal_cfg *principal;
+	char              principal_name[129];
+
+	/* decide / approve */
+	tgi_decision      decision;
+	char              rule[512];       /* the rule (or default) that decided */
+	char              approval_id[37];
+
+	/* execute / shape */
+	char             *idem_scope;      /* owned; NULL when none */
+	tgi_idem_settle   settle;
+	char              replayed_from[37];
+	json_t           *output;          /* owned */
+	json_t           *truncated;       /* owned */
+
+	/* outcome */
+	tg_status         status;
+	tg_errkind        kind;
+	char              message[1024];
+	char              field[256];
+	char              error_rule[512];
+	double            retry_after_s;   /* < 0: none */
+	tgi_applied       applied;
+	int               dry_run;
+
+	/* trace */
+	json_t           *stages;          /* owned: [{stage, ok, ...}] */
+	tgi_event         events[TGI_MAX_EVENTS];
+	size_t            nevents;         /* events[i].data owned */
+	int64_t           started_ms;
+	double            t0;
+	double            duration_ms;
+} tgi_call;
+
+/* Stage entry points, in order (src/<stage>.c). */
+tgi_verdict tgi_decode(tgi_call *c);
+tgi_verdict tgi_validate(tgi_call *c);
+tgi_verdict tgi_identify(tgi_call *c);
+tgi_verdict tgi_decide(tgi_call *c);
+tgi_verdict tgi_approve(tgi_call *c);
+tgi_verdict tgi_execute(tgi_call *c);
+tgi_verdict tgi_shape(tgi_call *c); /* never stops */
+void        tgi_persist(tgi_call *c);
+
+/*
+ * Stop the call: set status, kind, field (may be NULL) and a message (a
+ * sentence; control characters stripped).  applied defaults to "no".
+ * Always returns TGI_STOP, so a stage can `return tgi_stop(...)`.
+ */
+tgi_verdict tgi_stop(tgi_call *c, tg_status st, tg_errkind kind, const char *field,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Append a stage record {stage, ok, ...extra} (extra is stolen, may be NULL). */
+void tgi_trace(tgi_call *c, const char *stage, int ok, json_t *extra);
+
+/* Queue an event for the ledger (data is stolen, may be NULL). */
+void tgi_event_add(tgi_call *c, const char *type, const char *stage, json_t *data);
+
+/* The arguments as they may be logged (redacted), canonical text; caller
+ * frees.  (src/shape.c) */
+char *tgi_redacted_args(const tgi_call *c);
+
+/* The envelope of DESIGN §1 for this call (new reference). */
+json_t *tgi_envelope(const tgi_call *c);
+
+/* Lock the shared store handle around a ledger operation. */
+void tgi_store_lock(tg_gate *g);
+void tgi_store_unlock(tg_gate *g);
+
+/* Spawn (src/exec/spawn.c): run argv with stdin data, a clean environment,
+ * its own process group, a timeout (SIGTERM, then SIGKILL after a grace
+ * period) and capped stdout/stderr. */
+typedef struct tgi_spawn_result {
+	int    exited;       /* 1: normal exit, exit_code valid */
+	int    exit_code;
+	int    signal;       /* killed by this signal, 0 if none */
+	int    timed_out;
+	int    spawn_errno;  /* nonzero: could not start (exec failed) */
+	char  *out;          /* owned, NUL-terminated */
+	size_t out_len;
+	int    out_truncated;
+	char  *err;          /* owned, NUL-terminated */
+	size_t err_len;
+	double duration_ms;
+} tgi_spawn_result;
+
+int  tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const char *in,
+               size_t in_len, int timeout_s, size_t max_out, tgi_spawn_result *res);
+void tgi_spawn_result_free(tgi_spawn_result *r);
+
+#endif

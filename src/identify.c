@@ -1,0 +1,80 @@
+/*
+ * identify.c — stage 3: who is calling.
+ *
+ * The claimed principal comes from the transport (--as), else
+ * $TOOLGATE_PRINCIPAL, else the principal whose token matches the presented
+ * token ($TOOLGATE_TOKEN), else default_principal.  A principal that
+ * declares token_env is only granted to a caller presenting the token held
+ * in that variable (compared in constant time); if the variable is unset
+ * nobody gets it.  Unknown principal: denied (fail closed).
+ *
+ * Owns: the principal and its roles for this call.  Must not: look at the
+ * tool or arguments.  Stops with `denied`.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+static int token_equal(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	unsigned char d = na != nb;
+	for (size_t i = 0; i < na; i++)
+		d |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
+	return d == 0 && nb != 0;
+}
+
+static const tgi_principal_cfg *find(const tgi_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->nprincipals; i++)
+		if (!strcmp(cfg->principals[i].name, name))
+			return &cfg->principals[i];
+	return NULL;
+}
+
+static const char *token_owner(const tgi_config *cfg, const char *token)
+{
+	for (size_t i = 0; i < cfg->nprincipals; i++) {
+		const tgi_principal_cfg *p = &cfg->principals[i];
+		const char *want = p->token_env ? getenv(p->token_env) : NULL;
+		if (want && *want && token_equal(token, want))
+			return p->name;
+	}
+	return NULL;
+}
+
+tgi_verdict tgi_identify(tgi_call *c)
+{
+	const tgi_config *cfg = c->g->cfg;
+	const char *token = c->req->token ? c->req->token : getenv("TOOLGATE_TOKEN");
+	const char *name = c->req->principal;
+	if (!name || !*name)
+		name = getenv("TOOLGATE_PRINCIPAL");
+	if ((!name || !*name) && token && *token)
+		name = token_owner(cfg, token);
+	if (!name || !*name)
+		name = cfg->default_principal;
+
+	tgi_sanitize(c->principal_name, sizeof c->principal_name, name ? name : "");
+	const tgi_principal_cfg *p = name ? find(cfg, name) : NULL;
+	if (!p) {
+		tgi_trace(c, "identify", 0, json_pack("{s:s}", "principal", c->principal_name));
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "unknown principal \"%s\"; do not retry; ask the owner",
+		                c->principal_name);
+	}
+	if (p->token_env) {
+		const char *want = getenv(p->token_env);
+		if (!want || !*want || !token || !token_equal(token, want)) {
+			tgi_trace(c, "identify", 0, json_pack("{s:s}", "principal", p->name));
+			return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+			                "principal \"%s\" needs a valid token%s; do not retry; ask the owner",
+			                p->name, want && *want ? "" : " and none is configured");
+		}
+	}
+	c->principal = p;
+	tgi_trace(c, "identify", 1, json_pack("{s:s}", "principal", p->name));
+	return TGI_NEXT;
+}

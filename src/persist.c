@@ -1,0 +1,87 @@
+/*
+ * persist.c — stage 8: every call ends in exactly one ledger row.
+ *
+ * Runs once on every path (like nginx's log phase): the envelope, the
+ * redacted args and their sha256, and the call's events go to the ledger in
+ * one transaction, which also settles the call's idempotency claim.  A tool
+ * that succeeded but whose row could not be written is `committed` (the
+ * side effect happened; the record did not).
+ *
+ * Owns: the ops row and events of this call.  Must not: change what the
+ * call did, or retry the tool.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+static const char *final_event(tg_status st)
+{
+	switch (st) {
+	case TG_INVALID:   return "tool.call.invalid";
+	case TG_DENIED:    return "tool.call.denied";
+	case TG_PENDING:   return "tool.call.pending";
+	case TG_FAILED:    return NULL; /* execute already said tool.call.failed */
+	case TG_COMMITTED: return "tool.call.committed";
+	case TG_PERSISTED: return "tool.call.persisted";
+	case TG_REPLAYED:  return NULL; /* execute said tool.call.replayed */
+	case TG_DRY_RUN:   return NULL;
+	default:           return NULL;
+	}
+}
+
+void tgi_persist(tgi_call *c)
+{
+	tg_gate *g = c->g;
+	char err[512];
+
+	c->duration_ms = tgi_now_ms() - c->t0;
+	const char *fe = final_event(c->status);
+	if (fe)
+		tgi_event_add(c, fe, "persist",
+		              c->kind ? json_pack("{s:s}", "kind", tg_errkind_name(c->kind)) : NULL);
+
+	json_t *env = tgi_envelope(c);
+	char *env_text = json_dumps(env, JSON_COMPACT);
+	json_decref(env);
+	char *args = tgi_redacted_args(c);
+	char sha[65];
+	if (!c->args_canon) {
+		/* stopped before validate: hash what was sent */
+		const char *raw = c->req->args ? c->req->args : "";
+		size_t n = c->req->args ? (c->req->args_len ? c->req->args_len : strlen(raw)) : 0;
+		tgi_sha256_hex(raw, n, sha);
+	}
+	tgi_op_record op = {
+		.op_id = c->op_id,
+		.call_id = c->call_id[0] ? c->call_id : NULL,
+		.session = c->session[0] ? c->session : NULL,
+		.tool = c->tool,
+		.principal = c->principal_name[0] ? c->principal_name : NULL,
+		.status = tg_status_name(c->status),
+		.error_kind = c->kind ? tg_errkind_name(c->kind) : NULL,
+		.idem_scope = c->idem_scope,
+		.args_redacted = args,
+		.args_sha256 = c->args_canon ? c->args_sha256 : sha,
+		.envelope = env_text ? env_text : "{}",
+		.started_ms = c->started_ms,
+		.duration_ms = c->duration_ms,
+	};
+	tgi_store_lock(g);
+	int rc = tgi_store_record(g->store, &op, c->events, c->nevents, c->idem_scope, c->settle, err,
+	                          sizeof err);
+	tgi_store_unlock(g);
+	free(args);
+	free(env_text);
+
+	if (rc == 0) {
+		tgi_trace(c, "persist", 1, NULL);
+		return;
+	}
+	if (c->status == TG_PERSISTED)
+		c->status = TG_COMMITTED;
+	char clean[512];
+	tgi_sanitize(clean, sizeof clean, err);
+	tgi_trace(c, "persist", 0, json_pack("{s:s}", "error", clean));
+}

@@ -1,0 +1,251 @@
+/*
+ * registry.c — the table of tools one gate knows: built-in rows plus the
+ * configured command tools, each with its compiled input schema.
+ *
+ * Owns: tgi_entry runtime facts (schemas, availability cache) and the heap
+ * rows of configured tools.  Must not: decide policy or run tools for a
+ * call (only availability check commands, once).
+ */
+#include "registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "gate.h"
+#include "schema/schema.h"
+#include "util/util.h"
+
+struct tgi_registry {
+	tgi_entry *v;
+	size_t     n;
+	tgi_tool  *cfg_rows; /* owned rows of configured tools */
+};
+
+static const tgi_tool *const builtin_rows[] = {
+	&tgi_tool_read_file,
+	&tgi_tool_list_dir,
+	&tgi_tool_search_files,
+	&tgi_tool_write_file,
+};
+
+/* The schema as exported: for REQUIRES_KEY tools it gains a required
+ * string `idempotency_key`. */
+static json_t *export_schema(const tgi_tool *t, const json_t *given, char *err, size_t errlen)
+{
+	json_t *s;
+	if (given) {
+		s = json_deep_copy(given);
+	} else {
+		json_error_t je;
+		s = json_loads(t->input_schema, JSON_REJECT_DUPLICATES, &je);
+		if (!s) {
+			tgi_snprintf(err, errlen, "tool \"%s\": built-in schema: %s", t->name, je.text);
+			return NULL;
+		}
+	}
+	if (!json_is_object(s)) {
+		tgi_snprintf(err, errlen, "tool \"%s\": input_schema must be an object", t->name);
+		json_decref(s);
+		return NULL;
+	}
+	if (t->flags & TGI_T_REQUIRES_KEY) {
+		json_t *props = json_object_get(s, "properties");
+		if (!props) {
+			props = json_object();
+			json_object_set_new(s, "properties", props);
+		}
+		json_t *req = json_object_get(s, "required");
+		if (!req) {
+			req = json_array();
+			json_object_set_new(s, "required", req);
+		}
+		if (!json_is_object(props) || !json_is_array(req)) {
+			tgi_snprintf(err, errlen, "tool \"%s\": input_schema properties/required malformed",
+			             t->name);
+			json_decref(s);
+			return NULL;
+		}
+		json_object_set_new(props, "idempotency_key",
+		                    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
+		                              "maxLength", 256, "description",
+		                              "A key unique to this intended action; a retry with the "
+		                              "same key returns the first result instead of acting again."));
+		int have = 0;
+		size_t i;
+		json_t *v;
+		json_array_foreach(req, i, v)
+			if (json_is_string(v) && !strcmp(json_string_value(v), "idempotency_key"))
+				have = 1;
+		if (!have)
+			json_array_append_new(req, json_string("idempotency_key"));
+	}
+	return s;
+}
+
+static int add_entry(tgi_registry *r, const tgi_tool *t, const json_t *given_schema,
+                     const tgi_config *cfg, char *err, size_t errlen)
+{
+	char serr[512];
+	tgi_entry *e = &r->v[r->n];
+	memset(e, 0, sizeof *e);
+	e->row = t;
+	e->schema_json = export_schema(t, given_schema, err, errlen);
+	if (!e->schema_json)
+		return -1;
+	e->schema = tgi_schema_compile(e->schema_json,
+	                               cfg->assert_formats ? TGI_SCHEMA_ASSERT_FORMATS : 0, serr,
+	                               sizeof serr);
+	if (!e->schema) {
+		tgi_snprintf(err, errlen, "tool \"%s\": input_schema does not compile: %s", t->name, serr);
+		json_decref(e->schema_json);
+		return -1;
+	}
+	r->n++;
+	return 0;
+}
+
+int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, size_t errlen)
+{
+	size_t nb = TGI_ARRAY_LEN(builtin_rows);
+	tgi_registry *r = tgi_xcalloc(1, sizeof *r);
+	r->v = tgi_xcalloc(nb + cfg->ntools, sizeof *r->v);
+	r->cfg_rows = tgi_xcalloc(cfg->ntools ? cfg->ntools : 1, sizeof *r->cfg_rows);
+
+	for (size_t i = 0; i < nb; i++)
+		if (add_entry(r, builtin_rows[i], NULL, cfg, err, errlen) < 0)
+			goto fail;
+	for (size_t i = 0; i < cfg->ntools; i++) {
+		const tgi_tool_cfg *tc = &cfg->tools[i];
+		tgi_tool *t = &r->cfg_rows[i];
+		t->name = tc->name;
+		t->description = tc->description;
+		t->category = tc->category ? tc->category : "runtime";
+		t->flags = tc->flags;
+		t->handler = tgi_command_run;
+		t->max_result_chars = tc->max_result_chars;
+		t->timeout_s = tc->timeout_s;
+		t->data = tc;
+		if (add_entry(r, t, tc->input_schema, cfg, err, errlen) < 0) {
+			char where[128];
+			size_t len = strlen(err);
+			tgi_snprintf(where, sizeof where, " (%s)", tc->where);
+			if (len + strlen(where) < errlen)
+				strcat(err, where);
+			goto fail;
+		}
+	}
+	*out = r;
+	return 0;
+fail:
+	tgi_registry_free(r);
+	return -1;
+}
+
+void tgi_registry_free(tgi_registry *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		json_decref(r->v[i].schema_json);
+		tgi_schema_free(r->v[i].schema);
+	}
+	free(r->v);
+	free(r->cfg_rows);
+	free(r);
+}
+
+const tgi_entry *tgi_registry_find(tgi_registry *r, const char *name)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (!strcmp(r->v[i].row->name, name))
+			return &r->v[i];
+	return NULL;
+}
+
+size_t tgi_registry_count(const tgi_registry *r)
+{
+	return r->n;
+}
+
+const tgi_entry *tgi_registry_at(tgi_registry *r, size_t i)
+{
+	return i < r->n ? &r->v[i] : NULL;
+}
+
+/* Availability: every requires_env variable set and non-empty, and the
+ * check command (if any) exits 0 within 10 s.  Anything else — including a
+ * check that cannot start — is unavailable (fail closed). */
+static void check_available(tgi_entry *e)
+{
+	const tgi_tool_cfg *tc = e->row->handler == tgi_command_run ? e->row->data : NULL;
+	e->available = 1;
+	if (!tc)
+		return;
+	for (size_t i = 0; i < tc->requires_env.n; i++) {
+		const char *v = getenv(tc->requires_env.v[i]);
+		if (!v || !*v) {
+			e->available = 0;
+			tgi_snprintf(e->unavailable_reason, sizeof e->unavailable_reason,
+			             "tool \"%s\" is unavailable: environment variable %s is not set",
+			             e->row->name, tc->requires_env.v[i]);
+			return;
+		}
+	}
+	if (tc->check.n) {
+		tgi_spawn_result res;
+		char *envp[] = {NULL, NULL, NULL};
+		char path[4096], home[4096];
+		tgi_snprintf(path, sizeof path, "PATH=%s",
+		             getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin");
+		tgi_snprintf(home, sizeof home, "HOME=%s", getenv("HOME") ? getenv("HOME") : "/");
+		envp[0] = path;
+		envp[1] = home;
+		int rc = tgi_spawn(tc->check.v, NULL, envp, NULL, 0, 10, 4096, &res);
+		if (rc < 0 || !res.exited || res.exit_code != 0) {
+			e->available = 0;
+			tgi_snprintf(e->unavailable_reason, sizeof e->unavailable_reason,
+			             "tool \"%s\" is unavailable: its check command %s", e->row->name,
+			             rc < 0 || res.spawn_errno ? "could not start"
+			             : res.timed_out           ? "timed out"
+			                                       : "failed");
+		}
+		if (rc == 0)
+			tgi_spawn_result_free(&res);
+	}
+}
+
+int tgi_registry_available(tgi_registry *r, const tgi_entry *ce, const char **reason)
+{
+	tgi_entry *e = (tgi_entry *)ce; /* the cache is ours; entries live in r->v */
+	(void)r;
+	if (!e->avail_checked) {
+		check_available(e);
+		e->avail_checked = 1;
+	}
+	if (reason)
+		*reason = e->available ? NULL : e->unavailable_reason;
+	return e->available;
+}
+
+int tgi_registry_in_profile(const tgi_config *cfg, const char *profile, const tgi_entry *e)
+{
+	for (size_t i = 0; i < cfg->nprofiles; i++) {
+		const tgi_profile_cfg *p = &cfg->profiles[i];
+		if (strcmp(p->name, profile))
+			continue;
+		if (p->read_only_only && !(e->row->flags & TGI_T_READ_ONLY))
+			return 0;
+		for (size_t j = 0; j < p->categories.n; j++)
+			if (!strcmp(p->categories.v[j], "*") ||
+			    !strcmp(p->categories.v[j], e->row->category))
+				return 1;
+		return 0;
+	}
+	return -1;
+}
+
+unsigned tgi_contract(const tgi_tool *t, const json_t *args)
+{
+	return t->flags_for ? t->flags_for(t->flags, args) : t->flags;
+}

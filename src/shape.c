@@ -1,0 +1,122 @@
+/*
+ * shape.c — stage 7: fit the result to the model's context, and make the
+ * copy of the arguments that may be logged.
+ *
+ * Output over the tool's max_result_chars (code points of its text form:
+ * the string itself, or compact JSON) is spilled in full to
+ * .toolgate/spill/<op_id>.txt and replaced by head + a marker + tail;
+ * `truncated` says how long it was and where the rest is.
+ *
+ * Redaction: values under keys named in config `redact.keys`
+ * (case-insensitive, any depth) are masked in the logged copy of the args.
+ *
+ * Owns: the shaped output and the redacted args.  Must not: change the
+ * status or run anything.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+static int sensitive_key(const tgi_config *cfg, const char *key)
+{
+	json_t *keys = cfg->redact ? json_object_get(cfg->redact, "keys") : NULL;
+	size_t i;
+	json_t *k;
+	json_array_foreach(keys, i, k)
+		if (json_is_string(k) && !strcasecmp(json_string_value(k), key))
+			return 1;
+	return 0;
+}
+
+static void redact(const tgi_config *cfg, json_t *v, int depth)
+{
+	const char *key;
+	json_t *child;
+	size_t i;
+	if (depth > 64)
+		return;
+	if (json_is_object(v)) {
+		json_object_foreach(v, key, child) {
+			if (sensitive_key(cfg, key))
+				json_object_set_new(v, key, json_string("[redacted]"));
+			else
+				redact(cfg, child, depth + 1);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, child)
+			redact(cfg, child, depth + 1);
+	}
+}
+
+char *tgi_redacted_args(const tgi_call *c)
+{
+	if (!c->args)
+		return tgi_strdup("null");
+	if (!c->g->cfg->redact)
+		return tgi_strdup(c->args_canon ? c->args_canon : "null");
+	json_t *copy = json_deep_copy(c->args);
+	redact(c->g->cfg, copy, 0);
+	char *s = tgi_json_canonical(copy);
+	json_decref(copy);
+	return s;
+}
+
+tgi_verdict tgi_shape(tgi_call *c)
+{
+	tg_gate *g = c->g;
+	const tgi_tool *t = c->entry->row;
+	size_t max = t->max_result_chars ? t->max_result_chars : g->cfg->max_result_chars;
+	char *dumped = NULL;
+	const char *text;
+	size_t len;
+
+	if (json_is_string(c->output)) {
+		text = json_string_value(c->output);
+		len = json_string_length(c->output);
+	} else {
+		dumped = json_dumps(c->output, JSON_COMPACT | JSON_ENCODE_ANY);
+		text = dumped ? dumped : "";
+		len = strlen(text);
+	}
+	size_t chars = len <= max ? len : tgi_utf8_len(text, len);
+	if (chars <= max) {
+		free(dumped);
+		tgi_trace(c, "shape", 1, NULL);
+		return TGI_NEXT;
+	}
+
+	char spill[256] = "", err[256];
+	int rc = tgi_spill_write(g->state_fd, c->op_id, text, len, spill, sizeof spill, err,
+	                         sizeof err);
+	char marker[512];
+	size_t keep = max > 400 ? max - 200 : max; /* leave room for the marker */
+	size_t head_cp = keep * 2 / 3, tail_cp = keep - head_cp;
+	size_t head = tgi_utf8_offset(text, len, head_cp);
+	size_t tail = tgi_utf8_offset(text, len, chars - tail_cp);
+	if (rc == 0)
+		tgi_snprintf(marker, sizeof marker,
+		             "\n\n[... %zu characters omitted; the full output (%zu characters) is in %s; "
+		             "read it with read_file and offset/limit ...]\n\n",
+		             chars - head_cp - tail_cp, chars, spill);
+	else
+		tgi_snprintf(marker, sizeof marker,
+		             "\n\n[... %zu characters omitted; the full output could not be saved ...]\n\n",
+		             chars - head_cp - tail_cp);
+	tgi_buf b;
+	tgi_buf_init(&b, SIZE_MAX / 2);
+	tgi_buf_append(&b, text, head);
+	tgi_buf_puts(&b, marker);
+	tgi_buf_append(&b, text + tail, len - tail);
+	json_t *shaped = tgi_json_text(b.p, b.len);
+	tgi_buf_free(&b);
+	free(dumped);
+	json_decref(c->output);
+	c->output = shaped;
+	c->truncated = json_pack("{s:I, s:s?}", "original_chars", (json_int_t)chars, "spill_path",
+	                         rc == 0 ? spill : NULL);
+	tgi_trace(c, "shape", 1, json_pack("{s:b}", "spilled", rc == 0));
+	return TGI_NEXT;
+}

@@ -1,0 +1,143 @@
+/*
+ * command.c — configured command tools (DESIGN §2, "Configured tools").
+ *
+ * The gate runs the tool's argv in the workspace with the call JSON
+ * {"op_id","tool","args","principal","idempotency_key"} on stdin and reads
+ * a JSON result (or plain text) from stdout.  Exit 0 = success, 75
+ * (EX_TEMPFAIL) = transient (nothing applied), anything else = tool_error
+ * whose effect is unknown unless the tool's JSON says "applied": false.
+ * The environment is clean: PATH, HOME, LANG, TERM, TMPDIR, TOOLGATE_OP_ID,
+ * plus the variables the tool declares in requires_env.
+ *
+ * Owns: turning one call into one process and its answer into a result.
+ * Must not: check permissions (the pipeline did), retry, or touch the ledger.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "gate.h"
+#include "registry.h"
+#include "util/util.h"
+
+#define MAX_STDOUT (16u * 1024 * 1024)
+#define EX_TEMPFAIL_CODE 75
+
+static void env_add(char **envp, size_t *n, const char *name, const char *value)
+{
+	if (!value)
+		return;
+	size_t len = strlen(name) + strlen(value) + 2;
+	envp[*n] = tgi_xmalloc(len);
+	snprintf(envp[*n], len, "%s=%s", name, value);
+	(*n)++;
+}
+
+/* Last line of stderr, sanitised: the tool's own sentence. */
+static void stderr_reason(const char *err, char *out, size_t cap)
+{
+	size_t len = strlen(err);
+	while (len && (err[len - 1] == '\n' || err[len - 1] == '\r' || err[len - 1] == ' '))
+		len--;
+	size_t start = len;
+	while (start && err[start - 1] != '\n')
+		start--;
+	char line[400];
+	size_t n = len - start < sizeof line - 1 ? len - start : sizeof line - 1;
+	memcpy(line, err + start, n);
+	line[n] = '\0';
+	tgi_sanitize(out, cap, line);
+}
+
+int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
+{
+	const tgi_tool_cfg *tc = ctx->data;
+	json_t *in = json_pack("{s:s, s:s, s:O, s:s, s:s?}", "op_id", ctx->op_id, "tool", ctx->tool,
+	                       "args", args, "principal", ctx->principal ? ctx->principal : "",
+	                       "idempotency_key", ctx->idempotency_key);
+	char *in_text = json_dumps(in, JSON_COMPACT);
+	json_decref(in);
+	if (!in_text) {
+		out->kind = TG_ERR_TOOL_ERROR;
+		out->applied = TGI_APPLIED_NO;
+		tgi_snprintf(out->message, sizeof out->message, "could not encode the call for the tool");
+		return -1;
+	}
+
+	char **envp = tgi_xcalloc(8 + tc->requires_env.n, sizeof *envp);
+	size_t n = 0;
+	env_add(envp, &n, "PATH", getenv("PATH") ? getenv("PATH") : "/usr/local/bin:/usr/bin:/bin");
+	env_add(envp, &n, "HOME", getenv("HOME"));
+	env_add(envp, &n, "LANG", getenv("LANG") ? getenv("LANG") : "C.UTF-8");
+	env_add(envp, &n, "TERM", "dumb");
+	env_add(envp, &n, "TMPDIR", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	env_add(envp, &n, "TOOLGATE_OP_ID", ctx->op_id);
+	for (size_t i = 0; i < tc->requires_env.n; i++)
+		env_add(envp, &n, tc->requires_env.v[i], getenv(tc->requires_env.v[i]));
+
+	tgi_spawn_result res;
+	int rc = tgi_spawn(tc->command.v, ctx->workspace, envp, in_text, strlen(in_text),
+	                   ctx->timeout_s, MAX_STDOUT, &res);
+	free(in_text);
+	for (size_t i = 0; i < n; i++)
+		free(envp[i]);
+	free(envp);
+
+	if (rc < 0 || res.spawn_errno) {
+		int e = rc < 0 ? 0 : res.spawn_errno;
+		out->kind = TG_ERR_TOOL_ERROR;
+		out->applied = TGI_APPLIED_NO;
+		tgi_snprintf(out->message, sizeof out->message,
+		             "the tool's command could not be started%s%s; ask the owner to fix the "
+		             "configuration", e ? ": " : "", e ? strerror(e) : "");
+		if (rc == 0)
+			tgi_spawn_result_free(&res);
+		return -1;
+	}
+
+	json_error_t je;
+	json_t *parsed = res.out_len ? json_loadb(res.out, res.out_len, JSON_DECODE_ANY, &je) : NULL;
+	char reason[400];
+	stderr_reason(res.err, reason, sizeof reason);
+	int ret = -1;
+
+	if (res.timed_out) {
+		out->kind = TG_ERR_TIMEOUT;
+		out->applied = TGI_APPLIED_UNKNOWN;
+		tgi_snprintf(out->message, sizeof out->message,
+		             "the tool did not finish within %d s and was stopped; it may have partly "
+		             "run", ctx->timeout_s);
+	} else if (!res.exited) {
+		out->kind = TG_ERR_TOOL_ERROR;
+		out->applied = TGI_APPLIED_UNKNOWN;
+		tgi_snprintf(out->message, sizeof out->message, "the tool was killed by signal %d",
+		             res.signal);
+	} else if (res.exit_code == EX_TEMPFAIL_CODE) {
+		out->kind = TG_ERR_TRANSIENT;
+		out->applied = TGI_APPLIED_NO;
+		out->retry_after_s = 5;
+		json_t *ra = json_is_object(parsed) ? json_object_get(parsed, "retry_after_s") : NULL;
+		if (json_is_number(ra) && json_number_value(ra) > 0)
+			out->retry_after_s = json_number_value(ra);
+		tgi_snprintf(out->message, sizeof out->message, "temporary failure%s%s; retry later",
+		             *reason ? ": " : "", reason);
+	} else if (res.exit_code != 0) {
+		json_t *ap = json_is_object(parsed) ? json_object_get(parsed, "applied") : NULL;
+		out->kind = TG_ERR_TOOL_ERROR;
+		out->applied = json_is_false(ap) ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
+		tgi_snprintf(out->message, sizeof out->message, "the tool failed (exit %d)%s%s",
+		             res.exit_code, *reason ? ": " : "", reason);
+	} else {
+		if (parsed && !res.out_truncated) {
+			out->output = parsed;
+			parsed = NULL;
+		} else {
+			out->output = json_stringn_nocheck(res.out, res.out_len);
+		}
+		ret = 0;
+	}
+	json_decref(parsed);
+	tgi_spawn_result_free(&res);
+	return ret;
+}
