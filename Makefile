@@ -8,6 +8,7 @@
 #   make install    PREFIX=/usr/local
 
 PREFIX  ?= /usr/local
+comma   := ,
 CC      ?= cc
 PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libcrypto
 VERSION := 0.1.0
@@ -20,17 +21,18 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wformat=2 -Wstr
 BASE    := -std=c11 -D_GNU_SOURCE -DTG_VERSION_STRING='"$(VERSION)"' -Iinclude -Isrc $(WARN) $(PKG_CFLAGS)
 OPT     ?= -O2 -g
 SAN     := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+TSAN    := -O1 -g -fsanitize=thread
 
 LIB_SRC := $(sort $(shell find src -name '*.c'))
 CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 
-# $(1) = build dir, $(2) = flags
+# $(1) = build dir, $(2) = flags, $(3) = compiler (default $(CC))
 define variant
 $(1)/obj/%.o: %.c $$(wildcard include/*.h) $$(shell find src cli -name '*.h')
 	@mkdir -p $$(dir $$@)
-	$$(CC) $(2) $$(BASE) -c $$< -o $$@
+	$$(or $(3),$$(CC)) $(2) $$(BASE) -c $$< -o $$@
 $(1)/libtoolgate.a: $$(LIB_SRC:%.c=$(1)/obj/%.o)
 	@rm -f $$@
 	ar rcs $$@ $$^
@@ -43,9 +45,14 @@ endef
 
 $(eval $(call variant,build,$(OPT)))
 $(eval $(call variant,build/asan,$(SAN)))
+$(eval $(call variant,build/tsan,$(TSAN)))
+$(eval $(call variant,build/fuzzlib,-O1 -g -fsanitize=fuzzer-no-link$(comma)address$(comma)undefined,clang))
 
 UNIT_BIN_ASAN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=build/tests/%)
+# tests that run threads also run under ThreadSanitizer
+TSAN_TESTS    := $(patsubst %,build/tsan/tests/%,$(basename $(notdir $(shell grep -l pthread_create $(UNIT_SRC) 2>/dev/null))))
+FUZZ_BIN      := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
 .PHONY: all deps check test demo bench fuzz install clean
 all: deps build/toolgate build/libtoolgate.a
@@ -58,8 +65,9 @@ check:
 	@scripts/install-deps
 	@$(MAKE) --no-print-directory test
 
-test: build/asan/toolgate $(UNIT_BIN_ASAN)
-	@tests/run build/asan
+# the optimised build too: -O2 finds warnings -O1 does not
+test: build/toolgate build/asan/toolgate $(UNIT_BIN_ASAN) $(TSAN_TESTS) $(FUZZ_BIN)
+	@TSAN_TESTS="$(TSAN_TESTS)" FUZZ_SMOKE="$(FUZZ_BIN)" tests/run build/asan
 
 demo: all
 	@scripts/demo build/toolgate
@@ -72,11 +80,11 @@ build/bench/%: bench/%.c build/libtoolgate.a
 	$(CC) -O2 -g $(BASE) -o $@ $< build/libtoolgate.a $(PKG_LIBS) -lpthread
 
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
-fuzz: $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
+fuzz: $(FUZZ_BIN)
 	@scripts/fuzz build/fuzz
-build/fuzz/%: fuzz/%.c $(LIB_SRC)
+build/fuzz/%: fuzz/%.c build/fuzzlib/libtoolgate.a
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) $(filter-out -Wstrict-prototypes,$(BASE)) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lpthread
+	clang $(FUZZ_FLAGS) $(BASE) -o $@ $< build/fuzzlib/libtoolgate.a $(PKG_LIBS) -lpthread
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

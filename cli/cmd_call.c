@@ -96,7 +96,7 @@ int cmd_call(int argc, char **argv)
 	cli_gate_opts_init(&go);
 	go.o.interactive = 1;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a': req.principal = optarg; break;
 		case 'k': req.idempotency_key = optarg; break;

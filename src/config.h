@@ -20,8 +20,11 @@ int tgi_mode_parse(const char *s, tgi_mode *out);          /* 0 ok, -1 unknown *
 int tgi_approval_parse(const char *s, tgi_approval *out);
 const char *tgi_mode_name(tgi_mode m);
 const char *tgi_approval_name(tgi_approval a);
+int tgi_sandbox_parse(const char *s, tgi_sandbox *out);    /* read-only | workspace-write | danger-full-access */
+const char *tgi_sandbox_name(tgi_sandbox s);
 
-/* A list of strings, NULL-terminated; n excludes the NULL. */
+/* A list of strings, NULL-terminated; n excludes the NULL.  In a config
+ * from tgi_config_load v is never NULL (an empty list is {NULL}). */
 typedef struct tgi_strv {
 	char  **v;
 	size_t  n;
@@ -89,6 +92,9 @@ typedef struct tgi_config {
 	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact;
 
 	json_t *root;                /* the whole document (owned) */
+
+	char   *file;                /* the file's name as given, for messages; NULL for defaults */
+	struct tgi_srcmap *srcmap;   /* owned; NULL for defaults or when unknown */
 } tgi_config;
 
 /*
@@ -104,6 +110,16 @@ void tgi_config_free(tgi_config *c);
 
 /* "file:line:col" of the node at JSON pointer ptr, or "file" when unknown. */
 void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap);
+
+/*
+ * The semantic half of tgi_config_load: check an already parsed document
+ * and build the config from it.  Takes root and map (map may be NULL) and
+ * frees them on error.  name is the file name used in messages; dir is the
+ * absolute directory relative paths are resolved against (NULL: the current
+ * directory).  The result has path NULL.  -1 with a sentence in err.
+ */
+int tgi_config_from_json(json_t *root, struct tgi_srcmap *map, const char *name,
+                         const char *dir, tgi_config **out, char *err, size_t errlen);
 
 /* ---- YAML → JSON (src/util/yaml.c) ---- */
 

@@ -100,7 +100,13 @@ tgi_verdict tgi_decide(tgi_call *c)
 			             c->paths[i]);
 			return deny(c, "confinement: outside the workspace", msg);
 		}
-		c->resolved[i] = rc == 0 ? tgi_strdup(res) : NULL;
+		if (rc < 0) {
+			/* fail closed: a path we cannot place is not judged by its text alone */
+			tgi_snprintf(msg, sizeof msg, "path \"%s\" cannot be checked (%s); do not retry",
+			             c->paths[i], strerror(-rc));
+			return deny(c, "confinement: unresolvable path", msg);
+		}
+		c->resolved[i] = tgi_strdup(res);
 	}
 
 	if (tgi_floor_paths(g->cfg->workspace, (const char *const *)c->resolved, c->npaths, msg,

@@ -22,7 +22,10 @@
 #include "gate.h"
 #include "util/util.h"
 
-#define LEASE_S 600
+/* An in_flight claim's lease: the tool's timeout plus a grace period.  Only
+ * owners on other hosts are judged by it; on this host the owner process
+ * itself is checked. */
+#define LEASE_GRACE_S 60
 
 static char *make_scope(tgi_call *c)
 {
@@ -74,7 +77,8 @@ tgi_verdict tgi_execute(tgi_call *c)
 		tgi_idem_info info;
 		memset(&info, 0, sizeof info);
 		tgi_store_lock(g);
-		int rc = tgi_store_idem_claim(g->store, c->idem_scope, c->op_id, LEASE_S, &info, err,
+		int lease = (t->timeout_s ? t->timeout_s : g->cfg->timeout_s) + LEASE_GRACE_S;
+		int rc = tgi_store_idem_claim(g->store, c->idem_scope, c->op_id, lease, &info, err,
 		                              sizeof err);
 		tgi_store_unlock(g);
 		if (rc < 0) {
@@ -96,9 +100,10 @@ tgi_verdict tgi_execute(tgi_call *c)
 		case TGI_IDEM_IN_FLIGHT:
 			tgi_trace(c, "execute", 0, json_pack("{s:s}", "in_flight", info.op_id));
 			v = tgi_stop(c, TG_PENDING, TG_ERR_TRANSIENT, NULL,
-			             "the same call (op %s) is still running; retry in %.0f s to get its "
-			             "result", info.op_id, info.retry_after_s);
-			c->retry_after_s = info.retry_after_s;
+			             "the same call (op %s) is still running; retry shortly to get its "
+			             "result", info.op_id);
+			/* the owner's lease can be long; a short poll is the useful hint */
+			c->retry_after_s = info.retry_after_s < 2 ? info.retry_after_s : 2;
 			break;
 		case TGI_IDEM_UNKNOWN:
 			tgi_trace(c, "execute", 0, json_pack("{s:s}", "unknown_outcome", info.op_id));

@@ -8,7 +8,10 @@
  * `truncated` says how long it was and where the rest is.
  *
  * Redaction: values under keys named in config `redact.keys`
- * (case-insensitive, any depth) are masked in the logged copy of the args.
+ * (case-insensitive, any depth) are masked in the logged copy of the args,
+ * and strings over 4 KiB are cut to their start plus their length and
+ * sha256 (the ledger keeps the sha256 of the raw args; it is not a store
+ * for file contents).
  *
  * Owns: the shaped output and the redacted args.  Must not: change the
  * status or run anything.
@@ -31,6 +34,26 @@ static int sensitive_key(const tgi_config *cfg, const char *key)
 	return 0;
 }
 
+#define LOG_STRING_MAX 4096
+#define LOG_STRING_KEEP 256
+
+static json_t *shorten(json_t *s)
+{
+	const char *text = json_string_value(s);
+	size_t len = json_string_length(s);
+	char sha[65], tail[160];
+	tgi_sha256_hex(text, len, sha);
+	tgi_snprintf(tail, sizeof tail, "…[%zu bytes, sha256 %s]", len, sha);
+	size_t keep = tgi_utf8_offset(text, len, LOG_STRING_KEEP);
+	tgi_buf b;
+	tgi_buf_init(&b, SIZE_MAX / 2);
+	tgi_buf_append(&b, text, keep);
+	tgi_buf_puts(&b, tail);
+	json_t *j = tgi_json_text(b.p, b.len);
+	tgi_buf_free(&b);
+	return j;
+}
+
 static void redact(const tgi_config *cfg, json_t *v, int depth)
 {
 	const char *key;
@@ -40,14 +63,20 @@ static void redact(const tgi_config *cfg, json_t *v, int depth)
 		return;
 	if (json_is_object(v)) {
 		json_object_foreach(v, key, child) {
-			if (sensitive_key(cfg, key))
+			if (json_is_string(child) && json_string_length(child) > LOG_STRING_MAX)
+				json_object_set_new(v, key, shorten(child));
+			else if (sensitive_key(cfg, key))
 				json_object_set_new(v, key, json_string("[redacted]"));
 			else
 				redact(cfg, child, depth + 1);
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, child)
-			redact(cfg, child, depth + 1);
+		json_array_foreach(v, i, child) {
+			if (json_is_string(child) && json_string_length(child) > LOG_STRING_MAX)
+				json_array_set_new(v, i, shorten(child));
+			else
+				redact(cfg, child, depth + 1);
+		}
 	}
 }
 
@@ -55,8 +84,8 @@ char *tgi_redacted_args(const tgi_call *c)
 {
 	if (!c->args)
 		return tgi_strdup("null");
-	if (!c->g->cfg->redact)
-		return tgi_strdup(c->args_canon ? c->args_canon : "null");
+	if (!c->g->cfg->redact && c->args_canon && strlen(c->args_canon) <= LOG_STRING_MAX)
+		return tgi_strdup(c->args_canon);
 	json_t *copy = json_deep_copy(c->args);
 	redact(c->g->cfg, copy, 0);
 	char *s = tgi_json_canonical(copy);

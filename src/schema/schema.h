@@ -21,6 +21,8 @@ typedef struct tgi_schema tgi_schema;
 
 enum {
 	TGI_SCHEMA_ASSERT_FORMATS = 1 << 0, /* `format` is an assertion (else annotation) */
+	TGI_SCHEMA_DRAFT7         = 1 << 1, /* draft 7 `$ref`: siblings ignored; also chosen
+	                                       by a "$schema" naming draft 7 or older */
 };
 
 /*

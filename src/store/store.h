@@ -62,11 +62,19 @@ typedef struct tgi_op_record {
 	double      duration_ms;
 } tgi_op_record;
 
-/* Insert the ops row and its events atomically.  If idem_done_scope is not
- * NULL, the idem row of that scope becomes `done` with this op_id in the
- * same transaction. */
+/* What the same transaction does to the call's idempotency row. */
+typedef enum {
+	TGI_SETTLE_NONE,     /* no idem row involved (or leave it as it is) */
+	TGI_SETTLE_DONE,     /* the side effect happened: scope -> done, this op_id */
+	TGI_SETTLE_RELEASE,  /* nothing was applied: delete the claim so a retry may run */
+	TGI_SETTLE_UNKNOWN,  /* may have been applied: scope -> unknown (never re-run) */
+} tgi_idem_settle;
+
+/* Insert the ops row and its events atomically (and the sessions row is
+ * upserted: first/last seen, call count).  If idem_scope is not NULL, its
+ * idem row is settled as `settle` in the same transaction. */
 int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev, size_t nev,
-                     const char *idem_done_scope, char *err, size_t errlen);
+                     const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen);
 
 /* ---- idempotency ---- */
 
@@ -90,15 +98,11 @@ typedef struct tgi_idem_info {
  * with a lease of lease_s seconds.  A row whose owner process is dead (or
  * whose start time differs: pid reuse), or whose lease expired on another
  * host, is UNKNOWN and is never re-run silently.  A row settled as not
- * applied (tgi_store_op_resolve applied=0, or tgi_store_idem_release) is
- * claimed again.  The claim commits with synchronous=FULL before returning.
+ * applied (tgi_store_op_resolve applied=0, or TGI_SETTLE_RELEASE) is
+ * claimed again; a row settled unknown is UNKNOWN.  The claim commits with synchronous=FULL before returning.
  */
 int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, int lease_s,
                          tgi_idem_info *info, char *err, size_t errlen);
-
-/* The tool did not apply anything (failed with applied=no): free the scope
- * so a retry may run. */
-int tgi_store_idem_release(tgi_store *s, const char *scope, const char *op_id, char *err, size_t errlen);
 
 /* Settle an unknown outcome (toolgate ops resolve).  applied=1: the scope
  * becomes done with that op (its envelope marked applied); applied=0: the
@@ -169,5 +173,25 @@ int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, j
  * relative to the workspace (".toolgate/spill/<op_id>.txt"). */
 int tgi_spill_write(int state_fd, const char *op_id, const char *text, size_t len,
                     char *path_out, size_t cap, char *err, size_t errlen);
+
+/* ---- internal to src/store/ (state.c): the checks sqlite.c and spill.c share ---- */
+
+/* Open the directory `name` beneath dir_fd (created 0700 if missing) with
+ * the state checks above.  shown names it in sentences (".toolgate/spill"),
+ * guards says what a redirect would hijack ("spill files"), where names the
+ * parent in create/open failures (or NULL).  Returns an O_DIRECTORY fd or -1. */
+int tgi_state_subdir_open(int dir_fd, const char *name, const char *shown, const char *guards,
+                          const char *where, char *err, size_t errlen);
+
+/* lstat path and apply the state checks: refuse a symlink, something that is
+ * not a directory (want_dir) or regular file, or an owner other than the
+ * current user.  A missing path is 0 when may_be_missing, else -1.  shown
+ * names it in sentences. */
+int tgi_state_check_path(const char *path, int want_dir, int may_be_missing, const char *shown,
+                         char *err, size_t errlen);
+
+/* Is s shaped like a UUID (8-4-4-4-12 lowercase or uppercase hex)?  Op ids
+ * name files under the state dir, so nothing else may pass as one. */
+int tgi_uuid_ok(const char *s);
 
 #endif

@@ -1,0 +1,149 @@
+/*
+ * pipeline.c — `make bench`: read_file calls of a small file through the
+ * whole pipeline (decode … persist, real SQLite ledger) in one process, one
+ * thread pinned to one core.  Reports calls/s and p50/p99 latency with the
+ * ledger at synchronous=NORMAL and at FULL, and a baseline measured in the
+ * same run: the same file read directly (open, read, close), so the gate's
+ * cost can be read as a ratio on a noisy machine.
+ *
+ *   build/bench/pipeline [seconds-per-round] [rounds]
+ */
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "toolgate.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+typedef struct {
+	double per_s, p50, p99;
+} figures;
+
+static figures run_gate(const char *ws, int sync_full, double seconds)
+{
+	tg_options o = {.workspace = ws, .sync_full = sync_full};
+	tg_gate *g;
+	char *err = NULL;
+	if (tg_gate_open(&o, &g, &err) < 0) {
+		fprintf(stderr, "pipeline: %s\n", err);
+		exit(1);
+	}
+	tg_request req = {.tool = "read_file", .args = "{\"path\":\"small.txt\"}"};
+	size_t cap = 1 << 22, n = 0;
+	double *lat = malloc(cap * sizeof *lat);
+	/* warm up */
+	for (int i = 0; i < 200; i++) {
+		tg_result *r;
+		tg_call(g, &req, &r);
+		if (tg_result_status(r) != TG_PERSISTED) {
+			fprintf(stderr, "pipeline: unexpected status %s\n%s\n",
+			        tg_status_name(tg_result_status(r)), tg_result_json(r, 1));
+			exit(1);
+		}
+		tg_result_free(r);
+	}
+	double t0 = now_us(), end = t0 + seconds * 1e6, t;
+	do {
+		tg_result *r;
+		double a = now_us();
+		tg_call(g, &req, &r);
+		tg_result_free(r);
+		t = now_us();
+		if (n < cap)
+			lat[n++] = t - a;
+	} while (t < end);
+	figures f = {.per_s = (double)n / ((t - t0) / 1e6)};
+	qsort(lat, n, sizeof *lat, cmp_double);
+	f.p50 = lat[n / 2];
+	f.p99 = lat[(size_t)((double)n * 0.99)];
+	free(lat);
+	tg_gate_close(g);
+	return f;
+}
+
+static figures run_baseline(const char *ws, double seconds)
+{
+	char path[4096], buf[4096];
+	snprintf(path, sizeof path, "%s/small.txt", ws);
+	size_t n = 0;
+	double t0 = now_us(), end = t0 + seconds * 1e6, t;
+	do {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t r = read(fd, buf, sizeof buf);
+		(void)r;
+		close(fd);
+		n++;
+		t = now_us();
+	} while (t < end);
+	return (figures){.per_s = (double)n / ((t - t0) / 1e6)};
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return v[n / 2];
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+	int rounds = argc > 2 ? atoi(argv[2]) : 5;
+	if (rounds < 1 || rounds > 99 || seconds <= 0)
+		return fprintf(stderr, "usage: pipeline [seconds] [rounds]\n"), 2;
+
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	sched_setaffinity(0, sizeof set, &set); /* one core */
+
+	char ws[] = "/tmp/toolgate-bench.XXXXXX";
+	if (!mkdtemp(ws))
+		return perror("mkdtemp"), 1;
+	char file[4096];
+	snprintf(file, sizeof file, "%s/small.txt", ws);
+	FILE *f = fopen(file, "w");
+	for (int i = 1; i <= 20; i++)
+		fprintf(f, "line %d of a small file read through the gate\n", i);
+	fclose(f);
+
+	double np[99], n50[99], n99[99], fp[99], f50[99], f99[99], bp[99];
+	for (int r = 0; r < rounds; r++) {
+		figures a = run_gate(ws, 0, seconds);
+		figures b = run_gate(ws, 1, seconds);
+		figures c = run_baseline(ws, seconds / 4);
+		np[r] = a.per_s, n50[r] = a.p50, n99[r] = a.p99;
+		fp[r] = b.per_s, f50[r] = b.p50, f99[r] = b.p99;
+		bp[r] = c.per_s;
+		fprintf(stderr, "round %d: normal %.0f/s  full %.0f/s  baseline %.0f/s\n", r + 1,
+		        a.per_s, b.per_s, c.per_s);
+	}
+	double mb = median(bp, rounds), mn = median(np, rounds);
+	printf("pipeline_normal calls_per_s %.0f p50_us %.1f p99_us %.1f\n", mn, median(n50, rounds),
+	       median(n99, rounds));
+	printf("pipeline_full   calls_per_s %.0f p50_us %.1f p99_us %.1f\n", median(fp, rounds),
+	       median(f50, rounds), median(f99, rounds));
+	printf("baseline_read   reads_per_s %.0f (open+read+close of the same file)\n", mb);
+	printf("ratio gate_normal/baseline %.3f (median of %d rounds of %.1f s)\n", mn / mb, rounds,
+	       seconds);
+
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);
+	return system(cmd) == 0 ? 0 : 1;
+}

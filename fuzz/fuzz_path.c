@@ -1,0 +1,163 @@
+/*
+ * fuzz_path.c — tgi_path_check and tgi_path_resolve on arbitrary bytes,
+ * inside a temporary workspace (made once) with symlinks that leave it
+ * (../outside, /etc/passwd), symlinks that stay, .git and .toolgate.
+ *
+ * Invariants checked (a violation traps):
+ *   - check refuses with a printable sentence, or yields a normalised
+ *     relative path (no empty or "." component, not absolute);
+ *   - resolve fails with -errno, or yields a relative path with no "." or
+ *     ".." component (it never leaves);
+ *   - whatever openat2 opens for the input lies inside the workspace, and
+ *     resolve names that same file;
+ *   - tgi_path_writable never accepts a path whose resolution is protected.
+ * Nothing here creates files.
+ */
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/fs.h"
+
+static char root[64];
+static int  ws_fd = -1;
+
+static int rm_cb(const char *p, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st; (void)type; (void)ftw;
+	return remove(p);
+}
+
+static void cleanup(void)
+{
+	if (ws_fd >= 0)
+		close(ws_fd);
+	if (root[0])
+		nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void put(const char *rel, const char *text)
+{
+	int fd = openat(ws_fd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		if (write(fd, text, strlen(text)) < 0)
+			abort();
+		close(fd);
+	}
+}
+
+static void make_workspace(void)
+{
+	char p[128];
+
+	strcpy(root, "/tmp/tg-fuzz-XXXXXX");
+	if (!mkdtemp(root))
+		abort();
+	atexit(cleanup);
+	snprintf(p, sizeof p, "%s/ws", root);
+	mkdir(p, 0755);
+	ws_fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(p, sizeof p, "%s/outside", root);
+	mkdir(p, 0755);
+	if (ws_fd < 0)
+		abort();
+	mkdirat(ws_fd, "src", 0755);
+	mkdirat(ws_fd, "src/sub", 0755);
+	mkdirat(ws_fd, ".git", 0755);
+	mkdirat(ws_fd, ".toolgate", 0755);
+	put("a", "a\n");
+	put("src/x.c", "x\n");
+	put(".git/config", "c\n");
+	put(".toolgate/ledger.db", "l\n");
+	symlinkat("../outside", ws_fd, "out");
+	symlinkat("/etc/passwd", ws_fd, "abs");
+	symlinkat("src", ws_fd, "s");
+	symlinkat("src/sub/..", ws_fd, "t");
+	symlinkat(".git", ws_fd, "g");
+	symlinkat(".toolgate", ws_fd, "tg");
+	symlinkat("loop", ws_fd, "loop");
+	symlinkat("missing/deeper", ws_fd, "dangling");
+	symlinkat("../../..", ws_fd, "src/up");
+}
+
+static void check(int ok)
+{
+	if (!ok)
+		__builtin_trap();
+}
+
+static int printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* A normalised relative path: no empty component; "." only alone; with
+ * dots=0 also no ".." component. */
+static int normal(const char *p, int dots_ok)
+{
+	if (!*p || *p == '/')
+		return 0;
+	if (strcmp(p, ".") == 0)
+		return 1;
+	for (const char *s = p;;) {
+		const char *e = strchr(s, '/');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		if (n == 0 || (n == 1 && s[0] == '.'))
+			return 0;
+		if (!dots_ok && n == 2 && s[0] == '.' && s[1] == '.')
+			return 0;
+		if (!e)
+			return 1;
+		s = e + 1;
+	}
+}
+
+static int same_file(int a, int b)
+{
+	struct stat sa, sb;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char norm[PATH_MAX], err[512], res[PATH_MAX], real[PATH_MAX];
+
+	if (ws_fd < 0)
+		make_workspace();
+	if (tgi_path_check((const char *)data, size, norm, sizeof norm, err, sizeof err) < 0) {
+		check(err[0] != '\0' && printable(err));
+		return 0;
+	}
+	check(normal(norm, 1) && strlen(norm) <= size);
+
+	int r = tgi_path_resolve(ws_fd, norm, res, sizeof res);
+	check(r <= 0);
+	if (r == 0)
+		check(normal(res, 0));
+
+	int fd = tgi_open_beneath(ws_fd, norm, O_PATH, 0);
+	if (fd >= 0) {
+		check(tgi_fd_path(ws_fd, fd, real, sizeof real) == 0 && normal(real, 0));
+		check(r == 0 && strcmp(real, res) == 0);
+		int again = tgi_open_beneath(ws_fd, res, O_PATH, 0);
+		check(again >= 0 && same_file(fd, again));
+		close(again);
+		close(fd);
+	}
+
+	tg_errkind kind;
+	if (tgi_path_writable(ws_fd, norm, &kind, err, sizeof err) == 0)
+		check(r == 0 && !tgi_path_protected(res) && !tgi_path_protected(norm));
+	else
+		check(kind != TG_ERR_NONE && err[0] && printable(err));
+	return 0;
+}

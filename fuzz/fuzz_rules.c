@@ -1,0 +1,92 @@
+/*
+ * fuzz_rules.c — libFuzzer target for permission rules, globs and the floor.
+ *
+ * Input: up to three lines, "RULE\nPATH\nVALUE".  The rule is parsed; a
+ * parsed rule must report its text, reparse to the same text, and match
+ * calls built from PATH and VALUE without crashing.  The line texts also go
+ * straight to the globs, the glob checker and the floor.  Any crash, leak,
+ * hang or sanitizer report is a bug; a parse error is an ordinary outcome.
+ *
+ * Owns: nothing beyond one input.  Must not: touch the filesystem or
+ * depend on the environment (the floor reads $HOME, set here).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+
+#define INPUT_MAX 8192
+
+static void exercise(const tgi_rule *r, const char *path, const char *value)
+{
+	static const char *const tools[] = { "read_file", "x", "shell", "fs__read", "deploy_service" };
+	const char *const paths[] = { path, "." };
+	const char *const resolved[] = { value, NULL };
+	const char *fmt = "{s:s, s:s, s:{s:s}, s:f, s:i, s:b, s:n, s:[s]}";
+	json_t *args = json_pack(fmt, "a", value, "env", value, "nested", "key", value, "n", 1.5,
+	                         "i", 42, "b", 1, "z", "arr", value);
+	if (!args) /* not UTF-8: decoded args always are */
+		args = json_pack(fmt, "a", "v", "env", "v", "nested", "key", "v", "n", 1.5, "i", 42,
+		                 "b", 1, "z", "arr", "v");
+
+	for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
+		tgi_match_input in = { .tool = tools[i], .args = args, .paths = paths,
+		                       .resolved = resolved, .npaths = 2, .has_paths = (int)(i & 1) };
+		(void)tgi_rule_matches(r, &in);
+		in.has_paths = !in.has_paths;
+		in.args = NULL;
+		(void)tgi_rule_matches(r, &in);
+	}
+	json_decref(args);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static char buf[INPUT_MAX + 1];
+	char err[256];
+	size_t at;
+	const char *what;
+
+	if (size > INPUT_MAX)
+		size = INPUT_MAX;
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+
+	char *rule = buf, *path = "", *value = "";
+	char *nl = strchr(rule, '\n');
+	if (nl) {
+		*nl = '\0';
+		path = nl + 1;
+		if ((nl = strchr(path, '\n'))) {
+			*nl = '\0';
+			value = nl + 1;
+		}
+	}
+
+	tgi_rule *r = tgi_rule_parse(rule, err, sizeof err);
+	if (r) {
+		const char *text = tgi_rule_text(r);
+		if (!text)
+			abort();
+		tgi_rule *again = tgi_rule_parse(text, err, sizeof err);
+		if (!again || strcmp(tgi_rule_text(again), text) != 0)
+			abort();
+		tgi_rule_free(again);
+		exercise(r, path, value);
+		tgi_rule_free(r);
+	} else if (!memchr(err, '\0', sizeof err)) {
+		abort();
+	}
+
+	(void)tgi_path_glob(rule, path);
+	(void)tgi_text_glob(rule, value);
+	if (tgi_path_glob_check(rule, &at, &what) < 0 && (at >= strlen(rule) || !what))
+		abort();
+
+	const char *const res[] = { path, value };
+	setenv("HOME", "/home/fuzz", 1);
+	(void)tgi_floor_paths("/", res, 2, err, sizeof err);
+	(void)tgi_floor_paths("/home/fuzz", res, 2, err, sizeof err);
+	return 0;
+}

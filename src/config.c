@@ -1,0 +1,1293 @@
+/*
+ * config.c — the configuration (DESIGN §7): discovery, built-in defaults,
+ * and the semantic check that turns a parsed document into a tgi_config.
+ *
+ * Discovery: an explicit path (must exist), else $TOOLGATE_CONFIG (must
+ * exist when set and not empty), else ./toolgate.yaml, ./toolgate.yml,
+ * ./toolgate.json, else the built-in defaults.  YAML goes through
+ * tgi_yaml_parse; a file ending in .json is parsed by jansson for exact
+ * JSON semantics and through the YAML parser only for its source map.
+ *
+ * Every key is checked: an unknown key, a wrong type, a dangling reference
+ * (role, principal, profile) is an error "file:line:col: key.path: expected
+ * X, got Y" — a typo must never silently weaken policy.
+ *
+ * Owns: the tgi_config it returns and everything in it.  Must not: compile
+ * rules or schemas (the registry and policy do that; here they are only
+ * checked to be strings and objects), touch the ledger, or run anything.
+ */
+#include "config.h"
+#include "registry.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CFG_MAX_BYTES   (4u << 20)  /* a config file larger than this is refused */
+#define PTR_MAX         1024        /* JSON pointers built while checking */
+#define TOOL_NAME_MAX   64
+#define MAX_BYTES_LIMIT (1LL << 30) /* ceiling for byte and char limits */
+#define MAX_TIMEOUT_S   86400
+#define MAX_TTL_S       31536000
+
+/* ---- enums ---- */
+
+static const char *const mode_names[]     = { "default", "acceptEdits", "plan", "bypassPermissions" };
+static const char *const approval_names[] = { "on-request", "never", "untrusted" };
+static const char *const sandbox_names[]  = { "read-only", "workspace-write", "danger-full-access" };
+static const char *const sync_names[]     = { "normal", "full" };
+
+static int name_index(const char *s, const char *const *names, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (int)i;
+	return -1;
+}
+
+int tgi_mode_parse(const char *s, tgi_mode *out)
+{
+	int i = name_index(s, mode_names, TGI_ARRAY_LEN(mode_names));
+	if (i < 0)
+		return -1;
+	*out = (tgi_mode)i;
+	return 0;
+}
+
+int tgi_approval_parse(const char *s, tgi_approval *out)
+{
+	int i = name_index(s, approval_names, TGI_ARRAY_LEN(approval_names));
+	if (i < 0)
+		return -1;
+	*out = (tgi_approval)i;
+	return 0;
+}
+
+int tgi_sandbox_parse(const char *s, tgi_sandbox *out)
+{
+	int i = name_index(s, sandbox_names, TGI_ARRAY_LEN(sandbox_names));
+	if (i < 0)
+		return -1;
+	*out = (tgi_sandbox)i;
+	return 0;
+}
+
+const char *tgi_mode_name(tgi_mode m)
+{
+	return (unsigned)m < TGI_ARRAY_LEN(mode_names) ? mode_names[m] : "unknown";
+}
+
+const char *tgi_approval_name(tgi_approval a)
+{
+	return (unsigned)a < TGI_ARRAY_LEN(approval_names) ? approval_names[a] : "unknown";
+}
+
+const char *tgi_sandbox_name(tgi_sandbox s)
+{
+	return (unsigned)s < TGI_ARRAY_LEN(sandbox_names) ? sandbox_names[s] : "unknown";
+}
+
+/* ---- the tables every key is checked against ---- */
+
+static const char *const top_keys[] = {
+	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
+	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
+	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
+	"rate_limits", "redact",
+};
+static const char *const principal_keys[] = { "roles", "token_env" };
+static const char *const rule_keys[]      = { "allow", "ask", "deny" };
+static const char *const profile_keys[]   = { "categories", "read_only" };
+static const char *const limits_keys[]    = { "max_args_bytes", "max_result_chars", "timeout_s" };
+static const char *const formats_keys[]   = { "assert" };
+static const char *const approvals_keys[] = { "ttl_s" };
+static const char *const ledger_keys[]    = { "sync" };
+
+static const struct {
+	const char *key;
+	unsigned    bit;
+} tool_flag_keys[] = {
+	{ "read_only",                TGI_T_READ_ONLY },
+	{ "concurrency_safe",         TGI_T_CONCURRENCY_SAFE },
+	{ "destructive",              TGI_T_DESTRUCTIVE },
+	{ "idempotent",               TGI_T_IDEMPOTENT },
+	{ "requires_grant",           TGI_T_REQUIRES_GRANT },
+	{ "requires_idempotency_key", TGI_T_REQUIRES_KEY },
+	{ "edits_files",              TGI_T_EDITS_FILES },
+};
+static const char *const tool_keys[] = {
+	"description", "input_schema", "output_schema", "command", "category",
+	"read_only", "concurrency_safe", "destructive", "idempotent", "requires_grant",
+	"requires_idempotency_key", "edits_files", "max_result_chars", "timeout_s",
+	"requires_env", "check",
+};
+
+static const char *const builtin_tools[] = {
+	"read_file", "list_dir", "search_files", "write_file", "apply_patch", "shell",
+};
+
+static const struct {
+	const char *name;
+	const char *categories[4];
+	int         read_only_only;
+} builtin_profiles[] = {
+	{ "minimal",   { "fs" },                         1 },
+	{ "coding",    { "fs", "runtime" },              0 },
+	{ "messaging", { "messaging", "web", "memory" }, 0 },
+	{ "full",      { "*" },                          0 },
+};
+
+/* ---- freeing ---- */
+
+static void strv_free(tgi_strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+/* An empty list: v is always allocated so it can be walked to its NULL. */
+static tgi_strv strv_empty(void)
+{
+	return (tgi_strv){ tgi_xcalloc(1, sizeof(char *)), 0 };
+}
+
+void tgi_config_free(tgi_config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nprincipals; i++) {
+		free(c->principals[i].name);
+		strv_free(&c->principals[i].roles);
+		free(c->principals[i].token_env);
+	}
+	for (size_t i = 0; i < c->nroles; i++) {
+		free(c->roles[i].name);
+		strv_free(&c->roles[i].allow);
+		strv_free(&c->roles[i].ask);
+		strv_free(&c->roles[i].deny);
+	}
+	for (size_t i = 0; i < c->nprofiles; i++) {
+		free(c->profiles[i].name);
+		strv_free(&c->profiles[i].categories);
+	}
+	for (size_t i = 0; i < c->ntools; i++) {
+		tgi_tool_cfg *t = &c->tools[i];
+		free(t->name);
+		free(t->description);
+		json_decref(t->input_schema);
+		json_decref(t->output_schema);
+		strv_free(&t->command);
+		free(t->category);
+		strv_free(&t->requires_env);
+		strv_free(&t->check);
+	}
+	free(c->principals);
+	free(c->roles);
+	free(c->profiles);
+	free(c->tools);
+	strv_free(&c->allow);
+	strv_free(&c->ask);
+	strv_free(&c->deny);
+	strv_free(&c->execpolicy);
+	free(c->path);
+	free(c->dir);
+	free(c->workspace);
+	free(c->store);
+	free(c->profile);
+	free(c->default_principal);
+	json_decref(c->mcp_servers);
+	json_decref(c->hooks);
+	json_decref(c->loop_detection);
+	json_decref(c->rate_limits);
+	json_decref(c->redact);
+	json_decref(c->root);
+	free(c->file);
+	tgi_srcmap_free(c->srcmap);
+	free(c);
+}
+
+/* ---- where a node is, and how to say what went wrong ---- */
+
+/* Line and column of the node at ptr, or of its nearest ancestor the map
+ * knows (a missing key is reported at the mapping that lacks it). */
+static int locate(const tgi_config *c, const char *ptr, int *line, int *col)
+{
+	char p[PTR_MAX];
+	if (!c->srcmap)
+		return 0;
+	tgi_snprintf(p, sizeof p, "%s", ptr);
+	for (;;) {
+		if (tgi_srcmap_lookup(c->srcmap, p, line, col) == 0)
+			return 1;
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			return 0;
+		*slash = '\0';
+	}
+}
+
+static const char *display_name(const tgi_config *c)
+{
+	return c->file ? c->file : c->path ? c->path : "built-in defaults";
+}
+
+void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap)
+{
+	char file[256];
+	int line, col;
+	tgi_sanitize(file, sizeof file, display_name(c));
+	if (locate(c, ptr ? ptr : "", &line, &col))
+		tgi_snprintf(out, cap, "%s:%d:%d", file, line, col);
+	else
+		tgi_snprintf(out, cap, "%s", file);
+}
+
+/* The pointer as a key path for people: /tools/x/command/0 → tools.x.command[0]. */
+static void keypath(const json_t *root, const char *ptr, char *out, size_t cap)
+{
+	tgi_buf b;
+	char tok[128];
+	const json_t *cur = root;
+
+	tgi_buf_init(&b, cap ? cap - 1 : 0);
+	for (const char *p = ptr; *p == '/';) {
+		size_t j = 0;
+		for (p++; *p && *p != '/'; p++) {
+			char ch = *p;
+			if (ch == '~' && (p[1] == '0' || p[1] == '1'))
+				ch = *++p == '0' ? '~' : '/';
+			if (j + 1 < sizeof tok)
+				tok[j++] = ch;
+		}
+		tok[j] = '\0';
+		if (json_is_array(cur)) {
+			tgi_buf_printf(&b, "[%s]", tok);
+			cur = json_array_get(cur, strtoul(tok, NULL, 10));
+		} else {
+			tgi_buf_printf(&b, "%s%s", b.len ? "." : "", tok);
+			cur = json_object_get(cur, tok);
+		}
+	}
+	tgi_sanitize(out, cap, b.p ? b.p : "");
+	tgi_buf_free(&b);
+}
+
+/* A short description of a value for "got ...". */
+static const char *describe(const json_t *v, char *out, size_t cap)
+{
+	char s[52];
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:  tgi_snprintf(out, cap, json_object_size(v) ? "a mapping" : "an empty mapping"); break;
+	case JSON_ARRAY:   tgi_snprintf(out, cap, json_array_size(v) ? "a list" : "an empty list"); break;
+	case JSON_INTEGER: tgi_snprintf(out, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+	case JSON_REAL:    tgi_snprintf(out, cap, "%g", json_real_value(v)); break;
+	case JSON_TRUE:    tgi_snprintf(out, cap, "true"); break;
+	case JSON_FALSE:   tgi_snprintf(out, cap, "false"); break;
+	case JSON_NULL:    tgi_snprintf(out, cap, "null (an empty value)"); break;
+	case JSON_STRING:
+		tgi_sanitize(s, sizeof s, json_string_value(v));
+		tgi_snprintf(out, cap, "\"%s%s\"", s,
+		             json_string_length(v) >= sizeof s ? "..." : "");
+		break;
+	}
+	return out;
+}
+
+/* "a, b, c" from a table, into out. */
+static const char *join_names(const char *const *names, size_t n, char *out, size_t cap)
+{
+	tgi_buf b;
+	tgi_buf_init(&b, cap ? cap - 1 : 0);
+	for (size_t i = 0; i < n; i++)
+		tgi_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
+	tgi_snprintf(out, cap, "%s", b.p ? b.p : "");
+	tgi_buf_free(&b);
+	return out;
+}
+
+/* The loader's state for one document. */
+typedef struct ld {
+	tgi_config *c;
+	char       *err;
+	size_t      errlen;
+} ld;
+
+/* Report a problem located at the node loc, under the key path of path. */
+__attribute__((format(printf, 4, 5)))
+static int fail_at(ld *x, const char *loc, const char *path, const char *fmt, ...)
+{
+	char msg[512], where[300], kp[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	tgi_config_where(x->c, loc, where, sizeof where);
+	keypath(x->c->root, path, kp, sizeof kp);
+	if (kp[0])
+		tgi_snprintf(x->err, x->errlen, "%s: %s: %s", where, kp, msg);
+	else
+		tgi_snprintf(x->err, x->errlen, "%s: %s", where, msg);
+	return -1;
+}
+
+#define fail(x, ptr, ...) fail_at((x), (ptr), (ptr), __VA_ARGS__)
+
+static int fail_type(ld *x, const char *ptr, const json_t *v, const char *expected)
+{
+	char got[96];
+	return fail(x, ptr, "expected %s, got %s", expected, describe(v, got, sizeof got));
+}
+
+/* ---- typed access ---- */
+
+/* obj[key] with its pointer in ptr (PTR_MAX bytes); NULL when absent. */
+static json_t *child(json_t *obj, const char *base, const char *key, char *ptr)
+{
+	tgi_json_pointer_join(ptr, PTR_MAX, base, key);
+	return json_object_get(obj, key);
+}
+
+static int check_keys(ld *x, json_t *obj, const char *base, const char *const *allowed, size_t n)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v) {
+		if (name_index(key, allowed, n) >= 0)
+			continue;
+		char ptr[PTR_MAX], k[72], names[512];
+		tgi_json_pointer_join(ptr, sizeof ptr, base, key);
+		tgi_sanitize(k, sizeof k, key);
+		return fail_at(x, ptr, base, "unknown key \"%s\"; expected one of %s", k,
+		               join_names(allowed, n, names, sizeof names));
+	}
+	return 0;
+}
+
+/* A mapping-valued key whose entries are all optional: absent or null is
+ * an empty mapping (*out NULL); anything else must be a mapping with only
+ * the allowed keys. */
+static int section(ld *x, json_t *obj, const char *base, const char *key,
+                   const char *const *allowed, size_t n, json_t **out, char *ptr)
+{
+	json_t *v = child(obj, base, key, ptr);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return fail_type(x, ptr, v, "a mapping");
+	if (allowed && check_keys(x, v, ptr, allowed, n) < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int check_str(ld *x, const json_t *v, const char *ptr)
+{
+	if (!json_is_string(v))
+		return fail_type(x, ptr, v, "a string");
+	if (!json_string_length(v))
+		return fail(x, ptr, "expected a non-empty string, got \"\"");
+	return 0;
+}
+
+static int env_name_ok(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 128)
+		return 0;
+	for (; *s; s++)
+		if (!(*s == '_' || (*s >= '0' && *s <= '9') || ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z')))
+			return 0;
+	return 1;
+}
+
+static int check_env_name(ld *x, const json_t *v, const char *ptr)
+{
+	if (check_str(x, v, ptr) < 0)
+		return -1;
+	if (!env_name_ok(json_string_value(v)))
+		return fail_type(x, ptr, v, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+	return 0;
+}
+
+/* Any string, even empty (an argv element). */
+static int check_any_str(ld *x, const json_t *v, const char *ptr)
+{
+	return json_is_string(v) ? 0 : fail_type(x, ptr, v, "a string");
+}
+
+typedef int (*item_check)(ld *x, const json_t *v, const char *ptr);
+
+/* v at ptr must be a list whose items pass check; null is an empty list.
+ * Replaces *out. */
+static int strv_from(ld *x, json_t *v, const char *ptr, item_check check, tgi_strv *out)
+{
+	if (!json_is_null(v) && !json_is_array(v))
+		return fail_type(x, ptr, v, "a list of strings");
+	size_t n = json_is_array(v) ? json_array_size(v) : 0;
+	strv_free(out);
+	out->v = tgi_xcalloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		char ip[PTR_MAX], tok[24];
+		json_t *item = json_array_get(v, i);
+		snprintf(tok, sizeof tok, "%zu", i);
+		tgi_json_pointer_join(ip, sizeof ip, ptr, tok);
+		if (check(x, item, ip) < 0)
+			return -1;
+		out->v[out->n++] = tgi_strdup(json_string_value(item));
+	}
+	return 0;
+}
+
+static int opt_strv(ld *x, json_t *obj, const char *base, const char *key, item_check check,
+                    tgi_strv *out)
+{
+	char ptr[PTR_MAX];
+	json_t *v = child(obj, base, key, ptr);
+	return v ? strv_from(x, v, ptr, check, out) : 0;
+}
+
+static int opt_str(ld *x, json_t *obj, const char *base, const char *key, char **out)
+{
+	char ptr[PTR_MAX];
+	json_t *v = child(obj, base, key, ptr);
+	if (!v)
+		return 0;
+	if (check_str(x, v, ptr) < 0)
+		return -1;
+	free(*out);
+	*out = tgi_strdup(json_string_value(v));
+	return 0;
+}
+
+static int opt_bool(ld *x, json_t *obj, const char *base, const char *key, int *out)
+{
+	char ptr[PTR_MAX];
+	json_t *v = child(obj, base, key, ptr);
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return fail_type(x, ptr, v, "true or false");
+	*out = json_is_true(v);
+	return 0;
+}
+
+static int opt_int(ld *x, json_t *obj, const char *base, const char *key,
+                   long long lo, long long hi, long long *out)
+{
+	char ptr[PTR_MAX], want[96];
+	json_t *v = child(obj, base, key, ptr);
+	if (!v)
+		return 0;
+	snprintf(want, sizeof want, "an integer from %lld to %lld", lo, hi);
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return fail_type(x, ptr, v, want);
+	*out = (long long)json_integer_value(v);
+	return 0;
+}
+
+static int opt_enum(ld *x, json_t *obj, const char *base, const char *key,
+                    const char *const *names, size_t n, int *out)
+{
+	char ptr[PTR_MAX], want[256], list[200];
+	json_t *v = child(obj, base, key, ptr);
+	if (!v)
+		return 0;
+	int i = name_index(json_string_value(v), names, n);
+	if (i < 0) {
+		snprintf(want, sizeof want, "one of %s", join_names(names, n, list, sizeof list));
+		return fail_type(x, ptr, v, want);
+	}
+	*out = i;
+	return 0;
+}
+
+/* ---- paths ---- */
+
+/*
+ * rel against base (ignored when rel is absolute), with empty and "."
+ * components dropped; ".." is kept (it means what the file system says).
+ * NULL when the result would exceed PATH_MAX.  Caller frees.
+ */
+static char *path_join(const char *base, const char *rel)
+{
+	tgi_buf b;
+	const char *parts[2] = { rel[0] == '/' ? "" : base, rel };
+
+	tgi_buf_init(&b, PATH_MAX - 1);
+	for (size_t k = 0; k < 2; k++) {
+		for (const char *s = parts[k]; *s;) {
+			size_t n = strcspn(s, "/");
+			if (n && !(n == 1 && s[0] == '.') && (tgi_buf_puts(&b, "/") < 0 ||
+			                                      tgi_buf_append(&b, s, n) < 0)) {
+				tgi_buf_free(&b);
+				return NULL;
+			}
+			s += n;
+			s += *s == '/';
+		}
+	}
+	if (!b.len)
+		tgi_buf_puts(&b, "/");
+	return tgi_buf_steal(&b);
+}
+
+static char *current_dir(void)
+{
+	return realpath(".", NULL);
+}
+
+/* A command's argv[0]: relative with a '/' means relative to the config's
+ * directory; a bare name is looked up in PATH when run. */
+static int resolve_argv0(ld *x, tgi_strv *argv, const char *ptr)
+{
+	if (!argv->n || argv->v[0][0] == '/' || !strchr(argv->v[0], '/'))
+		return 0;
+	char *abs = path_join(x->c->dir, argv->v[0]);
+	if (!abs)
+		return fail(x, ptr, "expected a shorter path, got one over %d bytes", PATH_MAX);
+	free(argv->v[0]);
+	argv->v[0] = abs;
+	return 0;
+}
+
+/* ---- the sections ---- */
+
+static int load_workspace(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX], got[96];
+	struct stat st;
+	char *ws;
+
+	json_t *v = child(root, "", "workspace", ptr);
+	if (v) {
+		if (check_str(x, v, ptr) < 0)
+			return -1;
+		ws = path_join(c->dir, json_string_value(v));
+		if (!ws)
+			return fail(x, ptr, "expected a shorter path, got one over %d bytes", PATH_MAX);
+	} else {
+		ws = current_dir();
+		if (!ws)
+			return fail(x, "", "cannot determine the current directory: %s", strerror(errno));
+	}
+	int missing = stat(ws, &st) < 0;
+	if (!missing && S_ISDIR(st.st_mode))
+		c->workspace = realpath(ws, NULL);
+	free(ws);
+	if (!c->workspace && !v)
+		return fail(x, "", "the current directory cannot be used as the workspace");
+	if (!c->workspace)
+		return fail(x, ptr, "expected %s, got %s", missing ? "an existing directory" : "a directory",
+		            describe(v, got, sizeof got));
+
+	v = child(root, "", "store", ptr);
+	if (v && check_str(x, v, ptr) < 0)
+		return -1;
+	c->store = path_join(c->workspace, v ? json_string_value(v) : ".toolgate/ledger.db");
+	if (!c->store)
+		return fail(x, ptr, "expected a shorter path, got one over %d bytes", PATH_MAX);
+	return 0;
+}
+
+static int load_scalars(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	int mode = c->mode, approval = c->approval, sandbox = c->sandbox;
+
+	if (opt_str(x, root, "", "profile", &c->profile) < 0 ||
+	    opt_str(x, root, "", "default_principal", &c->default_principal) < 0 ||
+	    opt_enum(x, root, "", "mode", mode_names, TGI_ARRAY_LEN(mode_names), &mode) < 0 ||
+	    opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0 ||
+	    opt_enum(x, root, "", "sandbox", sandbox_names, TGI_ARRAY_LEN(sandbox_names), &sandbox) < 0)
+		return -1;
+	c->mode = (tgi_mode)mode;
+	c->approval = (tgi_approval)approval;
+	c->sandbox = (tgi_sandbox)sandbox;
+	return 0;
+}
+
+static int load_limits(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX];
+	json_t *s;
+	long long args = (long long)c->max_args_bytes, chars = (long long)c->max_result_chars;
+	long long timeout = c->timeout_s, ttl = c->approval_ttl_s;
+	int sync = c->sync_full;
+
+	if (section(x, root, "", "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), &s, ptr) < 0 ||
+	    (s && (opt_int(x, s, ptr, "max_args_bytes", 1, MAX_BYTES_LIMIT, &args) < 0 ||
+	           opt_int(x, s, ptr, "max_result_chars", 1, MAX_BYTES_LIMIT, &chars) < 0 ||
+	           opt_int(x, s, ptr, "timeout_s", 1, MAX_TIMEOUT_S, &timeout) < 0)))
+		return -1;
+	if (section(x, root, "", "formats", formats_keys, TGI_ARRAY_LEN(formats_keys), &s, ptr) < 0 ||
+	    (s && opt_bool(x, s, ptr, "assert", &c->assert_formats) < 0))
+		return -1;
+	if (section(x, root, "", "approvals", approvals_keys, TGI_ARRAY_LEN(approvals_keys), &s, ptr) < 0 ||
+	    (s && opt_int(x, s, ptr, "ttl_s", 1, MAX_TTL_S, &ttl) < 0))
+		return -1;
+	if (section(x, root, "", "ledger", ledger_keys, TGI_ARRAY_LEN(ledger_keys), &s, ptr) < 0 ||
+	    (s && opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0))
+		return -1;
+	c->max_args_bytes = (size_t)args;
+	c->max_result_chars = (size_t)chars;
+	c->timeout_s = (int)timeout;
+	c->approval_ttl_s = (int)ttl;
+	c->sync_full = sync;
+	return 0;
+}
+
+static int load_permissions(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX];
+	json_t *s, *v;
+
+	if (section(x, root, "", "permissions", rule_keys, TGI_ARRAY_LEN(rule_keys), &s, ptr) < 0 ||
+	    (s && (opt_strv(x, s, ptr, "allow", check_str, &c->allow) < 0 ||
+	           opt_strv(x, s, ptr, "ask", check_str, &c->ask) < 0 ||
+	           opt_strv(x, s, ptr, "deny", check_str, &c->deny) < 0)))
+		return -1;
+
+	v = child(root, "", "execpolicy", ptr);
+	if (!v)
+		return 0;
+	if (strv_from(x, v, ptr, check_str, &c->execpolicy) < 0)
+		return -1;
+	for (size_t i = 0; i < c->execpolicy.n; i++) {
+		char *abs = path_join(c->dir, c->execpolicy.v[i]);
+		if (!abs)
+			return fail(x, ptr, "expected a shorter path, got one over %d bytes", PATH_MAX);
+		free(c->execpolicy.v[i]);
+		c->execpolicy.v[i] = abs;
+	}
+	return 0;
+}
+
+static int load_roles(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX];
+	const char *name;
+	json_t *roles, *v;
+
+	if (section(x, root, "", "roles", NULL, 0, &roles, ptr) < 0)
+		return -1;
+	if (!roles)
+		return 0;
+	c->roles = tgi_xcalloc(json_object_size(roles), sizeof *c->roles);
+	json_object_foreach(roles, name, v) {
+		char rp[PTR_MAX];
+		tgi_role_cfg *r = &c->roles[c->nroles++];
+		r->name = tgi_strdup(name);
+		r->allow = strv_empty();
+		r->ask = strv_empty();
+		r->deny = strv_empty();
+		tgi_json_pointer_join(rp, sizeof rp, ptr, name);
+		if (!*name)
+			return fail(x, rp, "expected a role name, got \"\"");
+		if (json_is_null(v))
+			continue;
+		if (!json_is_object(v))
+			return fail_type(x, rp, v, "a mapping with allow, ask and deny lists");
+		if (check_keys(x, v, rp, rule_keys, TGI_ARRAY_LEN(rule_keys)) < 0 ||
+		    opt_strv(x, v, rp, "allow", check_str, &r->allow) < 0 ||
+		    opt_strv(x, v, rp, "ask", check_str, &r->ask) < 0 ||
+		    opt_strv(x, v, rp, "deny", check_str, &r->deny) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const tgi_role_cfg *find_role(const tgi_config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nroles; i++)
+		if (!strcmp(c->roles[i].name, name))
+			return &c->roles[i];
+	return NULL;
+}
+
+static int load_principal(ld *x, tgi_principal_cfg *p, json_t *v, const char *pp)
+{
+	char ptr[PTR_MAX], got[96];
+	json_t *t;
+
+	if (json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return fail_type(x, pp, v, "a mapping with roles and token_env");
+	if (check_keys(x, v, pp, principal_keys, TGI_ARRAY_LEN(principal_keys)) < 0 ||
+	    opt_strv(x, v, pp, "roles", check_str, &p->roles) < 0)
+		return -1;
+	if ((t = child(v, pp, "token_env", ptr))) {
+		if (check_env_name(x, t, ptr) < 0)
+			return -1;
+		p->token_env = tgi_strdup(json_string_value(t));
+	}
+	for (size_t i = 0; i < p->roles.n; i++) {
+		if (find_role(x->c, p->roles.v[i]))
+			continue;
+		char rp[PTR_MAX], ip[PTR_MAX], tok[24];
+		snprintf(tok, sizeof tok, "%zu", i);
+		tgi_json_pointer_join(rp, sizeof rp, pp, "roles");
+		tgi_json_pointer_join(ip, sizeof ip, rp, tok);
+		return fail(x, ip, "expected a role defined under roles, got %s",
+		            describe(json_array_get(json_object_get(v, "roles"), i), got, sizeof got));
+	}
+	return 0;
+}
+
+static int load_principals(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX], dp[PTR_MAX];
+	const char *name;
+	json_t *ps, *v;
+
+	if (!child(root, "", "principals", ptr)) {
+		c->principals = tgi_xcalloc(1, sizeof *c->principals);
+		c->nprincipals = 1;
+		c->principals[0].name = tgi_strdup("local");
+		c->principals[0].roles = strv_empty();
+	} else {
+		if (section(x, root, "", "principals", NULL, 0, &ps, ptr) < 0)
+			return -1;
+		c->principals = tgi_xcalloc(ps ? json_object_size(ps) : 0, sizeof *c->principals);
+		json_object_foreach(ps, name, v) {
+			char pp[PTR_MAX];
+			tgi_principal_cfg *p = &c->principals[c->nprincipals++];
+			p->name = tgi_strdup(name);
+			p->roles = strv_empty();
+			tgi_json_pointer_join(pp, sizeof pp, ptr, name);
+			if (!*name)
+				return fail(x, pp, "expected a principal name, got \"\"");
+			if (load_principal(x, p, v, pp) < 0)
+				return -1;
+		}
+	}
+
+	for (size_t i = 0; i < c->nprincipals; i++)
+		if (!strcmp(c->principals[i].name, c->default_principal))
+			return 0;
+	tgi_buf names;
+	char d[72];
+	tgi_buf_init(&names, 200);
+	for (size_t i = 0; i < c->nprincipals; i++)
+		tgi_buf_printf(&names, "%s%s", i ? ", " : "", c->principals[i].name);
+	tgi_sanitize(d, sizeof d, c->default_principal);
+	v = child(root, "", "default_principal", dp);
+	fail_at(x, v ? dp : ptr, "/default_principal", "expected one of the principals (%s), got \"%s\"",
+	        names.p ? names.p : "none", d);
+	tgi_buf_free(&names);
+	return -1;
+}
+
+static int load_profile(ld *x, tgi_profile_cfg *p, json_t *v, const char *pp)
+{
+	char ptr[PTR_MAX];
+	json_t *cats;
+
+	p->read_only_only = 0;
+	if (json_is_array(v))
+		return strv_from(x, v, pp, check_str, &p->categories);
+	if (!json_is_object(v))
+		return fail_type(x, pp, v, "a list of categories, or a mapping with categories and read_only");
+	if (check_keys(x, v, pp, profile_keys, TGI_ARRAY_LEN(profile_keys)) < 0)
+		return -1;
+	if (!(cats = child(v, pp, "categories", ptr)))
+		return fail(x, pp, "missing required key \"categories\"");
+	if (!json_is_array(cats))
+		return fail_type(x, ptr, cats, "a list of categories");
+	return strv_from(x, cats, ptr, check_str, &p->categories) < 0 ||
+	       opt_bool(x, v, pp, "read_only", &p->read_only_only) < 0 ? -1 : 0;
+}
+
+static int load_profiles(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX], pp[PTR_MAX];
+	const char *name;
+	json_t *ps, *v;
+
+	if (section(x, root, "", "profiles", NULL, 0, &ps, ptr) < 0)
+		return -1;
+	c->profiles = tgi_xcalloc(TGI_ARRAY_LEN(builtin_profiles) + (ps ? json_object_size(ps) : 0),
+	                          sizeof *c->profiles);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(builtin_profiles); i++) {
+		tgi_profile_cfg *p = &c->profiles[c->nprofiles++];
+		p->name = tgi_strdup(builtin_profiles[i].name);
+		p->categories = strv_empty();
+		p->read_only_only = builtin_profiles[i].read_only_only;
+		for (const char *const *cat = builtin_profiles[i].categories; *cat; cat++) {
+			p->categories.v = tgi_xrealloc(p->categories.v, (p->categories.n + 2) * sizeof(char *));
+			p->categories.v[p->categories.n++] = tgi_strdup(*cat);
+			p->categories.v[p->categories.n] = NULL;
+		}
+	}
+	json_object_foreach(ps, name, v) {
+		tgi_profile_cfg *p = NULL;
+		for (size_t i = 0; i < c->nprofiles && !p; i++)
+			if (!strcmp(c->profiles[i].name, name))
+				p = &c->profiles[i];   /* a config entry replaces the built-in */
+		if (!p) {
+			p = &c->profiles[c->nprofiles++];
+			p->name = tgi_strdup(name);
+			p->categories = strv_empty();
+		}
+		tgi_json_pointer_join(pp, sizeof pp, ptr, name);
+		if (!*name)
+			return fail(x, pp, "expected a profile name, got \"\"");
+		if (load_profile(x, p, v, pp) < 0)
+			return -1;
+	}
+
+	for (size_t i = 0; i < c->nprofiles; i++)
+		if (!strcmp(c->profiles[i].name, c->profile))
+			return 0;
+	tgi_buf names;
+	char got[72];
+	tgi_buf_init(&names, 200);
+	for (size_t i = 0; i < c->nprofiles; i++)
+		tgi_buf_printf(&names, "%s%s", i ? ", " : "", c->profiles[i].name);
+	tgi_sanitize(got, sizeof got, c->profile);
+	v = child(root, "", "profile", pp);
+	fail_at(x, v ? pp : "", "/profile", "expected one of the profiles (%s), got \"%s\"",
+	        names.p, got);
+	tgi_buf_free(&names);
+	return -1;
+}
+
+static int tool_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || n > TOOL_NAME_MAX)
+		return 0;
+	for (; *s; s++)
+		if (!(*s == '_' || *s == '-' || (*s >= '0' && *s <= '9') ||
+		      ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z')))
+			return 0;
+	return 1;
+}
+
+/* A program and its arguments: a non-empty list of strings whose first is
+ * not empty; argv[0] resolved (see resolve_argv0).  An empty list is
+ * accepted only when may_be_empty. */
+static int load_argv(ld *x, json_t *v, const char *ptr, int may_be_empty, tgi_strv *out)
+{
+	if (!json_is_array(v) || (!may_be_empty && !json_array_size(v)))
+		return fail_type(x, ptr, v, "a non-empty list of strings (the program and its arguments)");
+	if (strv_from(x, v, ptr, check_any_str, out) < 0)
+		return -1;
+	if (out->n && !out->v[0][0]) {
+		char p0[PTR_MAX];
+		tgi_json_pointer_join(p0, sizeof p0, ptr, "0");
+		return fail(x, p0, "expected a program name, got \"\"");
+	}
+	return resolve_argv0(x, out, ptr);
+}
+
+static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const char *tp)
+{
+	char ptr[PTR_MAX], names[200], n[72], file[sizeof t->where];
+	json_t *f;
+	long long chars = 0, timeout = 0;
+	int line, col;
+
+	t->name = tgi_strdup(name);
+	t->command = strv_empty();
+	t->requires_env = strv_empty();
+	t->check = strv_empty();
+	tgi_sanitize(file, sizeof file, display_name(x->c));
+	if (locate(x->c, tp, &line, &col))
+		tgi_snprintf(t->where, sizeof t->where, "%s:%d", file, line);
+	else
+		tgi_snprintf(t->where, sizeof t->where, "%s", file);
+
+	tgi_sanitize(n, sizeof n, name);
+	if (!tool_name_ok(name))
+		return fail_at(x, tp, "/tools", "expected a tool name of 1 to %d letters, digits, "
+		               "'_' or '-', got \"%s\"", TOOL_NAME_MAX, n);
+	if (name_index(name, builtin_tools, TGI_ARRAY_LEN(builtin_tools)) >= 0)
+		return fail_at(x, tp, "/tools", "expected a name other than the built-in tools (%s), "
+		               "got \"%s\"", join_names(builtin_tools, TGI_ARRAY_LEN(builtin_tools),
+		                                        names, sizeof names), n);
+	if (!json_is_object(v))
+		return fail_type(x, tp, v, "a mapping with description and command");
+	if (check_keys(x, v, tp, tool_keys, TGI_ARRAY_LEN(tool_keys)) < 0)
+		return -1;
+
+	if (!json_object_get(v, "description"))
+		return fail(x, tp, "missing required key \"description\"");
+	if (opt_str(x, v, tp, "description", &t->description) < 0)
+		return -1;
+
+	if (!(f = child(v, tp, "input_schema", ptr)))
+		t->input_schema = json_pack("{s:s}", "type", "object");
+	else if (json_is_object(f))
+		t->input_schema = json_incref(f);
+	else
+		return fail_type(x, ptr, f, "a JSON Schema (a mapping)");
+	if ((f = child(v, tp, "output_schema", ptr))) {
+		if (!json_is_object(f))
+			return fail_type(x, ptr, f, "a JSON Schema (a mapping)");
+		t->output_schema = json_incref(f);
+	}
+
+	if (!(f = child(v, tp, "command", ptr)))
+		return fail(x, tp, "missing required key \"command\"");
+	if (load_argv(x, f, ptr, 0, &t->command) < 0)
+		return -1;
+	if ((f = child(v, tp, "check", ptr)) && load_argv(x, f, ptr, 1, &t->check) < 0)
+		return -1;
+
+	t->category = tgi_strdup("runtime");
+	if (opt_str(x, v, tp, "category", &t->category) < 0)
+		return -1;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(tool_flag_keys); i++) {
+		int on = 0;
+		if (opt_bool(x, v, tp, tool_flag_keys[i].key, &on) < 0)
+			return -1;
+		if (on)
+			t->flags |= tool_flag_keys[i].bit;
+	}
+	if (opt_int(x, v, tp, "max_result_chars", 1, MAX_BYTES_LIMIT, &chars) < 0 ||
+	    opt_int(x, v, tp, "timeout_s", 1, MAX_TIMEOUT_S, &timeout) < 0)
+		return -1;
+	t->max_result_chars = (size_t)chars;
+	t->timeout_s = (int)timeout;
+
+	if ((f = child(v, tp, "requires_env", ptr))) {
+		if (!json_is_string(f))
+			return strv_from(x, f, ptr, check_env_name, &t->requires_env);
+		if (check_env_name(x, f, ptr) < 0)
+			return -1;
+		t->requires_env.v = tgi_xrealloc(t->requires_env.v, 2 * sizeof(char *));
+		t->requires_env.v[0] = tgi_strdup(json_string_value(f));
+		t->requires_env.v[1] = NULL;
+		t->requires_env.n = 1;
+	}
+	return 0;
+}
+
+static int load_tools(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX];
+	const char *name;
+	json_t *tools, *v;
+
+	if (section(x, root, "", "tools", NULL, 0, &tools, ptr) < 0)
+		return -1;
+	c->tools = tgi_xcalloc(tools ? json_object_size(tools) : 0, sizeof *c->tools);
+	json_object_foreach(tools, name, v) {
+		char tp[PTR_MAX];
+		tgi_json_pointer_join(tp, sizeof tp, ptr, name);
+		if (load_tool(x, &c->tools[c->ntools++], name, v, tp) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Sections other parts of toolgate own: kept as JSON, checked for shape only. */
+static int load_opaque(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	enum { ANY = -1 };
+	const struct {
+		const char *key;
+		json_t    **slot;
+		int         member; /* the json_type each entry must have, or ANY */
+	} sections[] = {
+		{ "mcp_servers",    &c->mcp_servers,    JSON_OBJECT },
+		{ "hooks",          &c->hooks,          JSON_ARRAY },
+		{ "loop_detection", &c->loop_detection, ANY },
+		{ "rate_limits",    &c->rate_limits,    ANY },
+		{ "redact",         &c->redact,         ANY },
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(sections); i++) {
+		char ptr[PTR_MAX], ep[PTR_MAX];
+		const char *key;
+		json_t *s, *v;
+		if (section(x, root, "", sections[i].key, NULL, 0, &s, ptr) < 0)
+			return -1;
+		json_object_foreach(s, key, v) {
+			if (sections[i].member == ANY || (int)json_typeof(v) == sections[i].member)
+				continue;
+			tgi_json_pointer_join(ep, sizeof ep, ptr, key);
+			return fail_type(x, ep, v, sections[i].member == JSON_OBJECT ? "a mapping" : "a list");
+		}
+		*sections[i].slot = json_incref(s);
+	}
+	return 0;
+}
+
+/* ---- the document ---- */
+
+static void set_defaults(tgi_config *c)
+{
+	c->profile = tgi_strdup("coding");
+	c->default_principal = tgi_strdup("local");
+	c->mode = TGI_MODE_DEFAULT;
+	c->approval = TGI_APPROVAL_ON_REQUEST;
+	c->sandbox = TGI_SANDBOX_WORKSPACE_WRITE;
+	c->allow = strv_empty();
+	c->ask = strv_empty();
+	c->deny = strv_empty();
+	c->execpolicy = strv_empty();
+	c->max_args_bytes = 1048576;
+	c->max_result_chars = 50000;
+	c->timeout_s = 120;
+	c->assert_formats = 1;
+	c->approval_ttl_s = 3600;
+	c->sync_full = 0;
+}
+
+int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
+                         const char *dir, tgi_config **out, char *err, size_t errlen)
+{
+	tgi_config *c = tgi_xcalloc(1, sizeof *c);
+	ld x = { c, err, errlen };
+
+	*out = NULL;
+	c->root = root;
+	c->srcmap = map;
+	c->file = tgi_strdup(name);
+	set_defaults(c);
+	if (json_is_null(root)) {             /* an empty file: all defaults */
+		json_decref(root);
+		c->root = root = json_object();
+	}
+	c->dir = dir ? tgi_strdup(dir) : current_dir();
+	if (!c->dir) {
+		tgi_snprintf(err, errlen, "cannot determine the current directory: %s", strerror(errno));
+		tgi_config_free(c);
+		return -1;
+	}
+	if (!json_is_object(root)) {
+		fail_type(&x, "", root, "a mapping at the top level");
+		tgi_config_free(c);
+		return -1;
+	}
+	/* Order: keys first (a typo is the likeliest mistake), then what later
+	 * checks refer to (roles before principals, profiles after profile). */
+	if (check_keys(&x, root, "", top_keys, TGI_ARRAY_LEN(top_keys)) < 0 ||
+	    load_scalars(&x, root) < 0 ||
+	    load_workspace(&x, root) < 0 ||
+	    load_limits(&x, root) < 0 ||
+	    load_permissions(&x, root) < 0 ||
+	    load_roles(&x, root) < 0 ||
+	    load_principals(&x, root) < 0 ||
+	    load_profiles(&x, root) < 0 ||
+	    load_tools(&x, root) < 0 ||
+	    load_opaque(&x, root) < 0) {
+		tgi_config_free(c);
+		return -1;
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- files ---- */
+
+/* strerror, lowercased for a sentence ("permission denied"). */
+static const char *errstr(int e, char *out, size_t cap)
+{
+	tgi_snprintf(out, cap, "%s", strerror(e));
+	if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
+		out[0] = (char)(out[0] | 0x20);
+	return out;
+}
+
+/* Read the whole file (at most CFG_MAX_BYTES).  -errno, -EFBIG when too
+ * large, -EISDIR/-EINVAL when not a regular file. */
+static int read_text(const char *path, char **text, size_t *len)
+{
+	struct stat st;
+	char chunk[65536];
+	tgi_buf b;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	int rc = fstat(fd, &st) < 0 ? -errno
+	       : S_ISDIR(st.st_mode) ? -EISDIR
+	       : !S_ISREG(st.st_mode) ? -EINVAL
+	       : st.st_size > (off_t)CFG_MAX_BYTES ? -EFBIG : 0;
+	tgi_buf_init(&b, CFG_MAX_BYTES);
+	while (rc == 0) {
+		ssize_t r = read(fd, chunk, sizeof chunk);
+		if (r < 0 && errno != EINTR)
+			rc = -errno;
+		else if (r == 0)
+			break;
+		else if (r > 0 && tgi_buf_append(&b, chunk, (size_t)r) < 0)
+			rc = -EFBIG;   /* it grew past the cap since fstat */
+	}
+	close(fd);
+	if (rc < 0) {
+		tgi_buf_free(&b);
+		return rc;
+	}
+	*len = b.len;
+	*text = tgi_buf_steal(&b);
+	return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int hex4(const char *s, unsigned *out)
+{
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++) {
+		int c = (unsigned char)s[i];
+		int d = c >= '0' && c <= '9' ? c - '0'
+		      : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v * 16 + (unsigned)d;
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * JSON text (already valid) made fit for the YAML parser, which only maps
+ * positions: YAML refuses the UTF-16 surrogate pairs JSON spells non-BMP
+ * characters with ("\ud83d\ude00"), so each becomes the same-length
+ * "\U0001F600  " — every later node keeps its line and column.  Caller frees.
+ */
+static char *json_for_yaml(const char *text, size_t len)
+{
+	char *t = tgi_xmalloc(len + 1);
+	memcpy(t, text, len);
+	t[len] = '\0';
+	for (size_t i = 0, slashes = 0; i < len; i++) {
+		if (t[i] != 'u' || slashes % 2 == 0 || i + 10 >= len + 0 || t[i + 5] != '\\' ||
+		    t[i + 6] != 'u') {
+			slashes = t[i] == '\\' ? slashes + 1 : 0;
+			continue;
+		}
+		unsigned hi, lo;
+		if (hex4(t + i + 1, &hi) == 0 && hex4(t + i + 7, &lo) == 0 &&
+		    hi >= 0xD800 && hi <= 0xDBFF && lo >= 0xDC00 && lo <= 0xDFFF) {
+			unsigned cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+			char rep[16];
+			snprintf(rep, sizeof rep, "U%08X  ", cp);
+			memcpy(t + i, rep, 11);  /* 'u' + 4 + '\\' + 'u' + 4 = 11 bytes after the '\\' */
+			i += 10;
+		}
+		slashes = 0;
+	}
+	return t;
+}
+
+/* Parse text from file into a document and its map; -1 with err set. */
+static int parse_text(const char *file, const char *text, size_t len,
+                      json_t **root, tgi_srcmap **map, char *err, size_t errlen)
+{
+	char name[256], yerr[400];
+	tgi_sanitize(name, sizeof name, file);
+
+	if (ends_with(file, ".json")) {
+		json_error_t je;
+		*root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+		if (!*root) {
+			tgi_snprintf(err, errlen, "%s:%d:%d: %s", name, je.line > 0 ? je.line : 1,
+			             je.column > 0 ? je.column : 1, je.text);
+			return -1;
+		}
+		/* YAML is a superset of JSON: its parser supplies line:col only */
+		char *t = json_for_yaml(text, len);
+		json_decref(tgi_yaml_parse(t, len, map, yerr, sizeof yerr));
+		free(t);
+		return 0;
+	}
+	*root = tgi_yaml_parse(text, len, map, yerr, sizeof yerr);
+	if (!*root) {
+		tgi_snprintf(err, errlen, "%s:%s", name, yerr);
+		return -1;
+	}
+	return 0;
+}
+
+static int load_file(const char *file, int from_env, tgi_config **out, char *err, size_t errlen)
+{
+	char name[256], e[128];
+	char *text = NULL, *abs = NULL, *dir;
+	size_t len = 0;
+	json_t *root;
+	tgi_srcmap *map = NULL;
+
+	tgi_sanitize(name, sizeof name, file);
+	int rc = read_text(file, &text, &len);
+	if (rc == -ENOENT && from_env)
+		tgi_snprintf(err, errlen, "$TOOLGATE_CONFIG names \"%s\", which does not exist", name);
+	else if (rc == -ENOENT)
+		tgi_snprintf(err, errlen, "config file \"%s\" does not exist", name);
+	else if (rc == -EFBIG)
+		tgi_snprintf(err, errlen, "config file \"%s\" is larger than %u MiB", name, CFG_MAX_BYTES >> 20);
+	else if (rc == -EISDIR || rc == -EINVAL)
+		tgi_snprintf(err, errlen, "config file \"%s\" is not a regular file", name);
+	else if (rc < 0)
+		tgi_snprintf(err, errlen, "cannot read config file \"%s\": %s", name, errstr(-rc, e, sizeof e));
+	if (rc < 0)
+		return -1;
+
+	if (!(abs = realpath(file, NULL))) {
+		tgi_snprintf(err, errlen, "cannot resolve config file \"%s\": %s", name, errstr(errno, e, sizeof e));
+		free(text);
+		return -1;
+	}
+	rc = parse_text(file, text, len, &root, &map, err, errlen);
+	free(text);
+	if (rc < 0) {
+		free(abs);
+		return -1;
+	}
+	dir = tgi_strdup(abs);
+	*strrchr(dir, '/') = '\0';
+	rc = tgi_config_from_json(root, map, file, dir[0] ? dir : "/", out, err, errlen);
+	free(dir);
+	if (rc < 0) {
+		free(abs);
+		return -1;
+	}
+	(*out)->path = abs;
+	return 0;
+}
+
+int tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen)
+{
+	static const char *const candidates[] = { "toolgate.yaml", "toolgate.yml", "toolgate.json" };
+	const char *env = getenv("TOOLGATE_CONFIG");
+	struct stat st;
+
+	*out = NULL;
+	if (path) {
+		if (!*path) {
+			tgi_snprintf(err, errlen, "config file \"\" does not exist");
+			return -1;
+		}
+		return load_file(path, 0, out, err, errlen);
+	}
+	if (env && *env)
+		return load_file(env, 1, out, err, errlen);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(candidates); i++)
+		if (lstat(candidates[i], &st) == 0)
+			return load_file(candidates[i], 0, out, err, errlen);
+	return tgi_config_from_json(json_object(), NULL, NULL, NULL, out, err, errlen);
+}

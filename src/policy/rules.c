@@ -1,0 +1,576 @@
+/*
+ * rules.c — permission rules: parse once, match per call; rulesets.
+ *
+ * Grammar (DESIGN §3, Claude Code's permission rules, extended):
+ *
+ *   rule      := tool [ "(" specifier ")" ]
+ *   tool      := [A-Za-z0-9_*?-]+      a tgi_text_glob on the tool name
+ *                                      (`*` every tool, `server__*`)
+ *
+ * What the specifier means depends on the tool part, decided at parse time
+ * so that a rule reads the same for every call:
+ *   - `Tool` and `Tool(*)` match every call of Tool; `Tool()` is an error.
+ *   - A file tool (read_file, list_dir, search_files, write_file,
+ *     apply_patch): a path glob (glob.c), with `\` escaping '(' and ')'.
+ *   - `shell`: the raw command specifier, kept for the shell rules; until
+ *     they exist it matches no call (so `shell(...)` never allows, asks or
+ *     denies anything; plain `shell` and `shell(*)` do match).
+ *   - Any other tool: key=glob pairs when the specifier holds an '='
+ *     (`deploy_service(env=staging)`, `x(/nested/key=v*, b=true)`), else a
+ *     path glob for tools that declare paths (`*(./.env)`): such a rule
+ *     matches no call without paths.
+ *
+ * Path rules match a call when ANY path it touches matches, as written or
+ * as resolved inside the workspace (`src/link` -> `.env`).  For deny and
+ * ask rules that is the safe reading: a call cannot slip past a rule by
+ * naming a file through a link.  `~/...` and `//...` patterns are parsed
+ * and kept as absolute patterns; call paths are workspace-relative, so they
+ * match nothing for now.
+ *
+ * key=glob pairs: all must match.  A key starting with '/' is a JSON
+ * pointer into the args, else a top-level property name; an absent key
+ * does not match.  A value is trimmed, or double-quoted to hold commas,
+ * parens, '=' or edge spaces (escapes \" and \\ only); quoting does not
+ * make `*` literal.  Arg values compare as text: strings as they are,
+ * numbers, booleans and null as their JSON text (integral numbers without
+ * ".0"); objects and arrays only match the glob `*`.  Model-supplied values
+ * are only ever matched, never parsed: only rule text has structure.
+ *
+ * Owns: rule syntax, tgi_rule and tgi_ruleset.  Must not: read config,
+ * know the registry, or decide between allow/ask/deny (decide.c does).
+ */
+#include "policy/policy.h"
+#include "util/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RULE_MAX 4096       /* bytes of one rule, trimmed */
+#define RULE_ECHO_MAX 80    /* bytes of the rule quoted back in an error */
+
+typedef enum {
+	SPEC_ANY,   /* `Tool`, `Tool(*)`: every call of the tool */
+	SPEC_PATH,  /* a path glob over the call's paths */
+	SPEC_SHELL, /* a shell command specifier: kept, matches nothing yet */
+	SPEC_ARGS,  /* key=glob pairs over the args */
+} spec_kind;
+
+typedef struct arg_pair {
+	char *key;  /* a property name, or a JSON pointer when it starts with '/' */
+	char *glob; /* a tgi_text_glob, unquoted */
+} arg_pair;
+
+struct tgi_rule {
+	char     *text;     /* trimmed, as written */
+	char     *tool;     /* the tool part, a text glob */
+	spec_kind kind;
+	char     *spec;     /* SPEC_PATH: the glob; SPEC_SHELL: the raw specifier */
+	arg_pair *pairs;    /* SPEC_ARGS */
+	size_t    npairs;
+};
+
+struct tgi_ruleset {
+	struct {
+		tgi_rule **v;
+		size_t     n, cap;
+	} list[3]; /* indexed by tgi_rule_kind */
+};
+
+/* Tools whose specifier is always a path glob. */
+static const char *const file_tools[] = {
+	"read_file", "list_dir", "search_files", "write_file", "apply_patch",
+};
+
+/* ---- parsing ------------------------------------------------------------ */
+
+typedef struct parser {
+	const char *s;      /* the trimmed rule (not NUL-terminated at len) */
+	size_t      len;
+	char       *err;
+	size_t      errlen;
+} parser;
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static int is_tool_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '*' || c == '?';
+}
+
+/* "rule "TEXT": WHAT at position N" (N 1-based in the trimmed rule); -1. */
+static int fail_at(parser *ps, size_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_at(parser *ps, size_t pos, const char *fmt, ...)
+{
+	char echo[RULE_ECHO_MAX + 1], what[160], raw[RULE_ECHO_MAX + 1];
+	size_t n = ps->len < RULE_ECHO_MAX ? ps->len : RULE_ECHO_MAX;
+	va_list ap;
+
+	if (n < ps->len) { /* cut before a UTF-8 sequence the echo would split */
+		size_t k = n;
+		while (k > 0 && ((unsigned char)ps->s[k - 1] & 0xC0) == 0x80)
+			k--;
+		if (k > 0 && (unsigned char)ps->s[k - 1] >= 0xC0) {
+			unsigned char lead = (unsigned char)ps->s[k - 1];
+			size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+			if (k - 1 + want > n)
+				n = k - 1;
+		}
+	}
+	memcpy(raw, ps->s, n);
+	raw[n] = '\0';
+	tgi_sanitize(echo, sizeof echo, raw);
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	tgi_snprintf(ps->err, ps->errlen, "rule \"%s%s\": %s at position %zu", echo,
+	             ps->len > n ? "..." : "", what, pos + 1);
+	return -1;
+}
+
+/* A byte for an error message: 'c' when printable ASCII, else its name or value. */
+static const char *show_byte(char c, char buf[16])
+{
+	unsigned char u = (unsigned char)c;
+	if (u == ' ')
+		snprintf(buf, 16, "a space");
+	else if (u > 0x20 && u < 0x7f)
+		snprintf(buf, 16, "'%c'", c);
+	else
+		snprintf(buf, 16, "byte 0x%02x", u);
+	return buf;
+}
+
+static char *dup_range(const char *s, size_t a, size_t b)
+{
+	char *p = tgi_xmalloc(b - a + 1);
+	memcpy(p, s + a, b - a);
+	p[b - a] = '\0';
+	return p;
+}
+
+static void trim_range(const char *s, size_t *a, size_t *b)
+{
+	while (*a < *b && is_space(s[*a]))
+		(*a)++;
+	while (*b > *a && is_space(s[*b - 1]))
+		(*b)--;
+}
+
+/*
+ * A path specifier from open+1: up to the first ')' not escaped by '\'.
+ * Sets *close to it; -1 on a '(' inside or a missing ')'.
+ */
+static int scan_path(parser *ps, size_t open, size_t *close)
+{
+	for (size_t i = open + 1; i < ps->len; i++) {
+		if (ps->s[i] == '\\' && i + 1 < ps->len)
+			i++;
+		else if (ps->s[i] == '(')
+			return fail_at(ps, i, "unexpected '(' in a path (write '\\(' for a literal one)");
+		else if (ps->s[i] == ')') {
+			*close = i;
+			return 0;
+		}
+	}
+	return fail_at(ps, ps->len, "missing ')'");
+}
+
+static int parse_path(parser *ps, tgi_rule *r, size_t a, size_t b)
+{
+	size_t at;
+	const char *what;
+
+	r->spec = dup_range(ps->s, a, b);
+	if (tgi_path_glob_check(r->spec, &at, &what) < 0)
+		return fail_at(ps, a + at, "%s in the path glob", what);
+	return 0;
+}
+
+/* The double-quoted value at *i ('"'), unescaped into *out (caller frees).
+ * *i ends after the closing quote. */
+static int parse_quoted(parser *ps, size_t *i, char **out)
+{
+	size_t start = *i, n = 0;
+	char *v = tgi_xmalloc(ps->len - start); /* never longer than the rest */
+
+	for (size_t j = start + 1; j < ps->len; j++) {
+		char c = ps->s[j], buf[16];
+		if (c == '"') {
+			v[n] = '\0';
+			*out = v;
+			*i = j + 1;
+			return 0;
+		}
+		if (c == '\\') {
+			if (j + 1 >= ps->len || (ps->s[j + 1] != '"' && ps->s[j + 1] != '\\')) {
+				free(v);
+				return fail_at(ps, j, "unknown escape %s in a quoted value (only \\\" and \\\\)",
+				               j + 1 < ps->len ? show_byte(ps->s[j + 1], buf) : "at the end");
+			}
+			c = ps->s[++j];
+		}
+		v[n++] = c;
+	}
+	free(v);
+	return fail_at(ps, start, "unterminated quoted value");
+}
+
+static void add_pair(tgi_rule *r, char *key, char *glob)
+{
+	r->pairs = tgi_xrealloc(r->pairs, (r->npairs + 1) * sizeof *r->pairs);
+	r->pairs[r->npairs].key = key;
+	r->pairs[r->npairs].glob = glob;
+	r->npairs++;
+}
+
+/* JSON pointer escapes: '~' only as "~0" or "~1". */
+static int check_pointer(parser *ps, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++)
+		if (ps->s[i] == '~' && (i + 1 >= b || (ps->s[i + 1] != '0' && ps->s[i + 1] != '1')))
+			return fail_at(ps, i, "'~' in a JSON pointer must be \"~0\" or \"~1\"");
+	return 0;
+}
+
+/*
+ * key=glob pairs from open+1 up to the first ')' outside quotes, which is
+ * stored in *close.
+ */
+static int parse_args(parser *ps, tgi_rule *r, size_t open, size_t *close)
+{
+	size_t i = open + 1;
+	char buf[16];
+
+	r->kind = SPEC_ARGS;
+	for (;;) {
+		/* key: up to '=' */
+		size_t ka = i;
+		while (i < ps->len && ps->s[i] != '=' && ps->s[i] != ',' && ps->s[i] != ')') {
+			if (ps->s[i] == '(' || ps->s[i] == '"')
+				return fail_at(ps, i, "unexpected %s in a key", show_byte(ps->s[i], buf));
+			i++;
+		}
+		size_t kb = i;
+		trim_range(ps->s, &ka, &kb);
+		if (i >= ps->len)
+			return fail_at(ps, ps->len, "missing ')'");
+		if (ps->s[i] != '=') {
+			if (ka == kb)
+				return fail_at(ps, i, "empty key=glob pair");
+			return fail_at(ps, i, "expected '=' after key \"%.*s\"", (int)(kb - ka < 40 ? kb - ka : 40),
+			               ps->s + ka);
+		}
+		if (ka == kb)
+			return fail_at(ps, i, "empty key before '='");
+		if (ps->s[ka] == '/' && check_pointer(ps, ka, kb) < 0)
+			return -1;
+		size_t eq = i++;
+
+		/* value: quoted, or up to ',' or ')' */
+		while (i < ps->len && is_space(ps->s[i]))
+			i++;
+		char *glob = NULL;
+		if (i < ps->len && ps->s[i] == '"') {
+			if (parse_quoted(ps, &i, &glob) < 0)
+				return -1;
+			while (i < ps->len && is_space(ps->s[i]))
+				i++;
+			if (i < ps->len && ps->s[i] != ',' && ps->s[i] != ')') {
+				free(glob);
+				return fail_at(ps, i, "unexpected %s after a quoted value", show_byte(ps->s[i], buf));
+			}
+		} else {
+			size_t va = i;
+			while (i < ps->len && ps->s[i] != ',' && ps->s[i] != ')') {
+				if (ps->s[i] == '(' || ps->s[i] == '"')
+					return fail_at(ps, i, "unexpected %s in a value (quote the value to include it)",
+					               show_byte(ps->s[i], buf));
+				i++;
+			}
+			size_t vb = i;
+			trim_range(ps->s, &va, &vb);
+			if (va == vb)
+				return fail_at(ps, eq, "empty glob after '='");
+			glob = dup_range(ps->s, va, vb);
+		}
+		add_pair(r, dup_range(ps->s, ka, kb), glob);
+
+		if (i >= ps->len)
+			return fail_at(ps, ps->len, "missing ')'");
+		if (ps->s[i] == ')') {
+			*close = i;
+			return 0;
+		}
+		i++; /* ',' */
+	}
+}
+
+static int is_file_tool(const char *s, size_t n)
+{
+	for (size_t i = 0; i < TGI_ARRAY_LEN(file_tools); i++)
+		if (strlen(file_tools[i]) == n && memcmp(file_tools[i], s, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* The specifier after the tool part; open is the '(' position. */
+static int parse_spec(parser *ps, tgi_rule *r, size_t open)
+{
+	size_t tool_len = open, close = 0, a, b;
+	const char *s = ps->s;
+
+	if (tool_len == 5 && memcmp(s, "shell", 5) == 0) {
+		/* Shell specifiers are raw command text: parens and quotes are
+		 * the shell's; the rule ends at its last ')'. */
+		if (s[ps->len - 1] != ')')
+			return fail_at(ps, ps->len, memchr(s + open, ')', ps->len - open)
+			                                ? "expected ')' at the end of a shell rule"
+			                                : "missing ')'");
+		close = ps->len - 1;
+		r->kind = SPEC_SHELL;
+	} else if (is_file_tool(s, tool_len) || !memchr(s + open, '=', ps->len - open)) {
+		if (scan_path(ps, open, &close) < 0)
+			return -1;
+		r->kind = SPEC_PATH;
+	} else if (parse_args(ps, r, open, &close) < 0) {
+		return -1;
+	}
+	if (close + 1 != ps->len)
+		return fail_at(ps, close + 1, "unexpected text after ')'");
+
+	a = open + 1;
+	b = close;
+	trim_range(s, &a, &b);
+	if (a == b)
+		return fail_at(ps, open + 1, "empty specifier (write the tool name alone to match every call)");
+	if (b - a == 1 && s[a] == '*' && r->kind != SPEC_ARGS) {
+		r->kind = SPEC_ANY;
+		return 0;
+	}
+	if (r->kind == SPEC_SHELL)
+		r->spec = dup_range(s, a, b);
+	else if (r->kind == SPEC_PATH)
+		return parse_path(ps, r, a, b);
+	return 0;
+}
+
+void tgi_rule_free(tgi_rule *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->npairs; i++) {
+		free(r->pairs[i].key);
+		free(r->pairs[i].glob);
+	}
+	free(r->pairs);
+	free(r->spec);
+	free(r->tool);
+	free(r->text);
+	free(r);
+}
+
+tgi_rule *tgi_rule_parse(const char *text, char *err, size_t errlen)
+{
+	char dummy[1];
+	parser ps = { .err = err && errlen ? err : dummy, .errlen = err && errlen ? errlen : sizeof dummy };
+	size_t a = 0, b, i;
+	char buf[16];
+
+	if (!text) {
+		tgi_snprintf(ps.err, ps.errlen, "a rule is empty");
+		return NULL;
+	}
+	b = strlen(text);
+	trim_range(text, &a, &b);
+	ps.s = text + a;
+	ps.len = b - a;
+	if (ps.len == 0) {
+		tgi_snprintf(ps.err, ps.errlen, "a rule is empty");
+		return NULL;
+	}
+	if (ps.len > RULE_MAX) {
+		fail_at(&ps, RULE_MAX, "longer than %d bytes", RULE_MAX);
+		return NULL;
+	}
+	for (i = 0; i < ps.len; i++) {
+		unsigned char c = (unsigned char)ps.s[i];
+		if (c < 0x20 || c == 0x7f) {
+			fail_at(&ps, i, "control character (%s)", show_byte(ps.s[i], buf));
+			return NULL;
+		}
+	}
+
+	for (i = 0; i < ps.len && is_tool_char(ps.s[i]); i++)
+		;
+	if (i == 0) {
+		fail_at(&ps, 0, "expected a tool name, found %s", show_byte(ps.s[0], buf));
+		return NULL;
+	}
+	if (i < ps.len && ps.s[i] != '(') {
+		fail_at(&ps, i, "unexpected %s in the tool name", show_byte(ps.s[i], buf));
+		return NULL;
+	}
+
+	tgi_rule *r = tgi_xcalloc(1, sizeof *r);
+	r->text = dup_range(ps.s, 0, ps.len);
+	r->tool = dup_range(ps.s, 0, i);
+	r->kind = SPEC_ANY;
+	if (i < ps.len && parse_spec(&ps, r, i) < 0) {
+		tgi_rule_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+const char *tgi_rule_text(const tgi_rule *r)
+{
+	return r ? r->text : NULL;
+}
+
+/* ---- matching ----------------------------------------------------------- */
+
+/* A real number as JSON text: integral values without ".0", others in the
+ * shortest form that reads back to the same double. */
+static void real_text(double d, char *out, size_t cap)
+{
+	if (d > -1e17 && d < 1e17 && d == (double)(long long)d) {
+		snprintf(out, cap, "%lld", (long long)d); /* -0.0 is "0" too */
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, cap, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			return;
+	}
+}
+
+static int value_matches(const char *glob, const json_t *v)
+{
+	char text[64];
+
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return tgi_text_glob_n(glob, json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		real_text(json_real_value(v), text, sizeof text);
+		break;
+	case JSON_TRUE:
+		return tgi_text_glob(glob, "true");
+	case JSON_FALSE:
+		return tgi_text_glob(glob, "false");
+	case JSON_NULL:
+		return tgi_text_glob(glob, "null");
+	default: /* objects and arrays have no text form */
+		return strcmp(glob, "*") == 0;
+	}
+	return tgi_text_glob(glob, text);
+}
+
+static int args_match(const tgi_rule *r, const json_t *args)
+{
+	if (!json_is_object(args))
+		return 0;
+	for (size_t i = 0; i < r->npairs; i++) {
+		const char *key = r->pairs[i].key;
+		/* tgi_json_pointer only reads; its root is not const for its callers' sake */
+		const json_t *v = key[0] == '/' ? tgi_json_pointer((json_t *)args, key)
+		                                : json_object_get(args, key);
+		if (!v || !value_matches(r->pairs[i].glob, v))
+			return 0;
+	}
+	return 1;
+}
+
+/* Any touched path, as written or as resolved, matches (see the top).
+ * Absolute patterns (`~/`, `//`) are kept as written; tgi_path_glob matches
+ * them against no workspace-relative path. */
+static int paths_match(const tgi_rule *r, const tgi_match_input *in)
+{
+	for (size_t i = 0; i < in->npaths; i++) {
+		if (in->paths && in->paths[i] && tgi_path_glob(r->spec, in->paths[i]))
+			return 1;
+		if (in->resolved && in->resolved[i] && tgi_path_glob(r->spec, in->resolved[i]))
+			return 1;
+	}
+	return 0;
+}
+
+int tgi_rule_matches(const tgi_rule *r, const tgi_match_input *in)
+{
+	if (!r || !in || !in->tool || !tgi_text_glob(r->tool, in->tool))
+		return 0;
+	switch (r->kind) {
+	case SPEC_ANY:
+		return 1;
+	case SPEC_PATH:
+		return in->has_paths && paths_match(r, in);
+	case SPEC_ARGS:
+		return args_match(r, in->args);
+	case SPEC_SHELL:
+		/* Shell command rules are matched by the shell rules
+		 * (src/policy/shell); until then they match no call. */
+		return 0;
+	}
+	return 0;
+}
+
+/* ---- rulesets ----------------------------------------------------------- */
+
+tgi_ruleset *tgi_ruleset_new(void)
+{
+	return tgi_xcalloc(1, sizeof(tgi_ruleset));
+}
+
+void tgi_ruleset_free(tgi_ruleset *rs)
+{
+	if (!rs)
+		return;
+	for (size_t k = 0; k < TGI_ARRAY_LEN(rs->list); k++) {
+		for (size_t i = 0; i < rs->list[k].n; i++)
+			tgi_rule_free(rs->list[k].v[i]);
+		free(rs->list[k].v);
+	}
+	free(rs);
+}
+
+static int kind_ok(tgi_rule_kind kind)
+{
+	return kind == TGI_RULE_ALLOW || kind == TGI_RULE_ASK || kind == TGI_RULE_DENY;
+}
+
+int tgi_ruleset_add(tgi_ruleset *rs, tgi_rule_kind kind, const char *text, char *err, size_t errlen)
+{
+	if (!rs || !kind_ok(kind)) {
+		if (err)
+			tgi_snprintf(err, errlen, "a rule list must be one of allow, ask or deny");
+		return -1;
+	}
+	tgi_rule *r = tgi_rule_parse(text, err, errlen);
+	if (!r)
+		return -1;
+	if (rs->list[kind].n == rs->list[kind].cap) {
+		rs->list[kind].cap = rs->list[kind].cap ? 2 * rs->list[kind].cap : 8;
+		rs->list[kind].v = tgi_xrealloc(rs->list[kind].v, rs->list[kind].cap * sizeof(tgi_rule *));
+	}
+	rs->list[kind].v[rs->list[kind].n++] = r;
+	return 0;
+}
+
+const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, const tgi_match_input *in)
+{
+	if (!rs || !kind_ok(kind))
+		return NULL;
+	for (size_t i = 0; i < rs->list[kind].n; i++)
+		if (tgi_rule_matches(rs->list[kind].v[i], in))
+			return rs->list[kind].v[i];
+	return NULL;
+}

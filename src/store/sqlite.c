@@ -1,0 +1,1313 @@
+/*
+ * sqlite.c — the ledger on SQLite in WAL mode (DESIGN §1 "Idempotency", §5).
+ *
+ * Tables: ops (one row per call), idem (scope -> op: in_flight | done |
+ * unknown, with the owner's host, pid, process start time and lease),
+ * events (append-only, seq never reused), approvals, sessions.  The schema
+ * version lives in PRAGMA user_version; a newer ledger is refused.
+ *
+ * Many toolgate processes share one ledger at once, so every write is one
+ * BEGIN IMMEDIATE transaction (the writer lock is taken up front, waiting up
+ * to TGI_BUSY_MS, never upgraded half-way), and an idempotency claim commits
+ * with synchronous=FULL before any side effect may run.  Statements are
+ * prepared once per handle and cached (st_sql below); one call's record is
+ * one transaction with no extra queries: this is the hot path.
+ *
+ * Idempotency row lifecycle (scope is the key):
+ *
+ *     (none) --claim--> in_flight --record DONE--> done      (replayed)
+ *                           |  \---record RELEASE--> (none)   (may run again)
+ *                           |   \--record UNKNOWN--> unknown
+ *                           +--owner seen dead---> unknown   (never re-run)
+ *     unknown | dead in_flight --resolve applied=1--> done
+ *                              --resolve applied=0--> (none)
+ *
+ * Owns: the database connection, schema and migrations, cached statements,
+ * the claim protocol.  Must not: decide policy, run tools, or build
+ * envelopes (the one it writes itself is the minimal envelope of an op an
+ * operator settled as applied when the process that ran it left no row).
+ * A database error is -1 with a sentence, never an abort.
+ */
+#include "store/store.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#define TGI_SCHEMA_VERSION 1
+#define TGI_BUSY_MS        5000   /* many processes share the ledger */
+#define TGI_SCOPE_MAX      1024   /* bytes of an idempotency scope */
+#define TGI_RETRY_MIN_S    1.0
+#define TGI_RETRY_MAX_S    30.0
+#define TGI_EVENT_BATCH    8      /* events per INSERT statement (one call has ~4) */
+
+/* Migration i takes user_version i to i + 1. */
+static const char *const migrations[TGI_SCHEMA_VERSION] = {
+	"CREATE TABLE IF NOT EXISTS ops("
+	"  op_id TEXT PRIMARY KEY, call_id TEXT, session TEXT, tool TEXT, principal TEXT,"
+	"  status TEXT NOT NULL, error_kind TEXT, idem_scope TEXT, args_redacted TEXT,"
+	"  args_sha256 TEXT, envelope TEXT NOT NULL, started_ms INTEGER NOT NULL,"
+	"  duration_ms REAL);"
+	"CREATE INDEX IF NOT EXISTS ops_started ON ops(started_ms);"
+	"CREATE INDEX IF NOT EXISTS ops_tool ON ops(tool, started_ms);"
+	"CREATE INDEX IF NOT EXISTS ops_status ON ops(status, started_ms);"
+	"CREATE TABLE IF NOT EXISTS idem("
+	"  scope TEXT PRIMARY KEY, op_id TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('in_flight', 'done', 'unknown')),"
+	"  owner_host TEXT, owner_pid INTEGER, owner_start INTEGER, lease_until_ms INTEGER,"
+	"  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS idem_op ON idem(op_id);"
+	"CREATE TABLE IF NOT EXISTS events("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL, op_id TEXT,"
+	"  type TEXT NOT NULL, stage TEXT, data TEXT);"
+	"CREATE INDEX IF NOT EXISTS events_op ON events(op_id);"
+	"CREATE TABLE IF NOT EXISTS approvals("
+	"  id TEXT PRIMARY KEY, op_id TEXT, tool TEXT NOT NULL, principal TEXT NOT NULL,"
+	"  binding TEXT NOT NULL, state TEXT NOT NULL, args TEXT, reason TEXT,"
+	"  created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, decided_by TEXT,"
+	"  decided_ms INTEGER);"
+	"CREATE INDEX IF NOT EXISTS approvals_binding ON approvals(binding, principal, created_ms);"
+	"CREATE TABLE IF NOT EXISTS sessions("
+	"  id TEXT PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,"
+	"  calls INTEGER NOT NULL);",
+};
+
+/* One quick query per table at open: every column we use must exist and
+ * the first page must read back. */
+static const char *const verify_sql[] = {
+	"SELECT op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
+	" args_redacted, args_sha256, envelope, started_ms, duration_ms FROM ops LIMIT 1",
+	"SELECT scope, op_id, state, owner_host, owner_pid, owner_start, lease_until_ms,"
+	" created_ms, updated_ms FROM idem LIMIT 1",
+	"SELECT seq, ts_ms, op_id, type, stage, data FROM events ORDER BY seq DESC LIMIT 1",
+	"SELECT id, op_id, tool, principal, binding, state, args, reason, created_ms,"
+	" expires_ms, decided_by, decided_ms FROM approvals LIMIT 1",
+	"SELECT id, first_ms, last_ms, calls FROM sessions LIMIT 1",
+};
+
+/* The cached statements.  Approval states are derived at read time: a
+ * pending or approved row past expires_ms (0: never) counts as expired. */
+#define TGI_STORE_SQL(X)                                                                        \
+	X(ST_BEGIN, "BEGIN IMMEDIATE")                                                          \
+	X(ST_COMMIT, "COMMIT")                                                                  \
+	X(ST_ROLLBACK, "ROLLBACK")                                                              \
+	X(ST_SYNC_FULL, "PRAGMA synchronous = FULL")                                            \
+	X(ST_SYNC_NORMAL, "PRAGMA synchronous = NORMAL")                                        \
+	X(ST_OP_INSERT,                                                                         \
+	  "INSERT INTO ops(op_id, call_id, session, tool, principal, status, error_kind,"       \
+	  " idem_scope, args_redacted, args_sha256, envelope, started_ms, duration_ms)"         \
+	  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")                   \
+	X(ST_OP_ENVELOPE, "SELECT envelope FROM ops WHERE op_id = ?1")                          \
+	X(ST_OP_SET_ENVELOPE, "UPDATE ops SET envelope = ?2 WHERE op_id = ?1")                  \
+	X(ST_EVENT_INSERT,                                                                      \
+	  "INSERT INTO events(ts_ms, op_id, type, stage, data) VALUES(?1, ?2, ?3, ?4, ?5)")    \
+	X(ST_SESSION_UPSERT,                                                                    \
+	  "INSERT INTO sessions(id, first_ms, last_ms, calls) VALUES(?1, ?2, ?2, 1)"           \
+	  " ON CONFLICT(id) DO UPDATE SET first_ms = min(first_ms, excluded.first_ms),"         \
+	  " last_ms = max(last_ms, excluded.last_ms), calls = calls + 1")                      \
+	X(ST_IDEM_GET,                                                                          \
+	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms"            \
+	  " FROM idem WHERE scope = ?1")                                                        \
+	X(ST_IDEM_BY_OP,                                                                        \
+	  "SELECT scope, state, owner_host, owner_pid, owner_start, lease_until_ms"            \
+	  " FROM idem WHERE op_id = ?1 AND state IN ('in_flight', 'unknown') LIMIT 1")         \
+	X(ST_IDEM_INSERT,                                                                       \
+	  "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"          \
+	  " lease_until_ms, created_ms, updated_ms)"                                            \
+	  " VALUES(?1, ?2, 'in_flight', ?3, ?4, ?5, ?6, ?7, ?7)")                              \
+	X(ST_IDEM_DONE,                                                                         \
+	  "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms)"                      \
+	  " VALUES(?1, ?2, 'done', ?3, ?3) ON CONFLICT(scope) DO UPDATE SET state = 'done',"   \
+	  " updated_ms = excluded.updated_ms WHERE op_id = excluded.op_id")                    \
+	X(ST_IDEM_UNKNOWN,                                                                      \
+	  "UPDATE idem SET state = 'unknown', updated_ms = ?3 WHERE scope = ?1 AND op_id = ?2") \
+	X(ST_IDEM_RELEASE, "DELETE FROM idem WHERE scope = ?1 AND op_id = ?2")                  \
+	X(ST_APPROVAL_INSERT,                                                                   \
+	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
+	  " created_ms, expires_ms) VALUES(?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9)")     \
+	X(ST_APPROVAL_GET, "SELECT state, expires_ms FROM approvals WHERE id = ?1")             \
+	X(ST_APPROVAL_STATE, "UPDATE approvals SET state = ?2 WHERE id = ?1")                   \
+	X(ST_APPROVAL_DECIDE,                                                                   \
+	  "UPDATE approvals SET state = ?2, decided_by = ?3, decided_ms = ?4 WHERE id = ?1")   \
+	X(ST_APPROVAL_NEWEST,                                                                   \
+	  "SELECT id, state FROM approvals WHERE binding = ?1 AND principal = ?2"              \
+	  " AND state IN ('pending', 'approved', 'denied')"                                     \
+	  " AND (expires_ms = 0 OR expires_ms > ?3)"                                            \
+	  " ORDER BY created_ms DESC, id DESC LIMIT 1")                                         \
+	X(ST_APPROVAL_LIST,                                                                     \
+	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
+	  " expires_ms, decided_by FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')" \
+	  " AND expires_ms > 0 AND expires_ms <= ?2 THEN 'expired' ELSE state END AS st"       \
+	  " FROM approvals) WHERE (?1 IS NULL AND st IN ('pending', 'approved')) OR st = ?1"   \
+	  " ORDER BY created_ms DESC, id DESC")
+
+#define TGI_ST_ENUM(name, sql) name,
+#define TGI_ST_SQL(name, sql) sql,
+enum st { TGI_STORE_SQL(TGI_ST_ENUM) ST__COUNT };
+static const char *const st_sql[ST__COUNT] = { TGI_STORE_SQL(TGI_ST_SQL) };
+
+struct tgi_store {
+	sqlite3      *db;
+	sqlite3_stmt *st[ST__COUNT];  /* prepared on first use */
+	sqlite3_stmt *ev_st[TGI_EVENT_BATCH]; /* ev_st[k-1] inserts k events */
+	int           sync_full;      /* 1: FULL for every write; 0: NORMAL, claims FULL */
+	char          host[256];      /* this host, for claim owners */
+	pid_t         self_pid;       /* the process self_start belongs to (fork changes it) */
+	int64_t       self_start;     /* our start time in clock ticks since boot; -1 unknown */
+	char          shown[PATH_MAX]; /* the ledger path, fit for sentences */
+};
+
+/* The owner of an idem row as read from it. */
+struct owner {
+	char    host[256];
+	int64_t pid, start, lease_until;
+};
+
+/* ---- errors ---- */
+
+/* Describe rc as a sentence a person can act on. */
+static void describe(const tgi_store *s, int rc, char *out, size_t cap)
+{
+	int e = s->db ? sqlite3_system_errno(s->db) : 0;
+
+	switch (rc & 0xff) {
+	case SQLITE_FULL:
+		tgi_snprintf(out, cap, "the disk is full");
+		break;
+	case SQLITE_IOERR:
+		if (e == EFBIG)
+			tgi_snprintf(out, cap, "the ledger file is too large (the file size limit was reached)");
+		else if (e == ENOSPC)
+			tgi_snprintf(out, cap, "the disk is full");
+		else if (e == EDQUOT)
+			tgi_snprintf(out, cap, "the disk quota is exceeded");
+		else
+			tgi_snprintf(out, cap, "an I/O error occurred on the ledger (%s)",
+			             e ? strerror(e) : sqlite3_errstr(rc));
+		break;
+	case SQLITE_READONLY:
+		tgi_snprintf(out, cap,
+		             "the ledger '%s' is read-only (the file and its directory must be writable by the current user)",
+		             s->shown);
+		break;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		tgi_snprintf(out, cap, "the ledger is locked by another process for too long; try again");
+		break;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		tgi_snprintf(out, cap,
+		             "the ledger file '%s' is not a valid database; move it aside (e.g. to '%s.corrupt') and run again to start a new ledger",
+		             s->shown, s->shown);
+		break;
+	case SQLITE_NOMEM:
+		tgi_snprintf(out, cap, "out of memory");
+		break;
+	case SQLITE_CANTOPEN:
+		if (rc == SQLITE_CANTOPEN_SYMLINK)
+			tgi_snprintf(out, cap, "the ledger path '%s' goes through a symlink; refusing to use it",
+			             s->shown);
+		else
+			tgi_snprintf(out, cap,
+			             "the ledger '%s' cannot be opened (the file and its directory must be writable by the current user)",
+			             s->shown);
+		break;
+	default:
+		tgi_snprintf(out, cap, "%s", s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		break;
+	}
+}
+
+static void tx_rollback(tgi_store *s);
+
+/* Fail with "<what>: <why>", rolling back any open transaction.  The
+ * sentence is taken before the rollback, which resets the error state. */
+__attribute__((format(printf, 5, 6)))
+static int fail(tgi_store *s, int rc, char *err, size_t errlen, const char *fmt, ...)
+{
+	char what[512], why[PATH_MAX + 256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	describe(s, rc, why, sizeof why);
+	if (s->db)
+		tx_rollback(s);
+	tgi_snprintf(err, errlen, "%s: %s", what, why);
+	return -1;
+}
+
+/* A copy of s fit for a sentence (no control characters, at most cap-1). */
+static const char *quoted(char *buf, size_t cap, const char *s)
+{
+	tgi_sanitize(buf, cap, s ? s : "");
+	return buf;
+}
+
+/* ---- statements ---- */
+
+/* Bind positional arguments by fmt: t text (NULL binds NULL), i int64_t,
+ * f double.  Text is SQLITE_STATIC: it must outlive the step. */
+static int bind_v(sqlite3_stmt *st, const char *fmt, va_list ap)
+{
+	int rc = SQLITE_OK;
+	for (int i = 1; *fmt && rc == SQLITE_OK; fmt++, i++) {
+		switch (*fmt) {
+		case 't':
+			rc = sqlite3_bind_text(st, i, va_arg(ap, const char *), -1, SQLITE_STATIC);
+			break;
+		case 'i':
+			rc = sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+			break;
+		case 'f':
+			rc = sqlite3_bind_double(st, i, va_arg(ap, double));
+			break;
+		default:
+			rc = SQLITE_MISUSE;
+			break;
+		}
+	}
+	return rc;
+}
+
+static void st_reset(tgi_store *s, enum st id)
+{
+	if (s->st[id]) {
+		sqlite3_reset(s->st[id]);
+		sqlite3_clear_bindings(s->st[id]);
+	}
+}
+
+static int st_prepare(tgi_store *s, enum st id)
+{
+	if (s->st[id])
+		return SQLITE_OK;
+	return sqlite3_prepare_v3(s->db, st_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &s->st[id], NULL);
+}
+
+/* Bind and step a cached statement once.  On SQLITE_ROW the row stays
+ * readable until the caller's st_reset; any other result is reset here.
+ * Returns SQLITE_ROW, SQLITE_DONE or an error code. */
+static int st_stepv(tgi_store *s, enum st id, const char *fmt, va_list ap)
+{
+	int rc = st_prepare(s, id);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = bind_v(s->st[id], fmt, ap);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s->st[id]);
+	if (rc != SQLITE_ROW)
+		st_reset(s, id);
+	return rc;
+}
+
+static int st_step(tgi_store *s, enum st id, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = st_stepv(s, id, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Run a statement to completion (no row wanted): SQLITE_OK or an error. */
+static int st_run(tgi_store *s, enum st id, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = st_stepv(s, id, fmt, ap);
+	va_end(ap);
+	if (rc == SQLITE_ROW) {
+		st_reset(s, id);
+		rc = SQLITE_DONE;
+	}
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Copy a text column into a fixed buffer ("" for NULL). */
+static void col_copy(sqlite3_stmt *st, int i, char *out, size_t cap)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	tgi_snprintf(out, cap, "%s", t ? (const char *)t : "");
+}
+
+/* ---- transactions ---- */
+
+static void tx_rollback(tgi_store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		st_run(s, ST_ROLLBACK, "");
+}
+
+static int tx_begin(tgi_store *s)
+{
+	tx_rollback(s); /* finish a rollback that failed earlier (out of memory) */
+	return st_run(s, ST_BEGIN, "");
+}
+
+static int tx_commit(tgi_store *s)
+{
+	return st_run(s, ST_COMMIT, "");
+}
+
+/* Claims commit with FULL; a handle opened FULL stays FULL. */
+static int set_sync_full(tgi_store *s, int full)
+{
+	if (s->sync_full)
+		return SQLITE_OK;
+	return st_run(s, full ? ST_SYNC_FULL : ST_SYNC_NORMAL, "");
+}
+
+/* ---- open ---- */
+
+/* One-off query returning an integer or text in its first column. */
+static int query_one(sqlite3 *db, const char *sql, int64_t *num, char *text, size_t cap)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		if (num)
+			*num = sqlite3_column_int64(st, 0);
+		if (text)
+			col_copy(st, 0, text, cap);
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_ERROR;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Check the path, its directory and the SQLite side files, then open it
+ * through the directory's real path (SQLITE_OPEN_NOFOLLOW refuses a
+ * symlink anywhere in the path; the ledger's own directory and file were
+ * just checked, the directories above belong to the user). */
+static int open_db(tgi_store *s, const char *path, char *err, size_t errlen)
+{
+	static const char *const side[] = { "", "-wal", "-shm", "-journal" };
+	char dir[PATH_MAX], real[PATH_MAX], file[PATH_MAX], what[PATH_MAX + 32];
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+		tgi_snprintf(err, errlen, "the ledger path '%s' names a directory, not a file", s->shown);
+		return -1;
+	}
+	if (!slash)
+		tgi_snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		tgi_snprintf(dir, sizeof dir, "/");
+	else
+		tgi_snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+
+	char shown_dir[PATH_MAX];
+	tgi_snprintf(what, sizeof what, "the ledger directory '%s'",
+	             quoted(shown_dir, sizeof shown_dir, dir));
+	if (tgi_state_check_path(dir, 1, 0, what, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(side); i++) {
+		tgi_snprintf(file, sizeof file, "%s%s", path, side[i]);
+		tgi_snprintf(what, sizeof what, "the ledger file '%s%s'", s->shown, side[i]);
+		if (tgi_state_check_path(file, 0, 1, what, err, errlen) < 0)
+			return -1;
+	}
+	if (!realpath(dir, real)) {
+		tgi_snprintf(err, errlen, "cannot resolve the ledger directory '%s': %s", shown_dir,
+		             strerror(errno));
+		return -1;
+	}
+	int n = snprintf(file, sizeof file, "%s/%s", strcmp(real, "/") ? real : "", base);
+	if (n < 0 || (size_t)n >= sizeof file) {
+		tgi_snprintf(err, errlen, "the ledger path '%s' is too long", s->shown);
+		return -1;
+	}
+
+	/* Create it ourselves so that it (and so its -wal and -shm, which
+	 * SQLite gives the same mode) is 0600: it holds call records. */
+	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+	} else if (errno != EEXIST) {
+		tgi_snprintf(err, errlen, "cannot create the ledger '%s': %s", s->shown, strerror(errno));
+		return -1;
+	}
+
+	int rc = sqlite3_open_v2(file, &s->db,
+	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
+	                                 SQLITE_OPEN_NOMUTEX,
+	                         NULL);
+	if (rc != SQLITE_OK)
+		return fail(s, s->db ? sqlite3_extended_errcode(s->db) : rc, err, errlen,
+		            "cannot open the ledger");
+	sqlite3_extended_result_codes(s->db, 1);
+	if (sqlite3_db_readonly(s->db, "main") == 1) {
+		tgi_snprintf(err, errlen, "the ledger file '%s' is not writable by the current user",
+		             s->shown);
+		return -1;
+	}
+	return 0;
+}
+
+/* Bring the schema to TGI_SCHEMA_VERSION, or refuse a newer one. */
+static int migrate(tgi_store *s, char *err, size_t errlen)
+{
+	int64_t v = 0;
+	int rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
+	if (rc == SQLITE_OK && v == TGI_SCHEMA_VERSION)
+		return 0;
+	if (rc == SQLITE_OK && v >= 0 && v < TGI_SCHEMA_VERSION) {
+		/* again under the writer lock: another process may have done it */
+		rc = tx_begin(s);
+		if (rc == SQLITE_OK)
+			rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
+	}
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot read the ledger schema");
+	if (v > TGI_SCHEMA_VERSION || v < 0) {
+		tx_rollback(s);
+		tgi_snprintf(err, errlen,
+		             "the ledger '%s' has schema version %lld, newer than this toolgate understands (%d); upgrade toolgate or use another ledger",
+		             s->shown, (long long)v, TGI_SCHEMA_VERSION);
+		return -1;
+	}
+	for (; rc == SQLITE_OK && v < TGI_SCHEMA_VERSION; v++)
+		rc = sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL);
+	if (rc == SQLITE_OK) {
+		char sql[64];
+		tgi_snprintf(sql, sizeof sql, "PRAGMA user_version = %d", TGI_SCHEMA_VERSION);
+		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	}
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, sqlite3_extended_errcode(s->db), err, errlen,
+		            "cannot create the ledger tables");
+	return 0;
+}
+
+static int verify(tgi_store *s, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < TGI_ARRAY_LEN(verify_sql); i++) {
+		sqlite3_stmt *st = NULL;
+		int rc = sqlite3_prepare_v2(s->db, verify_sql[i], -1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+				rc = SQLITE_OK;
+			else
+				rc = sqlite3_extended_errcode(s->db);
+		}
+		sqlite3_finalize(st);
+		if ((rc & 0xff) == SQLITE_ERROR) {
+			tgi_snprintf(err, errlen,
+			             "the ledger '%s' does not have the tables toolgate expects (%s); move it aside and run again to start a new ledger",
+			             s->shown, sqlite3_errmsg(s->db));
+			return -1;
+		}
+		if (rc != SQLITE_OK)
+			return fail(s, rc, err, errlen, "cannot read the ledger");
+	}
+	return 0;
+}
+
+static int setup(tgi_store *s, char *err, size_t errlen)
+{
+	static const enum st eager[] = { ST_BEGIN, ST_COMMIT, ST_ROLLBACK };
+	char mode[16];
+	int rc;
+
+	sqlite3_busy_timeout(s->db, TGI_BUSY_MS);
+	/* The first read: a file that is not a database fails here. */
+	rc = query_one(s->db, "PRAGMA journal_mode = WAL", NULL, mode, sizeof mode);
+	if (rc != SQLITE_OK)
+		return fail(s, sqlite3_extended_errcode(s->db), err, errlen, "cannot open the ledger");
+	if (strcasecmp(mode, "wal") != 0) {
+		tgi_snprintf(err, errlen, "cannot put the ledger '%s' in WAL mode (it stays in '%s' mode)",
+		             s->shown, mode);
+		return -1;
+	}
+	rc = sqlite3_exec(s->db,
+	                  s->sync_full ? "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF"
+	                               : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF",
+	                  NULL, NULL, NULL);
+	/* Transaction control is prepared now so that a rollback never needs
+	 * memory it might not get. */
+	for (size_t i = 0; rc == SQLITE_OK && i < TGI_ARRAY_LEN(eager); i++)
+		rc = st_prepare(s, eager[i]);
+	if (rc != SQLITE_OK)
+		return fail(s, sqlite3_extended_errcode(s->db), err, errlen, "cannot open the ledger");
+	if (migrate(s, err, errlen) < 0 || verify(s, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+int tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!path || !*path) {
+		tgi_snprintf(err, errlen, "the ledger path is empty");
+		return -1;
+	}
+	if (strlen(path) >= PATH_MAX - 16) {
+		tgi_snprintf(err, errlen, "the ledger path is too long (at most %d bytes)", PATH_MAX - 16);
+		return -1;
+	}
+	tgi_store *s = tgi_xcalloc(1, sizeof *s);
+	s->sync_full = sync_full ? 1 : 0;
+	s->self_start = -1;
+	tgi_sanitize(s->shown, sizeof s->shown, path);
+	if (gethostname(s->host, sizeof s->host - 1) < 0)
+		tgi_snprintf(s->host, sizeof s->host, "localhost");
+	if (open_db(s, path, err, errlen) < 0 || setup(s, err, errlen) < 0) {
+		tgi_store_close(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+void tgi_store_close(tgi_store *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < ST__COUNT; i++)
+		sqlite3_finalize(s->st[i]);
+	for (int i = 0; i < TGI_EVENT_BATCH; i++)
+		sqlite3_finalize(s->ev_st[i]);
+	sqlite3_close_v2(s->db);
+	free(s);
+}
+
+/* ---- checks on arguments ---- */
+
+static int check_op_id(const char *op_id, char *err, size_t errlen)
+{
+	char q[64];
+	if (tgi_uuid_ok(op_id))
+		return 0;
+	tgi_snprintf(err, errlen, "op id '%s' is not a UUID", quoted(q, sizeof q, op_id));
+	return -1;
+}
+
+static int check_scope(const char *scope, char *err, size_t errlen)
+{
+	if (!scope || !*scope) {
+		tgi_snprintf(err, errlen, "the idempotency scope is empty");
+		return -1;
+	}
+	size_t n = strlen(scope);
+	if (n > TGI_SCOPE_MAX) {
+		tgi_snprintf(err, errlen, "the idempotency scope is too long (%zu bytes; at most %d)", n,
+		             TGI_SCOPE_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- ops + events ---- */
+
+/* Insert n (1..TGI_EVENT_BATCH) events of one op with one cached
+ * multi-row INSERT: one statement per call rather than one per event. */
+static int insert_events(tgi_store *s, const char *op_id, const tgi_event *ev, size_t n)
+{
+	sqlite3_stmt **stp = &s->ev_st[n - 1];
+	char *data[TGI_EVENT_BATCH] = { 0 };
+	int rc = SQLITE_OK;
+
+	if (!*stp) {
+		char sql[96 + TGI_EVENT_BATCH * 48];
+		size_t len = (size_t)snprintf(sql, sizeof sql,
+		                              "INSERT INTO events(op_id, ts_ms, type, stage, data) VALUES");
+		for (size_t i = 0; i < n; i++)
+			len += (size_t)snprintf(sql + len, sizeof sql - len, "%s(?1, ?%zu, ?%zu, ?%zu, ?%zu)",
+			                        i ? ", " : "", 4 * i + 2, 4 * i + 3, 4 * i + 4, 4 * i + 5);
+		rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, stp, NULL);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	sqlite3_stmt *st = *stp;
+	rc = sqlite3_bind_text(st, 1, op_id, -1, SQLITE_STATIC);
+	for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+		int col = (int)(4 * i + 2);
+		if (ev[i].data && !(data[i] = json_dumps(ev[i].data, JSON_COMPACT | JSON_ENCODE_ANY))) {
+			rc = SQLITE_NOMEM;
+			break;
+		}
+		rc = sqlite3_bind_int64(st, col, ev[i].ts_ms);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_text(st, col + 1, ev[i].type, -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_text(st, col + 2, ev[i].stage, -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_text(st, col + 3, data[i], -1, SQLITE_STATIC);
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	for (size_t i = 0; i < n; i++)
+		free(data[i]);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int settle(tgi_store *s, const char *scope, const char *op_id, tgi_idem_settle how,
+                  int64_t now)
+{
+	switch (how) {
+	case TGI_SETTLE_DONE:
+		return st_run(s, ST_IDEM_DONE, "tti", scope, op_id, now);
+	case TGI_SETTLE_RELEASE:
+		return st_run(s, ST_IDEM_RELEASE, "tt", scope, op_id);
+	case TGI_SETTLE_UNKNOWN:
+		return st_run(s, ST_IDEM_UNKNOWN, "tti", scope, op_id, now);
+	case TGI_SETTLE_NONE:
+		break;
+	}
+	return SQLITE_OK;
+}
+
+int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev, size_t nev,
+                     const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
+{
+	if (!op) {
+		tgi_snprintf(err, errlen, "no op to record");
+		return -1;
+	}
+	if (check_op_id(op->op_id, err, errlen) < 0)
+		return -1;
+	if (!op->status || !op->envelope) {
+		tgi_snprintf(err, errlen, "op '%s' has no %s to record", op->op_id,
+		             op->status ? "envelope" : "status");
+		return -1;
+	}
+	for (size_t i = 0; i < nev; i++) {
+		if (!ev[i].type) {
+			tgi_snprintf(err, errlen, "event %zu of op '%s' has no type", i, op->op_id);
+			return -1;
+		}
+	}
+	if (idem_scope && how != TGI_SETTLE_NONE && check_scope(idem_scope, err, errlen) < 0)
+		return -1;
+
+	int64_t now = tgi_unix_ms();
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_run(s, ST_OP_INSERT, "tttttttttttif", op->op_id, op->call_id, op->session,
+		            op->tool, op->principal, op->status, op->error_kind, op->idem_scope,
+		            op->args_redacted, op->args_sha256, op->envelope, (int64_t)op->started_ms,
+		            op->duration_ms);
+	for (size_t i = 0; rc == SQLITE_OK && i < nev; i += TGI_EVENT_BATCH)
+		rc = insert_events(s, op->op_id, ev + i,
+		                   nev - i < TGI_EVENT_BATCH ? nev - i : TGI_EVENT_BATCH);
+	if (rc == SQLITE_OK && op->session)
+		rc = st_run(s, ST_SESSION_UPSERT, "ti", op->session, (int64_t)op->started_ms);
+	if (rc == SQLITE_OK && idem_scope)
+		rc = settle(s, idem_scope, op->op_id, how, now);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+		tx_rollback(s);
+		tgi_snprintf(err, errlen, "op '%s' is already in the ledger", op->op_id);
+		return -1;
+	}
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot record op '%s'", op->op_id);
+	return 0;
+}
+
+/* ---- idempotency ---- */
+
+/* State (field 3) and start time in clock ticks since boot (field 22) of
+ * /proc/<pid>/stat.  Fields are counted after the last ')' since the
+ * command name in field 2 may hold spaces and parentheses.  0 or -errno. */
+static int proc_stat(pid_t pid, char *state, int64_t *start)
+{
+	char path[64], buf[1024];
+	tgi_snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	int e = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -e : -EIO;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -EIO;
+	for (int field = 3; field <= 22; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return -EIO;
+		p++;
+		if (field == 3)
+			*state = *p;
+	}
+	char *end;
+	errno = 0;
+	long long v = strtoll(p, &end, 10);
+	if (end == p || errno)
+		return -EIO;
+	*start = v;
+	return 0;
+}
+
+static int64_t self_start(tgi_store *s)
+{
+	pid_t me = getpid();
+	if (me != s->self_pid) {
+		char state;
+		int64_t start;
+		s->self_pid = me;
+		s->self_start = proc_stat(me, &state, &start) == 0 ? start : -1;
+	}
+	return s->self_start;
+}
+
+/* Is the owner of an in_flight row still running it?  On this host: the
+ * pid exists and has the recorded start time (so a reused pid is not
+ * mistaken for the owner; a zombie is dead).  Where that cannot be read,
+ * and for other hosts, the lease decides. */
+static int owner_alive(const tgi_store *s, const struct owner *o, int64_t now)
+{
+	char state;
+	int64_t start;
+
+	if (strcmp(o->host, s->host) != 0)
+		return o->lease_until > now;
+	if (o->pid <= 0 || o->pid > INT_MAX)
+		return 0;
+	if (kill((pid_t)o->pid, 0) < 0 && errno != EPERM)
+		return 0;
+	int rc = proc_stat((pid_t)o->pid, &state, &start);
+	if (rc == -ENOENT || rc == -ESRCH)
+		return 0;
+	if (rc < 0 || o->start < 0)
+		return o->lease_until > now;
+	return state != 'Z' && state != 'X' && start == o->start;
+}
+
+static void read_owner(sqlite3_stmt *st, int col, struct owner *o)
+{
+	col_copy(st, col, o->host, sizeof o->host);
+	o->pid = sqlite3_column_int64(st, col + 1);
+	o->start = sqlite3_column_type(st, col + 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, col + 2);
+	o->lease_until = sqlite3_column_int64(st, col + 3);
+}
+
+static int load_envelope(tgi_store *s, const char *op_id, char **out)
+{
+	int rc = st_step(s, ST_OP_ENVELOPE, "t", op_id);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *t = sqlite3_column_text(s->st[ST_OP_ENVELOPE], 0);
+		*out = t ? tgi_strdup((const char *)t) : NULL;
+		rc = t || sqlite3_column_type(s->st[ST_OP_ENVELOPE], 0) == SQLITE_NULL ? SQLITE_DONE
+		                                                                       : SQLITE_NOMEM;
+		st_reset(s, ST_OP_ENVELOPE);
+	}
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int claim_tx(tgi_store *s, const char *scope, const char *op_id, int lease_s,
+                    tgi_idem_info *info)
+{
+	int64_t now = tgi_unix_ms();
+	int rc = tx_begin(s);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = st_step(s, ST_IDEM_GET, "t", scope);
+	if (rc == SQLITE_DONE) {
+		int64_t lease_until = now + (int64_t)(lease_s > 0 ? lease_s : 1) * 1000;
+		rc = st_run(s, ST_IDEM_INSERT, "tttiiii", scope, op_id, s->host, (int64_t)getpid(),
+		            self_start(s), lease_until, now);
+		info->state = TGI_IDEM_CLAIMED;
+		tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
+	} else if (rc == SQLITE_ROW) {
+		sqlite3_stmt *st = s->st[ST_IDEM_GET];
+		char state[16];
+		struct owner o;
+		col_copy(st, 0, info->op_id, sizeof info->op_id);
+		col_copy(st, 1, state, sizeof state);
+		read_owner(st, 2, &o);
+		st_reset(s, ST_IDEM_GET);
+		rc = SQLITE_OK;
+		if (!strcmp(state, "done")) {
+			info->state = TGI_IDEM_DONE;
+			rc = load_envelope(s, info->op_id, &info->envelope);
+		} else if (!strcmp(state, "in_flight") && owner_alive(s, &o, now)) {
+			double left = (double)(o.lease_until - now) / 1000.0;
+			info->state = TGI_IDEM_IN_FLIGHT;
+			info->retry_after_s = left < TGI_RETRY_MIN_S ? TGI_RETRY_MIN_S
+			                    : left > TGI_RETRY_MAX_S ? TGI_RETRY_MAX_S
+			                                             : left;
+		} else {
+			/* A dead owner's row turns unknown now, so the answer is
+			 * the same whoever asks next. */
+			info->state = TGI_IDEM_UNKNOWN;
+			if (!strcmp(state, "in_flight"))
+				rc = st_run(s, ST_IDEM_UNKNOWN, "tti", scope, info->op_id, now);
+		}
+	}
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	return rc;
+}
+
+int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, int lease_s,
+                         tgi_idem_info *info, char *err, size_t errlen)
+{
+	char q[96];
+
+	memset(info, 0, sizeof *info);
+	if (check_scope(scope, err, errlen) < 0 || check_op_id(op_id, err, errlen) < 0)
+		return -1;
+	int rc = set_sync_full(s, 1);
+	if (rc == SQLITE_OK)
+		rc = claim_tx(s, scope, op_id, lease_s, info);
+	if (rc != SQLITE_OK) {
+		fail(s, rc, err, errlen, "cannot claim idempotency scope '%s'", quoted(q, sizeof q, scope));
+		free(info->envelope);
+		memset(info, 0, sizeof *info);
+	}
+	set_sync_full(s, 0); /* if this fails the handle is only slower */
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* The op was applied: make its stored envelope say so, or, when the
+ * process that ran it died before writing a row, insert a minimal one so
+ * that a replay has something to return. */
+static int mark_applied(tgi_store *s, const char *op_id, const char *scope, int64_t now)
+{
+	char *text = NULL;
+	int rc = load_envelope(s, op_id, &text);
+	if (rc != SQLITE_OK)
+		return rc;
+	json_t *env = text ? json_loads(text, 0, NULL) : NULL;
+	int had_row = text != NULL;
+	free(text);
+	if (!had_row) {
+		env = json_pack("{s:s, s:s, s:n, s:n, s:s}", "op_id", op_id, "status", "persisted",
+		                "error", "output", "note", "settled by operator: applied");
+	} else if (json_is_object(env)) {
+		json_t *e = json_object_get(env, "error");
+		if (json_is_object(e))
+			json_object_set_new(e, "applied", json_string("yes"));
+		json_object_set_new(env, "note", json_string("settled by operator: applied"));
+	} else {
+		json_decref(env);
+		return SQLITE_OK; /* not an object: leave the stored text as it is */
+	}
+	char *out = env ? json_dumps(env, JSON_COMPACT) : NULL;
+	json_decref(env);
+	if (!out)
+		return SQLITE_NOMEM;
+	if (had_row)
+		rc = st_run(s, ST_OP_SET_ENVELOPE, "tt", op_id, out);
+	else
+		rc = st_run(s, ST_OP_INSERT, "tttttttttttif", op_id, NULL, NULL, NULL, NULL, "persisted",
+		            NULL, scope, NULL, NULL, out, now, 0.0);
+	free(out);
+	return rc;
+}
+
+int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen)
+{
+	char scope[TGI_SCOPE_MAX + 1], state[16];
+	struct owner o;
+
+	if (check_op_id(op_id, err, errlen) < 0)
+		return -1;
+	int64_t now = tgi_unix_ms();
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_step(s, ST_IDEM_BY_OP, "t", op_id);
+	if (rc == SQLITE_DONE) {
+		tx_rollback(s);
+		tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim; nothing to resolve",
+		             op_id);
+		return -1;
+	}
+	if (rc != SQLITE_ROW)
+		return fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
+	sqlite3_stmt *st = s->st[ST_IDEM_BY_OP];
+	col_copy(st, 0, scope, sizeof scope);
+	col_copy(st, 1, state, sizeof state);
+	read_owner(st, 2, &o);
+	st_reset(s, ST_IDEM_BY_OP);
+	if (!strcmp(state, "in_flight") && owner_alive(s, &o, now)) {
+		char host[128];
+		tx_rollback(s);
+		tgi_snprintf(err, errlen,
+		             "op '%s' is still running (pid %lld on host '%s'); wait for it to finish before resolving it",
+		             op_id, (long long)o.pid, quoted(host, sizeof host, o.host));
+		return -1;
+	}
+	if (applied) {
+		rc = st_run(s, ST_IDEM_DONE, "tti", scope, op_id, now);
+		if (rc == SQLITE_OK)
+			rc = mark_applied(s, op_id, scope, now);
+	} else {
+		rc = st_run(s, ST_IDEM_RELEASE, "tt", scope, op_id);
+	}
+	if (rc == SQLITE_OK)
+		rc = st_run(s, ST_EVENT_INSERT, "ittti", now, op_id, "tool.call.resolved", NULL,
+		            applied ? "{\"applied\":true}" : "{\"applied\":false}");
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
+	return 0;
+}
+
+/* ---- approvals ---- */
+
+/* Is the fixed field a NUL-terminated string of 1..cap-1 bytes? */
+static int field_ok(const char *f, size_t cap)
+{
+	return f[0] && memchr(f, '\0', cap) != NULL;
+}
+
+int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen)
+{
+	if (!field_ok(row->tool, sizeof row->tool) || !field_ok(row->principal, sizeof row->principal) ||
+	    !memchr(row->binding, '\0', sizeof row->binding) || strlen(row->binding) != 64) {
+		tgi_snprintf(err, errlen, "an approval needs a tool, a principal and a 64-character binding");
+		return -1;
+	}
+	if (row->op_id[0] && check_op_id(row->op_id, err, errlen) < 0)
+		return -1;
+	tgi_uuidv7(row->id);
+	tgi_snprintf(row->state, sizeof row->state, "pending");
+	row->decided_by[0] = '\0';
+	if (!row->created_ms)
+		row->created_ms = tgi_unix_ms();
+	int rc = st_run(s, ST_APPROVAL_INSERT, "tttttttii", row->id, row->op_id[0] ? row->op_id : NULL,
+	                row->tool, row->principal, row->binding, row->args, row->reason,
+	                (int64_t)row->created_ms, (int64_t)row->expires_ms);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot queue an approval for '%s'", row->tool);
+	return 0;
+}
+
+static int expired(int64_t expires_ms, int64_t now)
+{
+	return expires_ms > 0 && expires_ms <= now;
+}
+
+int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
+                              char *err, size_t errlen)
+{
+	char q[64], state[16], when[32];
+
+	if (!tgi_uuid_ok(id)) {
+		tgi_snprintf(err, errlen, "no approval '%s'", quoted(q, sizeof q, id));
+		return -1;
+	}
+	int64_t now = tgi_unix_ms(), expires = 0;
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_step(s, ST_APPROVAL_GET, "t", id);
+	if (rc == SQLITE_DONE) {
+		tx_rollback(s);
+		tgi_snprintf(err, errlen, "no approval '%s'", id);
+		return -1;
+	}
+	if (rc != SQLITE_ROW)
+		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+	col_copy(s->st[ST_APPROVAL_GET], 0, state, sizeof state);
+	expires = sqlite3_column_int64(s->st[ST_APPROVAL_GET], 1);
+	st_reset(s, ST_APPROVAL_GET);
+
+	if (strcmp(state, "pending") != 0) {
+		tx_rollback(s);
+		tgi_snprintf(err, errlen, "approval '%s' is already %s", id, state);
+		return -1;
+	}
+	if (expired(expires, now)) {
+		rc = st_run(s, ST_APPROVAL_STATE, "tt", id, "expired");
+		if (rc == SQLITE_OK)
+			rc = tx_commit(s);
+		if (rc != SQLITE_OK)
+			return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+		tgi_iso8601(expires, when);
+		tgi_snprintf(err, errlen, "approval '%s' expired at %s", id, when);
+		return -1;
+	}
+	rc = st_run(s, ST_APPROVAL_DECIDE, "ttti", id, approve ? "approved" : "denied", by, now);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+	return 0;
+}
+
+int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
+                            int *found, char pending_id[37], char *err, size_t errlen)
+{
+	char id[37] = "", state[16] = "";
+
+	*found = 0;
+	if (pending_id)
+		pending_id[0] = '\0';
+	if (!binding || !principal) {
+		tgi_snprintf(err, errlen, "an approval is taken by binding and principal");
+		return -1;
+	}
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_step(s, ST_APPROVAL_NEWEST, "tti", binding, principal, tgi_unix_ms());
+	if (rc == SQLITE_ROW) {
+		col_copy(s->st[ST_APPROVAL_NEWEST], 0, id, sizeof id);
+		col_copy(s->st[ST_APPROVAL_NEWEST], 1, state, sizeof state);
+		st_reset(s, ST_APPROVAL_NEWEST);
+		rc = SQLITE_OK;
+		if (!strcmp(state, "approved"))
+			rc = st_run(s, ST_APPROVAL_STATE, "tt", id, "used");
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot take an approval");
+	if (!strcmp(state, "approved")) {
+		*found = 1;
+	} else if (!strcmp(state, "denied")) {
+		*found = -1;
+	} else if (!strcmp(state, "pending")) {
+		*found = 2;
+		if (pending_id)
+			tgi_snprintf(pending_id, 37, "%s", id);
+	}
+	return 0;
+}
+
+static void approval_row(sqlite3_stmt *st, tgi_approval_row *r)
+{
+	const unsigned char *t;
+	memset(r, 0, sizeof *r);
+	col_copy(st, 0, r->id, sizeof r->id);
+	col_copy(st, 1, r->op_id, sizeof r->op_id);
+	col_copy(st, 2, r->tool, sizeof r->tool);
+	col_copy(st, 3, r->principal, sizeof r->principal);
+	col_copy(st, 4, r->binding, sizeof r->binding);
+	col_copy(st, 5, r->state, sizeof r->state);
+	t = sqlite3_column_text(st, 6);
+	r->args = t ? tgi_strdup((const char *)t) : NULL;
+	t = sqlite3_column_text(st, 7);
+	r->reason = t ? tgi_strdup((const char *)t) : NULL;
+	r->created_ms = sqlite3_column_int64(st, 8);
+	r->expires_ms = sqlite3_column_int64(st, 9);
+	col_copy(st, 10, r->decided_by, sizeof r->decided_by);
+}
+
+int tgi_store_approval_list(tgi_store *s, const char *state, tgi_approval_row **rows, size_t *n,
+                            char *err, size_t errlen)
+{
+	tgi_approval_row *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc;
+
+	*rows = NULL;
+	*n = 0;
+	for (rc = st_step(s, ST_APPROVAL_LIST, "ti", state, tgi_unix_ms()); rc == SQLITE_ROW;
+	     rc = sqlite3_step(s->st[ST_APPROVAL_LIST])) {
+		if (len == cap) {
+			cap = cap ? cap * 2 : 16;
+			v = tgi_xrealloc(v, cap * sizeof *v);
+		}
+		approval_row(s->st[ST_APPROVAL_LIST], &v[len++]);
+	}
+	st_reset(s, ST_APPROVAL_LIST);
+	if (rc != SQLITE_DONE) {
+		tgi_approval_rows_free(v, len);
+		return fail(s, rc, err, errlen, "cannot list approvals");
+	}
+	*rows = v;
+	*n = len;
+	return 0;
+}
+
+void tgi_approval_rows_free(tgi_approval_row *rows, size_t n)
+{
+	for (size_t i = 0; rows && i < n; i++) {
+		free(rows[i].args);
+		free(rows[i].reason);
+	}
+	free(rows);
+}
+
+/* ---- reading the log ---- */
+
+static json_t *col_string(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	if (!t)
+		return json_null();
+	json_t *j = json_string((const char *)t);
+	return j ? j : json_string("(not UTF-8)");
+}
+
+static json_t *col_parsed(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	json_t *j = t ? json_loads((const char *)t, JSON_DECODE_ANY, NULL) : NULL;
+	return j ? j : json_null();
+}
+
+static json_t *col_time(sqlite3_stmt *st, int i)
+{
+	char iso[32];
+	tgi_iso8601(sqlite3_column_int64(st, i), iso);
+	return json_string(iso);
+}
+
+static json_t *op_json(sqlite3_stmt *st)
+{
+	static const char *const text[] = { "op_id", "call_id", "session", "tool",
+	                                    "principal", "status", "error_kind" };
+	json_t *o = json_object();
+	for (int i = 0; i < (int)TGI_ARRAY_LEN(text); i++)
+		json_object_set_new(o, text[i], col_string(st, i));
+	json_object_set_new(o, "started", col_time(st, 7));
+	json_object_set_new(o, "duration_ms", json_real(sqlite3_column_double(st, 8)));
+	json_object_set_new(o, "args_sha256", col_string(st, 9));
+	json_object_set_new(o, "envelope", col_parsed(st, 10));
+	return o;
+}
+
+static json_t *event_json(sqlite3_stmt *st)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "seq", json_integer(sqlite3_column_int64(st, 0)));
+	json_object_set_new(o, "ts", col_time(st, 1));
+	json_object_set_new(o, "op_id", col_string(st, 2));
+	json_object_set_new(o, "type", col_string(st, 3));
+	json_object_set_new(o, "stage", col_string(st, 4));
+	json_object_set_new(o, "data", col_parsed(st, 5));
+	return o;
+}
+
+static int bind_named(sqlite3_stmt *st, const char *name, const char *text, int64_t num)
+{
+	int i = sqlite3_bind_parameter_index(st, name);
+	if (!i)
+		return SQLITE_OK;
+	return text ? sqlite3_bind_text(st, i, text, -1, SQLITE_STATIC) : sqlite3_bind_int64(st, i, num);
+}
+
+/* Run a log query built from the filter and collect its rows with row(). */
+static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int64_t after_seq,
+                     json_t *(*row)(sqlite3_stmt *), json_t **out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":tool", f->tool, 0);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":status", f->status, 0);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":op", f->op_id, 0);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":since", NULL, f->since_ms);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":after", NULL, after_seq);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":limit", NULL, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
+	json_t *a = json_array();
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_array_append_new(a, row(st));
+		rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	else if (rc != SQLITE_OK)
+		rc = sqlite3_extended_errcode(s->db);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK) {
+		json_decref(a);
+		return rc;
+	}
+	*out = a;
+	return SQLITE_OK;
+}
+
+/*
+ * Filters become SQL conditions (values are bound, never pasted), so the
+ * indexes on ops(tool, started_ms), ops(status, started_ms), ops(started_ms)
+ * and events(op_id) serve them.  With a limit the newest `limit` rows are
+ * returned, still oldest first (like tail); events after after_seq are the
+ * next `limit` instead (for --follow, so none is skipped).
+ */
+int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
+{
+	static const tgi_log_filter all;
+	char sql[1024];
+
+	*out = NULL;
+	if (!f)
+		f = &all;
+	tgi_snprintf(sql, sizeof sql,
+	             "SELECT op_id, call_id, session, tool, principal, status, error_kind, started_ms,"
+	             " duration_ms, args_sha256, envelope FROM ops WHERE started_ms >= :since%s%s%s",
+	             f->tool ? " AND tool = :tool" : "", f->status ? " AND status = :status" : "",
+	             f->op_id ? " AND op_id = :op" : "");
+	if (f->limit) {
+		char inner[1024];
+		tgi_snprintf(inner, sizeof inner, "%s", sql);
+		tgi_snprintf(sql, sizeof sql,
+		             "SELECT * FROM (%s ORDER BY started_ms DESC, op_id DESC LIMIT :limit)"
+		             " ORDER BY started_ms, op_id",
+		             inner);
+	} else {
+		strcat(sql, " ORDER BY started_ms, op_id");
+	}
+	int rc = log_query(s, sql, f, 0, op_json, out);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot read the ledger");
+	return 0;
+}
+
+int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+                     char *err, size_t errlen)
+{
+	static const tgi_log_filter all;
+	char sql[1024];
+
+	*out = NULL;
+	if (!f)
+		f = &all;
+	tgi_snprintf(sql, sizeof sql,
+	             "SELECT e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data FROM events e%s"
+	             " WHERE e.seq > :after AND e.ts_ms >= :since%s%s%s",
+	             f->tool || f->status ? " JOIN ops o ON o.op_id = e.op_id" : "",
+	             f->tool ? " AND o.tool = :tool" : "", f->status ? " AND o.status = :status" : "",
+	             f->op_id ? " AND e.op_id = :op" : "");
+	if (f->limit && after_seq <= 0) {
+		char inner[1024];
+		tgi_snprintf(inner, sizeof inner, "%s", sql);
+		tgi_snprintf(sql, sizeof sql,
+		             "SELECT * FROM (%s ORDER BY e.seq DESC LIMIT :limit) ORDER BY seq", inner);
+	} else {
+		strcat(sql, f->limit ? " ORDER BY e.seq LIMIT :limit" : " ORDER BY e.seq");
+	}
+	int rc = log_query(s, sql, f, after_seq, event_json, out);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot read the ledger");
+	return 0;
+}

@@ -1,0 +1,258 @@
+/*
+ * read_file.c — the read_file tool: numbered lines of a text file beneath
+ * the workspace, paged with offset and limit.
+ *
+ * The file is streamed in fixed chunks: memory holds one chunk, the first
+ * bytes of the current line and the selection (refused past 100,000
+ * characters), whatever the file's size.  total_lines counts every line.
+ *
+ * Owns: the tool row, its schema, and turning a file into numbered lines.
+ * Must not: check permissions (the pipeline does), read .toolgate/, open a
+ * path except through openat2 beneath the workspace, or cap its output
+ * beyond the 100,000-character rule (the shape stage does that).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+#define READ_MAX_CHARS  100000          /* a larger selection must be paged */
+#define LINE_MAX_CHARS  2000            /* longer lines are cut */
+#define LINE_MAX_BYTES  (LINE_MAX_CHARS * 4) /* holds any line of LINE_MAX_CHARS characters */
+#define BINARY_PROBE    8192            /* a NUL in these first bytes: binary */
+#define CHUNK           65536
+#define ARG_MAX_LINES   (LLONG_MAX / 4) /* offset + limit cannot overflow */
+
+static const char schema[] =
+	"{\"type\":\"object\","
+	"\"properties\":{"
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,"
+	"\"description\":\"File path relative to the workspace root.\"},"
+	"\"offset\":{\"type\":\"integer\",\"minimum\":1,\"default\":1,"
+	"\"description\":\"First line to return (1-based).\"},"
+	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":2000,"
+	"\"description\":\"Maximum number of lines to return.\"}},"
+	"\"required\":[\"path\"],\"additionalProperties\":false}";
+
+/* The selection being built while the file streams past. */
+typedef struct reader {
+	long long first, last;          /* selected lines, 1-based, inclusive */
+	long long line;                 /* the line being read */
+	size_t    line_bytes;           /* its length so far */
+	size_t    held_len;             /* bytes of it kept in held (selected lines only) */
+	long long shown;                /* selected lines seen */
+	size_t    chars;                /* characters of the selection */
+	int       over;                 /* past READ_MAX_CHARS: count, stop keeping */
+	tgi_buf   content;
+	char      held[LINE_MAX_BYTES];
+	char      chunk[CHUNK];
+} reader;
+
+static int fail(tgi_tool_out *out, tg_errkind kind)
+{
+	out->kind = kind;
+	out->applied = TGI_APPLIED_NO;
+	return -1;
+}
+
+static int selected(const reader *r)
+{
+	return r->line >= r->first && r->line <= r->last;
+}
+
+static void end_line(reader *r)
+{
+	if (selected(r)) {
+		char num[32], mark[96] = "";
+		size_t nchars;
+		size_t keep = tgi_text_prefix(r->held, r->held_len, LINE_MAX_CHARS, &nchars);
+		int nn = snprintf(num, sizeof num, "%6lld\t", r->line);
+		int mn = 0;
+		if (keep < r->line_bytes)
+			mn = snprintf(mark, sizeof mark, " ... [line cut at %d characters; it is %zu bytes long]",
+			              LINE_MAX_CHARS, r->line_bytes);
+		r->chars += (size_t)nn + nchars + (size_t)mn + 1;
+		r->shown++;
+		if (r->chars > READ_MAX_CHARS)
+			r->over = 1;
+		if (!r->over && (tgi_buf_append(&r->content, num, (size_t)nn) < 0 ||
+		                 tgi_text_append(&r->content, r->held, keep) < 0 ||
+		                 tgi_buf_append(&r->content, mark, (size_t)mn) < 0 ||
+		                 tgi_buf_append(&r->content, "\n", 1) < 0))
+			r->over = 1;
+	}
+	r->line++;
+	r->line_bytes = 0;
+	r->held_len = 0;
+}
+
+static void feed(reader *r, const char *p, size_t n)
+{
+	while (n) {
+		const char *nl = memchr(p, '\n', n);
+		size_t k = nl ? (size_t)(nl - p) : n;
+		if (selected(r) && r->held_len < LINE_MAX_BYTES) {
+			size_t take = LINE_MAX_BYTES - r->held_len;
+			if (take > k)
+				take = k;
+			memcpy(r->held + r->held_len, p, take);
+			r->held_len += take;
+		}
+		r->line_bytes += k;
+		if (nl) {
+			end_line(r);
+			k++;
+		}
+		p += k;
+		n -= k;
+	}
+}
+
+/* read() that retries EINTR and fills up to want bytes unless EOF. */
+static ssize_t read_full(int fd, char *buf, size_t want)
+{
+	size_t got = 0;
+
+	while (got < want) {
+		ssize_t k = read(fd, buf + got, want - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+static int stream(int fd, reader *r, const char *shown, tgi_tool_out *out)
+{
+	char *chunk = r->chunk;
+	ssize_t n = read_full(fd, chunk, BINARY_PROBE);
+
+	if (n >= 0 && memchr(chunk, '\0', (size_t)n)) {
+		tgi_snprintf(out->message, sizeof out->message,
+		             "\"%s\" is a binary file; read_file shows text only", shown);
+		return fail(out, TG_ERR_INVALID_INPUT);
+	}
+	while (n > 0) {
+		feed(r, chunk, (size_t)n);
+		n = read_full(fd, chunk, CHUNK);
+	}
+	if (n < 0) {
+		tg_errkind kind = tgi_path_error(-errno, shown, out->message, sizeof out->message);
+		return fail(out, kind);
+	}
+	if (r->line_bytes > 0)          /* a last line without a newline */
+		end_line(r);
+	return 0;
+}
+
+static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
+{
+	char path[PATH_MAX], shown[160];
+	const char *raw;
+	size_t rawlen;
+	long long offset, limit;
+	tg_errkind kind;
+	struct stat st;
+	int rc = -1;
+
+	if (tgi_arg_str(args, "path", NULL, &raw, &rawlen, out->message, sizeof out->message) < 0 ||
+	    tgi_arg_int(args, "offset", 1, 1, ARG_MAX_LINES, &offset, out->message, sizeof out->message) < 0 ||
+	    tgi_arg_int(args, "limit", 2000, 1, ARG_MAX_LINES, &limit, out->message, sizeof out->message) < 0)
+		return fail(out, TG_ERR_INVALID_INPUT);
+
+	int fd = tgi_path_open_read(ctx->ws_fd, raw, rawlen, O_RDONLY | O_NONBLOCK | O_NOCTTY,
+	                            path, sizeof path, &kind, out->message, sizeof out->message);
+	if (fd < 0)
+		return fail(out, kind);
+	tgi_sanitize(shown, sizeof shown, path);
+	if (fstat(fd, &st) < 0) {
+		fail(out, tgi_path_error(-errno, path, out->message, sizeof out->message));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		tgi_snprintf(out->message, sizeof out->message, S_ISDIR(st.st_mode)
+		             ? "\"%s\" is a directory; use list_dir"
+		             : "\"%s\" is not a regular file", shown);
+		close(fd);
+		return fail(out, TG_ERR_INVALID_INPUT);
+	}
+
+	reader *r = tgi_xcalloc(1, sizeof *r);
+	r->first = offset;
+	r->last = offset + limit - 1;
+	r->line = 1;
+	tgi_buf_init(&r->content, (size_t)READ_MAX_CHARS * 4 + LINE_MAX_BYTES + 256);
+	if (stream(fd, r, shown, out) < 0)
+		goto done;
+
+	long long total = r->line - 1;
+	if (offset > total && offset > 1) {
+		tgi_snprintf(out->message, sizeof out->message,
+		             "offset %lld is past the end of \"%s\", which has %lld line%s",
+		             offset, shown, total, total == 1 ? "" : "s");
+		fail(out, TG_ERR_INVALID_INPUT);
+		goto done;
+	}
+	if (r->over) {
+		long long fit = (long long)((double)r->shown * (READ_MAX_CHARS * 0.9) / (double)r->chars);
+		tgi_snprintf(out->message, sizeof out->message,
+		             "the selection is %zu characters (over %d); read fewer lines with offset "
+		             "and limit, e.g. offset=%lld limit=%lld",
+		             r->chars, READ_MAX_CHARS, offset, fit > 0 ? fit : 1);
+		fail(out, TG_ERR_INVALID_INPUT);
+		goto done;
+	}
+
+	json_t *o = json_object();
+	json_object_set_new(o, "path", json_string(path));
+	json_object_set_new(o, "content", json_stringn(r->content.p ? r->content.p : "", r->content.len));
+	json_object_set_new(o, "start_line", json_integer(offset));
+	json_object_set_new(o, "lines", json_integer(r->shown));
+	json_object_set_new(o, "total_lines", json_integer(total));
+	out->output = o;
+	out->kind = TG_ERR_NONE;
+	rc = 0;
+done:
+	tgi_buf_free(&r->content);
+	free(r);
+	close(fd);
+	return rc;
+}
+
+static int read_file_paths(const json_t *args, const char **out, size_t cap)
+{
+	const json_t *p = json_object_get(args, "path");
+
+	if (!json_is_string(p) || cap < 1)
+		return -1;
+	out[0] = json_string_value(p);
+	return 1;
+}
+
+const tgi_tool tgi_tool_read_file = {
+	.name = "read_file",
+	.description =
+		"Read a text file in the workspace. Returns the lines numbered like `cat -n`, "
+		"starting at `offset` (1-based) and at most `limit` lines, with `total_lines` for "
+		"the whole file. Lines over 2000 characters are cut. A selection over 100,000 "
+		"characters is refused: page through large files with offset and limit. Binary "
+		"files are refused; use list_dir for directories.",
+	.category = "fs",
+	.input_schema = schema,
+	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE | TGI_T_IDEMPOTENT,
+	.paths = read_file_paths,
+	.handler = read_file_run,
+};

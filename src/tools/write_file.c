@@ -1,0 +1,113 @@
+/*
+ * write_file.c — the write_file tool: replace (or create) a workspace file
+ * with the given content, atomically, creating parent directories.
+ *
+ * The write goes through tgi_write_atomic (temp file, fsync, rename, fsync
+ * of the directory), so a failure leaves the old file as it was and the
+ * error says nothing was applied.
+ *
+ * Owns: the tool row and its schema.  Must not: check permissions (the
+ * pipeline does) -- except that it refuses protected paths (.git/,
+ * .toolgate/) itself, as written and as resolved, as a second line of
+ * defence behind the policy stage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+#define CONTENT_MAX (10u << 20)   /* bytes */
+
+static const char schema[] =
+	"{\"type\":\"object\","
+	"\"properties\":{"
+	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,"
+	"\"description\":\"File path relative to the workspace root; missing parent "
+	"directories are created.\"},"
+	"\"content\":{\"type\":\"string\",\"maxLength\":10485760,"
+	"\"description\":\"The complete new content of the file.\"}},"
+	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
+
+static int fail(tgi_tool_out *out, tg_errkind kind, tgi_applied applied)
+{
+	out->kind = kind;
+	out->applied = applied;
+	return -1;
+}
+
+static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
+{
+	char path[PATH_MAX], shown[160];
+	const char *raw, *content;
+	size_t rawlen, len;
+	tg_errkind kind;
+
+	if (tgi_arg_str(args, "path", NULL, &raw, &rawlen, out->message, sizeof out->message) < 0 ||
+	    tgi_arg_str(args, "content", NULL, &content, &len, out->message, sizeof out->message) < 0 ||
+	    tgi_path_check(raw, rawlen, path, sizeof path, out->message, sizeof out->message) < 0)
+		return fail(out, TG_ERR_INVALID_INPUT, TGI_APPLIED_NO);
+	tgi_sanitize(shown, sizeof shown, path);
+	if (len > CONTENT_MAX) {
+		tgi_snprintf(out->message, sizeof out->message,
+		             "content for \"%s\" is %zu bytes; the limit is %u", shown, len, CONTENT_MAX);
+		return fail(out, TG_ERR_INVALID_INPUT, TGI_APPLIED_NO);
+	}
+	if (tgi_path_writable(ctx->ws_fd, path, &kind, out->message, sizeof out->message) < 0)
+		return fail(out, kind, TGI_APPLIED_NO);
+
+	/* Does it exist now?  (The link itself, if it is one: the rename
+	 * replaces a symlink, it does not write through it.) */
+	int fd = tgi_open_beneath(ctx->ws_fd, path, O_PATH | O_NOFOLLOW, 0);
+	int created = fd == -ENOENT;
+	if (fd >= 0)
+		close(fd);
+
+	int r = tgi_write_atomic(ctx->ws_fd, path, content, len, 0644);
+	if (r < 0) {
+		kind = tgi_path_error(r, path, out->message, sizeof out->message);
+		if (r == -EISDIR)
+			tgi_snprintf(out->message, sizeof out->message,
+			             "\"%s\" is a directory; write_file writes files", shown);
+		else if (r == -ENOSPC || r == -EDQUOT || r == -EFBIG)
+			tgi_snprintf(out->message, sizeof out->message,
+			             "the disk is full (or the file is over the size limit): \"%s\" "
+			             "was not written and is unchanged", shown);
+		return fail(out, kind, r == -EIO ? TGI_APPLIED_UNKNOWN : TGI_APPLIED_NO);
+	}
+
+	json_t *o = json_object();
+	json_object_set_new(o, "path", json_string(path));
+	json_object_set_new(o, "bytes", json_integer((json_int_t)len));
+	json_object_set_new(o, "created", json_boolean(created));
+	out->output = o;
+	out->kind = TG_ERR_NONE;
+	return 0;
+}
+
+static int write_file_paths(const json_t *args, const char **out, size_t cap)
+{
+	const json_t *p = json_object_get(args, "path");
+
+	if (!json_is_string(p) || cap < 1)
+		return -1;
+	out[0] = json_string_value(p);
+	return 1;
+}
+
+const tgi_tool tgi_tool_write_file = {
+	.name = "write_file",
+	.description =
+		"Write a file in the workspace, replacing its whole content (or creating it, with "
+		"any missing parent directories). The write is atomic: on any failure the old file "
+		"is left as it was. .git/ and .toolgate/ are read-only to tools.",
+	.category = "fs",
+	.input_schema = schema,
+	.flags = TGI_T_EDITS_FILES | TGI_T_IDEMPOTENT,
+	.paths = write_file_paths,
+	.handler = write_file_run,
+};

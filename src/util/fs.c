@@ -1,0 +1,828 @@
+/*
+ * fs.c — workspace-confined file access.
+ *
+ * Every model-supplied path is opened with openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS) relative to a directory fd, so the kernel refuses
+ * `..`, absolute paths and symlinks that leave; resolved paths are read
+ * back from the kernel (/proc/self/fd), never computed from strings.
+ *
+ * Owns: the openat2 wrapper, path checks and resolution, atomic writes,
+ * sorted directory reads, the sentences the file tools give for a failed
+ * path, and file bytes made safe for JSON text.
+ * Must not: decide policy (protected paths are reported, the caller
+ * refuses); fall back to a plain openat when the kernel has no openat2
+ * (fail closed with -ENOSYS); create or open anything by a string path from
+ * the filesystem root.
+ */
+#include "util/fs.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SHOWN_MAX      160  /* bytes of a path echoed in a sentence */
+#define OPEN_RETRIES   16   /* openat2 EAGAIN: a rename raced the lookup */
+#define TEMP_RETRIES   8
+#define DIR_CAP_START  32
+
+/* ---- openat2 ---- */
+
+int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how;
+
+	if (!path || !*path)
+		return -ENOENT;
+	memset(&how, 0, sizeof how);
+	how.flags = (unsigned)(flags | O_CLOEXEC);
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		how.mode = mode;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	for (int tries = 0;;) {
+		long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+		if (fd >= 0)
+			return (int)fd;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN && ++tries < OPEN_RETRIES)
+			continue;
+		return -errno;
+	}
+}
+
+/* ---- path strings ---- */
+
+/* Copy up to n bytes of s (stopping at a NUL) into out as printable text,
+ * cut with "..." when long. */
+static void shown(char *out, size_t cap, const char *s, size_t n)
+{
+	char tmp[SHOWN_MAX + 1];
+	size_t k = 0;
+
+	while (k < n && k < SHOWN_MAX && s[k])
+		k++;
+	memcpy(tmp, s, k);
+	tmp[k] = '\0';
+	tgi_sanitize(out, cap, tmp);
+	if (k < n && s[k] && strlen(out) + 4 <= cap)
+		strcat(out, "...");
+}
+
+int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *err, size_t errlen)
+{
+	char s[SHOWN_MAX + 8];
+	size_t j = 0;
+
+	if (!path || len == 0) {
+		tgi_snprintf(err, errlen, "path must not be empty; use \".\" for the workspace itself");
+		return -1;
+	}
+	shown(s, sizeof s, path, len);
+	if (memchr(path, '\0', len)) {
+		tgi_snprintf(err, errlen, "path \"%s\" is cut short by a NUL byte; a path cannot contain one", s);
+		return -1;
+	}
+	if (len >= PATH_MAX) {
+		tgi_snprintf(err, errlen, "path \"%s\" is %zu bytes long; the limit is %d", s, len, PATH_MAX - 1);
+		return -1;
+	}
+	if (path[0] == '/') {
+		tgi_snprintf(err, errlen, "path must be relative to the workspace, got \"%s\"", s);
+		return -1;
+	}
+	for (size_t i = 0; i < len;) {
+		size_t start = i;
+		while (i < len && path[i] != '/')
+			i++;
+		size_t n = i - start;
+		if (i < len)
+			i++;
+		if (n == 0 || (n == 1 && path[start] == '.'))
+			continue;
+		if (j + (j ? 1 : 0) + n + 1 > cap) {
+			tgi_snprintf(err, errlen, "path \"%s\" is too long", s);
+			return -1;
+		}
+		if (j)
+			out[j++] = '/';
+		memcpy(out + j, path + start, n);
+		j += n;
+	}
+	if (!j) {
+		if (cap < 2) {
+			tgi_snprintf(err, errlen, "path \"%s\" is too long", s);
+			return -1;
+		}
+		out[j++] = '.';
+	}
+	out[j] = '\0';
+	return 0;
+}
+
+static int under(const char *p, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+int tgi_path_protected(const char *relpath)
+{
+	while (relpath[0] == '.' && relpath[1] == '/')
+		relpath += 2;
+	while (relpath[0] == '/')
+		relpath++;
+	if (under(relpath, ".git"))
+		return TGI_PROTECTED_GIT;
+	if (under(relpath, ".toolgate"))
+		return TGI_PROTECTED_STATE;
+	return 0;
+}
+
+/* ---- resolution ---- */
+
+/* The absolute path the kernel has for fd.  Its length, or -errno. */
+static int fd_abspath(int fd, char *out, size_t cap)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(proc, out, cap);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= cap)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	if (out[0] != '/')
+		return -EINVAL;
+	return (int)n;
+}
+
+int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap)
+{
+	char ws[PATH_MAX], p[PATH_MAX];
+	const char *rel;
+
+	int wn = fd_abspath(ws_fd, ws, sizeof ws);
+	if (wn < 0)
+		return wn;
+	int pn = fd_abspath(fd, p, sizeof p);
+	if (pn < 0)
+		return pn;
+	if (wn == 1)                        /* the workspace is "/" */
+		rel = p + 1;
+	else if (strncmp(p, ws, (size_t)wn) == 0 && (p[wn] == '/' || p[wn] == '\0'))
+		rel = p + wn + (p[wn] == '/');
+	else
+		return -EXDEV;
+	if (!*rel)
+		rel = ".";
+	size_t n = strlen(rel);
+	if (n >= cap)
+		return -ENAMETOOLONG;
+	memcpy(out, rel, n + 1);
+	return 0;
+}
+
+/*
+ * out = base joined with rest, "." and ".." in rest applied lexically (they
+ * follow a component that does not exist yet, so once created it is a real
+ * directory and ".." is its parent).  *dots says whether rest had a "..".
+ * -EXDEV when ".." climbs above the workspace.
+ */
+static int join_lexical(const char *base, const char *rest, char *out, size_t cap, int *dots)
+{
+	size_t j = 0;
+	const char *parts[2] = { base, rest };
+
+	*dots = 0;
+	for (int k = 0; k < 2; k++) {
+		const char *p = parts[k];
+		while (*p) {
+			const char *s = p;
+			while (*p && *p != '/')
+				p++;
+			size_t n = (size_t)(p - s);
+			if (*p)
+				p++;
+			if (n == 0 || (n == 1 && s[0] == '.'))
+				continue;
+			if (n == 2 && s[0] == '.' && s[1] == '.') {
+				*dots = 1;
+				if (j == 0)
+					return -EXDEV;
+				while (j > 0 && out[j - 1] != '/')
+					j--;
+				if (j > 0)
+					j--;
+				continue;
+			}
+			if (j + (j ? 1 : 0) + n + 1 > cap)
+				return -ENAMETOOLONG;
+			if (j)
+				out[j++] = '/';
+			memcpy(out + j, s, n);
+			j += n;
+		}
+	}
+	if (!j) {
+		if (cap < 2)
+			return -ENAMETOOLONG;
+		out[j++] = '.';
+	}
+	out[j] = '\0';
+	return 0;
+}
+
+int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap)
+{
+	char cur[PATH_MAX], base[PATH_MAX];
+
+	if (strlen(path) >= sizeof cur)
+		return -ENAMETOOLONG;
+	strcpy(cur, path);
+	/* At most two rounds: the second starts from a path with no "..". */
+	for (;;) {
+		int fd = tgi_open_beneath(ws_fd, cur, O_PATH, 0);
+		if (fd >= 0) {
+			int r = tgi_fd_path(ws_fd, fd, out, cap);
+			close(fd);
+			return r;
+		}
+		if (fd != -ENOENT)
+			return fd;
+
+		/* The deepest existing parent: drop components from the end. */
+		size_t cut = strlen(cur);
+		int pfd;
+		for (;;) {
+			while (cut > 0 && cur[cut - 1] != '/')
+				cut--;
+			if (cut == 0) {
+				pfd = tgi_open_beneath(ws_fd, ".", O_PATH, 0);
+				break;
+			}
+			cur[cut - 1] = '\0';
+			pfd = cur[0] ? tgi_open_beneath(ws_fd, cur, O_PATH, 0) : -ENOENT;
+			cur[cut - 1] = '/';
+			if (pfd != -ENOENT)
+				break;
+			cut--;
+		}
+		if (pfd < 0)
+			return pfd;
+		int r = tgi_fd_path(ws_fd, pfd, base, sizeof base);
+		close(pfd);
+		if (r < 0)
+			return r;
+		int dots;
+		r = join_lexical(base, cur + cut, out, cap, &dots);
+		if (r < 0 || !dots)
+			return r;
+		/* ".." brought us back among existing entries: resolve again. */
+		if (strlen(out) >= sizeof cur)
+			return -ENAMETOOLONG;
+		strcpy(cur, out);
+	}
+}
+
+/* ---- atomic write ---- */
+
+/*
+ * Open the directory `parent` beneath dirfd for reading, creating missing
+ * components with mode 0755.  Each component is created with mkdirat on the
+ * fd of its (confined) parent and then reopened through openat2 from
+ * dirfd, so a symlink planted on the way cannot lead out.
+ */
+static int open_parent(int dirfd, char *parent)
+{
+	int fd = tgi_open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY, 0);
+	if (fd != -ENOENT)
+		return fd;
+
+	int cur = tgi_open_beneath(dirfd, ".", O_PATH | O_DIRECTORY, 0);
+	if (cur < 0)
+		return cur;
+	for (char *p = parent;;) {
+		char *slash = strchr(p, '/');
+		if (slash)
+			*slash = '\0';
+		if (*p && strcmp(p, ".") != 0) {
+			int next = tgi_open_beneath(dirfd, parent, O_PATH | O_DIRECTORY, 0);
+			if (next == -ENOENT) {
+				if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
+					next = -errno;
+				else
+					next = tgi_open_beneath(dirfd, parent, O_PATH | O_DIRECTORY, 0);
+			}
+			close(cur);
+			if (next < 0) {
+				if (slash)
+					*slash = '/';
+				return next;
+			}
+			cur = next;
+		}
+		if (!slash)
+			break;
+		*slash = '/';
+		p = slash + 1;
+	}
+	close(cur);
+	return tgi_open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY, 0);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+		ssize_t w = write(fd, p, chunk);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Create a fresh temp file in pfd; its name goes to name (32 bytes). */
+static int create_temp(int pfd, char name[32], mode_t mode)
+{
+	char hex[17];
+	int fd = -EEXIST;
+
+	for (int i = 0; i < TEMP_RETRIES && fd == -EEXIST; i++) {
+		tgi_random_hex(hex, 8);
+		snprintf(name, 32, ".tg-%s.tmp", hex);
+		fd = tgi_open_beneath(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+	}
+	return fd;
+}
+
+int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, mode_t mode)
+{
+	char parent[PATH_MAX], tmp[32];
+	const char *base;
+	struct stat st;
+	int r = 0;
+
+	if (!path || strlen(path) >= sizeof parent)
+		return -ENAMETOOLONG;
+	const char *slash = strrchr(path, '/');
+	if (slash) {
+		memcpy(parent, path, (size_t)(slash - path));
+		parent[slash - path] = '\0';
+		if (!parent[0])
+			return -EXDEV;          /* "/x": absolute */
+		base = slash + 1;
+	} else {
+		strcpy(parent, ".");
+		base = path;
+	}
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return -EISDIR;
+
+	int pfd = open_parent(dirfd, parent);
+	if (pfd < 0)
+		return pfd;
+
+	int existed = fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!existed && errno != ENOENT) {
+		r = -errno;
+		goto out;
+	}
+	if (existed && S_ISDIR(st.st_mode)) {
+		r = -EISDIR;
+		goto out;
+	}
+	int keep_mode = existed && S_ISREG(st.st_mode);
+	if (keep_mode)
+		mode = st.st_mode & 07777;
+
+	int fd = create_temp(pfd, tmp, mode);
+	if (fd < 0) {
+		r = fd;
+		goto out;
+	}
+	if (keep_mode && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (!r)
+		r = write_all(fd, data, len);
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && !r && errno != EINTR)
+		r = -errno;
+	if (!r && renameat(pfd, tmp, pfd, base) < 0)
+		r = -errno;
+	if (r) {
+		unlinkat(pfd, tmp, 0);
+		goto out;
+	}
+	/* Some file systems cannot fsync a directory (EINVAL); that is no
+	 * failure of ours. */
+	if (fsync(pfd) < 0 && errno != EINVAL)
+		r = -EIO;
+out:
+	close(pfd);
+	return r;
+}
+
+/* ---- reading ---- */
+
+int tgi_read_all(int dirfd, const char *path, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+	int r = 0;
+
+	*out = NULL;
+	*len = 0;
+	int fd = tgi_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	if ((uintmax_t)st.st_size > max) {
+		r = -EFBIG;
+		goto out;
+	}
+
+	size_t cap = (size_t)st.st_size + 1, n = 0;
+	char *buf = tgi_xmalloc(cap);
+	for (;;) {
+		if (n + 1 == cap) {
+			if (n >= max) {          /* the file grew past max? */
+				char probe;
+				ssize_t k = read(fd, &probe, 1);
+				if (k < 0 && errno == EINTR)
+					continue;
+				r = k > 0 ? -EFBIG : k < 0 ? -errno : 0;
+				break;
+			}
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			buf = tgi_xrealloc(buf, cap);
+		}
+		ssize_t k = read(fd, buf + n, cap - 1 - n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	if (r < 0) {
+		free(buf);
+		goto out;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+out:
+	close(fd);
+	return r;
+}
+
+static int dirent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const tgi_dirent *)a)->name, ((const tgi_dirent *)b)->name);
+}
+
+int tgi_dir_read(int dirfd, size_t max, tgi_dirent **out, size_t *n, size_t *more)
+{
+	tgi_dirent *v = NULL;
+	size_t cnt = 0, cap = 0, extra = 0;
+	struct dirent *de;
+	int r = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (more)
+		*more = 0;
+	int fd = tgi_open_beneath(dirfd, ".", O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	for (;;) {
+		errno = 0;
+		if (!(de = readdir(d))) {
+			r = errno ? -errno : 0;
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (cnt == max) {
+			extra++;
+			continue;
+		}
+		struct stat st;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;               /* gone since readdir */
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : DIR_CAP_START;
+			v = tgi_xrealloc(v, cap * sizeof *v);
+		}
+		v[cnt].name = tgi_strdup(de->d_name);
+		v[cnt].mode = st.st_mode;
+		v[cnt].size = st.st_size;
+		cnt++;
+	}
+	closedir(d);
+	if (r < 0) {
+		tgi_dirents_free(v, cnt);
+		return r;
+	}
+	if (cnt)
+		qsort(v, cnt, sizeof *v, dirent_cmp);
+	*out = v;
+	*n = cnt;
+	if (more)
+		*more = extra;
+	return 0;
+}
+
+void tgi_dirents_free(tgi_dirent *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+/* ---- sentences for the file tools ---- */
+
+tg_errkind tgi_path_error(int err, const char *path, char *msg, size_t cap)
+{
+	char s[SHOWN_MAX + 8];
+	char what[128], tmp[128];
+
+	shown(s, sizeof s, path ? path : "", path ? strlen(path) : 0);
+	switch (-err) {
+	case EXDEV:
+	case ELOOP:
+		tgi_snprintf(msg, cap, "path \"%s\" leaves the workspace; do not retry; ask the owner", s);
+		return TG_ERR_NOT_PERMITTED;
+	case ENOENT:
+		tgi_snprintf(msg, cap, "no such file: \"%s\"", s);
+		return TG_ERR_TOOL_ERROR;
+	case ENOTDIR:
+		tgi_snprintf(msg, cap, "path \"%s\" goes through something that is not a directory", s);
+		return TG_ERR_TOOL_ERROR;
+	case EISDIR:
+		tgi_snprintf(msg, cap, "path \"%s\" is a directory", s);
+		return TG_ERR_INVALID_INPUT;
+	case ENAMETOOLONG:
+		tgi_snprintf(msg, cap, "path \"%s\" is too long, or has a name that is too long", s);
+		return TG_ERR_INVALID_INPUT;
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG:
+		tgi_snprintf(msg, cap, "the disk is full or the file is too large for \"%s\"; nothing was written", s);
+		return TG_ERR_TOOL_ERROR;
+	case EACCES:
+	case EPERM:
+		tgi_snprintf(msg, cap, "the system denies access to \"%s\"", s);
+		return TG_ERR_TOOL_ERROR;
+	case EROFS:
+		tgi_snprintf(msg, cap, "\"%s\" is on a read-only file system", s);
+		return TG_ERR_TOOL_ERROR;
+	case ENOSYS:
+		tgi_snprintf(msg, cap, "this kernel has no openat2, so file tools refuse to run; ask the owner");
+		return TG_ERR_TOOL_ERROR;
+	case EAGAIN:
+	case EMFILE:
+	case ENFILE:
+	case ENOMEM:
+		tgi_snprintf(msg, cap, "\"%s\" could not be opened just now; retry", s);
+		return TG_ERR_TRANSIENT;
+	default:
+		/* GNU strerror_r: thread-safe; returns the text, maybe not in tmp */
+		tgi_snprintf(what, sizeof what, "%s", strerror_r(-err, tmp, sizeof tmp));
+		what[0] = (char)tolower((unsigned char)what[0]);
+		tgi_snprintf(msg, cap, "\"%s\": %s", s, what);
+		return TG_ERR_TOOL_ERROR;
+	}
+}
+
+static tg_errkind refuse_protected(int which, const char *path, char *msg, size_t cap)
+{
+	char s[SHOWN_MAX + 8];
+
+	shown(s, sizeof s, path, strlen(path));
+	if (which == TGI_PROTECTED_STATE)
+		tgi_snprintf(msg, cap, "path \"%s\" is in .toolgate/, the gate's own state, which tools may "
+		             "not touch; do not retry; ask the owner", s);
+	else
+		tgi_snprintf(msg, cap, "path \"%s\" is in .git/, which is read-only to tools; do not retry", s);
+	return TG_ERR_NOT_PERMITTED;
+}
+
+int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
+                       char *norm, size_t normcap, tg_errkind *kind, char *msg, size_t msgcap)
+{
+	char real[PATH_MAX];
+
+	if (tgi_path_check(path, len, norm, normcap, msg, msgcap) < 0) {
+		*kind = TG_ERR_INVALID_INPUT;
+		return -1;
+	}
+	if (tgi_path_protected(norm) == TGI_PROTECTED_STATE) {
+		*kind = refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap);
+		return -1;
+	}
+	int fd = tgi_open_beneath(ws_fd, norm, flags, 0);
+	if (fd < 0) {
+		*kind = tgi_path_error(fd, norm, msg, msgcap);
+		return -1;
+	}
+	int r = tgi_fd_path(ws_fd, fd, real, sizeof real);
+	if (r < 0 || tgi_path_protected(real) == TGI_PROTECTED_STATE) {
+		close(fd);
+		*kind = r < 0 ? tgi_path_error(r, norm, msg, msgcap)
+		              : refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap);
+		return -1;
+	}
+	return fd;
+}
+
+int tgi_path_writable(int ws_fd, const char *norm, tg_errkind *kind, char *msg, size_t msgcap)
+{
+	char real[PATH_MAX];
+
+	int which = tgi_path_protected(norm);
+	if (which) {
+		*kind = refuse_protected(which, norm, msg, msgcap);
+		return -1;
+	}
+	int r = tgi_path_resolve(ws_fd, norm, real, sizeof real);
+	if (r < 0) {
+		*kind = tgi_path_error(r, norm, msg, msgcap);
+		return -1;
+	}
+	which = tgi_path_protected(real);
+	if (which) {
+		*kind = refuse_protected(which, norm, msg, msgcap);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- arguments ---- */
+
+int tgi_arg_str(const json_t *args, const char *key, const char *dflt,
+                const char **s, size_t *len, char *msg, size_t cap)
+{
+	const json_t *v = json_object_get(args, key);
+
+	if (!v && dflt) {
+		*s = dflt;
+		*len = strlen(dflt);
+		return 0;
+	}
+	if (!v) {
+		tgi_snprintf(msg, cap, "\"%s\" is required", key);
+		return -1;
+	}
+	if (!json_is_string(v)) {
+		tgi_snprintf(msg, cap, "\"%s\" must be a string", key);
+		return -1;
+	}
+	*s = json_string_value(v);
+	*len = json_string_length(v);
+	return 0;
+}
+
+int tgi_arg_int(const json_t *args, const char *key, long long dflt,
+                long long lo, long long hi, long long *out, char *msg, size_t cap)
+{
+	const json_t *v = json_object_get(args, key);
+
+	if (!v) {
+		*out = dflt;
+		return 0;
+	}
+	if (!json_is_integer(v)) {
+		tgi_snprintf(msg, cap, "\"%s\" must be an integer", key);
+		return -1;
+	}
+	long long x = (long long)json_integer_value(v);
+	if (x < lo || x > hi) {
+		tgi_snprintf(msg, cap, "\"%s\" must be between %lld and %lld, got %lld", key, lo, hi, x);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/* ---- text ---- */
+
+/* Length of the valid UTF-8 sequence at s, or 0 if none starts there. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4;
+	else
+		return 0;
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F;                  /* no surrogates */
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F;                  /* nothing past U+10FFFF */
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+	return len;
+}
+
+size_t tgi_text_prefix(const char *s, size_t n, size_t max_chars, size_t *chars)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, c = 0;
+
+	while (i < n && c < max_chars) {
+		size_t k = utf8_seq(u + i, n - i);
+		i += k ? k : 1;
+		c++;
+	}
+	if (chars)
+		*chars = c;
+	return i;
+}
+
+int tgi_text_append(tgi_buf *b, const char *s, size_t n)
+{
+	static const char repl[] = "\xEF\xBF\xBD";      /* U+FFFD */
+	const unsigned char *u = (const unsigned char *)s;
+	size_t old = b->len, run = 0, i = 0;
+
+	while (i < n) {
+		size_t k = utf8_seq(u + i, n - i);
+		if (k) {
+			i += k;
+			continue;
+		}
+		if (tgi_buf_append(b, s + run, i - run) < 0 || tgi_buf_append(b, repl, 3) < 0)
+			goto full;
+		run = ++i;
+	}
+	if (tgi_buf_append(b, s + run, n - run) < 0)
+		goto full;
+	return 0;
+full:
+	b->len = old;
+	if (b->p)
+		b->p[old] = '\0';
+	return -1;
+}
+
+json_t *tgi_text_json(const char *s, size_t n)
+{
+	tgi_buf b;
+
+	tgi_buf_init(&b, n > (SIZE_MAX - 1) / 3 ? SIZE_MAX - 1 : n * 3);
+	if (tgi_text_append(&b, s, n) < 0) {
+		tgi_buf_free(&b);
+		return NULL;
+	}
+	json_t *j = json_stringn(b.p ? b.p : "", b.len);
+	tgi_buf_free(&b);
+	return j;
+}

@@ -1,0 +1,52 @@
+# Queued approvals: pending with an id, approve/deny, single use, bound to
+# the exact call, expiry (DESIGN §3).
+. "$(dirname "$0")/lib.sh"
+cd "$WS"
+printf 'approvals: {ttl_s: 2}\n' > toolgate.yaml
+export TOOLGATE_CONFIG=$WS/toolgate.yaml
+W='{"path":"notes.txt","content":"one"}'
+
+tgcall p1 write_file "$W"
+eq "$(jqv p1.json .status)" pending "a write asks; no terminal → queued"
+eq "$(cat p1.exit)" 5 "pending exits 5"
+id=$(jqv p1.json .error.approval_id)
+[ -n "$id" ] && [ "$id" != null ] || fail "pending carries an approval_id"
+[ -e notes.txt ] && fail "nothing ran while pending"
+tgcall p1b write_file "$W"
+eq "$(jqv p1b.json .error.approval_id)" "$id" "the same call waits on the same approval"
+list=$("$TG" approvals list)
+contains "$list" "$id" "approvals list shows it"
+contains "$list" "write_file" "approvals list shows the tool"
+eq "$("$TG" approvals list --json | jq -r '.[0].state')" pending "list --json"
+
+# an approval is bound to the exact args
+tgcall other write_file '{"path":"notes.txt","content":"two"}'
+eq "$(jqv other.json .status)" pending "other args need their own approval"
+[ "$(jqv other.json .error.approval_id)" != "$id" ] || fail "other args got the same approval"
+
+"$TG" approvals approve "$id" > /dev/null || fail "approve"
+tgcall run write_file "$W"
+eq "$(jqv run.json .status)" persisted "approved call runs"
+eq "$(cat notes.txt)" one "the approved write happened"
+tgcall again write_file "$W"
+eq "$(jqv again.json .status)" pending "single use: the next identical call asks again"
+"$TG" approvals approve "$id" > /dev/null 2> used.err && fail "a used approval cannot be approved again"
+
+# deny
+did=$(jqv again.json .error.approval_id)
+"$TG" approvals deny "$did" > /dev/null || fail "deny"
+tgcall denied write_file "$W"
+eq "$(jqv denied.json .status)" denied "a denied approval denies the retry"
+
+# expiry
+oid=$(jqv other.json .error.approval_id)
+sleep 2.2
+"$TG" approvals approve "$oid" > /dev/null 2> exp.err && fail "an expired approval cannot be approved"
+contains "$(cat exp.err)" "expired" "expiry is explained"
+"$TG" approvals approve 00000000-0000-7000-8000-000000000000 > /dev/null 2> none.err && fail "unknown approval"
+[ -s none.err ] || fail "unknown approval: no sentence"
+
+# events
+eq "$(sql "select count(*) from events where type='tool.call.approval_requested'")" 3 "approval_requested events"
+eq "$(sql "select count(*) from events where type='tool.call.approved'")" 1 "approved event"
+finish

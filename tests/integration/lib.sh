@@ -1,0 +1,41 @@
+# Sourced by every integration case.  Gives: $TG (the program), a fresh
+# workspace $WS (removed on exit), and assertions that print what differed.
+set -uo pipefail
+TG=${TOOLGATE:?TOOLGATE must point at the toolgate binary}
+ROOT=${TOOLGATE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+WS=$(mktemp -d "${TMPDIR:-/tmp}/tg-it.XXXXXX")
+trap 'chattr -R -i "$WS" 2>/dev/null; rm -rf "$WS"' EXIT
+unset TOOLGATE_CONFIG TOOLGATE_PRINCIPAL TOOLGATE_TOKEN
+FAILS=0
+CHECKS=0
+
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+
+# eq ACTUAL EXPECTED WHAT
+eq() {
+	CHECKS=$((CHECKS + 1))
+	[ "$1" == "$2" ] || fail "$3: expected '$2', got '$1'"
+}
+# contains HAYSTACK NEEDLE WHAT
+contains() {
+	CHECKS=$((CHECKS + 1))
+	case "$1" in *"$2"*) ;; *) fail "$3: '$2' not found in: ${1:0:400}" ;; esac
+}
+# jqv FILE FILTER: one value
+jqv() { jq -r "$2" "$1"; }
+
+# tgcall NAME ARGS...: run toolgate call --json in $WS, envelope to $WS/NAME.json,
+# exit code to $WS/NAME.exit
+tgcall() {
+	local name=$1; shift
+	(cd "$WS" && "$TG" call --json "$@" > "$WS/$name.json" 2> "$WS/$name.err" < /dev/null)
+	echo $? > "$WS/$name.exit"
+}
+
+# sql QUERY: against the workspace's ledger
+sql() { sqlite3 "$WS/.toolgate/ledger.db" "$1"; }
+
+finish() {
+	echo "$CHECKS checks, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+}

@@ -1,0 +1,122 @@
+# Identity, rules, modes, grants and the hard floor (DESIGN §3).
+. "$(dirname "$0")/lib.sh"
+cd "$WS"
+printf 'SECRET=1\n' > .env
+printf 'hello\n' > README.md
+mkdir -p src docs
+ln -s ../.env src/link
+cat > toolgate.yaml <<'YAML'
+default_principal: dev
+principals:
+  dev:    {roles: [developer]}
+  ci-bot: {roles: [staging-deployer], token_env: CI_BOT_TOKEN}
+  ops:    {roles: [owner]}
+roles:
+  developer:        {ask: ["write_file(./docs/**)"]}
+  staging-deployer: {allow: ["deploy(env=staging)"]}
+  owner:            {allow: ["*"]}
+permissions:
+  allow: ["write_file(./src/**)"]
+  deny:  ["read_file(./.env)", "write_file(*.pem)"]
+tools:
+  deploy:
+    description: Deploy.
+    input_schema:
+      type: object
+      properties: {env: {type: string}}
+      required: [env]
+    command: [/bin/sh, -c, "cat > /dev/null; echo deployed"]
+    requires_grant: true
+  cleanup:
+    description: Remove build output.
+    input_schema: {type: object}
+    command: [/bin/sh, -c, "cat > /dev/null; echo cleaned"]
+    destructive: true
+YAML
+export TOOLGATE_CONFIG=$WS/toolgate.yaml
+
+st() { jqv "$1.json" .status; }
+
+# identity
+tgcall who read_file '{"path":"README.md"}'
+eq "$(jqv who.json .principal)" dev "default principal"
+tgcall nobody --as nobody read_file '{"path":"README.md"}'
+eq "$(st nobody)" denied "unknown principal is denied"
+contains "$(jqv nobody.json .error.message)" "unknown principal" "unknown principal message"
+tgcall notoken --as ci-bot read_file '{"path":"README.md"}'
+eq "$(st notoken)" denied "a principal with a token needs it (no token configured)"
+export CI_BOT_TOKEN=t0ken
+tgcall badtoken --as ci-bot read_file '{"path":"README.md"}'
+eq "$(st badtoken)" denied "wrong token"
+TOOLGATE_TOKEN=t0ken tgcall goodtoken --as ci-bot read_file '{"path":"README.md"}'
+eq "$(st goodtoken)" persisted "right token"
+TOOLGATE_TOKEN=t0ken tgcall bytoken read_file '{"path":"README.md"}'
+eq "$(jqv bytoken.json .principal)" ci-bot "the token names the principal"
+TOOLGATE_PRINCIPAL=ops tgcall envp read_file '{"path":"README.md"}'
+eq "$(jqv envp.json .principal)" ops "TOOLGATE_PRINCIPAL"
+
+# deny rules, as written and as resolved
+tgcall env read_file '{"path":".env"}'
+eq "$(st env)" denied "deny read_file(./.env)"
+eq "$(jqv env.json .error.rule)" "deny: read_file(./.env)" "the rule that decided"
+tgcall envlink read_file '{"path":"src/link"}'
+eq "$(st envlink)" denied "a symlink to .env is still .env"
+tgcall envops --as ops read_file '{"path":".env"}'
+eq "$(st envops)" denied "deny beats a role's allow *"
+tgcall pem --as ops --mode bypassPermissions write_file '{"path":"keys/a.pem","content":"x"}'
+eq "$(st pem)" denied "deny holds in bypassPermissions"
+[ -e keys/a.pem ] && fail "denied write happened"
+
+# allow / ask / mode default
+tgcall src write_file '{"path":"src/new.txt","content":"hi"}'
+eq "$(st src)" persisted "allow write_file(./src/**)"
+eq "$(cat src/new.txt)" hi "the allowed write happened"
+tgcall docs write_file '{"path":"docs/a.md","content":"x"}'
+eq "$(st docs)" pending "role ask rule → pending approval"
+contains "$(jqv docs.json .error.rule)" "" "ask"
+eq "$(jqv docs.json .error.kind)" needs_approval "ask → needs_approval"
+tgcall docsnever --approval never write_file '{"path":"docs/a.md","content":"x"}'
+eq "$(st docsnever)" denied "approval never → denied"
+tgcall other write_file '{"path":"other.txt","content":"x"}'
+eq "$(st other)" pending "default mode: writes ask"
+tgcall otherae --mode acceptEdits write_file '{"path":"other.txt","content":"x"}'
+eq "$(st otherae)" persisted "acceptEdits: file edits allowed"
+tgcall clean_ae --mode acceptEdits cleanup '{}'
+eq "$(st clean_ae)" pending "acceptEdits: a destructive tool still asks"
+tgcall plan --mode plan write_file '{"path":"other.txt","content":"y"}'
+eq "$(st plan)" denied "plan: writes denied"
+tgcall planread --mode plan read_file '{"path":"README.md"}'
+eq "$(st planread)" persisted "plan: reads allowed"
+tgcall bypass --mode bypassPermissions write_file '{"path":"other.txt","content":"z"}'
+eq "$(st bypass)" persisted "bypassPermissions: allowed"
+tgcall untrusted --mode bypassPermissions --approval untrusted write_file '{"path":"other.txt","content":"w"}'
+eq "$(st untrusted)" pending "untrusted: a mode-default allow of a write asks"
+tgcall untrusted_allow --approval untrusted write_file '{"path":"src/u.txt","content":"w"}'
+eq "$(st untrusted_allow)" persisted "untrusted: an explicit allow rule runs"
+
+# requires_grant: only an allow rule lets it run, whatever the mode
+tgcall grant_dev --mode bypassPermissions deploy '{"env":"staging"}'
+eq "$(st grant_dev)" denied "requires_grant: no grant in bypass"
+contains "$(jqv grant_dev.json .error.message)" "grant" "requires_grant message"
+TOOLGATE_TOKEN=t0ken tgcall grant_ci --as ci-bot deploy '{"env":"staging"}'
+eq "$(st grant_ci)" persisted "requires_grant: the role's allow rule"
+TOOLGATE_TOKEN=t0ken tgcall grant_prod --as ci-bot deploy '{"env":"prod"}'
+eq "$(st grant_prod)" denied "requires_grant: prod not granted"
+
+# the hard floor: the workspace may be $HOME; ~/.ssh stays out of reach
+mkdir -p .ssh && printf 'key' > .ssh/id_rsa
+HOME=$WS tgcall ssh --as ops --mode bypassPermissions read_file '{"path":".ssh/id_rsa"}'
+eq "$(st ssh)" denied "floor: ~/.ssh"
+contains "$(jqv ssh.json .error.rule)" "floor" "floor rule named"
+HOME=$WS tgcall sshlist --as ops --mode bypassPermissions list_dir '{"path":".ssh"}'
+eq "$(st sshlist)" denied "floor: listing ~/.ssh"
+
+# dry run: decided, nothing run
+tgcall dry --dry-run --mode acceptEdits write_file '{"path":"dry.txt","content":"x"}'
+eq "$(st dry)" dry_run "dry run status"
+eq "$(cat dry.exit)" 0 "dry run exit 0"
+[ -e dry.txt ] && fail "dry run wrote the file"
+
+# every call above has exactly one ledger row
+eq "$(sql 'select count(*) from ops')" "$(ls "$WS"/*.json | grep -vc toolgate)" "one row per call"
+finish

@@ -1,0 +1,820 @@
+/*
+ * test_file_tools.c — the built-in file tools: read_file, list_dir,
+ * search_files, write_file (src/tools/).
+ *
+ * Each test gets a fresh temporary workspace (with a sibling "outside"),
+ * and calls the tool rows' handlers with JSON arguments as a model would
+ * send them (also unvalidated ones: a handler never relies on the schema).
+ * Checks the outputs and the error kind, sentence and `applied` of every
+ * refusal: escapes, absolute paths, embedded NULs, protected paths, binary
+ * files, paging and the 100,000-character rule, limits, and a full disk.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+typedef struct fx {
+	char         root[64];
+	char         ws[96];
+	tgi_exec_ctx ctx;
+	tgi_tool_out out;
+	json_t      *args;
+} fx;
+
+static void put(const fx *f, const char *rel, const char *data, size_t len)
+{
+	int fd = openat(f->ctx.ws_fd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static void puts_file(const fx *f, const char *rel, const char *text)
+{
+	put(f, rel, text, strlen(text));
+}
+
+/* n lines, each `width` copies of c, then a newline. */
+static void put_lines(const fx *f, const char *rel, int n, int width, char c)
+{
+	tgi_buf b;
+	tgi_buf_init(&b, (size_t)n * (size_t)(width + 1) + 1);
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < width; k++)
+			tgi_buf_append(&b, &c, 1);
+		tgi_buf_append(&b, "\n", 1);
+	}
+	put(f, rel, b.p ? b.p : "", b.len);
+	tgi_buf_free(&b);
+}
+
+static int rm_cb(const char *p, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st; (void)type; (void)ftw;
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	fx *f = calloc(1, sizeof *f);
+	char p[256];
+
+	strcpy(f->root, "/tmp/tg-tools-XXXXXX");
+	if (!mkdtemp(f->root))
+		return -1;
+	snprintf(f->ws, sizeof f->ws, "%s/ws", f->root);
+	snprintf(p, sizeof p, "%s/outside", f->root);
+	if (mkdir(f->ws, 0755) < 0 || mkdir(p, 0755) < 0)
+		return -1;
+	snprintf(p, sizeof p, "%s/outside/secret.txt", f->root);
+	FILE *s = fopen(p, "w");
+	fputs("needle outside\n", s);
+	fclose(s);
+	f->ctx.ws_fd = open(f->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	f->ctx.workspace = f->ws;
+	f->ctx.tool = "test";
+	if (f->ctx.ws_fd < 0)
+		return -1;
+
+	int ws = f->ctx.ws_fd;
+	mkdirat(ws, "src", 0755);
+	mkdirat(ws, "src/sub", 0755);
+	mkdirat(ws, ".git", 0755);
+	mkdirat(ws, ".toolgate", 0755);
+	puts_file(f, "hello.txt", "one\ntwo\nthree\n");
+	puts_file(f, "src/a.c", "int needle_a;\n");
+	puts_file(f, "src/b.h", "/* needle in a header */\n");
+	puts_file(f, "src/sub/deep.c", "x\ny\nint needle_deep;\n");
+	puts_file(f, ".git/config", "needle in git\n");
+	puts_file(f, ".toolgate/ledger.db", "needle in state\n");
+	put(f, "bin.dat", "needle\0needle\n", 14);
+	symlinkat("../outside/secret.txt", ws, "link_out");
+	symlinkat("/etc/passwd", ws, "link_abs");
+	symlinkat("hello.txt", ws, "link_in");
+	symlinkat("src", ws, "dir_link");
+	symlinkat("../outside", ws, "dir_out");
+	symlinkat(".git", ws, "git_link");
+	symlinkat(".toolgate/ledger.db", ws, "state_link");
+	/* deep/d1/d2/.../d12/leaf.txt */
+	strcpy(p, "deep");
+	mkdirat(ws, p, 0755);
+	for (int i = 1; i <= 12; i++) {
+		size_t n = strlen(p);
+		snprintf(p + n, sizeof p - n, "/d%d", i);
+		mkdirat(ws, p, 0755);
+	}
+	strcat(p, "/leaf.txt");
+	puts_file(f, p, "needle at the bottom\n");
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	fx *f = *state;
+	json_decref(f->out.output);
+	json_decref(f->args);
+	close(f->ctx.ws_fd);
+	nftw(f->root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+/* Run tool with args given as JSON text (NULs as \u0000 allowed). */
+static int call(fx *f, const tgi_tool *tool, const char *json)
+{
+	json_error_t e;
+
+	json_decref(f->out.output);
+	json_decref(f->args);
+	memset(&f->out, 0, sizeof f->out);
+	f->args = json_loads(json, JSON_ALLOW_NUL, &e);
+	if (!f->args)
+		fail_msg("bad test JSON %s: %s", json, e.text);
+	f->ctx.tool = tool->name;
+	return tool->handler(&f->ctx, f->args, &f->out);
+}
+
+static void expect_ok(fx *f, const tgi_tool *tool, const char *json)
+{
+	if (call(f, tool, json) != 0)
+		fail_msg("%s %s failed: %s", tool->name, json, f->out.message);
+	assert_int_equal(f->out.kind, TG_ERR_NONE);
+	assert_non_null(f->out.output);
+}
+
+static void expect_err(fx *f, const tgi_tool *tool, const char *json, tg_errkind kind, const char *want)
+{
+	if (call(f, tool, json) != -1)
+		fail_msg("%s %s succeeded", tool->name, json);
+	assert_null(f->out.output);
+	if (f->out.kind != kind)
+		fail_msg("%s %s: kind %s, want %s (%s)", tool->name, json, tg_errkind_name(f->out.kind),
+		         tg_errkind_name(kind), f->out.message);
+	assert_int_equal(f->out.applied, TGI_APPLIED_NO);
+	if (!strstr(f->out.message, want))
+		fail_msg("%s %s: message \"%s\" lacks \"%s\"", tool->name, json, f->out.message, want);
+}
+
+static const char *ostr(const fx *f, const char *key)
+{
+	const char *s = json_string_value(json_object_get(f->out.output, key));
+	assert_non_null(s);
+	return s;
+}
+
+static long long oint(const fx *f, const char *key)
+{
+	json_t *v = json_object_get(f->out.output, key);
+	assert_true(json_is_integer(v));
+	return json_integer_value(v);
+}
+
+static int temp_cb(const char *p, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st; (void)type;
+	return strncmp(p + ftw->base, ".tg-", 4) == 0;
+}
+
+static void assert_no_temp(const fx *f)
+{
+	assert_int_equal(nftw(f->ws, temp_cb, 16, FTW_PHYS), 0);
+}
+
+/* ---- the rows ---- */
+
+static void test_rows(void **state)
+{
+	(void)state;
+	const tgi_tool *rows[] = { &tgi_tool_read_file, &tgi_tool_list_dir,
+	                           &tgi_tool_search_files, &tgi_tool_write_file };
+	const unsigned flags[] = {
+		TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE | TGI_T_IDEMPOTENT,
+		TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE,
+		TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE,
+		TGI_T_EDITS_FILES | TGI_T_IDEMPOTENT,
+	};
+	const char *required[] = { "path", NULL, "pattern", "content" };
+
+	for (size_t i = 0; i < 4; i++) {
+		const tgi_tool *t = rows[i];
+		json_error_t e;
+		assert_string_equal(t->category, "fs");
+		assert_int_equal(t->flags, flags[i]);
+		assert_null(t->flags_for);
+		assert_non_null(t->paths);
+		assert_non_null(t->handler);
+		assert_true(strlen(t->description) > 40);
+		json_t *s = json_loads(t->input_schema, 0, &e);
+		if (!s)
+			fail_msg("%s schema: %s", t->name, e.text);
+		assert_string_equal(json_string_value(json_object_get(s, "type")), "object");
+		assert_true(json_is_false(json_object_get(s, "additionalProperties")));
+		assert_non_null(json_object_get(json_object_get(s, "properties"), "path"));
+		json_t *req = json_object_get(s, "required");
+		if (required[i]) {
+			int found = 0;
+			for (size_t k = 0; k < json_array_size(req); k++)
+				found |= strcmp(json_string_value(json_array_get(req, k)), required[i]) == 0;
+			assert_true(found);
+		} else {
+			assert_null(req);
+		}
+		json_decref(s);
+	}
+	assert_string_equal(tgi_tool_read_file.name, "read_file");
+	assert_string_equal(tgi_tool_list_dir.name, "list_dir");
+	assert_string_equal(tgi_tool_search_files.name, "search_files");
+	assert_string_equal(tgi_tool_write_file.name, "write_file");
+}
+
+static void test_paths_fns(void **state)
+{
+	(void)state;
+	const char *out[2];
+	json_t *a = json_pack("{s:s, s:s}", "path", "./src//x.c", "content", "c");
+
+	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), 1);
+	assert_ptr_equal(out[0], json_string_value(json_object_get(a, "path"))); /* borrowed, as written */
+	assert_int_equal(tgi_tool_write_file.paths(a, out, 2), 1);
+	assert_string_equal(out[0], "./src//x.c");
+	assert_int_equal(tgi_tool_list_dir.paths(a, out, 0), -1);
+	json_decref(a);
+
+	a = json_object();
+	assert_int_equal(tgi_tool_list_dir.paths(a, out, 2), 1);
+	assert_string_equal(out[0], ".");
+	assert_int_equal(tgi_tool_search_files.paths(a, out, 2), 1);
+	assert_string_equal(out[0], ".");
+	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), -1);
+	json_decref(a);
+
+	a = json_pack("{s:s#}", "path", "a\0b", (int)3);       /* unusable: embedded NUL */
+	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), -1);
+	assert_int_equal(tgi_tool_list_dir.paths(a, out, 2), -1);
+	assert_int_equal(tgi_tool_search_files.paths(a, out, 2), -1);
+	assert_int_equal(tgi_tool_write_file.paths(a, out, 2), -1);
+	json_decref(a);
+}
+
+/* ---- every tool: the same path refusals ---- */
+
+static void test_path_refusals(void **state)
+{
+	fx *f = *state;
+	const tgi_tool *tools[] = { &tgi_tool_read_file, &tgi_tool_list_dir,
+	                            &tgi_tool_search_files, &tgi_tool_write_file };
+	char json[256];
+
+	for (size_t i = 0; i < 4; i++) {
+		const tgi_tool *t = tools[i];
+		const char *extra = t == &tgi_tool_search_files ? ", \"pattern\": \"x\""
+		                  : t == &tgi_tool_write_file ? ", \"content\": \"x\"" : "";
+#define TRY(path, kind, want) \
+		snprintf(json, sizeof json, "{\"path\": %s%s}", path, extra); \
+		expect_err(f, t, json, kind, want)
+		TRY("\"/etc/passwd\"", TG_ERR_INVALID_INPUT,
+		    "path must be relative to the workspace, got \"/etc/passwd\"");
+		TRY("\"a\\u0000b\"", TG_ERR_INVALID_INPUT, "NUL byte");
+		TRY("\"\"", TG_ERR_INVALID_INPUT, "must not be empty");
+		TRY("\"../outside/secret.txt\"", TG_ERR_NOT_PERMITTED,
+		    "path \"../outside/secret.txt\" leaves the workspace; do not retry; ask the owner");
+		TRY("\"src/../../outside\"", TG_ERR_NOT_PERMITTED, "leaves the workspace");
+		TRY("\"link_out\"", TG_ERR_NOT_PERMITTED, "leaves the workspace");
+		TRY("\"link_abs\"", TG_ERR_NOT_PERMITTED, "leaves the workspace");
+		TRY("\"dir_out/secret.txt\"", TG_ERR_NOT_PERMITTED, "leaves the workspace");
+		TRY("\".toolgate/ledger.db\"", TG_ERR_NOT_PERMITTED, "do not retry");
+		TRY("\"state_link\"", TG_ERR_NOT_PERMITTED, "do not retry");
+		TRY("7", TG_ERR_INVALID_INPUT, "\"path\" must be a string");
+#undef TRY
+	}
+	char p[256];
+	snprintf(p, sizeof p, "%s/outside/secret.txt", f->root);
+	FILE *s = fopen(p, "r");
+	char line[64] = "";
+	assert_non_null(fgets(line, sizeof line, s));
+	fclose(s);
+	assert_string_equal(line, "needle outside\n");     /* never written */
+}
+
+/* ---- read_file ---- */
+
+static void test_read_file_basic(void **state)
+{
+	fx *f = *state;
+
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"./hello.txt\"}");
+	assert_string_equal(ostr(f, "path"), "hello.txt");
+	assert_string_equal(ostr(f, "content"), "     1\tone\n     2\ttwo\n     3\tthree\n");
+	assert_int_equal(oint(f, "start_line"), 1);
+	assert_int_equal(oint(f, "lines"), 3);
+	assert_int_equal(oint(f, "total_lines"), 3);
+
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"link_in\"}");       /* symlink inside */
+	assert_string_equal(ostr(f, "content"), "     1\tone\n     2\ttwo\n     3\tthree\n");
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \".git/config\"}");   /* .git is readable */
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"git_link/config\"}");
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"deep/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/leaf.txt\"}");
+	assert_int_equal(oint(f, "total_lines"), 1);
+
+	puts_file(f, "nonl.txt", "a\n\nlast");
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"nonl.txt\", \"offset\": 2}");
+	assert_string_equal(ostr(f, "content"), "     2\t\n     3\tlast\n");
+	assert_int_equal(oint(f, "lines"), 2);
+	assert_int_equal(oint(f, "total_lines"), 3);
+
+	puts_file(f, "empty.txt", "");
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"empty.txt\"}");
+	assert_string_equal(ostr(f, "content"), "");
+	assert_int_equal(oint(f, "lines"), 0);
+	assert_int_equal(oint(f, "total_lines"), 0);
+
+	put(f, "latin1.txt", "caf\xE9\n", 5);                             /* not UTF-8 */
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"latin1.txt\"}");
+	assert_string_equal(ostr(f, "content"), "     1\tcaf\xEF\xBF\xBD\n");
+}
+
+static void test_read_file_errors(void **state)
+{
+	fx *f = *state;
+
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"nope.txt\"}", TG_ERR_TOOL_ERROR,
+	           "no such file: \"nope.txt\"");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"src\"}", TG_ERR_INVALID_INPUT,
+	           "\"src\" is a directory; use list_dir");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"bin.dat\"}", TG_ERR_INVALID_INPUT,
+	           "\"bin.dat\" is a binary file");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\", \"offset\": 4}",
+	           TG_ERR_INVALID_INPUT, "offset 4 is past the end of \"hello.txt\", which has 3 lines");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\", \"offset\": 0}",
+	           TG_ERR_INVALID_INPUT, "\"offset\" must be between 1 and");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\", \"limit\": 0}",
+	           TG_ERR_INVALID_INPUT, "\"limit\" must be between 1 and");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\", \"limit\": \"5\"}",
+	           TG_ERR_INVALID_INPUT, "\"limit\" must be an integer");
+	expect_err(f, &tgi_tool_read_file, "{}", TG_ERR_INVALID_INPUT, "\"path\" is required");
+	assert_int_equal(mkfifoat(f->ctx.ws_fd, "fifo", 0644), 0);
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"fifo\"}", TG_ERR_INVALID_INPUT,
+	           "is not a regular file");                             /* and no hang */
+
+	/* a NUL after the first 8 KiB does not make a file binary */
+	char *late = malloc(9000);
+	memset(late, 'a', 9000);
+	late[99] = '\n';
+	late[8999] = '\0';
+	put(f, "late.txt", late, 9000);
+	free(late);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"late.txt\"}");
+	assert_int_equal(oint(f, "total_lines"), 2);
+}
+
+static void test_read_file_paging(void **state)
+{
+	fx *f = *state;
+
+	put_lines(f, "big.txt", 5000, 9, 'b');
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"big.txt\"}");     /* default limit 2000 */
+	assert_int_equal(oint(f, "lines"), 2000);
+	assert_int_equal(oint(f, "total_lines"), 5000);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"big.txt\", \"offset\": 4999, \"limit\": 5}");
+	assert_string_equal(ostr(f, "content"), "  4999\tbbbbbbbbb\n  5000\tbbbbbbbbb\n");
+	assert_int_equal(oint(f, "start_line"), 4999);
+	assert_int_equal(oint(f, "lines"), 2);
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"big.txt\", \"offset\": 5001}",
+	           TG_ERR_INVALID_INPUT, "which has 5000 lines");
+
+	/* a 12 MB file is streamed: the last line is found, the memory is not the file */
+	put_lines(f, "huge.txt", 400000, 29, 'h');
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"huge.txt\", \"offset\": 400000}");
+	assert_string_equal(ostr(f, "content"), "400000\thhhhhhhhhhhhhhhhhhhhhhhhhhhhh\n");
+	assert_int_equal(oint(f, "total_lines"), 400000);
+}
+
+static void test_read_file_100k_rule(void **state)
+{
+	fx *f = *state;
+
+	/* 2000 lines of 100 characters: each numbered line is 7 + 100 + 1 = 108 */
+	put_lines(f, "wide.txt", 2000, 100, 'w');
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"wide.txt\"}", TG_ERR_INVALID_INPUT,
+	           "the selection is 216000 characters (over 100000); read fewer lines with "
+	           "offset and limit, e.g. offset=1 limit=");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"wide.txt\", \"offset\": 11}",
+	           TG_ERR_INVALID_INPUT, "e.g. offset=11 limit=");
+	/* the suggested page fits */
+	const char *lim = strstr(f->out.message, "limit=") + 6;
+	char json[128];
+	snprintf(json, sizeof json, "{\"path\": \"wide.txt\", \"offset\": 11, \"limit\": %d}", atoi(lim));
+	expect_ok(f, &tgi_tool_read_file, json);
+	assert_true(strlen(ostr(f, "content")) <= 100000);
+
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"wide.txt\", \"limit\": 925}");   /* 99,900 */
+	assert_int_equal(strlen(ostr(f, "content")), 99900);
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"wide.txt\", \"limit\": 926}",
+	           TG_ERR_INVALID_INPUT, "the selection is 100008 characters");
+
+	/* characters, not bytes: 108,000 bytes but 58,000 characters fit */
+	tgi_buf b;
+	tgi_buf_init(&b, 1 << 20);
+	for (int i = 0; i < 1000; i++) {
+		for (int k = 0; k < 50; k++)
+			tgi_buf_puts(&b, "\xC3\xA9");
+		tgi_buf_puts(&b, "\n");
+	}
+	put(f, "accents.txt", b.p, b.len);
+	tgi_buf_free(&b);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"accents.txt\"}");
+	assert_int_equal(oint(f, "lines"), 1000);
+	assert_int_equal(strlen(ostr(f, "content")), 108000);
+}
+
+static void test_read_file_long_line(void **state)
+{
+	fx *f = *state;
+	char *line = malloc(3002);
+
+	memset(line, 'L', 3000);
+	line[3000] = '\n';
+	put(f, "long.txt", line, 3001);
+	free(line);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"long.txt\"}");
+	const char *c = ostr(f, "content");
+	assert_memory_equal(c, "     1\t", 7);
+	assert_int_equal(strspn(c + 7, "L"), 2000);
+	assert_string_equal(c + 7 + 2000, " ... [line cut at 2000 characters; it is 3000 bytes long]\n");
+
+	/* a cut never splits a character */
+	tgi_buf b;
+	tgi_buf_init(&b, 1 << 16);
+	for (int i = 0; i < 2500; i++)
+		tgi_buf_puts(&b, "\xE2\x82\xAC");                /* euro sign, 3 bytes */
+	put(f, "euros.txt", b.p, b.len);
+	tgi_buf_free(&b);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"euros.txt\"}");
+	c = ostr(f, "content");
+	static const char tail[] = "\xE2\x82\xAC ... [line cut at 2000 characters; it is 7500 bytes long]\n";
+	assert_int_equal(strlen(c), 7 + 6000 + strlen(tail) - 3);
+	assert_string_equal(c + 7 + 5997, tail);
+}
+
+/* ---- list_dir ---- */
+
+static json_t *entry(const fx *f, const char *name)
+{
+	json_t *es = json_object_get(f->out.output, "entries"), *e;
+	size_t i;
+	json_array_foreach(es, i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			return e;
+	return NULL;
+}
+
+static const char *etype(const fx *f, const char *name)
+{
+	json_t *e = entry(f, name);
+	if (!e)
+		fail_msg("no entry \"%s\"", name);
+	return json_string_value(json_object_get(e, "type"));
+}
+
+static void test_list_dir(void **state)
+{
+	fx *f = *state;
+
+	expect_ok(f, &tgi_tool_list_dir, "{}");
+	assert_string_equal(ostr(f, "path"), ".");
+	assert_int_equal(oint(f, "more"), 0);
+	json_t *es = json_object_get(f->out.output, "entries");
+	assert_int_equal(json_array_size(es), 13);
+	for (size_t i = 1; i < json_array_size(es); i++)
+		assert_true(strcmp(json_string_value(json_object_get(json_array_get(es, i - 1), "name")),
+		                   json_string_value(json_object_get(json_array_get(es, i), "name"))) < 0);
+	assert_string_equal(etype(f, "hello.txt"), "file");
+	assert_int_equal(json_integer_value(json_object_get(entry(f, "hello.txt"), "size")), 14);
+	assert_string_equal(etype(f, "src/"), "dir");
+	assert_true(json_is_null(json_object_get(entry(f, "src/"), "size")));
+	assert_string_equal(etype(f, ".git/"), "dir");        /* listed */
+	assert_string_equal(etype(f, ".toolgate/"), "dir");
+	assert_string_equal(etype(f, "link_out"), "symlink");
+	assert_string_equal(etype(f, "link_abs"), "symlink");
+	assert_string_equal(etype(f, "dir_link"), "symlink");
+	assert_null(entry(f, "src/a.c"));                     /* depth 1 */
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \".\", \"depth\": 3}");
+	assert_string_equal(etype(f, "src/a.c"), "file");
+	assert_string_equal(etype(f, "src/sub/"), "dir");
+	assert_string_equal(etype(f, "src/sub/deep.c"), "file");
+	assert_null(entry(f, ".git/config"));                 /* not descended */
+	assert_null(entry(f, ".toolgate/ledger.db"));
+	assert_null(entry(f, "dir_link/a.c"));                /* symlinks never descended */
+	assert_null(entry(f, "dir_out/secret.txt"));
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \"src\", \"depth\": 2}");
+	assert_string_equal(ostr(f, "path"), "src");
+	assert_string_equal(etype(f, "a.c"), "file");
+	assert_string_equal(etype(f, "sub/deep.c"), "file");
+	assert_int_equal(json_array_size(json_object_get(f->out.output, "entries")), 4);
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \".git\"}");   /* named explicitly: readable */
+	assert_string_equal(etype(f, "config"), "file");
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \"dir_link\"}"); /* a symlink inside, as the root */
+	assert_string_equal(etype(f, "a.c"), "file");
+}
+
+static void test_list_dir_limits(void **state)
+{
+	fx *f = *state;
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"limit\": 3}");
+	assert_int_equal(json_array_size(json_object_get(f->out.output, "entries")), 3);
+	assert_int_equal(oint(f, "more"), 10);
+	expect_ok(f, &tgi_tool_list_dir, "{\"limit\": 1, \"depth\": 2}");
+	assert_int_equal(oint(f, "more"), 13 + 4 - 1);   /* + src/{a.c,b.h,sub/}, deep/d1/ */
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \"deep\", \"depth\": 10, \"limit\": 10000}");
+	assert_string_equal(etype(f, "d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/"), "dir");
+	assert_null(entry(f, "d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/"));
+	assert_int_equal(json_array_size(json_object_get(f->out.output, "entries")), 10);
+
+	expect_err(f, &tgi_tool_list_dir, "{\"depth\": 11}", TG_ERR_INVALID_INPUT,
+	           "\"depth\" must be between 1 and 10, got 11");
+	expect_err(f, &tgi_tool_list_dir, "{\"depth\": 0}", TG_ERR_INVALID_INPUT, "\"depth\"");
+	expect_err(f, &tgi_tool_list_dir, "{\"limit\": 10001}", TG_ERR_INVALID_INPUT,
+	           "\"limit\" must be between 1 and 10000");
+	expect_err(f, &tgi_tool_list_dir, "{\"path\": \"hello.txt\"}", TG_ERR_INVALID_INPUT,
+	           "\"hello.txt\" is not a directory; use read_file");
+	expect_err(f, &tgi_tool_list_dir, "{\"path\": \"nope\"}", TG_ERR_TOOL_ERROR, "no such file");
+	expect_err(f, &tgi_tool_list_dir, "{\"path\": \".toolgate\"}", TG_ERR_NOT_PERMITTED,
+	           "do not retry");
+}
+
+/* ---- search_files ---- */
+
+static const char *match_file(const fx *f, size_t i)
+{
+	json_t *m = json_array_get(json_object_get(f->out.output, "matches"), i);
+	return json_string_value(json_object_get(m, "file"));
+}
+
+static size_t nmatches(const fx *f)
+{
+	return json_array_size(json_object_get(f->out.output, "matches"));
+}
+
+static void test_search_files(void **state)
+{
+	fx *f = *state;
+
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\"}");
+	/* in path order; not .git, .toolgate, bin.dat, symlinks or outside */
+	assert_int_equal(nmatches(f), 4);
+	assert_string_equal(match_file(f, 0), "deep/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/leaf.txt");
+	assert_string_equal(match_file(f, 1), "src/a.c");
+	assert_string_equal(match_file(f, 2), "src/b.h");
+	assert_string_equal(match_file(f, 3), "src/sub/deep.c");
+	json_t *m = json_array_get(json_object_get(f->out.output, "matches"), 3);
+	assert_int_equal(json_integer_value(json_object_get(m, "line")), 3);
+	assert_string_equal(json_string_value(json_object_get(m, "text")), "int needle_deep;");
+	assert_true(json_is_false(json_object_get(f->out.output, "more")));
+	assert_int_equal(oint(f, "files_scanned"), 5);        /* hello.txt too; not bin.dat */
+
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"glob\": \"*.c\"}");
+	assert_int_equal(nmatches(f), 2);
+	assert_int_equal(oint(f, "files_scanned"), 2);
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"glob\": \"src/*.h\"}");
+	assert_int_equal(nmatches(f), 1);
+	assert_string_equal(match_file(f, 0), "src/b.h");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"path\": \"src/sub\"}");
+	assert_int_equal(nmatches(f), 1);
+	assert_string_equal(match_file(f, 0), "src/sub/deep.c");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"^t\", \"path\": \"hello.txt\"}");
+	assert_int_equal(nmatches(f), 2);
+	assert_string_equal(match_file(f, 0), "hello.txt");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"path\": \".git\"}");
+	assert_int_equal(nmatches(f), 1);                     /* named explicitly: readable */
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"zzz-none\"}");
+	assert_int_equal(nmatches(f), 0);
+
+	puts_file(f, "crlf.txt", "end\r\nmid\r\n");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"d$\", \"path\": \"crlf.txt\"}");
+	assert_int_equal(nmatches(f), 2);
+	m = json_array_get(json_object_get(f->out.output, "matches"), 0);
+	assert_string_equal(json_string_value(json_object_get(m, "text")), "end");
+}
+
+static void test_search_files_limits(void **state)
+{
+	fx *f = *state;
+
+	put_lines(f, "many.txt", 50, 3, 'm');
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"mmm\", \"limit\": 10}");
+	assert_int_equal(nmatches(f), 10);
+	assert_true(json_is_true(json_object_get(f->out.output, "more")));
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"mmm\", \"limit\": 50}");
+	assert_int_equal(nmatches(f), 50);
+	assert_true(json_is_false(json_object_get(f->out.output, "more")));
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"m\", \"limit\": 1001}",
+	           TG_ERR_INVALID_INPUT, "\"limit\" must be between 1 and 1000");
+
+	/* text is cut at 500 characters */
+	char *line = malloc(1002);
+	memset(line, 'q', 1000);
+	line[1000] = '\n';
+	put(f, "wide.txt", line, 1001);
+	free(line);
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"q+\", \"path\": \"wide.txt\"}");
+	json_t *m = json_array_get(json_object_get(f->out.output, "matches"), 0);
+	const char *text = json_string_value(json_object_get(m, "text"));
+	assert_int_equal(strlen(text), 503);
+	assert_string_equal(text + 500, "...");
+
+	/* over 10 MiB: skipped in a walk, refused by name (text first, so not binary) */
+	mkdirat(f->ctx.ws_fd, "huge", 0755);
+	put_lines(f, "huge/big.log", 2000, 9, 'n');
+	int fd = openat(f->ctx.ws_fd, "huge/big.log", O_WRONLY);
+	assert_int_equal(ftruncate(fd, (10 << 20) + 1), 0);
+	close(fd);
+	puts_file(f, "huge/small.log", "nnnnnnnnn\n");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"nnn\", \"path\": \"huge\"}");
+	assert_int_equal(nmatches(f), 1);
+	assert_string_equal(match_file(f, 0), "huge/small.log");
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"nnn\", \"path\": \"huge/big.log\"}",
+	           TG_ERR_INVALID_INPUT, "is over 10 MiB");
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"path\": \"bin.dat\"}",
+	           TG_ERR_INVALID_INPUT, "\"bin.dat\" is a binary file");
+}
+
+static void test_search_files_patterns(void **state)
+{
+	fx *f = *state;
+
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"a(b\"}", TG_ERR_INVALID_INPUT,
+	           "pattern \"a(b\" does not compile at offset 3: missing closing parenthesis");
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"\"}", TG_ERR_INVALID_INPUT,
+	           "pattern must be 1 to");
+	expect_err(f, &tgi_tool_search_files, "{\"path\": \".\"}", TG_ERR_INVALID_INPUT,
+	           "\"pattern\" is required");
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"x\", \"glob\": \"a\\u0000b\"}",
+	           TG_ERR_INVALID_INPUT, "glob");
+
+	/* catastrophic backtracking is refused quickly, not left to hang */
+	puts_file(f, "evil.txt", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\n");
+	double t0 = tgi_now_ms();
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"^(a|aa)+$\", \"path\": \"evil.txt\"}",
+	           TG_ERR_INVALID_INPUT, "is too expensive");
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"(x+x+)+y|^(a|aa)+$\"}",
+	           TG_ERR_INVALID_INPUT, "is too expensive");         /* in a walk too */
+	assert_true(tgi_now_ms() - t0 < 5000);
+
+	/* a pattern may match invalid UTF-8 files; text comes back valid */
+	put(f, "latin1.txt", "caf\xE9 ok\n", 8);
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"ok$\", \"path\": \"latin1.txt\"}");
+	json_t *m = json_array_get(json_object_get(f->out.output, "matches"), 0);
+	assert_string_equal(json_string_value(json_object_get(m, "text")), "caf\xEF\xBF\xBD ok");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"\\u00e9\"}");   /* é itself */
+	assert_int_equal(nmatches(f), 0);
+}
+
+/* ---- write_file ---- */
+
+static void test_write_file(void **state)
+{
+	fx *f = *state;
+	char *buf;
+	size_t n;
+	struct stat st;
+
+	expect_ok(f, &tgi_tool_write_file, "{\"path\": \"new/dir/f.txt\", \"content\": \"hi\\n\"}");
+	assert_string_equal(ostr(f, "path"), "new/dir/f.txt");
+	assert_int_equal(oint(f, "bytes"), 3);
+	assert_true(json_is_true(json_object_get(f->out.output, "created")));
+	assert_int_equal(tgi_read_all(f->ctx.ws_fd, "new/dir/f.txt", 100, &buf, &n), 0);
+	assert_string_equal(buf, "hi\n");
+	free(buf);
+
+	fchmodat(f->ctx.ws_fd, "hello.txt", 0640, 0);
+	expect_ok(f, &tgi_tool_write_file, "{\"path\": \"./hello.txt\", \"content\": \"a\\u0000b\"}");
+	assert_true(json_is_false(json_object_get(f->out.output, "created")));
+	assert_int_equal(oint(f, "bytes"), 3);
+	assert_int_equal(tgi_read_all(f->ctx.ws_fd, "hello.txt", 100, &buf, &n), 0);
+	assert_int_equal(n, 3);
+	assert_memory_equal(buf, "a\0b", 3);
+	free(buf);
+	assert_int_equal(fstatat(f->ctx.ws_fd, "hello.txt", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+
+	expect_ok(f, &tgi_tool_write_file, "{\"path\": \"dir_link/via.c\", \"content\": \"\"}");
+	assert_int_equal(fstatat(f->ctx.ws_fd, "src/via.c", &st, 0), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_no_temp(f);
+}
+
+static void test_write_file_refusals(void **state)
+{
+	fx *f = *state;
+
+	const char *prot[] = { ".git/config", ".git/hooks/pre-commit", ".git", ".toolgate/x",
+	                       "git_link/config", "git_link/new/x", "state_link", "new/../.git/x" };
+	for (size_t i = 0; i < sizeof prot / sizeof *prot; i++) {
+		char json[128];
+		snprintf(json, sizeof json, "{\"path\": \"%s\", \"content\": \"x\"}", prot[i]);
+		expect_err(f, &tgi_tool_write_file, json, TG_ERR_NOT_PERMITTED, "do not retry");
+	}
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \".git/config\", \"content\": \"x\"}",
+	           TG_ERR_NOT_PERMITTED, "is in .git/, which is read-only to tools; do not retry");
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"src\", \"content\": \"x\"}",
+	           TG_ERR_INVALID_INPUT, "\"src\" is a directory");
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"hello.txt/x\", \"content\": \"x\"}",
+	           TG_ERR_TOOL_ERROR, "not a directory");
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"x\"}", TG_ERR_INVALID_INPUT,
+	           "\"content\" is required");
+
+	char *buf;
+	size_t n;
+	assert_int_equal(tgi_read_all(f->ctx.ws_fd, ".git/config", 100, &buf, &n), 0);
+	assert_string_equal(buf, "needle in git\n");
+	free(buf);
+	struct stat st;
+	assert_int_equal(fstatat(f->ctx.ws_fd, ".git/hooks", &st, 0), -1);
+	assert_int_equal(fstatat(f->ctx.ws_fd, ".git/new", &st, 0), -1);
+	assert_no_temp(f);
+}
+
+/* A full disk (here: the file size limit) fails cleanly: tool_error,
+ * applied no, the old content intact, no temp file. */
+static void test_write_file_disk_full(void **state)
+{
+	fx *f = *state;
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 1024, 1024 };
+		size_t big = 64 << 10;
+		char *content = malloc(big + 1);
+		memset(content, 'z', big);
+		content[big] = '\0';
+		json_t *args = json_pack("{s:s, s:s}", "path", "hello.txt", "content", content);
+		tgi_tool_out out;
+		memset(&out, 0, sizeof out);
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		int r = tgi_tool_write_file.handler(&f->ctx, args, &out);
+		_exit(r == -1 && out.kind == TG_ERR_TOOL_ERROR && out.applied == TGI_APPLIED_NO &&
+		      strstr(out.message, "the disk is full") && !out.output ? 0 : 1);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	char *buf;
+	size_t n;
+	assert_int_equal(tgi_read_all(f->ctx.ws_fd, "hello.txt", 100, &buf, &n), 0);
+	assert_string_equal(buf, "one\ntwo\nthree\n");
+	free(buf);
+	assert_no_temp(f);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_paths_fns),
+		T(test_path_refusals),
+		T(test_read_file_basic),
+		T(test_read_file_errors),
+		T(test_read_file_paging),
+		T(test_read_file_100k_rule),
+		T(test_read_file_long_line),
+		T(test_list_dir),
+		T(test_list_dir_limits),
+		T(test_search_files),
+		T(test_search_files_limits),
+		T(test_search_files_patterns),
+		T(test_write_file),
+		T(test_write_file_refusals),
+		T(test_write_file_disk_full),
+	};
+#undef T
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

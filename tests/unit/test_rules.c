@@ -1,0 +1,454 @@
+/*
+ * test_rules.c — permission rule grammar, matching and rulesets (DESIGN §3).
+ *
+ * One table of (rule, call, expected match) covers every specifier form:
+ * the bare tool and `*`, tool globs for bridged MCP tools, path globs as
+ * written and as resolved, shell rules (parsed, matching nothing yet) and
+ * key=glob pairs over strings, numbers, booleans, null, pointers, absent
+ * keys and model text that looks like rule syntax.  A second table holds
+ * rules that must not parse and the sentence each gets.
+ *
+ * Owns: its tables.  Must not: touch the filesystem or the network.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "policy/policy.h"
+#include "util/util.h"
+
+typedef struct rule_case {
+	const char *rule;
+	const char *tool;
+	const char *args;        /* JSON text, or NULL for no args */
+	const char *paths[4];    /* as written; NULL-terminated */
+	const char *resolved[4]; /* same index; NULL: not resolved */
+	int         has_paths;
+	int         match;
+} rule_case;
+
+#define NOPATHS { NULL }, { NULL }, 0
+
+static const rule_case cases[] = {
+	/* the bare tool, `Tool(*)` and tool globs */
+	{ "read_file", "read_file", "{\"path\":\"a\"}", { "a" }, { "a" }, 1, 1 },
+	{ "read_file", "write_file", "{}", { "a" }, { "a" }, 1, 0 },
+	{ "read_file", "read_files", "{}", NOPATHS, 0 },
+	{ "Read_file", "read_file", "{}", { "a" }, { "a" }, 1, 0 },
+	{ "read_file(*)", "read_file", "{}", { "." }, { "." }, 1, 1 },
+	{ "read_file(*)", "read_file", "{}", { NULL }, { NULL }, 1, 1 },
+	{ "deploy_service(*)", "deploy_service", "{\"env\":\"prod\"}", NOPATHS, 1 },
+	{ "*", "deploy_service", "{}", NOPATHS, 1 },
+	{ "*", "fs__read_file", "{}", NOPATHS, 1 },
+	{ "fs__*", "fs__read_file", "{}", NOPATHS, 1 },
+	{ "fs__*", "gh__list_issues", "{}", NOPATHS, 0 },
+	{ "fs__*", "fs_read_file", "{}", NOPATHS, 0 },
+	{ "fs__read_file", "fs__read_file", "{}", NOPATHS, 1 },
+	{ "deploy_*", "deploy_service", "{}", NOPATHS, 1 },
+	{ "deploy-?", "deploy-a", "{}", NOPATHS, 1 },
+
+	/* file tools: path globs, as written */
+	{ "read_file(./.env)", "read_file", "{}", { ".env" }, { ".env" }, 1, 1 },
+	{ "read_file(./.env)", "read_file", "{}", { "config/.env" }, { "config/.env" }, 1, 0 },
+	{ "read_file(./.env)", "write_file", "{}", { ".env" }, { ".env" }, 1, 0 },
+	{ "read_file(.env)", "read_file", "{}", { "config/.env" }, { "config/.env" }, 1, 1 },
+	{ "read_file( ./.env )", "read_file", "{}", { ".env" }, { ".env" }, 1, 1 },
+	{ "write_file(./src/**)", "write_file", "{}", { "src/a/b.c" }, { "src/a/b.c" }, 1, 1 },
+	{ "write_file(./src/**)", "write_file", "{}", { "lib/a.c" }, { "lib/a.c" }, 1, 0 },
+	{ "write_file(src/**)", "write_file", "{}", { "lib/src/a.c" }, { "lib/src/a.c" }, 1, 0 },
+	{ "list_dir(src/**)", "list_dir", "{}", { "src" }, { "src" }, 1, 1 },
+	{ "list_dir(./)", "list_dir", "{}", { "." }, { "." }, 1, 1 },
+	{ "list_dir(*.md)", "list_dir", "{}", { "." }, { "." }, 1, 0 },
+	{ "read_file(**/*.pem)", "read_file", "{}", { "a/b/k.pem" }, { "a/b/k.pem" }, 1, 1 },
+	{ "read_file(/secrets/**)", "read_file", "{}", { "secrets/x" }, { "secrets/x" }, 1, 1 },
+	{ "read_file(/secrets/**)", "read_file", "{}", { "a/secrets/x" }, { "a/secrets/x" }, 1, 0 },
+	{ "read_file(docs/)", "read_file", "{}", { "docs/x.md" }, { "docs/x.md" }, 1, 1 },
+	{ "search_files(./vendor)", "search_files", "{}", { "vendor/lib" }, { "vendor/lib" }, 1, 1 },
+	{ "read_file(my\\(1\\).txt)", "read_file", "{}", { "my(1).txt" }, { "my(1).txt" }, 1, 1 },
+	{ "read_file(a=b)", "read_file", "{}", { "a=b" }, { "a=b" }, 1, 1 },
+	/* as resolved: a link to .env is still .env */
+	{ "read_file(./.env)", "read_file", "{}", { "src/link" }, { ".env" }, 1, 1 },
+	{ "read_file(./.env)", "read_file", "{}", { "src/link" }, { NULL }, 1, 0 },
+	{ "read_file(./.env)", "read_file", "{}", { ".env" }, { NULL }, 1, 1 },
+	{ "read_file(./.env)", "read_file", "{}", { ".env" }, { "real.env" }, 1, 1 },
+	/* any touched path counts */
+	{ "apply_patch(src/**)", "apply_patch", "{}", { "docs/a.md", "src/b.c" },
+	  { "docs/a.md", "src/b.c" }, 1, 1 },
+	{ "apply_patch(src/**)", "apply_patch", "{}", { "docs/a.md", "lib/b.c" },
+	  { "docs/a.md", "lib/b.c" }, 1, 0 },
+	{ "apply_patch(./.env)", "apply_patch", "{}", { "a", "b" }, { "a", ".env" }, 1, 1 },
+	/* absolute patterns are kept but match nothing yet */
+	{ "read_file(~/.ssh/**)", "read_file", "{}", { ".ssh/id" }, { ".ssh/id" }, 1, 0 },
+	{ "read_file(//etc/passwd)", "read_file", "{}", { "etc/passwd" }, { "etc/passwd" }, 1, 0 },
+	/* other tools with paths: a specifier without '=' is a path glob */
+	{ "*(./.env)", "my_tool", "{}", { ".env" }, { ".env" }, 1, 1 },
+	{ "*(./.env)", "my_tool", "{}", { "x" }, { ".env" }, 1, 1 },
+	{ "*(./.env)", "deploy_service", "{\"env\":\".env\"}", NOPATHS, 0 },
+	{ "*(./.env)", "my_tool", "{}", { ".env" }, { ".env" }, 0, 0 }, /* no paths contract */
+	{ "fs__*(*.pem)", "fs__read", "{}", { "k.pem" }, { "k.pem" }, 1, 1 },
+
+	/* shell: parsed and kept; only `shell` and `shell(*)` match for now */
+	{ "shell(git status)", "shell", "{\"command\":\"git status\"}", NOPATHS, 0 },
+	{ "shell(npm run test:*)", "shell", "{\"command\":\"npm run test:unit\"}", NOPATHS, 0 },
+	{ "shell(echo $(date) \"a)\")", "shell", "{\"command\":\"echo\"}", NOPATHS, 0 },
+	{ "shell", "shell", "{\"command\":\"ls\"}", NOPATHS, 1 },
+	{ "shell(*)", "shell", "{\"command\":\"rm -rf x\"}", NOPATHS, 1 },
+
+	/* key=glob: strings */
+	{ "deploy_service(env=staging)", "deploy_service", "{\"env\":\"staging\",\"version\":\"v1\"}", NOPATHS, 1 },
+	{ "deploy_service(env=staging)", "deploy_service", "{\"env\":\"prod\"}", NOPATHS, 0 },
+	{ "deploy_service(env=staging)", "deploy_service", "{\"env\":\"staging2\"}", NOPATHS, 0 },
+	{ "deploy_service(env=staging)", "deploy_service", "{\"version\":\"v1\"}", NOPATHS, 0 },
+	{ "deploy_service(env=staging)", "deploy_service", NULL, NOPATHS, 0 },
+	{ "deploy_service(env=staging)", "deploy_service", "[\"staging\"]", NOPATHS, 0 },
+	{ "deploy_service(env=staging)", "other_tool", "{\"env\":\"staging\"}", NOPATHS, 0 },
+	{ "send_email(to=*@example.com)", "send_email", "{\"to\":\"a@example.com\"}", NOPATHS, 1 },
+	{ "send_email(to=*@example.com)", "send_email", "{\"to\":\"a@example.com.evil.org\"}", NOPATHS, 0 },
+	{ "x( env = staging , v = v1 )", "x", "{\"env\":\"staging\",\"v\":\"v1\"}", NOPATHS, 1 },
+	{ "x(env=staging,v=v1)", "x", "{\"env\":\"staging\",\"v\":\"v2\"}", NOPATHS, 0 },
+	{ "x(msg=hello world)", "x", "{\"msg\":\"hello world\"}", NOPATHS, 1 },
+	{ "x(url=https://a.example/?q=1)", "x", "{\"url\":\"https://a.example/?q=1\"}", NOPATHS, 1 },
+	{ "x(a=1*,a=*2)", "x", "{\"a\":12}", NOPATHS, 1 },
+	{ "x(a=1*,a=*2)", "x", "{\"a\":13}", NOPATHS, 0 },
+	{ "my_tool(dir=src)", "my_tool", "{\"dir\":\"src\"}", { "src" }, { "src" }, 1, 1 },
+	/* quoted values */
+	{ "x(msg=\"a, b\")", "x", "{\"msg\":\"a, b\"}", NOPATHS, 1 },
+	{ "x(msg=\"a, b\")", "x", "{\"msg\":\"a\"}", NOPATHS, 0 },
+	{ "x(msg=\"say \\\"hi\\\" (now)\")", "x", "{\"msg\":\"say \\\"hi\\\" (now)\"}", NOPATHS, 1 },
+	{ "x(p=\"a\\\\b\")", "x", "{\"p\":\"a\\\\b\"}", NOPATHS, 1 },
+	{ "x(a=\" padded \")", "x", "{\"a\":\" padded \"}", NOPATHS, 1 },
+	{ "x(a=\" padded \")", "x", "{\"a\":\"padded\"}", NOPATHS, 0 },
+	{ "x(a=\"\")", "x", "{\"a\":\"\"}", NOPATHS, 1 },
+	{ "x(a=\"\")", "x", "{\"a\":\"x\"}", NOPATHS, 0 },
+	{ "x(a=\"v*\")", "x", "{\"a\":\"v1\"}", NOPATHS, 1 },
+	/* numbers, booleans, null: their JSON text */
+	{ "x(a=1,b=true)", "x", "{\"a\":1,\"b\":true}", NOPATHS, 1 },
+	{ "x(a=1,b=true)", "x", "{\"a\":1,\"b\":false}", NOPATHS, 0 },
+	{ "x(a=1,b=true)", "x", "{\"a\":\"1\",\"b\":\"true\"}", NOPATHS, 1 },
+	{ "x(a=1)", "x", "{\"a\":1.0}", NOPATHS, 1 },
+	{ "x(a=1)", "x", "{\"a\":1.5}", NOPATHS, 0 },
+	{ "x(a=1)", "x", "{\"a\":10}", NOPATHS, 0 },
+	{ "x(a=1.5)", "x", "{\"a\":1.5}", NOPATHS, 1 },
+	{ "x(a=0.1)", "x", "{\"a\":0.1}", NOPATHS, 1 },
+	{ "x(a=0)", "x", "{\"a\":-0.0}", NOPATHS, 1 },
+	{ "x(n=-3)", "x", "{\"n\":-3}", NOPATHS, 1 },
+	{ "x(a=1*)", "x", "{\"a\":12}", NOPATHS, 1 },
+	{ "x(big=12345678901234)", "x", "{\"big\":12345678901234}", NOPATHS, 1 },
+	{ "x(b=false)", "x", "{\"b\":false}", NOPATHS, 1 },
+	{ "x(a=null)", "x", "{\"a\":null}", NOPATHS, 1 },
+	{ "x(a=null)", "x", "{}", NOPATHS, 0 },
+	{ "x(a=*)", "x", "{\"a\":null}", NOPATHS, 1 },
+	/* objects and arrays: only `*` */
+	{ "x(a=*)", "x", "{\"a\":{\"k\":1}}", NOPATHS, 1 },
+	{ "x(a=*)", "x", "{\"a\":[1]}", NOPATHS, 1 },
+	{ "x(a=*)", "x", "{}", NOPATHS, 0 },
+	{ "x(a=*k*)", "x", "{\"a\":{\"k\":1}}", NOPATHS, 0 },
+	{ "x(a=[1])", "x", "{\"a\":[1]}", NOPATHS, 0 },
+	/* JSON pointers */
+	{ "x(/nested/key=v*)", "x", "{\"nested\":{\"key\":\"v2\"}}", NOPATHS, 1 },
+	{ "x(/nested/key=v*)", "x", "{\"nested\":{}}", NOPATHS, 0 },
+	{ "x(/nested/key=v*)", "x", "{\"nested\":\"key\"}", NOPATHS, 0 },
+	{ "x(/nested/key=v*)", "x", "{\"key\":\"v2\"}", NOPATHS, 0 },
+	{ "x(/items/0/name=a)", "x", "{\"items\":[{\"name\":\"a\"}]}", NOPATHS, 1 },
+	{ "x(/items/1/name=a)", "x", "{\"items\":[{\"name\":\"a\"}]}", NOPATHS, 0 },
+	{ "x(/a~1b=1)", "x", "{\"a/b\":1}", NOPATHS, 1 },
+	{ "x(/a~0b=1)", "x", "{\"a~b\":1}", NOPATHS, 1 },
+	{ "x(/env=prod)", "x", "{\"env\":\"prod\"}", NOPATHS, 1 },
+	/* NUL bytes in a value are part of it */
+	{ "x(env=prod)", "x", "{\"env\":\"prod\\u0000x\"}", NOPATHS, 0 },
+	{ "x(env=prod*)", "x", "{\"env\":\"prod\\u0000x\"}", NOPATHS, 1 },
+	/* model text is data: rule syntax inside a value changes nothing */
+	{ "x(a=safe)", "x", "{\"a\":\"safe) , b=(x\"}", NOPATHS, 0 },
+	{ "x(a=safe,b=1)", "x", "{\"a\":\"safe,b=1\"}", NOPATHS, 0 },
+	{ "x(a=*)", "x", "{\"a\":\"\\\")(,=*\"}", NOPATHS, 1 },
+};
+
+static json_t *load(const char *text)
+{
+	if (!text)
+		return NULL;
+	json_error_t e;
+	json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+	if (!v)
+		fail_msg("bad test JSON %s: %s", text, e.text);
+	return v;
+}
+
+static void test_match_table(void **state)
+{
+	int bad = 0;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(cases); i++) {
+		const rule_case *c = &cases[i];
+		char err[256] = "";
+		tgi_rule *r = tgi_rule_parse(c->rule, err, sizeof err);
+		if (!r) {
+			fprintf(stderr, "rule %s did not parse: %s\n", c->rule, err);
+			bad++;
+			continue;
+		}
+		size_t n = 0;
+		while (n < 4 && c->paths[n])
+			n++;
+		json_t *args = load(c->args);
+		tgi_match_input in = {
+			.tool = c->tool,
+			.args = args,
+			.paths = c->paths,
+			.resolved = c->resolved,
+			.npaths = n,
+			.has_paths = c->has_paths,
+		};
+		int got = tgi_rule_matches(r, &in);
+		if (got != c->match) {
+			fprintf(stderr, "rule %s on %s %s: got %d, want %d\n", c->rule, c->tool,
+			        c->args ? c->args : "(no args)", got, c->match);
+			bad++;
+		}
+		json_decref(args);
+		tgi_rule_free(r);
+	}
+	assert_int_equal(bad, 0);
+}
+
+typedef struct error_case {
+	const char *rule;
+	const char *says;     /* a phrase of the sentence */
+	int         position; /* 1-based, or 0 not to check */
+} error_case;
+
+static const error_case errors[] = {
+	{ "", "a rule is empty", 0 },
+	{ "   \t ", "a rule is empty", 0 },
+	{ "read_file()", "empty specifier", 11 },
+	{ "read_file( )", "empty specifier", 11 },
+	{ "deploy_service()", "empty specifier", 16 },
+	{ "shell()", "empty specifier", 7 },
+	{ "x(env=)", "empty glob after '='", 6 },
+	{ "x(env=  ,b=1)", "empty glob after '='", 6 },
+	{ "x(=v)", "empty key before '='", 3 },
+	{ "x(a=1,)", "empty key=glob pair", 7 },
+	{ "x(,a=1)", "empty key=glob pair", 3 },
+	{ "x(a=1,b)", "expected '=' after key \"b\"", 8 },
+	{ "x(a=1", "missing ')'", 6 },
+	{ "x(a=\"1\"", "missing ')'", 0 },
+	{ "read_file(./.env", "missing ')'", 17 },
+	{ "read_file(abc\\)", "missing ')'", 0 },
+	{ "x(a=1))", "unexpected text after ')'", 7 },
+	{ "x(a=1)junk", "unexpected text after ')'", 7 },
+	{ "read_file(a)(b)", "unexpected text after ')'", 13 },
+	{ "x(a=(1))", "unexpected '(' in a value", 5 },
+	{ "x(a=f(x))", "unexpected '(' in a value", 6 },
+	{ "x(a(b)=1)", "unexpected '(' in a key", 4 },
+	{ "read_file(a(b))", "unexpected '(' in a path", 12 },
+	{ "read_file((((((((", "unexpected '('", 11 },
+	{ "x(a=\"unterminated)", "unterminated quoted value", 5 },
+	{ "x(a=\"v\" junk)", "unexpected 'j' after a quoted value", 9 },
+	{ "x(a=\"\\n\")", "unknown escape 'n'", 6 },
+	{ "x(a=b\"c\")", "unexpected '\"' in a value", 6 },
+	{ "x(k\"=1)", "unexpected '\"' in a key", 4 },
+	{ "x(/a~2=1)", "JSON pointer", 5 },
+	{ "x(/a~=1)", "JSON pointer", 5 },
+	{ "read_file([abc)", "unclosed '['", 11 },
+	{ "read_file(x[[:nope:]])", "unknown character class", 13 },
+	{ "*([a-)", "unclosed '['", 3 },
+	{ "read file", "unexpected a space in the tool name", 5 },
+	{ "read_file.x", "unexpected '.' in the tool name", 10 },
+	{ "(x)", "expected a tool name, found '('", 1 },
+	{ "r\xc3\xa9" "ad", "unexpected byte 0xc3 in the tool name", 2 },
+	{ "x\ty", "control character", 2 },
+	{ "x(a=\x1b)", "control character", 5 },
+	{ "shell(git status", "missing ')'", 0 },
+	{ "shell(ls) x", "expected ')' at the end of a shell rule", 0 },
+};
+
+static void test_parse_errors(void **state)
+{
+	int bad = 0;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(errors); i++) {
+		const error_case *c = &errors[i];
+		char err[256] = "", pos[32];
+		tgi_rule *r = tgi_rule_parse(c->rule, err, sizeof err);
+		snprintf(pos, sizeof pos, "at position %d", c->position);
+		if (r || !strstr(err, c->says) || (c->position && !strstr(err, pos)) ||
+		    (c->rule[strspn(c->rule, " \t")] && strncmp(err, "rule \"", 6))) {
+			fprintf(stderr, "rule \"%s\": got %s \"%s\", want \"%s\" %s\n", c->rule,
+			        r ? "a rule" : "error", err, c->says, pos);
+			bad++;
+		}
+		tgi_rule_free(r);
+	}
+	assert_int_equal(bad, 0);
+}
+
+static void test_error_sentence(void **state)
+{
+	char err[256];
+	assert_null(tgi_rule_parse("deploy_service(env=)", err, sizeof err));
+	assert_string_equal(err, "rule \"deploy_service(env=)\": empty glob after '=' at position 19");
+
+	/* control characters are not echoed */
+	assert_null(tgi_rule_parse("x(a=\x07)", err, sizeof err));
+	assert_null(strchr(err, '\x07'));
+
+	/* NULL text, and no room for the sentence */
+	assert_null(tgi_rule_parse(NULL, err, sizeof err));
+	assert_string_equal(err, "a rule is empty");
+	assert_null(tgi_rule_parse("x(", NULL, 0));
+	char tiny[8];
+	assert_null(tgi_rule_parse("x(a=", tiny, sizeof tiny));
+	assert_int_equal(strlen(tiny), sizeof tiny - 1);
+}
+
+static void test_length_cap(void **state)
+{
+	char rule[4200], err[256];
+
+	/* exactly 4096 bytes, with whitespace around it that is trimmed */
+	memset(rule, ' ', 10);
+	memcpy(rule + 10, "x(a=", 4);
+	memset(rule + 14, 'v', 4091);
+	strcpy(rule + 14 + 4091, ")   ");
+	tgi_rule *r = tgi_rule_parse(rule, err, sizeof err);
+	assert_non_null(r);
+	assert_int_equal(strlen(tgi_rule_text(r)), 4096);
+	tgi_rule_free(r);
+
+	/* one byte more: refused, and the echo is cut */
+	memset(rule + 14, 'v', 4092);
+	strcpy(rule + 14 + 4092, ")");
+	assert_null(tgi_rule_parse(rule, err, sizeof err));
+	assert_non_null(strstr(err, "longer than 4096 bytes"));
+	assert_non_null(strstr(err, "...\""));
+	assert_true(strlen(err) < 200);
+
+	/* the echo never splits a UTF-8 character */
+	memcpy(rule, "x(a=", 4);
+	for (int i = 0; i < 30; i++)
+		memcpy(rule + 4 + 3 * i, "\xe2\x82\xac", 3); /* U+20AC, 3 bytes */
+	strcpy(rule + 94, ",)");
+	assert_null(tgi_rule_parse(rule, err, sizeof err));
+	assert_non_null(strstr(err, "x(a=\xe2\x82\xac"));
+	char *cut = strstr(err, "...\"");
+	assert_non_null(cut);
+	assert_true(((cut - err) - 6 - 4) % 3 == 0);
+}
+
+static void test_rule_text(void **state)
+{
+	tgi_rule *r = tgi_rule_parse("  read_file(./.env)\t\n", NULL, 0);
+	assert_non_null(r);
+	assert_string_equal(tgi_rule_text(r), "read_file(./.env)");
+	tgi_rule_free(r);
+
+	r = tgi_rule_parse("x( a = \"b, c\" )", NULL, 0);
+	assert_non_null(r);
+	assert_string_equal(tgi_rule_text(r), "x( a = \"b, c\" )");
+	tgi_rule_free(r);
+
+	assert_null(tgi_rule_text(NULL));
+	tgi_rule_free(NULL);
+}
+
+/* Shell specifiers parse (they are the shell rules' to match) and keep their text. */
+static void test_shell_parses(void **state)
+{
+	static const char *const ok[] = {
+		"shell(git status)", "shell(npm run test:*)", "shell(echo \"(\" )",
+		"shell(ls | grep x && echo $(pwd))",
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(ok); i++) {
+		char err[256] = "";
+		tgi_rule *r = tgi_rule_parse(ok[i], err, sizeof err);
+		if (!r)
+			fail_msg("%s: %s", ok[i], err);
+		assert_string_equal(tgi_rule_text(r), ok[i]);
+		tgi_rule_free(r);
+	}
+}
+
+static void test_match_null(void **state)
+{
+	tgi_rule *r = tgi_rule_parse("*", NULL, 0);
+	tgi_match_input in = { .tool = NULL };
+	assert_int_equal(tgi_rule_matches(r, &in), 0);
+	assert_int_equal(tgi_rule_matches(r, NULL), 0);
+	in.tool = "t";
+	assert_int_equal(tgi_rule_matches(r, &in), 1);
+	assert_int_equal(tgi_rule_matches(NULL, &in), 0);
+	tgi_rule_free(r);
+}
+
+static void test_ruleset(void **state)
+{
+	char err[256];
+	tgi_ruleset *rs = tgi_ruleset_new();
+
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_ALLOW, "read_file", err, sizeof err), 0);
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, "read_file(./.env)", err, sizeof err), 0);
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, "deploy_service(env=prod)", err, sizeof err), 0);
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, "deploy_service(env=p*)", err, sizeof err), 0);
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_ASK, "write_file(./src/**)", err, sizeof err), 0);
+
+	const char *env[] = { ".env" }, *link[] = { "src/link" };
+	tgi_match_input in = { .tool = "read_file", .paths = link, .resolved = env, .npaths = 1,
+	                       .has_paths = 1 };
+	const tgi_rule *r = tgi_ruleset_first(rs, TGI_RULE_DENY, &in);
+	assert_non_null(r);
+	assert_string_equal(tgi_rule_text(r), "read_file(./.env)");
+	assert_string_equal(tgi_rule_text(tgi_ruleset_first(rs, TGI_RULE_ALLOW, &in)), "read_file");
+	assert_null(tgi_ruleset_first(rs, TGI_RULE_ASK, &in));
+
+	/* first match wins, in the order added */
+	json_t *args = json_pack("{s:s}", "env", "prod");
+	tgi_match_input dep = { .tool = "deploy_service", .args = args };
+	assert_string_equal(tgi_rule_text(tgi_ruleset_first(rs, TGI_RULE_DENY, &dep)),
+	                    "deploy_service(env=prod)");
+	json_object_set_new(args, "env", json_string("preview"));
+	assert_string_equal(tgi_rule_text(tgi_ruleset_first(rs, TGI_RULE_DENY, &dep)),
+	                    "deploy_service(env=p*)");
+	json_object_set_new(args, "env", json_string("staging"));
+	assert_null(tgi_ruleset_first(rs, TGI_RULE_DENY, &dep));
+	json_decref(args);
+
+	/* a bad rule is refused with its text; the list is unchanged */
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, "read_file(", err, sizeof err), -1);
+	assert_non_null(strstr(err, "rule \"read_file(\""));
+	assert_int_equal(tgi_ruleset_add(rs, (tgi_rule_kind)7, "read_file", err, sizeof err), -1);
+	assert_non_null(strstr(err, "allow, ask or deny"));
+	assert_int_equal(tgi_ruleset_add(rs, (tgi_rule_kind)7, "read_file", NULL, 0), -1);
+	assert_null(tgi_ruleset_first(rs, (tgi_rule_kind)7, &in));
+	assert_string_equal(tgi_rule_text(tgi_ruleset_first(rs, TGI_RULE_DENY, &in)), "read_file(./.env)");
+
+	/* growth past the first allocation */
+	for (int i = 0; i < 100; i++) {
+		char text[32];
+		snprintf(text, sizeof text, "tool_%d", i);
+		assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_ASK, text, err, sizeof err), 0);
+	}
+	tgi_match_input t99 = { .tool = "tool_99" };
+	assert_string_equal(tgi_rule_text(tgi_ruleset_first(rs, TGI_RULE_ASK, &t99)), "tool_99");
+
+	assert_null(tgi_ruleset_first(NULL, TGI_RULE_DENY, &in));
+	tgi_ruleset_free(rs);
+	tgi_ruleset_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_match_table),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_error_sentence),
+		cmocka_unit_test(test_length_cap),
+		cmocka_unit_test(test_rule_text),
+		cmocka_unit_test(test_shell_parses),
+		cmocka_unit_test(test_match_null),
+		cmocka_unit_test(test_ruleset),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
