@@ -287,8 +287,12 @@ static const char *describe(const json_t *v, char *out, size_t cap)
 {
 	char s[52];
 	switch (json_typeof(v)) {
-	case JSON_OBJECT:  tgi_snprintf(out, cap, json_object_size(v) ? "a mapping" : "an empty mapping"); break;
-	case JSON_ARRAY:   tgi_snprintf(out, cap, json_array_size(v) ? "a list" : "an empty list"); break;
+	case JSON_OBJECT:
+		tgi_snprintf(out, cap, json_object_size(v) ? "a mapping" : "an empty mapping");
+		break;
+	case JSON_ARRAY:
+		tgi_snprintf(out, cap, json_array_size(v) ? "a list" : "an empty list");
+		break;
 	case JSON_INTEGER: tgi_snprintf(out, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
 	case JSON_REAL:    tgi_snprintf(out, cap, "%g", json_real_value(v)); break;
 	case JSON_TRUE:    tgi_snprintf(out, cap, "true"); break;
@@ -300,6 +304,15 @@ static const char *describe(const json_t *v, char *out, size_t cap)
 		             json_string_length(v) >= sizeof s ? "..." : "");
 		break;
 	}
+	return out;
+}
+
+/* strerror, lowercased for a sentence ("permission denied"). */
+static const char *errstr(int e, char *out, size_t cap)
+{
+	tgi_snprintf(out, cap, "%s", strerror(e));
+	if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
+		out[0] = (char)(out[0] | 0x20);
 	return out;
 }
 
@@ -565,7 +578,7 @@ static int resolve_argv0(ld *x, tgi_strv *argv, const char *ptr)
 static int load_workspace(ld *x, json_t *root)
 {
 	tgi_config *c = x->c;
-	char ptr[PTR_MAX], got[96];
+	char ptr[PTR_MAX], got[96], e[128];
 	struct stat st;
 	char *ws;
 
@@ -579,7 +592,8 @@ static int load_workspace(ld *x, json_t *root)
 	} else {
 		ws = current_dir();
 		if (!ws)
-			return fail(x, "", "cannot determine the current directory: %s", strerror(errno));
+			return fail(x, "", "cannot determine the current directory: %s",
+			            errstr(errno, e, sizeof e));
 	}
 	int missing = stat(ws, &st) < 0;
 	if (!missing && S_ISDIR(st.st_mode))
@@ -1070,7 +1084,9 @@ int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
 	}
 	c->dir = dir ? tgi_strdup(dir) : current_dir();
 	if (!c->dir) {
-		tgi_snprintf(err, errlen, "cannot determine the current directory: %s", strerror(errno));
+		char e[128];
+		tgi_snprintf(err, errlen, "cannot determine the current directory: %s",
+		             errstr(errno, e, sizeof e));
 		tgi_config_free(c);
 		return -1;
 	}
@@ -1099,15 +1115,6 @@ int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
 }
 
 /* ---- files ---- */
-
-/* strerror, lowercased for a sentence ("permission denied"). */
-static const char *errstr(int e, char *out, size_t cap)
-{
-	tgi_snprintf(out, cap, "%s", strerror(e));
-	if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
-		out[0] = (char)(out[0] | 0x20);
-	return out;
-}
 
 /* Read the whole file (at most CFG_MAX_BYTES).  -errno, -EFBIG when too
  * large, -EISDIR/-EINVAL when not a regular file. */
@@ -1173,24 +1180,22 @@ static int hex4(const char *s, unsigned *out)
 static char *json_for_yaml(const char *text, size_t len)
 {
 	char *t = tgi_xmalloc(len + 1);
+	size_t slashes = 0; /* backslashes just before t[i] */
+
 	memcpy(t, text, len);
 	t[len] = '\0';
-	for (size_t i = 0, slashes = 0; i < len; i++) {
-		if (t[i] != 'u' || slashes % 2 == 0 || i + 10 >= len + 0 || t[i + 5] != '\\' ||
-		    t[i + 6] != 'u') {
-			slashes = t[i] == '\\' ? slashes + 1 : 0;
-			continue;
-		}
+	for (size_t i = 0; i < len; i++) {
 		unsigned hi, lo;
-		if (hex4(t + i + 1, &hi) == 0 && hex4(t + i + 7, &lo) == 0 &&
+		/* a "u" after an odd run of backslashes starts an escape: uXXXX, backslash, uXXXX */
+		if (t[i] == 'u' && slashes % 2 && i + 10 < len && t[i + 5] == '\\' && t[i + 6] == 'u' &&
+		    hex4(t + i + 1, &hi) == 0 && hex4(t + i + 7, &lo) == 0 &&
 		    hi >= 0xD800 && hi <= 0xDBFF && lo >= 0xDC00 && lo <= 0xDFFF) {
-			unsigned cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
 			char rep[16];
-			snprintf(rep, sizeof rep, "U%08X  ", cp);
-			memcpy(t + i, rep, 11);  /* 'u' + 4 + '\\' + 'u' + 4 = 11 bytes after the '\\' */
+			snprintf(rep, sizeof rep, "U%08X  ", 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00));
+			memcpy(t + i, rep, 11);
 			i += 10;
 		}
-		slashes = 0;
+		slashes = t[i] == '\\' ? slashes + 1 : 0;
 	}
 	return t;
 }
@@ -1243,12 +1248,14 @@ static int load_file(const char *file, int from_env, tgi_config **out, char *err
 	else if (rc == -EISDIR || rc == -EINVAL)
 		tgi_snprintf(err, errlen, "config file \"%s\" is not a regular file", name);
 	else if (rc < 0)
-		tgi_snprintf(err, errlen, "cannot read config file \"%s\": %s", name, errstr(-rc, e, sizeof e));
+		tgi_snprintf(err, errlen, "cannot read config file \"%s\": %s", name,
+		             errstr(-rc, e, sizeof e));
 	if (rc < 0)
 		return -1;
 
 	if (!(abs = realpath(file, NULL))) {
-		tgi_snprintf(err, errlen, "cannot resolve config file \"%s\": %s", name, errstr(errno, e, sizeof e));
+		tgi_snprintf(err, errlen, "cannot resolve config file \"%s\": %s", name,
+		             errstr(errno, e, sizeof e));
 		free(text);
 		return -1;
 	}

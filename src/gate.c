@@ -130,7 +130,7 @@ static tg_result *call_end(tgi_call *c)
 	tg_result *r = tgi_xcalloc(1, sizeof *r);
 	r->status = c->status;
 	memcpy(r->op_id, c->op_id, sizeof r->op_id);
-	r->env = tgi_envelope(c);
+	r->env = c->envelope ? c->envelope : tgi_envelope(c);
 
 	json_decref(c->args);
 	json_decref(c->output);

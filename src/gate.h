@@ -98,6 +98,7 @@ typedef struct tgi_call {
 	int64_t           started_ms;
 	double            t0;
 	double            duration_ms;
+	json_t           *envelope;        /* owned: built once by persist */
 } tgi_call;
 
 /* Stage entry points, in order (src/<stage>.c). */

@@ -42,9 +42,10 @@ void tgi_persist(tgi_call *c)
 		tgi_event_add(c, fe, "persist",
 		              c->kind ? json_pack("{s:s}", "kind", tg_errkind_name(c->kind)) : NULL);
 
-	json_t *env = tgi_envelope(c);
+	/* the envelope shares the stages array, so the persist record added
+	 * below shows in what the caller gets, not in the stored copy */
+	json_t *env = c->envelope = tgi_envelope(c);
 	char *env_text = json_dumps(env, JSON_COMPACT);
-	json_decref(env);
 	char *args = tgi_redacted_args(c);
 	char sha[65];
 	if (!c->args_canon) {
@@ -79,8 +80,10 @@ void tgi_persist(tgi_call *c)
 		tgi_trace(c, "persist", 1, NULL);
 		return;
 	}
-	if (c->status == TG_PERSISTED)
+	if (c->status == TG_PERSISTED) {
 		c->status = TG_COMMITTED;
+		json_object_set_new(env, "status", json_string(tg_status_name(c->status)));
+	}
 	char clean[512];
 	tgi_sanitize(clean, sizeof clean, err);
 	tgi_trace(c, "persist", 0, json_pack("{s:s}", "error", clean));

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,23 +135,34 @@ static void add_home(home_ssh *h, const char *home)
 		h->n++;
 }
 
-static void home_ssh_dirs(home_ssh *h)
+/* The passwd entry's home does not change while the process runs: look it
+ * up once (a getpwuid_r reads /etc/passwd, far too slow for every call). */
+static pthread_once_t pw_once = PTHREAD_ONCE_INIT;
+static char pw_home[PATH_MAX];
+
+static void pw_home_lookup(void)
 {
 	struct passwd pw, *res = NULL;
 	size_t size = 4096;
 
-	h->n = 0;
-	add_home(h, getenv("HOME"));
 	for (;;) {
 		char *buf = tgi_xmalloc(size);
 		int rc = getpwuid_r(getuid(), &pw, buf, size, &res);
-		if (rc == 0 && res)
-			add_home(h, res->pw_dir);
+		if (rc == 0 && res && strlen(res->pw_dir) < sizeof pw_home)
+			memcpy(pw_home, res->pw_dir, strlen(res->pw_dir) + 1);
 		free(buf);
 		if (rc != ERANGE || size >= (1u << 20))
 			break;
 		size *= 2;
 	}
+}
+
+static void home_ssh_dirs(home_ssh *h)
+{
+	h->n = 0;
+	add_home(h, getenv("HOME"));
+	pthread_once(&pw_once, pw_home_lookup);
+	add_home(h, pw_home[0] ? pw_home : NULL);
 }
 
 /* The reason path (absolute, normalised) is floored, or NULL. */

@@ -97,10 +97,20 @@ static void fail(cstate *cs, const char *where, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (where && *where)
+	size_t len = where ? strlen(where) : 0;
+	if (len > 120) { /* keep the sentence: elide the middle of a long pointer */
+		size_t head = 40, tail = len - 60;
+		while (head > 0 && ((unsigned char)where[head] & 0xC0) == 0x80)
+			head--;
+		while (((unsigned char)where[tail] & 0xC0) == 0x80)
+			tail++;
+		tgi_snprintf(cs->err, cs->errlen, "%.*s...%s: %s", (int)head, where, where + tail, msg);
+	} else if (len)
 		tgi_snprintf(cs->err, cs->errlen, "%s: %s", where, msg);
 	else
 		tgi_snprintf(cs->err, cs->errlen, "schema root: %s", msg);
+	tgi_sanitize(cs->err, cs->errlen, cs->err);
+	tgi_utf8_trim(cs->err);
 }
 
 /* parent + "/" + escaped token (+ "/" + escaped token2); caller frees. */
@@ -586,12 +596,20 @@ static int c_any(cstate *cs, tgi_snode *n, const json_t *j, const char *base)
 			return kw_fail(cs, n, "enum", "must be an array");
 		n->nenum = json_array_size(v);
 		n->enumv = tgi_xcalloc(n->nenum, sizeof *n->enumv);
-		for (size_t i = 0; i < n->nenum; i++)
-			n->enumv[i] = json_deep_copy(json_array_get(v, i));
+		n->enum_strs = tgi_xcalloc(n->nenum, sizeof *n->enum_strs);
+		for (size_t i = 0; i < n->nenum; i++) {
+			json_t *e = n->enumv[i] = json_deep_copy(json_array_get(v, i));
+			if (json_is_string(e))
+				n->enum_strs[n->nenum_strs++] =
+					(tgi_sstr){json_string_value(e), json_string_length(e)};
+		}
 		n->kw |= TGI_KW_ENUM;
 	}
 	if ((v = json_object_get(j, "const"))) {
 		n->constv = json_deep_copy(v);
+		if (json_is_string(n->constv))
+			n->const_str = (tgi_sstr){json_string_value(n->constv),
+			                          json_string_length(n->constv)};
 		n->kw |= TGI_KW_CONST;
 	}
 	int r;
@@ -728,8 +746,16 @@ static int c_dependencies(cstate *cs, tgi_snode *n, const json_t *j, const char 
 		char *where = ptr_join(n->where, kw, key);
 		int rc = 0;
 		if (json_is_array(v) && names) {
-			rc = name_list(cs, n, v, where, &n->props[t].dep_names, &n->props[t].ndep_names,
-			               propcap);
+			/* collected aside: naming new properties may move n->props */
+			uint16_t *list = NULL;
+			size_t nlist = 0;
+			rc = name_list(cs, n, v, where, &list, &nlist, propcap);
+			tgi_sprop *p = &n->props[t];
+			p->dep_names = tgi_xrealloc(p->dep_names,
+			                            (p->ndep_names + nlist) * sizeof *p->dep_names);
+			for (size_t k = 0; k < nlist; k++)
+				p->dep_names[p->ndep_names++] = list[k];
+			free(list);
 		} else if ((json_is_object(v) || json_is_boolean(v)) && schemas) {
 			if (n->props[t].dep_schema) {
 				fail(cs, where, "\"%s\" already has a dependent schema", key);
@@ -801,6 +827,13 @@ static int c_object(cstate *cs, tgi_snode *n, const json_t *j, const char *base)
 		if (r < 0)
 			return -1;
 		n->kw |= n->nrequired ? TGI_KW_REQUIRED : 0;
+		n->required_all_in_mask = 1;
+		for (size_t i = 0; i < n->nrequired; i++) {
+			if (n->required[i] < 64)
+				n->required_mask |= (uint64_t)1 << n->required[i];
+			else
+				n->required_all_in_mask = 0;
+		}
 	}
 	if (c_dependencies(cs, n, j, base, "dependentRequired", 1, 0, &propcap) < 0 ||
 	    c_dependencies(cs, n, j, base, "dependentSchemas", 0, 1, &propcap) < 0 ||
@@ -870,8 +903,8 @@ static void relink(tgi_schema *s)
 {
 	for (size_t k = 0; k < s->nnodes; k++) {
 		tgi_snode *n = s->nodes[k];
-		const tgi_snode **one[] = {&n->not_, &n->if_, &n->then_, &n->else_, &n->items,
-		                           &n->contains, &n->additional, &n->names};
+		const tgi_snode **one[] = {&n->ref, &n->not_, &n->if_, &n->then_, &n->else_,
+		                           &n->items, &n->contains, &n->additional, &n->names};
 		for (size_t i = 0; i < TGI_ARRAY_LEN(one); i++)
 			*one[i] = skip_refs(s, *one[i]);
 		relink_list(s, &n->all_of);
@@ -984,6 +1017,7 @@ static void node_free(tgi_snode *n)
 	for (size_t i = 0; i < n->nenum; i++)
 		json_decref(n->enumv[i]);
 	free(n->enumv);
+	free(n->enum_strs);
 	json_decref(n->constv);
 	json_decref(n->dflt);
 	free(n->all_of.v);

@@ -125,6 +125,11 @@ typedef struct tgi_spattern {
 	const tgi_snode *schema;
 } tgi_spattern;
 
+typedef struct tgi_sstr {     /* a borrowed string and its length */
+	const char *s;
+	size_t      n;
+} tgi_sstr;
+
 typedef struct tgi_slist {
 	const tgi_snode **v;         /* owned array of borrowed nodes */
 	size_t            n;
@@ -142,7 +147,10 @@ struct tgi_snode {
 	/* any type */
 	json_t  **enumv;             /* owned references */
 	size_t    nenum;
+	tgi_sstr *enum_strs;         /* the strings among enumv, for a quick scan; owned */
+	size_t    nenum_strs;
 	json_t   *constv;            /* owned reference */
+	tgi_sstr  const_str;         /* constv's text when it is a string */
 	json_t   *dflt;              /* "default", owned reference, or NULL */
 	tgi_slist all_of, any_of, one_of;
 	const tgi_snode *not_, *if_, *then_, *else_;
@@ -169,6 +177,8 @@ struct tgi_snode {
 	uint32_t         slot_mask;
 	uint16_t        *required;   /* indexes into props; owned */
 	size_t           nrequired;
+	uint64_t         required_mask; /* the required indexes below 64, as bits */
+	int              required_all_in_mask; /* every required index is below 64 */
 	uint16_t        *dependents; /* props with dep_names or dep_schema; owned */
 	size_t           ndependents;
 	tgi_spattern    *patterns;   /* patternProperties; owned */
@@ -211,6 +221,51 @@ static inline uint32_t tgi_schema_hash(const char *s, size_t n)
 	return h ^ (h >> 15);
 }
 
+/* Cut s (in place) before a UTF-8 sequence that a truncation left
+ * incomplete, so that messages stay valid JSON strings. */
+static inline void tgi_utf8_trim(char *s)
+{
+	size_t n = strlen(s), i = n, cont = 0;
+	while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+		i--, cont++;
+	if (i == 0 || cont >= 4)
+		return;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+	if (lead >= 0x80 && cont < want)
+		s[i - 1] = '\0';
+}
+
+/* a[0..n) == b[0..n), for the short strings property names are: fixed-size
+ * loads that may overlap, never a byte loop or a library call. */
+static inline int tgi_same_bytes(const char *a, const char *b, size_t n)
+{
+	uint64_t x, y;
+	uint32_t u, v;
+	if (n >= 8) {
+		for (size_t k = 0; k + 8 < n; k += 8) {
+			memcpy(&x, a + k, 8);
+			memcpy(&y, b + k, 8);
+			if (x != y)
+				return 0;
+		}
+		memcpy(&x, a + n - 8, 8);
+		memcpy(&y, b + n - 8, 8);
+		return x == y;
+	}
+	if (n >= 4) {
+		memcpy(&u, a, 4);
+		memcpy(&v, b, 4);
+		if (u != v)
+			return 0;
+		memcpy(&u, a + n - 4, 4);
+		memcpy(&v, b + n - 4, 4);
+		return u == v;
+	}
+	/* 0..3 bytes: first, middle and last cover them all */
+	return n == 0 || (a[0] == b[0] && a[n >> 1] == b[n >> 1] && a[n - 1] == b[n - 1]);
+}
+
 /* Property lookup in a node's table: index or -1. */
 static inline int tgi_snode_prop(const tgi_snode *n, const char *key, size_t len)
 {
@@ -222,21 +277,22 @@ static inline int tgi_snode_prop(const tgi_snode *n, const char *key, size_t len
 		if (!s)
 			return -1;
 		const tgi_sprop *p = &n->props[s - 1];
-		if (p->hash == h && p->len == len) {
-			size_t k = 0;
-			for (; len - k >= 8; k += 8) {
-				uint64_t a, b;
-				memcpy(&a, p->name + k, 8);
-				memcpy(&b, key + k, 8);
-				if (a != b)
-					break;
-			}
-			while (k < len && p->name[k] == key[k])
-				k++;
-			if (k == len)
-				return (int)(s - 1);
-		}
+		if (p->hash == h && p->len == len && tgi_same_bytes(p->name, key, len))
+			return (int)(s - 1);
 	}
+}
+
+/* The same, trying index `guess` first: instances tend to list properties
+ * in the schema's order, so the walk guesses "the one after the last". */
+static inline int tgi_snode_prop_near(const tgi_snode *n, const char *key, size_t len,
+                                      size_t guess)
+{
+	if (guess < n->nprops) {
+		const tgi_sprop *p = &n->props[guess];
+		if (p->len == len && tgi_same_bytes(p->name, key, len))
+			return (int)guess;
+	}
+	return tgi_snode_prop(n, key, len);
 }
 
 /* ---- regex.c: ECMA-262-flavoured patterns on PCRE2 ----------------------- */

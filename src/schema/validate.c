@@ -72,26 +72,28 @@ static inline int stop(const vctx *c)
 		}                       \
 	} while (0)
 
-/* Inside a check function: this check failed; say why (report mode only). */
-#define FAIL(...)                        \
+/* Inside a check function: this check failed; `call` (a fail_* function
+ * below or report(), run in report mode only) says why. */
+#define FAIL_BY(call)                    \
 	do {                             \
 		if (!c->sink)            \
 			return 0;        \
-		report(c, __VA_ARGS__);  \
+		call;                    \
 		ok = 0;                  \
 		if (c->sink->truncated)  \
 			return 0;        \
 	} while (0)
+#define FAIL(...) FAIL_BY(report(c, __VA_ARGS__))
 
 /* ---- describing things in messages ---------------------------------------- */
 
+/* The RFC 6901 pointer of `at`, cut (never overflowing) at cap. */
 static void path_string(const vpath *at, char *out, size_t cap)
 {
 	const vpath *chain[TGI_SCHEMA_MAX_DEPTH + 8];
-	size_t n = 0;
+	size_t n = 0, len = 0;
 	for (; at && n < TGI_ARRAY_LEN(chain); at = at->up)
 		chain[n++] = at;
-	out[0] = '\0';
 	while (n--) {
 		char num[24];
 		const char *tok = chain[n]->key;
@@ -99,10 +101,20 @@ static void path_string(const vpath *at, char *out, size_t cap)
 			snprintf(num, sizeof num, "%zu", chain[n]->index);
 			tok = num;
 		}
-		char *copy = tgi_strdup(out);
-		tgi_json_pointer_join(out, cap, copy, tok);
-		free(copy);
+		if (len + 1 < cap)
+			out[len++] = '/';
+		for (; *tok && len + 1 < cap; tok++) {
+			if (*tok == '~' || *tok == '/') {
+				if (len + 2 >= cap)
+					break;
+				out[len++] = '~';
+				out[len++] = *tok == '~' ? '0' : '1';
+			} else {
+				out[len++] = *tok;
+			}
+		}
 	}
+	out[len] = '\0';
 }
 
 typedef struct capped {
@@ -199,9 +211,9 @@ static void type_list(char *out, size_t cap, unsigned types)
 	}
 }
 
-static inline unsigned type_bits(const json_t *x)
+static inline unsigned type_bits_of(const json_t *x, json_type t)
 {
-	switch (json_typeof(x)) {
+	switch (t) {
 	case JSON_OBJECT: return TGI_ST_OBJECT;
 	case JSON_ARRAY: return TGI_ST_ARRAY;
 	case JSON_STRING: return TGI_ST_STRING;
@@ -216,6 +228,11 @@ static inline unsigned type_bits(const json_t *x)
 	}
 }
 
+static inline unsigned type_bits(const json_t *x)
+{
+	return type_bits_of(x, json_typeof(x));
+}
+
 __attribute__((format(printf, 3, 4), noinline, cold))
 static void report(vctx *c, const vpath *at, const char *fmt, ...)
 {
@@ -228,10 +245,70 @@ static void report(vctx *c, const vpath *at, const char *fmt, ...)
 	tgi_schema_error *e = &k->errors[k->n++];
 	path_string(at, e->pointer, sizeof e->pointer);
 	tgi_sanitize(e->pointer, sizeof e->pointer, e->pointer);
+	tgi_utf8_trim(e->pointer);
 	va_start(ap, fmt);
 	vsnprintf(e->message, sizeof e->message, fmt, ap);
 	va_end(ap);
 	tgi_sanitize(e->message, sizeof e->message, e->message);
+	tgi_utf8_trim(e->message);
+}
+
+/* ---- failure reports: cold, so their buffers stay off the walk's frames -- */
+
+__attribute__((noinline, cold))
+static void fail_type(vctx *c, const vpath *at, unsigned types, const json_t *x)
+{
+	char want[128];
+	type_list(want, sizeof want, types);
+	report(c, at, "must be %s, got %s", want, type_name(x));
+}
+
+__attribute__((noinline, cold))
+static void fail_number(vctx *c, const vpath *at, const char *what, const tgi_snum *lim,
+                        const json_t *x)
+{
+	char want[40], got[ECHO_MAX + 4];
+	num_string(want, sizeof want, lim);
+	describe(got, x);
+	report(c, at, "must be %s %s, got %s", what, want, got);
+}
+
+/* A pattern for a message: as written, cut (on a character boundary, with
+ * "...") to keep the sentence short.  cap > 4. */
+static void pattern_text(char *out, size_t cap, const tgi_regex *re)
+{
+	const char *src = tgi_regex_source(re);
+	tgi_sanitize(out, cap, src);
+	size_t n = strlen(out);
+	if (n == strlen(src))
+		return;
+	if (n > cap - 4)
+		n = cap - 4;
+	while (n > 0 && ((unsigned char)out[n] & 0xC0) == 0x80)
+		n--; /* out[n] would be the first byte dropped: not mid-character */
+	memcpy(out + n, "...", 4);
+}
+
+__attribute__((noinline, cold))
+static void fail_pattern(vctx *c, const vpath *at, const tgi_regex *re, int r, int is_name)
+{
+	char pat[128];
+	pattern_text(pat, sizeof pat, re);
+	if (r == 0)
+		report(c, at, "must match %s", pat);
+	else if (is_name)
+		report(c, at, "is a property name too complex to check against %s", pat);
+	else
+		report(c, at, "is too complex to check against the pattern %s; send a simpler value",
+		       pat);
+}
+
+__attribute__((noinline, cold))
+static void fail_format(vctx *c, const vpath *at, int format, const json_t *x)
+{
+	char got[ECHO_MAX + 4];
+	describe(got, x);
+	report(c, at, "must be a valid %s, got %s", tgi_format_describe(format), got);
 }
 
 /* ---- scalars ------------------------------------------------------------------ */
@@ -285,23 +362,11 @@ static int v_number(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 			continue;
 		const tgi_snum *lim = (const tgi_snum *)((const char *)n + limits[i].off);
 		int r = num_cmp(x, lim);
-		if (r >= limits[i].bad_lo && r <= limits[i].bad_hi) {
-			char want[40] = "", got[ECHO_MAX + 4] = "";
-			if (c->sink) {
-				num_string(want, sizeof want, lim);
-				describe(got, x);
-			}
-			FAIL(at, "must be %s %s, got %s", limits[i].op, want, got);
-		}
+		if (r >= limits[i].bad_lo && r <= limits[i].bad_hi)
+			FAIL_BY(fail_number(c, at, limits[i].op, lim, x));
 	}
-	if ((kw & TGI_KW_MULTIPLE_OF) && !is_multiple(x, &n->multiple_of)) {
-		char want[40] = "", got[ECHO_MAX + 4] = "";
-		if (c->sink) {
-			num_string(want, sizeof want, &n->multiple_of);
-			describe(got, x);
-		}
-		FAIL(at, "must be a multiple of %s, got %s", want, got);
-	}
+	if ((kw & TGI_KW_MULTIPLE_OF) && !is_multiple(x, &n->multiple_of))
+		FAIL_BY(fail_number(c, at, "a multiple of", &n->multiple_of, x));
 	return ok;
 }
 
@@ -311,14 +376,6 @@ static size_t code_points(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		cp += ((unsigned char)s[i] & 0xC0) != 0x80;
 	return cp;
-}
-
-/* A pattern for a message: as written, cut to keep the sentence short. */
-static void pattern_text(char *out, size_t cap, const tgi_regex *re)
-{
-	tgi_sanitize(out, cap, tgi_regex_source(re));
-	if (strlen(tgi_regex_source(re)) >= cap && cap > 4)
-		memcpy(out + strlen(out) - (strlen(out) >= 3 ? 3 : 0), "...", 4);
 }
 
 static int v_string(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
@@ -342,23 +399,11 @@ static int v_string(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 	}
 	if (kw & TGI_KW_PATTERN) {
 		int r = tgi_regex_match(n->pattern, c->rx, s, len);
-		if (r <= 0) {
-			char pat[128] = "";
-			if (c->sink)
-				pattern_text(pat, sizeof pat, n->pattern);
-			if (r == 0)
-				FAIL(at, "must match %s", pat);
-			else
-				FAIL(at, "is too complex to check against the pattern %s; send a "
-				     "simpler value", pat);
-		}
+		if (r <= 0)
+			FAIL_BY(fail_pattern(c, at, n->pattern, r, 0));
 	}
-	if ((kw & TGI_KW_FORMAT) && !tgi_format_check(n->format, s, len)) {
-		char got[ECHO_MAX + 4] = "";
-		if (c->sink)
-			describe(got, x);
-		FAIL(at, "must be a valid %s, got %s", tgi_format_describe(n->format), got);
-	}
+	if ((kw & TGI_KW_FORMAT) && !tgi_format_check(n->format, s, len))
+		FAIL_BY(fail_format(c, at, n->format, x));
 	return ok;
 }
 
@@ -380,35 +425,63 @@ static void value_list(char *out, size_t cap, json_t *const *v, size_t n)
 	}
 }
 
+__attribute__((noinline, cold))
+static void fail_enum(vctx *c, const vpath *at, const tgi_snode *n, const json_t *x)
+{
+	char list[LIST_MAX + 16], got[ECHO_MAX + 4];
+	value_list(list, sizeof list, n->enumv, n->nenum);
+	describe(got, x);
+	if (n->nenum == 0)
+		report(c, at, "is not allowed (the enum is empty)");
+	else if (n->nenum == 1)
+		report(c, at, "must be %s; got %s", list, got);
+	else
+		report(c, at, "must be one of %s; got %s", list, got);
+}
+
+__attribute__((noinline, cold))
+static void fail_const(vctx *c, const vpath *at, const tgi_snode *n, const json_t *x)
+{
+	char want[ECHO_MAX + 4], got[ECHO_MAX + 4];
+	describe(want, n->constv);
+	describe(got, x);
+	report(c, at, "must be %s; got %s", want, got);
+}
+
+static int in_strs(const tgi_sstr *v, size_t n, const char *s, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].n == len && tgi_same_bytes(v[i].s, s, len))
+			return 1;
+	return 0;
+}
+
 static int v_enum_const(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 {
 	int ok = 1;
+	const char *s = NULL;
+	size_t len = 0;
+	if (json_is_string(x)) { /* strings compare as bytes: no general equality */
+		s = json_string_value(x);
+		len = json_string_length(x);
+	}
 	if (n->kw & TGI_KW_ENUM) {
-		size_t i = 0;
-		while (i < n->nenum && !tgi_schema_equal(n->enumv[i], x))
-			i++;
-		if (i == n->nenum) {
-			char list[LIST_MAX + 16] = "", got[ECHO_MAX + 4] = "";
-			if (c->sink) {
-				value_list(list, sizeof list, n->enumv, n->nenum);
-				describe(got, x);
-			}
-			if (n->nenum == 1)
-				FAIL(at, "must be %s; got %s", list, got);
-			else if (n->nenum == 0)
-				FAIL(at, "is not allowed (the enum is empty)");
-			else
-				FAIL(at, "must be one of %s; got %s", list, got);
+		int found;
+		if (s) {
+			found = in_strs(n->enum_strs, n->nenum_strs, s, len);
+		} else {
+			size_t i = 0;
+			while (i < n->nenum && !tgi_schema_equal(n->enumv[i], x))
+				i++;
+			found = i < n->nenum;
 		}
+		if (!found)
+			FAIL_BY(fail_enum(c, at, n, x));
 	}
-	if ((n->kw & TGI_KW_CONST) && !tgi_schema_equal(n->constv, x)) {
-		char want[ECHO_MAX + 4] = "", got[ECHO_MAX + 4] = "";
-		if (c->sink) {
-			describe(want, n->constv);
-			describe(got, x);
-		}
-		FAIL(at, "must be %s; got %s", want, got);
-	}
+	if ((n->kw & TGI_KW_CONST) &&
+	    !(s ? n->const_str.s && in_strs(&n->const_str, 1, s, len)
+	        : tgi_schema_equal(n->constv, x)))
+		FAIL_BY(fail_const(c, at, n, x));
 	return ok;
 }
 
@@ -470,11 +543,8 @@ static int v_array(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 	if (kw & TGI_KW_ITEMS) {
 		for (size_t i = 0; i < len; i++) {
 			const tgi_snode *s = i < n->prefix.n ? n->prefix.v[i] : n->items;
-			if (!s) {
-				if (i >= n->prefix.n)
-					break;
-				continue;
-			}
+			if (!s)
+				break; /* past the prefix, and anything goes */
 			vpath p = {at, NULL, i};
 			if (i >= n->prefix.n && (s->kw & TGI_KW_FALSE)) {
 				FAIL(&p, "is not allowed (at most %zu item%s)", n->prefix.n,
@@ -549,6 +619,35 @@ static void allowed_list(char *out, size_t cap, const tgi_snode *n)
 	}
 }
 
+__attribute__((noinline, cold))
+static void fail_additional(vctx *c, const vpath *at, const tgi_snode *n)
+{
+	char list[LIST_MAX + 32];
+	allowed_list(list, sizeof list, n);
+	if (list[0])
+		report(c, at, "is not allowed (allowed: %s)", list);
+	else
+		report(c, at, "is not allowed (this object takes no properties)");
+}
+
+/* Why a property name failed propertyNames: the first error of a second,
+ * reporting walk over the name. */
+__attribute__((noinline, cold))
+static void fail_name(vctx *c, const tgi_snode *n, json_t *name, const vpath *p)
+{
+	tgi_schema_error e;
+	sink one = {&e, 1, 0, 0};
+	vctx q = *c;
+	q.sink = &one;
+	q.closest = 0;
+	v_node(&q, n->names, name, p);
+	if (one.n)
+		report(c, p, "is not an allowed property name (%s)", e.message);
+	else
+		report(c, p, "is not an allowed property name");
+}
+
+__attribute__((noinline))
 static int v_property_name(vctx *c, const tgi_snode *n, const char *key, size_t len,
                            const vpath *p)
 {
@@ -558,17 +657,8 @@ static int v_property_name(vctx *c, const tgi_snode *n, const char *key, size_t 
 	vctx q = *c;
 	q.sink = NULL;
 	int ok = v_node(&q, n->names, name, p);
-	if (!ok && c->sink) {
-		tgi_schema_error e;
-		sink one = {&e, 1, 0, 0};
-		q.sink = &one;
-		q.closest = 0;
-		v_node(&q, n->names, name, p);
-		if (one.n)
-			report(c, p, "is not an allowed property name (%s)", e.message);
-		else
-			report(c, p, "is not an allowed property name");
-	}
+	if (!ok && c->sink)
+		fail_name(c, n, name, p);
 	json_decref(name);
 	return ok;
 }
@@ -589,6 +679,7 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 			     n->max_props == 1 ? "y" : "ies", size);
 	}
 	if (kw & TGI_KW_WALK) {
+		size_t guess = 0;
 		walked = 1;
 		for (void *it = json_object_iter(x); it; it = json_object_iter_next(x, it)) {
 			const char *key = json_object_iter_key(it);
@@ -596,8 +687,9 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 			json_t *v = json_object_iter_value(it);
 			vpath p = {at, key, 0};
 			int known = 0;
-			int i = tgi_snode_prop(n, key, klen);
+			int i = tgi_snode_prop_near(n, key, klen, guess);
 			if (i >= 0) {
+				guess = (size_t)i + 1;
 				if (i < 64)
 					seen |= (uint64_t)1 << i;
 				if (n->props[i].schema) {
@@ -608,33 +700,26 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 			for (size_t k = 0; k < n->npatterns; k++) {
 				int r = tgi_regex_match(n->patterns[k].re, c->rx, key, klen);
 				if (r < 0) {
-					char pat[64] = "";
-					if (c->sink)
-						pattern_text(pat, sizeof pat, n->patterns[k].re);
-					FAIL(&p, "is a property name too complex to check against %s", pat);
+					FAIL_BY(fail_pattern(c, &p, n->patterns[k].re, r, 1));
 				} else if (r) {
 					known = 1;
 					CHECK(v_node(c, n->patterns[k].schema, v, &p));
 				}
 			}
 			if (!known && n->additional) {
-				if (n->additional->kw & TGI_KW_FALSE) {
-					char list[LIST_MAX + 32] = "";
-					if (c->sink)
-						allowed_list(list, sizeof list, n);
-					if (c->sink && !list[0])
-						FAIL(&p, "is not allowed (this object takes no properties)");
-					else
-						FAIL(&p, "is not allowed (allowed: %s)", list);
-				} else {
+				if (n->additional->kw & TGI_KW_FALSE)
+					FAIL_BY(fail_additional(c, &p, n));
+				else
 					CHECK(v_node(c, n->additional, v, &p));
-				}
 			}
 			if (n->names)
 				CHECK(v_property_name(c, n, key, klen, &p));
 		}
 	}
-	for (size_t k = 0; k < n->nrequired; k++) {
+	/* the walk saw every required name: nothing to look up */
+	int all_seen = walked && n->required_all_in_mask &&
+	               (seen & n->required_mask) == n->required_mask;
+	for (size_t k = 0; k < n->nrequired && !all_seen; k++) {
 		unsigned i = n->required[k];
 		const tgi_sprop *r = &n->props[i];
 		int present = walked && i < 64 ? (int)((seen >> i) & 1)
@@ -692,9 +777,7 @@ static void explain_none(vctx *c, const tgi_slist *l, const char *kw, json_t *x,
 		}
 	}
 	if (typed && !closest) {
-		char types[128];
-		type_list(types, sizeof types, all);
-		report(c, at, "must be %s, got %s", types, type_name(x));
+		fail_type(c, at, all, x);
 		return;
 	}
 	if (closest && c->closest) {
@@ -775,21 +858,19 @@ static int v_apply(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 static int v_checks(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 {
 	uint32_t kw = n->kw;
+	json_type t = json_typeof(x);
 	int ok = 1;
 
-	if ((kw & TGI_KW_TYPE) && !(type_bits(x) & n->types)) {
-		char types[128];
-		if (!c->sink)
-			return 0;
-		type_list(types, sizeof types, n->types);
-		report(c, at, "must be %s, got %s", types, type_name(x));
+	if ((kw & TGI_KW_TYPE) && !(type_bits_of(x, t) & n->types)) {
+		if (c->sink)
+			fail_type(c, at, n->types, x);
 		return 0; /* the other keywords would only repeat this */
 	}
 	if (kw & TGI_KW_REF)
 		CHECK(v_node(c, n->ref, x, at));
 	if (kw & (TGI_KW_ENUM | TGI_KW_CONST))
 		CHECK(v_enum_const(c, n, x, at));
-	switch (json_typeof(x)) {
+	switch (t) {
 	case JSON_OBJECT:
 		if (kw & TGI_KW_OBJECT_MASK)
 			CHECK(v_object(c, n, x, at));

@@ -51,6 +51,11 @@
 #define TGI_RETRY_MIN_S    1.0
 #define TGI_RETRY_MAX_S    30.0
 #define TGI_EVENT_BATCH    8      /* events per INSERT statement (one call has ~4) */
+/* WAL pages between automatic checkpoints (SQLite's default is 1000).  At
+ * synchronous=NORMAL a checkpoint costs two fsyncs on the committing call;
+ * a call writes ~10 pages, so this is one checkpoint per ~800 calls and a
+ * WAL of at most ~32 MB. */
+#define TGI_WAL_CHECKPOINT 8000
 
 /* Migration i takes user_version i to i + 1. */
 static const char *const migrations[TGI_SCHEMA_VERSION] = {
@@ -149,7 +154,8 @@ static const char *const verify_sql[] = {
 	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
 	  " expires_ms, decided_by FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')" \
 	  " AND expires_ms > 0 AND expires_ms <= ?2 THEN 'expired' ELSE state END AS st"       \
-	  " FROM approvals) WHERE (?1 IS NULL AND st IN ('pending', 'approved')) OR st = ?1"   \
+	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
+	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
 	  " ORDER BY created_ms DESC, id DESC")
 
 #define TGI_ST_ENUM(name, sql) name,
@@ -176,10 +182,15 @@ struct owner {
 
 /* ---- errors ---- */
 
-/* Describe rc as a sentence a person can act on. */
-static void describe(const tgi_store *s, int rc, char *out, size_t cap)
+/* Describe rc as a sentence a person can act on.  sys_errno is errno as
+ * the failing call left it: SQLite does not always keep the system error
+ * of a failed write to the WAL (EFBIG, ENOSPC), and it is what says why. */
+static void describe(const tgi_store *s, int rc, int sys_errno, char *out, size_t cap)
 {
 	int e = s->db ? sqlite3_system_errno(s->db) : 0;
+
+	if (!e)
+		e = sys_errno;
 
 	switch (rc & 0xff) {
 	case SQLITE_FULL:
@@ -237,12 +248,13 @@ __attribute__((format(printf, 5, 6)))
 static int fail(tgi_store *s, int rc, char *err, size_t errlen, const char *fmt, ...)
 {
 	char what[512], why[PATH_MAX + 256];
+	int sys_errno = errno;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	describe(s, rc, why, sizeof why);
+	describe(s, rc, sys_errno, why, sizeof why);
 	if (s->db)
 		tx_rollback(s);
 	tgi_snprintf(err, errlen, "%s: %s", what, why);
@@ -462,6 +474,17 @@ static int open_db(tgi_store *s, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* The file is an SQLite database, but not a ledger (or one damaged by
+ * hand): another program's tables, or ours without the columns we use. */
+static int not_a_ledger(tgi_store *s, char *err, size_t errlen)
+{
+	tgi_snprintf(err, errlen,
+	             "the ledger '%s' does not have the tables toolgate expects (%s); move it aside and run again to start a new ledger",
+	             s->shown, sqlite3_errmsg(s->db));
+	tx_rollback(s);
+	return -1;
+}
+
 /* Bring the schema to TGI_SCHEMA_VERSION, or refuse a newer one. */
 static int migrate(tgi_store *s, char *err, size_t errlen)
 {
@@ -493,6 +516,8 @@ static int migrate(tgi_store *s, char *err, size_t errlen)
 	}
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
+	if ((rc & 0xff) == SQLITE_ERROR)
+		return not_a_ledger(s, err, errlen);
 	if (rc != SQLITE_OK)
 		return fail(s, sqlite3_extended_errcode(s->db), err, errlen,
 		            "cannot create the ledger tables");
@@ -512,12 +537,8 @@ static int verify(tgi_store *s, char *err, size_t errlen)
 				rc = sqlite3_extended_errcode(s->db);
 		}
 		sqlite3_finalize(st);
-		if ((rc & 0xff) == SQLITE_ERROR) {
-			tgi_snprintf(err, errlen,
-			             "the ledger '%s' does not have the tables toolgate expects (%s); move it aside and run again to start a new ledger",
-			             s->shown, sqlite3_errmsg(s->db));
-			return -1;
-		}
+		if ((rc & 0xff) == SQLITE_ERROR)
+			return not_a_ledger(s, err, errlen);
 		if (rc != SQLITE_OK)
 			return fail(s, rc, err, errlen, "cannot read the ledger");
 	}
@@ -531,19 +552,27 @@ static int setup(tgi_store *s, char *err, size_t errlen)
 	int rc;
 
 	sqlite3_busy_timeout(s->db, TGI_BUSY_MS);
-	/* The first read: a file that is not a database fails here. */
-	rc = query_one(s->db, "PRAGMA journal_mode = WAL", NULL, mode, sizeof mode);
+	/* The first read: a file that is not a database fails here.  Putting
+	 * a new file in WAL mode needs an exclusive lock, and when several
+	 * processes open a new ledger at once SQLite answers SQLITE_BUSY at
+	 * once instead of calling the busy handler (waiting there could
+	 * deadlock two readers that both want to write): wait here instead. */
+	double deadline = tgi_now_ms() + TGI_BUSY_MS;
+	while ((rc = query_one(s->db, "PRAGMA journal_mode = WAL", NULL, mode, sizeof mode)) != SQLITE_OK &&
+	       (rc & 0xff) == SQLITE_BUSY && tgi_now_ms() < deadline)
+		sqlite3_sleep(1 + (int)(getpid() % 8));
 	if (rc != SQLITE_OK)
-		return fail(s, sqlite3_extended_errcode(s->db), err, errlen, "cannot open the ledger");
+		return fail(s, rc, err, errlen, "cannot open the ledger");
 	if (strcasecmp(mode, "wal") != 0) {
 		tgi_snprintf(err, errlen, "cannot put the ledger '%s' in WAL mode (it stays in '%s' mode)",
 		             s->shown, mode);
 		return -1;
 	}
-	rc = sqlite3_exec(s->db,
-	                  s->sync_full ? "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF"
-	                               : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF",
-	                  NULL, NULL, NULL);
+	char pragmas[128];
+	tgi_snprintf(pragmas, sizeof pragmas,
+	             "PRAGMA synchronous = %s; PRAGMA foreign_keys = OFF; PRAGMA wal_autocheckpoint = %d",
+	             s->sync_full ? "FULL" : "NORMAL", TGI_WAL_CHECKPOINT);
+	rc = sqlite3_exec(s->db, pragmas, NULL, NULL, NULL);
 	/* Transaction control is prepared now so that a rollback never needs
 	 * memory it might not get. */
 	for (size_t i = 0; rc == SQLITE_OK && i < TGI_ARRAY_LEN(eager); i++)
@@ -692,6 +721,10 @@ int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev,
 	if (!op->status || !op->envelope) {
 		tgi_snprintf(err, errlen, "op '%s' has no %s to record", op->op_id,
 		             op->status ? "envelope" : "status");
+		return -1;
+	}
+	if (nev && !ev) {
+		tgi_snprintf(err, errlen, "the events of op '%s' are missing", op->op_id);
 		return -1;
 	}
 	for (size_t i = 0; i < nev; i++) {
@@ -965,7 +998,7 @@ int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err
 		rc = st_run(s, ST_IDEM_RELEASE, "tt", scope, op_id);
 	}
 	if (rc == SQLITE_OK)
-		rc = st_run(s, ST_EVENT_INSERT, "ittti", now, op_id, "tool.call.resolved", NULL,
+		rc = st_run(s, ST_EVENT_INSERT, "itttt", now, op_id, "tool.call.resolved", NULL,
 		            applied ? "{\"applied\":true}" : "{\"applied\":false}");
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);

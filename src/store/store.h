@@ -140,7 +140,9 @@ int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const c
 int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
                             int *found, char pending_id[37], char *err, size_t errlen);
 
-/* List approvals (state NULL: all not yet used/expired, newest first). */
+/* List approvals, newest first: state NULL: all not yet used/expired;
+ * "*": every approval; else those in that state (a pending or approved one
+ * past its expiry counts as "expired"). */
 int  tgi_store_approval_list(tgi_store *s, const char *state, tgi_approval_row **rows, size_t *n,
                              char *err, size_t errlen);
 void tgi_approval_rows_free(tgi_approval_row *rows, size_t n);

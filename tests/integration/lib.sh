@@ -30,6 +30,14 @@ tgcall() {
 	local name=$1; shift
 	(cd "$WS" && "$TG" call --json "$@" > "$WS/$name.json" 2> "$WS/$name.err" < /dev/null)
 	echo $? > "$WS/$name.exit"
+	sanitizers "$WS/$name.err" "$name"
+}
+
+# sanitizers FILE WHAT: a sanitizer report in a program's stderr is a failure
+sanitizers() {
+	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|ThreadSanitizer' "$1" 2>/dev/null; then
+		fail "$2: sanitizer report:"; head -n 30 "$1" >&2
+	fi
 }
 
 # sql QUERY: against the workspace's ledger

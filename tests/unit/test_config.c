@@ -998,6 +998,14 @@ static void test_json_file_errors(void **state)
 	load_err("c.json", "c.json:1:");
 	write_text("c.json", "");
 	load_err("c.json", "c.json:1:");
+	/* characters JSON escapes as surrogate pairs (YAML refuses those) keep
+	 * every position after them */
+	write_text("c.json", "{\"tools\": {\"t\": {\"description\": \"\\ud83d\\ude00\", "
+	                     "\"command\": [\"x\"], \"timeout_s\": 0}}}");
+	load_err("c.json", "c.json:1:80: tools.t.timeout_s: expected an integer from 1 to 86400, got 0");
+	/* after an escaped backslash: still a pair */
+	write_text("c.json", "{\"a\": \"\\\\\\ud83d\\ude00\", \"mdoe\": 1}");
+	load_err("c.json", "c.json:1:7: unknown key \"a\"");
 	/* JSON semantics are exact: a YAML-only spelling is not JSON */
 	write_text("c.json", "mode: plan\n");
 	load_err("c.json", "c.json:1:");

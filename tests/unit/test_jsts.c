@@ -9,9 +9,9 @@
  * Cases whose schema needs a remote `$ref` (refRemote.json, the draft 7
  * metaschema by URL) are skipped and counted.
  *
- * Prints each mismatch, then `jsts: N passed, N failed, N skipped` and the
- * same for the optional formats; exits non-zero on any required failure
- * or if the suite is not installed.
+ * Prints each mismatch, then the optional format tally and, last,
+ * `jsts: N passed, N failed, N skipped` for the required tests; exits
+ * non-zero on any required failure or if the suite is not installed.
  *
  * Owns: nothing beyond the run.  Must not: need the network or any file
  * other than the Debian package's.
@@ -165,7 +165,7 @@ int main(void)
 		run_file(SUITE "/optional/format", name, TGI_SCHEMA_DRAFT7 | TGI_SCHEMA_ASSERT_FORMATS,
 		         &fmt);
 	}
-	printf("jsts: %d passed, %d failed, %d skipped\n", req.passed, req.failed, req.skipped);
 	printf("jsts optional/format: %d passed, %d failed\n", fmt.passed, fmt.failed);
+	printf("jsts: %d passed, %d failed, %d skipped\n", req.passed, req.failed, req.skipped);
 	return req.failed ? 1 : 0;
 }

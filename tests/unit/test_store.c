@@ -1,0 +1,1558 @@
+/*
+ * test_store.c — the ledger and spill files (src/store/), against DESIGN §1
+ * "Idempotency" and §5: a call's record read back through the log filters;
+ * the idempotency claim lifecycle, dead owners (a forked child that dies
+ * holding a claim), pid reuse, other hosts, operator resolution; exactly one
+ * winner among concurrent claimers (threads and processes); approvals with
+ * expiry and single use; the state-directory and ledger-file checks
+ * (symlinks, owners, non-regular files); corrupt, foreign, newer, read-only
+ * and full ledgers; spill files.
+ *
+ * Owns: nothing outside its temporary directories.  Must not: depend on the
+ * network or on files outside the repository.  Children of fork() report
+ * through exit codes and pipes and leave with _exit(), never through cmocka.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+#include "util/util.h"
+
+#define NOBODY 65534
+
+struct fx {
+	char       dir[64];   /* a fresh temporary directory */
+	char       db[128];   /* <dir>/ledger.db */
+	tgi_store *s;         /* open on db, or NULL */
+};
+
+/* ---- helpers ---- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_rf(const char *dir)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int setup_dir(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	snprintf(f->dir, sizeof f->dir, "/tmp/tg_store_XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->db, sizeof f->db, "%s/ledger.db", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int setup_store(void **state)
+{
+	char err[512];
+	if (setup_dir(state) < 0)
+		return -1;
+	struct fx *f = *state;
+	if (tgi_store_open(f->db, 0, &f->s, err, sizeof err) < 0) {
+		fprintf(stderr, "open: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	tgi_store_close(f->s);
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+static void path_in(const struct fx *f, const char *name, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s", f->dir, name);
+}
+
+/* First column of the first row of sql on the ledger at path (raw SQLite),
+ * or -1 when there is no row. */
+static int64_t raw_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void raw_text(const char *path, const char *sql, char *out, size_t cap)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	out[0] = '\0';
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+		snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+static void raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* Record one call: four events, an envelope naming op and status. */
+static int record(tgi_store *s, const char *op_id, const char *tool, const char *status,
+                  const char *session, int64_t started, const char *scope, tgi_idem_settle how,
+                  char *err, size_t errlen)
+{
+	char env[256];
+	snprintf(env, sizeof env, "{\"op_id\":\"%s\",\"status\":\"%s\",\"output\":\"out-%s\"}", op_id,
+	         status, tool ? tool : "");
+	json_t *d = json_pack("{s:s}", "tool", tool ? tool : "");
+	tgi_op_record op = {
+		.op_id = op_id, .call_id = "call_1", .session = session, .tool = tool,
+		.principal = "local", .status = status, .idem_scope = scope,
+		.args_redacted = "{\"path\":\"a\"}", .args_sha256 = "ab12", .envelope = env,
+		.started_ms = started, .duration_ms = 1.5,
+	};
+	tgi_event ev[4] = {
+		{ "tool.call.received", "decode", d, started },
+		{ "tool.call.started", "execute", NULL, started + 1 },
+		{ "tool.call.progress", NULL, d, started + 2 },
+		{ status[0] == 'p' ? "tool.call.persisted" : "tool.call.denied", "persist", d, started + 3 },
+	};
+	int rc = tgi_store_record(s, &op, ev, 4, scope, how, err, errlen);
+	json_decref(d);
+	return rc;
+}
+
+static void record_ok(tgi_store *s, const char *op_id, const char *tool, const char *status,
+                      const char *session, int64_t started)
+{
+	char err[512] = "";
+	int rc = record(s, op_id, tool, status, session, started, NULL, TGI_SETTLE_NONE, err, sizeof err);
+	if (rc)
+		fail_msg("record: %s", err);
+}
+
+static tgi_idem_state claim(tgi_store *s, const char *scope, const char *op_id, int lease_s,
+                            tgi_idem_info *info)
+{
+	char err[512] = "";
+	if (tgi_store_idem_claim(s, scope, op_id, lease_s, info, err, sizeof err) < 0)
+		fail_msg("claim: %s", err);
+	return info->state;
+}
+
+static size_t count_ops(tgi_store *s, const tgi_log_filter *flt)
+{
+	char err[512];
+	json_t *a;
+	assert_int_equal(tgi_store_ops(s, flt, &a, err, sizeof err), 0);
+	size_t n = json_array_size(a);
+	json_decref(a);
+	return n;
+}
+
+/* Wait for a child and return its exit code (or 128 + signal). */
+static int wait_child(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Read what a child wrote to a pipe until it closes it. */
+static void read_pipe(int fd, char *out, size_t cap)
+{
+	size_t n = 0;
+	ssize_t r;
+	while (n + 1 < cap && (r = read(fd, out + n, cap - 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		n += (size_t)r;
+	}
+	out[n] = '\0';
+	close(fd);
+}
+
+/* ---- ops and events ---- */
+
+static void test_record_read_back(void **state)
+{
+	struct fx *f = *state;
+	char a[37], b[37], c[37], err[512], iso[32];
+	json_t *v;
+	int64_t t0 = 1760000000000;
+
+	tgi_uuidv7(a);
+	tgi_uuidv7(b);
+	tgi_uuidv7(c);
+	record_ok(f->s, a, "read_file", "persisted", "s1", t0);
+	record_ok(f->s, b, "write_file", "denied", "s1", t0 + 10);
+	record_ok(f->s, c, "read_file", "invalid", "s2", t0 + 20);
+
+	/* everything, oldest first, with every field */
+	assert_int_equal(tgi_store_ops(f->s, NULL, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 3);
+	json_t *o = json_array_get(v, 0);
+	assert_string_equal(json_string_value(json_object_get(o, "op_id")), a);
+	assert_string_equal(json_string_value(json_object_get(o, "call_id")), "call_1");
+	assert_string_equal(json_string_value(json_object_get(o, "session")), "s1");
+	assert_string_equal(json_string_value(json_object_get(o, "tool")), "read_file");
+	assert_string_equal(json_string_value(json_object_get(o, "principal")), "local");
+	assert_string_equal(json_string_value(json_object_get(o, "status")), "persisted");
+	assert_true(json_is_null(json_object_get(o, "error_kind")));
+	tgi_iso8601(t0, iso);
+	assert_string_equal(json_string_value(json_object_get(o, "started")), iso);
+	assert_true(json_real_value(json_object_get(o, "duration_ms")) == 1.5);
+	assert_string_equal(json_string_value(json_object_get(o, "args_sha256")), "ab12");
+	json_t *env = json_object_get(o, "envelope");
+	assert_true(json_is_object(env));
+	assert_string_equal(json_string_value(json_object_get(env, "op_id")), a);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 2), "op_id")), c);
+	json_decref(v);
+
+	/* filters */
+	tgi_log_filter flt = { .tool = "read_file" };
+	assert_int_equal(count_ops(f->s, &flt), 2);
+	flt = (tgi_log_filter){ .status = "denied" };
+	assert_int_equal(count_ops(f->s, &flt), 1);
+	flt = (tgi_log_filter){ .since_ms = t0 + 10 };
+	assert_int_equal(count_ops(f->s, &flt), 2);
+	flt = (tgi_log_filter){ .op_id = c };
+	assert_int_equal(count_ops(f->s, &flt), 1);
+	flt = (tgi_log_filter){ .tool = "read_file", .status = "invalid" };
+	assert_int_equal(count_ops(f->s, &flt), 1);
+	flt = (tgi_log_filter){ .tool = "no_such_tool" };
+	assert_int_equal(count_ops(f->s, &flt), 0);
+	/* a limit keeps the newest, still oldest first */
+	flt = (tgi_log_filter){ .limit = 2 };
+	assert_int_equal(tgi_store_ops(f->s, &flt, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "op_id")), b);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 1), "op_id")), c);
+	json_decref(v);
+
+	/* events: all, in sequence, with parsed data and ISO times */
+	assert_int_equal(tgi_store_events(f->s, NULL, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 12);
+	json_t *e0 = json_array_get(v, 0);
+	assert_string_equal(json_string_value(json_object_get(e0, "type")), "tool.call.received");
+	assert_string_equal(json_string_value(json_object_get(e0, "stage")), "decode");
+	assert_string_equal(json_string_value(json_object_get(e0, "op_id")), a);
+	assert_string_equal(json_string_value(json_object_get(e0, "ts")), iso);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(e0, "data"), "tool")),
+	                    "read_file");
+	json_t *e1 = json_array_get(v, 1);
+	assert_true(json_is_null(json_object_get(e1, "data")));
+	assert_true(json_is_null(json_object_get(json_array_get(v, 2), "stage")));
+	json_int_t seq4 = json_integer_value(json_object_get(json_array_get(v, 3), "seq"));
+	for (size_t i = 1; i < 12; i++)
+		assert_true(json_integer_value(json_object_get(json_array_get(v, i), "seq")) >
+		            json_integer_value(json_object_get(json_array_get(v, i - 1), "seq")));
+	json_decref(v);
+
+	flt = (tgi_log_filter){ .op_id = b };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 4);
+	json_decref(v);
+	flt = (tgi_log_filter){ .tool = "write_file" };   /* joins ops */
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 4);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "op_id")), b);
+	json_decref(v);
+	flt = (tgi_log_filter){ .status = "invalid" };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 4);
+	json_decref(v);
+	/* --follow: after a seq; with a limit, the next ones after it */
+	assert_int_equal(tgi_store_events(f->s, NULL, seq4, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 8);
+	json_decref(v);
+	flt = (tgi_log_filter){ .limit = 2 };
+	assert_int_equal(tgi_store_events(f->s, &flt, seq4, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(v, 0), "seq")), seq4 + 1);
+	json_decref(v);
+	flt = (tgi_log_filter){ .limit = 3 };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 2), "op_id")), c);
+	json_decref(v);
+
+	/* sessions: first/last seen and call count */
+	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 2);
+	assert_int_equal(raw_int(f->db, "SELECT first_ms FROM sessions WHERE id = 's1'"), t0);
+	assert_int_equal(raw_int(f->db, "SELECT last_ms FROM sessions WHERE id = 's1'"), t0 + 10);
+	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's2'"), 1);
+}
+
+static void test_record_refusals(void **state)
+{
+	struct fx *f = *state;
+	char a[37], err[512];
+
+	tgi_uuidv7(a);
+	record_ok(f->s, a, "read_file", "persisted", NULL, 1000);
+	/* no session: no sessions row */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sessions"), 0);
+
+	/* one row per op: a second record is refused and changes nothing */
+	assert_int_equal(record(f->s, a, "read_file", "persisted", "s9", 2000, NULL, TGI_SETTLE_NONE,
+	                        err, sizeof err), -1);
+	assert_non_null(strstr(err, "already in the ledger"));
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 4);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sessions"), 0);
+
+	/* op ids are UUIDs */
+	assert_int_equal(record(f->s, "../etc/passwd", "t", "persisted", NULL, 1, NULL,
+	                        TGI_SETTLE_NONE, err, sizeof err), -1);
+	assert_non_null(strstr(err, "'../etc/passwd' is not a UUID"));
+
+	/* status and envelope are required; an event needs a type */
+	char b[37];
+	tgi_uuidv7(b);
+	tgi_op_record op = { .op_id = b, .status = "persisted" };
+	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no envelope"));
+	op.envelope = "{}";
+	tgi_event ev = { .type = NULL };
+	assert_int_equal(tgi_store_record(f->s, &op, &ev, 1, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
+	assert_non_null(strstr(err, "has no type"));
+	assert_int_equal(tgi_store_record(f->s, NULL, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
+
+	/* more events than one statement takes are all written, in order */
+	tgi_event many[19];
+	for (int i = 0; i < 19; i++)
+		many[i] = (tgi_event){ .type = "tool.call.progress", .ts_ms = 5000 + i };
+	assert_int_equal(tgi_store_record(f->s, &op, many, 19, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+	char sql[160];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE op_id = '%s'", b);
+	assert_int_equal(raw_int(f->db, sql), 19);
+	snprintf(sql, sizeof sql,
+	         "SELECT count(*) FROM events e1 JOIN events e2 ON e2.seq = e1.seq + 1"
+	         " WHERE e1.op_id = '%s' AND e2.ts_ms = e1.ts_ms + 1", b);
+	assert_int_equal(raw_int(f->db, sql), 18);
+
+	tgi_store_close(NULL); /* a no-op */
+}
+
+/* ---- idempotency ---- */
+
+static void test_idem_lifecycle(void **state)
+{
+	struct fx *f = *state;
+	tgi_idem_info info;
+	char a[37], b[37], c[37], err[512];
+
+	tgi_uuidv7(a);
+	tgi_uuidv7(b);
+	tgi_uuidv7(c);
+
+	/* new scope: ours, committed in_flight with us as owner */
+	assert_int_equal(claim(f->s, "local:deploy:k1", a, 10, &info), TGI_IDEM_CLAIMED);
+	assert_string_equal(info.op_id, a);
+	assert_null(info.envelope);
+	assert_int_equal(raw_int(f->db, "SELECT owner_pid FROM idem WHERE scope = 'local:deploy:k1'"),
+	                 getpid());
+	char st[32];
+	raw_text(f->db, "SELECT state FROM idem WHERE scope = 'local:deploy:k1'", st, sizeof st);
+	assert_string_equal(st, "in_flight");
+
+	/* a second claimer while we (alive) hold it: pending, retry inside the lease */
+	assert_int_equal(claim(f->s, "local:deploy:k1", b, 10, &info), TGI_IDEM_IN_FLIGHT);
+	assert_string_equal(info.op_id, a);
+	assert_true(info.retry_after_s >= 9.0 && info.retry_after_s <= 10.0);
+	/* the wait is clamped to [1, 30] */
+	assert_int_equal(claim(f->s, "local:long:k", a, 3600, &info), TGI_IDEM_CLAIMED);
+	assert_int_equal(claim(f->s, "local:long:k", b, 3600, &info), TGI_IDEM_IN_FLIGHT);
+	assert_true(info.retry_after_s == 30.0);
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 0 WHERE scope = 'local:long:k'");
+	assert_int_equal(claim(f->s, "local:long:k", b, 3600, &info), TGI_IDEM_IN_FLIGHT);
+	assert_true(info.retry_after_s == 1.0);
+
+	/* done: the original envelope comes back for a replay */
+	assert_int_equal(record(f->s, a, "deploy", "persisted", "s1", 1000, "local:deploy:k1",
+	                        TGI_SETTLE_DONE, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "local:deploy:k1", c, 10, &info), TGI_IDEM_DONE);
+	assert_string_equal(info.op_id, a);
+	assert_non_null(info.envelope);
+	char want[256];
+	snprintf(want, sizeof want, "{\"op_id\":\"%s\",\"status\":\"persisted\",\"output\":\"out-deploy\"}", a);
+	assert_string_equal(info.envelope, want);
+	free(info.envelope);
+
+	/* release: nothing was applied, the next claim runs */
+	char d[37], e[37];
+	tgi_uuidv7(d);
+	tgi_uuidv7(e);
+	assert_int_equal(claim(f->s, "local:deploy:k2", d, 10, &info), TGI_IDEM_CLAIMED);
+	assert_int_equal(record(f->s, d, "deploy", "failed", "s1", 1001, "local:deploy:k2",
+	                        TGI_SETTLE_RELEASE, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem WHERE scope = 'local:deploy:k2'"), 0);
+	assert_int_equal(claim(f->s, "local:deploy:k2", e, 10, &info), TGI_IDEM_CLAIMED);
+	assert_string_equal(info.op_id, e);
+
+	/* unknown: may have been applied, never run again */
+	char g[37], h[37];
+	tgi_uuidv7(g);
+	tgi_uuidv7(h);
+	assert_int_equal(claim(f->s, "local:deploy:k3", g, 10, &info), TGI_IDEM_CLAIMED);
+	assert_int_equal(record(f->s, g, "deploy", "failed", "s1", 1002, "local:deploy:k3",
+	                        TGI_SETTLE_UNKNOWN, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "local:deploy:k3", h, 10, &info), TGI_IDEM_UNKNOWN);
+	assert_string_equal(info.op_id, g);
+	assert_int_equal(claim(f->s, "local:deploy:k3", h, 10, &info), TGI_IDEM_UNKNOWN);
+
+	/* settling only touches the op's own claim */
+	char i[37], j[37];
+	tgi_uuidv7(i);
+	tgi_uuidv7(j);
+	assert_int_equal(claim(f->s, "local:deploy:k4", i, 10, &info), TGI_IDEM_CLAIMED);
+	assert_int_equal(record(f->s, j, "deploy", "failed", "s1", 1003, "local:deploy:k4",
+	                        TGI_SETTLE_RELEASE, err, sizeof err), 0);
+	char k[37];
+	tgi_uuidv7(k);
+	assert_int_equal(record(f->s, k, "deploy", "persisted", "s1", 1004, "local:deploy:k4",
+	                        TGI_SETTLE_DONE, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "local:deploy:k4", j, 10, &info), TGI_IDEM_IN_FLIGHT);
+	assert_string_equal(info.op_id, i);
+
+	/* bad arguments */
+	assert_int_equal(tgi_store_idem_claim(f->s, "", a, 10, &info, err, sizeof err), -1);
+	assert_non_null(strstr(err, "scope is empty"));
+	char *huge = malloc(2000);
+	memset(huge, 'k', 1999);
+	huge[1999] = '\0';
+	assert_int_equal(tgi_store_idem_claim(f->s, huge, a, 10, &info, err, sizeof err), -1);
+	assert_non_null(strstr(err, "too long"));
+	free(huge);
+	assert_int_equal(tgi_store_idem_claim(f->s, "s", "not-a-uuid", 10, &info, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a UUID"));
+}
+
+/* A child that claims scope as op_id and dies without settling. */
+static void claim_and_die(const struct fx *f, const char *scope, const char *op_id, int reap)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char err[512];
+		tgi_store *s;
+		tgi_idem_info info;
+		close(p[0]);
+		if (tgi_store_open(f->db, 0, &s, err, sizeof err) < 0 ||
+		    tgi_store_idem_claim(s, scope, op_id, 3600, &info, err, sizeof err) < 0 ||
+		    info.state != TGI_IDEM_CLAIMED)
+			_exit(1);
+		_exit(0); /* a crash: no settle, no close */
+	}
+	close(p[1]);
+	char buf[8];
+	read_pipe(p[0], buf, sizeof buf); /* closes when the child is gone */
+	if (reap) {
+		assert_int_equal(wait_child(pid), 0);
+	} else {
+		/* leave it a zombie: exited, not reaped */
+		siginfo_t si;
+		assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+		assert_int_equal(si.si_status, 0);
+	}
+}
+
+static void test_idem_dead_owner(void **state)
+{
+	struct fx *f = *state;
+	tgi_idem_info info;
+	char a[37], b[37], err[512], st[32];
+	json_t *v;
+
+	tgi_uuidv7(a);
+	tgi_uuidv7(b);
+	claim_and_die(f, "s1:call_dead", a, 1);
+
+	/* the owner is gone: unknown outcome, never re-run; the row says so now */
+	assert_int_equal(claim(f->s, "s1:call_dead", b, 10, &info), TGI_IDEM_UNKNOWN);
+	assert_string_equal(info.op_id, a);
+	raw_text(f->db, "SELECT state FROM idem WHERE scope = 's1:call_dead'", st, sizeof st);
+	assert_string_equal(st, "unknown");
+	assert_int_equal(claim(f->s, "s1:call_dead", b, 10, &info), TGI_IDEM_UNKNOWN);
+
+	/* operator: it was applied -> done, with a minimal envelope to replay */
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 1, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "s1:call_dead", b, 10, &info), TGI_IDEM_DONE);
+	assert_string_equal(info.op_id, a);
+	json_t *env = json_loads(info.envelope, 0, NULL);
+	free(info.envelope);
+	assert_string_equal(json_string_value(json_object_get(env, "op_id")), a);
+	assert_string_equal(json_string_value(json_object_get(env, "status")), "persisted");
+	assert_string_equal(json_string_value(json_object_get(env, "note")),
+	                    "settled by operator: applied");
+	assert_true(json_is_null(json_object_get(env, "error")));
+	assert_true(json_is_null(json_object_get(env, "output")));
+	json_decref(env);
+	tgi_log_filter flt = { .op_id = a };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 1);
+	json_t *ev = json_array_get(v, 0);
+	assert_string_equal(json_string_value(json_object_get(ev, "type")), "tool.call.resolved");
+	assert_true(json_is_true(json_object_get(json_object_get(ev, "data"), "applied")));
+	json_decref(v);
+	assert_int_equal(count_ops(f->s, &flt), 1);
+	/* settled: nothing more to resolve */
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "nothing to resolve"));
+
+	/* operator: it was not applied -> released, the next claim runs */
+	char c[37], d[37];
+	tgi_uuidv7(c);
+	tgi_uuidv7(d);
+	claim_and_die(f, "s1:call_dead2", c, 1);
+	assert_int_equal(tgi_store_op_resolve(f->s, c, 0, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "s1:call_dead2", d, 10, &info), TGI_IDEM_CLAIMED);
+	assert_string_equal(info.op_id, d);
+	flt.op_id = c;
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 1);
+	assert_true(json_is_false(json_object_get(json_object_get(json_array_get(v, 0), "data"), "applied")));
+	json_decref(v);
+	assert_int_equal(count_ops(f->s, &flt), 0);
+	assert_int_equal(tgi_store_op_resolve(f->s, c, 0, err, sizeof err), -1);
+
+	/* a zombie (exited, not yet reaped) is dead too */
+	char z[37];
+	tgi_uuidv7(z);
+	claim_and_die(f, "s1:zombie", z, 0);
+	assert_int_equal(claim(f->s, "s1:zombie", d, 10, &info), TGI_IDEM_UNKNOWN);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+
+	/* resolve refuses a live owner and an op without a claim */
+	char e[37];
+	tgi_uuidv7(e);
+	assert_int_equal(tgi_store_op_resolve(f->s, d, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is still running"));
+	assert_int_equal(tgi_store_op_resolve(f->s, e, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "nothing to resolve"));
+	assert_int_equal(tgi_store_op_resolve(f->s, "x", 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a UUID"));
+}
+
+static void test_idem_resolve_marks_envelope(void **state)
+{
+	struct fx *f = *state;
+	tgi_idem_info info;
+	char a[37], b[37], err[512];
+
+	tgi_uuidv7(a);
+	tgi_uuidv7(b);
+	/* a tool that may have applied: failed, applied unknown, scope unknown */
+	assert_int_equal(claim(f->s, "p:t:key", a, 10, &info), TGI_IDEM_CLAIMED);
+	const char *env = "{\"op_id\":\"x\",\"status\":\"failed\",\"error\":{\"kind\":\"unknown_outcome\","
+	                  "\"applied\":\"unknown\"},\"output\":null}";
+	tgi_op_record op = { .op_id = a, .tool = "t", .status = "failed", .error_kind = "unknown_outcome",
+	                     .envelope = env, .started_ms = 5 };
+	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, "p:t:key", TGI_SETTLE_UNKNOWN, err,
+	                                  sizeof err), 0);
+	assert_int_equal(claim(f->s, "p:t:key", b, 10, &info), TGI_IDEM_UNKNOWN);
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 1, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "p:t:key", b, 10, &info), TGI_IDEM_DONE);
+	json_t *e = json_loads(info.envelope, 0, NULL);
+	free(info.envelope);
+	assert_string_equal(json_string_value(json_object_get(e, "status")), "failed");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(e, "error"), "applied")), "yes");
+	assert_string_equal(json_string_value(json_object_get(e, "note")), "settled by operator: applied");
+	json_decref(e);
+	/* still one ops row */
+	tgi_log_filter flt = { .op_id = a };
+	assert_int_equal(count_ops(f->s, &flt), 1);
+}
+
+static void test_idem_pid_reuse_and_other_hosts(void **state)
+{
+	struct fx *f = *state;
+	tgi_idem_info info;
+	char host[256] = "", sql[512], a[37], b[37], c[37], err[512];
+
+	gethostname(host, sizeof host - 1);
+	tgi_uuidv7(a);
+	tgi_uuidv7(b);
+	tgi_uuidv7(c);
+	int64_t now = tgi_unix_ms();
+
+	/* our own pid, but another start time: a reused pid, the owner is dead */
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem VALUES('r:reuse', '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0)", a,
+	         host, (int)getpid(), (long long)now + 60000);
+	raw_exec(f->db, sql);
+	assert_int_equal(claim(f->s, "r:reuse", b, 10, &info), TGI_IDEM_UNKNOWN);
+	assert_string_equal(info.op_id, a);
+
+	/* another host: the lease decides */
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem VALUES('r:remote', '%s', 'in_flight', 'elsewhere.invalid', 1, 1, %lld, 0, 0)",
+	         b, (long long)now + 20000);
+	raw_exec(f->db, sql);
+	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_IN_FLIGHT);
+	assert_string_equal(info.op_id, b);
+	assert_true(info.retry_after_s > 15.0 && info.retry_after_s <= 20.0);
+	assert_int_equal(tgi_store_op_resolve(f->s, b, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "still running"));
+	assert_non_null(strstr(err, "elsewhere.invalid"));
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:remote'");
+	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_UNKNOWN);
+	assert_int_equal(tgi_store_op_resolve(f->s, b, 0, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_CLAIMED);
+}
+
+#define NCLAIMERS 8
+
+/* Fork n children that each open the ledger, wait for the start signal,
+ * claim scope with their own op id, report the state on one pipe, and
+ * hold on (alive) until the parent lets them go. */
+static void test_idem_concurrent_processes(void **state)
+{
+	struct fx *f = *state;
+	int go[2], res[2], hold[2];
+	pid_t pids[NCLAIMERS];
+
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(res), 0);
+	assert_int_equal(pipe(hold), 0);
+	for (int i = 0; i < NCLAIMERS; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char err[512], op[37], c;
+			tgi_store *s;
+			tgi_idem_info info;
+			close(go[1]);
+			close(res[0]);
+			close(hold[1]);
+			tgi_uuidv7(op);
+			if (tgi_store_open(f->db, 0, &s, err, sizeof err) < 0)
+				_exit(2);
+			while (read(go[0], &c, 1) < 0 && errno == EINTR)
+				;
+			c = tgi_store_idem_claim(s, "k:race", op, 60, &info, err, sizeof err) < 0
+			            ? 'E'
+			            : (char)('0' + info.state);
+			if (write(res[1], &c, 1) != 1)
+				_exit(3);
+			while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+				;
+			tgi_store_close(s);
+			_exit(0);
+		}
+	}
+	close(go[0]);
+	close(res[1]);
+	close(hold[0]);
+	close(go[1]); /* all start at once */
+	int claimed = 0, in_flight = 0;
+	for (int i = 0; i < NCLAIMERS; i++) {
+		char c = 'E';
+		if (read(res[0], &c, 1) != 1)
+			break; /* a child died early: counted below */
+		claimed += c == '0' + TGI_IDEM_CLAIMED;
+		in_flight += c == '0' + TGI_IDEM_IN_FLIGHT;
+	}
+	close(hold[1]);
+	close(res[0]);
+	int failed = 0;
+	for (int i = 0; i < NCLAIMERS; i++)
+		failed += wait_child(pids[i]) != 0;
+	assert_int_equal(failed, 0);
+	assert_int_equal(claimed, 1);
+	assert_int_equal(in_flight, NCLAIMERS - 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem WHERE scope = 'k:race'"), 1);
+}
+
+struct racer {
+	const char    *db;
+	pthread_barrier_t *start;
+	int            state; /* tgi_idem_state, or -1 on error */
+};
+
+static void *race_thread(void *arg)
+{
+	struct racer *r = arg;
+	char err[512], op[37];
+	tgi_store *s;
+	tgi_idem_info info;
+	r->state = -1;
+	tgi_uuidv7(op);
+	if (tgi_store_open(r->db, 0, &s, err, sizeof err) < 0)
+		return NULL;
+	pthread_barrier_wait(r->start);
+	if (tgi_store_idem_claim(s, "k:threads", op, 60, &info, err, sizeof err) == 0)
+		r->state = (int)info.state;
+	tgi_store_close(s);
+	return NULL;
+}
+
+static void test_idem_concurrent_threads(void **state)
+{
+	struct fx *f = *state;
+	pthread_t t[NCLAIMERS];
+	struct racer r[NCLAIMERS];
+	pthread_barrier_t start;
+	int claimed = 0, in_flight = 0;
+
+	pthread_barrier_init(&start, NULL, NCLAIMERS);
+	for (int i = 0; i < NCLAIMERS; i++) {
+		r[i] = (struct racer){ .db = f->db, .start = &start };
+		assert_int_equal(pthread_create(&t[i], NULL, race_thread, &r[i]), 0);
+	}
+	for (int i = 0; i < NCLAIMERS; i++) {
+		pthread_join(t[i], NULL);
+		claimed += r[i].state == TGI_IDEM_CLAIMED;
+		in_flight += r[i].state == TGI_IDEM_IN_FLIGHT;
+	}
+	pthread_barrier_destroy(&start);
+	assert_int_equal(claimed, 1);
+	assert_int_equal(in_flight, NCLAIMERS - 1);
+}
+
+/* Many processes creating and writing one new ledger at once. */
+static void test_concurrent_open_new_ledger(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 6 };
+	pid_t pids[N];
+	int go[2];
+
+	assert_int_equal(pipe(go), 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char err[512], op[37], c;
+			tgi_store *s;
+			close(go[1]);
+			while (read(go[0], &c, 1) < 0 && errno == EINTR)
+				;
+			tgi_uuidv7(op);
+			if (tgi_store_open(f->db, 0, &s, err, sizeof err) < 0) {
+				fprintf(stderr, "child open: %s\n", err);
+				_exit(1);
+			}
+			int rc = record(s, op, "read_file", "persisted", "s", 1, NULL, TGI_SETTLE_NONE, err,
+			                sizeof err);
+			if (rc)
+				fprintf(stderr, "child record: %s\n", err);
+			tgi_store_close(s);
+			_exit(rc ? 1 : 0);
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	int failed = 0;
+	for (int i = 0; i < N; i++)
+		failed += wait_child(pids[i]) != 0;
+	assert_int_equal(failed, 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), N);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 4 * N);
+	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's'"), N);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 1);
+}
+
+/* ---- approvals ---- */
+
+static void approval(tgi_approval_row *r, const char *binding, const char *principal,
+                     int64_t expires_ms)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->tool, sizeof r->tool, "deploy_service");
+	snprintf(r->principal, sizeof r->principal, "%s", principal);
+	snprintf(r->binding, sizeof r->binding, "%s", binding);
+	r->args = "{\"env\":\"staging\"}";
+	r->reason = "ask: deploy_service";
+	r->expires_ms = expires_ms;
+}
+
+static void test_approvals_lifecycle(void **state)
+{
+	struct fx *f = *state;
+	char bind[65], bind2[65], pid[37], err[512];
+	tgi_approval_row r, r2, r3;
+	tgi_approval_row *rows;
+	size_t n;
+	int found;
+	int64_t later = tgi_unix_ms() + 3600 * 1000;
+
+	tgi_sha256_hex("deploy_service\n{\"env\":\"staging\"}", 32, bind);
+	tgi_sha256_hex("deploy_service\n{\"env\":\"prod\"}", 29, bind2);
+
+	/* nothing queued */
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 0);
+
+	/* queued: pending, listed, take says pending with its id */
+	approval(&r, bind, "ci", later);
+	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
+	assert_true(tgi_uuid_ok(r.id));
+	assert_string_equal(r.state, "pending");
+	assert_true(r.created_ms > 0);
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 2);
+	assert_string_equal(pid, r.id);
+	/* bound to the principal too */
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "other", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 0);
+	assert_int_equal(tgi_store_approval_list(f->s, NULL, &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].id, r.id);
+	assert_string_equal(rows[0].state, "pending");
+	assert_string_equal(rows[0].tool, "deploy_service");
+	assert_string_equal(rows[0].principal, "ci");
+	assert_string_equal(rows[0].binding, bind);
+	assert_string_equal(rows[0].args, "{\"env\":\"staging\"}");
+	assert_string_equal(rows[0].reason, "ask: deploy_service");
+	assert_int_equal(rows[0].expires_ms, later);
+	tgi_approval_rows_free(rows, n);
+
+	/* approved: taken once, then used */
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 0, "bob", err, sizeof err), -1);
+	assert_non_null(strstr(err, "is already approved"));
+	assert_int_equal(tgi_store_approval_list(f->s, "approved", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].decided_by, "alice");
+	tgi_approval_rows_free(rows, n);
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 0);
+	assert_int_equal(tgi_store_approval_list(f->s, NULL, &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 0);
+	free(rows);
+	assert_int_equal(tgi_store_approval_list(f->s, "used", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	tgi_approval_rows_free(rows, n);
+	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	tgi_approval_rows_free(rows, n);
+
+	/* denied: the most recent decision says no */
+	approval(&r2, bind2, "ci", later);
+	assert_int_equal(tgi_store_approval_add(f->s, &r2, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r2.id, 0, "alice", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_take(f->s, bind2, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, -1);
+
+	/* expired: cannot be decided, and is not listed as pending */
+	approval(&r3, bind, "ci", tgi_unix_ms() - 1000);
+	r3.created_ms = tgi_unix_ms() - 5000;
+	assert_int_equal(tgi_store_approval_add(f->s, &r3, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 0);
+	assert_int_equal(tgi_store_approval_list(f->s, "expired", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].id, r3.id);
+	assert_string_equal(rows[0].state, "expired");
+	tgi_approval_rows_free(rows, n);
+	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 3); /* newest first; r3 was created 5 s back */
+	assert_string_equal(rows[0].state, "denied");
+	assert_string_equal(rows[1].state, "used");
+	assert_string_equal(rows[2].id, r3.id);
+	tgi_approval_rows_free(rows, n);
+	assert_int_equal(tgi_store_approval_decide(f->s, r3.id, 1, "alice", err, sizeof err), -1);
+	char iso[32], want[128];
+	tgi_iso8601(r3.expires_ms, iso);
+	snprintf(want, sizeof want, "approval '%s' expired at %s", r3.id, iso);
+	assert_string_equal(err, want);
+	char sql[128];
+	snprintf(sql, sizeof sql, "SELECT state FROM approvals WHERE id = '%s'", r3.id);
+	char st[16];
+	raw_text(f->db, sql, st, sizeof st);
+	assert_string_equal(st, "expired");
+
+	/* an approved one that expires before it is taken does not count */
+	tgi_approval_row r4;
+	approval(&r4, bind, "ci", tgi_unix_ms() + 60000);
+	assert_int_equal(tgi_store_approval_add(f->s, &r4, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r4.id, 1, NULL, err, sizeof err), 0);
+	snprintf(sql, sizeof sql, "UPDATE approvals SET expires_ms = 1 WHERE id = '%s'", r4.id);
+	raw_exec(f->db, sql);
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 0);
+
+	/* refusals */
+	assert_int_equal(tgi_store_approval_decide(f->s, "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77", 1, "a",
+	                                           err, sizeof err), -1);
+	assert_non_null(strstr(err, "no approval"));
+	assert_int_equal(tgi_store_approval_decide(f->s, "'; DROP TABLE approvals; --", 1, "a", err,
+	                                           sizeof err), -1);
+	assert_non_null(strstr(err, "no approval"));
+	tgi_approval_row bad;
+	approval(&bad, "short", "ci", later);
+	assert_int_equal(tgi_store_approval_add(f->s, &bad, err, sizeof err), -1);
+	assert_non_null(strstr(err, "64-character binding"));
+}
+
+static void test_approvals_single_use_across_processes(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 4 };
+	char bind[65], err[512];
+	tgi_approval_row r;
+	pid_t pids[N];
+	int go[2], res[2];
+
+	tgi_sha256_hex("x", 1, bind);
+	approval(&r, bind, "ci", 0); /* 0: no expiry */
+	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", err, sizeof err), 0);
+
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(res), 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char e[512], c, p[37];
+			int found;
+			tgi_store *s;
+			close(go[1]);
+			close(res[0]);
+			if (tgi_store_open(f->db, 0, &s, e, sizeof e) < 0)
+				_exit(1);
+			while (read(go[0], &c, 1) < 0 && errno == EINTR)
+				;
+			c = tgi_store_approval_take(s, bind, "ci", &found, p, e, sizeof e) < 0 ? 'E'
+			                                                                    : (char)('2' + found);
+			tgi_store_close(s);
+			_exit(write(res[1], &c, 1) == 1 ? 0 : 1);
+		}
+	}
+	close(go[0]);
+	close(res[1]);
+	close(go[1]);
+	int won = 0, none = 0;
+	for (int i = 0; i < N; i++) {
+		char c = 'E';
+		if (read(res[0], &c, 1) != 1)
+			break;
+		won += c == '3';
+		none += c == '2';
+	}
+	close(res[0]);
+	int failed = 0;
+	for (int i = 0; i < N; i++)
+		failed += wait_child(pids[i]) != 0;
+	assert_int_equal(failed, 0);
+	assert_int_equal(won, 1);
+	assert_int_equal(none, N - 1);
+}
+
+/* ---- the state directory and the ledger file ---- */
+
+static void test_state_dir(void **state)
+{
+	struct fx *f = *state;
+	char err[512], p[128], other[128];
+	struct stat st;
+
+	int ws = open(f->dir, O_RDONLY | O_DIRECTORY);
+	assert_true(ws >= 0);
+
+	/* created 0700 when missing, opened again when present */
+	int fd = tgi_state_dir_open(ws, f->dir, err, sizeof err);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	close(fd);
+	fd = tgi_state_dir_open(ws, f->dir, err, sizeof err);
+	assert_true(fd >= 0);
+	close(fd);
+
+	/* a symlink is refused, even to a directory we own */
+	path_in(f, ".toolgate", p, sizeof p);
+	path_in(f, "elsewhere", other, sizeof other);
+	assert_int_equal(rename(p, other), 0);
+	assert_int_equal(symlink("elsewhere", p), 0);
+	assert_int_equal(tgi_state_dir_open(ws, f->dir, err, sizeof err), -1);
+	assert_string_equal(err,
+	                    ".toolgate is a symlink; refusing to use it (a repository must not redirect the ledger)");
+	/* a dangling one too (mkdir must not follow it) */
+	unlink(p);
+	assert_int_equal(symlink("nowhere/at/all", p), 0);
+	assert_int_equal(tgi_state_dir_open(ws, f->dir, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is a symlink"));
+	path_in(f, "nowhere", other, sizeof other);
+	assert_int_equal(access(other, F_OK), -1);
+	unlink(p);
+
+	/* a file */
+	int x = open(p, O_CREAT | O_WRONLY, 0600);
+	close(x);
+	assert_int_equal(tgi_state_dir_open(ws, f->dir, err, sizeof err), -1);
+	assert_string_equal(err, ".toolgate is not a directory; refusing to use it");
+	unlink(p);
+
+	/* someone else's */
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(chown(p, NOBODY, NOBODY), 0);
+	assert_int_equal(tgi_state_dir_open(ws, f->dir, err, sizeof err), -1);
+	assert_non_null(strstr(err, ".toolgate is owned by uid 65534, not by the current user"));
+	close(ws);
+}
+
+static void test_ledger_file_checks(void **state)
+{
+	struct fx *f = *state;
+	char err[512], p[256], target[256];
+	tgi_store *s = NULL;
+
+	/* the file is a symlink (to a valid ledger we own) */
+	path_in(f, "real.db", target, sizeof target);
+	assert_int_equal(tgi_store_open(target, 0, &s, err, sizeof err), 0);
+	tgi_store_close(s);
+	path_in(f, "link.db", p, sizeof p);
+	assert_int_equal(symlink("real.db", p), 0);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_null(s);
+	assert_non_null(strstr(err, "link.db' is a symlink; refusing to use it"));
+
+	/* its directory is a symlink */
+	char sub[128], sublink[128];
+	path_in(f, "sub", sub, sizeof sub);
+	path_in(f, "sublink", sublink, sizeof sublink);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(symlink("sub", sublink), 0);
+	snprintf(p, sizeof p, "%s/ledger.db", sublink);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "the ledger directory"));
+	assert_non_null(strstr(err, "is a symlink"));
+	snprintf(p, sizeof p, "%s/ledger.db", sub);
+	assert_int_equal(access(p, F_OK), -1); /* nothing created through it */
+
+	/* a side file (the WAL) planted as a symlink */
+	snprintf(target, sizeof target, "%s/ledger.db-wal", sub);
+	assert_int_equal(symlink("/dev/null", target), 0);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "ledger.db-wal' is a symlink"));
+	unlink(target);
+
+	/* not a regular file: a FIFO (never opened, so no hang) and a directory */
+	path_in(f, "fifo.db", p, sizeof p);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "fifo.db' is not a regular file"));
+	path_in(f, "dir.db", p, sizeof p);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is not a regular file"));
+	snprintf(p, sizeof p, "%s/", f->dir);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "names a directory"));
+
+	/* owned by someone else: the file, or its directory */
+	path_in(f, "theirs.db", p, sizeof p);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), 0);
+	tgi_store_close(s);
+	assert_int_equal(chown(p, NOBODY, NOBODY), 0);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "theirs.db' is owned by uid 65534"));
+	assert_int_equal(chown(sub, NOBODY, NOBODY), 0);
+	snprintf(p, sizeof p, "%s/ledger.db", sub);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "the ledger directory"));
+	assert_non_null(strstr(err, "is owned by uid 65534"));
+
+	/* a missing directory, an empty path */
+	path_in(f, "missing/ledger.db", p, sizeof p);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "No such file"));
+	assert_int_equal(tgi_store_open("", 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "empty"));
+
+	/* a new ledger file and its side files are private */
+	struct stat st;
+	path_in(f, "private.db", p, sizeof p);
+	assert_int_equal(tgi_store_open(p, 1, &s, err, sizeof err), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	char wal[300];
+	snprintf(wal, sizeof wal, "%s-wal", p);
+	assert_int_equal(stat(wal, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	char mode[16];
+	raw_text(p, "PRAGMA journal_mode", mode, sizeof mode);
+	assert_string_equal(mode, "wal");
+	tgi_store_close(s);
+
+	/* a relative path works (through the process's directory) */
+	char cwd[256];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(f->dir), 0);
+	assert_int_equal(tgi_store_open("relative.db", 0, &s, err, sizeof err), 0);
+	tgi_store_close(s);
+	assert_int_equal(chdir(cwd), 0);
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, n), (ssize_t)n);
+	close(fd);
+}
+
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	ssize_t n = read(fd, buf, cap);
+	close(fd);
+	assert_true(n >= 0);
+	return (size_t)n;
+}
+
+static void test_corrupt_ledger(void **state)
+{
+	struct fx *f = *state;
+	char err[512], p[160];
+	tgi_store *s = NULL;
+
+	/* garbage */
+	path_in(f, "garbage.db", p, sizeof p);
+	char junk[8192];
+	for (size_t i = 0; i < sizeof junk; i++)
+		junk[i] = (char)(i * 7 + 13);
+	write_file(p, junk, sizeof junk);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_null(s);
+	assert_non_null(strstr(err, "garbage.db' is not a valid database; move it aside"));
+
+	/* a real ledger whose schema page is overwritten */
+	path_in(f, "broken.db", p, sizeof p);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), 0);
+	char a[37];
+	tgi_uuidv7(a);
+	record_ok(s, a, "read_file", "persisted", "s", 1);
+	tgi_store_close(s); /* checkpoints: everything is in the main file */
+	static char img[1 << 20];
+	size_t n = read_file(p, img, sizeof img);
+	assert_true(n >= 8192 && n < sizeof img);
+	char bad[4096];
+	memcpy(bad, img, sizeof bad);
+	memset(bad + 100, 0xA5, 3000);
+	write_file(p, bad, sizeof bad);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is not a valid database"));
+
+	/* random damage anywhere: an error or a working handle, never a crash */
+	srand(7);
+	int opened = 0, refused = 0;
+	for (int round = 0; round < 60; round++) {
+		static char dmg[1 << 20];
+		memcpy(dmg, img, n);
+		for (int k = 0; k < 8; k++)
+			dmg[(size_t)rand() % n] = (char)rand();
+		write_file(p, dmg, n);
+		if (tgi_store_open(p, 0, &s, err, sizeof err) < 0) {
+			assert_true(strlen(err) > 0);
+			refused++;
+			continue;
+		}
+		opened++;
+		json_t *v = NULL;
+		if (tgi_store_ops(s, NULL, &v, err, sizeof err) == 0)
+			json_decref(v);
+		if (tgi_store_events(s, NULL, 0, &v, err, sizeof err) == 0)
+			json_decref(v);
+		char b[37];
+		tgi_uuidv7(b);
+		record(s, b, "t", "persisted", "s", 2, NULL, TGI_SETTLE_NONE, err, sizeof err);
+		tgi_idem_info info;
+		if (tgi_store_idem_claim(s, "x:y", b, 5, &info, err, sizeof err) == 0)
+			free(info.envelope);
+		tgi_store_close(s);
+		s = NULL;
+		char side[180];
+		snprintf(side, sizeof side, "%s-wal", p);
+		unlink(side);
+		snprintf(side, sizeof side, "%s-shm", p);
+		unlink(side);
+	}
+	assert_int_equal(opened + refused, 60);
+}
+
+static void test_schema_versions(void **state)
+{
+	struct fx *f = *state;
+	char err[512], p[160];
+	tgi_store *s = NULL;
+
+	/* a newer ledger is refused with a sentence */
+	tgi_store_close(f->s);
+	f->s = NULL;
+	raw_exec(f->db, "PRAGMA user_version = 7");
+	assert_int_equal(tgi_store_open(f->db, 0, &s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (1)"));
+
+	/* another program's database is not a ledger */
+	path_in(f, "foreign.db", p, sizeof p);
+	raw_exec(p, "CREATE TABLE ops(x)");
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), -1);
+	if (!strstr(err, "does not have the tables toolgate expects"))
+		fail_msg("foreign: %s", err);
+
+	/* an empty file is a new ledger */
+	path_in(f, "empty.db", p, sizeof p);
+	write_file(p, "", 0);
+	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), 0);
+	tgi_store_close(s);
+	assert_int_equal(raw_int(p, "PRAGMA user_version"), 1);
+	assert_int_equal(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
+	                            " IN ('ops_started', 'ops_tool', 'ops_status', 'events_op',"
+	                            " 'approvals_binding')"), 5);
+}
+
+/* Run fn as NOBODY in a child; it writes a sentence to fd.  Returns the
+ * child's exit code; 77 means it could not drop privileges. */
+static int as_nobody(const struct fx *f, int (*fn)(const struct fx *, int), char *out, size_t cap)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+			_exit(77);
+		_exit(fn(f, p[1]));
+	}
+	close(p[1]);
+	read_pipe(p[0], out, cap);
+	return wait_child(pid);
+}
+
+static int open_in_ro_dir(const struct fx *f, int fd)
+{
+	char err[512], p[160];
+	tgi_store *s;
+	snprintf(p, sizeof p, "%s/ro/ledger.db", f->dir);
+	int rc = tgi_store_open(p, 0, &s, err, sizeof err);
+	if (rc == 0)
+		tgi_store_close(s);
+	dprintf(fd, "%s", rc ? err : "opened");
+	return 0;
+}
+
+static int open_ro_file(const struct fx *f, int fd)
+{
+	char err[512], p[160];
+	tgi_store *s;
+	snprintf(p, sizeof p, "%s/rw/ledger.db", f->dir);
+	int rc = tgi_store_open(p, 0, &s, err, sizeof err);
+	if (rc == 0)
+		tgi_store_close(s);
+	dprintf(fd, "%s", rc ? err : "opened");
+	return 0;
+}
+
+/* Root ignores permission bits, so these run as nobody in a child. */
+static void test_read_only_ledger(void **state)
+{
+	struct fx *f = *state;
+	char out[512], p[160];
+	tgi_store *s;
+
+	assert_int_equal(chmod(f->dir, 0755), 0);
+	/* a directory nobody owns but may not write */
+	path_in(f, "ro", p, sizeof p);
+	assert_int_equal(mkdir(p, 0500), 0);
+	assert_int_equal(chown(p, NOBODY, NOBODY), 0);
+	int rc = as_nobody(f, open_in_ro_dir, out, sizeof out);
+	if (rc == 77) {
+		print_message("skipped: cannot switch to uid %d here\n", NOBODY);
+		return;
+	}
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(out, "cannot create the ledger"));
+	assert_non_null(strstr(out, "Permission denied"));
+
+	/* a ledger file that is read-only for its owner */
+	path_in(f, "rw", p, sizeof p);
+	assert_int_equal(mkdir(p, 0700), 0);
+	char db[180], err[512];
+	snprintf(db, sizeof db, "%s/ledger.db", p);
+	assert_int_equal(tgi_store_open(db, 0, &s, err, sizeof err), 0);
+	tgi_store_close(s);
+	assert_int_equal(chown(p, NOBODY, NOBODY), 0);
+	assert_int_equal(chown(db, NOBODY, NOBODY), 0);
+	assert_int_equal(chmod(db, 0400), 0);
+	assert_int_equal(as_nobody(f, open_ro_file, out, sizeof out), 0);
+	assert_non_null(strstr(out, "is not writable by the current user"));
+}
+
+/* RLIMIT_FSIZE in a child makes the ledger's writes fail with EFBIG, as a
+ * full disk would: the record fails with a sentence, the ledger stays
+ * consistent, nothing of the failed call is in it. */
+static void test_disk_full(void **state)
+{
+	struct fx *f = *state;
+	char ids[3][37], big_id[37], err[512], out[512];
+
+	for (int i = 0; i < 3; i++) {
+		tgi_uuidv7(ids[i]);
+		record_ok(f->s, ids[i], "read_file", "persisted", "s", 10 + i);
+	}
+	tgi_store_close(f->s);
+	f->s = NULL;
+	tgi_uuidv7(big_id);
+
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tgi_store *s;
+		char e[512];
+		close(p[0]);
+		signal(SIGXFSZ, SIG_IGN);
+		if (tgi_store_open(f->db, 0, &s, e, sizeof e) < 0)
+			_exit(1);
+		struct rlimit rl = { 128 * 1024, 128 * 1024 };
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			_exit(2);
+		size_t n = 512 * 1024;
+		char *env = malloc(n + 32);
+		snprintf(env, n + 32, "{\"output\":\"");
+		memset(env + 11, 'x', n);
+		snprintf(env + 11 + n, 21, "\"}");
+		tgi_op_record op = { .op_id = big_id, .tool = "t", .status = "persisted", .envelope = env,
+		                     .session = "s", .started_ms = 99 };
+		tgi_event ev[2] = { { "tool.call.received", "decode", NULL, 99 },
+		                    { "tool.call.persisted", "persist", NULL, 99 } };
+		int rc = tgi_store_record(s, &op, ev, 2, NULL, TGI_SETTLE_NONE, e, sizeof e);
+		dprintf(p[1], "%s", rc ? e : "recorded");
+		/* the handle is still usable for reads after the failure */
+		json_t *v = NULL;
+		int rrc = tgi_store_ops(s, NULL, &v, e, sizeof e);
+		int nops = v ? (int)json_array_size(v) : -1;
+		json_decref(v);
+		free(env);
+		tgi_store_close(s);
+		_exit(rc == -1 && rrc == 0 && nops == 3 ? 0 : 3);
+	}
+	close(p[1]);
+	read_pipe(p[0], out, sizeof out);
+	assert_int_equal(wait_child(pid), 0);
+	if (!strstr(out, "disk is full") && !strstr(out, "too large"))
+		fail_msg("disk full: %s", out);
+	assert_non_null(strstr(out, big_id));
+
+	/* consistent, the previous rows intact, no half row */
+	char ok[32];
+	raw_text(f->db, "PRAGMA quick_check", ok, sizeof ok);
+	assert_string_equal(ok, "ok");
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	json_t *v;
+	assert_int_equal(tgi_store_ops(f->s, NULL, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 3);
+	for (int i = 0; i < 3; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(v, (size_t)i), "op_id")),
+		                    ids[i]);
+	json_decref(v);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 12);
+	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's'"), 3);
+	/* and it takes new records */
+	char a[37];
+	tgi_uuidv7(a);
+	record_ok(f->s, a, "read_file", "persisted", "s", 50);
+}
+
+/* ---- spill files ---- */
+
+static void test_spill(void **state)
+{
+	struct fx *f = *state;
+	char err[512], out[128], p[200], buf[64], a[37];
+	struct stat st;
+
+	int ws = open(f->dir, O_RDONLY | O_DIRECTORY);
+	int sd = tgi_state_dir_open(ws, f->dir, err, sizeof err);
+	assert_true(sd >= 0);
+	tgi_uuidv7(a);
+
+	assert_int_equal(tgi_spill_write(sd, a, "hello, spill", 12, out, sizeof out, err, sizeof err), 0);
+	char want[80];
+	snprintf(want, sizeof want, ".toolgate/spill/%s.txt", a);
+	assert_string_equal(out, want);
+	snprintf(p, sizeof p, "%s/%s", f->dir, want);
+	assert_int_equal(read_file(p, buf, sizeof buf), 12);
+	assert_memory_equal(buf, "hello, spill", 12);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	snprintf(p, sizeof p, "%s/.toolgate/spill", f->dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+
+	/* replaced atomically, no temp file left behind */
+	assert_int_equal(tgi_spill_write(sd, a, "again", 5, out, sizeof out, err, sizeof err), 0);
+	snprintf(p, sizeof p, "%s/%s", f->dir, want);
+	assert_int_equal(read_file(p, buf, sizeof buf), 5);
+	assert_memory_equal(buf, "again", 5);
+	char b[37];
+	tgi_uuidv7(b);
+	assert_int_equal(tgi_spill_write(sd, b, "", 0, out, sizeof out, err, sizeof err), 0);
+	snprintf(p, sizeof p, "%s/.toolgate/spill", f->dir);
+	int entries = 0;
+	struct dirent *de;
+	DIR *d = opendir(p);
+	while ((de = readdir(d)))
+		entries += de->d_name[0] != '.';
+	closedir(d);
+	assert_int_equal(entries, 2);
+
+	/* no path tricks: the name must be a UUID */
+	const char *bad[] = { "../../etc/passwd", "a/b", "", "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77x",
+	                      "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e7", "0193a5f0/7c1e-7d2a-9b1e-4f0c2a9d1e77" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(tgi_spill_write(sd, bad[i], "x", 1, out, sizeof out, err, sizeof err), -1);
+		assert_non_null(strstr(err, "is not a UUID"));
+	}
+	assert_int_equal(tgi_spill_write(sd, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
+	/* no room for the path */
+	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, 20, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no room for the spill path"));
+
+	/* spill/ redirected by a symlink, or not a directory */
+	char moved[200];
+	snprintf(moved, sizeof moved, "%s/moved", f->dir);
+	assert_int_equal(rename(p, moved), 0);
+	assert_int_equal(symlink(moved, p), 0);
+	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_string_equal(err,
+	                    ".toolgate/spill is a symlink; refusing to use it (a repository must not redirect spill files)");
+	unlink(p);
+	int x = open(p, O_CREAT | O_WRONLY, 0600);
+	close(x);
+	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not a directory"));
+	unlink(p);
+	close(sd);
+	close(ws);
+}
+
+/* ---- speed (reported, not asserted: sanitizers make it slow here) ---- */
+
+static void test_record_speed(void **state)
+{
+	struct fx *f = *state;
+	char err[512], env[1100];
+	memset(env, 'x', sizeof env);
+	memcpy(env, "{\"a\":\"", 6);
+	memcpy(env + 1000, "\"}", 3);
+	json_t *d = json_pack("{s:s}", "k", "v");
+
+	for (int full = 0; full <= 1; full++) {
+		char p[160];
+		tgi_store *s;
+		snprintf(p, sizeof p, "%s/speed%d.db", f->dir, full);
+		assert_int_equal(tgi_store_open(p, full, &s, err, sizeof err), 0);
+		enum { N = 400 };
+		double t0 = tgi_now_ms();
+		for (int i = 0; i < N; i++) {
+			char id[37];
+			tgi_uuidv7(id);
+			tgi_op_record op = { .op_id = id, .call_id = "c", .session = "s", .tool = "read_file",
+			                     .principal = "local", .status = "persisted", .envelope = env,
+			                     .args_redacted = "{}", .args_sha256 = "00", .started_ms = i };
+			tgi_event ev[4] = { { "a", "decode", d, i }, { "b", "decide", d, i },
+			                    { "c", "execute", d, i }, { "d", "persist", d, i } };
+			assert_int_equal(tgi_store_record(s, &op, ev, 4, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+		}
+		double rec = (tgi_now_ms() - t0) * 1000.0 / N;
+		t0 = tgi_now_ms();
+		for (int i = 0; i < 50; i++) {
+			char id[37], scope[32];
+			tgi_idem_info info;
+			tgi_uuidv7(id);
+			snprintf(scope, sizeof scope, "p:t:%d", i);
+			assert_int_equal(claim(s, scope, id, 60, &info), TGI_IDEM_CLAIMED);
+		}
+		print_message("store speed (%s, this build): %.1f us/record (4 events, 1 KB envelope), "
+		              "%.1f us/claim (FULL)\n",
+		              full ? "FULL" : "NORMAL", rec, (tgi_now_ms() - t0) * 1000.0 / 50);
+		tgi_store_close(s);
+	}
+	json_decref(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_record_read_back, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_record_refusals, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_idem_lifecycle, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_idem_dead_owner, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_idem_resolve_marks_envelope, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_idem_pid_reuse_and_other_hosts, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_idem_concurrent_processes, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_idem_concurrent_threads, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_open_new_ledger, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_approvals_lifecycle, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_approvals_single_use_across_processes, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_state_dir, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_ledger_file_checks, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_ledger, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_versions, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_ledger, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_disk_full, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_spill, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_record_speed, setup_dir, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
