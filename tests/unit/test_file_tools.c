@@ -267,11 +267,18 @@ static void test_paths_fns(void **state)
 	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), -1);
 	json_decref(a);
 
-	a = json_pack("{s:s#}", "path", "a\0b", (int)3);       /* unusable: embedded NUL */
-	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), -1);
-	assert_int_equal(tgi_tool_list_dir.paths(a, out, 2), -1);
-	assert_int_equal(tgi_tool_search_files.paths(a, out, 2), -1);
-	assert_int_equal(tgi_tool_write_file.paths(a, out, 2), -1);
+	/* embedded NUL: paths() hands the string over as it is; the validate
+	 * stage refuses it with tgi_path_check and the JSON length */
+	a = json_pack("{s:s#}", "path", "a\0b", (int)3);
+	const tgi_tool *const rows[] = {&tgi_tool_read_file, &tgi_tool_list_dir,
+	                                &tgi_tool_search_files, &tgi_tool_write_file};
+	for (size_t i = 0; i < 4; i++) {
+		char norm[64], err[256];
+		assert_int_equal(rows[i]->paths(a, out, 2), 1);
+		assert_int_equal(tgi_path_check(out[0], json_string_length(json_object_get(a, "path")),
+		                                norm, sizeof norm, err, sizeof err), -1);
+		assert_non_null(strstr(err, "NUL"));
+	}
 	json_decref(a);
 }
 

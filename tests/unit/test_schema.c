@@ -612,6 +612,11 @@ static void test_patterns(void **state)
 	check_all("{'pattern':'\\\\u00e9$'}", 0, uni_ok, uni_bad);
 	static const char *const search_ok[] = {"'xxabcxx'", NULL};
 	check_all("{'pattern':'abc'}", 0, search_ok, NULL); /* unanchored, like ECMA */
+	/* catastrophic backtracking hits the match limit: a refusal, not a hang */
+	tgi_schema *s = compile("{'pattern':'^(a+)+$'}", 0);
+	one_error(s, "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab'", "",
+	          "is too complex to check against the pattern ^(a+)+$; send a simpler value");
+	tgi_schema_free(s);
 	static const char *const pp_ok[] = {"{'x-a':1,'b':'s'}", NULL};
 	static const char *const pp_bad[] = {"{'x-a':'s'}", "{'c':1}", NULL};
 	check_all("{'patternProperties':{'^x-':{'type':'integer'}},"
