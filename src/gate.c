@@ -48,7 +48,9 @@ tgi_verdict tgi_stop(tgi_call *c, tg_status st, tg_errkind kind, const char *fie
 
 void tgi_trace(tgi_call *c, const char *stage, int ok, json_t *extra)
 {
-	json_t *rec = json_pack("{s:s, s:b}", "stage", stage, "ok", ok);
+	json_t *rec = json_object();
+	json_object_set_new_nocheck(rec, "stage", json_string_nocheck(stage));
+	json_object_set_new_nocheck(rec, "ok", json_boolean(ok));
 	if (extra) {
 		json_object_update(rec, extra);
 		json_decref(extra);

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -190,7 +191,9 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 		return fail(out, TG_ERR_INVALID_INPUT);
 	}
 
-	reader *r = tgi_xcalloc(1, sizeof *r);
+	/* the buffers are large: zero only the bookkeeping in front of them */
+	reader *r = tgi_xmalloc(sizeof *r);
+	memset(r, 0, offsetof(reader, held));
 	r->first = offset;
 	r->last = offset + limit - 1;
 	r->line = 1;

@@ -166,12 +166,48 @@ static int fd_abspath(int fd, char *out, size_t cap)
 	return (int)n;
 }
 
+/*
+ * The workspace's own path is needed on every resolution and rarely
+ * changes: keep the last answer per thread, keyed by the fd and checked
+ * against the directory's identity (an fstat is far cheaper than a
+ * readlink through /proc).  If the workspace is renamed while we run, the
+ * stale prefix no longer matches the paths the kernel reports, and every
+ * resolution fails closed (-EXDEV) until the fd changes.
+ */
+static __thread struct {
+	int   fd, len;
+	dev_t dev;
+	ino_t ino;
+	char  path[PATH_MAX];
+} ws_cache = {.fd = -1};
+
+static int ws_abspath(int ws_fd, char *out, size_t cap)
+{
+	struct stat st;
+	if (fstat(ws_fd, &st) < 0)
+		return -errno;
+	if (ws_cache.fd == ws_fd && ws_cache.dev == st.st_dev && ws_cache.ino == st.st_ino &&
+	    (size_t)ws_cache.len < cap) {
+		memcpy(out, ws_cache.path, (size_t)ws_cache.len + 1);
+		return ws_cache.len;
+	}
+	int n = fd_abspath(ws_fd, out, cap);
+	if (n > 0 && (size_t)n < sizeof ws_cache.path) {
+		memcpy(ws_cache.path, out, (size_t)n + 1);
+		ws_cache.fd = ws_fd;
+		ws_cache.len = n;
+		ws_cache.dev = st.st_dev;
+		ws_cache.ino = st.st_ino;
+	}
+	return n;
+}
+
 int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap)
 {
 	char ws[PATH_MAX], p[PATH_MAX];
 	const char *rel;
 
-	int wn = fd_abspath(ws_fd, ws, sizeof ws);
+	int wn = ws_abspath(ws_fd, ws, sizeof ws);
 	if (wn < 0)
 		return wn;
 	int pn = fd_abspath(fd, p, sizeof p);
