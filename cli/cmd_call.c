@@ -70,7 +70,7 @@ static int run_batch(tg_gate *g, const char *src, int compact, const tg_request 
 		tg_result_free(res[i]);
 		free(args[i]);
 	}
-	char *s = json_dumps(out, compact ? JSON_COMPACT : JSON_INDENT(2));
+	char *s = json_dumps(out, (compact ? JSON_COMPACT : JSON_INDENT(2)) | JSON_REAL_PRECISION(6));
 	puts(s ? s : "[]");
 	free(s);
 	json_decref(out);

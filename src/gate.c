@@ -209,7 +209,7 @@ const char *tg_result_json(const tg_result *r, int pretty)
 	tg_result *m = (tg_result *)r; /* lazily rendered cache */
 	char **slot = pretty ? &m->pretty : &m->compact;
 	if (!*slot)
-		*slot = json_dumps(r->env, pretty ? JSON_INDENT(2) : JSON_COMPACT);
+		*slot = json_dumps(r->env, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_REAL_PRECISION(6));
 	return *slot ? *slot : "{}";
 }
 

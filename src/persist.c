@@ -45,7 +45,7 @@ void tgi_persist(tgi_call *c)
 	/* the envelope shares the stages array, so the persist record added
 	 * below shows in what the caller gets, not in the stored copy */
 	json_t *env = c->envelope = tgi_envelope(c);
-	char *env_text = json_dumps(env, JSON_COMPACT);
+	char *env_text = json_dumps(env, JSON_COMPACT | JSON_REAL_PRECISION(6));
 	char *args = tgi_redacted_args(c);
 	char sha[65];
 	if (!c->args_canon) {

@@ -8,6 +8,7 @@
  */
 #include "registry.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,9 +18,10 @@
 #include "util/util.h"
 
 struct tgi_registry {
-	tgi_entry *v;
-	size_t     n;
-	tgi_tool  *cfg_rows; /* owned rows of configured tools */
+	tgi_entry      *v;
+	size_t          n;
+	tgi_tool       *cfg_rows; /* owned rows of configured tools */
+	pthread_mutex_t avail_mu; /* guards the availability cache */
 };
 
 static const tgi_tool *const builtin_rows[] = {
@@ -111,6 +113,7 @@ int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, siz
 	tgi_registry *r = tgi_xcalloc(1, sizeof *r);
 	r->v = tgi_xcalloc(nb + cfg->ntools, sizeof *r->v);
 	r->cfg_rows = tgi_xcalloc(cfg->ntools ? cfg->ntools : 1, sizeof *r->cfg_rows);
+	pthread_mutex_init(&r->avail_mu, NULL);
 
 	for (size_t i = 0; i < nb; i++)
 		if (add_entry(r, builtin_rows[i], NULL, cfg, err, errlen) < 0)
@@ -152,6 +155,7 @@ void tgi_registry_free(tgi_registry *r)
 	}
 	free(r->v);
 	free(r->cfg_rows);
+	pthread_mutex_destroy(&r->avail_mu);
 	free(r);
 }
 
@@ -218,14 +222,16 @@ static void check_available(tgi_entry *e)
 int tgi_registry_available(tgi_registry *r, const tgi_entry *ce, const char **reason)
 {
 	tgi_entry *e = (tgi_entry *)ce; /* the cache is ours; entries live in r->v */
-	(void)r;
+	pthread_mutex_lock(&r->avail_mu);
 	if (!e->avail_checked) {
 		check_available(e);
 		e->avail_checked = 1;
 	}
+	int ok = e->available;
+	pthread_mutex_unlock(&r->avail_mu);
 	if (reason)
-		*reason = e->available ? NULL : e->unavailable_reason;
-	return e->available;
+		*reason = ok ? NULL : e->unavailable_reason;
+	return ok;
 }
 
 int tgi_registry_in_profile(const tgi_config *cfg, const char *profile, const tgi_entry *e)

@@ -11,8 +11,11 @@
  * to TGI_BUSY_MS, never upgraded half-way), and an idempotency claim commits
  * with synchronous=FULL before any side effect may run.  Statements are
  * prepared once per handle and cached (st_sql below); one call's record is
- * one transaction with no extra queries: this is the hot path.
- *
+ * one transaction with no extra queries: this is the hot path.  What it
+ * costs is mostly the WAL pages it writes, so the schema touches few b-trees
+ * per record (see the schema), and checkpoints run on a thread of the
+ * handle, never on the committing call (see "checkpoints").
+
  * Idempotency row lifecycle (scope is the key):
  *
  *     (none) --claim--> in_flight --record DONE--> done      (replayed)
@@ -23,7 +26,7 @@
  *                              --resolve applied=0--> (none)
  *
  * Owns: the database connection, schema and migrations, cached statements,
- * the claim protocol.  Must not: decide policy, run tools, or build
+ * the claim protocol, and the checkpointer thread with its own connection.  Must not: decide policy, run tools, or build
  * envelopes (the one it writes itself is the minimal envelope of an op an
  * operator settled as applied when the process that ran it left no row).
  * A database error is -1 with a sentence, never an abort.
@@ -34,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,22 +55,43 @@
 #define TGI_RETRY_MIN_S    1.0
 #define TGI_RETRY_MAX_S    30.0
 #define TGI_EVENT_BATCH    8      /* events per INSERT statement (one call has ~4) */
-/* WAL pages between automatic checkpoints (SQLite's default is 1000).  At
- * synchronous=NORMAL a checkpoint costs two fsyncs on the committing call;
- * a call writes ~10 pages, so this is one checkpoint per ~800 calls and a
- * WAL of at most ~32 MB. */
-#define TGI_WAL_CHECKPOINT 8000
+/* WAL frames (pages) past which a commit wakes the checkpointer: ~650
+ * records of ~6 pages, a WAL of ~16 MB.  Past TGI_CKPT_HARD_FRAMES (the
+ * checkpointer cannot keep up or cannot run) the committing call checkpoints
+ * itself, as SQLite's automatic checkpoint would. */
+#define TGI_CKPT_FRAMES      4000
+#define TGI_CKPT_HARD_FRAMES (4 * TGI_CKPT_FRAMES)
 
-/* Migration i takes user_version i to i + 1. */
+/*
+ * The schema is shaped by the hot path: a record writes every b-tree page it
+ * touches to the WAL, whole, so it touches few.
+ *
+ * ops is a rowid table: a row carries the envelope (1-2 KB, more with a
+ * large output), which fits a table leaf whole but would spill to an
+ * overflow page in a WITHOUT ROWID table (whose rows should stay under
+ * ~1/20 of a page); measured, the rowid table plus its op_id index writes
+ * fewer pages and is faster.  Small columns come first so that a scan never
+ * reads an overflowing envelope.  op_id is a UUIDv7 (48 bits of unix ms
+ * first, lowercase hex), so its index is in time order: new rows append at
+ * its right edge, and `since` is an op_id range on it (no started_ms index).
+ * ops_tool serves `log --tool` (a full scan of a million rows of ~2 KB is
+ * ~1 s); ops_status serves `log --status` but holds only the rows that are
+ * not `persisted`, so an ordinary successful call never writes to it.
+ *
+ * events: seq is the rowid, not AUTOINCREMENT (no sqlite_sequence row to
+ * update per record).  Events are append-only and never deleted, so a new
+ * row's max(rowid) + 1 is never a seq seen before and seq stays a global,
+ * gap-free order for `log --follow`.
+ *
+ * Migration i takes user_version i to i + 1.
+ */
 static const char *const migrations[TGI_SCHEMA_VERSION] = {
 	"CREATE TABLE IF NOT EXISTS ops("
-	"  op_id TEXT PRIMARY KEY, call_id TEXT, session TEXT, tool TEXT, principal TEXT,"
-	"  status TEXT NOT NULL, error_kind TEXT, idem_scope TEXT, args_redacted TEXT,"
-	"  args_sha256 TEXT, envelope TEXT NOT NULL, started_ms INTEGER NOT NULL,"
-	"  duration_ms REAL);"
-	"CREATE INDEX IF NOT EXISTS ops_started ON ops(started_ms);"
-	"CREATE INDEX IF NOT EXISTS ops_tool ON ops(tool, started_ms);"
-	"CREATE INDEX IF NOT EXISTS ops_status ON ops(status, started_ms);"
+	"  op_id TEXT PRIMARY KEY, tool TEXT, status TEXT NOT NULL, started_ms INTEGER NOT NULL,"
+	"  duration_ms REAL, call_id TEXT, session TEXT, principal TEXT, error_kind TEXT,"
+	"  idem_scope TEXT, args_sha256 TEXT, args_redacted TEXT, envelope TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS ops_tool ON ops(tool, op_id);"
+	"CREATE INDEX IF NOT EXISTS ops_status ON ops(status, op_id) WHERE status <> 'persisted';"
 	"CREATE TABLE IF NOT EXISTS idem("
 	"  scope TEXT PRIMARY KEY, op_id TEXT NOT NULL,"
 	"  state TEXT NOT NULL CHECK (state IN ('in_flight', 'done', 'unknown')),"
@@ -74,7 +99,7 @@ static const char *const migrations[TGI_SCHEMA_VERSION] = {
 	"  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS idem_op ON idem(op_id);"
 	"CREATE TABLE IF NOT EXISTS events("
-	"  seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL, op_id TEXT,"
+	"  seq INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, op_id TEXT,"
 	"  type TEXT NOT NULL, stage TEXT, data TEXT);"
 	"CREATE INDEX IF NOT EXISTS events_op ON events(op_id);"
 	"CREATE TABLE IF NOT EXISTS approvals("
@@ -163,6 +188,24 @@ static const char *const verify_sql[] = {
 enum st { TGI_STORE_SQL(TGI_ST_ENUM) ST__COUNT };
 static const char *const st_sql[ST__COUNT] = { TGI_STORE_SQL(TGI_ST_SQL) };
 
+/* The checkpointer thread (see "checkpoints").  mu guards due and stop,
+ * the only fields the thread and the handle's user share; the thread holds
+ * it to read and clear them, never while it checkpoints, so a commit that
+ * wakes it never waits for a checkpoint.  state and pid belong to the
+ * handle's user. */
+enum ckpt_state { CKPT_IDLE, CKPT_RUNNING, CKPT_FAILED };
+
+struct ckpt {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	pthread_t       thread;
+	enum ckpt_state state;  /* IDLE: none yet; FAILED: cannot start one, commits checkpoint */
+	pid_t           pid;    /* the process it runs in (a fork child inherits no thread) */
+	int             due;    /* a commit left the WAL past TGI_CKPT_FRAMES */
+	int             stop;   /* tgi_store_close: leave */
+	int             sync_full; /* the handle's synchronous level, for the checkpoint's fsyncs */
+};
+
 struct tgi_store {
 	sqlite3      *db;
 	sqlite3_stmt *st[ST__COUNT];  /* prepared on first use */
@@ -172,6 +215,9 @@ struct tgi_store {
 	pid_t         self_pid;       /* the process self_start belongs to (fork changes it) */
 	int64_t       self_start;     /* our start time in clock ticks since boot; -1 unknown */
 	char          shown[PATH_MAX]; /* the ledger path, fit for sentences */
+	char          file[PATH_MAX]; /* the path opened, for the checkpointer's connection */
+	unsigned      wal_frames;     /* frames in the WAL after our last commit (WAL hook) */
+	struct ckpt   ckpt;           /* the checkpointer thread */
 };
 
 /* The owner of an idem row as read from it. */
@@ -355,6 +401,140 @@ static void col_copy(sqlite3_stmt *st, int i, char *out, size_t cap)
 	tgi_snprintf(out, cap, "%s", t ? (const char *)t : "");
 }
 
+/* ---- checkpoints ----
+ *
+ * SQLite's automatic checkpoint runs on the connection that commits: one
+ * call in a few hundred would copy the WAL into the database and wait for
+ * two fsyncs (milliseconds).  So the handle turns it off (its WAL hook
+ * replaces it) and only counts the frames in the WAL.  A commit that leaves
+ * more than TGI_CKPT_FRAMES wakes the checkpointer: a thread of the handle,
+ * started on first need (a short process never starts one), with its own
+ * connection, running PASSIVE checkpoints, which never wait for or block a
+ * writer or a reader.  Once every frame is copied, the next commit starts
+ * the WAL again from its beginning, so it stays near TGI_CKPT_FRAMES.
+ *
+ * A commit checkpoints itself only when no thread can run (it could not be
+ * started, or the handle was inherited through fork) or when the WAL passes
+ * TGI_CKPT_HARD_FRAMES anyway; a PASSIVE checkpoint that finds the thread
+ * at work returns at once.  tgi_store_close stops and joins the thread (a
+ * checkpoint in progress finishes first), then checkpoints a WAL still past
+ * TGI_CKPT_FRAMES, so that short processes which each add a row while others
+ * hold the ledger open do not grow it without bound.  The last connection
+ * to close (in any process) has SQLite checkpoint and remove the WAL.
+ */
+
+/* The WAL hook: runs in the committing thread after each commit. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	tgi_store *s = arg;
+	s->wal_frames = frames > 0 ? (unsigned)frames : 0;
+	return SQLITE_OK;
+}
+
+/* The checkpointer's connection: the ledger file opened again, read once
+ * so that it has the WAL open (a checkpoint on a connection that never read
+ * does nothing).  NULL when it cannot be opened now; the next wake retries. */
+static sqlite3 *ckpt_connect(const tgi_store *s)
+{
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(s->file, &db,
+	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(db, TGI_BUSY_MS);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, s->ckpt.sync_full ? "PRAGMA synchronous = FULL; PRAGMA user_version"
+		                                        : "PRAGMA synchronous = NORMAL; PRAGMA user_version",
+		                  NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_close_v2(db);
+		return NULL;
+	}
+	return db;
+}
+
+/* The thread reads only s->file and s->ckpt: the handle's own connection
+ * belongs to whoever holds the handle. */
+static void *ckpt_main(void *arg)
+{
+	tgi_store *s = arg;
+	struct ckpt *k = &s->ckpt;
+	sqlite3 *db = NULL;
+
+	pthread_mutex_lock(&k->mu);
+	while (!k->stop) {
+		if (!k->due) {
+			pthread_cond_wait(&k->cv, &k->mu);
+			continue;
+		}
+		k->due = 0;
+		pthread_mutex_unlock(&k->mu);
+		if (!db)
+			db = ckpt_connect(s);
+		/* busy (another process checkpoints) or failed: the next wake tries again */
+		if (db)
+			sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&k->mu);
+	}
+	pthread_mutex_unlock(&k->mu);
+	sqlite3_close_v2(db);
+	return NULL;
+}
+
+/* Start the thread with every signal blocked: signals are the caller's. */
+static int ckpt_start(tgi_store *s)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&s->ckpt.thread, NULL, ckpt_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* Hand a checkpoint to the thread, starting it if need be.  0 when no
+ * thread can take it. */
+static int ckpt_wake(tgi_store *s)
+{
+	struct ckpt *k = &s->ckpt;
+
+	if (k->state == CKPT_FAILED || (k->state == CKPT_RUNNING && k->pid != getpid()))
+		return 0;
+	pthread_mutex_lock(&k->mu);
+	if (k->state == CKPT_IDLE) {
+		k->pid = getpid();
+		k->state = ckpt_start(s) == 0 ? CKPT_RUNNING : CKPT_FAILED;
+	}
+	if (k->state == CKPT_RUNNING) {
+		k->due = 1;
+		pthread_cond_signal(&k->cv);
+	}
+	pthread_mutex_unlock(&k->mu);
+	return k->state == CKPT_RUNNING;
+}
+
+/* After a commit: is the WAL long enough to checkpoint, and who does it? */
+static void ckpt_after_commit(tgi_store *s)
+{
+	if (s->wal_frames < TGI_CKPT_FRAMES)
+		return;
+	if (!ckpt_wake(s) || s->wal_frames >= TGI_CKPT_HARD_FRAMES)
+		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+}
+
+static void ckpt_stop(tgi_store *s)
+{
+	struct ckpt *k = &s->ckpt;
+
+	if (k->state != CKPT_RUNNING || k->pid != getpid())
+		return;
+	pthread_mutex_lock(&k->mu);
+	k->stop = 1;
+	pthread_cond_signal(&k->cv);
+	pthread_mutex_unlock(&k->mu);
+	pthread_join(k->thread, NULL);
+	k->state = CKPT_IDLE;
+}
+
 /* ---- transactions ---- */
 
 static void tx_rollback(tgi_store *s)
@@ -371,7 +551,10 @@ static int tx_begin(tgi_store *s)
 
 static int tx_commit(tgi_store *s)
 {
-	return st_run(s, ST_COMMIT, "");
+	int rc = st_run(s, ST_COMMIT, "");
+	if (rc == SQLITE_OK)
+		ckpt_after_commit(s);
+	return rc;
 }
 
 /* Claims commit with FULL; a handle opened FULL stays FULL. */
@@ -458,6 +641,7 @@ static int open_db(tgi_store *s, const char *path, char *err, size_t errlen)
 		return -1;
 	}
 
+	tgi_snprintf(s->file, sizeof s->file, "%s", file);
 	int rc = sqlite3_open_v2(file, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
 	                                 SQLITE_OPEN_NOMUTEX,
@@ -568,11 +752,11 @@ static int setup(tgi_store *s, char *err, size_t errlen)
 		             s->shown, mode);
 		return -1;
 	}
-	char pragmas[128];
-	tgi_snprintf(pragmas, sizeof pragmas,
-	             "PRAGMA synchronous = %s; PRAGMA foreign_keys = OFF; PRAGMA wal_autocheckpoint = %d",
-	             s->sync_full ? "FULL" : "NORMAL", TGI_WAL_CHECKPOINT);
-	rc = sqlite3_exec(s->db, pragmas, NULL, NULL, NULL);
+	rc = sqlite3_exec(s->db, s->sync_full ? "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF"
+	                                      : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF",
+	                  NULL, NULL, NULL);
+	/* replaces SQLite's automatic checkpoint (see "checkpoints") */
+	sqlite3_wal_hook(s->db, wal_hook, s);
 	/* Transaction control is prepared now so that a rollback never needs
 	 * memory it might not get. */
 	for (size_t i = 0; rc == SQLITE_OK && i < TGI_ARRAY_LEN(eager); i++)
@@ -597,6 +781,9 @@ int tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, 
 	}
 	tgi_store *s = tgi_xcalloc(1, sizeof *s);
 	s->sync_full = sync_full ? 1 : 0;
+	pthread_mutex_init(&s->ckpt.mu, NULL);
+	pthread_cond_init(&s->ckpt.cv, NULL);
+	s->ckpt.sync_full = s->sync_full;
 	s->self_start = -1;
 	tgi_sanitize(s->shown, sizeof s->shown, path);
 	if (gethostname(s->host, sizeof s->host - 1) < 0)
@@ -613,11 +800,19 @@ void tgi_store_close(tgi_store *s)
 {
 	if (!s)
 		return;
+	ckpt_stop(s);
+	if (s->db && s->wal_frames >= TGI_CKPT_FRAMES)
+		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(s->st[i]);
 	for (int i = 0; i < TGI_EVENT_BATCH; i++)
 		sqlite3_finalize(s->ev_st[i]);
 	sqlite3_close_v2(s->db);
+	/* a fork child's copy of a running thread's mutex may be held: leave it */
+	if (s->ckpt.state != CKPT_RUNNING) {
+		pthread_mutex_destroy(&s->ckpt.mu);
+		pthread_cond_destroy(&s->ckpt.cv);
+	}
 	free(s);
 }
 
@@ -645,6 +840,27 @@ static int check_scope(const char *scope, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* The smallest UUIDv7 made at unix ms `ms` (its 48-bit time, then zeros):
+ * the lower bound of the op ids of calls started since then. */
+static void uuid_floor(int64_t ms, char out[37])
+{
+	uint64_t t = ms <= 0 ? 0 : (uint64_t)ms > 0xffffffffffffu ? 0xffffffffffffu : (uint64_t)ms;
+	snprintf(out, 37, "%08llx-%04llx-0000-0000-000000000000", (unsigned long long)(t >> 16),
+	         (unsigned long long)(t & 0xffff));
+}
+
+/* The unix ms a UUIDv7 was made at, or -1 when id is not a version 7 UUID. */
+static int64_t uuid_ms(const char *id)
+{
+	char hex[13];
+	if (!tgi_uuid_ok(id) || id[14] != '7')
+		return -1;
+	memcpy(hex, id, 8);
+	memcpy(hex + 8, id + 9, 4);
+	hex[12] = '\0';
+	return (int64_t)strtoll(hex, NULL, 16);
 }
 
 /* ---- ops + events ---- */
@@ -949,11 +1165,12 @@ static int mark_applied(tgi_store *s, const char *op_id, const char *scope, int6
 	json_decref(env);
 	if (!out)
 		return SQLITE_NOMEM;
+	int64_t made = uuid_ms(op_id); /* the op started when its id was made, not now */
 	if (had_row)
 		rc = st_run(s, ST_OP_SET_ENVELOPE, "tt", op_id, out);
 	else
 		rc = st_run(s, ST_OP_INSERT, "tttttttttttif", op_id, NULL, NULL, NULL, NULL, "persisted",
-		            NULL, scope, NULL, NULL, out, now, 0.0);
+		            NULL, scope, NULL, NULL, out, made >= 0 ? made : now, 0.0);
 	free(out);
 	return rc;
 }
@@ -1248,8 +1465,12 @@ static int bind_named(sqlite3_stmt *st, const char *name, const char *text, int6
 static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int64_t after_seq,
                      json_t *(*row)(sqlite3_stmt *), json_t **out)
 {
+	char since_id[37];
 	sqlite3_stmt *st = NULL;
+	uuid_floor(f->since_ms, since_id);
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":since_id", since_id, 0);
 	if (rc == SQLITE_OK)
 		rc = bind_named(st, ":tool", f->tool, 0);
 	if (rc == SQLITE_OK)
@@ -1282,10 +1503,16 @@ static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int
 
 /*
  * Filters become SQL conditions (values are bound, never pasted), so the
- * indexes on ops(tool, started_ms), ops(status, started_ms), ops(started_ms)
- * and events(op_id) serve them.  With a limit the newest `limit` rows are
- * returned, still oldest first (like tail); events after after_seq are the
- * next `limit` instead (for --follow, so none is skipped).
+ * indexes serve them: `since` is a range of the op_id index (an op's id is
+ * made at decode, just after its start time is read, so the two agree to
+ * the millisecond; started_ms keeps the bound exact), --tool is ops_tool,
+ * --status ops_status unless it is `persisted` (which that index leaves
+ * out: the constant condition added below is what lets the planner use
+ * it), and events(op_id) the events of those ops.  Rows come in op_id
+ * order, which is start time order, without a sort.  With a limit the
+ * newest `limit` rows are returned, still oldest first (like tail); events
+ * after after_seq are the next `limit` instead (for --follow, so none is
+ * skipped).
  */
 int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
 {
@@ -1297,18 +1524,18 @@ int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err
 		f = &all;
 	tgi_snprintf(sql, sizeof sql,
 	             "SELECT op_id, call_id, session, tool, principal, status, error_kind, started_ms,"
-	             " duration_ms, args_sha256, envelope FROM ops WHERE started_ms >= :since%s%s%s",
+	             " duration_ms, args_sha256, envelope FROM ops"
+	             " WHERE op_id >= :since_id AND started_ms >= :since%s%s%s%s",
 	             f->tool ? " AND tool = :tool" : "", f->status ? " AND status = :status" : "",
+	             f->status && strcmp(f->status, "persisted") ? " AND status <> 'persisted'" : "",
 	             f->op_id ? " AND op_id = :op" : "");
 	if (f->limit) {
 		char inner[1024];
 		tgi_snprintf(inner, sizeof inner, "%s", sql);
 		tgi_snprintf(sql, sizeof sql,
-		             "SELECT * FROM (%s ORDER BY started_ms DESC, op_id DESC LIMIT :limit)"
-		             " ORDER BY started_ms, op_id",
-		             inner);
+		             "SELECT * FROM (%s ORDER BY op_id DESC LIMIT :limit) ORDER BY op_id", inner);
 	} else {
-		strcat(sql, " ORDER BY started_ms, op_id");
+		strcat(sql, " ORDER BY op_id");
 	}
 	int rc = log_query(s, sql, f, 0, op_json, out);
 	if (rc != SQLITE_OK)
@@ -1327,9 +1554,10 @@ int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, j
 		f = &all;
 	tgi_snprintf(sql, sizeof sql,
 	             "SELECT e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data FROM events e%s"
-	             " WHERE e.seq > :after AND e.ts_ms >= :since%s%s%s",
+	             " WHERE e.seq > :after AND e.ts_ms >= :since%s%s%s%s",
 	             f->tool || f->status ? " JOIN ops o ON o.op_id = e.op_id" : "",
 	             f->tool ? " AND o.tool = :tool" : "", f->status ? " AND o.status = :status" : "",
+	             f->status && strcmp(f->status, "persisted") ? " AND o.status <> 'persisted'" : "",
 	             f->op_id ? " AND e.op_id = :op" : "");
 	if (f->limit && after_seq <= 0) {
 		char inner[1024];

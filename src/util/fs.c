@@ -168,11 +168,11 @@ static int fd_abspath(int fd, char *out, size_t cap)
 
 /*
  * The workspace's own path is needed on every resolution and rarely
- * changes: keep the last answer per thread, keyed by the fd and checked
- * against the directory's identity (an fstat is far cheaper than a
- * readlink through /proc).  If the workspace is renamed while we run, the
- * stale prefix no longer matches the paths the kernel reports, and every
- * resolution fails closed (-EXDEV) until the fd changes.
+ * changes: keep the last answer per thread, keyed by the fd and the
+ * directory's identity (an fstat is far cheaper than a readlink through
+ * /proc).  The cache is only a hint: when a path the kernel reports does
+ * not start with it (the workspace was renamed, or an inode number was
+ * reused), tgi_fd_path asks the kernel again before judging.
  */
 static __thread struct {
 	int   fd, len;
@@ -181,17 +181,18 @@ static __thread struct {
 	char  path[PATH_MAX];
 } ws_cache = {.fd = -1};
 
-static int ws_abspath(int ws_fd, char *out, size_t cap)
+static int ws_abspath(int ws_fd, char *out, size_t cap, int fresh)
 {
 	struct stat st;
 	if (fstat(ws_fd, &st) < 0)
 		return -errno;
-	if (ws_cache.fd == ws_fd && ws_cache.dev == st.st_dev && ws_cache.ino == st.st_ino &&
-	    (size_t)ws_cache.len < cap) {
+	if (!fresh && ws_cache.fd == ws_fd && ws_cache.dev == st.st_dev &&
+	    ws_cache.ino == st.st_ino && (size_t)ws_cache.len < cap) {
 		memcpy(out, ws_cache.path, (size_t)ws_cache.len + 1);
 		return ws_cache.len;
 	}
 	int n = fd_abspath(ws_fd, out, cap);
+	ws_cache.fd = -1;
 	if (n > 0 && (size_t)n < sizeof ws_cache.path) {
 		memcpy(ws_cache.path, out, (size_t)n + 1);
 		ws_cache.fd = ws_fd;
@@ -207,18 +208,24 @@ int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap)
 	char ws[PATH_MAX], p[PATH_MAX];
 	const char *rel;
 
-	int wn = ws_abspath(ws_fd, ws, sizeof ws);
-	if (wn < 0)
-		return wn;
 	int pn = fd_abspath(fd, p, sizeof p);
 	if (pn < 0)
 		return pn;
-	if (wn == 1)                        /* the workspace is "/" */
-		rel = p + 1;
-	else if (strncmp(p, ws, (size_t)wn) == 0 && (p[wn] == '/' || p[wn] == '\0'))
-		rel = p + wn + (p[wn] == '/');
-	else
-		return -EXDEV;
+	for (int fresh = 0;; fresh++) {
+		int wn = ws_abspath(ws_fd, ws, sizeof ws, fresh);
+		if (wn < 0)
+			return wn;
+		if (wn == 1) {                  /* the workspace is "/" */
+			rel = p + 1;
+			break;
+		}
+		if (strncmp(p, ws, (size_t)wn) == 0 && (p[wn] == '/' || p[wn] == '\0')) {
+			rel = p + wn + (p[wn] == '/');
+			break;
+		}
+		if (fresh)
+			return -EXDEV;
+	}
 	if (!*rel)
 		rel = ".";
 	size_t n = strlen(rel);

@@ -56,6 +56,7 @@ typedef struct vpath {
 } vpath;
 
 static int v_node(vctx *c, const tgi_snode *n, json_t *x, const vpath *at);
+static inline int v_child(vctx *c, const tgi_snode *n, json_t *x, const vpath *at);
 
 static inline int stop(const vctx *c)
 {
@@ -551,7 +552,7 @@ static int v_array(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 				     n->prefix.n == 1 ? "" : "s");
 				break;
 			}
-			CHECK(v_node(c, s, json_array_get(x, i), &p));
+			CHECK(v_child(c, s, json_array_get(x, i), &p));
 		}
 	}
 	if (kw & TGI_KW_CONTAINS) {
@@ -663,6 +664,15 @@ static int v_property_name(vctx *c, const tgi_snode *n, const char *key, size_t 
 	return ok;
 }
 
+/* Is property i of n in x?  The walk's bit when it has one, else a lookup. */
+static inline int has_prop(const tgi_snode *n, const json_t *x, unsigned i, int walked,
+                           uint64_t seen)
+{
+	if (walked && i < 64)
+		return (int)((seen >> i) & 1);
+	return json_object_getn(x, n->props[i].name, n->props[i].len) != NULL;
+}
+
 static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 {
 	uint32_t kw = n->kw;
@@ -694,7 +704,7 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 					seen |= (uint64_t)1 << i;
 				if (n->props[i].schema) {
 					known = 1;
-					CHECK(v_node(c, n->props[i].schema, v, &p));
+					CHECK(v_child(c, n->props[i].schema, v, &p));
 				}
 			}
 			for (size_t k = 0; k < n->npatterns; k++) {
@@ -703,14 +713,14 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 					FAIL_BY(fail_pattern(c, &p, n->patterns[k].re, r, 1));
 				} else if (r) {
 					known = 1;
-					CHECK(v_node(c, n->patterns[k].schema, v, &p));
+					CHECK(v_child(c, n->patterns[k].schema, v, &p));
 				}
 			}
 			if (!known && n->additional) {
 				if (n->additional->kw & TGI_KW_FALSE)
 					FAIL_BY(fail_additional(c, &p, n));
 				else
-					CHECK(v_node(c, n->additional, v, &p));
+					CHECK(v_child(c, n->additional, v, &p));
 			}
 			if (n->names)
 				CHECK(v_property_name(c, n, key, klen, &p));
@@ -721,27 +731,19 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 	               (seen & n->required_mask) == n->required_mask;
 	for (size_t k = 0; k < n->nrequired && !all_seen; k++) {
 		unsigned i = n->required[k];
-		const tgi_sprop *r = &n->props[i];
-		int present = walked && i < 64 ? (int)((seen >> i) & 1)
-		                               : json_object_getn(x, r->name, r->len) != NULL;
-		if (!present) {
-			vpath p = {at, r->name, 0};
+		if (!has_prop(n, x, i, walked, seen)) {
+			vpath p = {at, n->props[i].name, 0};
 			FAIL(&p, "is required");
 		}
 	}
 	for (size_t k = 0; k < n->ndependents; k++) {
-		unsigned t = n->dependents[k];
-		const tgi_sprop *d = &n->props[t];
-		int present = walked && t < 64 ? (int)((seen >> t) & 1)
-		                               : json_object_getn(x, d->name, d->len) != NULL;
-		if (!present)
+		const tgi_sprop *d = &n->props[n->dependents[k]];
+		if (!has_prop(n, x, n->dependents[k], walked, seen))
 			continue;
 		for (size_t j = 0; j < d->ndep_names; j++) {
 			unsigned i = d->dep_names[j];
-			const tgi_sprop *r = &n->props[i];
-			if (!(walked && i < 64 ? (int)((seen >> i) & 1)
-			                       : json_object_getn(x, r->name, r->len) != NULL)) {
-				vpath p = {at, r->name, 0};
+			if (!has_prop(n, x, i, walked, seen)) {
+				vpath p = {at, n->props[i].name, 0};
 				FAIL(&p, "is required when \"%s\" is present", d->name);
 			}
 		}
@@ -815,7 +817,7 @@ static int v_apply(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 			CHECK(v_node(c, n->all_of.v[i], x, at));
 	if (kw & TGI_KW_ANY_OF) {
 		size_t i = 0;
-		while (i < n->any_of.n && !v_node(&q, n->any_of.v[i], x, at))
+		while (i < n->any_of.n && !v_child(&q, n->any_of.v[i], x, at))
 			i++;
 		if (i == n->any_of.n) {
 			if (!c->sink)
@@ -894,6 +896,15 @@ static int v_checks(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 	if (kw & TGI_KW_APPLY_MASK)
 		CHECK(v_apply(c, n, x, at));
 	return ok;
+}
+
+/* v_node for a value one step down: a node that only names types (the
+ * commonest leaf: {"type": "string"}) is answered without the call. */
+static inline int v_child(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+{
+	if (n->kw == TGI_KW_TYPE && (type_bits(x) & n->types))
+		return 1;
+	return v_node(c, n, x, at);
 }
 
 static int v_node(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
