@@ -1,5 +1,5 @@
 /*
- * validate.c — an instance against a compiled schema (see node.h).
+ * evaluate.c — an instance against a compiled schema (see node.h).
  *
  * One recursive walk over (node, instance value).  It runs in one of two
  * modes:

@@ -3,7 +3,7 @@
  *
  * compile.c turns a schema document into a graph of tgi_snode (one per
  * schema object; `$ref` already resolved to a node pointer, so recursive
- * schemas are cycles in the graph).  validate.c and defaults.c only read
+ * schemas are cycles in the graph).  evaluate.c and defaults.c only read
  * it, so one compiled schema serves any number of threads.  The other
  * files here are the leaf helpers both sides share: regexes (regex.c),
  * formats (format.c), JSON equality (equal.c) and URI references (uri.c).
