@@ -1,0 +1,31 @@
+# make install PREFIX=...: the program, the library, the header and a
+# pkg-config file that a program can build against.
+. "$(dirname "$0")/lib.sh"
+make -s -C "$ROOT" install PREFIX="$WS/prefix" > "$WS/install.log" 2>&1 || { cat "$WS/install.log"; fail "make install"; }
+for f in bin/toolgate lib/libtoolgate.a include/toolgate.h lib/pkgconfig/toolgate.pc; do
+	[ -f "$WS/prefix/$f" ] || fail "installed $f"
+done
+cat > "$WS/use.c" <<'C'
+#include <toolgate.h>
+#include <stdio.h>
+int main(void)
+{
+	tg_gate *g = NULL;
+	char *err = NULL;
+	tg_options o = {.sync_full = -1};
+	if (tg_gate_open(&o, &g, &err) != 0)
+		return 1;
+	tg_request req = {.tool = "list_dir", .args = "{}"};
+	tg_result *r;
+	tg_status st = tg_call(g, &req, &r);
+	printf("%s %d\n", tg_status_name(st), tg_status_exit_code(TG_COMMITTED));
+	tg_result_free(r);
+	tg_gate_close(g);
+	return 0;
+}
+C
+export PKG_CONFIG_PATH=$WS/prefix/lib/pkgconfig
+cc -std=c11 "$WS/use.c" $(pkg-config --cflags --libs --static toolgate) -o "$WS/use" || fail "build against the installed library"
+mkdir -p "$WS/run" && eq "$(cd "$WS/run" && "$WS/use")" "persisted 6" "a program using the installed library"
+eq "$("$WS/prefix/bin/toolgate" --version | cut -d' ' -f1)" toolgate "the installed program runs"
+finish
