@@ -53,6 +53,12 @@ tgi_verdict tgi_approve(tgi_call *c)
 		                "the owner", c->tool);
 	}
 
+	/* a dry run shows the plan; it neither spends nor queues an approval */
+	if (c->dry_run) {
+		tgi_trace(c, "approve", 1, json_pack("{s:s}", "approval", "would be asked"));
+		return TGI_NEXT;
+	}
+
 	/* binding: sha256(tool "\n" canonical args) */
 	{
 		tgi_buf b;

@@ -5,12 +5,23 @@
  *   availability (unavailable tools are denied: fail closed)
  *   hard floor (compiled in; nothing lifts it) and protected paths
  *   deny rules  (global, then the caller's roles)
+ *   requires_grant without a matching allow rule → deny (never ask)
  *   ask rules
- *   requires_grant without a matching allow rule → deny
  *   allow rules
  *   mode default (default / acceptEdits / plan / bypassPermissions)
  * then the approval policy `untrusted` turns a mode-default allow of
  * anything but a read-only call into ask.
+ *
+ * Deny and ask rules hold if any touched path (as written or as resolved)
+ * matches; allow rules only if every path matches in both forms (see
+ * policy.h).  Rules written for read_file are read rules: their deny and
+ * ask also hold for every read-only file tool (list_dir, search_files), and
+ * for every entry a directory walk would show (tgi_may_read).
+ *
+ * Protected paths: .git and .toolgate at any depth are read-only (the
+ * ledger is not readable either, except the spill files the gate itself
+ * points the model at), and so are the gate's own configuration and every
+ * file it runs (g->protected): a model must not rewrite its own policy.
  *
  * Paths are judged as written and as resolved inside the workspace; a path
  * that resolves outside the workspace is denied here (and the kernel would
@@ -36,7 +47,7 @@ static tgi_verdict deny(tgi_call *c, const char *rule, const char *fmt_msg)
 }
 
 /* First matching rule of `kind` among the global rules and the caller's roles. */
-static const tgi_rule *first_rule(tgi_call *c, tgi_rule_kind kind, const tgi_match_input *in)
+static const tgi_rule *first_rule(const tgi_call *c, tgi_rule_kind kind, const tgi_match_input *in)
 {
 	tg_gate *g = c->g;
 	const tgi_rule *r = tgi_ruleset_first(g->rules, kind, in);
@@ -81,11 +92,90 @@ static void record(tgi_call *c, tgi_decision d, const char *rule)
 	          json_pack("{s:s, s:s}", "decision", names[d], "rule", rule));
 }
 
+/* Exactly ".toolgate/spill/<uuid>.txt": the file shape told the model to read. */
+static int spill_file(const char *relpath)
+{
+	static const char pre[] = ".toolgate/spill/";
+	const char *id = relpath + sizeof pre - 1;
+	if (strncmp(relpath, pre, sizeof pre - 1) || strlen(id) != 40 || strcmp(id + 36, ".txt"))
+		return 0;
+	for (int i = 0; i < 36; i++) {
+		char ch = id[i];
+		int dash = i == 8 || i == 13 || i == 18 || i == 23;
+		if (dash ? ch != '-' : !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+/* Is relpath (workspace-relative, normalised) off limits?  For a write:
+ * protected directories and the gate's own files; for a read: .toolgate
+ * except spill files.  The floor holds for both.  msg gets the sentence. */
+static int path_refused(const tgi_call *c, const char *relpath, int writing, char *msg,
+                        size_t cap, const char **rule)
+{
+	tg_gate *g = c->g;
+	char why[512];
+	if (tgi_floor_paths(g->cfg->workspace, &relpath, 1, why, sizeof why)) {
+		tgi_snprintf(msg, cap, "%s", why);
+		*rule = "floor";
+		return 1;
+	}
+	*rule = "protected path";
+	int prot = tgi_path_protected(relpath);
+	if (writing) {
+		int own = 0;
+		for (size_t i = 0; i < g->nprotected && !own; i++)
+			own = !strcmp(relpath, g->protected[i]);
+		if (prot || own) {
+			tgi_snprintf(msg, cap, "\"%s\" is read-only to tools%s; do not retry; ask the owner",
+			             relpath, own ? " (the gate's own configuration)" : "");
+			return 1;
+		}
+	} else if (prot == TGI_PROTECTED_STATE && !spill_file(relpath)) {
+		tgi_snprintf(msg, cap, "\"%s\" is not readable to tools; do not retry", relpath);
+		return 1;
+	}
+	return 0;
+}
+
+/* Deny, then ask rules as read rules: for the tool itself and as read_file. */
+static const tgi_rule *read_rule(const tgi_call *c, tgi_rule_kind kind, tgi_match_input *in)
+{
+	const tgi_rule *r = first_rule(c, kind, in);
+	if (r || !(c->contract & TGI_T_READ_ONLY) || !c->entry->row->paths ||
+	    !strcmp(in->tool, "read_file"))
+		return r;
+	const char *tool = in->tool;
+	in->tool = "read_file";
+	r = first_rule(c, kind, in);
+	in->tool = tool;
+	return r;
+}
+
+int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
+{
+	const tgi_call *c = ctx->policy;
+	char msg[512];
+	const char *why;
+	(void)is_dir;
+	if (path_refused(c, relpath, 0, msg, sizeof msg, &why))
+		return 0;
+	const char *paths[1] = {relpath};
+	tgi_match_input in = {
+		.tool = c->tool, .args = c->args, .paths = paths, .resolved = paths,
+		.npaths = 1, .has_paths = 1,
+	};
+	/* an entry that would need asking is left out too: a walk cannot ask */
+	return !read_rule(c, TGI_RULE_DENY, &in) && !read_rule(c, TGI_RULE_ASK, &in);
+}
+
 tgi_verdict tgi_decide(tgi_call *c)
 {
 	tg_gate *g = c->g;
-	const char *reason;
+	const char *reason, *why;
 	char msg[768], rule[512];
+	int writing = !(c->contract & TGI_T_READ_ONLY);
 
 	if (!tgi_registry_available(g->reg, c->entry, &reason))
 		return deny(c, "unavailable", reason);
@@ -108,25 +198,16 @@ tgi_verdict tgi_decide(tgi_call *c)
 		}
 		c->resolved[i] = tgi_strdup(res);
 	}
-
-	if (tgi_floor_paths(g->cfg->workspace, (const char *const *)c->resolved, c->npaths, msg,
-	                    sizeof msg)) {
-		tgi_snprintf(rule, sizeof rule, "floor: %s", msg);
-		return deny(c, rule, msg);
-	}
 	for (size_t i = 0; i < c->npaths; i++) {
-		int wr = !(c->contract & TGI_T_READ_ONLY);
 		const char *p[2] = {c->paths[i], c->resolved[i]};
 		for (int j = 0; j < 2; j++) {
-			if (!p[j] || !tgi_path_protected(p[j]))
+			if (!path_refused(c, p[j], writing, msg, sizeof msg, &why))
 				continue;
-			/* .git is readable; .toolgate (the ledger) is not the model's */
-			if (!wr && strncmp(p[j], ".toolgate", 9))
-				continue;
-			tgi_snprintf(msg, sizeof msg,
-			             "\"%s\" is %s to tools; do not retry; ask the owner", c->paths[i],
-			             wr ? "read-only" : "not readable");
-			return deny(c, "protected path", msg);
+			if (!strcmp(why, "floor"))
+				tgi_snprintf(rule, sizeof rule, "floor: %s", msg);
+			else
+				tgi_snprintf(rule, sizeof rule, "%s", why);
+			return deny(c, rule, msg);
 		}
 	}
 
@@ -139,17 +220,12 @@ tgi_verdict tgi_decide(tgi_call *c)
 		.has_paths = c->entry->row->paths != NULL,
 	};
 	const tgi_rule *r;
-	if ((r = first_rule(c, TGI_RULE_DENY, &in))) {
+	if ((r = read_rule(c, TGI_RULE_DENY, &in))) {
 		tgi_snprintf(rule, sizeof rule, "deny: %s", tgi_rule_text(r));
 		tgi_snprintf(msg, sizeof msg,
 		             "policy does not allow %s with these arguments; do not retry; ask the owner",
 		             c->tool);
 		return deny(c, rule, msg);
-	}
-	if ((r = first_rule(c, TGI_RULE_ASK, &in))) {
-		tgi_snprintf(rule, sizeof rule, "ask: %s", tgi_rule_text(r));
-		record(c, TGI_ASK, rule);
-		return TGI_NEXT;
 	}
 	const tgi_rule *allow = first_rule(c, TGI_RULE_ALLOW, &in);
 	if (!allow && (c->contract & TGI_T_REQUIRES_GRANT)) {
@@ -158,13 +234,17 @@ tgi_verdict tgi_decide(tgi_call *c)
 		             "retry; ask the owner", c->principal->name, c->tool);
 		return deny(c, "requires_grant: no allow rule matches", msg);
 	}
+	if ((r = read_rule(c, TGI_RULE_ASK, &in))) {
+		tgi_snprintf(rule, sizeof rule, "ask: %s", tgi_rule_text(r));
+		record(c, TGI_ASK, rule);
+		return TGI_NEXT;
+	}
 	if (allow) {
 		tgi_snprintf(rule, sizeof rule, "allow: %s", tgi_rule_text(allow));
 		record(c, TGI_ALLOW, rule);
 		return TGI_NEXT;
 	}
 
-	const char *why;
 	tgi_decision d = mode_default(c, &why);
 	if (d == TGI_ALLOW && g->cfg->approval == TGI_APPROVAL_UNTRUSTED &&
 	    !(c->contract & TGI_T_READ_ONLY)) {

@@ -12,16 +12,18 @@
 #include "gate.h"
 #include "util/util.h"
 
-/* Copy an optional caller-supplied label (call id, session, key) with a
- * length cap and control characters stripped. */
+/* Copy an optional caller-supplied label (call id, session, key): at most
+ * cap-1 bytes of printable UTF-8.  A label is refused rather than rewritten,
+ * so two different labels never become one. */
 static int copy_label(char *out, size_t cap, const char *in)
 {
 	if (!in)
 		return 0;
-	if (strlen(in) >= cap)
+	size_t n = strlen(in);
+	if (n >= cap)
 		return -1;
 	tgi_sanitize(out, cap, in);
-	return 0;
+	return strcmp(out, in) ? -1 : 0;
 }
 
 static int tool_name_ok(const char *s)
@@ -47,7 +49,7 @@ tgi_verdict tgi_decode(tgi_call *c)
 	if (copy_label(c->call_id, sizeof c->call_id, req->call_id) < 0 ||
 	    copy_label(c->session, sizeof c->session, req->session) < 0)
 		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
-		                "call id and session must be at most 256 bytes");
+		                "call id and session must be at most 256 bytes of printable UTF-8");
 
 	if (!req->tool || !*req->tool)
 		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "no tool name was given");
@@ -88,12 +90,14 @@ tgi_verdict tgi_decode(tgi_call *c)
 		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, "/idempotency_key",
 		                "idempotency_key must be a string");
 	const char *akey = k ? json_string_value(k) : NULL;
+	if (k && strlen(akey) != json_string_length(k))
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, "/idempotency_key",
+		                "idempotency_key must not contain NUL bytes");
 	if (req->idempotency_key && akey && strcmp(req->idempotency_key, akey))
 		return tgi_stop(c, TG_INVALID, TG_ERR_AMBIGUOUS, "/idempotency_key",
 		                "two different idempotency keys were given; send one");
 	const char *key = akey ? akey : req->idempotency_key;
-	if (key && (!*key || copy_label(c->idem_key, sizeof c->idem_key, key) < 0 ||
-	            strcmp(c->idem_key, key)))
+	if (key && (!*key || copy_label(c->idem_key, sizeof c->idem_key, key) < 0))
 		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, "/idempotency_key",
 		                "idempotency_key must be 1 to 256 printable characters");
 	/* A key given by the transport is part of the args for tools whose

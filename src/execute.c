@@ -31,10 +31,12 @@ static char *make_scope(tgi_call *c)
 {
 	tgi_buf b;
 	tgi_buf_init(&b, 1024);
+	/* each part length-prefixed: no choice of names can make two scopes equal */
 	if (c->idem_key[0])
-		tgi_buf_printf(&b, "key:%s:%s:%s", c->principal->name, c->tool, c->idem_key);
+		tgi_buf_printf(&b, "key:%zu:%s:%zu:%s:%s", strlen(c->principal->name),
+		               c->principal->name, strlen(c->tool), c->tool, c->idem_key);
 	else if (c->call_id[0])
-		tgi_buf_printf(&b, "call:%s:%s", c->session[0] ? c->session : "-", c->call_id);
+		tgi_buf_printf(&b, "call:%zu:%s:%s", strlen(c->session), c->session, c->call_id);
 	else
 		return NULL;
 	return tgi_buf_steal(&b);
@@ -65,9 +67,14 @@ tgi_verdict tgi_execute(tgi_call *c)
 
 	if (c->dry_run) {
 		c->status = TG_DRY_RUN;
-		c->output = json_pack("{s:s, s:O, s:s, s:b}", "would_run", c->tool, "args", c->args,
-		                      "decided_by", c->rule, "read_only",
-		                      (c->contract & TGI_T_READ_ONLY) != 0);
+		/* the plan shows the args as they may be logged: it is persisted */
+		char *shown = tgi_redacted_args(c);
+		json_t *args = json_loads(shown, 0, NULL);
+		c->output = json_pack("{s:s, s:o, s:s, s:s, s:b}", "would_run", c->tool, "args",
+		                      args ? args : json_null(), "decision",
+		                      c->decision == TGI_ASK ? "ask" : "allow", "decided_by", c->rule,
+		                      "read_only", (c->contract & TGI_T_READ_ONLY) != 0);
+		free(shown);
 		tgi_event_add(c, "tool.call.dry_run", "execute", NULL);
 		tgi_trace(c, "execute", 1, json_pack("{s:b}", "dry_run", 1));
 		return TGI_STOP;
@@ -136,7 +143,10 @@ tgi_verdict tgi_execute(tgi_call *c)
 		.cfg = g->cfg,
 		.data = t->data,
 		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
+		.may_read = tgi_may_read,
+		.policy = c,
 	};
+	ctx.deadline_ms = tgi_now_ms() + ctx.timeout_s * 1000.0;
 	tgi_tool_out out;
 	memset(&out, 0, sizeof out);
 	tgi_event_add(c, "tool.call.started", "execute", NULL);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 struct tg_result {
@@ -42,7 +43,10 @@ tgi_verdict tgi_stop(tgi_call *c, tg_status st, tg_errkind kind, const char *fie
 	c->status = st;
 	c->kind = kind;
 	c->applied = TGI_APPLIED_NO;
-	tgi_snprintf(c->field, sizeof c->field, "%s", field ? field : "");
+	char clean[sizeof c->field];
+	tgi_sanitize(clean, sizeof clean, field ? field : "");
+	tgi_snprintf(c->field, sizeof c->field, "%s", clean);
+	c->has_field = field != NULL;
 	return TGI_STOP;
 }
 
@@ -80,8 +84,7 @@ json_t *tgi_envelope(const tgi_call *c)
 	if (c->kind != TG_ERR_NONE) {
 		err = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "kind", tg_errkind_name(c->kind),
 		                "message", c->message, "rule", str_or_null(c->error_rule), "field",
-		                c->field[0] || c->kind == TG_ERR_INVALID_INPUT ? json_string(c->field)
-		                                                               : json_null(),
+		                c->has_field ? json_string(c->field) : json_null(),
 		                "retry_after_s",
 		                c->retry_after_s > 0 ? json_real(c->retry_after_s) : json_null(),
 		                "applied", applied[c->applied]);
@@ -238,12 +241,29 @@ static int fail(char **errmsg, const char *fmt, ...)
 	return -1;
 }
 
+/* A rule that can never match is a typo that silently weakens policy:
+ * a path specifier for a known tool that touches no paths. */
+static int rule_sense(tg_gate *g, const char *text, char *err, size_t errlen)
+{
+	tgi_rule *r = tgi_rule_parse(text, err, errlen);
+	if (!r)
+		return -1;
+	const tgi_entry *e = tgi_registry_find(g->reg, tgi_rule_tool(r));
+	int bad = e && !e->row->paths && tgi_rule_is_path(r);
+	if (bad)
+		tgi_snprintf(err, errlen, "rule \"%s\": %s takes no paths; write key=glob pairs, "
+		             "e.g. %s(env=prod)", tgi_rule_text(r), e->row->name, e->row->name);
+	tgi_rule_free(r);
+	return bad ? -1 : 0;
+}
+
 static int add_rules(tg_gate *g, tgi_ruleset *rs, const tgi_strv *v, tgi_rule_kind kind,
                      const char *base, char **errmsg)
 {
 	char err[512], ptr[256], where[256];
 	for (size_t i = 0; i < v->n; i++) {
-		if (tgi_ruleset_add(rs, kind, v->v[i], err, sizeof err) == 0)
+		if (rule_sense(g, v->v[i], err, sizeof err) == 0 &&
+		    tgi_ruleset_add(rs, kind, v->v[i], err, sizeof err) == 0)
 			continue;
 		tgi_snprintf(ptr, sizeof ptr, "%s/%zu", base, i);
 		tgi_config_where(g->cfg, ptr, where, sizeof where);
@@ -314,6 +334,53 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 	return 0;
 }
 
+/* Add file (absolute, or relative to the workspace) to the protected list
+ * when it lies inside the workspace: as given and as resolved. */
+static void protect(tg_gate *g, const char *file)
+{
+	char abs[PATH_MAX * 2], real[PATH_MAX];
+	const char *ws = g->cfg->workspace;
+	size_t wl = strlen(ws);
+	if (!file || !*file)
+		return;
+	if (file[0] == '/')
+		tgi_snprintf(abs, sizeof abs, "%s", file);
+	else
+		tgi_snprintf(abs, sizeof abs, "%s/%s", ws, file);
+	const char *forms[2] = {abs, realpath(abs, real) ? real : NULL};
+	for (int i = 0; i < 2; i++) {
+		const char *f = forms[i];
+		if (!f || strncmp(f, ws, wl) || (wl > 1 && f[wl] != '/'))
+			continue;
+		const char *rel = f + wl + (wl > 1);
+		char norm[PATH_MAX], err[128];
+		if (tgi_path_check(rel, strlen(rel), norm, sizeof norm, err, sizeof err) < 0)
+			continue;
+		g->protected = tgi_xrealloc(g->protected, (g->nprotected + 1) * sizeof *g->protected);
+		g->protected[g->nprotected++] = tgi_strdup(norm);
+	}
+}
+
+/* The files a model must not rewrite: whatever configuration the gate
+ * would load from the workspace, and every program and rule file that
+ * configuration names. */
+static void protect_own_files(tg_gate *g)
+{
+	static const char *const names[] = {"toolgate.yaml", "toolgate.yml", "toolgate.json"};
+	const tgi_config *cfg = g->cfg;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
+		protect(g, names[i]);
+	protect(g, cfg->path);
+	for (size_t i = 0; i < cfg->execpolicy.n; i++)
+		protect(g, cfg->execpolicy.v[i]);
+	for (size_t i = 0; i < cfg->ntools; i++) {
+		if (cfg->tools[i].command.n)
+			protect(g, cfg->tools[i].command.v[0]);
+		if (cfg->tools[i].check.n)
+			protect(g, cfg->tools[i].check.v[0]);
+	}
+}
+
 static int profile_exists(const tgi_config *cfg, const char *name)
 {
 	for (size_t i = 0; i < cfg->nprofiles; i++)
@@ -358,6 +425,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	g->state_dir = tgi_xmalloc(n);
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
 
+	protect_own_files(g);
 	if (tgi_registry_build(g->cfg, &g->reg, err, sizeof err) < 0) {
 		fail(errmsg, "%s", err);
 		goto fail;
@@ -396,6 +464,9 @@ void tg_gate_close(tg_gate *g)
 		close(g->state_fd);
 	free(g->state_dir);
 	free(g->profile);
+	for (size_t i = 0; i < g->nprotected; i++)
+		free(g->protected[i]);
+	free(g->protected);
 	tgi_config_free(g->cfg);
 	pthread_mutex_destroy(&g->store_mu);
 	free(g);

@@ -32,6 +32,9 @@ struct tg_gate {
 	int           state_fd;   /* <workspace>/.toolgate, checked */
 	char         *state_dir;  /* its absolute path */
 	char         *profile;    /* active profile */
+	char        **protected;  /* owned: workspace-relative files the gate itself reads or
+	                             runs (its config, command scripts, rule files): read-only */
+	size_t        nprotected;
 	int           interactive;
 };
 
@@ -85,7 +88,8 @@ typedef struct tgi_call {
 	tg_status         status;
 	tg_errkind        kind;
 	char              message[1024];
-	char              field[256];
+	char              field[256];      /* JSON pointer of the error (has_field) */
+	int               has_field;
 	char              error_rule[512];
 	double            retry_after_s;   /* < 0: none */
 	tgi_applied       applied;
@@ -131,6 +135,10 @@ char *tgi_redacted_args(const tgi_call *c);
 
 /* The envelope of DESIGN §1 for this call (new reference). */
 json_t *tgi_envelope(const tgi_call *c);
+
+/* Per-entry policy for directory walks (src/decide.c); ctx->policy is the
+ * tgi_call.  See tgi_may_read_fn in registry.h. */
+int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
 
 /* Lock the shared store handle around a ledger operation. */
 void tgi_store_lock(tg_gate *g);

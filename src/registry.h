@@ -48,6 +48,19 @@ enum {
 	TGI_T_EDITS_FILES      = 1u << 6,
 };
 
+struct tgi_exec_ctx;
+
+/*
+ * May a tool that walks directories (list_dir, search_files) show or read
+ * this entry?  relpath is workspace-relative and normalised; is_dir says
+ * whether it is a directory (a refused directory is not descended).  The
+ * pipeline answers with the hard floor, protected paths and the deny/ask
+ * read rules, exactly as if the entry had been named in the call.  Returns
+ * 1 if allowed, 0 if the entry must be left out (silently: the result
+ * counts withheld entries, never names them).
+ */
+typedef int (*tgi_may_read_fn)(const struct tgi_exec_ctx *ctx, const char *relpath, int is_dir);
+
 /* What a handler gets.  All borrowed for the call. */
 typedef struct tgi_exec_ctx {
 	int                       ws_fd;      /* O_PATH|O_DIRECTORY fd of the workspace */
@@ -60,6 +73,10 @@ typedef struct tgi_exec_ctx {
 	const struct tgi_config  *cfg;
 	const void               *data;       /* the row's data pointer */
 	int                       timeout_s;
+	double                    deadline_ms; /* tgi_now_ms() past which in-process tools stop
+	                                          with TG_ERR_TIMEOUT */
+	tgi_may_read_fn           may_read;   /* per-entry policy for directory walks (never NULL) */
+	const void               *policy;     /* opaque, for may_read */
 } tgi_exec_ctx;
 
 /* What a handler returns. */

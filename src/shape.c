@@ -63,10 +63,10 @@ static void redact(const tgi_config *cfg, json_t *v, int depth)
 		return;
 	if (json_is_object(v)) {
 		json_object_foreach(v, key, child) {
-			if (json_is_string(child) && json_string_length(child) > LOG_STRING_MAX)
-				json_object_set_new(v, key, shorten(child));
-			else if (sensitive_key(cfg, key))
+			if (sensitive_key(cfg, key))
 				json_object_set_new(v, key, json_string("[redacted]"));
+			else if (json_is_string(child) && json_string_length(child) > LOG_STRING_MAX)
+				json_object_set_new(v, key, shorten(child));
 			else
 				redact(cfg, child, depth + 1);
 		}

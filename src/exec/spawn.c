@@ -10,10 +10,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gate.h"
@@ -31,6 +33,9 @@ static void set_nonblock(int fd)
 static void child(char *const argv[], const char *cwd, char *const envp[], int in_r, int out_w,
                   int err_w, int status_w)
 {
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL); /* the parent blocks SIGPIPE around us */
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGXFSZ, SIG_DFL);
@@ -98,10 +103,21 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 	    pipe2(stp, O_CLOEXEC) < 0)
 		goto fail_pipes;
 
+	/* A tool that exits without reading its stdin must not kill the host
+	 * with SIGPIPE: block it in this thread while we write, and take the
+	 * pending signal back before unblocking (the embedder may not ignore
+	 * SIGPIPE as the CLI does). */
+	sigset_t pipe_set, old_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+
 	double t0 = tgi_now_ms();
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 		goto fail_pipes;
+	}
 	if (pid == 0)
 		child(argv, cwd, envp, inp[0], outp[1], errp[1], stp[1]);
 	setpgid(pid, pid); /* also in the parent: no race with kill(-pid) */
@@ -187,12 +203,21 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 	if (err_fd >= 0)
 		close(err_fd);
 
-	/* The streams are closed; reap, still honouring the deadline (a child
-	 * may close its stdout and keep running). */
-	int st = 0;
+	if (!sigismember(&old_set, SIGPIPE)) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+
+	/* The streams are closed; wait for the exit (without reaping, so the
+	 * process group id stays ours), still honouring the deadline: a child
+	 * may close its stdout and keep running. */
 	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid || (w < 0 && errno != EINTR))
+		siginfo_t si;
+		si.si_pid = 0;
+		int w = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+		if ((w == 0 && si.si_pid == pid) || (w < 0 && errno != EINTR))
 			break;
 		double now = tgi_now_ms();
 		if (!res->timed_out && now >= deadline) {
@@ -205,8 +230,12 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 		}
 		usleep(2000);
 	}
-	/* whatever the child left behind in its group goes too */
+	/* whatever the child left behind in its group goes too — before the
+	 * reap, while the zombie still holds the group id */
 	kill(-pid, SIGKILL);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
 	if (WIFEXITED(st)) {
 		res->exited = !res->spawn_errno;
 		res->exit_code = WEXITSTATUS(st);

@@ -45,7 +45,18 @@ typedef struct tgi_match_input {
 	int                has_paths;     /* the tool declares a paths() contract */
 } tgi_match_input;
 
+/*
+ * Does the rule match the call?  Two readings: tgi_rule_matches is the
+ * lenient one used for deny and ask (any touched path in either form; any
+ * element of an array), tgi_rule_allows the strict one used for allow
+ * (every path in both forms; every element).  tgi_ruleset_first picks by
+ * the list it searches.
+ */
 int tgi_rule_matches(const tgi_rule *r, const tgi_match_input *in);
+int tgi_rule_allows(const tgi_rule *r, const tgi_match_input *in);
+/* The rule's specifier is a path glob / its tool part as written. */
+int         tgi_rule_is_path(const tgi_rule *r);
+const char *tgi_rule_tool(const tgi_rule *r);
 
 /* A ruleset: three lists.  Add compiles the texts; -1 with err naming the
  * rule on failure. */

@@ -450,9 +450,22 @@ static void real_text(double d, char *out, size_t cap)
 	}
 }
 
-static int value_matches(const char *glob, const json_t *v)
+/*
+ * Two readings of "matches", chosen by the rule's list:
+ *   deny and ask (lenient): the rule holds if ANY touched path, in either
+ *     form (as written or as resolved), matches, and an array argument
+ *     matches if any element does — the safe reading for a restriction;
+ *   allow (strict): EVERY touched path must match in BOTH forms, and every
+ *     element of an array argument must match; an empty array or an object
+ *     matches only `*` — the safe reading for a permission.  Without it,
+ *     "src/../Makefile" (written form under src/) or a symlink src/x → ../y
+ *     would pass an allow rule for src/ while touching something else.
+ */
+static int value_matches(const char *glob, const json_t *v, int strict, int depth)
 {
 	char text[64];
+	size_t i;
+	json_t *e;
 
 	switch (json_typeof(v)) {
 	case JSON_STRING:
@@ -469,13 +482,26 @@ static int value_matches(const char *glob, const json_t *v)
 		return tgi_text_glob(glob, "false");
 	case JSON_NULL:
 		return tgi_text_glob(glob, "null");
-	default: /* objects and arrays have no text form */
+	case JSON_ARRAY:
+		if (!strcmp(glob, "*"))
+			return 1;
+		if (depth > 32 || json_array_size(v) == 0)
+			return !strict && depth > 32; /* too deep: a restriction holds */
+		json_array_foreach(v, i, e) {
+			int m = value_matches(glob, e, strict, depth + 1);
+			if (strict && !m)
+				return 0;
+			if (!strict && m)
+				return 1;
+		}
+		return strict;
+	default: /* objects have no text form */
 		return strcmp(glob, "*") == 0;
 	}
 	return tgi_text_glob(glob, text);
 }
 
-static int args_match(const tgi_rule *r, const json_t *args)
+static int args_match(const tgi_rule *r, const json_t *args, int strict)
 {
 	if (!json_is_object(args))
 		return 0;
@@ -484,27 +510,32 @@ static int args_match(const tgi_rule *r, const json_t *args)
 		/* tgi_json_pointer only reads; its root is not const for its callers' sake */
 		const json_t *v = key[0] == '/' ? tgi_json_pointer((json_t *)args, key)
 		                                : json_object_get(args, key);
-		if (!v || !value_matches(r->pairs[i].glob, v))
+		if (!v || !value_matches(r->pairs[i].glob, v, strict, 0))
 			return 0;
 	}
 	return 1;
 }
 
-/* Any touched path, as written or as resolved, matches (see the top).
- * Absolute patterns (`~/`, `//`) are kept as written; tgi_path_glob matches
- * them against no workspace-relative path. */
-static int paths_match(const tgi_rule *r, const tgi_match_input *in)
+/* Lenient: any touched path in either form.  Strict: every path in both
+ * forms (a path that could not be resolved fails).  Absolute patterns
+ * (`~/`, `//`) are kept as written; tgi_path_glob matches them against no
+ * workspace-relative path. */
+static int paths_match(const tgi_rule *r, const tgi_match_input *in, int strict)
 {
+	if (strict && in->npaths == 0)
+		return 0;
 	for (size_t i = 0; i < in->npaths; i++) {
-		if (in->paths && in->paths[i] && tgi_path_glob(r->spec, in->paths[i]))
-			return 1;
-		if (in->resolved && in->resolved[i] && tgi_path_glob(r->spec, in->resolved[i]))
+		int w = in->paths && in->paths[i] && tgi_path_glob(r->spec, in->paths[i]);
+		int rs = in->resolved && in->resolved[i] && tgi_path_glob(r->spec, in->resolved[i]);
+		if (strict && !(w && rs))
+			return 0;
+		if (!strict && (w || rs))
 			return 1;
 	}
-	return 0;
+	return strict;
 }
 
-int tgi_rule_matches(const tgi_rule *r, const tgi_match_input *in)
+static int rule_match(const tgi_rule *r, const tgi_match_input *in, int strict)
 {
 	if (!r || !in || !in->tool || !tgi_text_glob(r->tool, in->tool))
 		return 0;
@@ -512,15 +543,35 @@ int tgi_rule_matches(const tgi_rule *r, const tgi_match_input *in)
 	case SPEC_ANY:
 		return 1;
 	case SPEC_PATH:
-		return in->has_paths && paths_match(r, in);
+		return in->has_paths && paths_match(r, in, strict);
 	case SPEC_ARGS:
-		return args_match(r, in->args);
+		return args_match(r, in->args, strict);
 	case SPEC_SHELL:
 		/* Shell command rules are matched by the shell rules
 		 * (src/policy/shell); until then they match no call. */
 		return 0;
 	}
 	return 0;
+}
+
+int tgi_rule_matches(const tgi_rule *r, const tgi_match_input *in)
+{
+	return rule_match(r, in, 0);
+}
+
+int tgi_rule_allows(const tgi_rule *r, const tgi_match_input *in)
+{
+	return rule_match(r, in, 1);
+}
+
+int tgi_rule_is_path(const tgi_rule *r)
+{
+	return r && r->kind == SPEC_PATH;
+}
+
+const char *tgi_rule_tool(const tgi_rule *r)
+{
+	return r ? r->tool : NULL;
 }
 
 /* ---- rulesets ----------------------------------------------------------- */
@@ -570,7 +621,7 @@ const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, con
 	if (!rs || !kind_ok(kind))
 		return NULL;
 	for (size_t i = 0; i < rs->list[kind].n; i++)
-		if (tgi_rule_matches(rs->list[kind].v[i], in))
+		if (rule_match(rs->list[kind].v[i], in, kind == TGI_RULE_ALLOW))
 			return rs->list[kind].v[i];
 	return NULL;
 }

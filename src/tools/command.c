@@ -53,9 +53,10 @@ static void stderr_reason(const char *err, char *out, size_t cap)
 int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
 	const tgi_tool_cfg *tc = ctx->data;
-	json_t *in = json_pack("{s:s, s:s, s:O, s:s, s:s?}", "op_id", ctx->op_id, "tool", ctx->tool,
+	json_t *in = json_pack("{s:s, s:s, s:O, s:s, s:o}", "op_id", ctx->op_id, "tool", ctx->tool,
 	                       "args", args, "principal", ctx->principal ? ctx->principal : "",
-	                       "idempotency_key", ctx->idempotency_key);
+	                       "idempotency_key", ctx->idempotency_key
+	                           ? json_string(ctx->idempotency_key) : json_null());
 	char *in_text = json_dumps(in, JSON_COMPACT);
 	json_decref(in);
 	if (!in_text) {
@@ -132,8 +133,17 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 		if (parsed && !res.out_truncated) {
 			out->output = parsed;
 			parsed = NULL;
+		} else if (res.out_truncated) {
+			/* keep what fits; the shape stage spills it, the marker says why */
+			tgi_buf b;
+			tgi_buf_init(&b, MAX_STDOUT + 128);
+			tgi_buf_append(&b, res.out, res.out_len);
+			tgi_buf_printf(&b, "\n[... the tool printed more than %u bytes; the gate kept the "
+			               "first %u ...]\n", MAX_STDOUT, MAX_STDOUT);
+			out->output = tgi_json_text(b.p, b.len);
+			tgi_buf_free(&b);
 		} else {
-			out->output = json_stringn_nocheck(res.out, res.out_len);
+			out->output = tgi_json_text(res.out, res.out_len); /* any bytes: valid UTF-8 */
 		}
 		ret = 0;
 	}

@@ -7,6 +7,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,16 +174,40 @@ static void hex(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* RFC 9562 UUIDv7: 48-bit unix ms, version 7, 12 random bits, variant 10,
- * 62 random bits. */
+/*
+ * RFC 9562 UUIDv7: 48-bit unix ms, version 7, 12 bits of rand_a, variant
+ * 10, 62 random bits.  rand_a is a counter (RFC 9562 §6.2, method 1) so
+ * ids made by one process are strictly increasing even within one
+ * millisecond: it starts at a random value below 2^11 each new ms and
+ * counts up; if it overflows, the timestamp is borrowed from the next ms.
+ */
+static pthread_mutex_t uuid_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t uuid_last_ms;
+static unsigned uuid_counter;
+
 void tgi_uuidv7(char out[37])
 {
 	unsigned char u[16];
 	uint64_t ms = (uint64_t)tgi_unix_ms();
+	unsigned ctr;
 	fill_random(u + 6, 10);
+
+	pthread_mutex_lock(&uuid_mu);
+	if (ms > uuid_last_ms) {
+		uuid_last_ms = ms;
+		uuid_counter = ((unsigned)u[6] << 8 | u[7]) & 0x7ff;
+	} else if (++uuid_counter > 0xfff) {
+		uuid_last_ms++;
+		uuid_counter = 0;
+	}
+	ms = uuid_last_ms;
+	ctr = uuid_counter;
+	pthread_mutex_unlock(&uuid_mu);
+
 	for (int i = 0; i < 6; i++)
 		u[i] = (unsigned char)(ms >> (40 - 8 * i));
-	u[6] = (unsigned char)(0x70 | (u[6] & 0x0f));
+	u[6] = (unsigned char)(0x70 | (ctr >> 8));
+	u[7] = (unsigned char)(ctr & 0xff);
 	u[8] = (unsigned char)(0x80 | (u[8] & 0x3f));
 	char h[33];
 	hex(u, 16, h);
@@ -319,21 +344,48 @@ void tgi_json_pointer_join(char *out, size_t cap, const char *base, const char *
 	out[j] = '\0';
 }
 
+static size_t utf8_seq(const unsigned char *s, size_t n);
+
+/* Code points that must not reach a terminal or a model raw: C0 and C1
+ * controls, DEL, and the bidirectional overrides/isolates that can make a
+ * message read differently from what it says. */
+static int unsafe_cp(const unsigned char *p, size_t len)
+{
+	if (len == 1)
+		return p[0] < 0x20 || p[0] == 0x7f;
+	if (len == 2)
+		return p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F;
+	if (len == 3 && p[0] == 0xE2 && p[1] == 0x80)
+		return p[2] >= 0xAA && p[2] <= 0xAE;               /* U+202A..U+202E */
+	if (len == 3 && p[0] == 0xE2 && p[1] == 0x81)
+		return p[2] >= 0xA6 && p[2] <= 0xA9;               /* U+2066..U+2069 */
+	return 0;
+}
+
 void tgi_sanitize(char *out, size_t cap, const char *s)
 {
-	size_t j = 0;
+	static const char repl[] = "\xEF\xBF\xBD"; /* U+FFFD for invalid bytes */
+	const unsigned char *u = (const unsigned char *)s;
+	size_t j = 0, n = s ? strlen(s) : 0;
 	if (!cap)
 		return;
-	for (; s && *s && j + 1 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-		out[j++] = (c < 0x20 || c == 0x7f) ? ' ' : (char)c;
-	}
-	/* do not end in the middle of a UTF-8 sequence */
-	if (s && *s) {
-		while (j > 0 && ((unsigned char)out[j - 1] & 0xC0) == 0x80)
-			j--;
-		if (j > 0 && ((unsigned char)out[j - 1] & 0xC0) == 0xC0)
-			j--;
+	for (size_t i = 0; i < n;) {
+		size_t len = utf8_seq(u + i, n - i);
+		const char *piece = (const char *)u + i;
+		size_t plen = len;
+		if (!len) {
+			piece = repl;
+			plen = 3;
+			len = 1;
+		} else if (unsafe_cp(u + i, len)) {
+			piece = " ";
+			plen = 1;
+		}
+		if (j + plen >= cap)
+			break; /* whole code points only */
+		memcpy(out + j, piece, plen);
+		j += plen;
+		i += len;
 	}
 	out[j] = '\0';
 }

@@ -25,6 +25,9 @@ eq "$(jqv other.json .status)" pending "other args need their own approval"
 [ "$(jqv other.json .error.approval_id)" != "$id" ] || fail "other args got the same approval"
 
 "$TG" approvals approve "$id" > /dev/null || fail "approve"
+tgcall dry --dry-run write_file "$W"
+eq "$(jqv dry.json .status)" dry_run "a dry run of an approved call"
+eq "$(jqv dry.json .output.decision)" ask "the plan says it needs approval"
 tgcall run write_file "$W"
 eq "$(jqv run.json .status)" persisted "approved call runs"
 eq "$(cat notes.txt)" one "the approved write happened"
@@ -47,6 +50,6 @@ contains "$(cat exp.err)" "expired" "expiry is explained"
 [ -s none.err ] || fail "unknown approval: no sentence"
 
 # events
-eq "$(sql "select count(*) from events where type='tool.call.approval_requested'")" 3 "approval_requested events"
+eq "$(sql "select count(*) from events where type='tool.call.approval_requested'")" 3 "approval_requested events (none for the dry run)"
 eq "$(sql "select count(*) from events where type='tool.call.approved'")" 1 "approved event"
 finish

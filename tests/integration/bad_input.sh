@@ -88,7 +88,8 @@ if chattr +i .toolgate 2>/dev/null; then
 	[ -s ro.err ] || [ "$(jqv ro.out .status)" = committed ] || fail "read-only store: no sentence"
 else
 	# no immutable attribute here: make the ledger unwritable through a read-only mount
-	unshare -m sh -c "mount -o bind,ro '$WS/.toolgate' '$WS/.toolgate' && cd '$WS' && '$TG' call read_file '{\"path\":\"README.md\"}' > ro.out 2> ro.err"
+	unshare -m sh -c "mount -o bind,ro '$WS/.toolgate' '$WS/.toolgate' || exit 99; cd '$WS' && '$TG' call read_file '{\"path\":\"README.md\"}' > ro.out 2> ro.err"
+	[ $? -ne 99 ] || fail "read-only store: could neither chattr nor mount read-only"
 	[ -s ro.err ] || fail "read-only store: no sentence"
 fi
 

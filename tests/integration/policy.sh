@@ -73,7 +73,7 @@ eq "$(st src)" persisted "allow write_file(./src/**)"
 eq "$(cat src/new.txt)" hi "the allowed write happened"
 tgcall docs write_file '{"path":"docs/a.md","content":"x"}'
 eq "$(st docs)" pending "role ask rule → pending approval"
-contains "$(jqv docs.json .error.rule)" "" "ask"
+eq "$(jqv docs.json .error.rule)" "ask: write_file(./docs/**)" "the ask rule is named"
 eq "$(jqv docs.json .error.kind)" needs_approval "ask → needs_approval"
 tgcall docsnever --approval never write_file '{"path":"docs/a.md","content":"x"}'
 eq "$(st docsnever)" denied "approval never → denied"
@@ -111,6 +111,86 @@ contains "$(jqv ssh.json .error.rule)" "floor" "floor rule named"
 HOME=$WS tgcall sshlist --as ops --mode bypassPermissions list_dir '{"path":".ssh"}'
 eq "$(st sshlist)" denied "floor: listing ~/.ssh"
 
+# an allow rule holds only if every path matches as written AND as resolved
+printf 'all:\n' > Makefile
+tgcall dotdot_allow write_file '{"path":"src/../Makefile","content":"pwn:\n"}'
+eq "$(st dotdot_allow)" pending "src/../Makefile is not under src/: the allow rule does not hold"
+tgcall dotdot_plan --mode plan write_file '{"path":"src/../Makefile","content":"pwn:\n"}'
+eq "$(st dotdot_plan)" denied "plan mode: src/../Makefile denied"
+ln -s ../Makefile src/mk
+tgcall link_allow write_file '{"path":"src/mk","content":"pwn:\n"}'
+eq "$(st link_allow)" pending "a symlink under src/ to a file outside: the allow rule does not hold"
+eq "$(cat Makefile)" "all:" "Makefile untouched"
+
+# the gate's own configuration and the programs it runs are read-only to tools
+tgcall own_cfg --as ops --mode bypassPermissions write_file '{"path":"toolgate.yaml","content":"mode: bypassPermissions\n"}'
+eq "$(st own_cfg)" denied "toolgate.yaml is read-only to tools"
+contains "$(jqv own_cfg.json .error.message)" "configuration" "says why"
+printf '#!/bin/sh\necho ok\n' > deploy-script.sh
+sed -i 's|command: \[/bin/sh, -c, "cat > /dev/null; echo deployed"\]|command: [./deploy-script.sh]|' toolgate.yaml
+tgcall own_script --as ops --mode bypassPermissions write_file '{"path":"deploy-script.sh","content":"id"}'
+eq "$(st own_script)" denied "a configured tool's program is read-only to tools"
+tgcall own_other --as ops --mode bypassPermissions write_file '{"path":"toolgate.json","content":"{}"}'
+eq "$(st own_other)" denied "toolgate.json (another config name) is read-only too"
+
+# nested .git (submodules) is protected like the top one
+tgcall subgit --as ops --mode bypassPermissions write_file '{"path":"sub/mod/.git/hooks/pre-commit","content":"id"}'
+eq "$(st subgit)" denied "nested .git is read-only"
+[ -e sub/mod/.git/hooks/pre-commit ] && fail "nested .git was written"
+
+# read rules cover every read tool and every entry of a walk
+tgcall search_env search_files '{"pattern":".","path":".env"}'
+eq "$(st search_env)" denied "deny read_file(./.env) holds for search_files on .env"
+tgcall search_all search_files '{"pattern":"SECRET"}'
+eq "$(st search_all)" persisted "a search of the workspace runs"
+eq "$(jqv search_all.json '[.output.matches[] | select(.file == ".env")] | length')" 0 \
+	"but .env is left out of it"
+[ "$(jqv search_all.json .output.withheld)" -ge 1 ] || fail "withheld entries are counted"
+tgcall list_all list_dir '{"path":".","depth":2}'
+eq "$(jqv list_all.json '[.output.entries[].name] | index(".env")')" null "list_dir leaves .env out"
+
+# the floor holds for walks: with the workspace as $HOME, ~/.ssh stays out
+HOME=$WS tgcall ssh_search --as ops --mode bypassPermissions search_files '{"pattern":"key"}'
+eq "$(jqv ssh_search.json '[.output.matches[] | select(.file | startswith(".ssh"))] | length')" 0 \
+	"floor: search_files does not read ~/.ssh"
+HOME=$WS tgcall ssh_walk --as ops list_dir '{"path":".","depth":3}'
+eq "$(jqv ssh_walk.json '[.output.entries[].name | select(startswith(".ssh"))] | length')" 0 \
+	"floor: list_dir does not show ~/.ssh"
+
+# requires_grant is never turned into ask (and so never approved into running)
+cat >> toolgate.yaml <<'YAML'
+  grant_ask:
+    description: Needs a grant.
+    input_schema: {type: object, properties: {env: {type: string}}}
+    command: [/bin/sh, -c, "cat > /dev/null; echo ran"]
+    requires_grant: true
+YAML
+sed -i 's|^  ask:   \[|  ask:   ["grant_ask(env=staging)", |; s|^permissions:|permissions:\n  ask: ["grant_ask(env=staging)"]|' toolgate.yaml
+tgcall grant_asked grant_ask '{"env":"staging"}'
+eq "$(st grant_asked)" denied "an ask rule does not stand in for a grant"
+
+# key=glob deny rules: an array matches if any element does
+cat >> toolgate.yaml <<'YAML'
+  send:
+    description: Send.
+    input_schema: {type: object, properties: {to: {}}}
+    command: [/bin/sh, -c, "cat > /dev/null; echo sent"]
+YAML
+sed -i 's|^  deny:  \["read_file(./.env)"|  deny:  ["send(to=*@evil.com)", "read_file(./.env)"|' toolgate.yaml
+tgcall send_arr --mode bypassPermissions send '{"to":["a@ok.com","b@evil.com"]}'
+eq "$(st send_arr)" denied "deny key=glob: any element of an array"
+tgcall send_ok --mode bypassPermissions send '{"to":["a@ok.com"]}'
+eq "$(st send_ok)" persisted "no element matches: allowed by the mode"
+
+# a rule that can never match is a load error, not a silent hole
+cp toolgate.yaml good.yaml
+sed -i 's|^  deny:  \[|  deny:  ["send(prod)", |' toolgate.yaml
+(cd "$WS" && "$TG" call send '{"to":"x"}' > typo.out 2> typo.err)
+eq "$?" 1 "a path rule for a tool without paths: config error"
+contains "$(cat typo.err)" "toolgate.yaml:" "with the file and line"
+contains "$(cat typo.err)" "key=glob" "and what to write instead"
+cp good.yaml toolgate.yaml
+
 # dry run: decided, nothing run
 tgcall dry --dry-run --mode acceptEdits write_file '{"path":"dry.txt","content":"x"}'
 eq "$(st dry)" dry_run "dry run status"
@@ -118,5 +198,5 @@ eq "$(cat dry.exit)" 0 "dry run exit 0"
 [ -e dry.txt ] && fail "dry run wrote the file"
 
 # every call above has exactly one ledger row
-eq "$(sql 'select count(*) from ops')" "$(ls "$WS"/*.json | grep -vc toolgate)" "one row per call"
+eq "$(sql 'select count(*) from ops')" "$(ls "$WS"/*.json | grep -vc 'toolgate\.json')" "one row per call"
 finish

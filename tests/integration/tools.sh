@@ -108,6 +108,39 @@ contains "$(jqv big.json .output)" "30000" "the tail is kept"
 contains "$(jqv big.json .output)" "$spill" "the output names the spill file"
 eq "$(stat -c %a "$spill")" 600 "spill file is private"
 
+# the spill file is readable by the model, and nothing else under .toolgate is
+tgcall spill_read read_file "{\"path\":\"$spill\",\"offset\":29990}"
+eq "$(jqv spill_read.json .status)" persisted "read_file of the spill path"
+contains "$(jqv spill_read.json .output.content)" "30000" "the spill holds the tail"
+tgcall ledger_read read_file '{"path":".toolgate/ledger.db"}'
+eq "$(jqv ledger_read.json .status)" denied "the ledger itself stays unreadable"
+
+# bytes that are not UTF-8 still give a complete envelope
+printf '#!/bin/sh\ncat >/dev/null\nprintf "abc\\377def\\n"\nprintf "bad \\377\\n" >&2\nexit "$1"\n' > bin.sh
+chmod +x bin.sh
+cat >> toolgate.yaml <<'YAML'
+  binout:
+    description: Prints invalid UTF-8.
+    input_schema: {type: object}
+    command: [./bin.sh, "0"]
+    read_only: true
+  binerr:
+    description: Fails with invalid UTF-8 on stderr.
+    input_schema: {type: object}
+    command: [./bin.sh, "1"]
+    read_only: true
+YAML
+tgcall binout binout '{}'
+eq "$(jqv binout.json .status)" persisted "invalid UTF-8 output: persisted"
+eq "$(jqv binout.json .output)" "abc�def" "invalid bytes become U+FFFD"
+eq "$(sql "select json_extract(envelope, '$.status') from ops where op_id='$(jqv binout.json .op_id)'")" \
+	persisted "the ledger holds the full envelope"
+tgcall binerr binerr '{}'
+eq "$(jqv binerr.json .error.kind)" tool_error "invalid UTF-8 on stderr: the error is kept"
+contains "$(jqv binerr.json .error.message)" "bad" "with the tool's sentence"
+(cd "$WS" && "$TG" call --json --session $'s\xff' read_file '{"path":"bin.sh"}' > badsess.json)
+eq "$(jqv badsess.json .error.kind)" invalid_input "a session that is not UTF-8 is refused, not mangled"
+
 # large read_file: the 100,000 rule tells the model to page
 seq -f '%060g' 1 40000 > long.txt   # 61 characters a line
 tgcall long read_file '{"path":"long.txt"}'

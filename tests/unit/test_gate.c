@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,36 @@ static void test_tools_json(void **state)
 	tg_gate_close(g);
 }
 
+/* A tool that exits without reading a large stdin must not kill the host
+ * with SIGPIPE: this process does not ignore it, as an embedder may not. */
+static void test_tool_ignores_stdin(void **state)
+{
+	char cfg[128];
+	snprintf(cfg, sizeof cfg, "%s/toolgate.yaml", ws);
+	FILE *f = fopen(cfg, "w");
+	fputs("tools:\n  quick:\n    description: Exits at once.\n"
+	      "    input_schema: {type: object}\n    command: [/bin/true]\n    read_only: true\n", f);
+	fclose(f);
+	signal(SIGPIPE, SIG_DFL);
+	tg_options o = {.config_path = cfg, .workspace = ws, .sync_full = 0};
+	tg_gate *g;
+	char *err = NULL;
+	assert_int_equal(tg_gate_open(&o, &g, &err), 0);
+	size_t n = 600 * 1024;
+	char *args = malloc(n + 32);
+	strcpy(args, "{\"pad\":\"");
+	memset(args + 8, 'x', n);
+	strcpy(args + 8 + n, "\"}");
+	tg_request req = {.tool = "quick", .args = args};
+	for (int i = 0; i < 5; i++) {
+		tg_result *r;
+		assert_int_equal(tg_call(g, &req, &r), TG_PERSISTED);
+		tg_result_free(r);
+	}
+	free(args);
+	tg_gate_close(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +335,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dry_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tools_json, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tool_ignores_stdin, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
