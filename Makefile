@@ -33,6 +33,10 @@ define variant
 $(1)/obj/%.o: %.c $$(wildcard include/*.h) $$(shell find src cli -name '*.h')
 	@mkdir -p $$(dir $$@)
 	$$(or $(3),$$(CC)) $(2) $$(BASE) -c $$< -o $$@
+# the program is built against the public header only, like any other user
+$(1)/obj/cli/%.o: cli/%.c include/toolgate.h cli/cli.h
+	@mkdir -p $$(dir $$@)
+	$$(or $(3),$$(CC)) $(2) $$(filter-out -Isrc,$$(BASE)) -c $$< -o $$@
 $(1)/libtoolgate.a: $$(LIB_SRC:%.c=$(1)/obj/%.o)
 	@rm -f $$@
 	ar rcs $$@ $$^

@@ -13,8 +13,6 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "gate.h"
-#include "util/util.h"
 
 static const char usage_text[] =
 	"usage: toolgate approvals list [--all] [--json]\n"
@@ -27,43 +25,39 @@ static const char usage_text[] =
 
 static int list(tg_gate *g, int all, int as_json)
 {
-	char err[512];
-	tgi_approval_row *rows = NULL;
-	size_t n = 0;
-	tgi_store_lock(g);
-	int rc = tgi_store_approval_list(g->store, all ? "*" : NULL, &rows, &n, err, sizeof err);
-	tgi_store_unlock(g);
-	if (rc < 0)
-		return cli_error("%s", err);
-	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		char created[32], expires[32];
-		tgi_iso8601(rows[i].created_ms, created);
-		tgi_iso8601(rows[i].expires_ms, expires);
-		if (as_json) {
-			json_array_append_new(
-			    arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", rows[i].id,
-			                   "state", rows[i].state, "tool", rows[i].tool, "principal",
-			                   rows[i].principal, "args", rows[i].args ? rows[i].args : "",
-			                   "reason", rows[i].reason ? rows[i].reason : "", "op_id",
-			                   rows[i].op_id, "created", created, "expires", expires));
-		} else {
-			char args[200];
-			tgi_sanitize(args, sizeof args, rows[i].args ? rows[i].args : "");
-			printf("%s  %-8s %s %s  (by %s; expires %s)\n    %s\n", rows[i].id, rows[i].state,
-			       rows[i].tool, args, rows[i].principal, expires,
-			       rows[i].reason ? rows[i].reason : "");
-		}
+	char *err = NULL;
+	char *text = tg_approvals(g, all, &err);
+	if (!text) {
+		cli_error("%s", err ? err : "cannot list approvals");
+		free(err);
+		return 1;
 	}
 	if (as_json) {
+		json_t *arr = json_loads(text, 0, NULL);
 		char *s = json_dumps(arr, JSON_INDENT(2));
 		puts(s);
 		free(s);
-	} else if (!n) {
-		puts("no open approvals");
+		json_decref(arr);
+		free(text);
+		return 0;
 	}
+	json_t *arr = json_loads(text, 0, NULL);
+	free(text);
+	size_t i;
+	json_t *a;
+	json_array_foreach(arr, i, a) {
+		const char *args = json_string_value(json_object_get(a, "args"));
+		printf("%s  %-8s %s %.200s  (by %s; expires %s)\n    %s\n",
+		       json_string_value(json_object_get(a, "id")),
+		       json_string_value(json_object_get(a, "state")),
+		       json_string_value(json_object_get(a, "tool")), args ? args : "",
+		       json_string_value(json_object_get(a, "principal")),
+		       json_string_value(json_object_get(a, "expires")),
+		       json_string_value(json_object_get(a, "reason")));
+	}
+	if (!json_array_size(arr))
+		puts("no open approvals");
 	json_decref(arr);
-	tgi_approval_rows_free(rows, n);
 	return 0;
 }
 

@@ -11,7 +11,6 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "gate.h"
 
 static const char usage_text[] =
 	"usage: toolgate call [options] TOOL [ARGS]\n"
@@ -33,7 +32,7 @@ static const char usage_text[] =
 static int run_batch(tg_gate *g, const char *src, int compact, const tg_request *tmpl)
 {
 	size_t len;
-	char *text = cli_read_input(src, g->cfg->max_args_bytes * 16, &len);
+	char *text = cli_read_input(src, tg_gate_max_args_bytes(g) * 16, &len);
 	if (!text)
 		return 1;
 	json_error_t je;
@@ -133,7 +132,7 @@ int cmd_call(int argc, char **argv)
 			const char *a = argv[optind + 1];
 			if (a[0] == '@' || !strcmp(a, "-")) {
 				size_t len;
-				text = cli_read_input(a[0] == '@' ? a + 1 : "-", g->cfg->max_args_bytes, &len);
+				text = cli_read_input(a[0] == '@' ? a + 1 : "-", tg_gate_max_args_bytes(g), &len);
 				if (!text) {
 					tg_gate_close(g);
 					return 1;

@@ -11,8 +11,6 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "gate.h"
-#include "util/util.h"
 
 static const char usage_text[] =
 	"usage: toolgate log [options]\n\n"
@@ -26,7 +24,7 @@ static const char usage_text[] =
 	"  --json               one JSON object per call (with \"events\"), one per line\n"
 	CLI_GATE_OPTIONS_HELP;
 
-static int parse_since(const char *s, int64_t *out)
+static int parse_since(const char *s, long long *out)
 {
 	char *end;
 	double v = strtod(s, &end);
@@ -34,7 +32,7 @@ static int parse_since(const char *s, int64_t *out)
 		double mult = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600
 		            : *end == 'd'  ? 86400 : 0;
 		if (mult > 0 && v >= 0) {
-			*out = tgi_unix_ms() - (int64_t)(v * mult * 1000);
+			*out = (long long)time(NULL) * 1000 - (long long)(v * mult * 1000);
 			return 0;
 		}
 	}
@@ -45,11 +43,11 @@ static int parse_since(const char *s, int64_t *out)
 		rest = strptime(rest + 1, "%H:%M:%S", &tm);
 	if (!rest || (*rest && strcmp(rest, "Z")))
 		return -1;
-	*out = (int64_t)timegm(&tm) * 1000;
+	*out = (long long)timegm(&tm) * 1000;
 	return 0;
 }
 
-static void print_human(json_t *op, json_t *events)
+static void print_human(json_t *op)
 {
 	json_t *env = json_object_get(op, "envelope");
 	json_t *err = json_object_get(env, "error");
@@ -58,19 +56,15 @@ static void print_human(json_t *op, json_t *events)
 	       json_string_value(json_object_get(op, "status")),
 	       json_string_value(json_object_get(op, "tool")), principal ? principal : "-",
 	       json_string_value(json_object_get(op, "op_id")));
-	if (json_is_object(err)) {
-		char msg[300];
-		tgi_sanitize(msg, sizeof msg, json_string_value(json_object_get(err, "message")));
-		printf("    %s: %s\n", json_string_value(json_object_get(err, "kind")), msg);
-	}
+	if (json_is_object(err))
+		printf("    %s: %s\n", json_string_value(json_object_get(err, "kind")),
+		       json_string_value(json_object_get(err, "message")));
 	size_t i;
 	json_t *ev;
-	const char *op_id = json_string_value(json_object_get(op, "op_id"));
-	json_array_foreach(events, i, ev) {
-		if (strcmp(json_string_value(json_object_get(ev, "op_id")), op_id))
-			continue;
+	json_array_foreach(json_object_get(op, "events"), i, ev) {
 		const char *ts = json_string_value(json_object_get(ev, "ts"));
-		printf("    %s  %s\n", ts ? ts + 11 : "", json_string_value(json_object_get(ev, "type")));
+		printf("    %s  %s\n", ts && strlen(ts) > 11 ? ts + 11 : "",
+		       json_string_value(json_object_get(ev, "type")));
 	}
 }
 
@@ -82,13 +76,13 @@ int cmd_log(int argc, char **argv)
 		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,    {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
-	tgi_log_filter f = {0};
+	tg_log_query q = {0};
 	int as_json = 0, opt;
 	cli_gate_opts_init(&go);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 't': f.tool = optarg; break;
+		case 't': q.tool = optarg; break;
 		case 's':
 			for (int i = 0; i <= TG_STATUS__COUNT; i++) {
 				if (i == TG_STATUS__COUNT)
@@ -96,15 +90,15 @@ int cmd_log(int argc, char **argv)
 				if (!strcmp(tg_status_name((tg_status)i), optarg))
 					break;
 			}
-			f.status = optarg;
+			q.status = optarg;
 			break;
 		case 'S':
-			if (parse_since(optarg, &f.since_ms) < 0)
+			if (parse_since(optarg, &q.since_ms) < 0)
 				return cli_error("--since: expected 30s, 10m, 2h, 1d or a date, got \"%s\"",
 				                 optarg);
 			break;
-		case 'o': f.op_id = optarg; break;
-		case 'l': f.limit = (size_t)strtoul(optarg, NULL, 10); break;
+		case 'o': q.op_id = optarg; break;
+		case 'l': q.limit = (size_t)strtoul(optarg, NULL, 10); break;
 		case 'j': as_json = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
@@ -117,36 +111,27 @@ int cmd_log(int argc, char **argv)
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;
-	char err[512];
-	json_t *ops = NULL, *events = NULL;
-	int code = 0;
-	tgi_store_lock(g);
-	if (tgi_store_ops(g->store, &f, &ops, err, sizeof err) < 0 ||
-	    tgi_store_events(g->store, &f, 0, &events, err, sizeof err) < 0)
-		code = cli_error("%s", err);
-	tgi_store_unlock(g);
+	char *err = NULL;
+	char *text = tg_log(g, &q, &err);
+	tg_gate_close(g);
+	if (!text) {
+		cli_error("%s", err ? err : "cannot read the ledger");
+		free(err);
+		return 1;
+	}
+	json_t *ops = json_loads(text, 0, NULL);
+	free(text);
 	size_t i;
 	json_t *op;
-	if (!code) {
-		json_array_foreach(ops, i, op) {
-			if (as_json) {
-				json_t *mine = json_array();
-				size_t j;
-				json_t *ev;
-				json_array_foreach(events, j, ev)
-					if (json_equal(json_object_get(ev, "op_id"), json_object_get(op, "op_id")))
-						json_array_append(mine, ev);
-				json_object_set_new(op, "events", mine);
-				char *s = json_dumps(op, JSON_COMPACT);
-				puts(s);
-				free(s);
-			} else {
-				print_human(op, events);
-			}
+	json_array_foreach(ops, i, op) {
+		if (as_json) {
+			char *line = json_dumps(op, JSON_COMPACT | JSON_REAL_PRECISION(6));
+			puts(line);
+			free(line);
+		} else {
+			print_human(op);
 		}
 	}
 	json_decref(ops);
-	json_decref(events);
-	tg_gate_close(g);
-	return code;
+	return 0;
 }

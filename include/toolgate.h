@@ -146,6 +146,36 @@ int tg_approval_decide(tg_gate *g, const char *approval_id, int approve,
  */
 int tg_op_resolve(tg_gate *g, const char *op_id, int applied, char **errmsg);
 
+/* The largest argument text a call may carry (bytes). */
+size_t tg_gate_max_args_bytes(const tg_gate *g);
+
+/* ---- reading the ledger ---------------------------------------------------- */
+
+typedef struct tg_log_query {
+	const char *tool;     /* only calls of this tool, or NULL */
+	const char *status;   /* only calls that ended so, or NULL */
+	const char *op_id;    /* one call, or NULL */
+	long long   since_ms; /* unix ms; 0: from the start */
+	size_t      limit;    /* the newest N calls; 0: all */
+} tg_log_query;
+
+/*
+ * The calls matching q, oldest first, as a JSON array of objects {op_id,
+ * call_id, session, tool, principal, status, error_kind, started,
+ * duration_ms, args_sha256, envelope, events: [{seq, ts, type, stage,
+ * data}]}: every call with all of its events.  Caller frees with free();
+ * NULL with *errmsg on error.
+ */
+char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg);
+
+/*
+ * Approvals as a JSON array of {id, state, tool, principal, args, reason,
+ * op_id, created, expires}, newest first: the open ones (pending or
+ * approved, unexpired), or every one with all != 0.  Caller frees with
+ * free(); NULL with *errmsg on error.
+ */
+char *tg_approvals(tg_gate *g, int all, char **errmsg);
+
 #ifdef __cplusplus
 }
 #endif

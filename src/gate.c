@@ -228,8 +228,7 @@ void tg_result_free(tg_result *r)
 
 /* ---- opening a gate ---- */
 
-static int fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(char **errmsg, const char *fmt, ...)
+int tgi_fail(char **errmsg, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -267,7 +266,7 @@ static int add_rules(tg_gate *g, tgi_ruleset *rs, const tgi_strv *v, tgi_rule_ki
 			continue;
 		tgi_snprintf(ptr, sizeof ptr, "%s/%zu", base, i);
 		tgi_config_where(g->cfg, ptr, where, sizeof where);
-		return fail(errmsg, "%s: %s", where, err);
+		return tgi_fail(errmsg, "%s: %s", where, err);
 	}
 	return 0;
 }
@@ -304,10 +303,10 @@ static int compile_rules(tg_gate *g, char **errmsg)
 static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 {
 	if (o->mode && tgi_mode_parse(o->mode, &cfg->mode) < 0)
-		return fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan or "
+		return tgi_fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan or "
 		                    "bypassPermissions", o->mode);
 	if (o->approval && tgi_approval_parse(o->approval, &cfg->approval) < 0)
-		return fail(errmsg, "unknown approval policy \"%s\"; expected on-request, never or "
+		return tgi_fail(errmsg, "unknown approval policy \"%s\"; expected on-request, never or "
 		                    "untrusted", o->approval);
 	if (o->profile) {
 		free(cfg->profile);
@@ -318,7 +317,7 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 	if (o->workspace) {
 		char real[PATH_MAX];
 		if (!realpath(o->workspace, real))
-			return fail(errmsg, "workspace \"%s\": %s", o->workspace, strerror(errno));
+			return tgi_fail(errmsg, "workspace \"%s\": %s", o->workspace, strerror(errno));
 		free(cfg->workspace);
 		cfg->workspace = tgi_strdup(real);
 		/* a store that was not given as an absolute path follows the workspace */
@@ -404,7 +403,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	g->interactive = o->interactive;
 
 	if (tgi_config_load(o->config_path, &g->cfg, err, sizeof err) < 0) {
-		fail(errmsg, "%s", err);
+		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
 	if (apply_overrides(g->cfg, o, errmsg) < 0)
@@ -413,12 +412,12 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 
 	g->ws_fd = open(g->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (g->ws_fd < 0) {
-		fail(errmsg, "workspace \"%s\": %s", g->cfg->workspace, strerror(errno));
+		tgi_fail(errmsg, "workspace \"%s\": %s", g->cfg->workspace, strerror(errno));
 		goto fail;
 	}
 	g->state_fd = tgi_state_dir_open(g->ws_fd, g->cfg->workspace, err, sizeof err);
 	if (g->state_fd < 0) {
-		fail(errmsg, "%s", err);
+		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
 	size_t n = strlen(g->cfg->workspace) + sizeof "/.toolgate";
@@ -427,17 +426,17 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 
 	protect_own_files(g);
 	if (tgi_registry_build(g->cfg, &g->reg, err, sizeof err) < 0) {
-		fail(errmsg, "%s", err);
+		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
 	if (compile_rules(g, errmsg) < 0)
 		goto fail;
 	if (!profile_exists(g->cfg, g->profile)) {
-		fail(errmsg, "unknown profile \"%s\"", g->profile);
+		tgi_fail(errmsg, "unknown profile \"%s\"", g->profile);
 		goto fail;
 	}
 	if (tgi_store_open(g->cfg->store, g->cfg->sync_full, &g->store, err, sizeof err) < 0) {
-		fail(errmsg, "%s", err);
+		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
 	*out = g;
@@ -483,7 +482,7 @@ char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
 		int in = tgi_registry_in_profile(g->cfg, p, e);
 		if (in < 0) {
 			json_decref(arr);
-			fail(errmsg, "unknown profile \"%s\"", p);
+			tgi_fail(errmsg, "unknown profile \"%s\"", p);
 			return NULL;
 		}
 		if (!in || !tgi_registry_available(g->reg, e, NULL))
@@ -501,24 +500,4 @@ char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
 	char *s = json_dumps(arr, JSON_INDENT(2));
 	json_decref(arr);
 	return s;
-}
-
-int tg_approval_decide(tg_gate *g, const char *approval_id, int approve, const char *by,
-                       char **errmsg)
-{
-	char err[512];
-	tgi_store_lock(g);
-	int rc = tgi_store_approval_decide(g->store, approval_id, approve, by ? by : "operator", err,
-	                                   sizeof err);
-	tgi_store_unlock(g);
-	return rc < 0 ? fail(errmsg, "%s", err) : 0;
-}
-
-int tg_op_resolve(tg_gate *g, const char *op_id, int applied, char **errmsg)
-{
-	char err[512];
-	tgi_store_lock(g);
-	int rc = tgi_store_op_resolve(g->store, op_id, applied, err, sizeof err);
-	tgi_store_unlock(g);
-	return rc < 0 ? fail(errmsg, "%s", err) : 0;
 }

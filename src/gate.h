@@ -140,6 +140,9 @@ json_t *tgi_envelope(const tgi_call *c);
  * tgi_call.  See tgi_may_read_fn in registry.h. */
 int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
 
+/* Set *errmsg (if not NULL) to a new copy of the sentence; returns -1. */
+int tgi_fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Lock the shared store handle around a ledger operation. */
 void tgi_store_lock(tg_gate *g);
 void tgi_store_unlock(tg_gate *g);
