@@ -88,6 +88,7 @@ tgi_verdict tgi_approve(tgi_call *c)
 	}
 	if (found == 2) {
 		memcpy(c->approval_id, pending_id, sizeof c->approval_id);
+		tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
 		tgi_trace(c, "approve", 0,
 		          json_pack("{s:s, s:s}", "approval", "pending", "approval_id", c->approval_id));
 		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
@@ -126,6 +127,7 @@ tgi_verdict tgi_approve(tgi_call *c)
 		return tgi_stop(c, TG_DENIED, TG_ERR_NEEDS_APPROVAL, NULL,
 		                "this call needs approval but the approval could not be queued (%s)", err);
 	memcpy(c->approval_id, row.id, sizeof c->approval_id);
+	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
 	tgi_event_add(c, "tool.call.approval_requested", "approve",
 	              json_pack("{s:s, s:s}", "approval_id", c->approval_id, "rule", c->rule));
 	tgi_trace(c, "approve", 0,

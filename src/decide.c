@@ -92,22 +92,6 @@ static void record(tgi_call *c, tgi_decision d, const char *rule)
 	          json_pack("{s:s, s:s}", "decision", names[d], "rule", rule));
 }
 
-/* Exactly ".toolgate/spill/<uuid>.txt": the file shape told the model to read. */
-static int spill_file(const char *relpath)
-{
-	static const char pre[] = ".toolgate/spill/";
-	const char *id = relpath + sizeof pre - 1;
-	if (strncmp(relpath, pre, sizeof pre - 1) || strlen(id) != 40 || strcmp(id + 36, ".txt"))
-		return 0;
-	for (int i = 0; i < 36; i++) {
-		char ch = id[i];
-		int dash = i == 8 || i == 13 || i == 18 || i == 23;
-		if (dash ? ch != '-' : !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-			return 0;
-	}
-	return 1;
-}
-
 /* Is relpath (workspace-relative, normalised) off limits?  For a write:
  * protected directories and the gate's own files; for a read: .toolgate
  * except spill files.  The floor holds for both.  msg gets the sentence. */
@@ -132,7 +116,7 @@ static int path_refused(const tgi_call *c, const char *relpath, int writing, cha
 			             relpath, own ? " (the gate's own configuration)" : "");
 			return 1;
 		}
-	} else if (prot == TGI_PROTECTED_STATE && !spill_file(relpath)) {
+	} else if (prot == TGI_PROTECTED_STATE && !tgi_path_is_spill(relpath)) {
 		tgi_snprintf(msg, cap, "\"%s\" is not readable to tools; do not retry", relpath);
 		return 1;
 	}
@@ -182,8 +166,11 @@ tgi_verdict tgi_decide(tgi_call *c)
 
 	/* resolve every path inside the workspace; leaving it is a denial */
 	for (size_t i = 0; i < c->npaths; i++) {
+		/* a writing tool replaces the final component rather than writing
+		 * through it: judge what it will replace */
 		char res[4096];
-		int rc = tgi_path_resolve(g->ws_fd, c->paths[i], res, sizeof res);
+		int rc = writing ? tgi_path_resolve_parent(g->ws_fd, c->paths[i], res, sizeof res)
+		                 : tgi_path_resolve(g->ws_fd, c->paths[i], res, sizeof res);
 		if (rc == -EXDEV || rc == -ELOOP) {
 			tgi_snprintf(msg, sizeof msg,
 			             "path \"%s\" leaves the workspace; do not retry; ask the owner",

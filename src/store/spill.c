@@ -11,6 +11,7 @@
  * spill or how much (shape.c does), or follow a symlink.
  */
 #include "store/store.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -18,21 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 int tgi_spill_write(int state_fd, const char *op_id, const char *text, size_t len,
                     char *path_out, size_t cap, char *err, size_t errlen)
@@ -72,13 +58,13 @@ int tgi_spill_write(int state_fd, const char *op_id, const char *text, size_t le
 		return -1;
 	}
 	const char *failed = NULL;
-	int e = 0;
-	if (write_all(fd, text, len) < 0)
+	int e = -tgi_write_all(fd, text, len);
+	if (e) {
 		failed = "write";
-	else if (fsync(fd) < 0)
+	} else if (fsync(fd) < 0) {
 		failed = "sync";
-	if (failed)
 		e = errno;
+	}
 	if (close(fd) < 0 && !failed) {
 		failed = "write";
 		e = errno;

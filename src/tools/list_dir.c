@@ -5,11 +5,15 @@
  *
  * Every directory is opened through openat2 beneath its parent's fd and
  * read with tgi_dir_read (lstat: a symlink is listed as a symlink and never
- * descended).  `.git` and `.toolgate` are listed but not descended.
+ * descended).  `.git` and `.toolgate` (at any depth) are listed but not
+ * descended.  Every entry, the listed directory too, is put to the
+ * pipeline's may_read before it is listed or descended: a refused one is
+ * left out without a word and only counted (`withheld`).  The walk stops
+ * at the call's deadline (timeout).
  *
- * Owns: the tool row, its schema and the walk.  Must not: check
- * permissions (the pipeline does), list inside .toolgate/, or follow a
- * symlink.
+ * Owns: the tool row, its schema and the walk.  Must not: judge policy
+ * itself (the pipeline and may_read do), list inside .toolgate/, name a
+ * withheld entry, or follow a symlink.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,35 +44,39 @@ static const char schema[] =
 	"\"additionalProperties\":false}";
 
 typedef struct walk {
-	json_t *entries;
-	size_t  limit, shown, more, visited;
-	int     depth;                /* levels to list */
-	int     budget_hit;
-	char    rel[PATH_MAX];        /* the entry's name relative to the listed path */
+	const tgi_exec_ctx *ctx;
+	double        deadline;
+	json_t       *entries;
+	size_t        limit, shown, more, visited, withheld;
+	int           depth;          /* levels to list */
+	int           budget_hit;
+	int           timed_out;
+	tgi_walk_path at;             /* the entry; names are shown past the root */
 } walk;
-
-static int fail(tgi_tool_out *out, tg_errkind kind)
-{
-	out->kind = kind;
-	out->applied = TGI_APPLIED_NO;
-	return -1;
-}
 
 static const char *type_name(mode_t m)
 {
 	return S_ISREG(m) ? "file" : S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "symlink" : "other";
 }
 
-static void add_entry(walk *w, const tgi_dirent *e, size_t len)
+/* List the entry at.path[0..len), a directory when is_dir ("name/"). */
+static void add_entry(walk *w, const tgi_dirent *e, size_t len, int is_dir)
 {
+	size_t skip = w->at.root_len ? w->at.root_len + 1 : 0;
+	char *name = w->at.path + skip;
+	size_t n = len - skip;
+
+	if (is_dir)
+		name[n++] = '/';        /* push() left room for it */
 	json_t *o = json_object();
-	json_object_set_new(o, "name", tgi_text_json(w->rel, len));
+	json_object_set_new(o, "name", tgi_json_text(name, n));
 	json_object_set_new(o, "type", json_string(type_name(e->mode)));
 	json_object_set_new(o, "size", S_ISREG(e->mode) ? json_integer(e->size) : json_null());
 	json_array_append_new(w->entries, o);
+	name[len - skip] = '\0';
 }
 
-/* List dirfd's entries (names prefixed by rel[0..len)), descending to
+/* List dirfd's entries (named below at.path[0..len)), descending to
  * w->depth.  Returns 0, or -errno when dirfd itself cannot be read. */
 static int walk_dir(walk *w, int dirfd, size_t len, int level)
 {
@@ -79,25 +87,27 @@ static int walk_dir(walk *w, int dirfd, size_t len, int level)
 	if (r < 0)
 		return r;
 	w->more += extra;
-	for (size_t i = 0; i < n && !w->budget_hit; i++) {
+	for (size_t i = 0; i < n && !w->budget_hit && !w->timed_out; i++) {
 		const tgi_dirent *e = &v[i];
 		int is_dir = S_ISDIR(e->mode);
-		size_t nlen = strlen(e->name);
 
+		if (tgi_now_ms() > w->deadline) {
+			w->timed_out = 1;
+			break;
+		}
 		if (++w->visited > VISIT_BUDGET) {
 			w->budget_hit = 1;
 			break;
 		}
-		if (len + nlen + 2 >= sizeof w->rel)
+		size_t end = tgi_walk_path_push(&w->at, len, e->name);
+		if (!end)
 			continue;               /* deeper than a path can be */
-		memcpy(w->rel + len, e->name, nlen);
-		size_t end = len + nlen;
-		if (is_dir)
-			w->rel[end++] = '/';
-		w->rel[end] = '\0';
-
+		if (!tgi_walk_may_read(w->ctx, &w->at, end, is_dir)) {
+			w->withheld++;
+			continue;
+		}
 		if (w->shown < w->limit) {
-			add_entry(w, e, end);
+			add_entry(w, e, end, is_dir);
 			w->shown++;
 		} else {
 			w->more++;
@@ -123,68 +133,67 @@ static int list_dir_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_ou
 	long long depth, limit;
 	tg_errkind kind;
 	struct stat st;
+	int rc = -1;
 
 	if (tgi_arg_str(args, "path", ".", &raw, &rawlen, out->message, sizeof out->message) < 0 ||
 	    tgi_arg_int(args, "depth", 1, 1, MAX_DEPTH, &depth, out->message, sizeof out->message) < 0 ||
 	    tgi_arg_int(args, "limit", 200, 1, MAX_LIMIT, &limit, out->message, sizeof out->message) < 0)
-		return fail(out, TG_ERR_INVALID_INPUT);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 
 	int fd = tgi_path_open_read(ctx->ws_fd, raw, rawlen, O_PATH, path, sizeof path,
 	                            &kind, out->message, sizeof out->message);
 	if (fd < 0)
-		return fail(out, kind);
+		return tgi_tool_fail(out, kind);
 	tgi_sanitize(shown, sizeof shown, path);
 	if (fstat(fd, &st) < 0) {
 		kind = tgi_path_error(-errno, path, out->message, sizeof out->message);
 		close(fd);
-		return fail(out, kind);
+		return tgi_tool_fail(out, kind);
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		tgi_snprintf(out->message, sizeof out->message,
 		             "\"%s\" is not a directory; use read_file for files", shown);
 		close(fd);
-		return fail(out, TG_ERR_INVALID_INPUT);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 	}
 
 	walk *w = tgi_xcalloc(1, sizeof *w);
+	w->ctx = ctx;
+	w->deadline = tgi_tool_deadline(ctx);
 	w->entries = json_array();
 	w->limit = (size_t)limit;
 	w->depth = (int)depth;
-	int r = walk_dir(w, fd, 0, 1);
+	int r = tgi_walk_path_init(&w->at, ctx->ws_fd, fd, path);
+	if (r == 0) {
+		if (tgi_walk_may_read(ctx, &w->at, w->at.root_len, 1))
+			r = walk_dir(w, fd, w->at.root_len, 1);
+		else
+			w->withheld++;
+	}
 	close(fd);
 	if (r < 0) {
-		kind = tgi_path_error(r, path, out->message, sizeof out->message);
-		json_decref(w->entries);
-		free(w);
-		return fail(out, kind);
+		tgi_tool_fail(out, tgi_path_error(r, path, out->message, sizeof out->message));
+	} else if (w->timed_out) {
+		tgi_snprintf(out->message, sizeof out->message,
+		             "the listing of \"%s\" did not finish within the time limit; list a "
+		             "smaller directory or a lower depth", shown);
+		tgi_tool_fail(out, TG_ERR_TIMEOUT);
+	} else {
+		json_t *o = json_object();
+		json_object_set_new(o, "path", json_string(path));
+		json_object_set_new(o, "entries", w->entries);
+		json_object_set_new(o, "more", json_integer((json_int_t)w->more));
+		json_object_set_new(o, "withheld", json_integer((json_int_t)w->withheld));
+		if (w->budget_hit)
+			json_object_set_new(o, "more_is_lower_bound", json_true());
+		w->entries = NULL;
+		out->output = o;
+		out->kind = TG_ERR_NONE;
+		rc = 0;
 	}
-
-	json_t *o = json_object();
-	json_object_set_new(o, "path", json_string(path));
-	json_object_set_new(o, "entries", w->entries);
-	json_object_set_new(o, "more", json_integer((json_int_t)w->more));
-	if (w->budget_hit)
-		json_object_set_new(o, "more_is_lower_bound", json_true());
+	json_decref(w->entries);
 	free(w);
-	out->output = o;
-	out->kind = TG_ERR_NONE;
-	return 0;
-}
-
-static int list_dir_paths(const json_t *args, const char **out, size_t cap)
-{
-	const json_t *p = json_object_get(args, "path");
-
-	if (cap < 1)
-		return -1;
-	if (!p) {
-		out[0] = ".";
-		return 1;
-	}
-	if (!json_is_string(p))
-		return -1;
-	out[0] = json_string_value(p);
-	return 1;
+	return rc;
 }
 
 const tgi_tool tgi_tool_list_dir = {
@@ -193,11 +202,12 @@ const tgi_tool tgi_tool_list_dir = {
 		"List a directory in the workspace: entries sorted by name, each with its type "
 		"(file, dir, symlink, other) and size in bytes for files; directory names end in "
 		"\"/\". `depth` lists subdirectories too (names relative to `path`). At most "
-		"`limit` entries are returned and `more` says how many were left out. Symlinks, "
-		".git and .toolgate are not descended.",
+		"`limit` entries are returned and `more` says how many were left out; `withheld` "
+		"counts entries that policy keeps from view. Symlinks, .git and .toolgate are not "
+		"descended.",
 	.category = "fs",
 	.input_schema = schema,
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE,
-	.paths = list_dir_paths,
+	.paths = tgi_paths_optional_path,
 	.handler = list_dir_run,
 };

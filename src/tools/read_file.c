@@ -5,11 +5,14 @@
  * The file is streamed in fixed chunks: memory holds one chunk, the first
  * bytes of the current line and the selection (refused past 100,000
  * characters), whatever the file's size.  total_lines counts every line.
+ * The stream stops at the call's deadline (timeout).  Bytes that are not
+ * UTF-8 become U+FFFD in the output.
  *
  * Owns: the tool row, its schema, and turning a file into numbered lines.
- * Must not: check permissions (the pipeline does), read .toolgate/, open a
- * path except through openat2 beneath the workspace, or cap its output
- * beyond the 100,000-character rule (the shape stage does that).
+ * Must not: check permissions (the pipeline does), read .toolgate/ (but a
+ * spill file named exactly, which tgi_path_open_read allows), open a path
+ * except through openat2 beneath the workspace, or cap its output beyond
+ * the 100,000-character rule (the shape stage does that).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,17 +55,10 @@ typedef struct reader {
 	long long shown;                /* selected lines seen */
 	size_t    chars;                /* characters of the selection */
 	int       over;                 /* past READ_MAX_CHARS: count, stop keeping */
-	tgi_buf   content;
+	tgi_buf   content;              /* raw bytes of the numbered selection */
 	char      held[LINE_MAX_BYTES];
 	char      chunk[CHUNK];
 } reader;
-
-static int fail(tgi_tool_out *out, tg_errkind kind)
-{
-	out->kind = kind;
-	out->applied = TGI_APPLIED_NO;
-	return -1;
-}
 
 static int selected(const reader *r)
 {
@@ -73,8 +69,8 @@ static void end_line(reader *r)
 {
 	if (selected(r)) {
 		char num[32], mark[96] = "";
-		size_t nchars;
-		size_t keep = tgi_text_prefix(r->held, r->held_len, LINE_MAX_CHARS, &nchars);
+		size_t keep = tgi_utf8_offset(r->held, r->held_len, LINE_MAX_CHARS);
+		size_t nchars = tgi_utf8_len(r->held, keep);
 		int nn = snprintf(num, sizeof num, "%6lld\t", r->line);
 		int mn = 0;
 		if (keep < r->line_bytes)
@@ -85,7 +81,7 @@ static void end_line(reader *r)
 		if (r->chars > READ_MAX_CHARS)
 			r->over = 1;
 		if (!r->over && (tgi_buf_append(&r->content, num, (size_t)nn) < 0 ||
-		                 tgi_text_append(&r->content, r->held, keep) < 0 ||
+		                 tgi_buf_append(&r->content, r->held, keep) < 0 ||
 		                 tgi_buf_append(&r->content, mark, (size_t)mn) < 0 ||
 		                 tgi_buf_append(&r->content, "\n", 1) < 0))
 			r->over = 1;
@@ -135,24 +131,29 @@ static ssize_t read_full(int fd, char *buf, size_t want)
 	return (ssize_t)got;
 }
 
-static int stream(int fd, reader *r, const char *shown, tgi_tool_out *out)
+static int stream(int fd, reader *r, const char *shown, double deadline, tgi_tool_out *out)
 {
-	char *chunk = r->chunk;
-	ssize_t n = read_full(fd, chunk, BINARY_PROBE);
+	ssize_t n;
 
-	if (n >= 0 && memchr(chunk, '\0', (size_t)n)) {
-		tgi_snprintf(out->message, sizeof out->message,
-		             "\"%s\" is a binary file; read_file shows text only", shown);
-		return fail(out, TG_ERR_INVALID_INPUT);
+	for (size_t want = BINARY_PROBE;; want = CHUNK) {
+		if (tgi_now_ms() > deadline) {
+			tgi_snprintf(out->message, sizeof out->message,
+			             "reading \"%s\" did not finish within the time limit; the file is "
+			             "too large or too slow to read", shown);
+			return tgi_tool_fail(out, TG_ERR_TIMEOUT);
+		}
+		n = read_full(fd, r->chunk, want);
+		if (n <= 0)
+			break;
+		if (want == BINARY_PROBE && memchr(r->chunk, '\0', (size_t)n)) {
+			tgi_snprintf(out->message, sizeof out->message,
+			             "\"%s\" is a binary file; read_file shows text only", shown);
+			return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+		}
+		feed(r, r->chunk, (size_t)n);
 	}
-	while (n > 0) {
-		feed(r, chunk, (size_t)n);
-		n = read_full(fd, chunk, CHUNK);
-	}
-	if (n < 0) {
-		tg_errkind kind = tgi_path_error(-errno, shown, out->message, sizeof out->message);
-		return fail(out, kind);
-	}
+	if (n < 0)
+		return tgi_tool_fail(out, tgi_path_error(-errno, shown, out->message, sizeof out->message));
 	if (r->line_bytes > 0)          /* a last line without a newline */
 		end_line(r);
 	return 0;
@@ -167,19 +168,20 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 	tg_errkind kind;
 	struct stat st;
 	int rc = -1;
+	double deadline = tgi_tool_deadline(ctx);
 
 	if (tgi_arg_str(args, "path", NULL, &raw, &rawlen, out->message, sizeof out->message) < 0 ||
 	    tgi_arg_int(args, "offset", 1, 1, ARG_MAX_LINES, &offset, out->message, sizeof out->message) < 0 ||
 	    tgi_arg_int(args, "limit", 2000, 1, ARG_MAX_LINES, &limit, out->message, sizeof out->message) < 0)
-		return fail(out, TG_ERR_INVALID_INPUT);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 
 	int fd = tgi_path_open_read(ctx->ws_fd, raw, rawlen, O_RDONLY | O_NONBLOCK | O_NOCTTY,
 	                            path, sizeof path, &kind, out->message, sizeof out->message);
 	if (fd < 0)
-		return fail(out, kind);
+		return tgi_tool_fail(out, kind);
 	tgi_sanitize(shown, sizeof shown, path);
 	if (fstat(fd, &st) < 0) {
-		fail(out, tgi_path_error(-errno, path, out->message, sizeof out->message));
+		tgi_tool_fail(out, tgi_path_error(-errno, path, out->message, sizeof out->message));
 		close(fd);
 		return -1;
 	}
@@ -188,7 +190,7 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 		             ? "\"%s\" is a directory; use list_dir"
 		             : "\"%s\" is not a regular file", shown);
 		close(fd);
-		return fail(out, TG_ERR_INVALID_INPUT);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 	}
 
 	/* the buffers are large: zero only the bookkeeping in front of them */
@@ -198,7 +200,7 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 	r->last = offset + limit - 1;
 	r->line = 1;
 	tgi_buf_init(&r->content, (size_t)READ_MAX_CHARS * 4 + LINE_MAX_BYTES + 256);
-	if (stream(fd, r, shown, out) < 0)
+	if (stream(fd, r, shown, deadline, out) < 0)
 		goto done;
 
 	long long total = r->line - 1;
@@ -206,7 +208,7 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 		tgi_snprintf(out->message, sizeof out->message,
 		             "offset %lld is past the end of \"%s\", which has %lld line%s",
 		             offset, shown, total, total == 1 ? "" : "s");
-		fail(out, TG_ERR_INVALID_INPUT);
+		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 		goto done;
 	}
 	if (r->over) {
@@ -215,13 +217,13 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 		             "the selection is %zu characters (over %d); read fewer lines with offset "
 		             "and limit, e.g. offset=%lld limit=%lld",
 		             r->chars, READ_MAX_CHARS, offset, fit > 0 ? fit : 1);
-		fail(out, TG_ERR_INVALID_INPUT);
+		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 		goto done;
 	}
 
 	json_t *o = json_object();
 	json_object_set_new(o, "path", json_string(path));
-	json_object_set_new(o, "content", json_stringn(r->content.p ? r->content.p : "", r->content.len));
+	json_object_set_new(o, "content", tgi_json_text(r->content.p ? r->content.p : "", r->content.len));
 	json_object_set_new(o, "start_line", json_integer(offset));
 	json_object_set_new(o, "lines", json_integer(r->shown));
 	json_object_set_new(o, "total_lines", json_integer(total));
@@ -235,16 +237,6 @@ done:
 	return rc;
 }
 
-static int read_file_paths(const json_t *args, const char **out, size_t cap)
-{
-	const json_t *p = json_object_get(args, "path");
-
-	if (!json_is_string(p) || cap < 1)
-		return -1;
-	out[0] = json_string_value(p);
-	return 1;
-}
-
 const tgi_tool tgi_tool_read_file = {
 	.name = "read_file",
 	.description =
@@ -256,6 +248,6 @@ const tgi_tool tgi_tool_read_file = {
 	.category = "fs",
 	.input_schema = schema,
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE | TGI_T_IDEMPOTENT,
-	.paths = read_file_paths,
+	.paths = tgi_paths_required_path,
 	.handler = read_file_run,
 };

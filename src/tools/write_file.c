@@ -6,10 +6,13 @@
  * of the directory), so a failure leaves the old file as it was and the
  * error says nothing was applied.
  *
+ * paths() reports the path as written; a symlink named by it is replaced,
+ * not written through (tgi_path_resolve_parent names what is replaced).
+ *
  * Owns: the tool row and its schema.  Must not: check permissions (the
  * pipeline does) -- except that it refuses protected paths (.git/,
- * .toolgate/) itself, as written and as resolved, as a second line of
- * defence behind the policy stage.
+ * .toolgate/, at any depth) itself, as written, as resolved and as
+ * replaced, as a second line of defence behind the policy stage.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,13 +36,6 @@ static const char schema[] =
 	"\"description\":\"The complete new content of the file.\"}},"
 	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
 
-static int fail(tgi_tool_out *out, tg_errkind kind, tgi_applied applied)
-{
-	out->kind = kind;
-	out->applied = applied;
-	return -1;
-}
-
 static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
 	char path[PATH_MAX], shown[160];
@@ -50,15 +46,15 @@ static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_
 	if (tgi_arg_str(args, "path", NULL, &raw, &rawlen, out->message, sizeof out->message) < 0 ||
 	    tgi_arg_str(args, "content", NULL, &content, &len, out->message, sizeof out->message) < 0 ||
 	    tgi_path_check(raw, rawlen, path, sizeof path, out->message, sizeof out->message) < 0)
-		return fail(out, TG_ERR_INVALID_INPUT, TGI_APPLIED_NO);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 	tgi_sanitize(shown, sizeof shown, path);
 	if (len > CONTENT_MAX) {
 		tgi_snprintf(out->message, sizeof out->message,
 		             "content for \"%s\" is %zu bytes; the limit is %u", shown, len, CONTENT_MAX);
-		return fail(out, TG_ERR_INVALID_INPUT, TGI_APPLIED_NO);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 	}
 	if (tgi_path_writable(ctx->ws_fd, path, &kind, out->message, sizeof out->message) < 0)
-		return fail(out, kind, TGI_APPLIED_NO);
+		return tgi_tool_fail(out, kind);
 
 	/* Does it exist now?  (The link itself, if it is one: the rename
 	 * replaces a symlink, it does not write through it.) */
@@ -77,7 +73,10 @@ static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_
 			tgi_snprintf(out->message, sizeof out->message,
 			             "the disk is full (or the file is over the size limit): \"%s\" "
 			             "was not written and is unchanged", shown);
-		return fail(out, kind, r == -EIO ? TGI_APPLIED_UNKNOWN : TGI_APPLIED_NO);
+		tgi_tool_fail(out, kind);
+		if (r == -EIO)                  /* renamed; the directory sync failed */
+			out->applied = TGI_APPLIED_UNKNOWN;
+		return -1;
 	}
 
 	json_t *o = json_object();
@@ -89,16 +88,6 @@ static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_
 	return 0;
 }
 
-static int write_file_paths(const json_t *args, const char **out, size_t cap)
-{
-	const json_t *p = json_object_get(args, "path");
-
-	if (!json_is_string(p) || cap < 1)
-		return -1;
-	out[0] = json_string_value(p);
-	return 1;
-}
-
 const tgi_tool tgi_tool_write_file = {
 	.name = "write_file",
 	.description =
@@ -108,6 +97,6 @@ const tgi_tool tgi_tool_write_file = {
 	.category = "fs",
 	.input_schema = schema,
 	.flags = TGI_T_EDITS_FILES | TGI_T_IDEMPOTENT,
-	.paths = write_file_paths,
+	.paths = tgi_paths_required_path,
 	.handler = write_file_run,
 };

@@ -7,14 +7,17 @@
  * back from the kernel (/proc/self/fd), never computed from strings.
  *
  * Owns: the openat2 wrapper, path checks and resolution, atomic writes,
- * sorted directory reads, the sentences the file tools give for a failed
- * path, and file bytes made safe for JSON text.
+ * sorted directory reads, the paths of a directory walk, and what the file
+ * tools share: the sentences for a failed path, paths(), failing and
+ * deadlines.
  * Must not: decide policy (protected paths are reported, the caller
- * refuses); fall back to a plain openat when the kernel has no openat2
- * (fail closed with -ENOSYS); create or open anything by a string path from
- * the filesystem root.
+ * refuses; a walk asks the pipeline's may_read for every entry); fall back
+ * to a plain openat when the kernel has no openat2 (fail closed with
+ * -ENOSYS); create or open anything by a string path from the filesystem
+ * root.
  */
 #include "util/fs.h"
+#include "registry.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -33,6 +36,7 @@
 #define OPEN_RETRIES   16   /* openat2 EAGAIN: a rename raced the lookup */
 #define TEMP_RETRIES   8
 #define DIR_CAP_START  32
+#define TIMEOUT_S      120  /* a tool's time when the pipeline set no deadline */
 
 /* ---- openat2 ---- */
 
@@ -128,23 +132,40 @@ int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *er
 	return 0;
 }
 
-static int under(const char *p, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
-}
-
 int tgi_path_protected(const char *relpath)
 {
-	while (relpath[0] == '.' && relpath[1] == '/')
-		relpath += 2;
-	while (relpath[0] == '/')
-		relpath++;
-	if (under(relpath, ".git"))
-		return TGI_PROTECTED_GIT;
-	if (under(relpath, ".toolgate"))
-		return TGI_PROTECTED_STATE;
-	return 0;
+	int which = 0;
+
+	for (const char *p = relpath; *p;) {
+		const char *s = p;
+		while (*p && *p != '/')
+			p++;
+		size_t n = (size_t)(p - s);
+		if (n == 9 && memcmp(s, ".toolgate", 9) == 0)
+			return TGI_PROTECTED_STATE;
+		if (n == 4 && memcmp(s, ".git", 4) == 0)
+			which = TGI_PROTECTED_GIT;
+		if (*p)
+			p++;
+	}
+	return which;
+}
+
+int tgi_path_is_spill(const char *relpath)
+{
+	static const char dir[] = ".toolgate/spill/";
+	static const char uuid[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+
+	if (!relpath || strncmp(relpath, dir, sizeof dir - 1) != 0)
+		return 0;
+	const char *id = relpath + sizeof dir - 1;
+	/* a NUL matches neither a '-' nor a digit: the loop stops at the end */
+	for (size_t i = 0; i < sizeof uuid - 1; i++) {
+		char c = id[i];
+		if (uuid[i] == '-' ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return 0;
+	}
+	return strcmp(id + sizeof uuid - 1, ".txt") == 0;
 }
 
 /* ---- resolution ---- */
@@ -337,6 +358,34 @@ int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap)
 	}
 }
 
+int tgi_path_resolve_parent(int ws_fd, const char *path, char *out, size_t cap)
+{
+	char parent[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return tgi_path_resolve(ws_fd, path, out, cap);
+	if (slash && n == 0)
+		return -EXDEV;                  /* "/x": absolute */
+	if (n + 3 > sizeof parent)
+		return -ENAMETOOLONG;
+	/* "<parent>/." resolves as a directory: a file there is -ENOTDIR */
+	memcpy(parent, path, n);
+	memcpy(parent + n, n ? "/." : ".", n ? 3 : 2);
+	int r = tgi_path_resolve(ws_fd, parent, out, cap);
+	if (r < 0)
+		return r;
+	size_t o = strcmp(out, ".") == 0 ? 0 : strlen(out), b = strlen(base);
+	if (o + 1 + b + 1 > cap)
+		return -ENAMETOOLONG;
+	if (o)
+		out[o++] = '/';
+	memcpy(out + o, base, b + 1);
+	return 0;
+}
+
 /* ---- atomic write ---- */
 
 /*
@@ -383,10 +432,12 @@ static int open_parent(int dirfd, char *parent)
 	return tgi_open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY, 0);
 }
 
-static int write_all(int fd, const char *p, size_t n)
+int tgi_write_all(int fd, const void *data, size_t len)
 {
-	while (n) {
-		size_t chunk = n > (1u << 30) ? (1u << 30) : n;
+	const char *p = data;
+
+	while (len) {
+		size_t chunk = len > (1u << 30) ? (1u << 30) : len;
 		ssize_t w = write(fd, p, chunk);
 		if (w < 0) {
 			if (errno == EINTR)
@@ -396,7 +447,7 @@ static int write_all(int fd, const char *p, size_t n)
 		if (w == 0)
 			return -EIO;
 		p += w;
-		n -= (size_t)w;
+		len -= (size_t)w;
 	}
 	return 0;
 }
@@ -463,7 +514,7 @@ int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, 
 	if (keep_mode && fchmod(fd, mode) < 0)
 		r = -errno;
 	if (!r)
-		r = write_all(fd, data, len);
+		r = tgi_write_all(fd, data, len);
 	if (!r && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && !r && errno != EINTR)
@@ -487,29 +538,32 @@ out:
 
 int tgi_read_all(int dirfd, const char *path, size_t max, char **out, size_t *len)
 {
-	struct stat st;
-	int r = 0;
-
 	*out = NULL;
 	*len = 0;
 	int fd = tgi_open_beneath(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		goto out;
-	}
-	if ((uintmax_t)st.st_size > max) {
-		r = -EFBIG;
-		goto out;
-	}
+	int r = tgi_read_fd(fd, max, out, len);
+	close(fd);
+	return r;
+}
+
+int tgi_read_fd(int fd, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+
+	*out = NULL;
+	*len = 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if ((uintmax_t)st.st_size > max)
+		return -EFBIG;
 
 	size_t cap = (size_t)st.st_size + 1, n = 0;
 	char *buf = tgi_xmalloc(cap);
+	int r = 0;
 	for (;;) {
 		if (n + 1 == cap) {
 			if (n >= max) {          /* the file grew past max? */
@@ -536,14 +590,12 @@ int tgi_read_all(int dirfd, const char *path, size_t max, char **out, size_t *le
 	}
 	if (r < 0) {
 		free(buf);
-		goto out;
+		return r;
 	}
 	buf[n] = '\0';
 	*out = buf;
 	*len = n;
-out:
-	close(fd);
-	return r;
+	return 0;
 }
 
 static int dirent_cmp(const void *a, const void *b)
@@ -684,6 +736,16 @@ static tg_errkind refuse_protected(int which, const char *path, char *msg, size_
 	return TG_ERR_NOT_PERMITTED;
 }
 
+/* A spill file as the gate writes it: regular, ours, one link (a hard link
+ * planted there could name any file of ours). */
+static int spill_file_ok(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       st.st_nlink == 1;
+}
+
 int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
                        char *norm, size_t normcap, tg_errkind *kind, char *msg, size_t msgcap)
 {
@@ -693,20 +755,27 @@ int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
 		*kind = TG_ERR_INVALID_INPUT;
 		return -1;
 	}
-	if (tgi_path_protected(norm) == TGI_PROTECTED_STATE) {
+	int spill = tgi_path_is_spill(norm);
+	if (!spill && tgi_path_protected(norm) == TGI_PROTECTED_STATE) {
 		*kind = refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap);
 		return -1;
 	}
-	int fd = tgi_open_beneath(ws_fd, norm, flags, 0);
+	int fd = tgi_open_beneath(ws_fd, norm, spill ? flags | O_NOFOLLOW : flags, 0);
 	if (fd < 0) {
-		*kind = tgi_path_error(fd, norm, msg, msgcap);
+		*kind = spill && fd == -ELOOP ? refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap)
+		                              : tgi_path_error(fd, norm, msg, msgcap);
 		return -1;
 	}
 	int r = tgi_fd_path(ws_fd, fd, real, sizeof real);
-	if (r < 0 || tgi_path_protected(real) == TGI_PROTECTED_STATE) {
+	if (r < 0) {
 		close(fd);
-		*kind = r < 0 ? tgi_path_error(r, norm, msg, msgcap)
-		              : refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap);
+		*kind = tgi_path_error(r, norm, msg, msgcap);
+		return -1;
+	}
+	if (spill ? strcmp(real, norm) != 0 || !spill_file_ok(fd)
+	          : tgi_path_protected(real) == TGI_PROTECTED_STATE) {
+		close(fd);
+		*kind = refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap);
 		return -1;
 	}
 	return fd;
@@ -715,21 +784,27 @@ int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
 int tgi_path_writable(int ws_fd, const char *norm, tg_errkind *kind, char *msg, size_t msgcap)
 {
 	char real[PATH_MAX];
+	int (*const resolve[])(int, const char *, char *, size_t) = {
+		tgi_path_resolve,               /* where a symlink at the end points */
+		tgi_path_resolve_parent,        /* what the rename replaces */
+	};
 
 	int which = tgi_path_protected(norm);
 	if (which) {
 		*kind = refuse_protected(which, norm, msg, msgcap);
 		return -1;
 	}
-	int r = tgi_path_resolve(ws_fd, norm, real, sizeof real);
-	if (r < 0) {
-		*kind = tgi_path_error(r, norm, msg, msgcap);
-		return -1;
-	}
-	which = tgi_path_protected(real);
-	if (which) {
-		*kind = refuse_protected(which, norm, msg, msgcap);
-		return -1;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(resolve); i++) {
+		int r = resolve[i](ws_fd, norm, real, sizeof real);
+		if (r < 0) {
+			*kind = tgi_path_error(r, norm, msg, msgcap);
+			return -1;
+		}
+		which = tgi_path_protected(real);
+		if (which) {
+			*kind = refuse_protected(which, norm, msg, msgcap);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -781,91 +856,108 @@ int tgi_arg_int(const json_t *args, const char *key, long long dflt,
 	return 0;
 }
 
-/* ---- text ---- */
+/* ---- paths(), failing, deadlines ---- */
 
-/* Length of the valid UTF-8 sequence at s, or 0 if none starts there. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+static int path_arg(const json_t *args, const char *dflt, const char **out, size_t cap)
 {
-	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-	size_t len;
+	const json_t *p = json_object_get(args, "path");
 
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4;
-	else
-		return 0;
-	if (c == 0xE0)
-		lo = 0xA0;
-	else if (c == 0xED)
-		hi = 0x9F;                  /* no surrogates */
-	else if (c == 0xF0)
-		lo = 0x90;
-	else if (c == 0xF4)
-		hi = 0x8F;                  /* nothing past U+10FFFF */
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	return len;
+	if (cap < 1 || (!p && !dflt) || (p && !json_is_string(p)))
+		return -1;
+	out[0] = p ? json_string_value(p) : dflt;
+	return 1;
 }
 
-size_t tgi_text_prefix(const char *s, size_t n, size_t max_chars, size_t *chars)
+int tgi_paths_required_path(const json_t *args, const char **out, size_t cap)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, c = 0;
-
-	while (i < n && c < max_chars) {
-		size_t k = utf8_seq(u + i, n - i);
-		i += k ? k : 1;
-		c++;
-	}
-	if (chars)
-		*chars = c;
-	return i;
+	return path_arg(args, NULL, out, cap);
 }
 
-int tgi_text_append(tgi_buf *b, const char *s, size_t n)
+int tgi_paths_optional_path(const json_t *args, const char **out, size_t cap)
 {
-	static const char repl[] = "\xEF\xBF\xBD";      /* U+FFFD */
-	const unsigned char *u = (const unsigned char *)s;
-	size_t old = b->len, run = 0, i = 0;
+	return path_arg(args, ".", out, cap);
+}
 
-	while (i < n) {
-		size_t k = utf8_seq(u + i, n - i);
-		if (k) {
-			i += k;
-			continue;
-		}
-		if (tgi_buf_append(b, s + run, i - run) < 0 || tgi_buf_append(b, repl, 3) < 0)
-			goto full;
-		run = ++i;
-	}
-	if (tgi_buf_append(b, s + run, n - run) < 0)
-		goto full;
-	return 0;
-full:
-	b->len = old;
-	if (b->p)
-		b->p[old] = '\0';
+int tgi_tool_fail(tgi_tool_out *out, tg_errkind kind)
+{
+	out->kind = kind;
+	out->applied = TGI_APPLIED_NO;
 	return -1;
 }
 
-json_t *tgi_text_json(const char *s, size_t n)
+double tgi_tool_deadline(const tgi_exec_ctx *ctx)
 {
-	tgi_buf b;
+	if (ctx->deadline_ms > 0)
+		return ctx->deadline_ms;
+	return tgi_now_ms() + 1000.0 * (ctx->timeout_s > 0 ? ctx->timeout_s : TIMEOUT_S);
+}
 
-	tgi_buf_init(&b, n > (SIZE_MAX - 1) / 3 ? SIZE_MAX - 1 : n * 3);
-	if (tgi_text_append(&b, s, n) < 0) {
-		tgi_buf_free(&b);
-		return NULL;
+/* ---- directory walks ---- */
+
+int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *norm)
+{
+	int dots;
+
+	size_t n = strcmp(norm, ".") == 0 ? 0 : strlen(norm);
+	if (n + 2 > sizeof w->path)
+		return -ENAMETOOLONG;
+	memcpy(w->path, norm, n);
+	w->path[n] = '\0';
+	w->root_len = n;
+
+	/* The root as resolved (the kernel's word), and as written when that
+	 * differs.  A ".." that climbs out of the workspace lexically (it came
+	 * after a symlink) leaves the resolved form alone. */
+	int r = tgi_fd_path(ws_fd, root_fd, w->form[0], sizeof w->form[0]);
+	if (r < 0)
+		return r;
+	w->nforms = 1;
+	if (join_lexical(norm, "", w->form[1], sizeof w->form[1], &dots) == 0 &&
+	    strcmp(w->form[0], w->form[1]) != 0)
+		w->nforms = 2;
+	for (int k = 0; k < w->nforms; k++) {
+		if (strcmp(w->form[k], ".") == 0)
+			w->form[k][0] = '\0';
+		w->form_len[k] = strlen(w->form[k]);
 	}
-	json_t *j = json_stringn(b.p ? b.p : "", b.len);
-	tgi_buf_free(&b);
-	return j;
+	return 0;
+}
+
+size_t tgi_walk_path_push(tgi_walk_path *w, size_t len, const char *name)
+{
+	size_t n = strlen(name), sep = len ? 1 : 0;
+
+	if (len + sep + n + 2 > sizeof w->path)
+		return 0;
+	if (sep)
+		w->path[len] = '/';
+	memcpy(w->path + len + sep, name, n + 1);
+	return len + sep + n;
+}
+
+int tgi_walk_may_read(const tgi_exec_ctx *ctx, tgi_walk_path *w, size_t len, int is_dir)
+{
+	if (!ctx->may_read)
+		return 0;                       /* fail closed */
+	/* the names below the root, without the '/' that joins them to it */
+	const char *below = w->path + w->root_len;
+	size_t blen = len - w->root_len;
+	if (blen && *below == '/') {
+		below++;
+		blen--;
+	}
+
+	for (int k = 0; k < w->nforms; k++) {
+		size_t f = w->form_len[k], sep = f && blen ? 1 : 0;
+		if (f + sep + blen + 1 > sizeof w->scratch)
+			return 0;
+		memcpy(w->scratch, w->form[k], f);
+		if (sep)
+			w->scratch[f] = '/';
+		memcpy(w->scratch + f + sep, below, blen);
+		w->scratch[f + sep + blen] = '\0';
+		if (!ctx->may_read(ctx, w->scratch[0] ? w->scratch : ".", is_dir))
+			return 0;
+	}
+	return 1;
 }

@@ -7,18 +7,24 @@
  * string compare.
  *
  * Owns: the openat2 wrapper, path checks, atomic writes, sorted directory
- * reads, the sentences the file tools give for a failed path, and file
- * bytes made safe for JSON text.  Must not: decide policy (protected paths
- * are reported, the caller refuses); fall back to a plain openat.
+ * reads, the paths of a directory walk, and what the file tools share: the
+ * sentences for a failed path, their paths() functions, failing and
+ * deadlines.  Must not: decide policy (protected paths are reported, the
+ * caller refuses; a walk asks the pipeline's may_read); fall back to a
+ * plain openat.
  */
 #ifndef TGI_FS_H
 #define TGI_FS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <jansson.h>
 #include "toolgate.h"
 #include "util/util.h"
+
+struct tgi_exec_ctx;
+struct tgi_tool_out;
 
 /* Open path beneath dirfd.  Returns an fd or -errno.  path must be relative,
  * non-empty and free of NUL (callers check for embedded NULs in JSON
@@ -42,15 +48,41 @@ int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *er
  */
 int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap);
 
-/* Is a workspace-relative (normalised) path inside .git/ or .toolgate/ ?
- * 0 if not, else which (both nonzero). */
+/*
+ * The path a write replaces: its parent directory resolved as above
+ * (symlinks followed, confined), then the final component as written and
+ * not followed (lstat semantics: a rename replaces a symlink, it does not
+ * write through it).  "src/link" -> "src/link"; "dir_link/f" -> "src/f".
+ * A final "." or ".." names a directory and is resolved whole.  Returns 0,
+ * or -errno as tgi_path_resolve.
+ */
+int tgi_path_resolve_parent(int ws_fd, const char *path, char *out, size_t cap);
+
+/*
+ * Is a workspace-relative path protected?  Any component equal to ".git"
+ * (the repository, or a submodule's or vendored one's: its hooks run code)
+ * or ".toolgate" (the gate's state) makes it so.  0 if not, else which,
+ * TGI_PROTECTED_STATE when both appear.
+ */
 enum { TGI_PROTECTED_GIT = 1, TGI_PROTECTED_STATE = 2 };
 int tgi_path_protected(const char *relpath);
+
+/*
+ * Is relpath exactly ".toolgate/spill/<op id>.txt", the op id a lowercase
+ * 36-character UUID, with nothing before or after?  Such a spill file may
+ * be read (the shape stage points the model at it); nothing else under
+ * .toolgate may, and nothing under it may be written.  1 or 0.
+ */
+int tgi_path_is_spill(const char *relpath);
 
 /* The path of the open fd relative to the workspace ws_fd ("." for the
  * workspace itself), read back from the kernel.  0, or -errno (EXDEV when
  * fd lies outside). */
 int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap);
+
+/* Write all of data to fd, retrying short writes and EINTR.  0, or -errno
+ * (-EIO if the kernel accepts nothing). */
+int tgi_write_all(int fd, const void *data, size_t len);
 
 /*
  * Write data to path beneath dirfd atomically: a temp file in the same
@@ -66,6 +98,9 @@ int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, 
 /* Read a whole regular file beneath dirfd, up to max bytes (-EFBIG past it).
  * *out is NUL-terminated; caller frees. */
 int tgi_read_all(int dirfd, const char *path, size_t max, char **out, size_t *len);
+
+/* The same for an open fd (borrowed; read from its current offset). */
+int tgi_read_fd(int fd, size_t max, char **out, size_t *len);
 
 /* One directory entry as lstat sees it (symlinks are not followed). */
 typedef struct tgi_dirent {
@@ -97,17 +132,21 @@ tg_errkind tgi_path_error(int err, const char *path, char *msg, size_t cap);
 
 /*
  * For the read-only tools: check a model-supplied path (len bytes), open it
- * beneath ws_fd with flags, and refuse what lies in .toolgate/ as written or
- * as resolved (the gate's state is not the model's business; .git is
- * readable).  norm receives the normalised path.  Returns an fd (caller
- * closes), or -1 with *kind and a sentence in msg.
+ * beneath ws_fd with flags, and refuse what lies in a .toolgate directory
+ * as written or as resolved (the gate's state is not the model's business;
+ * .git is readable) -- except a spill file (tgi_path_is_spill) named
+ * exactly, which is opened without following a final symlink and must be
+ * a regular file of ours with one link, resolving to that same path.  norm
+ * receives the normalised path.  Returns an fd (caller closes), or -1 with
+ * *kind and a sentence in msg.
  */
 int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
                        char *norm, size_t normcap, tg_errkind *kind, char *msg, size_t msgcap);
 
 /*
  * For the tools that write: refuse a normalised path that is protected
- * (.git/, .toolgate/) as written or as resolved, or that leaves the
+ * (.git/, .toolgate/, at any depth) as written, as resolved, or as the
+ * write would replace it (tgi_path_resolve_parent), or that leaves the
  * workspace.  0, or -1 with *kind and a sentence in msg.
  */
 int tgi_path_writable(int ws_fd, const char *norm, tg_errkind *kind, char *msg, size_t msgcap);
@@ -124,17 +163,55 @@ int tgi_arg_int(const json_t *args, const char *key, long long dflt,
                 long long lo, long long hi, long long *out, char *msg, size_t cap);
 
 /*
- * File text.  A character is a UTF-8 sequence, or one byte that does not
- * start a valid one (it becomes U+FFFD when appended).
- *
- * tgi_text_prefix: bytes of the first max_chars characters of s (never
- *   ending inside a sequence); *chars (may be NULL) gets how many.
- * tgi_text_append: append s as valid UTF-8.  0, or -1 (buffer unchanged)
- *   past the buffer's maximum.
- * tgi_text_json:   a new JSON string of s as valid UTF-8 (caller owns).
+ * paths() for the file tools (tgi_paths_fn): the "path" argument as
+ * written, borrowed from args.  required: a missing path is -1; optional:
+ * it is "." (the workspace).  1, or -1 when it is not a string or cap is 0.
  */
-size_t  tgi_text_prefix(const char *s, size_t n, size_t max_chars, size_t *chars);
-int     tgi_text_append(tgi_buf *b, const char *s, size_t n);
-json_t *tgi_text_json(const char *s, size_t n);
+int tgi_paths_required_path(const json_t *args, const char **out, size_t cap);
+int tgi_paths_optional_path(const json_t *args, const char **out, size_t cap);
+
+/* A handler's failure: out->kind = kind, applied = no (a sentence is
+ * already in out->message).  Returns -1. */
+int tgi_tool_fail(struct tgi_tool_out *out, tg_errkind kind);
+
+/* The tgi_now_ms() past which a file tool stops with TG_ERR_TIMEOUT:
+ * ctx->deadline_ms, or when the pipeline set none, timeout_s (default 120)
+ * from now. */
+double tgi_tool_deadline(const struct tgi_exec_ctx *ctx);
+
+/* ---- directory walks --------------------------------------------------------- */
+
+/*
+ * The paths of one directory walk (list_dir, search_files).  `path` is the
+ * entry as the model would name it: the root as written, then the names
+ * below it, '/'-separated ("" for the root "." itself).  Policy sees each
+ * entry in two forms, as it sees paths named in a call: under the root as
+ * written (".." applied lexically) and under the root as resolved (they
+ * differ when the root was reached through a symlink).  The walk itself
+ * follows no symlink, so the names below the root are the same in both.
+ */
+typedef struct tgi_walk_path {
+	char   path[PATH_MAX];
+	size_t root_len;                /* bytes of path naming the root */
+	char   form[2][PATH_MAX];       /* the root as policy sees it ("" for ".") */
+	size_t form_len[2];
+	int    nforms;                  /* 1 when both forms are the same */
+	char   scratch[PATH_MAX];
+} tgi_walk_path;
+
+/* Start a walk at root_fd, opened from the normalised path norm.  0, or
+ * -errno (the root's place in the workspace cannot be read back). */
+int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *norm);
+
+/* Name the entry `name` below path[0..len): returns its length, or 0 when
+ * it would not fit (with room for a trailing '/'). */
+size_t tgi_walk_path_push(tgi_walk_path *w, size_t len, const char *name);
+
+/*
+ * May the walk show, open or descend the entry path[0..len)?  Asks
+ * ctx->may_read for every form of it (a refusal of either holds; a NULL
+ * may_read refuses).  1 or 0.
+ */
+int tgi_walk_may_read(const struct tgi_exec_ctx *ctx, tgi_walk_path *w, size_t len, int is_dir);
 
 #endif

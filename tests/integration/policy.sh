@@ -119,8 +119,12 @@ tgcall dotdot_plan --mode plan write_file '{"path":"src/../Makefile","content":"
 eq "$(st dotdot_plan)" denied "plan mode: src/../Makefile denied"
 ln -s ../Makefile src/mk
 tgcall link_allow write_file '{"path":"src/mk","content":"pwn:\n"}'
-eq "$(st link_allow)" pending "a symlink under src/ to a file outside: the allow rule does not hold"
-eq "$(cat Makefile)" "all:" "Makefile untouched"
+eq "$(st link_allow)" persisted "a write replaces the symlink src/mk itself, which is under src/"
+[ -L src/mk ] && fail "the symlink was written through instead of replaced"
+eq "$(cat Makefile)" "all:" "the link's target outside src/ is untouched"
+ln -s src/a.txt mk-out
+tgcall link_out write_file '{"path":"mk-out","content":"pwn:\n"}'
+eq "$(st link_out)" pending "a symlink outside src/ pointing in: the write replaces it outside src/"
 
 # the gate's own configuration and the programs it runs are read-only to tools
 tgcall own_cfg --as ops --mode bypassPermissions write_file '{"path":"toolgate.yaml","content":"mode: bypassPermissions\n"}'

@@ -6,8 +6,11 @@
  * and calls the tool rows' handlers with JSON arguments as a model would
  * send them (also unvalidated ones: a handler never relies on the schema).
  * Checks the outputs and the error kind, sentence and `applied` of every
- * refusal: escapes, absolute paths, embedded NULs, protected paths, binary
- * files, paging and the 100,000-character rule, limits, and a full disk.
+ * refusal: escapes, absolute paths, embedded NULs, protected paths (at any
+ * depth), binary files, paging and the 100,000-character rule, limits, and
+ * a full disk.  The walks put every entry to the context's may_read (here
+ * test_policy) and withhold what it refuses; spill files named exactly are
+ * readable; every tool stops at the deadline.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,6 +75,34 @@ static int rm_cb(const char *p, const struct stat *st, int type, struct FTW *ftw
 	return remove(p);
 }
 
+/*
+ * The policy of these tests, standing in for the pipeline's: ".env",
+ * ".ssh" and what is below it, and any name starting with "secret" are
+ * withheld.  Every question is logged as "\npath[/]" ("/": a directory).
+ */
+static tgi_buf asked;
+
+static int test_policy(const tgi_exec_ctx *ctx, const char *rel, int is_dir)
+{
+	tgi_buf_printf(&asked, "%s%s\n", rel, is_dir ? "/" : "");
+	if (strcmp(rel, ".env") == 0 || strcmp(rel, ".ssh") == 0 || strncmp(rel, ".ssh/", 5) == 0)
+		return 0;
+	for (const char *c = rel; c; c = strchr(c, '/')) {
+		c += *c == '/';
+		if (strncmp(c, "secret", 6) == 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Was rel (with "/" for a directory) put to the policy? */
+static int was_asked(const char *rel)
+{
+	char line[PATH_MAX + 2];
+	snprintf(line, sizeof line, "\n%s\n", rel);
+	return asked.p && strstr(asked.p, line) != NULL;
+}
+
 static int setup(void **state)
 {
 	fx *f = calloc(1, sizeof *f);
@@ -91,6 +122,8 @@ static int setup(void **state)
 	f->ctx.ws_fd = open(f->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	f->ctx.workspace = f->ws;
 	f->ctx.tool = "test";
+	f->ctx.may_read = test_policy;
+	f->ctx.deadline_ms = tgi_now_ms() + 60000;
 	if (f->ctx.ws_fd < 0)
 		return -1;
 
@@ -132,6 +165,7 @@ static int teardown(void **state)
 	fx *f = *state;
 	json_decref(f->out.output);
 	json_decref(f->args);
+	tgi_buf_free(&asked);
 	close(f->ctx.ws_fd);
 	nftw(f->root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	free(f);
@@ -146,6 +180,9 @@ static int call(fx *f, const tgi_tool *tool, const char *json)
 	json_decref(f->out.output);
 	json_decref(f->args);
 	memset(&f->out, 0, sizeof f->out);
+	tgi_buf_free(&asked);
+	tgi_buf_init(&asked, 1 << 20);
+	tgi_buf_puts(&asked, "\n");
 	f->args = json_loads(json, JSON_ALLOW_NUL, &e);
 	if (!f->args)
 		fail_msg("bad test JSON %s: %s", json, e.text);
@@ -265,6 +302,22 @@ static void test_paths_fns(void **state)
 	assert_int_equal(tgi_tool_search_files.paths(a, out, 2), 1);
 	assert_string_equal(out[0], ".");
 	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), -1);
+	json_decref(a);
+
+	/* one shared function each: the path as written, required or "." */
+	assert_ptr_equal(tgi_tool_read_file.paths, tgi_paths_required_path);
+	assert_ptr_equal(tgi_tool_write_file.paths, tgi_paths_required_path);
+	assert_ptr_equal(tgi_tool_list_dir.paths, tgi_paths_optional_path);
+	assert_ptr_equal(tgi_tool_search_files.paths, tgi_paths_optional_path);
+	a = json_pack("{s:i}", "path", 7);
+	assert_int_equal(tgi_paths_required_path(a, out, 2), -1);
+	assert_int_equal(tgi_paths_optional_path(a, out, 2), -1);
+	json_decref(a);
+	a = json_pack("{s:s}", "path", "link_in");         /* a symlink is reported as written */
+	assert_int_equal(tgi_paths_required_path(a, out, 1), 1);
+	assert_string_equal(out[0], "link_in");
+	assert_int_equal(tgi_paths_required_path(a, out, 0), -1);
+	assert_int_equal(tgi_paths_optional_path(a, out, 0), -1);
 	json_decref(a);
 
 	/* embedded NUL: paths() hands the string over as it is; the validate
@@ -509,6 +562,7 @@ static void test_list_dir(void **state)
 	expect_ok(f, &tgi_tool_list_dir, "{}");
 	assert_string_equal(ostr(f, "path"), ".");
 	assert_int_equal(oint(f, "more"), 0);
+	assert_int_equal(oint(f, "withheld"), 0);
 	json_t *es = json_object_get(f->out.output, "entries");
 	assert_int_equal(json_array_size(es), 13);
 	for (size_t i = 1; i < json_array_size(es); i++)
@@ -602,6 +656,7 @@ static void test_search_files(void **state)
 	assert_string_equal(json_string_value(json_object_get(m, "text")), "int needle_deep;");
 	assert_true(json_is_false(json_object_get(f->out.output, "more")));
 	assert_int_equal(oint(f, "files_scanned"), 5);        /* hello.txt too; not bin.dat */
+	assert_int_equal(oint(f, "withheld"), 0);
 
 	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"glob\": \"*.c\"}");
 	assert_int_equal(nmatches(f), 2);
@@ -801,6 +856,316 @@ static void test_write_file_disk_full(void **state)
 	assert_no_temp(f);
 }
 
+/* ---- policy on every entry of a walk ---- */
+
+/* The output as JSON text (caller frees). */
+static char *dump(const fx *f)
+{
+	char *d = json_dumps(f->out.output, JSON_COMPACT);
+	assert_non_null(d);
+	return d;
+}
+
+static void put_private(fx *f)
+{
+	int ws = f->ctx.ws_fd;
+	mkdirat(ws, ".ssh", 0700);
+	puts_file(f, ".ssh/id_rsa", "-----BEGIN PRIVATE KEY-----\n");
+	puts_file(f, ".env", "PRIVATE_TOKEN=1\n");
+	puts_file(f, "src/secret.c", "PRIVATE in source\n");
+	mkdirat(ws, "secrets", 0755);
+	puts_file(f, "secrets/x.txt", "PRIVATE\n");
+	puts_file(f, "notes.txt", "PRIVATE but allowed\n");
+	symlinkat(".", ws, "root_link");
+	symlinkat(".env", ws, "env_link");
+}
+
+static void test_search_files_policy(void **state)
+{
+	fx *f = *state;
+	put_private(f);
+
+	/* a deny on .env, .ssh and secret* holds inside a search of "." */
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\"}");
+	assert_int_equal(nmatches(f), 1);
+	assert_string_equal(match_file(f, 0), "notes.txt");
+	assert_int_equal(oint(f, "withheld"), 4);   /* .env, .ssh/, secrets/, src/secret.c */
+	char *d = dump(f);
+	assert_null(strstr(d, "ssh"));
+	assert_null(strstr(d, "secret"));
+	assert_null(strstr(d, "\".env\""));
+	free(d);
+	assert_true(was_asked("./"));
+	assert_true(was_asked(".ssh/"));             /* asked as a directory ... */
+	assert_false(was_asked(".ssh/id_rsa"));      /* ... and, refused, not descended */
+	assert_false(was_asked("secrets/x.txt"));
+	assert_true(was_asked("src/secret.c"));
+	assert_false(was_asked(".git/"));            /* never descended anyway */
+	assert_false(was_asked(".git/config"));
+	assert_false(was_asked("root_link/"));       /* symlinks are neither followed nor asked */
+
+	/* the named file itself, as written and as resolved */
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\", \"path\": \".env\"}");
+	assert_int_equal(nmatches(f), 0);
+	assert_int_equal(oint(f, "withheld"), 1);
+	assert_int_equal(oint(f, "files_scanned"), 0);
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\", \"path\": \"./env_link\"}");
+	assert_int_equal(nmatches(f), 0);
+	assert_int_equal(oint(f, "withheld"), 1);
+	assert_true(was_asked(".env"));              /* the resolved form refuses it */
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\", \"path\": \".ssh\"}");
+	assert_int_equal(nmatches(f), 0);
+	assert_int_equal(oint(f, "withheld"), 1);
+
+	/* a root reached through a symlink: root_link/.env is .env */
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\", \"path\": \"root_link\"}");
+	assert_int_equal(nmatches(f), 1);
+	assert_string_equal(match_file(f, 0), "root_link/notes.txt");
+	assert_int_equal(oint(f, "withheld"), 4);
+	assert_true(was_asked(".env"));
+	assert_true(was_asked("notes.txt"));         /* both forms of what is shown */
+	assert_true(was_asked("root_link/notes.txt"));
+
+	/* files the glob leaves out are not opened, so not asked about */
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\", \"glob\": \"*.c\"}");
+	assert_int_equal(nmatches(f), 0);
+	assert_int_equal(oint(f, "withheld"), 3);    /* .ssh/, secrets/, src/secret.c */
+	assert_false(was_asked(".env"));
+
+	/* no may_read: nothing is shown (fail closed) */
+	f->ctx.may_read = NULL;
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\"}");
+	assert_int_equal(nmatches(f), 0);
+	assert_int_equal(oint(f, "withheld"), 1);
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"PRIVATE\", \"path\": \"notes.txt\"}");
+	assert_int_equal(nmatches(f), 0);
+	assert_int_equal(oint(f, "withheld"), 1);
+}
+
+static void test_list_dir_policy(void **state)
+{
+	fx *f = *state;
+	put_private(f);
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"depth\": 2}");
+	assert_null(entry(f, ".env"));
+	assert_null(entry(f, ".ssh/"));
+	assert_null(entry(f, ".ssh/id_rsa"));
+	assert_null(entry(f, "secrets/"));
+	assert_null(entry(f, "src/secret.c"));
+	assert_string_equal(etype(f, "notes.txt"), "file");
+	assert_string_equal(etype(f, "src/a.c"), "file");
+	assert_string_equal(etype(f, "env_link"), "symlink");
+	assert_int_equal(oint(f, "withheld"), 4);
+	assert_int_equal(oint(f, "more"), 0);        /* withheld entries are not "more" */
+	char *d = dump(f);
+	assert_null(strstr(d, "ssh"));
+	assert_null(strstr(d, "secret"));
+	assert_null(strstr(d, "\".env\""));
+	free(d);
+	assert_true(was_asked(".ssh/"));
+	assert_false(was_asked(".ssh/id_rsa"));
+	assert_true(was_asked("src/"));
+	assert_true(was_asked("hello.txt"));
+
+	/* a limit counts what may be shown; withheld entries are not in "more" */
+	expect_ok(f, &tgi_tool_list_dir, "{\"limit\": 1}");
+	assert_int_equal(oint(f, "withheld"), 3);
+	assert_int_equal(json_array_size(json_object_get(f->out.output, "entries")) + (size_t)oint(f, "more"),
+	                 13 + 3);                   /* + notes.txt, root_link, env_link */
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \"root_link\"}");
+	assert_null(entry(f, ".env"));
+	assert_null(entry(f, ".ssh/"));
+	assert_string_equal(etype(f, "notes.txt"), "file");
+	assert_int_equal(oint(f, "withheld"), 3);
+	assert_true(was_asked(".env"));
+	assert_true(was_asked("root_link/hello.txt"));
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \".ssh\"}");
+	assert_int_equal(json_array_size(json_object_get(f->out.output, "entries")), 0);
+	assert_int_equal(oint(f, "withheld"), 1);
+
+	f->ctx.may_read = NULL;
+	expect_ok(f, &tgi_tool_list_dir, "{}");
+	assert_int_equal(json_array_size(json_object_get(f->out.output, "entries")), 0);
+	assert_int_equal(oint(f, "withheld"), 1);
+}
+
+/* ---- .git and .toolgate at any depth ---- */
+
+static void test_nested_protected(void **state)
+{
+	fx *f = *state;
+	int ws = f->ctx.ws_fd;
+	char *buf;
+	size_t n;
+	struct stat st;
+
+	mkdirat(ws, "sub", 0755);
+	mkdirat(ws, "sub/mod", 0755);
+	mkdirat(ws, "sub/mod/.git", 0755);
+	mkdirat(ws, "sub/mod/.git/hooks", 0755);
+	puts_file(f, "sub/mod/.git/config", "needle in a submodule\n");
+	mkdirat(ws, "vendor", 0755);
+	mkdirat(ws, "vendor/.toolgate", 0755);
+	puts_file(f, "vendor/.toolgate/ledger.db", "needle in vendored state\n");
+
+	expect_err(f, &tgi_tool_write_file,
+	           "{\"path\": \"sub/mod/.git/hooks/pre-commit\", \"content\": \"#!/bin/sh\"}",
+	           TG_ERR_NOT_PERMITTED, "is in .git/, which is read-only to tools; do not retry");
+	assert_int_equal(fstatat(ws, "sub/mod/.git/hooks/pre-commit", &st, 0), -1);
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"sub/mod/.git/config\", \"content\": \"x\"}",
+	           TG_ERR_NOT_PERMITTED, "do not retry");
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"vendor/.toolgate/x\", \"content\": \"x\"}",
+	           TG_ERR_NOT_PERMITTED, "do not retry");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"vendor/.toolgate/ledger.db\"}",
+	           TG_ERR_NOT_PERMITTED, "do not retry");
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"sub/mod/.git/config\"}");   /* .git is readable */
+
+	/* walks list a nested .git or .toolgate but never descend it */
+	expect_ok(f, &tgi_tool_list_dir, "{\"depth\": 4}");
+	assert_string_equal(etype(f, "sub/mod/.git/"), "dir");
+	assert_null(entry(f, "sub/mod/.git/config"));
+	assert_string_equal(etype(f, "vendor/.toolgate/"), "dir");
+	assert_null(entry(f, "vendor/.toolgate/ledger.db"));
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\"}");
+	assert_int_equal(nmatches(f), 4);
+	for (size_t i = 0; i < nmatches(f); i++)
+		assert_null(strstr(match_file(f, i), "sub/mod") ? match_file(f, i) : NULL);
+	assert_false(was_asked("sub/mod/.git/"));
+	assert_false(was_asked("vendor/.toolgate/"));
+
+	/* a write replaces the last component: .git/out_link, though it
+	 * points out of .git, is still in .git */
+	assert_int_equal(symlinkat("../hello.txt", ws, ".git/out_link"), 0);
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"git_link/out_link\", \"content\": \"x\"}",
+	           TG_ERR_NOT_PERMITTED, "do not retry");
+	assert_int_equal(fstatat(ws, ".git/out_link", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(tgi_read_all(ws, "hello.txt", 100, &buf, &n), 0);
+	assert_string_equal(buf, "one\ntwo\nthree\n");
+	free(buf);
+
+	/* a symlink named by path is replaced, not written through */
+	expect_ok(f, &tgi_tool_write_file, "{\"path\": \"link_in\", \"content\": \"new\"}");
+	assert_string_equal(ostr(f, "path"), "link_in");
+	assert_int_equal(fstatat(ws, "link_in", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(tgi_read_all(ws, "hello.txt", 100, &buf, &n), 0);
+	assert_string_equal(buf, "one\ntwo\nthree\n");
+	free(buf);
+}
+
+/* ---- spill files ---- */
+
+#define SPILL ".toolgate/spill/0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77.txt"
+
+static void test_spill_files(void **state)
+{
+	fx *f = *state;
+	int ws = f->ctx.ws_fd;
+	char *buf;
+	size_t n;
+
+	assert_int_equal(mkdirat(ws, ".toolgate/spill", 0700), 0);
+	puts_file(f, SPILL, "line one\nneedle two\n");
+
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"" SPILL "\"}");
+	assert_string_equal(ostr(f, "path"), SPILL);
+	assert_string_equal(ostr(f, "content"), "     1\tline one\n     2\tneedle two\n");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"path\": \"" SPILL "\"}");
+	assert_int_equal(nmatches(f), 1);
+	assert_string_equal(match_file(f, 0), SPILL);
+	assert_int_equal(oint(f, "withheld"), 0);
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle two\"}");  /* never walked */
+	assert_int_equal(nmatches(f), 0);
+
+	/* near misses stay refused */
+	puts_file(f, ".toolgate/spill/x.txt", "needle\n");
+	const char *near[] = {
+		".toolgate/spill/x.txt",
+		".toolgate/spill/0193A5F0-7C1E-7D2A-9B1E-4F0C2A9D1E77.txt",
+		SPILL "/..",
+		".toolgate/ledger.db",
+		".toolgate/spill",
+		"src/../" SPILL,
+	};
+	for (size_t i = 0; i < sizeof near / sizeof *near; i++) {
+		char json[256];
+		snprintf(json, sizeof json, "{\"path\": \"%s\"}", near[i]);
+		expect_err(f, &tgi_tool_read_file, json, TG_ERR_NOT_PERMITTED, "do not retry");
+		snprintf(json, sizeof json, "{\"pattern\": \"e\", \"path\": \"%s\"}", near[i]);
+		expect_err(f, &tgi_tool_search_files, json, TG_ERR_NOT_PERMITTED, "do not retry");
+	}
+	expect_err(f, &tgi_tool_list_dir, "{\"path\": \".toolgate/spill\"}", TG_ERR_NOT_PERMITTED,
+	           "do not retry");
+	expect_err(f, &tgi_tool_list_dir, "{\"path\": \"" SPILL "\"}", TG_ERR_INVALID_INPUT,
+	           "is not a directory");
+
+	/* a spill file is never writable */
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"" SPILL "\", \"content\": \"x\"}",
+	           TG_ERR_NOT_PERMITTED, "do not retry");
+	assert_int_equal(tgi_read_all(ws, SPILL, 100, &buf, &n), 0);
+	assert_string_equal(buf, "line one\nneedle two\n");
+	free(buf);
+
+	/* a symlink at a spill name is not followed */
+	static const char link[] = ".toolgate/spill/11111111-1111-1111-1111-111111111111.txt";
+	assert_int_equal(symlinkat("../../hello.txt", ws, link), 0);
+	expect_err(f, &tgi_tool_read_file,
+	           "{\"path\": \".toolgate/spill/11111111-1111-1111-1111-111111111111.txt\"}",
+	           TG_ERR_NOT_PERMITTED, "do not retry");
+	expect_err(f, &tgi_tool_search_files,
+	           "{\"pattern\": \"o\", \"path\": \".toolgate/spill/11111111-1111-1111-1111-111111111111.txt\"}",
+	           TG_ERR_NOT_PERMITTED, "do not retry");
+}
+
+/* ---- deadlines and budgets ---- */
+
+static void test_deadlines(void **state)
+{
+	fx *f = *state;
+
+	f->ctx.deadline_ms = tgi_now_ms() - 1;
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\"}", TG_ERR_TIMEOUT,
+	           "reading \"hello.txt\" did not finish within the time limit");
+	expect_err(f, &tgi_tool_list_dir, "{}", TG_ERR_TIMEOUT,
+	           "the listing of \".\" did not finish within the time limit; list a smaller "
+	           "directory or a lower depth");
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"needle\"}", TG_ERR_TIMEOUT,
+	           "the search did not finish within the time limit; narrow path or glob");
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"one\", \"path\": \"hello.txt\"}",
+	           TG_ERR_TIMEOUT, "the search did not finish within the time limit");
+
+	/* no deadline from the pipeline: the tool's timeout_s, else 120 s */
+	f->ctx.deadline_ms = 0;
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\"}");
+	expect_ok(f, &tgi_tool_list_dir, "{}");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\"}");
+	assert_int_equal(nmatches(f), 4);
+}
+
+/* 26 links to one 10 MiB text file: a search of all of them would read
+ * 260 MiB, past the 256 MiB a search may read. */
+static void test_search_files_budget(void **state)
+{
+	fx *f = *state;
+	int ws = f->ctx.ws_fd;
+
+	mkdirat(ws, "big", 0755);
+	put_lines(f, "big/f00", 10, (1 << 20) - 1, 'b');
+	for (int i = 1; i < 26; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "big/f%02d", i);
+		assert_int_equal(linkat(ws, "big/f00", ws, name, 0), 0);
+	}
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"zzz\", \"path\": \"big\"}",
+	           TG_ERR_INVALID_INPUT, "the search would read more than 256 MiB; narrow path or glob");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"zzz\", \"path\": \"big\", \"glob\": \"f0[01]\"}");
+	assert_int_equal(oint(f, "files_scanned"), 2);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -821,6 +1186,12 @@ int main(void)
 		T(test_write_file),
 		T(test_write_file_refusals),
 		T(test_write_file_disk_full),
+		T(test_search_files_policy),
+		T(test_list_dir_policy),
+		T(test_nested_protected),
+		T(test_spill_files),
+		T(test_deadlines),
+		T(test_search_files_budget),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

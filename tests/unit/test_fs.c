@@ -6,7 +6,10 @@
  * stay inside, .git and .toolgate.  Checks that the kernel refuses every
  * escape, that resolution never leaves, that atomic writes leave no temp
  * file and no partial file (also when the file size limit cuts a write
- * short), and that openat2 missing means refusal, not a fallback.
+ * short), and that openat2 missing means refusal, not a fallback.  Also:
+ * .git and .toolgate are protected at any depth, only an exactly named
+ * spill file under .toolgate is readable, and a walk puts every entry to
+ * may_read in both its written and its resolved form.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "registry.h"
 #include "util/fs.h"
 
 typedef struct fx {
@@ -296,6 +300,63 @@ static void test_path_resolve(void **state)
 	assert_int_equal(tgi_path_resolve(f->ws_fd, "src/sub", small, sizeof small), -ENAMETOOLONG);
 }
 
+static void parent_resolves(const fx *f, const char *in, const char *want)
+{
+	char out[PATH_MAX];
+	int r = tgi_path_resolve_parent(f->ws_fd, in, out, sizeof out);
+	if (r != 0)
+		fail_msg("resolve_parent \"%s\": %s", in, strerror(-r));
+	if (strcmp(out, want) != 0)
+		fail_msg("resolve_parent \"%s\" gave \"%s\", want \"%s\"", in, out, want);
+}
+
+static void parent_fails(const fx *f, const char *in, int err)
+{
+	char out[PATH_MAX];
+	int r = tgi_path_resolve_parent(f->ws_fd, in, out, sizeof out);
+	if (r != err)
+		fail_msg("resolve_parent \"%s\" gave %d, want %d", in, r, err);
+}
+
+static void test_path_resolve_parent(void **state)
+{
+	fx *f = *state;
+
+	/* the final symlink is what a rename replaces: not followed */
+	parent_resolves(f, "link_in", "link_in");
+	parent_resolves(f, "state_link", "state_link");
+	parent_resolves(f, "link_out", "link_out");
+	parent_resolves(f, "dangling", "dangling");
+	parent_resolves(f, "dir_link", "dir_link");
+	/* the parent is followed */
+	parent_resolves(f, "hello.txt", "hello.txt");
+	parent_resolves(f, "dir_link/a.c", "src/a.c");
+	parent_resolves(f, "dir_link/new.c", "src/new.c");
+	parent_resolves(f, "git_link/config", ".git/config");
+	parent_resolves(f, "git_link/hooks/pre-commit", ".git/hooks/pre-commit");
+	parent_resolves(f, "src/sub/../a.c", "src/a.c");
+	parent_resolves(f, "new/dir/f.txt", "new/dir/f.txt");
+	parent_resolves(f, "new/../dir_link/q", "src/q");
+	/* a symlink inside a directory reached through another */
+	assert_int_equal(symlinkat("../hello.txt", f->ws_fd, ".git/out_link"), 0);
+	parent_resolves(f, "git_link/out_link", ".git/out_link");
+	resolves(f, "git_link/out_link", "hello.txt");     /* where tgi_path_resolve goes */
+	/* a final "." or ".." names a directory: resolved whole */
+	parent_resolves(f, ".", ".");
+	parent_resolves(f, "dir_link/..", ".");
+	parent_resolves(f, "src/sub/..", "src");
+
+	parent_fails(f, "../x", -EXDEV);
+	parent_fails(f, "dir_out/x", -EXDEV);
+	parent_fails(f, "link_out/x", -EXDEV);
+	parent_fails(f, "/x", -EXDEV);
+	parent_fails(f, "hello.txt/x", -ENOTDIR);          /* the parent is a file */
+	parent_fails(f, "link_in/x", -ENOTDIR);
+	char small[6];
+	assert_int_equal(tgi_path_resolve_parent(f->ws_fd, "src/sub/x", small, sizeof small),
+	                 -ENAMETOOLONG);
+}
+
 static void test_path_protected(void **state)
 {
 	(void)state;
@@ -307,9 +368,63 @@ static void test_path_protected(void **state)
 	assert_int_equal(tgi_path_protected(".gitignore"), 0);
 	assert_int_equal(tgi_path_protected(".toolgates"), 0);
 	assert_int_equal(tgi_path_protected(".GIT/config"), 0);   /* exact: Linux is case-sensitive */
-	assert_int_equal(tgi_path_protected("src/.git"), 0);
 	assert_int_equal(tgi_path_protected("git"), 0);
 	assert_int_equal(tgi_path_protected("."), 0);
+	assert_int_equal(tgi_path_protected(""), 0);
+
+	/* at any depth: a submodule's or vendored repository's hooks run code */
+	assert_int_equal(tgi_path_protected("src/.git"), TGI_PROTECTED_GIT);
+	assert_int_equal(tgi_path_protected("sub/mod/.git/hooks/pre-commit"), TGI_PROTECTED_GIT);
+	assert_int_equal(tgi_path_protected("./vendor//lib/.git/config"), TGI_PROTECTED_GIT);
+	assert_int_equal(tgi_path_protected("a/../.git/x"), TGI_PROTECTED_GIT);
+	assert_int_equal(tgi_path_protected("vendor/.toolgate/ledger.db"), TGI_PROTECTED_STATE);
+	assert_int_equal(tgi_path_protected("a/.toolgate"), TGI_PROTECTED_STATE);
+	assert_int_equal(tgi_path_protected("a/.git/b/.toolgate/c"), TGI_PROTECTED_STATE); /* the stricter */
+	assert_int_equal(tgi_path_protected(".toolgate/.git"), TGI_PROTECTED_STATE);
+	assert_int_equal(tgi_path_protected("src/x.git"), 0);
+	assert_int_equal(tgi_path_protected("src/.git.bak/config"), 0);
+	assert_int_equal(tgi_path_protected("src/.gitmodules"), 0);
+	assert_int_equal(tgi_path_protected("a.toolgate/b"), 0);
+	assert_int_equal(tgi_path_protected("src/.toolgate~"), 0);
+}
+
+#define UUID "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77"
+
+static void test_path_is_spill(void **state)
+{
+	(void)state;
+	assert_int_equal(tgi_path_is_spill(".toolgate/spill/" UUID ".txt"), 1);
+	assert_int_equal(tgi_path_is_spill(".toolgate/spill/00000000-0000-0000-0000-000000000000.txt"), 1);
+
+	const char *near[] = {
+		".toolgate/spill/x.txt",
+		".toolgate/spill/" UUID ".txt/..",
+		".toolgate/spill/" UUID ".txt/x",
+		".toolgate/spill/" UUID ".txt.bak",
+		".toolgate/spill/" UUID ".TXT",
+		".toolgate/spill/" UUID,
+		".toolgate/spill/0193A5F0-7C1E-7D2A-9B1E-4F0C2A9D1E77.txt",   /* uppercase */
+		".toolgate/spill/0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e7.txt",    /* 35 characters */
+		".toolgate/spill/0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e777.txt",  /* 37 */
+		".toolgate/spill/0193a5f0x7c1e-7d2a-9b1e-4f0c2a9d1e77.txt",   /* no dash */
+		".toolgate/spill/0193a5g0-7c1e-7d2a-9b1e-4f0c2a9d1e77.txt",   /* not hex */
+		".toolgate/spill/." UUID ".abc.tmp",                            /* a temp file */
+		".toolgate/spill/sub/" UUID ".txt",
+		".toolgate/spill//" UUID ".txt",
+		".toolgate/spill/../spill/" UUID ".txt",
+		"./.toolgate/spill/" UUID ".txt",                               /* not normalised */
+		"x/.toolgate/spill/" UUID ".txt",
+		".toolgate/spill",
+		".toolgate/spill/",
+		".toolgate/ledger.db",
+		".toolgate/ledger.db-wal",
+		"spill/" UUID ".txt",
+		"",
+	};
+	for (size_t i = 0; i < sizeof near / sizeof *near; i++)
+		if (tgi_path_is_spill(near[i]))
+			fail_msg("\"%s\" passed as a spill file", near[i]);
+	assert_int_equal(tgi_path_is_spill(NULL), 0);
 }
 
 /* ---- tgi_write_atomic ---- */
@@ -458,6 +573,25 @@ static void test_no_openat2_fails_closed(void **state)
 	assert_int_equal(faccessat(f->ws_fd, "w.txt", F_OK, 0), -1);
 }
 
+static void test_write_all(void **state)
+{
+	(void)state;
+	int p[2];
+	char buf[8];
+
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(tgi_write_all(p[1], "abc", 3), 0);
+	assert_int_equal(tgi_write_all(p[1], "", 0), 0);
+	assert_int_equal(read(p[0], buf, sizeof buf), 3);
+	assert_memory_equal(buf, "abc", 3);
+	assert_int_equal(tgi_write_all(p[0], "x", 1), -EBADF);     /* the read end */
+	close(p[0]);
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(tgi_write_all(p[1], "x", 1), -EPIPE);     /* nobody reads */
+	signal(SIGPIPE, SIG_DFL);
+	close(p[1]);
+}
+
 /* ---- tgi_read_all, tgi_dir_read ---- */
 
 static void test_read_all(void **state)
@@ -482,6 +616,26 @@ static void test_read_all(void **state)
 	assert_int_equal(n, 0);
 	assert_string_equal(buf, "");
 	free(buf);
+
+	/* from an open fd, its current offset on */
+	int fd = tgi_open_beneath(f->ws_fd, "hello.txt", O_RDONLY, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(lseek(fd, 4, SEEK_SET), 4);
+	assert_int_equal(tgi_read_fd(fd, 100, &buf, &n), 0);
+	assert_int_equal(n, 10);
+	assert_string_equal(buf, "two\nthree\n");
+	free(buf);
+	close(fd);
+	fd = tgi_open_beneath(f->ws_fd, "src", O_RDONLY, 0);
+	assert_int_equal(tgi_read_fd(fd, 100, &buf, &n), -EISDIR);
+	assert_null(buf);
+	close(fd);
+	fd = tgi_open_beneath(f->ws_fd, "fifo", O_RDONLY | O_NONBLOCK, 0);
+	assert_int_equal(tgi_read_fd(fd, 100, &buf, &n), -EINVAL);
+	close(fd);
+	fd = tgi_open_beneath(f->ws_fd, "hello.txt", O_PATH, 0);
+	assert_int_equal(tgi_read_fd(fd, 100, &buf, &n), -EBADF);    /* O_PATH cannot be read */
+	close(fd);
 }
 
 static void test_dir_read(void **state)
@@ -585,6 +739,92 @@ static void test_path_open_read(void **state)
 	assert_non_null(strstr(msg, "NUL"));
 }
 
+/* A nested .toolgate is refused like the gate's own; a nested .git is
+ * readable like the top one. */
+static void test_path_open_read_nested(void **state)
+{
+	fx *f = *state;
+	char norm[PATH_MAX], msg[512];
+	tg_errkind kind;
+
+	mkdirat(f->ws_fd, "vendor", 0755);
+	mkdirat(f->ws_fd, "vendor/.toolgate", 0755);
+	mkdirat(f->ws_fd, "vendor/.git", 0755);
+	put(f, "vendor/.toolgate/ledger.db", "x", 1);
+	put(f, "vendor/.git/config", "x", 1);
+	symlinkat("vendor/.toolgate", f->ws_fd, "vstate");
+#define OPEN(p) tgi_path_open_read(f->ws_fd, p, strlen(p), O_RDONLY, norm, sizeof norm, &kind, msg, sizeof msg)
+	assert_int_equal(OPEN("vendor/.toolgate/ledger.db"), -1);
+	assert_int_equal(kind, TG_ERR_NOT_PERMITTED);
+	assert_int_equal(OPEN("vstate/ledger.db"), -1);          /* resolved into it */
+	assert_int_equal(kind, TG_ERR_NOT_PERMITTED);
+	int fd = OPEN("vendor/.git/config");
+	assert_true(fd >= 0);
+	close(fd);
+#undef OPEN
+}
+
+/* Spill files: exactly .toolgate/spill/<uuid>.txt, a regular file of ours
+ * with one link, reached without a symlink, is readable; nothing else
+ * under .toolgate is. */
+static void test_path_open_read_spill(void **state)
+{
+	fx *f = *state;
+	char norm[PATH_MAX], msg[512], buf[16];
+	tg_errkind kind;
+	static const char spill[] = ".toolgate/spill/" UUID ".txt";
+
+	assert_int_equal(mkdirat(f->ws_fd, ".toolgate/spill", 0700), 0);
+	put(f, spill, "full output", 11);
+#define OPEN(p) tgi_path_open_read(f->ws_fd, p, strlen(p), O_RDONLY, norm, sizeof norm, &kind, msg, sizeof msg)
+#define REFUSED(p) do { \
+		if (OPEN(p) != -1) \
+			fail_msg("\"%s\" was opened", p); \
+		assert_int_equal(kind, TG_ERR_NOT_PERMITTED); \
+		assert_non_null(strstr(msg, "do not retry")); \
+	} while (0)
+	int fd = OPEN(spill);
+	assert_true(fd >= 0);
+	assert_string_equal(norm, spill);
+	assert_int_equal(read(fd, buf, sizeof buf), 11);
+	close(fd);
+	fd = OPEN("./.toolgate//spill/" UUID ".txt");       /* normalises to the same */
+	assert_true(fd >= 0);
+	close(fd);
+	fd = tgi_path_open_read(f->ws_fd, spill, strlen(spill), O_PATH, norm, sizeof norm, &kind,
+	                        msg, sizeof msg);
+	assert_true(fd >= 0);
+	close(fd);
+
+	put(f, ".toolgate/spill/x.txt", "x", 1);
+	REFUSED(".toolgate/spill/x.txt");
+	REFUSED(".toolgate/ledger.db");
+	REFUSED(".toolgate/spill");
+	REFUSED(".toolgate/spill/" UUID ".txt/..");
+	REFUSED(".toolgate/spill/0193A5F0-7C1E-7D2A-9B1E-4F0C2A9D1E77.txt");
+	REFUSED("src/../.toolgate/spill/" UUID ".txt");
+	/* reached through a symlink: refused, whichever way */
+	assert_int_equal(symlinkat(spill, f->ws_fd, "spill_link"), 0);
+	REFUSED("spill_link");
+	assert_int_equal(symlinkat(".toolgate", f->ws_fd, "state_dir_link"), 0);
+	REFUSED("state_dir_link/spill/" UUID ".txt");
+
+	/* a symlink, a directory or a hard link at the spill name */
+	static const char s1[] = ".toolgate/spill/11111111-1111-1111-1111-111111111111.txt";
+	static const char s2[] = ".toolgate/spill/22222222-2222-2222-2222-222222222222.txt";
+	static const char s3[] = ".toolgate/spill/33333333-3333-3333-3333-333333333333.txt";
+	assert_int_equal(symlinkat("../../hello.txt", f->ws_fd, s1), 0);
+	REFUSED(s1);
+	assert_int_equal(tgi_path_open_read(f->ws_fd, s1, strlen(s1), O_PATH, norm, sizeof norm,
+	                                    &kind, msg, sizeof msg), -1);
+	assert_int_equal(mkdirat(f->ws_fd, s2, 0700), 0);
+	REFUSED(s2);
+	assert_int_equal(linkat(f->ws_fd, "hello.txt", f->ws_fd, s3, 0), 0);
+	REFUSED(s3);
+#undef REFUSED
+#undef OPEN
+}
+
 static void test_path_writable(void **state)
 {
 	fx *f = *state;
@@ -605,6 +845,26 @@ static void test_path_writable(void **state)
 	}
 	assert_int_equal(tgi_path_writable(f->ws_fd, ".git/config", &kind, msg, sizeof msg), -1);
 	assert_non_null(strstr(msg, "read-only to tools; do not retry"));
+
+	/* nested repositories and state, the spill files, and what a rename
+	 * would replace: git_link/out_link resolves to hello.txt, but the write
+	 * replaces .git/out_link */
+	mkdirat(f->ws_fd, "sub", 0755);
+	mkdirat(f->ws_fd, "sub/mod", 0755);
+	mkdirat(f->ws_fd, "sub/mod/.git", 0755);
+	symlinkat("sub/mod/.git", f->ws_fd, "mod_git");
+	assert_int_equal(symlinkat("../hello.txt", f->ws_fd, ".git/out_link"), 0);
+	const char *more[] = { "sub/mod/.git/hooks/pre-commit", "sub/mod/.git", "mod_git/hooks/x",
+	                       "vendor/.toolgate/ledger.db", ".toolgate/spill/" UUID ".txt",
+	                       "git_link/out_link" };
+	for (size_t i = 0; i < sizeof more / sizeof *more; i++) {
+		if (tgi_path_writable(f->ws_fd, more[i], &kind, msg, sizeof msg) != -1)
+			fail_msg("\"%s\" was writable", more[i]);
+		assert_int_equal(kind, TG_ERR_NOT_PERMITTED);
+	}
+	/* a symlink at the end that points into .git is refused as well */
+	assert_int_equal(tgi_path_writable(f->ws_fd, "git_link", &kind, msg, sizeof msg), -1);
+	assert_int_equal(tgi_path_writable(f->ws_fd, "sub/mod/git.txt", &kind, msg, sizeof msg), 0);
 }
 
 static void test_args(void **state)
@@ -637,81 +897,159 @@ static void test_args(void **state)
 	json_decref(a);
 }
 
-/* ---- text ---- */
+/* ---- directory walks ---- */
 
-static void appends(const char *in, size_t n, const char *want)
+/* A policy for the walk tests: ".env" and anything under "private" are
+ * refused; every question is logged as "\npath[/]" ("/" for a directory). */
+static char asked[8192];
+
+static int test_may_read(const tgi_exec_ctx *ctx, const char *rel, int is_dir)
 {
-	tgi_buf b;
-	tgi_buf_init(&b, 1024);
-	assert_int_equal(tgi_text_append(&b, in, n), 0);
-	assert_int_equal(b.len, strlen(want));
-	assert_memory_equal(b.p, want, b.len);
-	tgi_buf_free(&b);
+	(void)ctx;
+	size_t n = strlen(asked);
+	snprintf(asked + n, sizeof asked - n, "%s%s\n", rel, is_dir ? "/" : "");
+	return strcmp(rel, ".env") != 0 && strncmp(rel, "private", 7) != 0;
 }
 
-#define FFFD "\xEF\xBF\xBD"
+static void reset_asked(void)
+{
+	strcpy(asked, "\n");
+}
 
-static void test_text(void **state)
+static int walk_open(const fx *f, tgi_walk_path *w, const char *norm)
+{
+	int fd = tgi_open_beneath(f->ws_fd, norm, O_PATH, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(tgi_walk_path_init(w, f->ws_fd, fd, norm), 0);
+	return fd;
+}
+
+static void test_walk_path(void **state)
+{
+	fx *f = *state;
+	tgi_exec_ctx ctx = { .ws_fd = f->ws_fd, .may_read = test_may_read };
+	tgi_walk_path *w = malloc(sizeof *w);
+
+	put(f, ".env", "KEY=1", 5);
+	mkdirat(f->ws_fd, "private", 0755);
+	symlinkat(".", f->ws_fd, "root_link");
+	symlinkat("private", f->ws_fd, "priv_link");
+
+	/* the workspace itself: one form, names as they are */
+	int fd = walk_open(f, w, ".");
+	close(fd);
+	assert_string_equal(w->path, "");
+	assert_int_equal(w->root_len, 0);
+	assert_int_equal(w->nforms, 1);
+	reset_asked();
+	assert_int_equal(tgi_walk_may_read(&ctx, w, 0, 1), 1);
+	size_t len = tgi_walk_path_push(w, 0, "src");
+	assert_int_equal(len, 3);
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 1), 1);
+	len = tgi_walk_path_push(w, len, "a.c");
+	assert_string_equal(w->path, "src/a.c");
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 0), 1);
+	len = tgi_walk_path_push(w, 0, ".env");
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 0), 0);
+	assert_string_equal(asked, "\n./\nsrc/\nsrc/a.c\n.env\n");
+
+	/* a root reached through a symlink: both forms are asked */
+	fd = walk_open(f, w, "dir_link");
+	close(fd);
+	assert_int_equal(w->nforms, 2);
+	reset_asked();
+	assert_int_equal(tgi_walk_may_read(&ctx, w, w->root_len, 1), 1);
+	len = tgi_walk_path_push(w, w->root_len, "sub");
+	len = tgi_walk_path_push(w, len, "deep.c");
+	assert_string_equal(w->path, "dir_link/sub/deep.c");
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 0), 1);
+	assert_string_equal(asked, "\nsrc/\ndir_link/\nsrc/sub/deep.c\ndir_link/sub/deep.c\n");
+
+	/* root_link/.env is .env: refused by its resolved form */
+	fd = walk_open(f, w, "root_link");
+	close(fd);
+	len = tgi_walk_path_push(w, w->root_len, ".env");
+	assert_string_equal(w->path, "root_link/.env");
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 0), 0);
+	len = tgi_walk_path_push(w, w->root_len, "hello.txt");
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 0), 1);
+	fd = walk_open(f, w, "priv_link");
+	close(fd);
+	assert_int_equal(tgi_walk_may_read(&ctx, w, w->root_len, 1), 0);
+
+	/* ".." as written is applied lexically; here both forms agree */
+	fd = walk_open(f, w, "src/..");
+	close(fd);
+	assert_string_equal(w->path, "src/..");
+	assert_int_equal(w->nforms, 1);
+	reset_asked();
+	len = tgi_walk_path_push(w, w->root_len, "hello.txt");
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 0), 1);
+	assert_string_equal(asked, "\nhello.txt\n");
+
+	/* no may_read: fail closed */
+	ctx.may_read = NULL;
+	assert_int_equal(tgi_walk_may_read(&ctx, w, len, 0), 0);
+
+	/* a name that would not fit */
+	char *longname = malloc(PATH_MAX);
+	memset(longname, 'n', PATH_MAX - 1);
+	longname[PATH_MAX - 1] = '\0';
+	assert_int_equal(tgi_walk_path_push(w, w->root_len, longname), 0);
+	free(longname);
+	free(w);
+}
+
+/* ---- what the file tools share ---- */
+
+static void test_tool_helpers(void **state)
 {
 	(void)state;
-	size_t chars;
+	tgi_tool_out out;
+	tgi_exec_ctx ctx = { .timeout_s = 5 };
 
-	assert_int_equal(tgi_text_prefix("h\xC3\xA9llo", 6, 2, &chars), 3);
-	assert_int_equal(chars, 2);
-	assert_int_equal(tgi_text_prefix("ab", 2, 10, &chars), 2);
-	assert_int_equal(chars, 2);
-	assert_int_equal(tgi_text_prefix("\xF0\x9F\x98\x80!", 5, 1, &chars), 4);
-	assert_int_equal(tgi_text_prefix("\xFF\xFE", 2, 1, NULL), 1);   /* one bad byte, one char */
+	memset(&out, 0, sizeof out);
+	out.applied = TGI_APPLIED_YES;
+	assert_int_equal(tgi_tool_fail(&out, TG_ERR_TIMEOUT), -1);
+	assert_int_equal(out.kind, TG_ERR_TIMEOUT);
+	assert_int_equal(out.applied, TGI_APPLIED_NO);
 
-	appends("plain", 5, "plain");
-	appends("h\xC3\xA9", 3, "h\xC3\xA9");
-	appends("a\xFF" "b", 3, "a" FFFD "b");
-	appends("\xE2\x82", 2, FFFD FFFD);                  /* cut short */
-	appends("\xED\xA0\x80", 3, FFFD FFFD FFFD);         /* a surrogate */
-	appends("\xC0\xAF", 2, FFFD FFFD);                  /* overlong */
-	appends("\xF4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD); /* past U+10FFFF */
-
-	tgi_buf b;
-	tgi_buf_init(&b, 16);
-	assert_int_equal(tgi_text_append(&b, "a\0b", 3), 0);   /* NUL is valid UTF-8 */
-	assert_int_equal(b.len, 3);
-	assert_memory_equal(b.p, "a\0b", 3);
-	tgi_buf_free(&b);
-
-	tgi_buf_init(&b, 4);
-	assert_int_equal(tgi_text_append(&b, "ab", 2), 0);
-	assert_int_equal(tgi_text_append(&b, "c\xFF", 2), -1);    /* 1 + 3 bytes > room */
-	assert_int_equal(b.len, 2);
-	assert_string_equal(b.p, "ab");
-	tgi_buf_free(&b);
-
-	json_t *j = tgi_text_json("x\xFFy", 3);
-	assert_non_null(j);
-	assert_string_equal(json_string_value(j), "x" FFFD "y");
-	json_decref(j);
-	j = tgi_text_json("", 0);
-	assert_string_equal(json_string_value(j), "");
-	json_decref(j);
+	/* no deadline from the pipeline: timeout_s (else 120 s) from now */
+	double now = tgi_now_ms(), d = tgi_tool_deadline(&ctx);
+	assert_true(d >= now + 5000 && d < now + 6000);
+	ctx.timeout_s = 0;
+	d = tgi_tool_deadline(&ctx);
+	assert_true(d >= now + 120000 && d < now + 121000);
+	ctx.deadline_ms = now - 1;
+	assert_true(tgi_tool_deadline(&ctx) == now - 1);
 }
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_check),
-		cmocka_unit_test_setup_teardown(test_open_beneath, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fd_path, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_path_resolve, setup, teardown),
+		T(test_open_beneath),
+		T(test_fd_path),
+		T(test_path_resolve),
+		T(test_path_resolve_parent),
 		cmocka_unit_test(test_path_protected),
-		cmocka_unit_test_setup_teardown(test_write_atomic, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_write_atomic_efbig, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_openat2_fails_closed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_all, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dir_read, setup, teardown),
+		cmocka_unit_test(test_path_is_spill),
+		T(test_write_atomic),
+		T(test_write_atomic_efbig),
+		T(test_no_openat2_fails_closed),
+		cmocka_unit_test(test_write_all),
+		T(test_read_all),
+		T(test_dir_read),
 		cmocka_unit_test(test_path_error),
-		cmocka_unit_test_setup_teardown(test_path_open_read, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_path_writable, setup, teardown),
+		T(test_path_open_read),
+		T(test_path_open_read_nested),
+		T(test_path_open_read_spill),
+		T(test_path_writable),
 		cmocka_unit_test(test_args),
-		cmocka_unit_test(test_text),
+		T(test_walk_path),
+		cmocka_unit_test(test_tool_helpers),
 	};
+#undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
