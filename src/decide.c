@@ -23,8 +23,10 @@
  * points the model at), and so are the gate's own configuration and every
  * file it runs (g->protected): a model must not rewrite its own policy.
  *
- * Paths are judged as written and as resolved inside the workspace; a path
- * that resolves outside the workspace is denied here (and the kernel would
+ * Paths are judged as written and as resolved inside the workspace (for a
+ * writing tool: its parent resolved, the final component as written, since
+ * the write replaces that component rather than following it); a path that
+ * resolves outside the workspace is denied here (and the kernel would
  * refuse it at open anyway).
  *
  * Owns: the decision and the rule that made it.  Must not: prompt, queue
@@ -37,13 +39,13 @@
 #include "util/fs.h"
 #include "util/util.h"
 
-static tgi_verdict deny(tgi_call *c, const char *rule, const char *fmt_msg)
+static tgi_verdict deny(tgi_call *c, const char *rule, const char *msg)
 {
 	tgi_snprintf(c->rule, sizeof c->rule, "%s", rule);
 	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", rule);
 	c->decision = TGI_DENY;
 	tgi_trace(c, "decide", 0, json_pack("{s:s, s:s}", "decision", "deny", "rule", rule));
-	return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL, "%s", fmt_msg);
+	return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL, "%s", msg);
 }
 
 /* First matching rule of `kind` among the global rules and the caller's roles. */
