@@ -200,6 +200,21 @@ static inline void *stk_push(tgi_jv_doc *d, size_t n)
 	return p;
 }
 
+/* Copy n bytes (a multiple of 16) of values or members: short runs, the
+ * common case, without a call. */
+static inline void move_values(void *dst, const void *src, size_t n)
+{
+#if defined(__SSE2__)
+	if (n <= 256) {
+		for (size_t k = 0; k < n; k += 16)
+			_mm_storeu_si128((__m128i *)(void *)((char *)dst + k),
+			                 _mm_loadu_si128((const __m128i *)(const void *)((const char *)src + k)));
+		return;
+	}
+#endif
+	memcpy(dst, src, n);
+}
+
 /* ---- keys and the object index ---- */
 
 static inline int same_key(const char *a, size_t alen, const char *b, size_t blen)
@@ -498,6 +513,11 @@ static inline int plain_byte(unsigned char c)
 }
 
 #if defined(__SSE2__)
+static inline unsigned quote_bits(__m128i v)
+{
+	return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+}
+
 /* One bit per byte of v that is not plain. */
 static inline unsigned special_bits(__m128i v)
 {
@@ -680,9 +700,9 @@ static inline tgi_jv parse_string(parser *ps, int is_key)
 		unsigned bits = special_bits(v);
 		_mm_storeu_si128((__m128i *)(void *)(dst + k), v);
 		if (bits) {
-			size_t n = k + (size_t)__builtin_ctz(bits);
-			if (s[n] != '"')
+			if (!(bits & -bits & quote_bits(v))) /* the first special byte is no quote */
 				break;
+			size_t n = k + (size_t)__builtin_ctz(bits);
 			dst[n] = '\0';
 			d->cur = dst + n + 1;
 			ps->p = s + n + 1;
@@ -695,10 +715,13 @@ static inline tgi_jv parse_string(parser *ps, int is_key)
 
 /* ---- numbers ---- */
 
+#if FLT_EVAL_METHOD == 0 /* one double operation rounds once: the fast path is exact */
+#define EXACT_FAST_PATH 1
 static const double pow10_exact[] = {
 	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
+#endif
 
 static inline int is_digit(const unsigned char *s, const unsigned char *end)
 {
@@ -823,7 +846,7 @@ static tgi_jv parse_number(parser *ps)
 		}
 	}
 	v.type = TGI_JV_REAL;
-#if FLT_EVAL_METHOD == 0
+#if defined(EXACT_FAST_PATH)
 	if (!inexact && (m == 0 || (m <= (UINT64_C(1) << 53) && e10 >= -22 && e10 <= 22))) {
 		double x = (double)m;
 		if (m != 0)
@@ -903,7 +926,7 @@ NOINLINE static tgi_jv parse_array(parser *ps)
 	if (a.n) {
 		if (!(a.u.items = arena_alloc(d, a.n * sizeof(tgi_jv))))
 			return too_big(ps, ps->p);
-		memcpy(a.u.items, d->stk + base, a.n * sizeof(tgi_jv));
+		move_values(a.u.items, d->stk + base, a.n * sizeof(tgi_jv));
 	}
 	d->stk_top = base;
 	ps->depth--;
@@ -921,6 +944,7 @@ NOINLINE static tgi_jv parse_object(parser *ps)
 {
 	tgi_jv_doc *d = ps->d;
 	size_t base = d->stk_top;
+	uint64_t seen = 0;
 	char buf[16];
 
 	if (++ps->depth > TGI_JV_MAX_DEPTH)
@@ -941,13 +965,18 @@ NOINLINE static tgi_jv parse_object(parser *ps)
 			tgi_jv k = parse_string(ps, 1);
 			if (k.type == JV_FAILED)
 				return failed;
+			/* the first 16 keys are checked as they come, the rest when the
+			 * object closes; `seen` (a bit per key length and first byte)
+			 * skips the comparisons for a key like none before it */
+			uint64_t bit = UINT64_C(1) << ((k.n + 3u * (unsigned char)k.u.s[0]) & 63);
 			size_t have = (d->stk_top - base) / sizeof(tgi_jv_member);
-			if (have < INDEX_MIN - 1) { /* larger objects are checked when they close */
+			if ((seen & bit) && have < INDEX_MIN - 1) {
 				const tgi_jv_member *prev = (const tgi_jv_member *)(void *)(d->stk + base);
 				for (size_t i = 0; i < have; i++)
 					if (same_key(prev[i].key, prev[i].klen, k.u.s, k.n))
 						return duplicate(ps, kat, k.u.s);
 			}
+			seen |= bit;
 			if (next_byte(ps) != ':')
 				return fail_value(ps, ps->p, "expected ':' after the key, found %s",
 				                  found(ps, ps->p, buf));
@@ -985,7 +1014,7 @@ NOINLINE static tgi_jv parse_object(parser *ps)
 		tgi_jv_member *m = arena_alloc(d, object_bytes(o.n));
 		if (!(o.u.members = m))
 			return too_big(ps, ps->p);
-		memcpy(m, d->stk + base, o.n * sizeof *m);
+		move_values(m, d->stk + base, o.n * sizeof *m);
 		d->stk_top = base; /* popped: the index sorts above it */
 		if (o.n >= INDEX_MIN) {
 			uint32_t dup;

@@ -24,7 +24,10 @@
  *     authoritative, and a NUL terminator follows the n bytes;
  *   - object keys: as strings, except that a key holding NUL is refused
  *     (as the gate's jansson decoder does); duplicate keys (compared after
- *     unescaping) are refused: ambiguous input is never guessed at;
+ *     unescaping) are refused: ambiguous input is never guessed at.  The
+ *     error names the second occurrence; in an object of more than 16
+ *     members it is raised when the object closes, so a syntax error later
+ *     inside that object is reported first;
  *   - numbers: an integer (no fraction, no exponent) that fits int64 is
  *     TGI_JV_INT; any other number is TGI_JV_REAL, converted exactly as
  *     strtod would (correctly rounded).  "1.0" is REAL 1.0; "-0" is INT 0;
@@ -67,7 +70,10 @@ typedef struct tgi_jv tgi_jv;
 typedef struct tgi_jv_member tgi_jv_member;
 typedef struct tgi_jv_doc tgi_jv_doc;
 
-/* One value: 16 bytes.  Read the fields directly. */
+/* One value: 16 bytes.  Read the fields directly; do not build or change
+ * values by hand: only tgi_jv_parse() and tgi_jv_from_json() make them (an
+ * object of more than 16 members keeps a lookup index after its members
+ * that tgi_jv_get() relies on). */
 struct tgi_jv {
 	uint32_t type;  /* tgi_jv_type */
 	uint32_t n;     /* STRING: bytes (without the NUL); ARRAY: items; OBJECT: members */
@@ -140,8 +146,9 @@ const char *tgi_jv_type_name(const tgi_jv *v);
 /*
  * Copy a jansson value (borrowed, not kept) into d.  Walks jansson's
  * ordered member lists, never its hash tables.  Returns the copy, owned by
- * d, or NULL when the value nests deeper than TGI_JV_MAX_DEPTH, holds a
- * non-finite real, or does not fit in d's cap.
+ * d, or NULL when the value nests deeper than TGI_JV_MAX_DEPTH, has a key
+ * holding NUL, or does not fit in d's cap (d then holds unreachable bytes
+ * until the next reset, as after a failed parse).
  */
 const tgi_jv *tgi_jv_from_json(tgi_jv_doc *d, const json_t *j);
 

@@ -442,36 +442,36 @@ static int rnd(uint64_t *seed, int n)
  * REAL and bit-exact with strtod, or refused when strtod overflows. */
 static void test_numbers_vs_strtod(void **state)
 {
+	static const char *const exps[] = { "e", "E", "e+", "E-", "e-" };
 	tgi_jv_doc *d = tgi_jv_doc_new(0);
 	uint64_t seed = 0x9e3779b97f4a7c15u;
 	char text[96], err[256];
 	for (int round = 0; round < 30000; round++) {
 		size_t t = 0;
-#define RND(n) rnd(&seed, (n))
-		if (RND(2))
+		if (round % 1000 == 0)
+			tgi_jv_doc_reset(d);
+		if (rnd(&seed, 2))
 			text[t++] = '-';
-		int ndig = 1 + RND(22);
-		text[t++] = (char)(ndig == 1 ? '0' + RND(10) : '1' + RND(9));
+		int ndig = 1 + rnd(&seed, 22);
+		text[t++] = (char)(ndig == 1 ? '0' + rnd(&seed, 10) : '1' + rnd(&seed, 9));
 		for (int i = 1; i < ndig; i++)
-			text[t++] = (char)('0' + RND(10));
-		int frac = RND(3) ? RND(22) : 0;
+			text[t++] = (char)('0' + rnd(&seed, 10));
+		int frac = rnd(&seed, 3) ? rnd(&seed, 22) : 0;
 		if (frac) {
 			text[t++] = '.';
 			for (int i = 0; i < frac; i++)
-				text[t++] = (char)('0' + RND(10));
+				text[t++] = (char)('0' + rnd(&seed, 10));
 		}
-		int has_exp = RND(3) == 0;
+		int has_exp = rnd(&seed, 3) == 0;
 		if (has_exp) {
-			static const char *const marks[] = { "e", "E", "e+", "E-", "e-" };
-			const char *mark = marks[RND(5)];
-			t += (size_t)snprintf(text + t, sizeof text - t, "%s%d", mark, RND(340));
+			const char *e = exps[rnd(&seed, 5)];
+			t += (size_t)snprintf(text + t, sizeof text - t, "%s%d", e, rnd(&seed, 340));
 		}
-#undef RND
 		text[t] = '\0';
+
 		const tgi_jv *v = tgi_jv_parse(d, text, t, err, sizeof err);
 		errno = 0;
-		char *end;
-		long long ll = strtoll(text, &end, 10);
+		long long ll = strtoll(text, NULL, 10);
 		if (!frac && !has_exp && errno == 0) {
 			if (!v || v->type != TGI_JV_INT || v->u.i != ll)
 				fail_msg("%s: want INT %lld", text, ll);
@@ -486,8 +486,6 @@ static void test_numbers_vs_strtod(void **state)
 		}
 		if (!v || v->type != TGI_JV_REAL || memcmp(&v->u.d, &want, sizeof want) != 0)
 			fail_msg("%s: want REAL %.17g, got %s", text, want, v ? "another value" : err);
-		if (round % 1000 == 0)
-			tgi_jv_doc_reset(d);
 	}
 	tgi_jv_doc_free(d);
 }
