@@ -93,8 +93,21 @@ int tgi_state_subdir_open(int dir_fd, const char *name, const char *shown, const
 
 int tgi_state_dir_open(int ws_fd, const char *ws_path, char *err, size_t errlen)
 {
-	return tgi_state_subdir_open(ws_fd, ".toolgate", ".toolgate", "the ledger", ws_path, err,
-	                             errlen);
+	int fd = tgi_state_subdir_open(ws_fd, ".toolgate", ".toolgate", "the ledger", ws_path, err,
+	                               errlen);
+	if (fd < 0)
+		return fd;
+	/* The ledger, its approvals and its spill files belong to this machine:
+	 * keep them out of the repository (a committed ledger would carry
+	 * approvals and replays into every clone).  Best effort, never replaced. */
+	int g = openat(fd, ".gitignore", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (g >= 0) {
+		static const char body[] = "# written by toolgate: the ledger stays on this machine\n*\n";
+		ssize_t w = write(g, body, sizeof body - 1);
+		(void)w;
+		close(g);
+	}
+	return fd;
 }
 
 int tgi_state_check_path(const char *path, int want_dir, int may_be_missing, const char *shown,

@@ -99,6 +99,12 @@ mkdir -p "$WS/evil" && ln -s /tmp "$WS/evil/.toolgate"
 eq "$?" 1 "symlinked .toolgate: exit 1"
 contains "$(cat "$WS/evil.err")" "symlink" "symlinked .toolgate: says so"
 
+# the state directory keeps itself out of a repository
+eq "$(cat "$WS/.toolgate/.gitignore" | tail -1)" "*" ".toolgate/.gitignore ignores everything"
+if command -v git > /dev/null; then
+	(cd "$WS" && git init -q . && eq "$(git status --porcelain | grep -c toolgate)" 0 "git does not see .toolgate")
+fi
+
 # bad config: file:line:col and what was expected
 printf 'mode: default\nprofile: coding\napproval: sometimes\n' > "$WS/bad.yaml"
 (cd "$WS" && "$TG" call --config bad.yaml read_file '{"path":"README.md"}' > /dev/null 2> bad.err)
