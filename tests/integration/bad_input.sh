@@ -102,7 +102,8 @@ contains "$(cat "$WS/evil.err")" "symlink" "symlinked .toolgate: says so"
 # the state directory keeps itself out of a repository
 eq "$(cat "$WS/.toolgate/.gitignore" | tail -1)" "*" ".toolgate/.gitignore ignores everything"
 if command -v git > /dev/null; then
-	(cd "$WS" && git init -q . && eq "$(git status --porcelain | grep -c toolgate)" 0 "git does not see .toolgate")
+	seen=$(cd "$WS" && git init -q . && git status --porcelain --untracked-files=all | grep '^?? \.toolgate')
+	eq "$seen" "" "git does not see .toolgate"
 fi
 
 # bad config: file:line:col and what was expected
