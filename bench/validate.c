@@ -5,12 +5,16 @@
  *
  * Defaults to the calendar_event fixtures in ../shared/bench (relative to
  * the repository root).  Compiles the schema once with formats asserted,
- * checks that VALID validates and INVALID does not, then measures two
- * loops, BENCH_ROUNDS rounds (default 5) of BENCH_SECONDS each (default 2),
- * and prints the median of each, one line apiece:
+ * checks that VALID validates and INVALID does not (through every entry
+ * point), then measures three loops, BENCH_ROUNDS rounds (default 5) of
+ * BENCH_SECONDS each (default 2), taking turns so that each sees the same
+ * machine, and prints the median of each, one line apiece:
  *
- *   validate_only_per_s 1834567     (arguments already parsed)
- *   parse_validate_per_s 812345     (json_loadb of the text + validate)
+ *   validate_only_per_s 1834567     (instance already parsed into a tgi_jv:
+ *                                    tgi_schema_validate_jv)
+ *   parse_validate_per_s 812345     (from the text: tgi_schema_validate_text)
+ *   jansson_validate_per_s 912345   (an already-parsed json_t, the pipeline's
+ *                                    path: tgi_schema_validate, no defaults)
  *
  * Owns: nothing but its own run.  Must not: write anything but stdout.
  */
@@ -22,6 +26,7 @@
 #include <jansson.h>
 
 #include "schema/schema.h"
+#include "util/jv.h"
 
 #define DEFAULT_DIR "../shared/bench/calendar_event."
 #define MAX_ROUNDS  51
@@ -76,21 +81,33 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+enum { ONLY, PARSE, JANSSON, NLOOPS };
+
+typedef struct subject {
+	const tgi_schema *s;
+	const tgi_jv     *dom;
+	json_t           *json;
+	const char       *text;
+	size_t            len;
+} subject;
+
 /* One timed loop: validations per second. */
-static double run(const tgi_schema *s, json_t *parsed, const char *text, size_t len,
-                  double seconds)
+static double run(const subject *x, int loop, double seconds)
 {
 	volatile int sink = 0;
 	long done = 0;
 	double t0 = now_s(), t;
 	do {
 		for (int i = 0; i < 1024; i++) {
-			if (parsed) {
-				sink += tgi_schema_validate(s, parsed, 0, NULL);
-			} else {
-				json_t *v = json_loadb(text, len, 0, NULL);
-				sink += tgi_schema_validate(s, v, 0, NULL);
-				json_decref(v);
+			switch (loop) {
+			case ONLY:
+				sink += tgi_schema_validate_jv(x->s, x->dom, NULL);
+				break;
+			case PARSE:
+				sink += tgi_schema_validate_text(x->s, x->text, x->len, NULL, NULL, 0);
+				break;
+			default:
+				sink += tgi_schema_validate(x->s, x->json, 0, NULL);
 			}
 		}
 		done += 1024;
@@ -134,6 +151,22 @@ int main(int argc, char **argv)
 		}
 	}
 	tgi_schema_result res;
+	tgi_jv_doc *jd = tgi_jv_doc_new(0);
+	const tgi_jv *dom[2];
+	for (int i = 0; i < 2; i++) {
+		dom[i] = tgi_jv_parse(jd, text[i], len[i], err, sizeof err);
+		if (!dom[i]) {
+			fprintf(stderr, "validate: cannot parse \"%s\": %s\n", paths[i + 1], err);
+			return 1;
+		}
+	}
+	if (tgi_schema_validate_jv(s, dom[0], NULL) != 1 ||
+	    tgi_schema_validate_text(s, text[0], len[0], NULL, err, sizeof err) != 1 ||
+	    tgi_schema_validate_jv(s, dom[1], NULL) != 0 ||
+	    tgi_schema_validate_text(s, text[1], len[1], NULL, err, sizeof err) != 0) {
+		fprintf(stderr, "validate: the entry points disagree on the fixtures\n");
+		return 1;
+	}
 	if (tgi_schema_validate(s, doc[0], 0, &res) != 1) {
 		fprintf(stderr, "validate: \"%s\" should validate: %s: %s\n", paths[1],
 		        res.errors[0].pointer, res.errors[0].message);
@@ -147,15 +180,25 @@ int main(int argc, char **argv)
 	for (int i = 0; i < res.nerrors; i++)
 		printf("# invalid: %s: %s\n", res.errors[i].pointer, res.errors[i].message);
 
-	double only[MAX_ROUNDS], parse[MAX_ROUNDS];
-	for (int r = 0; r < rounds; r++) {
-		only[r] = run(s, doc[0], NULL, 0, seconds);
-		parse[r] = run(s, NULL, text[0], len[0], seconds);
+	static const char *const names[NLOOPS] = {
+		"validate_only_per_s", "parse_validate_per_s", "jansson_validate_per_s",
+	};
+	static const char *const what[NLOOPS] = {
+		"instance already parsed into a tgi_jv", "tgi_schema_validate_text from the string",
+		"tgi_schema_validate on a parsed json_t",
+	};
+	subject x = {s, dom[0], doc[0], text[0], len[0]};
+	double per_s[NLOOPS][MAX_ROUNDS];
+	for (int r = 0; r < rounds; r++)
+		for (int l = 0; l < NLOOPS; l++)
+			per_s[l][r] = run(&x, l, seconds);
+	for (int l = 0; l < NLOOPS; l++) {
+		qsort(per_s[l], (size_t)rounds, sizeof per_s[l][0], cmp_double);
+		printf("# %s: %s\n", names[l], what[l]);
 	}
-	qsort(only, (size_t)rounds, sizeof *only, cmp_double);
-	qsort(parse, (size_t)rounds, sizeof *parse, cmp_double);
-	printf("validate_only_per_s %.0f\n", only[rounds / 2]);
-	printf("parse_validate_per_s %.0f\n", parse[rounds / 2]);
+	for (int l = 0; l < NLOOPS; l++)
+		printf("%s %.0f\n", names[l], per_s[l][rounds / 2]);
+	tgi_jv_doc_free(jd);
 
 	for (int i = 0; i < 2; i++) {
 		json_decref(doc[i]);

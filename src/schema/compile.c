@@ -22,8 +22,8 @@
  * caller passes TGI_SCHEMA_DRAFT7; then, as draft 7 says, the siblings
  * are ignored.
  *
- * Owns: the compiled schema and everything in it (deep copies of enum,
- * const and default values; regexes).  Must not: keep any reference into
+ * Owns: the compiled schema and everything in it (copies of enum and const
+ * values in a tgi_jv doc, of default values as jansson; regexes).  Must not: keep any reference into
  * the document, fetch a remote reference, or report an error without the
  * JSON pointer of the keyword at fault.
  */
@@ -588,28 +588,41 @@ static int c_type(cstate *cs, tgi_snode *n, const json_t *j)
 	return 0;
 }
 
+/* A copy of enum/const value v in the schema's constants doc; NULL (and an
+ * error naming kw) when it nests too deeply or is too large. */
+static const tgi_jv *constant(cstate *cs, const tgi_snode *n, const json_t *v, const char *kw)
+{
+	if (!cs->s->consts)
+		cs->s->consts = tgi_jv_doc_new(0);
+	const tgi_jv *c = tgi_jv_from_json(cs->s->consts, v);
+	if (!c)
+		kw_fail(cs, n, kw, "is nested too deeply or too large to hold");
+	return c;
+}
+
 static int c_any(cstate *cs, tgi_snode *n, const json_t *j, const char *base)
 {
 	const json_t *v;
 	if ((v = json_object_get(j, "enum"))) {
 		if (!json_is_array(v))
 			return kw_fail(cs, n, "enum", "must be an array");
-		n->nenum = json_array_size(v);
-		n->enumv = tgi_xcalloc(n->nenum, sizeof *n->enumv);
-		n->enum_strs = tgi_xcalloc(n->nenum, sizeof *n->enum_strs);
-		for (size_t i = 0; i < n->nenum; i++) {
-			json_t *e = n->enumv[i] = json_deep_copy(json_array_get(v, i));
-			if (json_is_string(e))
+		const tgi_jv *a = constant(cs, n, v, "enum");
+		if (!a)
+			return -1;
+		n->enumv = a->u.items;
+		n->nenum = a->n;
+		n->enum_strs = tgi_xcalloc(n->nenum + 1, sizeof *n->enum_strs);
+		for (size_t i = 0; i < n->nenum; i++)
+			if (a->u.items[i].type == TGI_JV_STRING)
 				n->enum_strs[n->nenum_strs++] =
-					(tgi_sstr){json_string_value(e), json_string_length(e)};
-		}
+					(tgi_sstr){a->u.items[i].u.s, a->u.items[i].n};
 		n->kw |= TGI_KW_ENUM;
 	}
 	if ((v = json_object_get(j, "const"))) {
-		n->constv = json_deep_copy(v);
-		if (json_is_string(n->constv))
-			n->const_str = (tgi_sstr){json_string_value(n->constv),
-			                          json_string_length(n->constv)};
+		if (!(n->constv = constant(cs, n, v, "const")))
+			return -1;
+		if (n->constv->type == TGI_JV_STRING)
+			n->const_str = (tgi_sstr){n->constv->u.s, n->constv->n};
 		n->kw |= TGI_KW_CONST;
 	}
 	int r;
@@ -1014,11 +1027,7 @@ tgi_schema *tgi_schema_compile(const json_t *schema, unsigned flags, char *err, 
 static void node_free(tgi_snode *n)
 {
 	free(n->where);
-	for (size_t i = 0; i < n->nenum; i++)
-		json_decref(n->enumv[i]);
-	free(n->enumv);
 	free(n->enum_strs);
-	json_decref(n->constv);
 	json_decref(n->dflt);
 	free(n->all_of.v);
 	free(n->any_of.v);
@@ -1047,6 +1056,7 @@ void tgi_schema_free(tgi_schema *s)
 		free(s->nodes[i]);
 	}
 	free(s->nodes);
+	tgi_jv_doc_free(s->consts);
 	free(s->node_true.where);
 	free(s->node_false.where);
 	free(s);

@@ -1,5 +1,6 @@
 /*
- * evaluate.c — an instance against a compiled schema (see node.h).
+ * evaluate.c — an instance (a tgi_jv DOM, util/jv.h) against a compiled
+ * schema (see node.h).
  *
  * One recursive walk over (node, instance value).  It runs in one of two
  * modes:
@@ -15,13 +16,24 @@
  *
  * The instance pointer is a chain of stack frames (vpath) turned into text
  * only when an error is reported, so the valid path does not format or
- * allocate anything (propertyNames aside, which needs a JSON string for
- * each name).  Depth is capped at TGI_SCHEMA_MAX_DEPTH evaluations, which
- * also stops `$ref` cycles that never descend into the instance.
+ * allocate anything.  Depth is capped at TGI_SCHEMA_MAX_DEPTH evaluations,
+ * which also stops `$ref` cycles that never descend into the instance.
  *
- * Owns: the walk, the messages, and the decision to apply defaults.  Must
- * not: modify the compiled schema, keep state between calls, or echo an
- * instance value without truncating it and stripping control characters.
+ * Objects: the instance's members are visited once, in document order, and
+ * each is looked up in the node's precompiled property table (a hash that
+ * first tries the slot after the previous hit, since instances tend to
+ * follow the schema's order); a hit sets bit i of a "seen" mask, so
+ * `required` is one mask compare and never a lookup.
+ *
+ * A pattern that hits PCRE2's match or depth limit cannot be decided.
+ * That is sticky, never "no match": whatever keyword holds the pattern
+ * (including under not, if, anyOf or contains, where "no match" would
+ * make the instance pass), the whole validation fails with one error,
+ * "pattern too expensive to check", at the instance pointer concerned.
+ *
+ * Owns: the walk and the messages.  Must not: modify the compiled schema
+ * or the instance, keep state between calls, or echo an instance value
+ * without truncating it and stripping control characters.
  */
 #include <float.h>
 #include <stdarg.h>
@@ -41,11 +53,19 @@ typedef struct sink {
 	int               cap, n, truncated;
 } sink;
 
+/* What one validation shares across every sub-walk. */
+typedef struct vrun {
+	tgi_rscratch    *rx;
+	int              expensive;  /* a pattern could not be decided: the answer is no */
+	const tgi_regex *re;         /* that pattern */
+	char             where[256]; /* and the instance pointer it was tried at */
+} vrun;
+
 typedef struct vctx {
-	sink         *sink;     /* NULL: yes/no mode */
-	tgi_rscratch *rx;
-	int           depth;
-	int           closest;  /* may run an anyOf/oneOf branch to explain a failure */
+	sink *sink;     /* NULL: yes/no mode */
+	vrun *run;
+	int   depth;
+	int   closest;  /* may run an anyOf/oneOf branch to explain a failure */
 } vctx;
 
 /* One step from the root to the value under test. */
@@ -55,12 +75,12 @@ typedef struct vpath {
 	size_t              index;
 } vpath;
 
-static int v_node(vctx *c, const tgi_snode *n, json_t *x, const vpath *at);
-static inline int v_child(vctx *c, const tgi_snode *n, json_t *x, const vpath *at);
+static int v_node(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at);
+static inline int v_child(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at);
 
 static inline int stop(const vctx *c)
 {
-	return !c->sink || c->sink->truncated;
+	return !c->sink || c->sink->truncated || c->run->expensive;
 }
 
 /* Inside a check function (which has `c` and `ok`): a sub-walk failed. */
@@ -124,9 +144,9 @@ typedef struct capped {
 	int    cut;
 } capped;
 
-static int capped_put(const char *buf, size_t n, void *data)
+/* Append n bytes; -1 (and cut) once the buffer is full. */
+static int put(capped *b, const char *buf, size_t n)
 {
-	capped *b = data;
 	size_t room = b->cap - 1 - b->len;
 	if (n > room) {
 		n = room;
@@ -138,14 +158,99 @@ static int capped_put(const char *buf, size_t n, void *data)
 	return b->cut ? -1 : 0;
 }
 
+/* s[0..n) as a JSON string literal. */
+static int put_string(capped *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t run = 0;
+	if (put(b, "\"", 1) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch != '"' && ch != '\\')
+			continue;
+		char esc[6] = {'\\', (char)ch, 0, 0, 0, 0};
+		size_t elen = 2;
+		switch (ch) {
+		case '"': case '\\': break;
+		case '\n': esc[1] = 'n'; break;
+		case '\t': esc[1] = 't'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[ch >> 4];
+			esc[5] = hex[ch & 15];
+			elen = 6;
+		}
+		if (put(b, s + run, i - run) < 0 || put(b, esc, elen) < 0)
+			return -1;
+		run = i + 1;
+	}
+	if (put(b, s + run, n - run) < 0)
+		return -1;
+	return put(b, "\"", 1);
+}
+
+/* The shortest text that reads back as d, with ".0" when it would
+ * otherwise read as an integer. */
+static void real_string(char *out, size_t cap, double d)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, cap, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			break;
+	}
+	if (!strpbrk(out, ".en"))
+		strncat(out, ".0", cap - strlen(out) - 1);
+}
+
+/* v as compact JSON; -1 once the buffer is full. */
+static int put_value(capped *b, const tgi_jv *v)
+{
+	char num[40];
+	switch (v->type) {
+	case TGI_JV_NULL: return put(b, "null", 4);
+	case TGI_JV_TRUE: return put(b, "true", 4);
+	case TGI_JV_FALSE: return put(b, "false", 5);
+	case TGI_JV_INT:
+		snprintf(num, sizeof num, "%lld", (long long)v->u.i);
+		return put(b, num, strlen(num));
+	case TGI_JV_REAL:
+		real_string(num, sizeof num, v->u.d);
+		return put(b, num, strlen(num));
+	case TGI_JV_STRING:
+		return put_string(b, v->u.s, v->n);
+	case TGI_JV_ARRAY:
+		if (put(b, "[", 1) < 0)
+			return -1;
+		for (uint32_t i = 0; i < v->n; i++)
+			if ((i && put(b, ",", 1) < 0) || put_value(b, &v->u.items[i]) < 0)
+				return -1;
+		return put(b, "]", 1);
+	default:
+		if (put(b, "{", 1) < 0)
+			return -1;
+		for (uint32_t i = 0; i < v->n; i++) {
+			const tgi_jv_member *m = &v->u.members[i];
+			if ((i && put(b, ",", 1) < 0) || put_string(b, m->key, m->klen) < 0 ||
+			    put(b, ":", 1) < 0 || put_value(b, &m->value) < 0)
+				return -1;
+		}
+		return put(b, "}", 1);
+	}
+}
+
 /* v as compact JSON, at most `max` bytes, "..." when cut; out must hold
- * max + 4 bytes. */
-static void describe_n(char *out, size_t max, const json_t *v)
+ * max + 4 bytes.  The writer stops at the cap, so a value nests at most
+ * `max` levels into it. */
+static void describe_n(char *out, size_t max, const tgi_jv *v)
 {
 	char tmp[LIST_MAX + 8];
 	capped b = {tmp, 0, max + 1 < sizeof tmp ? max + 1 : sizeof tmp, 0};
 	tmp[0] = '\0';
-	json_dump_callback(v, capped_put, &b, JSON_COMPACT | JSON_ENCODE_ANY);
+	put_value(&b, v);
 	if (b.cut) {
 		/* do not end inside a UTF-8 sequence */
 		while (b.len && ((unsigned char)tmp[b.len - 1] & 0xC0) == 0x80)
@@ -157,7 +262,7 @@ static void describe_n(char *out, size_t max, const json_t *v)
 	tgi_sanitize(out, max + 4, tmp);
 }
 
-static void describe(char out[ECHO_MAX + 4], const json_t *v)
+static void describe(char out[ECHO_MAX + 4], const tgi_jv *v)
 {
 	describe_n(out, ECHO_MAX, v);
 }
@@ -175,16 +280,16 @@ static void num_string(char *out, size_t cap, const tgi_snum *m)
 	}
 }
 
-static const char *type_name(const json_t *x)
+static const char *type_name(const tgi_jv *x)
 {
-	switch (json_typeof(x)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
-	case JSON_INTEGER:
-	case JSON_REAL: return "number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
+	switch (x->type) {
+	case TGI_JV_OBJECT: return "object";
+	case TGI_JV_ARRAY: return "array";
+	case TGI_JV_STRING: return "string";
+	case TGI_JV_INT:
+	case TGI_JV_REAL: return "number";
+	case TGI_JV_TRUE:
+	case TGI_JV_FALSE: return "boolean";
 	default: return "null";
 	}
 }
@@ -212,26 +317,18 @@ static void type_list(char *out, size_t cap, unsigned types)
 	}
 }
 
-static inline unsigned type_bits_of(const json_t *x, json_type t)
+static inline unsigned type_bits(const tgi_jv *x)
 {
-	switch (t) {
-	case JSON_OBJECT: return TGI_ST_OBJECT;
-	case JSON_ARRAY: return TGI_ST_ARRAY;
-	case JSON_STRING: return TGI_ST_STRING;
-	case JSON_INTEGER: return TGI_ST_NUMBER | TGI_ST_INTEGER;
-	case JSON_REAL: {
-		double d = json_real_value(x);
-		return tgi_is_integral(d) ? TGI_ST_NUMBER | TGI_ST_INTEGER : TGI_ST_NUMBER;
-	}
-	case JSON_TRUE:
-	case JSON_FALSE: return TGI_ST_BOOLEAN;
-	default: return TGI_ST_NULL;
-	}
-}
-
-static inline unsigned type_bits(const json_t *x)
-{
-	return type_bits_of(x, json_typeof(x));
+	static const uint8_t bits[] = { /* by tgi_jv_type */
+		[TGI_JV_NULL] = TGI_ST_NULL, [TGI_JV_FALSE] = TGI_ST_BOOLEAN,
+		[TGI_JV_TRUE] = TGI_ST_BOOLEAN, [TGI_JV_INT] = TGI_ST_NUMBER | TGI_ST_INTEGER,
+		[TGI_JV_REAL] = TGI_ST_NUMBER, [TGI_JV_STRING] = TGI_ST_STRING,
+		[TGI_JV_ARRAY] = TGI_ST_ARRAY, [TGI_JV_OBJECT] = TGI_ST_OBJECT,
+	};
+	unsigned b = bits[x->type & 7];
+	if (x->type == TGI_JV_REAL && tgi_is_integral(x->u.d))
+		b |= TGI_ST_INTEGER;
+	return b;
 }
 
 __attribute__((format(printf, 3, 4), noinline, cold))
@@ -257,7 +354,7 @@ static void report(vctx *c, const vpath *at, const char *fmt, ...)
 /* ---- failure reports: cold, so their buffers stay off the walk's frames -- */
 
 __attribute__((noinline, cold))
-static void fail_type(vctx *c, const vpath *at, unsigned types, const json_t *x)
+static void fail_type(vctx *c, const vpath *at, unsigned types, const tgi_jv *x)
 {
 	char want[128];
 	type_list(want, sizeof want, types);
@@ -266,7 +363,7 @@ static void fail_type(vctx *c, const vpath *at, unsigned types, const json_t *x)
 
 __attribute__((noinline, cold))
 static void fail_number(vctx *c, const vpath *at, const char *what, const tgi_snum *lim,
-                        const json_t *x)
+                        const tgi_jv *x)
 {
 	char want[40], got[ECHO_MAX + 4];
 	num_string(want, sizeof want, lim);
@@ -291,21 +388,28 @@ static void pattern_text(char *out, size_t cap, const tgi_regex *re)
 }
 
 __attribute__((noinline, cold))
-static void fail_pattern(vctx *c, const vpath *at, const tgi_regex *re, int r, int is_name)
+static void fail_pattern(vctx *c, const vpath *at, const tgi_regex *re)
 {
 	char pat[128];
 	pattern_text(pat, sizeof pat, re);
-	if (r == 0)
-		report(c, at, "must match %s", pat);
-	else if (is_name)
-		report(c, at, "is a property name too complex to check against %s", pat);
-	else
-		report(c, at, "is too complex to check against the pattern %s; send a simpler value",
-		       pat);
+	report(c, at, "must match %s", pat);
+}
+
+/* re could not be decided at `at`: remember the first such place; the
+ * walk then winds down and the entry point reports it alone. */
+__attribute__((noinline, cold))
+static void too_expensive(vctx *c, const vpath *at, const tgi_regex *re)
+{
+	vrun *r = c->run;
+	if (r->expensive)
+		return;
+	r->expensive = 1;
+	r->re = re;
+	path_string(at, r->where, sizeof r->where);
 }
 
 __attribute__((noinline, cold))
-static void fail_format(vctx *c, const vpath *at, int format, const json_t *x)
+static void fail_format(vctx *c, const vpath *at, int format, const tgi_jv *x)
 {
 	char got[ECHO_MAX + 4];
 	describe(got, x);
@@ -315,14 +419,11 @@ static void fail_format(vctx *c, const vpath *at, int format, const json_t *x)
 /* ---- scalars ------------------------------------------------------------------ */
 
 /* x (a number) compared with a limit: <0, 0, >0. */
-static int num_cmp(const json_t *x, const tgi_snum *lim)
+static int num_cmp(const tgi_jv *x, const tgi_snum *lim)
 {
-	if (json_is_integer(x) && lim->is_int) {
-		json_int_t i = json_integer_value(x);
-		return (i > lim->i) - (i < lim->i);
-	}
-	long double a = json_is_integer(x) ? (long double)json_integer_value(x)
-	                                   : (long double)json_real_value(x);
+	if (x->type == TGI_JV_INT && lim->is_int)
+		return (x->u.i > lim->i) - (x->u.i < lim->i);
+	long double a = x->type == TGI_JV_INT ? (long double)x->u.i : (long double)x->u.d;
 	long double b = lim->is_int ? (long double)lim->i : (long double)lim->d;
 	return (a > b) - (a < b);
 }
@@ -330,11 +431,11 @@ static int num_cmp(const json_t *x, const tgi_snum *lim)
 /* Decimal-friendly multipleOf: 0.0075 is a multiple of 0.0001 although
  * 0.0075 / 0.0001 is 74.99999999999999 in binary floating point.  The
  * quotient may be off by the rounding of three values, a few ulps. */
-static int is_multiple(const json_t *x, const tgi_snum *m)
+static int is_multiple(const tgi_jv *x, const tgi_snum *m)
 {
-	if (json_is_integer(x) && m->is_int)
-		return json_integer_value(x) % m->i == 0;
-	double q = json_number_value(x) / m->d;
+	if (x->type == TGI_JV_INT && m->is_int)
+		return x->u.i % m->i == 0; /* m->i > 0: compile checked */
+	double q = (x->type == TGI_JV_INT ? (double)x->u.i : x->u.d) / m->d;
 	if (!(q > -DBL_MAX && q < DBL_MAX))
 		return 0; /* overflowed: 1e308 is no multiple of 0.123456789 */
 	if (tgi_is_integral(q))
@@ -343,7 +444,7 @@ static int is_multiple(const json_t *x, const tgi_snum *m)
 	return __builtin_fabs(q - r) <= __builtin_fabs(q) * 4 * DBL_EPSILON;
 }
 
-static int v_number(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_number(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	static const struct {
 		uint32_t bit;
@@ -379,10 +480,10 @@ static size_t code_points(const char *s, size_t n)
 	return cp;
 }
 
-static int v_string(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_string(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
-	const char *s = json_string_value(x);
-	size_t len = json_string_length(x), cps = SIZE_MAX;
+	const char *s = x->u.s;
+	size_t len = x->n, cps = SIZE_MAX;
 	uint32_t kw = n->kw;
 	int ok = 1;
 
@@ -399,9 +500,13 @@ static int v_string(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 			     n->max_length == 1 ? "" : "s", cps);
 	}
 	if (kw & TGI_KW_PATTERN) {
-		int r = tgi_regex_match(n->pattern, c->rx, s, len);
-		if (r <= 0)
-			FAIL_BY(fail_pattern(c, at, n->pattern, r, 0));
+		int r = tgi_regex_match(n->pattern, c->run->rx, s, len);
+		if (r < 0) {
+			too_expensive(c, at, n->pattern);
+			return 0;
+		}
+		if (!r)
+			FAIL_BY(fail_pattern(c, at, n->pattern));
 	}
 	if ((kw & TGI_KW_FORMAT) && !tgi_format_check(n->format, s, len))
 		FAIL_BY(fail_format(c, at, n->format, x));
@@ -410,13 +515,13 @@ static int v_string(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 
 /* ---- enum and const --------------------------------------------------------- */
 
-static void value_list(char *out, size_t cap, json_t *const *v, size_t n)
+static void value_list(char *out, size_t cap, const tgi_jv *v, size_t n)
 {
 	size_t len = 0;
 	out[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		char one[44];
-		describe_n(one, 40, v[i]);
+		describe_n(one, 40, &v[i]);
 		if (len + strlen(one) + 6 >= cap || len + strlen(one) > LIST_MAX) {
 			tgi_snprintf(out + len, cap - len, ", ...");
 			return;
@@ -427,7 +532,7 @@ static void value_list(char *out, size_t cap, json_t *const *v, size_t n)
 }
 
 __attribute__((noinline, cold))
-static void fail_enum(vctx *c, const vpath *at, const tgi_snode *n, const json_t *x)
+static void fail_enum(vctx *c, const vpath *at, const tgi_snode *n, const tgi_jv *x)
 {
 	char list[LIST_MAX + 16], got[ECHO_MAX + 4];
 	value_list(list, sizeof list, n->enumv, n->nenum);
@@ -441,7 +546,7 @@ static void fail_enum(vctx *c, const vpath *at, const tgi_snode *n, const json_t
 }
 
 __attribute__((noinline, cold))
-static void fail_const(vctx *c, const vpath *at, const tgi_snode *n, const json_t *x)
+static void fail_const(vctx *c, const vpath *at, const tgi_snode *n, const tgi_jv *x)
 {
 	char want[ECHO_MAX + 4], got[ECHO_MAX + 4];
 	describe(want, n->constv);
@@ -457,14 +562,14 @@ static int in_strs(const tgi_sstr *v, size_t n, const char *s, size_t len)
 	return 0;
 }
 
-static int v_enum_const(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_enum_const(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	int ok = 1;
 	const char *s = NULL;
 	size_t len = 0;
-	if (json_is_string(x)) { /* strings compare as bytes: no general equality */
-		s = json_string_value(x);
-		len = json_string_length(x);
+	if (x->type == TGI_JV_STRING) { /* strings compare as bytes: no general equality */
+		s = x->u.s;
+		len = x->n;
 	}
 	if (n->kw & TGI_KW_ENUM) {
 		int found;
@@ -472,7 +577,7 @@ static int v_enum_const(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 			found = in_strs(n->enum_strs, n->nenum_strs, s, len);
 		} else {
 			size_t i = 0;
-			while (i < n->nenum && !tgi_schema_equal(n->enumv[i], x))
+			while (i < n->nenum && !tgi_jv_equal(&n->enumv[i], x))
 				i++;
 			found = i < n->nenum;
 		}
@@ -481,7 +586,7 @@ static int v_enum_const(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 	}
 	if ((n->kw & TGI_KW_CONST) &&
 	    !(s ? n->const_str.s && in_strs(&n->const_str, 1, s, len)
-	        : tgi_schema_equal(n->constv, x)))
+	        : tgi_jv_equal(n->constv, x)))
 		FAIL_BY(fail_const(c, at, n, x));
 	return ok;
 }
@@ -502,13 +607,14 @@ static int hashed_cmp(const void *a, const void *b)
 }
 
 /* 1 and the indexes of two equal items, or 0. */
-static int find_duplicate(const json_t *a, size_t *first, size_t *second)
+static int find_duplicate(const tgi_jv *a, size_t *first, size_t *second)
 {
-	size_t n = json_array_size(a);
+	size_t n = a->n;
+	const tgi_jv *it = a->u.items;
 	if (n <= SMALL_UNIQUE) {
 		for (size_t j = 1; j < n; j++)
 			for (size_t i = 0; i < j; i++)
-				if (tgi_schema_equal(json_array_get(a, i), json_array_get(a, j))) {
+				if (tgi_jv_equal(&it[i], &it[j])) {
 					*first = i, *second = j;
 					return 1;
 				}
@@ -516,12 +622,12 @@ static int find_duplicate(const json_t *a, size_t *first, size_t *second)
 	}
 	hashed *h = tgi_xmalloc(n * sizeof *h);
 	for (size_t i = 0; i < n; i++)
-		h[i] = (hashed){tgi_schema_value_hash(json_array_get(a, i)), i};
+		h[i] = (hashed){tgi_schema_value_hash(&it[i]), i};
 	qsort(h, n, sizeof *h, hashed_cmp);
 	int found = 0;
 	for (size_t i = 0; i + 1 < n && !found; i++)
 		for (size_t j = i + 1; j < n && h[j].h == h[i].h && !found; j++)
-			if (tgi_schema_equal(json_array_get(a, h[i].i), json_array_get(a, h[j].i))) {
+			if (tgi_jv_equal(&it[h[i].i], &it[h[j].i])) {
 				*first = h[i].i, *second = h[j].i;
 				found = 1;
 			}
@@ -529,10 +635,10 @@ static int find_duplicate(const json_t *a, size_t *first, size_t *second)
 	return found;
 }
 
-static int v_array(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_array(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	uint32_t kw = n->kw;
-	size_t len = json_array_size(x);
+	size_t len = x->n;
 	int ok = 1;
 
 	if ((kw & TGI_KW_MIN_ITEMS) && len < n->min_items)
@@ -552,7 +658,7 @@ static int v_array(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 				     n->prefix.n == 1 ? "" : "s");
 				break;
 			}
-			CHECK(v_child(c, s, json_array_get(x, i), &p));
+			CHECK(v_child(c, s, &x->u.items[i], &p));
 		}
 	}
 	if (kw & TGI_KW_CONTAINS) {
@@ -561,7 +667,7 @@ static int v_array(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 		q.sink = NULL;
 		for (size_t i = 0; i < len && matches <= n->max_contains; i++) {
 			vpath p = {at, NULL, i};
-			if (v_node(&q, n->contains, json_array_get(x, i), &p)) {
+			if (v_node(&q, n->contains, &x->u.items[i], &p)) {
 				matches++;
 				if (matches >= n->min_contains && n->max_contains == SIZE_MAX)
 					break;
@@ -634,7 +740,7 @@ static void fail_additional(vctx *c, const vpath *at, const tgi_snode *n)
 /* Why a property name failed propertyNames: the first error of a second,
  * reporting walk over the name. */
 __attribute__((noinline, cold))
-static void fail_name(vctx *c, const tgi_snode *n, json_t *name, const vpath *p)
+static void fail_name(vctx *c, const tgi_snode *n, const tgi_jv *name, const vpath *p)
 {
 	tgi_schema_error e;
 	sink one = {&e, 1, 0, 0};
@@ -649,38 +755,35 @@ static void fail_name(vctx *c, const tgi_snode *n, json_t *name, const vpath *p)
 }
 
 __attribute__((noinline))
-static int v_property_name(vctx *c, const tgi_snode *n, const char *key, size_t len,
+static int v_property_name(vctx *c, const tgi_snode *n, const tgi_jv_member *m,
                            const vpath *p)
 {
-	json_t *name = json_stringn(key, len);
-	if (!name)
-		return 1; /* not UTF-8: jansson would not have made such a key */
+	tgi_jv name = {TGI_JV_STRING, m->klen, {.s = m->key}};
 	vctx q = *c;
 	q.sink = NULL;
-	int ok = v_node(&q, n->names, name, p);
-	if (!ok && c->sink)
-		fail_name(c, n, name, p);
-	json_decref(name);
+	int ok = v_node(&q, n->names, &name, p);
+	if (!ok && c->sink && !c->run->expensive)
+		fail_name(c, n, &name, p);
 	return ok;
 }
 
 /* Is property i of n in x?  The walk's bit when it has one, else a lookup. */
-static inline int has_prop(const tgi_snode *n, const json_t *x, unsigned i, int walked,
+static inline int has_prop(const tgi_snode *n, const tgi_jv *x, unsigned i, int walked,
                            uint64_t seen)
 {
 	if (walked && i < 64)
 		return (int)((seen >> i) & 1);
-	return json_object_getn(x, n->props[i].name, n->props[i].len) != NULL;
+	return tgi_jv_get(x, n->props[i].name, n->props[i].len) != NULL;
 }
 
-static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_object(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	uint32_t kw = n->kw;
 	uint64_t seen = 0;
 	int ok = 1, walked = 0;
 
 	if (kw & (TGI_KW_MIN_PROPS | TGI_KW_MAX_PROPS)) {
-		size_t size = json_object_size(x);
+		size_t size = x->n;
 		if ((kw & TGI_KW_MIN_PROPS) && size < n->min_props)
 			FAIL(at, "must have at least %zu propert%s, got %zu", n->min_props,
 			     n->min_props == 1 ? "y" : "ies", size);
@@ -691,13 +794,12 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 	if (kw & TGI_KW_WALK) {
 		size_t guess = 0;
 		walked = 1;
-		for (void *it = json_object_iter(x); it; it = json_object_iter_next(x, it)) {
-			const char *key = json_object_iter_key(it);
-			size_t klen = json_object_iter_key_len(it);
-			json_t *v = json_object_iter_value(it);
-			vpath p = {at, key, 0};
+		for (uint32_t m = 0; m < x->n; m++) {
+			const tgi_jv_member *mem = &x->u.members[m];
+			const tgi_jv *v = &mem->value;
+			vpath p = {at, mem->key, 0};
 			int known = 0;
-			int i = tgi_snode_prop_near(n, key, klen, guess);
+			int i = tgi_snode_prop_near(n, mem->key, mem->klen, guess);
 			if (i >= 0) {
 				guess = (size_t)i + 1;
 				if (i < 64)
@@ -708,10 +810,12 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 				}
 			}
 			for (size_t k = 0; k < n->npatterns; k++) {
-				int r = tgi_regex_match(n->patterns[k].re, c->rx, key, klen);
+				int r = tgi_regex_match(n->patterns[k].re, c->run->rx, mem->key, mem->klen);
 				if (r < 0) {
-					FAIL_BY(fail_pattern(c, &p, n->patterns[k].re, r, 1));
-				} else if (r) {
+					too_expensive(c, &p, n->patterns[k].re);
+					return 0;
+				}
+				if (r) {
 					known = 1;
 					CHECK(v_child(c, n->patterns[k].schema, v, &p));
 				}
@@ -723,7 +827,7 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 					CHECK(v_child(c, n->additional, v, &p));
 			}
 			if (n->names)
-				CHECK(v_property_name(c, n, key, klen, &p));
+				CHECK(v_property_name(c, n, mem, &p));
 		}
 	}
 	/* the walk saw every required name: nothing to look up */
@@ -761,7 +865,7 @@ static int v_object(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
  * first error of the closest branch (the first whose type fits).
  */
 __attribute__((noinline, cold))
-static void explain_none(vctx *c, const tgi_slist *l, const char *kw, json_t *x, const vpath *at)
+static void explain_none(vctx *c, const tgi_slist *l, const char *kw, const tgi_jv *x, const vpath *at)
 {
 	unsigned t = type_bits(x), all = 0;
 	const tgi_snode *closest = NULL;
@@ -805,7 +909,7 @@ static void explain_none(vctx *c, const tgi_slist *l, const char *kw, json_t *x,
 	report(c, at, "does not match any of the %s schemas", kw);
 }
 
-static int v_apply(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_apply(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	uint32_t kw = n->kw;
 	int ok = 1;
@@ -857,13 +961,12 @@ static int v_apply(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 
 /* ---- one node ------------------------------------------------------------------ */
 
-static int v_checks(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_checks(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	uint32_t kw = n->kw;
-	json_type t = json_typeof(x);
 	int ok = 1;
 
-	if ((kw & TGI_KW_TYPE) && !(type_bits_of(x, t) & n->types)) {
+	if ((kw & TGI_KW_TYPE) && !(type_bits(x) & n->types)) {
 		if (c->sink)
 			fail_type(c, at, n->types, x);
 		return 0; /* the other keywords would only repeat this */
@@ -872,21 +975,21 @@ static int v_checks(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 		CHECK(v_node(c, n->ref, x, at));
 	if (kw & (TGI_KW_ENUM | TGI_KW_CONST))
 		CHECK(v_enum_const(c, n, x, at));
-	switch (t) {
-	case JSON_OBJECT:
+	switch (x->type) {
+	case TGI_JV_OBJECT:
 		if (kw & TGI_KW_OBJECT_MASK)
 			CHECK(v_object(c, n, x, at));
 		break;
-	case JSON_ARRAY:
+	case TGI_JV_ARRAY:
 		if (kw & TGI_KW_ARRAY_MASK)
 			CHECK(v_array(c, n, x, at));
 		break;
-	case JSON_STRING:
+	case TGI_JV_STRING:
 		if (kw & TGI_KW_STRING_MASK)
 			CHECK(v_string(c, n, x, at));
 		break;
-	case JSON_INTEGER:
-	case JSON_REAL:
+	case TGI_JV_INT:
+	case TGI_JV_REAL:
 		if (kw & TGI_KW_NUMBER_MASK)
 			CHECK(v_number(c, n, x, at));
 		break;
@@ -900,17 +1003,19 @@ static int v_checks(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 
 /* v_node for a value one step down: a node that only names types (the
  * commonest leaf: {"type": "string"}) is answered without the call. */
-static inline int v_child(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static inline int v_child(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	if (n->kw == TGI_KW_TYPE && (type_bits(x) & n->types))
 		return 1;
 	return v_node(c, n, x, at);
 }
 
-static int v_node(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
+static int v_node(vctx *c, const tgi_snode *n, const tgi_jv *x, const vpath *at)
 {
 	if (!n->kw)
 		return 1;
+	if (c->run->expensive)
+		return 0; /* winding down: the answer is already no */
 	if (n->kw & TGI_KW_FALSE) {
 		if (c->sink)
 			report(c, at, at ? "is not allowed" : "no value is allowed here");
@@ -930,12 +1035,27 @@ static int v_node(vctx *c, const tgi_snode *n, json_t *x, const vpath *at)
 
 /* ---- entry point --------------------------------------------------------------- */
 
-int tgi_schema_validate(const tgi_schema *s, json_t *instance, int apply_defaults,
-                        tgi_schema_result *res)
+__attribute__((noinline, cold))
+static void report_expensive(const vrun *r, tgi_schema_result *res)
+{
+	char pat[128];
+	tgi_schema_error *e = &res->errors[0];
+	pattern_text(pat, sizeof pat, r->re);
+	tgi_sanitize(e->pointer, sizeof e->pointer, r->where);
+	tgi_utf8_trim(e->pointer);
+	tgi_snprintf(e->message, sizeof e->message,
+	             "pattern too expensive to check (%s); send a simpler value", pat);
+	tgi_utf8_trim(e->message);
+	res->nerrors = 1;
+	res->truncated = 0;
+}
+
+int tgi_schema_validate_jv(const tgi_schema *s, const tgi_jv *instance, tgi_schema_result *res)
 {
 	tgi_rscratch rx;
+	vrun run;
 	sink k = {res ? res->errors : NULL, TGI_SCHEMA_MAX_ERRORS, 0, 0};
-	vctx c = {res ? &k : NULL, &rx, 0, 1};
+	vctx c = {res ? &k : NULL, &run, 0, 1};
 
 	if (res) {
 		res->nerrors = 0;
@@ -951,10 +1071,15 @@ int tgi_schema_validate(const tgi_schema *s, json_t *instance, int apply_default
 		return 0;
 	}
 	tgi_rscratch_init(&rx);
+	run.rx = &rx;
+	run.expensive = 0;
 	int ok = v_node(&c, s->root, instance, NULL);
-	if (ok && apply_defaults)
-		tgi_schema_apply_defaults(s->root, instance, &rx);
 	tgi_rscratch_fini(&rx);
+	if (run.expensive) {
+		if (res)
+			report_expensive(&run, res);
+		return 0;
+	}
 	if (res) {
 		if (!ok && !k.n) { /* every failure reports; this is a safety net */
 			k.n = 1;

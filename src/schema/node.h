@@ -1,12 +1,16 @@
 /*
  * node.h — the compiled form of a JSON Schema, private to src/schema/.
  *
- * compile.c turns a schema document into a graph of tgi_snode (one per
- * schema object; `$ref` already resolved to a node pointer, so recursive
- * schemas are cycles in the graph).  evaluate.c and defaults.c only read
- * it, so one compiled schema serves any number of threads.  The other
- * files here are the leaf helpers both sides share: regexes (regex.c),
- * formats (format.c), JSON equality (equal.c) and URI references (uri.c).
+ * compile.c turns a schema document (jansson) into a graph of tgi_snode
+ * (one per schema object; `$ref` already resolved to a node pointer, so
+ * recursive schemas are cycles in the graph).  evaluate.c walks an
+ * instance held as a tgi_jv DOM (util/jv.h) against it; instance.c holds
+ * the public entry points, the per-thread documents instances are parsed
+ * or copied into, and the jansson bridge; defaults.c fills `default`s into
+ * a jansson instance.  All of them only read the graph, so one compiled
+ * schema serves any number of threads.  The other files here are the leaf
+ * helpers: regexes (regex.c), formats (format.c), value hashing (hash.c)
+ * and URI references (uri.c).
  *
  * Owns: the node layout and the helper prototypes.  Must not: be included
  * outside src/schema/ (schema.h is the contract), or hold references into
@@ -21,6 +25,7 @@
 #include <jansson.h>
 
 #include "schema/schema.h"
+#include "util/jv.h"
 
 /* Nesting limit for schema documents (compile) and for schema-over-instance
  * evaluation (validate); past it the answer is an error, never a deep stack. */
@@ -144,14 +149,15 @@ struct tgi_snode {
 
 	const tgi_snode *ref;
 
-	/* any type */
-	json_t  **enumv;             /* owned references */
-	size_t    nenum;
-	tgi_sstr *enum_strs;         /* the strings among enumv, for a quick scan; owned */
-	size_t    nenum_strs;
-	json_t   *constv;            /* owned reference */
-	tgi_sstr  const_str;         /* constv's text when it is a string */
-	json_t   *dflt;              /* "default", owned reference, or NULL */
+	/* any type; enum and const values live in the schema's `consts` doc */
+	const tgi_jv *enumv;         /* nenum values, contiguous */
+	size_t        nenum;
+	tgi_sstr     *enum_strs;     /* the strings among enumv, for a quick scan; owned */
+	size_t        nenum_strs;
+	const tgi_jv *constv;
+	tgi_sstr      const_str;     /* constv's text when it is a string */
+	json_t       *dflt;          /* "default", owned reference, or NULL (defaults.c
+	                                applies it to jansson instances) */
 	tgi_slist all_of, any_of, one_of;
 	const tgi_snode *not_, *if_, *then_, *else_;
 
@@ -189,6 +195,7 @@ struct tgi_snode {
 
 struct tgi_schema {
 	tgi_snode  *root;
+	tgi_jv_doc *consts;          /* enum and const values; owned, NULL if none */
 	tgi_snode **nodes;           /* every compiled node, owned */
 	size_t      nnodes;
 	tgi_snode   node_true;       /* shared by every `true` in the document */
@@ -335,13 +342,11 @@ int         tgi_format_lookup(const char *name);       /* TGI_FMT_* or 0 (unknow
 int         tgi_format_check(int fmt, const char *s, size_t n); /* 1 valid, 0 not */
 const char *tgi_format_describe(int fmt);              /* "date-time (RFC 3339)" */
 
-/* ---- equal.c: JSON equality as JSON Schema means it ---------------------- */
+/* ---- hash.c: a value hash for uniqueItems --------------------------------- */
 
-/* 1 == 1.0; objects compare regardless of key order.  Values nested deeper
- * than TGI_SCHEMA_MAX_DEPTH compare unequal. */
-int      tgi_schema_equal(const json_t *a, const json_t *b);
-/* A hash consistent with tgi_schema_equal. */
-uint64_t tgi_schema_value_hash(const json_t *v);
+/* A hash consistent with tgi_jv_equal (JSON Schema's equality: 1 == 1.0,
+ * objects regardless of member order). */
+uint64_t tgi_schema_value_hash(const tgi_jv *v);
 
 /* ---- uri.c: RFC 3986 reference resolution for $id and $ref --------------- */
 

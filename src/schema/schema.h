@@ -8,8 +8,10 @@
  * format assertion (switchable), and `default` applied to missing
  * properties.
  *
- * Owns: the compiled form and its compiled regexes.  Must not: fetch remote
- * references, keep global state, or modify a schema it was given.
+ * Owns: the compiled form and its compiled regexes, and each validating
+ * thread's instance document.  Must not: fetch remote references, keep
+ * global state beyond those per-thread documents, or modify a schema it
+ * was given.
  */
 #ifndef TGI_SCHEMA_H
 #define TGI_SCHEMA_H
@@ -49,12 +51,41 @@ typedef struct tgi_schema_result {
 } tgi_schema_result;
 
 /*
- * Validate `instance`.  Returns 1 if valid, 0 if not (res filled, may be
- * NULL for a yes/no answer, which is faster).  A missing required property
- * is reported at the property's own pointer ("/version") with the message
- * "is required".  With apply_defaults, missing properties that have a
- * `default` in a `properties` schema are added to `instance` (only when the
- * whole instance is valid), so instance is not const.
+ * The core: validate an instance held as a tgi_jv DOM (borrowed, not kept,
+ * not modified).  Returns 1 if valid, 0 if not (res filled; res may be NULL
+ * for a yes/no answer, which is faster).  A missing required property is
+ * reported at the property's own pointer ("/version") with the message
+ * "is required".  A pattern too expensive to decide (PCRE2's match or
+ * depth limit) makes the answer 0 whatever keyword holds it, with the one
+ * error "pattern too expensive to check (...)" at the value's pointer.
+ * Allocates nothing on the valid path (uniqueItems over more than 16 items
+ * aside).  Safe to call from any number of threads on one schema.
+ */
+typedef struct tgi_jv tgi_jv;
+int tgi_schema_validate_jv(const tgi_schema *s, const tgi_jv *instance, tgi_schema_result *res);
+
+/*
+ * Parse len bytes of JSON text (borrowed) and validate it.  The text is
+ * parsed (util/jv.h rules: strict RFC 8259, duplicate keys refused, NUL
+ * allowed in strings but not in keys, at most TGI_JV_MAX_DEPTH levels, at
+ * most TGI_SCHEMA_DOC_MAX bytes of text and of DOM) into a document private to the calling
+ * thread, reset on every call and freed when the thread exits.  Returns
+ * 1 valid, 0 invalid (res filled as above), or -1 when the text is not
+ * JSON, with "at byte N: ..." in err (errlen bytes; err may be NULL) and
+ * res holding that sentence as its one error at the root pointer.
+ */
+#define TGI_SCHEMA_DOC_MAX (16u << 20) /* bytes of text, and of DOM arena */
+int tgi_schema_validate_text(const tgi_schema *s, const char *text, size_t len,
+                             tgi_schema_result *res, char *err, size_t errlen);
+
+/*
+ * Validate a jansson `instance`: it is copied into the calling thread's
+ * document and validated as above.  An instance the document cannot hold
+ * (nested deeper than TGI_JV_MAX_DEPTH, a property name holding NUL, over
+ * TGI_SCHEMA_DOC_MAX of DOM) is invalid, with the pointer of the place at fault.
+ * With apply_defaults, missing properties that have a `default` in a
+ * `properties` schema are added to `instance` (only when the whole
+ * instance is valid), so instance is not const.
  */
 int tgi_schema_validate(const tgi_schema *s, json_t *instance, int apply_defaults,
                         tgi_schema_result *res);

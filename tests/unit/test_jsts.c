@@ -4,8 +4,11 @@
  * Runs every case of the required draft 7 tests with format assertion off
  * (draft 7 makes `format` an annotation by default), then the optional
  * format tests for the formats toolgate asserts, with assertion on.  Each
- * test is validated twice, yes/no and with a result, and both answers
- * must match "valid"; an invalid answer must come with at least one error.
+ * test is validated through both entry points, tgi_schema_validate_text()
+ * on the data's JSON text and tgi_schema_validate() on its jansson value,
+ * each yes/no and with a result: all four answers must match "valid", an
+ * invalid answer must come with at least one error, and both paths must
+ * report the same errors.
  * Cases whose schema needs a remote `$ref` (refRemote.json, the draft 7
  * metaschema by URL) are skipped and counted.
  *
@@ -70,9 +73,15 @@ static void run_case(const char *file, const json_t *c, unsigned flags, tally *t
 		const char *tdesc = json_string_value(json_object_get(tc, "description"));
 		int want = json_is_true(json_object_get(tc, "valid"));
 		json_t *data = json_deep_copy(json_object_get(tc, "data"));
-		tgi_schema_result res;
+		char *text = json_dumps(data, JSON_ENCODE_ANY | JSON_COMPACT);
+		tgi_schema_result res, tres;
+		char perr[256];
 		int quick = tgi_schema_validate(s, data, 0, NULL);
 		int full = tgi_schema_validate(s, data, 0, &res);
+		int tquick = text ? tgi_schema_validate_text(s, text, strlen(text), NULL, perr,
+		                                             sizeof perr) : -1;
+		int tfull = text ? tgi_schema_validate_text(s, text, strlen(text), &tres, perr,
+		                                            sizeof perr) : -1;
 		char why[700];
 		why[0] = '\0';
 		if (quick != want)
@@ -81,6 +90,16 @@ static void run_case(const char *file, const json_t *c, unsigned flags, tally *t
 			snprintf(why, sizeof why, "the reporting walk says %s", full ? "valid" : "invalid");
 		else if (!full && res.nerrors < 1)
 			snprintf(why, sizeof why, "invalid without an error");
+		else if (tquick < 0 || tfull < 0)
+			snprintf(why, sizeof why, "the text did not parse: %s", perr);
+		else if (tquick != want || tfull != want)
+			snprintf(why, sizeof why, "the text path says %s", tquick ? "valid" : "invalid");
+		else if (!full && (tres.nerrors != res.nerrors ||
+		                   strcmp(tres.errors[0].message, res.errors[0].message) != 0 ||
+		                   strcmp(tres.errors[0].pointer, res.errors[0].pointer) != 0))
+			snprintf(why, sizeof why, "the text path reports %s: %s",
+			         tres.errors[0].pointer, tres.errors[0].message);
+		free(text);
 		if (why[0]) {
 			if (!full && res.nerrors > 0) {
 				size_t len = strlen(why);

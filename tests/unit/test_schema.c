@@ -7,7 +7,13 @@
  * collection and its cap, defaults (and not when invalid), compile errors
  * that name the keyword's pointer, $ref recursion and cycles, depth caps,
  * formats on and off, code-point lengths, thread safety, and the
- * calendar_event benchmark fixtures (copied in below).
+ * calendar_event benchmark fixtures (copied in below).  Every instance is
+ * validated through both entry points, tgi_schema_validate_text() on its
+ * JSON text and tgi_schema_validate() on its jansson value, yes/no and
+ * reporting, and all four answers (and both error lists) must agree.
+ * Then what only the text path has: parse errors, duplicate keys, NUL in
+ * strings and keys, the nesting cap; and the sticky "pattern too
+ * expensive" failure under every keyword that could have hidden it.
  *
  * Owns: nothing.  Must not: read files outside the repository.
  */
@@ -23,6 +29,7 @@
 #include <jansson.h>
 
 #include "schema/schema.h"
+#include "util/jv.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -34,7 +41,7 @@ static json_t *js(const char *text)
 	for (char *p = t; *p; p++)
 		if (*p == '\'')
 			*p = '"';
-	json_t *v = json_loads(t, JSON_DECODE_ANY, &je);
+	json_t *v = json_loads(t, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 	if (!v)
 		fail_msg("bad test JSON (%s): %s", je.text, t);
 	free(t);
@@ -68,10 +75,22 @@ static void compile_fails(const char *text, const char *prefix, const char *part
 		fail_msg("error \"%s\" should start with \"%s\" and mention \"%s\"", err, prefix, part);
 }
 
-/* Validate in both modes; they must agree.  res may be NULL. */
+static void same_result(const tgi_schema_result *a, const tgi_schema_result *b)
+{
+	assert_int_equal(a->nerrors, b->nerrors);
+	assert_int_equal(a->truncated, b->truncated);
+	for (int i = 0; i < a->nerrors; i++) {
+		assert_string_equal(a->errors[i].pointer, b->errors[i].pointer);
+		assert_string_equal(a->errors[i].message, b->errors[i].message);
+	}
+}
+
+/* Validate through both entry points in both modes; they must agree.  The
+ * text path sees v's JSON text; when that text is past the parser's caps
+ * (nesting), the jansson path must say no.  res may be NULL. */
 static int validate_v(const tgi_schema *s, json_t *v, tgi_schema_result *res)
 {
-	tgi_schema_result local;
+	tgi_schema_result local, text_res;
 	if (!res)
 		res = &local;
 	int quick = tgi_schema_validate(s, v, 0, NULL);
@@ -81,6 +100,21 @@ static int validate_v(const tgi_schema *s, json_t *v, tgi_schema_result *res)
 		assert_true(res->nerrors >= 1);
 	else
 		assert_int_equal(res->nerrors, 0);
+
+	char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	char err[256];
+	assert_non_null(text);
+	int tquick = tgi_schema_validate_text(s, text, strlen(text), NULL, err, sizeof err);
+	int tfull = tgi_schema_validate_text(s, text, strlen(text), &text_res, err, sizeof err);
+	assert_int_equal(tquick, tfull);
+	if (tfull < 0) {
+		assert_int_equal(full, 0);
+		assert_non_null(strstr(err, "at byte "));
+	} else {
+		assert_int_equal(tfull, full);
+		same_result(res, &text_res);
+	}
+	free(text);
 	return full;
 }
 
@@ -615,12 +649,205 @@ static void test_patterns(void **state)
 	/* catastrophic backtracking hits the match limit: a refusal, not a hang */
 	tgi_schema *s = compile("{'pattern':'^(a+)+$'}", 0);
 	one_error(s, "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab'", "",
-	          "is too complex to check against the pattern ^(a+)+$; send a simpler value");
+	          "pattern too expensive to check (^(a+)+$); send a simpler value");
 	tgi_schema_free(s);
 	static const char *const pp_ok[] = {"{'x-a':1,'b':'s'}", NULL};
 	static const char *const pp_bad[] = {"{'x-a':'s'}", "{'c':1}", NULL};
 	check_all("{'patternProperties':{'^x-':{'type':'integer'}},"
 	          "'additionalProperties':{'type':'string'}}", 0, pp_ok, pp_bad);
+}
+
+/* ---- the text entry point --------------------------------------------------- */
+
+/* Text with ' for " validated through tgi_schema_validate_text(). */
+static int vtext(const tgi_schema *s, const char *text, tgi_schema_result *res, char *err,
+                 size_t errlen)
+{
+	char *t = strdup(text);
+	for (char *p = t; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	int r = tgi_schema_validate_text(s, t, strlen(t), res, err, errlen);
+	free(t);
+	return r;
+}
+
+static void text_fails(const tgi_schema *s, const char *text, const char *part)
+{
+	tgi_schema_result r;
+	char err[256];
+	int quick = vtext(s, text, NULL, err, sizeof err);
+	assert_int_equal(quick, -1);
+	assert_int_equal(vtext(s, text, &r, err, sizeof err), -1);
+	if (strncmp(err, "at byte ", 8) != 0 || !strstr(err, part))
+		fail_msg("%s: error \"%s\" should start with \"at byte \" and mention \"%s\"", text,
+		         err, part);
+	assert_int_equal(r.nerrors, 1);
+	assert_string_equal(r.errors[0].pointer, "");
+	assert_string_equal(r.errors[0].message, err);
+}
+
+static void test_text_parse_errors(void **state)
+{
+	tgi_schema *s = compile(deploy_schema, 0);
+	text_fails(s, "{'env':'prod',}", "trailing comma");
+	text_fails(s, "{'env':'prod'", "");
+	text_fails(s, "", "empty");
+	text_fails(s, "{'env':'prod'} x", "after the value");
+	text_fails(s, "{'env':'prod','env':'staging'}", "duplicate");
+	text_fails(s, "{'env':'prod','e\\u006ev':'qa'}", "duplicate"); /* same key once unescaped */
+	text_fails(s, "{'env':'\\ud800'}", "surrogate");
+	text_fails(s, "{'a\\u0000b':1}", "NUL");
+	text_fails(s, "[01]", "");
+
+	/* err may be NULL; the answer is still -1 and res still says why */
+	tgi_schema_result r;
+	assert_int_equal(tgi_schema_validate_text(s, "{", 1, &r, NULL, 0), -1);
+	assert_int_equal(r.nerrors, 1);
+	assert_non_null(strstr(r.errors[0].message, "at byte 1"));
+	/* the text need not be NUL-terminated: only len bytes are read */
+	const char *t = "{\"env\":\"prod\",\"version\":\"v1\"}garbage";
+	assert_int_equal(tgi_schema_validate_text(s, t, strlen(t) - 7, NULL, NULL, 0), 1);
+	assert_int_equal(tgi_schema_validate_text(s, t, strlen(t), NULL, NULL, 0), -1);
+	/* no schema or no text: invalid (not a parse error) */
+	assert_int_equal(tgi_schema_validate_text(NULL, "1", 1, &r, NULL, 0), 0);
+	assert_string_equal(r.errors[0].message, "no schema to validate");
+	assert_int_equal(tgi_schema_validate_text(s, NULL, 0, &r, NULL, 0), 0);
+	assert_string_equal(r.errors[0].message, "no value to validate");
+	tgi_schema_free(s);
+}
+
+/* Strings may hold NUL (\u0000): lengths, enum, const and patterns see
+ * every byte, and messages stay clean. */
+static void test_text_nul_in_strings(void **state)
+{
+	tgi_schema *s = compile("{'properties':{'k':{'const':'ab'},'e':{'enum':['a','x\\u0000y']},"
+	                        "'n':{'maxLength':3},'p':{'pattern':'^a$'}}}", 0);
+	tgi_schema_result r;
+	char err[256];
+	assert_int_equal(vtext(s, "{'k':'ab','e':'x\\u0000y','n':'\\u0000\\u0000\\u0000'}", &r,
+	                       err, sizeof err), 1);
+	assert_int_equal(vtext(s, "{'k':'a\\u0000b'}", &r, err, sizeof err), 0);
+	assert_string_equal(r.errors[0].pointer, "/k");
+	assert_string_equal(r.errors[0].message, "must be \"ab\"; got \"a\\u0000b\"");
+	assert_int_equal(vtext(s, "{'k':'ab\\u0000'}", &r, err, sizeof err), 0);
+	assert_int_equal(vtext(s, "{'e':'x'}", &r, err, sizeof err), 0);
+	assert_int_equal(vtext(s, "{'n':'\\u0000\\u0000\\u0000\\u0000'}", &r, err, sizeof err), 0);
+	assert_string_equal(r.errors[0].message, "must be at most 3 characters long, got 4");
+	assert_int_equal(vtext(s, "{'p':'a\\u0000'}", &r, err, sizeof err), 0);
+	assert_string_equal(r.errors[0].message, "must match ^a$");
+	tgi_schema_free(s);
+}
+
+static void test_text_nesting(void **state)
+{
+	tgi_schema *any = compile("true", 0);
+	tgi_schema *rec = compile("{'type':'array','items':{'$ref':'#'}}", 0);
+	char err[256];
+	tgi_schema_result r;
+	char *ok = nested("[", "", "]", TGI_JV_MAX_DEPTH);
+	assert_int_equal(tgi_schema_validate_text(any, ok, strlen(ok), &r, err, sizeof err), 1);
+	assert_int_equal(tgi_schema_validate_text(rec, ok, strlen(ok), &r, err, sizeof err), 1);
+	free(ok);
+	char *deep = nested("[", "", "]", TGI_JV_MAX_DEPTH + 1);
+	assert_int_equal(tgi_schema_validate_text(any, deep, strlen(deep), &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "at byte 128"));
+	free(deep);
+	deep = nested("{'a':", "1", "}", 5000);
+	for (char *p = deep; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	assert_int_equal(tgi_schema_validate_text(any, deep, strlen(deep), NULL, err, sizeof err),
+	                 -1);
+	free(deep);
+
+	/* the jansson path: too deep for the DOM copy is invalid, said where */
+	json_t *v = json_object(), *inner = v;
+	for (int i = 0; i < TGI_JV_MAX_DEPTH + 10; i++) {
+		json_t *o = json_object();
+		json_object_set_new(inner, "k/", o);
+		inner = o;
+	}
+	assert_int_equal(tgi_schema_validate(any, v, 1, &r), 0);
+	assert_int_equal(r.nerrors, 1);
+	assert_string_equal(r.errors[0].message, "is nested too deeply (more than 128 levels)");
+	assert_true(strncmp(r.errors[0].pointer, "/k~1/k~1/k~1", 12) == 0);
+	assert_int_equal(tgi_schema_validate(any, v, 0, NULL), 0);
+	json_decref(v);
+	/* and so is a property name holding NUL, which JSON text cannot bring */
+	v = json_object();
+	json_object_set_new(v, "x", json_object());
+	json_object_setn_new(json_object_get(v, "x"), "a\0b", 3, json_true());
+	assert_int_equal(tgi_schema_validate(any, v, 0, &r), 0);
+	assert_string_equal(r.errors[0].pointer, "/x");
+	assert_string_equal(r.errors[0].message, "has a property name holding a NUL byte");
+	json_decref(v);
+	tgi_schema_free(any);
+	tgi_schema_free(rec);
+}
+
+/* The core entry point on a DOM the caller parsed. */
+static void test_validate_jv(void **state)
+{
+	tgi_schema *s = compile(deploy_schema, 0);
+	tgi_jv_doc *d = tgi_jv_doc_new(0);
+	char err[128];
+	const char *t = "{\"version\":\"v1\",\"env\":\"qa\"}";
+	const tgi_jv *v = tgi_jv_parse(d, t, strlen(t), err, sizeof err);
+	assert_non_null(v);
+	tgi_schema_result r;
+	assert_int_equal(tgi_schema_validate_jv(s, v, &r), 0);
+	assert_int_equal(r.nerrors, 1);
+	assert_string_equal(r.errors[0].pointer, "/env");
+	assert_int_equal(tgi_schema_validate_jv(s, v, NULL), 0);
+	assert_int_equal(tgi_schema_validate_jv(s, &v->u.members[0].value, &r), 0);
+	assert_string_equal(r.errors[0].message, "must be an object, got string");
+	assert_int_equal(tgi_schema_validate_jv(s, NULL, &r), 0);
+	assert_string_equal(r.errors[0].message, "no value to validate");
+	tgi_jv_doc_free(d);
+	tgi_schema_free(s);
+}
+
+/* A pattern PCRE2 gives up on is never "no match": under not, if, anyOf,
+ * patternProperties or propertyNames that would let the value through. */
+static void test_expensive_pattern_is_sticky(void **state)
+{
+	static const struct {
+		const char *schema, *pre, *post, *ptr; /* instance: pre VALUE post */
+	} cases[] = {
+		{"{'properties':{'x':{'not':{'pattern':'^(a+)+$'}}}}", "{'x':'", "'}", "/x"},
+		{"{'properties':{'x':{'if':{'pattern':'^(a+)+$'},'then':{'const':0}}}}",
+		 "{'x':'", "'}", "/x"},
+		{"{'properties':{'x':{'anyOf':[{'pattern':'^(a+)+$'},{'type':'string'}]}}}",
+		 "{'x':'", "'}", "/x"},
+		{"{'properties':{'x':{'oneOf':[{'pattern':'^(a+)+$'},{'type':'string'}]}}}",
+		 "{'x':'", "'}", "/x"},
+		{"{'properties':{'x':{'items':{'contains':{'not':{'pattern':'^(a+)+$'}}}}}}",
+		 "{'x':[['", "']]}", "/x/0/0"},
+		{"{'properties':{'x':{'not':{'propertyNames':{'pattern':'^(a+)+$'}}}}}",
+		 "{'x':{'", "':1}}", "/x/"},
+		{"{'properties':{'x':{'not':{'patternProperties':{'^(a+)+$':false}}}}}",
+		 "{'x':{'", "':1}}", "/x/"},
+		{"{'properties':{'x':{'patternProperties':{'^(a+)+$':true}}}}", "{'x':{'", "':1}}",
+		 "/x/"},
+	};
+	const char *bad = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab";
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		tgi_schema *s = compile(cases[i].schema, 0);
+		char inst[256], ptr[128];
+		size_t plen = strlen(cases[i].ptr);
+		snprintf(inst, sizeof inst, "%s%s%s", cases[i].pre, bad, cases[i].post);
+		/* a pointer ending in "/" ends in the property name */
+		snprintf(ptr, sizeof ptr, "%s%s", cases[i].ptr, cases[i].ptr[plen - 1] == '/' ? bad : "");
+		one_error(s, inst, ptr, "pattern too expensive to check (^(a+)+$); send a simpler value");
+		/* a value the pattern decides quickly is judged as usual */
+		snprintf(inst, sizeof inst, "%sab%s", cases[i].pre, cases[i].post);
+		tgi_schema_result r;
+		validate(s, inst, &r);
+		for (int k = 0; k < r.nerrors; k++)
+			assert_null(strstr(r.errors[k].message, "too expensive"));
+		tgi_schema_free(s);
+	}
 }
 
 /* ---- threads ------------------------------------------------------------------ */
@@ -631,17 +858,25 @@ typedef struct worker {
 	int               bad;
 } worker;
 
+/* Each thread alternates the jansson and the text path: both use the
+ * thread's own document, which its exit frees (LeakSanitizer checks). */
 static void *work(void *arg)
 {
 	worker *w = arg;
+	char *valid = json_dumps(w->valid, JSON_COMPACT), *invalid = json_dumps(w->invalid, 0);
 	for (int i = 0; i < 2000; i++) {
 		tgi_schema_result r;
-		if (tgi_schema_validate(w->s, w->valid, 0, NULL) != 1 ||
-		    tgi_schema_validate(w->s, w->invalid, 0, &r) != 0 || r.nerrors != 3 ||
+		int ok = i % 2 ? tgi_schema_validate_text(w->s, valid, strlen(valid), NULL, NULL, 0)
+		               : tgi_schema_validate(w->s, w->valid, 0, NULL);
+		int bad = i % 2 ? tgi_schema_validate_text(w->s, invalid, strlen(invalid), &r, NULL, 0)
+		                : tgi_schema_validate(w->s, w->invalid, 0, &r);
+		if (ok != 1 || bad != 0 || r.nerrors != 3 ||
 		    strcmp(r.errors[0].pointer, "/items/1/name") != 0 ||
 		    strcmp(r.errors[2].message, "must be one of \"a\", \"b\"; got \"c\"") != 0)
 			w->bad++;
 	}
+	free(valid);
+	free(invalid);
 	return NULL;
 }
 
@@ -792,6 +1027,11 @@ int main(void)
 		cmocka_unit_test(test_code_point_lengths),
 		cmocka_unit_test(test_numbers_and_equality),
 		cmocka_unit_test(test_patterns),
+		cmocka_unit_test(test_text_parse_errors),
+		cmocka_unit_test(test_text_nul_in_strings),
+		cmocka_unit_test(test_text_nesting),
+		cmocka_unit_test(test_validate_jv),
+		cmocka_unit_test(test_expensive_pattern_is_sticky),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_calendar_fixtures),
 		cmocka_unit_test(test_many_names),
