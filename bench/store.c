@@ -4,7 +4,9 @@
  * closing a handle costs, and how the log filters answer on a large ledger.
  *
  *   build/bench/store [records] [rounds] [dir]   record cost at NORMAL and FULL
- *   build/bench/store cli [processes] [dir]      one record per short process
+ *   build/bench/store cli [processes] [dir]      one record per short process,
+ *                                                alone and beside a connection
+ *                                                that keeps the ledger open
  *   build/bench/store scan [rows] [dir]          log queries over a large ledger
  *
  * A record has the shape the gate writes for a read_file call: a ~1.7 KB
@@ -142,10 +144,9 @@ typedef struct {
 
 static figures run_records(const char *base, int full, long n)
 {
-	char dir[256], db[300], wal[310];
+	char dir[256], db[300];
 	make_dir(base, dir, sizeof dir);
 	snprintf(db, sizeof db, "%s/ledger.db", dir);
-	snprintf(wal, sizeof wal, "%s-wal", db);
 	tgi_store *s = open_store(db, full);
 	for (long i = 0; i < 200; i++) /* warm up: statements prepared, pages cached */
 		record(s, i, 0);
@@ -223,14 +224,21 @@ static int bench_records(long n, int rounds, const char *base)
 
 /* ---- one record per process, as `toolgate call` does ---- */
 
-static int bench_cli(long procs, const char *base)
+/* procs processes one after another, each opening the ledger, recording
+ * one call and closing it.  held: another connection keeps the ledger open
+ * meanwhile (a `toolgate serve`, or calls running side by side), so no
+ * close is the last one and SQLite's own checkpoint at close never runs. */
+static void run_cli(long procs, const char *base, int held)
 {
 	char dir[256], db[300], wal[310];
-	make_envelope();
+	sqlite3 *keep = NULL;
 	make_dir(base, dir, sizeof dir);
 	snprintf(db, sizeof db, "%s/ledger.db", dir);
 	snprintf(wal, sizeof wal, "%s-wal", db);
 	tgi_store_close(open_store(db, 0));
+	if (held && (sqlite3_open_v2(db, &keep, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	             sqlite3_exec(keep, "SELECT count(*) FROM ops", NULL, NULL, NULL) != SQLITE_OK))
+		die("hold", sqlite3_errmsg(keep));
 
 	double *closes = malloc((size_t)procs * sizeof *closes);
 	int fds[2];
@@ -252,7 +260,8 @@ static int bench_cli(long procs, const char *base)
 		}
 		int st;
 		waitpid(pid, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || read(fds[0], &closes[i], sizeof closes[i]) != sizeof closes[i])
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+		    read(fds[0], &closes[i], sizeof closes[i]) != sizeof closes[i])
 			die("child", "failed");
 		long long w = file_size(wal);
 		if (w > wal_max)
@@ -260,49 +269,46 @@ static int bench_cli(long procs, const char *base)
 	}
 	double per = (now_us() - t0) / (double)procs;
 	qsort(closes, (size_t)procs, sizeof *closes, cmp_double);
-	printf("cli_processes %ld us_per_process %.0f close_p50_us %.1f close_p99_us %.1f close_max_us %.1f\n",
-	       procs, per, closes[procs / 2], closes[(size_t)((double)procs * 0.99)], closes[procs - 1]);
-	printf("cli_wal_max_kb %.0f cli_wal_end_kb %.0f ledger_kb %.0f\n", (double)wal_max / 1024.0,
-	       (double)file_size(wal) / 1024.0, (double)file_size(db) / 1024.0);
+	printf("cli_%s processes %ld us_per_process %.0f close_p50_us %.1f close_p99_us %.1f"
+	       " close_max_us %.1f wal_max_kb %.0f\n",
+	       held ? "held" : "alone", procs, per, closes[procs / 2],
+	       closes[(size_t)((double)procs * 0.99)], closes[procs - 1], (double)wal_max / 1024.0);
 	free(closes);
+	close(fds[0]);
+	close(fds[1]);
+	sqlite3_close(keep);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int bench_cli(long procs, const char *base)
+{
+	make_envelope();
+	run_cli(procs, base, 0);
+	run_cli(procs, base, 1);
 	return 0;
 }
 
 /* ---- log queries over a large ledger ---- */
 
-static void time_ops(tgi_store *s, const char *what, const tgi_log_filter *f)
+/* Median of three runs of a log query: events when events, else ops. */
+static void time_query(tgi_store *s, int events, const char *what, tgi_log_filter f)
 {
 	char err[512];
-	json_t *v;
 	double t[3];
 	size_t n = 0;
 	for (int r = 0; r < 3; r++) {
+		json_t *v;
 		double a = now_us();
-		if (tgi_store_ops(s, f, &v, err, sizeof err) < 0)
-			die("ops", err);
+		int rc = events ? tgi_store_events(s, &f, 0, &v, err, sizeof err)
+		                : tgi_store_ops(s, &f, &v, err, sizeof err);
+		if (rc < 0)
+			die(what, err);
 		t[r] = (now_us() - a) / 1000.0;
 		n = json_array_size(v);
 		json_decref(v);
 	}
-	printf("scan %-40s rows %8zu ms %9.1f\n", what, n, median(t, 3));
-}
-
-static void time_events(tgi_store *s, const char *what, const tgi_log_filter *f)
-{
-	char err[512];
-	json_t *v;
-	double t[3];
-	size_t n = 0;
-	for (int r = 0; r < 3; r++) {
-		double a = now_us();
-		if (tgi_store_events(s, f, 0, &v, err, sizeof err) < 0)
-			die("events", err);
-		t[r] = (now_us() - a) / 1000.0;
-		n = json_array_size(v);
-		json_decref(v);
-	}
-	printf("scan %-40s rows %8zu ms %9.1f\n", what, n, median(t, 3));
+	printf("scan %-6s %-38s rows %8zu ms %9.1f\n", events ? "events" : "ops", what, n,
+	       median(t, 3));
 }
 
 static int bench_scan(long rows, const char *base)
@@ -315,36 +321,25 @@ static int bench_scan(long rows, const char *base)
 	double t0 = now_us();
 	for (long i = 0; i < rows; i++)
 		record(s, i, 1);
-	printf("scan filled %ld rows in %.1f s (%.1f us/record), ledger %.0f MB\n", rows,
-	       (now_us() - t0) / 1e6, (now_us() - t0) / (double)rows,
-	       (double)file_size(db) / 1048576.0);
+	double t1 = now_us();
 	tgi_store_close(s);
-	s = open_store(db, 0);
+	printf("scan filled %ld rows in %.1f s (%.1f us/record), ledger %.0f MB\n", rows,
+	       (t1 - t0) / 1e6, (t1 - t0) / (double)rows, (double)file_size(db) / 1048576.0);
 
-	char since_what[64];
-	tgi_log_filter f = { .tool = "apply_patch", .limit = 50 };
-	time_ops(s, "ops --tool apply_patch --limit 50", &f);
-	f = (tgi_log_filter){ .tool = "no_such_tool" };
-	time_ops(s, "ops --tool no_such_tool (none match)", &f);
-	f = (tgi_log_filter){ .tool = "no_such_tool", .limit = 50 };
-	time_ops(s, "ops --tool no_such_tool --limit 50", &f);
-	f = (tgi_log_filter){ .status = "denied", .limit = 50 };
-	time_ops(s, "ops --status denied --limit 50", &f);
-	f = (tgi_log_filter){ .status = "failed" };
-	time_ops(s, "ops --status failed (none match)", &f);
-	f = (tgi_log_filter){ .since_ms = tgi_unix_ms() - 1000 };
-	snprintf(since_what, sizeof since_what, "ops --since 1s");
-	time_ops(s, since_what, &f);
-	f = (tgi_log_filter){ .limit = 50 };
-	time_ops(s, "ops --limit 50", &f);
-	f = (tgi_log_filter){ .tool = "apply_patch", .limit = 50 };
-	time_events(s, "events --tool apply_patch --limit 50", &f);
-	f = (tgi_log_filter){ .tool = "no_such_tool" };
-	time_events(s, "events --tool no_such_tool", &f);
-	f = (tgi_log_filter){ .since_ms = tgi_unix_ms() - 1000 };
-	time_events(s, "events --since 1s", &f);
-	f = (tgi_log_filter){ .limit = 50 };
-	time_events(s, "events --limit 50", &f);
+	s = open_store(db, 0);
+	int64_t recent = tgi_unix_ms() - 1000;
+	for (int events = 0; events <= 1; events++) {
+		time_query(s, events, "--tool apply_patch --limit 50",
+		           (tgi_log_filter){ .tool = "apply_patch", .limit = 50 });
+		time_query(s, events, "--tool no_such_tool", (tgi_log_filter){ .tool = "no_such_tool" });
+		time_query(s, events, "--tool no_such_tool --limit 50",
+		           (tgi_log_filter){ .tool = "no_such_tool", .limit = 50 });
+		time_query(s, events, "--status denied --limit 50",
+		           (tgi_log_filter){ .status = "denied", .limit = 50 });
+		time_query(s, events, "--status failed", (tgi_log_filter){ .status = "failed" });
+		time_query(s, events, "--since 1s ago", (tgi_log_filter){ .since_ms = recent });
+		time_query(s, events, "--limit 50", (tgi_log_filter){ .limit = 50 });
+	}
 	tgi_store_close(s);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;
@@ -352,13 +347,18 @@ static int bench_scan(long rows, const char *base)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "cli"))
-		return bench_cli(argc > 2 ? atol(argv[2]) : 2000, argc > 3 ? argv[3] : "/tmp");
-	if (argc > 1 && !strcmp(argv[1], "scan"))
-		return bench_scan(argc > 2 ? atol(argv[2]) : 1000000, argc > 3 ? argv[3] : "/tmp");
-	long n = argc > 1 ? atol(argv[1]) : 5000;
-	int rounds = argc > 2 ? atoi(argv[2]) : 3;
-	if (n < 100 || rounds < 1 || rounds > 99)
-		return fprintf(stderr, "usage: store [records] [rounds] [dir] | cli [processes] [dir] | scan [rows] [dir]\n"), 2;
-	return bench_records(n, rounds, argc > 3 ? argv[3] : "/tmp");
+	static const char usage[] =
+		"usage: store [records] [rounds] [dir] | cli [processes] [dir] | scan [rows] [dir]\n";
+	int mode = argc > 1 && !strcmp(argv[1], "cli") ? 1 : argc > 1 && !strcmp(argv[1], "scan") ? 2 : 0;
+	int a = mode ? 2 : 1; /* the first number */
+	long n = argc > a ? atol(argv[a]) : mode == 1 ? 2000 : mode == 2 ? 1000000 : 5000;
+	int rounds = !mode && argc > 2 ? atoi(argv[2]) : 3;
+	const char *dir = argc > a + 1 + !mode ? argv[a + 1 + !mode] : "/tmp";
+	if (n < (mode == 1 ? 1 : 100) || rounds < 1 || rounds > 99)
+		return fputs(usage, stderr), 2;
+	if (mode == 1)
+		return bench_cli(n, dir);
+	if (mode == 2)
+		return bench_scan(n, dir);
+	return bench_records(n, rounds, dir);
 }

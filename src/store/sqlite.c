@@ -14,8 +14,8 @@
  * one transaction with no extra queries: this is the hot path.  What it
  * costs is mostly the WAL pages it writes, so the schema touches few b-trees
  * per record (see the schema), and checkpoints run on a thread of the
- * handle, never on the committing call (see "checkpoints").
-
+ * handle rather than on the committing call (see "checkpoints").
+ *
  * Idempotency row lifecycle (scope is the key):
  *
  *     (none) --claim--> in_flight --record DONE--> done      (replayed)
@@ -26,9 +26,10 @@
  *                              --resolve applied=0--> (none)
  *
  * Owns: the database connection, schema and migrations, cached statements,
- * the claim protocol, and the checkpointer thread with its own connection.  Must not: decide policy, run tools, or build
- * envelopes (the one it writes itself is the minimal envelope of an op an
- * operator settled as applied when the process that ran it left no row).
+ * the claim protocol, and the checkpointer thread with its own connection.
+ * Must not: decide policy, run tools, or build envelopes (the one it writes
+ * itself is the minimal envelope of an op an operator settled as applied
+ * when the process that ran it left no row).
  * A database error is -1 with a sentence, never an abort.
  */
 #include "store/store.h"
@@ -39,6 +40,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,12 +57,18 @@
 #define TGI_RETRY_MIN_S    1.0
 #define TGI_RETRY_MAX_S    30.0
 #define TGI_EVENT_BATCH    8      /* events per INSERT statement (one call has ~4) */
-/* WAL frames (pages) past which a commit wakes the checkpointer: ~650
- * records of ~6 pages, a WAL of ~16 MB.  Past TGI_CKPT_HARD_FRAMES (the
- * checkpointer cannot keep up or cannot run) the committing call checkpoints
- * itself, as SQLite's automatic checkpoint would. */
-#define TGI_CKPT_FRAMES      4000
-#define TGI_CKPT_HARD_FRAMES (4 * TGI_CKPT_FRAMES)
+#define TGI_LOG_WINDOW     256    /* events walked per event wanted before the ops lead */
+/* WAL frames (pages) past which a commit wakes the checkpointer (see
+ * "checkpoints"): ~1,100 records of ~7 pages, a WAL of ~33 MB.  Past
+ * TGI_CKPT_HARD_FRAMES (the checkpointer cannot keep up, or cannot run) the
+ * committing call checkpoints itself, as SQLite's automatic checkpoint
+ * would. */
+#define TGI_CKPT_FRAMES      8000
+#define TGI_CKPT_HARD_FRAMES (3 * TGI_CKPT_FRAMES)
+#define TGI_CKPT_TAIL        128  /* a tail short enough for a commit to copy (see ckpt_rounds) */
+#define TGI_CKPT_ROUNDS      32   /* rounds of the thread per wake */
+#define TGI_CKPT_COMMITS     16   /* commits a handle makes before it starts the thread */
+#define TGI_CKPT_THREAD_NAME "tg-checkpoint"
 
 /*
  * The schema is shaped by the hot path: a record writes every b-tree page it
@@ -71,12 +79,13 @@
  * overflow page in a WITHOUT ROWID table (whose rows should stay under
  * ~1/20 of a page); measured, the rowid table plus its op_id index writes
  * fewer pages and is faster.  Small columns come first so that a scan never
- * reads an overflowing envelope.  op_id is a UUIDv7 (48 bits of unix ms
- * first, lowercase hex), so its index is in time order: new rows append at
- * its right edge, and `since` is an op_id range on it (no started_ms index).
- * ops_tool serves `log --tool` (a full scan of a million rows of ~2 KB is
- * ~1 s); ops_status serves `log --status` but holds only the rows that are
- * not `persisted`, so an ordinary successful call never writes to it.
+ * reads an overflowing envelope.  op_id is a UUIDv7 made by the gate (48
+ * bits of unix ms first, in lowercase hex), so its index is in time order:
+ * new rows append at its right edge, and `since` is an op_id range on it
+ * (no started_ms index).  ops_tool serves `log --tool`: a full scan of a
+ * million rows (2.4 GB) takes most of a second even from the page cache.
+ * ops_status serves `log --status` but holds only the rows that are not
+ * `persisted`, so an ordinary successful call never writes to it.
  *
  * events: seq is the rowid, not AUTOINCREMENT (no sqlite_sequence row to
  * update per record).  Events are append-only and never deleted, so a new
@@ -188,22 +197,32 @@ static const char *const verify_sql[] = {
 enum st { TGI_STORE_SQL(TGI_ST_ENUM) ST__COUNT };
 static const char *const st_sql[ST__COUNT] = { TGI_STORE_SQL(TGI_ST_SQL) };
 
-/* The checkpointer thread (see "checkpoints").  mu guards due and stop,
- * the only fields the thread and the handle's user share; the thread holds
- * it to read and clear them, never while it checkpoints, so a commit that
- * wakes it never waits for a checkpoint.  state and pid belong to the
- * handle's user. */
-enum ckpt_state { CKPT_IDLE, CKPT_RUNNING, CKPT_FAILED };
+/* The checkpointer thread (see "checkpoints").  mu guards due and stop;
+ * the thread holds it only to read and clear them, never while it
+ * checkpoints, so a commit that wakes it never waits for a checkpoint.
+ * phase is set by the thread, read by every commit without the lock, and
+ * taken from CAUGHT_UP back to WAITING by the commit that copies the tail
+ * (the thread is waiting then).  started, failed, pid, wake_at and
+ * woken_gen belong to the handle's user. */
+enum ckpt_phase {
+	CKPT_WAITING,    /* for a commit to wake it */
+	CKPT_COPYING,    /* woken: copying the WAL into the database in rounds */
+	CKPT_CAUGHT_UP,  /* its rounds stopped shrinking: the next commit copies the rest */
+};
 
 struct ckpt {
 	pthread_mutex_t mu;
 	pthread_cond_t  cv;
 	pthread_t       thread;
-	enum ckpt_state state;  /* IDLE: none yet; FAILED: cannot start one, commits checkpoint */
-	pid_t           pid;    /* the process it runs in (a fork child inherits no thread) */
-	int             due;    /* a commit left the WAL past TGI_CKPT_FRAMES */
-	int             stop;   /* tgi_store_close: leave */
-	int             sync_full; /* the handle's synchronous level, for the checkpoint's fsyncs */
+	atomic_int      phase;     /* enum ckpt_phase */
+	int             due;       /* a commit woke it */
+	int             stop;      /* tgi_store_close: leave */
+	int             started;   /* the thread runs, in process pid */
+	int             failed;    /* none could be started: commits checkpoint themselves */
+	pid_t           pid;
+	unsigned        wake_at;   /* WAL frames at which a commit wakes it next */
+	unsigned        woken_gen; /* the wal_gen it was last woken for */
+	int             sync_full; /* the handle's synchronous level, for the checkpoint's syncs */
 };
 
 struct tgi_store {
@@ -217,6 +236,8 @@ struct tgi_store {
 	char          shown[PATH_MAX]; /* the ledger path, fit for sentences */
 	char          file[PATH_MAX]; /* the path opened, for the checkpointer's connection */
 	unsigned      wal_frames;     /* frames in the WAL after our last commit (WAL hook) */
+	unsigned      wal_gen;        /* times we saw the WAL start over (WAL hook) */
+	unsigned      commits;        /* commits through this handle (saturating) */
 	struct ckpt   ckpt;           /* the checkpointer thread */
 };
 
@@ -407,28 +428,48 @@ static void col_copy(sqlite3_stmt *st, int i, char *out, size_t cap)
  * call in a few hundred would copy the WAL into the database and wait for
  * two fsyncs (milliseconds).  So the handle turns it off (its WAL hook
  * replaces it) and only counts the frames in the WAL.  A commit that leaves
- * more than TGI_CKPT_FRAMES wakes the checkpointer: a thread of the handle,
- * started on first need (a short process never starts one), with its own
- * connection, running PASSIVE checkpoints, which never wait for or block a
- * writer or a reader.  Once every frame is copied, the next commit starts
- * the WAL again from its beginning, so it stays near TGI_CKPT_FRAMES.
+ * TGI_CKPT_FRAMES or more wakes the checkpointer: a thread of the handle,
+ * started on first need by a handle that has made TGI_CKPT_COMMITS commits
+ * (a short process never starts one), with its own connection, running
+ * PASSIVE checkpoints, which never wait for or block a writer or a reader.
  *
- * A commit checkpoints itself only when no thread can run (it could not be
- * started, or the handle was inherited through fork) or when the WAL passes
- * TGI_CKPT_HARD_FRAMES anyway; a PASSIVE checkpoint that finds the thread
- * at work returns at once.  tgi_store_close stops and joins the thread (a
- * checkpoint in progress finishes first), then checkpoints a WAL still past
- * TGI_CKPT_FRAMES, so that short processes which each add a row while others
- * hold the ledger open do not grow it without bound.  The last connection
- * to close (in any process) has SQLite checkpoint and remove the WAL.
+ * The WAL starts over from its beginning only when a write transaction
+ * begins with every frame copied, and under a steady stream of commits a
+ * checkpoint running beside them never sees that moment: each round ends
+ * with the frames committed meanwhile still to copy.  So the thread copies
+ * in rounds, each shorter than the one before (it copies what was appended
+ * during the last); once they stop shrinking it writes the files out and
+ * leaves the rest to the next commit, which copies that short tail itself
+ * (what commits append during one round, tens to hundreds of pages while the
+ * disk keeps up, and two fsyncs of little data; once per TGI_CKPT_FRAMES)
+ * so that the following one starts the WAL over.
+ *
+ * A commit also checkpoints itself when no thread can be started, and when
+ * the WAL passes TGI_CKPT_HARD_FRAMES anyway (the thread cannot keep up, or
+ * the handle was carried through fork(), which, as for an SQLite connection,
+ * is not supported); a PASSIVE checkpoint that finds another at work
+ * returns at once.  tgi_store_close stops and joins the thread (between two
+ * rounds), then checkpoints a WAL still past TGI_CKPT_FRAMES, so that short
+ * processes each adding a row while others hold the ledger open do not grow
+ * it without bound.  The last connection to close, in any process, has
+ * SQLite checkpoint and remove the WAL.
  */
 
 /* The WAL hook: runs in the committing thread after each commit. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	tgi_store *s = arg;
-	s->wal_frames = frames > 0 ? (unsigned)frames : 0;
+	unsigned n = frames > 0 ? (unsigned)frames : 0;
+	if (n < s->wal_frames)
+		s->wal_gen++; /* it started over */
+	s->wal_frames = n;
 	return SQLITE_OK;
+}
+
+/* A checkpoint on the handle's own connection, by the committing call. */
+static void ckpt_here(tgi_store *s)
+{
+	sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
 /* The checkpointer's connection: the ledger file opened again, read once
@@ -452,6 +493,55 @@ static sqlite3 *ckpt_connect(const tgi_store *s)
 	return db;
 }
 
+static int ckpt_stopping(struct ckpt *k)
+{
+	pthread_mutex_lock(&k->mu);
+	int stop = k->stop;
+	pthread_mutex_unlock(&k->mu);
+	return stop;
+}
+
+/* Copy the WAL in PASSIVE rounds.  Each round copies what was appended
+ * during the one before, so they shrink, down to what commits append while
+ * a round syncs.  1 once a round had fewer than TGI_CKPT_TAIL frames to
+ * copy or no longer shrank (caught up); 0 when the WAL started over
+ * meanwhile (nothing left to hand over), when a reader holds every new
+ * frame back, on an error (the next wake tries again), on close, or after
+ * TGI_CKPT_ROUNDS.  (A commit ending just then may hold back its own
+ * frames for a moment: that is only a shorter round.) */
+static int ckpt_rounds(struct ckpt *k, sqlite3 *db)
+{
+	int copied = 0, last = INT_MAX;
+	for (int i = 0; i < TGI_CKPT_ROUNDS && !ckpt_stopping(k); i++) {
+		int frames = 0, done = 0;
+		if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done) != SQLITE_OK)
+			return 0;
+		int fresh = done - copied;
+		if (fresh < 0 || (fresh == 0 && done < frames))
+			return 0; /* it started over meanwhile, or a reader holds it */
+		if (fresh < TGI_CKPT_TAIL || fresh > last - last / 8)
+			return 1;
+		last = fresh;
+		copied = done;
+	}
+	return 0;
+}
+
+/* Write the database and WAL files out to disk now, so that the fsyncs of
+ * the checkpoint the committing call ends the cycle with find little left
+ * to write.  (A round that ends with frames still to copy leaves the
+ * database file unsynced: safe, since the WAL keeps those frames until a
+ * complete checkpoint has synced it.) */
+static void ckpt_presync(sqlite3 *db)
+{
+	static const int which[] = { SQLITE_FCNTL_FILE_POINTER, SQLITE_FCNTL_JOURNAL_POINTER };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(which); i++) {
+		sqlite3_file *f = NULL;
+		if (sqlite3_file_control(db, NULL, which[i], &f) == SQLITE_OK && f && f->pMethods)
+			f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
+	}
+}
+
 /* The thread reads only s->file and s->ckpt: the handle's own connection
  * belongs to whoever holds the handle. */
 static void *ckpt_main(void *arg)
@@ -461,78 +551,92 @@ static void *ckpt_main(void *arg)
 	sqlite3 *db = NULL;
 
 	pthread_mutex_lock(&k->mu);
-	while (!k->stop) {
-		if (!k->due) {
+	for (;;) {
+		while (!k->due && !k->stop)
 			pthread_cond_wait(&k->cv, &k->mu);
-			continue;
-		}
+		if (k->stop)
+			break;
 		k->due = 0;
+		atomic_store(&k->phase, CKPT_COPYING);
 		pthread_mutex_unlock(&k->mu);
 		if (!db)
 			db = ckpt_connect(s);
-		/* busy (another process checkpoints) or failed: the next wake tries again */
-		if (db)
-			sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		int caught_up = db && ckpt_rounds(k, db);
+		if (caught_up)
+			ckpt_presync(db);
 		pthread_mutex_lock(&k->mu);
+		atomic_store(&k->phase, caught_up ? CKPT_CAUGHT_UP : CKPT_WAITING);
 	}
 	pthread_mutex_unlock(&k->mu);
 	sqlite3_close_v2(db);
 	return NULL;
 }
 
-/* Start the thread with every signal blocked: signals are the caller's. */
-static int ckpt_start(tgi_store *s)
-{
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&s->ckpt.thread, NULL, ckpt_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-/* Hand a checkpoint to the thread, starting it if need be.  0 when no
- * thread can take it. */
+/* Wake the thread, starting it on first need (with every signal blocked:
+ * signals are the caller's).  0 when none can be started. */
 static int ckpt_wake(tgi_store *s)
 {
 	struct ckpt *k = &s->ckpt;
 
-	if (k->state == CKPT_FAILED || (k->state == CKPT_RUNNING && k->pid != getpid()))
+	if (k->failed)
 		return 0;
-	pthread_mutex_lock(&k->mu);
-	if (k->state == CKPT_IDLE) {
+	if (!k->started) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		k->failed = pthread_create(&k->thread, NULL, ckpt_main, s) != 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (k->failed)
+			return 0;
+		pthread_setname_np(k->thread, TGI_CKPT_THREAD_NAME); /* for ps, top, gdb */
+		k->started = 1;
 		k->pid = getpid();
-		k->state = ckpt_start(s) == 0 ? CKPT_RUNNING : CKPT_FAILED;
 	}
-	if (k->state == CKPT_RUNNING) {
+	pthread_mutex_lock(&k->mu);
+	if (atomic_load(&k->phase) == CKPT_WAITING && !k->due) {
 		k->due = 1;
+		k->woken_gen = s->wal_gen;
 		pthread_cond_signal(&k->cv);
 	}
 	pthread_mutex_unlock(&k->mu);
-	return k->state == CKPT_RUNNING;
+	return 1;
 }
 
-/* After a commit: is the WAL long enough to checkpoint, and who does it? */
+/* After each commit: does the WAL need copying, and by whom? */
 static void ckpt_after_commit(tgi_store *s)
 {
+	struct ckpt *k = &s->ckpt;
+
+	if (s->commits < UINT_MAX)
+		s->commits++;
 	if (s->wal_frames < TGI_CKPT_FRAMES)
-		return;
-	if (!ckpt_wake(s) || s->wal_frames >= TGI_CKPT_HARD_FRAMES)
-		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		k->wake_at = TGI_CKPT_FRAMES; /* short, or it started over */
+	if (atomic_load(&k->phase) == CKPT_CAUGHT_UP) {
+		atomic_store(&k->phase, CKPT_WAITING);
+		if (k->woken_gen == s->wal_gen) /* else it started over: no tail */
+			ckpt_here(s);
+	} else if (s->wal_frames >= k->wake_at) {
+		/* not again before another eighth, if the WAL has not started over by then */
+		k->wake_at = s->wal_frames + TGI_CKPT_FRAMES / 8;
+		/* a short process (a `toolgate call`) leaves it to tgi_store_close */
+		if (s->wal_frames >= TGI_CKPT_HARD_FRAMES ||
+		    (s->commits >= TGI_CKPT_COMMITS && !ckpt_wake(s)))
+			ckpt_here(s);
+	}
 }
 
 static void ckpt_stop(tgi_store *s)
 {
 	struct ckpt *k = &s->ckpt;
 
-	if (k->state != CKPT_RUNNING || k->pid != getpid())
+	if (!k->started || k->pid != getpid())
 		return;
 	pthread_mutex_lock(&k->mu);
 	k->stop = 1;
 	pthread_cond_signal(&k->cv);
 	pthread_mutex_unlock(&k->mu);
 	pthread_join(k->thread, NULL);
-	k->state = CKPT_IDLE;
+	k->started = 0;
 }
 
 /* ---- transactions ---- */
@@ -784,6 +888,8 @@ int tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, 
 	pthread_mutex_init(&s->ckpt.mu, NULL);
 	pthread_cond_init(&s->ckpt.cv, NULL);
 	s->ckpt.sync_full = s->sync_full;
+	s->ckpt.wake_at = TGI_CKPT_FRAMES;
+	atomic_init(&s->ckpt.phase, CKPT_WAITING);
 	s->self_start = -1;
 	tgi_sanitize(s->shown, sizeof s->shown, path);
 	if (gethostname(s->host, sizeof s->host - 1) < 0)
@@ -802,14 +908,14 @@ void tgi_store_close(tgi_store *s)
 		return;
 	ckpt_stop(s);
 	if (s->db && s->wal_frames >= TGI_CKPT_FRAMES)
-		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		ckpt_here(s);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(s->st[i]);
 	for (int i = 0; i < TGI_EVENT_BATCH; i++)
 		sqlite3_finalize(s->ev_st[i]);
 	sqlite3_close_v2(s->db);
 	/* a fork child's copy of a running thread's mutex may be held: leave it */
-	if (s->ckpt.state != CKPT_RUNNING) {
+	if (!s->ckpt.started) {
 		pthread_mutex_destroy(&s->ckpt.mu);
 		pthread_cond_destroy(&s->ckpt.cv);
 	}
@@ -1483,6 +1589,10 @@ static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int
 		rc = bind_named(st, ":after", NULL, after_seq);
 	if (rc == SQLITE_OK)
 		rc = bind_named(st, ":limit", NULL, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":window", NULL,
+		                f->limit > INT64_MAX / TGI_LOG_WINDOW ? INT64_MAX
+		                                                      : (int64_t)f->limit * TGI_LOG_WINDOW);
 	json_t *a = json_array();
 	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_array_append_new(a, row(st));
@@ -1543,31 +1653,66 @@ int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err
 	return 0;
 }
 
+/*
+ * Events come in seq order.  With a tool or status filter they join their
+ * ops, and on a large ledger it matters which side leads.  For the newest
+ * `limit` events it is fastest to walk events back from the newest and
+ * look each one's op up in ops_tool or ops_status (events lead), unless
+ * few ops match, when walking those ops is (ops lead).  So a query with a
+ * limit first walks only the newest TGI_LOG_WINDOW x limit events, and asks
+ * again with the ops leading only when fewer than `limit` of those match;
+ * both answers are exact.  After after_seq (--follow) the events lead: that
+ * range is the newest.
+ */
+static void events_sql(char *sql, size_t cap, const tgi_log_filter *f, int64_t after_seq,
+                       int events_lead, int windowed /* only when after_seq <= 0 */)
+{
+	static const char cols[] = "e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data";
+	char where[512];
+	const char *from = !(f->tool || f->status) ? "events e"
+	                 : events_lead             ? "events e CROSS JOIN ops o ON o.op_id = e.op_id"
+	                                           : "events e JOIN ops o ON o.op_id = e.op_id";
+
+	/* one lower bound on seq, so that the planner walks only that range */
+	tgi_snprintf(where, sizeof where, "e.seq > %s AND e.ts_ms >= :since%s%s%s%s",
+	             windowed ? "(SELECT max(seq) FROM events) - :window" : ":after",
+	             f->tool ? " AND o.tool = :tool" : "", f->status ? " AND o.status = :status" : "",
+	             f->status && strcmp(f->status, "persisted") ? " AND o.status <> 'persisted'" : "",
+	             f->op_id ? " AND e.op_id = :op" : "");
+	if (f->limit && after_seq <= 0)
+		tgi_snprintf(sql, cap,
+		             "SELECT * FROM (SELECT %s FROM %s WHERE %s ORDER BY e.seq DESC LIMIT :limit)"
+		             " ORDER BY seq",
+		             cols, from, where);
+	else
+		tgi_snprintf(sql, cap, "SELECT %s FROM %s WHERE %s ORDER BY e.seq%s", cols, from, where,
+		             f->limit ? " LIMIT :limit" : "");
+}
+
 int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, json_t **out,
                      char *err, size_t errlen)
 {
 	static const tgi_log_filter all;
 	char sql[1024];
+	int rc;
 
 	*out = NULL;
 	if (!f)
 		f = &all;
-	tgi_snprintf(sql, sizeof sql,
-	             "SELECT e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data FROM events e%s"
-	             " WHERE e.seq > :after AND e.ts_ms >= :since%s%s%s%s",
-	             f->tool || f->status ? " JOIN ops o ON o.op_id = e.op_id" : "",
-	             f->tool ? " AND o.tool = :tool" : "", f->status ? " AND o.status = :status" : "",
-	             f->status && strcmp(f->status, "persisted") ? " AND o.status <> 'persisted'" : "",
-	             f->op_id ? " AND e.op_id = :op" : "");
-	if (f->limit && after_seq <= 0) {
-		char inner[1024];
-		tgi_snprintf(inner, sizeof inner, "%s", sql);
-		tgi_snprintf(sql, sizeof sql,
-		             "SELECT * FROM (%s ORDER BY e.seq DESC LIMIT :limit) ORDER BY seq", inner);
+	int join = f->tool || f->status;
+	if (join && f->limit && after_seq <= 0) {
+		events_sql(sql, sizeof sql, f, after_seq, 1, 1);
+		rc = log_query(s, sql, f, after_seq, event_json, out);
+		if (rc == SQLITE_OK && json_array_size(*out) < f->limit) {
+			json_decref(*out);
+			*out = NULL;
+			events_sql(sql, sizeof sql, f, after_seq, 0, 0);
+			rc = log_query(s, sql, f, after_seq, event_json, out);
+		}
 	} else {
-		strcat(sql, f->limit ? " ORDER BY e.seq LIMIT :limit" : " ORDER BY e.seq");
+		events_sql(sql, sizeof sql, f, after_seq, join && after_seq > 0, 0);
+		rc = log_query(s, sql, f, after_seq, event_json, out);
 	}
-	int rc = log_query(s, sql, f, after_seq, event_json, out);
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot read the ledger");
 	return 0;

@@ -37,6 +37,10 @@ int tgi_state_dir_open(int ws_fd, const char *ws_path, char *err, size_t errlen)
  * directory get the same ownership/symlink checks.  sync_full: 1 FULL,
  * 0 NORMAL for ordinary writes (in_flight records are always FULL).
  * A corrupt or unreadable file is an error with a sentence, never a crash.
+ * A handle that has written a lot starts one thread of its own, which
+ * checkpoints the WAL (its commits never wait for it); tgi_store_close
+ * stops it.  As with an SQLite connection, a handle is not used across
+ * fork().
  */
 int  tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, size_t errlen);
 void tgi_store_close(tgi_store *s);
