@@ -42,6 +42,17 @@ static char *make_scope(tgi_call *c)
 	return tgi_buf_steal(&b);
 }
 
+/* What the call is, for its claim: sha256(tool "\n" principal "\n" args). */
+static void binding_of(const tgi_call *c, char out[65])
+{
+	tgi_buf b;
+	tgi_buf_init(&b, SIZE_MAX / 2);
+	tgi_buf_printf(&b, "%s\n%s\n", c->tool, c->principal->name);
+	tgi_buf_puts(&b, c->args_canon);
+	tgi_sha256_hex(b.p, b.len, out);
+	tgi_buf_free(&b);
+}
+
 static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)
 {
 	json_t *env = info->envelope ? json_loads(info->envelope, 0, NULL) : NULL;
@@ -85,8 +96,10 @@ tgi_verdict tgi_execute(tgi_call *c)
 		memset(&info, 0, sizeof info);
 		tgi_store_lock(g);
 		int lease = (t->timeout_s ? t->timeout_s : g->cfg->timeout_s) + LEASE_GRACE_S;
-		int rc = tgi_store_idem_claim(g->store, c->idem_scope, c->op_id, lease, &info, err,
-		                              sizeof err);
+		char binding[65];
+		binding_of(c, binding);
+		int rc = tgi_store_idem_claim(g->store, c->idem_scope, c->op_id, binding, lease, &info,
+		                              err, sizeof err);
 		tgi_store_unlock(g);
 		if (rc < 0) {
 			free(c->idem_scope);
@@ -103,6 +116,13 @@ tgi_verdict tgi_execute(tgi_call *c)
 			break;
 		case TGI_IDEM_DONE:
 			v = replay(c, &info);
+			break;
+		case TGI_IDEM_CONFLICT:
+			tgi_trace(c, "execute", 0, json_pack("{s:s}", "conflict", info.op_id));
+			v = tgi_stop(c, TG_INVALID, TG_ERR_AMBIGUOUS, c->idem_key[0] ? "/idempotency_key" : NULL,
+			             "%s was already used for a different call (op %s); nothing was run; "
+			             "use a new key for a new action",
+			             c->idem_key[0] ? "this idempotency_key" : "this call id", info.op_id);
 			break;
 		case TGI_IDEM_IN_FLIGHT:
 			tgi_trace(c, "execute", 0, json_pack("{s:s}", "in_flight", info.op_id));

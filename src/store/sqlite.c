@@ -105,7 +105,7 @@ static const char *const migrations[TGI_SCHEMA_VERSION] = {
 	"  scope TEXT PRIMARY KEY, op_id TEXT NOT NULL,"
 	"  state TEXT NOT NULL CHECK (state IN ('in_flight', 'done', 'unknown')),"
 	"  owner_host TEXT, owner_pid INTEGER, owner_start INTEGER, lease_until_ms INTEGER,"
-	"  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);"
+	"  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, binding TEXT);"
 	"CREATE INDEX IF NOT EXISTS idem_op ON idem(op_id);"
 	"CREATE TABLE IF NOT EXISTS events("
 	"  seq INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, op_id TEXT,"
@@ -128,7 +128,7 @@ static const char *const verify_sql[] = {
 	"SELECT op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
 	" args_redacted, args_sha256, envelope, started_ms, duration_ms FROM ops LIMIT 1",
 	"SELECT scope, op_id, state, owner_host, owner_pid, owner_start, lease_until_ms,"
-	" created_ms, updated_ms FROM idem LIMIT 1",
+	" created_ms, updated_ms, binding FROM idem LIMIT 1",
 	"SELECT seq, ts_ms, op_id, type, stage, data FROM events ORDER BY seq DESC LIMIT 1",
 	"SELECT id, op_id, tool, principal, binding, state, args, reason, created_ms,"
 	" expires_ms, decided_by, decided_ms FROM approvals LIMIT 1",
@@ -156,15 +156,15 @@ static const char *const verify_sql[] = {
 	  " ON CONFLICT(id) DO UPDATE SET first_ms = min(first_ms, excluded.first_ms),"         \
 	  " last_ms = max(last_ms, excluded.last_ms), calls = calls + 1")                      \
 	X(ST_IDEM_GET,                                                                          \
-	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms"            \
+	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms, binding"   \
 	  " FROM idem WHERE scope = ?1")                                                        \
 	X(ST_IDEM_BY_OP,                                                                        \
 	  "SELECT scope, state, owner_host, owner_pid, owner_start, lease_until_ms"            \
 	  " FROM idem WHERE op_id = ?1 AND state IN ('in_flight', 'unknown') LIMIT 1")         \
 	X(ST_IDEM_INSERT,                                                                       \
 	  "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"          \
-	  " lease_until_ms, created_ms, updated_ms)"                                            \
-	  " VALUES(?1, ?2, 'in_flight', ?3, ?4, ?5, ?6, ?7, ?7)")                              \
+	  " lease_until_ms, created_ms, updated_ms, binding)"                                   \
+	  " VALUES(?1, ?2, 'in_flight', ?3, ?4, ?5, ?6, ?7, ?7, ?8)")                          \
 	X(ST_IDEM_DONE,                                                                         \
 	  "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms)"                      \
 	  " VALUES(?1, ?2, 'done', ?3, ?3) ON CONFLICT(scope) DO UPDATE SET state = 'done',"   \
@@ -1178,8 +1178,8 @@ static int load_envelope(tgi_store *s, const char *op_id, char **out)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int claim_tx(tgi_store *s, const char *scope, const char *op_id, int lease_s,
-                    tgi_idem_info *info)
+static int claim_tx(tgi_store *s, const char *scope, const char *op_id, const char *binding,
+                    int lease_s, tgi_idem_info *info)
 {
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
@@ -1188,20 +1188,25 @@ static int claim_tx(tgi_store *s, const char *scope, const char *op_id, int leas
 	rc = st_step(s, ST_IDEM_GET, "t", scope);
 	if (rc == SQLITE_DONE) {
 		int64_t lease_until = now + (int64_t)(lease_s > 0 ? lease_s : 1) * 1000;
-		rc = st_run(s, ST_IDEM_INSERT, "tttiiii", scope, op_id, s->host, (int64_t)getpid(),
-		            self_start(s), lease_until, now);
+		rc = st_run(s, ST_IDEM_INSERT, "tttiiiit", scope, op_id, s->host, (int64_t)getpid(),
+		            self_start(s), lease_until, now, binding);
 		info->state = TGI_IDEM_CLAIMED;
 		tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
 	} else if (rc == SQLITE_ROW) {
 		sqlite3_stmt *st = s->st[ST_IDEM_GET];
 		char state[16];
 		struct owner o;
+		char bound[65] = "";
 		col_copy(st, 0, info->op_id, sizeof info->op_id);
 		col_copy(st, 1, state, sizeof state);
 		read_owner(st, 2, &o);
+		col_copy(st, 6, bound, sizeof bound);
 		st_reset(s, ST_IDEM_GET);
 		rc = SQLITE_OK;
-		if (!strcmp(state, "done")) {
+		if (binding && bound[0] && strcmp(binding, bound)) {
+			/* the same key for a different call: never someone else's result */
+			info->state = TGI_IDEM_CONFLICT;
+		} else if (!strcmp(state, "done")) {
 			info->state = TGI_IDEM_DONE;
 			rc = load_envelope(s, info->op_id, &info->envelope);
 		} else if (!strcmp(state, "in_flight") && owner_alive(s, &o, now)) {
@@ -1223,8 +1228,8 @@ static int claim_tx(tgi_store *s, const char *scope, const char *op_id, int leas
 	return rc;
 }
 
-int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, int lease_s,
-                         tgi_idem_info *info, char *err, size_t errlen)
+int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
+                         int lease_s, tgi_idem_info *info, char *err, size_t errlen)
 {
 	char q[96];
 
@@ -1233,7 +1238,7 @@ int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, int
 		return -1;
 	int rc = set_sync_full(s, 1);
 	if (rc == SQLITE_OK)
-		rc = claim_tx(s, scope, op_id, lease_s, info);
+		rc = claim_tx(s, scope, op_id, binding, lease_s, info);
 	if (rc != SQLITE_OK) {
 		fail(s, rc, err, errlen, "cannot claim idempotency scope '%s'", quoted(q, sizeof q, scope));
 		free(info->envelope);

@@ -88,6 +88,7 @@ typedef enum {
 	TGI_IDEM_IN_FLIGHT,   /* another live owner is running it: pending */
 	TGI_IDEM_UNKNOWN,     /* in_flight whose owner is gone: unknown outcome */
 	TGI_IDEM_RETRYABLE,   /* settled as not applied (or failed with applied=no): may run again */
+	TGI_IDEM_CONFLICT,    /* the scope is held by a different call (another binding) */
 } tgi_idem_state;
 
 typedef struct tgi_idem_info {
@@ -98,15 +99,18 @@ typedef struct tgi_idem_info {
 } tgi_idem_info;
 
 /*
- * Claim scope for op_id.  Owner = this host, pid and process start time,
+ * Claim scope for op_id.  binding (sha256 hex of what the call is: tool,
+ * principal, canonical args; NULL: not compared) is kept with the claim; a
+ * scope already held under a different binding answers CONFLICT, so one
+ * key never returns another call's result.  Owner = this host, pid and process start time,
  * with a lease of lease_s seconds.  A row whose owner process is dead (or
  * whose start time differs: pid reuse), or whose lease expired on another
  * host, is UNKNOWN and is never re-run silently.  A row settled as not
  * applied (tgi_store_op_resolve applied=0, or TGI_SETTLE_RELEASE) is
  * claimed again; a row settled unknown is UNKNOWN.  The claim commits with synchronous=FULL before returning.
  */
-int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, int lease_s,
-                         tgi_idem_info *info, char *err, size_t errlen);
+int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
+                         int lease_s, tgi_idem_info *info, char *err, size_t errlen);
 
 /* Settle an unknown outcome (toolgate ops resolve).  applied=1: the scope
  * becomes done with that op (its envelope marked applied); applied=0: the

@@ -39,6 +39,19 @@ tgcall c9 slow '{"n":1}' --key same
 eq "$(jqv c9.json .status)" replayed "afterwards: replayed"
 eq "$(jqv c9.json .output.ok)" true "replay returns the stored output"
 
+# the same key for a different call is refused, never answered with another call's result
+n=$(wc -l < runs.log)
+tgcall conflict slow '{"n":99}' --key same
+eq "$(jqv conflict.json .status)" invalid "same key, other args: refused"
+eq "$(jqv conflict.json .error.kind)" ambiguous "same key, other args: ambiguous"
+contains "$(jqv conflict.json .error.message)" "new key" "says what to do"
+eq "$(wc -l < runs.log)" "$n" "same key, other args: nothing ran"
+tgcall cid1 --mode bypassPermissions write_file '{"path":"a.txt","content":"a"}' --session s --call-id c1
+tgcall cid2 --mode bypassPermissions write_file '{"path":"b.txt","content":"b"}' --session s --call-id c1
+eq "$(jqv cid1.json .status)/$(jqv cid2.json .status)" persisted/invalid \
+	"a provider call id reused for another call: refused, not replayed"
+[ -e b.txt ] && fail "the second write ran"
+
 # the key is scoped to principal:tool:key — another key runs
 tgcall k2 slow '{"n":2}' --key other
 eq "$(jqv k2.json .status)" persisted "another key runs"

@@ -210,7 +210,7 @@ static tgi_idem_state claim(tgi_store *s, const char *scope, const char *op_id, 
                             tgi_idem_info *info)
 {
 	char err[512] = "";
-	if (tgi_store_idem_claim(s, scope, op_id, lease_s, info, err, sizeof err) < 0)
+	if (tgi_store_idem_claim(s, scope, op_id, NULL, lease_s, info, err, sizeof err) < 0)
 		fail_msg("claim: %s", err);
 	return info->state;
 }
@@ -759,15 +759,15 @@ static void test_idem_lifecycle(void **state)
 	assert_string_equal(info.op_id, i);
 
 	/* bad arguments */
-	assert_int_equal(tgi_store_idem_claim(f->s, "", a, 10, &info, err, sizeof err), -1);
+	assert_int_equal(tgi_store_idem_claim(f->s, "", a, NULL, 10, &info, err, sizeof err), -1);
 	assert_non_null(strstr(err, "scope is empty"));
 	char *huge = malloc(2000);
 	memset(huge, 'k', 1999);
 	huge[1999] = '\0';
-	assert_int_equal(tgi_store_idem_claim(f->s, huge, a, 10, &info, err, sizeof err), -1);
+	assert_int_equal(tgi_store_idem_claim(f->s, huge, a, NULL, 10, &info, err, sizeof err), -1);
 	assert_non_null(strstr(err, "too long"));
 	free(huge);
-	assert_int_equal(tgi_store_idem_claim(f->s, "s", "not-a-uuid", 10, &info, err, sizeof err), -1);
+	assert_int_equal(tgi_store_idem_claim(f->s, "s", "not-a-uuid", NULL, 10, &info, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a UUID"));
 }
 
@@ -784,7 +784,7 @@ static void claim_and_die(const struct fx *f, const char *scope, const char *op_
 		tgi_idem_info info;
 		close(p[0]);
 		if (tgi_store_open(f->db, 0, &s, err, sizeof err) < 0 ||
-		    tgi_store_idem_claim(s, scope, op_id, 3600, &info, err, sizeof err) < 0 ||
+		    tgi_store_idem_claim(s, scope, op_id, NULL, 3600, &info, err, sizeof err) < 0 ||
 		    info.state != TGI_IDEM_CLAIMED)
 			_exit(1);
 		_exit(0); /* a crash: no settle, no close */
@@ -935,7 +935,7 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 
 	/* our own pid, but another start time: a reused pid, the owner is dead */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES('r:reuse', '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0)", a,
+	         "INSERT INTO idem VALUES('r:reuse', '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", a,
 	         host, (int)getpid(), (long long)now + 60000);
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:reuse", b, 10, &info), TGI_IDEM_UNKNOWN);
@@ -943,7 +943,7 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 
 	/* another host: the lease decides */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES('r:remote', '%s', 'in_flight', 'elsewhere.invalid', 1, 1, %lld, 0, 0)",
+	         "INSERT INTO idem VALUES('r:remote', '%s', 'in_flight', 'elsewhere.invalid', 1, 1, %lld, 0, 0, NULL)",
 	         b, (long long)now + 20000);
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_IN_FLIGHT);
@@ -987,7 +987,7 @@ static void test_idem_concurrent_processes(void **state)
 				_exit(2);
 			while (read(go[0], &c, 1) < 0 && errno == EINTR)
 				;
-			c = tgi_store_idem_claim(s, "k:race", op, 60, &info, err, sizeof err) < 0
+			c = tgi_store_idem_claim(s, "k:race", op, NULL, 60, &info, err, sizeof err) < 0
 			            ? 'E'
 			            : (char)('0' + info.state);
 			if (write(res[1], &c, 1) != 1)
@@ -1038,7 +1038,7 @@ static void *race_thread(void *arg)
 	if (tgi_store_open(r->db, 0, &s, err, sizeof err) < 0)
 		return NULL;
 	pthread_barrier_wait(r->start);
-	if (tgi_store_idem_claim(s, "k:threads", op, 60, &info, err, sizeof err) == 0)
+	if (tgi_store_idem_claim(s, "k:threads", op, NULL, 60, &info, err, sizeof err) == 0)
 		r->state = (int)info.state;
 	tgi_store_close(s);
 	return NULL;
@@ -1522,7 +1522,7 @@ static void test_corrupt_ledger(void **state)
 		tgi_uuidv7(b);
 		record(s, b, "t", "persisted", "s", 2, NULL, TGI_SETTLE_NONE, err, sizeof err);
 		tgi_idem_info info;
-		if (tgi_store_idem_claim(s, "x:y", b, 5, &info, err, sizeof err) == 0)
+		if (tgi_store_idem_claim(s, "x:y", b, NULL, 5, &info, err, sizeof err) == 0)
 			free(info.envelope);
 		tgi_store_close(s);
 		s = NULL;

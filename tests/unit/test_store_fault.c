@@ -199,7 +199,7 @@ static void run_once(const char *db, struct outcome *o)
 		if (!o->recorded)
 			assert_true(strlen(err) > 0);
 		tgi_idem_info info;
-		o->claimed = tgi_store_idem_claim(s, o->scope, o->claimer, 30, &info, err, sizeof err) == 0;
+		o->claimed = tgi_store_idem_claim(s, o->scope, o->claimer, NULL, 30, &info, err, sizeof err) == 0;
 		if (o->claimed)
 			assert_int_equal(info.state, TGI_IDEM_CLAIMED);
 		else
