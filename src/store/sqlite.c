@@ -136,7 +136,8 @@ static const char *const verify_sql[] = {
 };
 
 /* The cached statements.  Approval states are derived at read time: a
- * pending or approved row past expires_ms (0: never) counts as expired. */
+ * pending or approved row past expires_ms counts as expired (every approval expires,
+ * and an approved row counts only with its decision recorded). */
 #define TGI_STORE_SQL(X)                                                                        \
 	X(ST_BEGIN, "BEGIN IMMEDIATE")                                                          \
 	X(ST_COMMIT, "COMMIT")                                                                  \
@@ -182,12 +183,12 @@ static const char *const verify_sql[] = {
 	X(ST_APPROVAL_NEWEST,                                                                   \
 	  "SELECT id, state FROM approvals WHERE binding = ?1 AND principal = ?2"              \
 	  " AND state IN ('pending', 'approved', 'denied')"                                     \
-	  " AND (expires_ms = 0 OR expires_ms > ?3)"                                            \
+	  " AND expires_ms > ?3 AND (state <> 'approved' OR decided_ms IS NOT NULL)"           \
 	  " ORDER BY created_ms DESC, id DESC LIMIT 1")                                         \
 	X(ST_APPROVAL_LIST,                                                                     \
 	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
 	  " expires_ms, decided_by FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')" \
-	  " AND expires_ms > 0 AND expires_ms <= ?2 THEN 'expired' ELSE state END AS st"       \
+	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END AS st"                          \
 	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
 	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
 	  " ORDER BY created_ms DESC, id DESC")
@@ -1367,7 +1368,7 @@ int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_
 
 static int expired(int64_t expires_ms, int64_t now)
 {
-	return expires_ms > 0 && expires_ms <= now;
+	return expires_ms <= now; /* every approval expires; 0 is long past */
 }
 
 int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,

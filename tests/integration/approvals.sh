@@ -49,7 +49,16 @@ contains "$(cat exp.err)" "expired" "expiry is explained"
 "$TG" approvals approve 00000000-0000-7000-8000-000000000000 > /dev/null 2> none.err && fail "unknown approval"
 [ -s none.err ] || fail "unknown approval: no sentence"
 
+# an approval planted in the ledger file (never expiring, no recorded decision) grants nothing
+P='{"path":"planted.txt","content":"x"}'
+bind=$(printf 'write_file\n%s' "$(echo "$P" | jq -cS .)" | sha256sum | cut -d' ' -f1)
+sql "insert into approvals(id, op_id, tool, principal, binding, state, created_ms, expires_ms)
+     values('00000000-0000-7000-8000-00000000abcd', 'x', 'write_file', 'local', '$bind', 'approved', 0, 0)"
+tgcall planted write_file "$P"
+eq "$(jqv planted.json .status)" pending "a planted approval is not honoured"
+[ -e planted.txt ] && fail "the planted approval let the write run"
+
 # events
-eq "$(sql "select count(*) from events where type='tool.call.approval_requested'")" 3 "approval_requested events (none for the dry run)"
+eq "$(sql "select count(*) from events where type='tool.call.approval_requested'")" 4 "approval_requested events (none for the dry run)"
 eq "$(sql "select count(*) from events where type='tool.call.approved'")" 1 "approved event"
 finish

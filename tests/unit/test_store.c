@@ -1255,7 +1255,7 @@ static void test_approvals_single_use_across_processes(void **state)
 	int go[2], res[2];
 
 	tgi_sha256_hex("x", 1, bind);
-	approval(&r, bind, "ci", 0); /* 0: no expiry */
+	approval(&r, bind, "ci", tgi_unix_ms() + 3600 * 1000);
 	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
 	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", err, sizeof err), 0);
 
