@@ -60,13 +60,8 @@ tgi_verdict tgi_approve(tgi_call *c)
 	}
 
 	/* binding: sha256(tool "\n" canonical args) */
-	{
-		tgi_buf b;
-		tgi_buf_init(&b, SIZE_MAX / 2);
-		tgi_buf_printf(&b, "%s\n%s", c->tool, c->args_canon);
-		tgi_sha256_hex(b.p, b.len, binding);
-		tgi_buf_free(&b);
-	}
+	const char *parts[] = {c->tool, c->args_canon};
+	tgi_sha256_lines(parts, 2, binding);
 
 	tgi_store_lock(g);
 	int rc = tgi_store_approval_take(g->store, binding, c->principal->name, &found, pending_id,

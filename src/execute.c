@@ -45,12 +45,8 @@ static char *make_scope(tgi_call *c)
 /* What the call is, for its claim: sha256(tool "\n" principal "\n" args). */
 static void binding_of(const tgi_call *c, char out[65])
 {
-	tgi_buf b;
-	tgi_buf_init(&b, SIZE_MAX / 2);
-	tgi_buf_printf(&b, "%s\n%s\n", c->tool, c->principal->name);
-	tgi_buf_puts(&b, c->args_canon);
-	tgi_sha256_hex(b.p, b.len, out);
-	tgi_buf_free(&b);
+	const char *parts[] = {c->tool, c->principal->name, c->args_canon};
+	tgi_sha256_lines(parts, 3, out);
 }
 
 static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "exec/spawn.h"
 #include "gate.h"
 #include "schema/schema.h"
 #include "util/util.h"

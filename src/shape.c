@@ -46,7 +46,7 @@ static json_t *shorten(json_t *s)
 	tgi_snprintf(tail, sizeof tail, "…[%zu bytes, sha256 %s]", len, sha);
 	size_t keep = tgi_utf8_offset(text, len, LOG_STRING_KEEP);
 	tgi_buf b;
-	tgi_buf_init(&b, SIZE_MAX / 2);
+	tgi_buf_init(&b, keep + sizeof tail);
 	tgi_buf_append(&b, text, keep);
 	tgi_buf_puts(&b, tail);
 	json_t *j = tgi_json_text(b.p, b.len);
@@ -163,7 +163,7 @@ tgi_verdict tgi_shape(tgi_call *c)
 		             "\n\n[... %zu characters omitted; the full output could not be saved ...]\n\n",
 		             chars - head_cp - tail_cp);
 	tgi_buf b;
-	tgi_buf_init(&b, SIZE_MAX / 2);
+	tgi_buf_init(&b, head + sizeof marker + (len - tail));
 	tgi_buf_append(&b, text, head);
 	tgi_buf_puts(&b, marker);
 	tgi_buf_append(&b, text + tail, len - tail);

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "exec/spawn.h"
 #include "util/util.h"
 
 #define GRACE_MS 2000

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "exec/spawn.h"
 #include "gate.h"
 #include "registry.h"
 #include "util/util.h"

@@ -222,6 +222,24 @@ void tgi_sha256_hex(const void *data, size_t n, char out[65])
 	hex(md, SHA256_DIGEST_LENGTH, out);
 }
 
+void tgi_sha256_lines(const char *const *parts, size_t n, char out[65])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (!ctx)
+		oom();
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			EVP_DigestUpdate(ctx, "\n", 1);
+		EVP_DigestUpdate(ctx, parts[i], strlen(parts[i]));
+	}
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	EVP_MD_CTX_free(ctx);
+	hex(md, SHA256_DIGEST_LENGTH, out);
+}
+
 void tgi_random_hex(char *out, size_t nbytes)
 {
 	unsigned char buf[64];

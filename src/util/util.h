@@ -35,6 +35,8 @@ void tgi_buf_free(tgi_buf *b);
 /* ids and hashing */
 void tgi_uuidv7(char out[37]);
 void tgi_sha256_hex(const void *data, size_t n, char out[65]);
+/* sha256 of the n strings joined by "\n", without building the joined text. */
+void tgi_sha256_lines(const char *const *parts, size_t n, char out[65]);
 void tgi_random_hex(char *out, size_t nbytes); /* writes 2*nbytes hex + NUL */
 
 /* time */
