@@ -46,5 +46,6 @@ int cmd_tools(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_approvals(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_apply_patch(int argc, char **argv);
 
 #endif

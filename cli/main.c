@@ -22,6 +22,7 @@ static const struct cmd {
 	{"log", cmd_log, "show the ledger: calls, statuses and their events"},
 	{"approvals", cmd_approvals, "list, approve or deny queued approvals"},
 	{"ops", cmd_ops, "settle an unknown outcome (ops resolve)"},
+	{"apply-patch", cmd_apply_patch, "apply a V4A patch here, as Codex's apply_patch does"},
 };
 
 static void usage(FILE *f)
@@ -30,7 +31,7 @@ static void usage(FILE *f)
 	           "toolgate puts a gate in front of every tool call an LLM agent makes.\n\n"
 	           "commands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n  toolgate <command> --help   options of one command\n"
 	           "  toolgate --version\n");
 }

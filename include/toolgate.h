@@ -176,6 +176,19 @@ char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg);
  */
 char *tg_approvals(tg_gate *g, int all, char **errmsg);
 
+/*
+ * Apply a V4A patch (Codex's apply_patch format) of len bytes to the files
+ * under dir (NULL: the current directory), all or nothing, never writing
+ * outside dir or into its .git/ or .toolgate/.  No gate, no policy: this
+ * is `toolgate apply-patch`, a stand-in for Codex's apply_patch program.
+ * Returns 0 with *summary ("Success. Updated the following files:\nA p\n"
+ * ...), or 1 with *message (Codex's wording: "Failed to find expected
+ * lines in p:\n...") when nothing was changed -- or, if undoing a failed
+ * commit failed too, when the outcome is unknown (the message says so;
+ * the next call finishes it).  Caller frees both with free().
+ */
+int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summary, char **message);
+
 #ifdef __cplusplus
 }
 #endif

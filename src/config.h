@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <jansson.h>
+#include "util/util.h"
 
 typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_BYPASS } tgi_mode;
 typedef enum { TGI_APPROVAL_ON_REQUEST, TGI_APPROVAL_NEVER, TGI_APPROVAL_UNTRUSTED } tgi_approval;
@@ -23,12 +24,8 @@ const char *tgi_approval_name(tgi_approval a);
 int tgi_sandbox_parse(const char *s, tgi_sandbox *out);    /* read-only | workspace-write | danger-full-access */
 const char *tgi_sandbox_name(tgi_sandbox s);
 
-/* A list of strings, NULL-terminated; n excludes the NULL.  In a config
- * from tgi_config_load v is never NULL (an empty list is {NULL}). */
-typedef struct tgi_strv {
-	char  **v;
-	size_t  n;
-} tgi_strv;
+/* Lists of strings are tgi_strv (util.h).  In a config from
+ * tgi_config_load v is never NULL (an empty list is {NULL}). */
 
 typedef struct tgi_principal_cfg {
 	char    *name;

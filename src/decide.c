@@ -16,7 +16,10 @@
  * matches; allow rules only if every path matches in both forms (see
  * policy.h).  Rules written for read_file are read rules: their deny and
  * ask also hold for every read-only file tool (list_dir, search_files), and
- * for every entry a directory walk would show (tgi_may_read).
+ * for every entry a directory walk would show (tgi_may_read).  Likewise
+ * rules written for write_file are edit rules: their deny and ask also
+ * hold for every tool that edits files (apply_patch), on every path it
+ * touches.  Allow rules are never borrowed this way.
  *
  * Protected paths: .git and .toolgate at any depth are read-only (the
  * ledger is not readable either, except the spill files the gate itself
@@ -125,15 +128,18 @@ static int path_refused(const tgi_call *c, const char *relpath, int writing, cha
 	return 0;
 }
 
-/* Deny, then ask rules as read rules: for the tool itself and as read_file. */
-static const tgi_rule *read_rule(const tgi_call *c, tgi_rule_kind kind, tgi_match_input *in)
+/* Deny or ask rules for the tool itself, then those of the file tool it
+ * stands in for: read_file for a read-only file tool, write_file for one
+ * that edits files. */
+static const tgi_rule *path_rule(const tgi_call *c, tgi_rule_kind kind, tgi_match_input *in)
 {
 	const tgi_rule *r = first_rule(c, kind, in);
-	if (r || !(c->contract & TGI_T_READ_ONLY) || !c->entry->row->paths ||
-	    !strcmp(in->tool, "read_file"))
+	const char *as = c->contract & TGI_T_READ_ONLY   ? "read_file"
+	               : c->contract & TGI_T_EDITS_FILES ? "write_file" : NULL;
+	if (r || !as || !c->entry->row->paths || !strcmp(in->tool, as))
 		return r;
 	const char *tool = in->tool;
-	in->tool = "read_file";
+	in->tool = as;
 	r = first_rule(c, kind, in);
 	in->tool = tool;
 	return r;
@@ -153,7 +159,7 @@ int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
 		.npaths = 1, .has_paths = 1,
 	};
 	/* an entry that would need asking is left out too: a walk cannot ask */
-	return !read_rule(c, TGI_RULE_DENY, &in) && !read_rule(c, TGI_RULE_ASK, &in);
+	return !path_rule(c, TGI_RULE_DENY, &in) && !path_rule(c, TGI_RULE_ASK, &in);
 }
 
 tgi_verdict tgi_decide(tgi_call *c)
@@ -203,13 +209,13 @@ tgi_verdict tgi_decide(tgi_call *c)
 	tgi_match_input in = {
 		.tool = c->tool,
 		.args = c->args,
-		.paths = c->paths,
+		.paths = (const char *const *)c->paths,
 		.resolved = (const char *const *)c->resolved,
 		.npaths = c->npaths,
 		.has_paths = c->entry->row->paths != NULL,
 	};
 	const tgi_rule *r;
-	if ((r = read_rule(c, TGI_RULE_DENY, &in))) {
+	if ((r = path_rule(c, TGI_RULE_DENY, &in))) {
 		tgi_snprintf(rule, sizeof rule, "deny: %s", tgi_rule_text(r));
 		tgi_snprintf(msg, sizeof msg,
 		             "policy does not allow %s with these arguments; do not retry; ask the owner",
@@ -223,7 +229,7 @@ tgi_verdict tgi_decide(tgi_call *c)
 		             "retry; ask the owner", c->principal->name, c->tool);
 		return deny(c, "requires_grant: no allow rule matches", msg);
 	}
-	if ((r = read_rule(c, TGI_RULE_ASK, &in))) {
+	if ((r = path_rule(c, TGI_RULE_ASK, &in))) {
 		tgi_snprintf(rule, sizeof rule, "ask: %s", tgi_rule_text(r));
 		record(c, TGI_ASK, rule);
 		return TGI_NEXT;

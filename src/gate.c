@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "patch/patch.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -144,9 +145,11 @@ static tg_result *call_end(tgi_call *c)
 	free(c->args_canon);
 	free(c->idem_scope);
 	for (size_t i = 0; i < c->npaths; i++) {
-		free(c->path_buf[i]);
+		free(c->paths[i]);
 		free(c->resolved[i]);
 	}
+	free(c->paths);
+	free(c->resolved);
 	for (size_t i = 0; i < c->nevents; i++)
 		json_decref(c->events[i].data);
 	return r;
@@ -363,6 +366,19 @@ static void protect(tg_gate *g, const char *file)
 /* The files a model must not rewrite: whatever configuration the gate
  * would load from the workspace, and every program and rule file that
  * configuration names. */
+/* A patch a crash interrupted is finished before anything else runs:
+ * rolled back if it had not committed, its backups removed if it had.
+ * Files that may be part-way through a patch are not worked on. */
+static int finish_patches(tg_gate *g, char **errmsg)
+{
+	char err[512];
+	int jfd = tgi_patch_journal_open(g->state_fd, err, sizeof err);
+	int r = jfd < 0 ? -1 : tgi_patch_recover(g->ws_fd, jfd, err, sizeof err);
+	if (jfd >= 0)
+		close(jfd);
+	return r < 0 ? tgi_fail(errmsg, "%s", err) : 0;
+}
+
 static void protect_own_files(tg_gate *g)
 {
 	static const char *const names[] = {"toolgate.yaml", "toolgate.yml", "toolgate.json"};
@@ -424,6 +440,8 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	g->state_dir = tgi_xmalloc(n);
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
 
+	if (finish_patches(g, errmsg) < 0)
+		goto fail;
 	protect_own_files(g);
 	if (tgi_registry_build(g->cfg, &g->reg, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);

@@ -43,7 +43,7 @@ typedef enum { TGI_NEXT, TGI_STOP } tgi_verdict;
 
 typedef enum { TGI_ALLOW, TGI_ASK, TGI_DENY } tgi_decision;
 
-#define TGI_MAX_PATHS 16
+#define TGI_MAX_PATHS 8192   /* paths one call may touch (a patch: 2 per file) */
 #define TGI_MAX_EVENTS 12
 
 typedef struct tgi_call {
@@ -63,10 +63,9 @@ typedef struct tgi_call {
 	unsigned          contract;        /* TGI_T_* for these args */
 	char             *args_canon;      /* owned: canonical args text */
 	char              args_sha256[65];
-	const char       *paths[TGI_MAX_PATHS];     /* normalised, owned by path_buf */
-	char             *resolved[TGI_MAX_PATHS];  /* owned; NULL if not resolvable */
+	char            **paths;           /* owned: normalised, as written */
+	char            **resolved;        /* owned: as resolved (NULL until decide) */
 	size_t            npaths;
-	char             *path_buf[TGI_MAX_PATHS];  /* owned storage for paths */
 
 	/* identify */
 	const tgi_principal_cfg *principal;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <jansson.h>
 #include "toolgate.h"
+#include "util/util.h"
 
 struct tgi_config;
 struct tgi_schema;
@@ -96,10 +97,11 @@ typedef int (*tgi_handler)(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool
 
 /*
  * The paths a call touches, relative to the workspace as written by the
- * model.  Fills up to cap entries (borrowed from args) and returns the
- * count, or -1 with a sentence in err if a path argument is unusable.
+ * model: each appended to out as a new string.  Returns the count, or -1
+ * with a sentence in err if a path argument is unusable (not a string, an
+ * embedded NUL, a patch that does not parse).
  */
-typedef int (*tgi_paths_fn)(const json_t *args, const char **out, size_t cap);
+typedef int (*tgi_paths_fn)(const json_t *args, tgi_strv *out, char *err, size_t errlen);
 
 /* Adjust the contract for these args: return the flags that hold for them. */
 typedef unsigned (*tgi_flags_fn)(unsigned flags, const json_t *args);
@@ -154,6 +156,7 @@ extern const tgi_tool tgi_tool_read_file;
 extern const tgi_tool tgi_tool_list_dir;
 extern const tgi_tool tgi_tool_search_files;
 extern const tgi_tool tgi_tool_write_file;
+extern const tgi_tool tgi_tool_apply_patch;
 
 /* Configured command tools (src/tools/command.c) */
 int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out);

@@ -45,27 +45,27 @@ tgi_verdict tgi_validate(tgi_call *c)
 	c->contract = tgi_contract(t, c->args);
 
 	if (t->paths) {
-		const char *raw[TGI_MAX_PATHS];
-		int n = t->paths(c->args, raw, TGI_MAX_PATHS);
-		if (n < 0)
-			return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
-			                "the paths in the arguments could not be read");
-		for (int i = 0; i < n; i++) {
-			/* the JSON length catches embedded NULs */
-			json_t *pv = NULL;
-			const char *key;
-			json_t *v;
-			json_object_foreach(c->args, key, v)
-				if (json_is_string(v) && json_string_value(v) == raw[i])
-					pv = v;
-			size_t len = pv ? json_string_length(pv) : strlen(raw[i]);
-			char norm[4096], err[256];
-			if (tgi_path_check(raw[i], len, norm, sizeof norm, err, sizeof err) < 0)
-				return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL, "%s", err);
-			c->path_buf[c->npaths] = tgi_strdup(norm);
-			c->paths[c->npaths] = c->path_buf[c->npaths];
-			c->npaths++;
+		tgi_strv raw = {0};
+		char norm[4096], err[1024];
+		if (t->paths(c->args, &raw, err, sizeof err) < 0) {
+			tgi_strv_free(&raw);
+			return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL, "%s", err);
 		}
+		if (raw.n > TGI_MAX_PATHS) {
+			tgi_strv_free(&raw);
+			return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
+			                "the call touches more than %d paths; split it", TGI_MAX_PATHS);
+		}
+		c->paths = tgi_xcalloc(raw.n + 1, sizeof *c->paths);
+		c->resolved = tgi_xcalloc(raw.n + 1, sizeof *c->resolved);
+		for (size_t i = 0; i < raw.n; i++) {
+			if (tgi_path_check(raw.v[i], strlen(raw.v[i]), norm, sizeof norm, err, sizeof err) < 0) {
+				tgi_strv_free(&raw);
+				return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL, "%s", err);
+			}
+			c->paths[c->npaths++] = tgi_strdup(norm);
+		}
+		tgi_strv_free(&raw);
 	}
 
 	c->args_canon = tgi_json_canonical(c->args);

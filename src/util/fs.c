@@ -858,24 +858,32 @@ int tgi_arg_int(const json_t *args, const char *key, long long dflt,
 
 /* ---- paths(), failing, deadlines ---- */
 
-static int path_arg(const json_t *args, const char *dflt, const char **out, size_t cap)
+static int path_arg(const json_t *args, const char *dflt, tgi_strv *out, char *err, size_t errlen)
 {
 	const json_t *p = json_object_get(args, "path");
+	char norm[PATH_MAX];
 
-	if (cap < 1 || (!p && !dflt) || (p && !json_is_string(p)))
+	if ((!p && !dflt) || (p && !json_is_string(p))) {
+		tgi_snprintf(err, errlen, "\"path\" must be a string");
 		return -1;
-	out[0] = p ? json_string_value(p) : dflt;
+	}
+	if (p && memchr(json_string_value(p), '\0', json_string_length(p))) {
+		/* the sentence tgi_path_check gives for it */
+		tgi_path_check(json_string_value(p), json_string_length(p), norm, sizeof norm, err, errlen);
+		return -1;
+	}
+	tgi_strv_push(out, tgi_strdup(p ? json_string_value(p) : dflt));
 	return 1;
 }
 
-int tgi_paths_required_path(const json_t *args, const char **out, size_t cap)
+int tgi_paths_required_path(const json_t *args, tgi_strv *out, char *err, size_t errlen)
 {
-	return path_arg(args, NULL, out, cap);
+	return path_arg(args, NULL, out, err, errlen);
 }
 
-int tgi_paths_optional_path(const json_t *args, const char **out, size_t cap)
+int tgi_paths_optional_path(const json_t *args, tgi_strv *out, char *err, size_t errlen)
 {
-	return path_arg(args, ".", out, cap);
+	return path_arg(args, ".", out, err, errlen);
 }
 
 int tgi_tool_fail(tgi_tool_out *out, tg_errkind kind)

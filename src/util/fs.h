@@ -164,11 +164,12 @@ int tgi_arg_int(const json_t *args, const char *key, long long dflt,
 
 /*
  * paths() for the file tools (tgi_paths_fn): the "path" argument as
- * written, borrowed from args.  required: a missing path is -1; optional:
- * it is "." (the workspace).  1, or -1 when it is not a string or cap is 0.
+ * written.  required: a missing path is -1; optional: it is "." (the
+ * workspace).  1, or -1 with a sentence when it is not a string or holds
+ * a NUL byte.
  */
-int tgi_paths_required_path(const json_t *args, const char **out, size_t cap);
-int tgi_paths_optional_path(const json_t *args, const char **out, size_t cap);
+int tgi_paths_required_path(const json_t *args, tgi_strv *out, char *err, size_t errlen);
+int tgi_paths_optional_path(const json_t *args, tgi_strv *out, char *err, size_t errlen);
 
 /* A handler's failure: out->kind = kind, applied = no (a sentence is
  * already in out->message).  Returns -1. */

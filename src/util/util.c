@@ -60,6 +60,30 @@ char *tgi_strdup(const char *s)
 	return p;
 }
 
+void tgi_strv_push(tgi_strv *sv, char *s)
+{
+	sv->v = tgi_xrealloc(sv->v, (sv->n + 2) * sizeof *sv->v);
+	sv->v[sv->n++] = s;
+	sv->v[sv->n] = NULL;
+}
+
+void tgi_strv_free(tgi_strv *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = 0;
+}
+
+char *tgi_strndup(const char *s, size_t n)
+{
+	char *p = tgi_xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
 void tgi_snprintf(char *out, size_t cap, const char *fmt, ...)
 {
 	va_list ap;

@@ -32,6 +32,15 @@ int  tgi_buf_printf(tgi_buf *b, const char *fmt, ...) __attribute__((format(prin
 char *tgi_buf_steal(tgi_buf *b); /* caller frees; buffer is reset */
 void tgi_buf_free(tgi_buf *b);
 
+/* A list of strings, NULL-terminated; n excludes the NULL. */
+typedef struct tgi_strv {
+	char  **v;
+	size_t  n;
+} tgi_strv;
+
+void tgi_strv_push(tgi_strv *sv, char *s);   /* takes s */
+void tgi_strv_free(tgi_strv *sv);
+
 /* ids and hashing */
 void tgi_uuidv7(char out[37]);
 void tgi_sha256_hex(const void *data, size_t n, char out[65]);
@@ -64,6 +73,7 @@ void tgi_sanitize(char *out, size_t cap, const char *s);
 
 /* strings */
 char *tgi_strdup(const char *s);   /* NULL-safe; aborts on OOM */
+char *tgi_strndup(const char *s, size_t n); /* n bytes of s (no NUL among them) + NUL */
 void *tgi_xmalloc(size_t n);       /* aborts on OOM */
 void *tgi_xcalloc(size_t n, size_t sz);
 void *tgi_xrealloc(void *p, size_t n);

@@ -283,25 +283,33 @@ static void test_rows(void **state)
 	assert_string_equal(tgi_tool_write_file.name, "write_file");
 }
 
+/* paths(): one new string into sv; returns the count or -1 with err */
+static int paths_of(const tgi_tool *t, json_t *a, tgi_strv *sv, char *err, size_t errlen)
+{
+	tgi_strv_free(sv);
+	return t->paths(a, sv, err, errlen);
+}
+
 static void test_paths_fns(void **state)
 {
 	(void)state;
-	const char *out[2];
+	tgi_strv sv = {0};
+	char err[256];
 	json_t *a = json_pack("{s:s, s:s}", "path", "./src//x.c", "content", "c");
 
-	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), 1);
-	assert_ptr_equal(out[0], json_string_value(json_object_get(a, "path"))); /* borrowed, as written */
-	assert_int_equal(tgi_tool_write_file.paths(a, out, 2), 1);
-	assert_string_equal(out[0], "./src//x.c");
-	assert_int_equal(tgi_tool_list_dir.paths(a, out, 0), -1);
+	assert_int_equal(paths_of(&tgi_tool_read_file, a, &sv, err, sizeof err), 1);
+	assert_string_equal(sv.v[0], "./src//x.c");              /* as written */
+	assert_ptr_not_equal(sv.v[0], json_string_value(json_object_get(a, "path")));
+	assert_int_equal(paths_of(&tgi_tool_write_file, a, &sv, err, sizeof err), 1);
+	assert_string_equal(sv.v[0], "./src//x.c");
 	json_decref(a);
 
 	a = json_object();
-	assert_int_equal(tgi_tool_list_dir.paths(a, out, 2), 1);
-	assert_string_equal(out[0], ".");
-	assert_int_equal(tgi_tool_search_files.paths(a, out, 2), 1);
-	assert_string_equal(out[0], ".");
-	assert_int_equal(tgi_tool_read_file.paths(a, out, 2), -1);
+	assert_int_equal(paths_of(&tgi_tool_list_dir, a, &sv, err, sizeof err), 1);
+	assert_string_equal(sv.v[0], ".");
+	assert_int_equal(paths_of(&tgi_tool_search_files, a, &sv, err, sizeof err), 1);
+	assert_string_equal(sv.v[0], ".");
+	assert_int_equal(paths_of(&tgi_tool_read_file, a, &sv, err, sizeof err), -1);
 	json_decref(a);
 
 	/* one shared function each: the path as written, required or "." */
@@ -310,29 +318,26 @@ static void test_paths_fns(void **state)
 	assert_ptr_equal(tgi_tool_list_dir.paths, tgi_paths_optional_path);
 	assert_ptr_equal(tgi_tool_search_files.paths, tgi_paths_optional_path);
 	a = json_pack("{s:i}", "path", 7);
-	assert_int_equal(tgi_paths_required_path(a, out, 2), -1);
-	assert_int_equal(tgi_paths_optional_path(a, out, 2), -1);
+	assert_int_equal(paths_of(&tgi_tool_read_file, a, &sv, err, sizeof err), -1);
+	assert_non_null(strstr(err, "string"));
+	assert_int_equal(paths_of(&tgi_tool_list_dir, a, &sv, err, sizeof err), -1);
 	json_decref(a);
 	a = json_pack("{s:s}", "path", "link_in");         /* a symlink is reported as written */
-	assert_int_equal(tgi_paths_required_path(a, out, 1), 1);
-	assert_string_equal(out[0], "link_in");
-	assert_int_equal(tgi_paths_required_path(a, out, 0), -1);
-	assert_int_equal(tgi_paths_optional_path(a, out, 0), -1);
+	assert_int_equal(paths_of(&tgi_tool_read_file, a, &sv, err, sizeof err), 1);
+	assert_string_equal(sv.v[0], "link_in");
 	json_decref(a);
 
-	/* embedded NUL: paths() hands the string over as it is; the validate
-	 * stage refuses it with tgi_path_check and the JSON length */
+	/* embedded NUL: refused by paths() itself, with tgi_path_check's sentence */
 	a = json_pack("{s:s#}", "path", "a\0b", (int)3);
 	const tgi_tool *const rows[] = {&tgi_tool_read_file, &tgi_tool_list_dir,
 	                                &tgi_tool_search_files, &tgi_tool_write_file};
 	for (size_t i = 0; i < 4; i++) {
-		char norm[64], err[256];
-		assert_int_equal(rows[i]->paths(a, out, 2), 1);
-		assert_int_equal(tgi_path_check(out[0], json_string_length(json_object_get(a, "path")),
-		                                norm, sizeof norm, err, sizeof err), -1);
+		err[0] = '\0';
+		assert_int_equal(paths_of(rows[i], a, &sv, err, sizeof err), -1);
 		assert_non_null(strstr(err, "NUL"));
 	}
 	json_decref(a);
+	tgi_strv_free(&sv);
 }
 
 /* ---- every tool: the same path refusals ---- */

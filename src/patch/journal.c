@@ -1,0 +1,556 @@
+/*
+ * journal.c — commit a patch plan all or nothing, and recover after a crash.
+ *
+ * A commit, in order (each step durable before the next):
+ *   1. the journal <tx>.journal in journal_fd: every directory to create,
+ *      every file with its temp and backup names (written under a temp
+ *      name, locked, fsynced, renamed into place);
+ *   2. missing parent directories created;
+ *   3. every new file's bytes in a temp file beside it, fsynced;
+ *   4. every file to be replaced or removed hard-linked to a backup name
+ *      beside it; the directories fsynced;
+ *   5. the renames (temp over file) and unlinks; the directories fsynced;
+ *   6. the commit point: <tx>.journal renamed to <tx>.commit, fsynced;
+ *   7. the backups and the journal removed.
+ * A failure before 6 rolls back in process: each backup renamed over its
+ * file, each file that did not exist removed, temps and created
+ * directories removed.  A crash before 6 leaves <tx>.journal, which
+ * tgi_patch_recover rolls back the same way; a crash after it leaves
+ * <tx>.commit, which recovery rolls forward (the backups are removed).  So
+ * every file is either as it was or as the patch made it, never a mix.
+ *
+ * Temp and backup files are named .tgpatch-<tx>-<n>.new / .old.  A live
+ * commit holds an flock on its journal; recovery skips journals it cannot
+ * lock, so two processes never undo each other's work.
+ *
+ * Owns: the journal format and the commit protocol.  Must not: decide
+ * what to write (apply.c) or leave the workspace (every open is beneath
+ * ws_fd).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "patch/patch.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+#define JOURNAL_MAX (64u << 20)
+#define TEMP_PREFIX ".tgpatch-"
+
+/* One file of a transaction. */
+typedef struct jfile {
+	char *path;       /* the file, workspace-relative */
+	char *temp;       /* its new bytes before the rename, or NULL (a removal) */
+	char *backup;     /* its old self during the commit, or NULL (it did not exist) */
+} jfile;
+
+typedef struct journal {
+	char  **dirs;     /* created, parents first */
+	size_t  ndirs;
+	jfile  *files;
+	size_t  nfiles;
+} journal;
+
+static void journal_free(journal *j)
+{
+	for (size_t i = 0; i < j->ndirs; i++)
+		free(j->dirs[i]);
+	for (size_t i = 0; i < j->nfiles; i++) {
+		free(j->files[i].path);
+		free(j->files[i].temp);
+		free(j->files[i].backup);
+	}
+	free(j->dirs);
+	free(j->files);
+	memset(j, 0, sizeof *j);
+}
+
+/* dirname and basename of a workspace-relative path (parent "." at the top). */
+static const char *split(const char *path, char *parent, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash) {
+		tgi_snprintf(parent, cap, ".");
+		return path;
+	}
+	tgi_snprintf(parent, cap, "%.*s", (int)(slash - path), path);
+	return slash + 1;
+}
+
+/* A sibling of path named .tgpatch-<tx>-<n>.<ext>. */
+static char *sibling(const char *path, const char *tx, size_t n, const char *ext)
+{
+	char parent[PATH_MAX], name[PATH_MAX + 80];
+	split(path, parent, sizeof parent);
+	tgi_snprintf(name, sizeof name, "%s%s%s-%zu.%s", strcmp(parent, ".") ? parent : "",
+	             strcmp(parent, ".") ? "/" TEMP_PREFIX : TEMP_PREFIX, tx, n, ext);
+	return tgi_strdup(name);
+}
+
+/* Open the directory holding path; *base gets its final component. */
+static int dir_fd(int ws_fd, const char *path, const char **base)
+{
+	char parent[PATH_MAX];
+	*base = split(path, parent, sizeof parent);
+	return tgi_open_beneath(ws_fd, parent, O_RDONLY | O_DIRECTORY, 0);
+}
+
+/* mkdir (make) or rmdir a directory, its parent opened beneath ws_fd.
+ * 0 or -errno. */
+static int dir_op(int ws_fd, const char *path, int make)
+{
+	const char *base;
+	int pfd = dir_fd(ws_fd, path, &base);
+	if (pfd < 0)
+		return pfd;
+	int r = (make ? mkdirat(pfd, base, 0755) : unlinkat(pfd, base, AT_REMOVEDIR)) < 0 ? -errno : 0;
+	close(pfd);
+	return r;
+}
+
+static int sync_dir(int fd)
+{
+	return fsync(fd) < 0 && errno != EINVAL ? -errno : 0;
+}
+
+/* fsync the parent directory of every file (each once). */
+static int sync_parents(int ws_fd, const journal *j)
+{
+	char (*seen)[PATH_MAX] = tgi_xmalloc((j->nfiles ? j->nfiles : 1) * sizeof *seen);
+	size_t nseen = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < j->nfiles && !r; i++) {
+		char parent[PATH_MAX];
+		split(j->files[i].path, parent, sizeof parent);
+		size_t k = 0;
+		while (k < nseen && strcmp(seen[k], parent))
+			k++;
+		if (k < nseen)
+			continue;
+		memcpy(seen[nseen++], parent, strlen(parent) + 1);
+		int fd = tgi_open_beneath(ws_fd, parent, O_RDONLY | O_DIRECTORY, 0);
+		if (fd == -ENOENT)
+			continue;
+		r = fd < 0 ? fd : sync_dir(fd);
+		if (fd >= 0)
+			close(fd);
+	}
+	free(seen);
+	return r;
+}
+
+static int exists(int pfd, const char *name)
+{
+	struct stat st;
+	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/*
+ * Undo a transaction that did not reach its commit point: every backup
+ * back in place, every file that did not exist removed (once its temp is
+ * gone, the file there is ours), temps and created directories removed.
+ * Idempotent.  0 or -errno.
+ */
+static int rollback(int ws_fd, const journal *j)
+{
+	int r = 0;
+
+	for (size_t i = j->nfiles; i-- > 0;) {
+		const jfile *f = &j->files[i];
+		const char *base, *tbase = NULL, *bbase = NULL;
+		char parent[PATH_MAX];
+		int pfd = dir_fd(ws_fd, f->path, &base);
+		if (pfd == -ENOENT)
+			continue;               /* its directory was never made */
+		if (pfd < 0) {
+			r = pfd;
+			continue;
+		}
+		if (f->temp)
+			tbase = split(f->temp, parent, sizeof parent);
+		if (f->backup)
+			bbase = split(f->backup, parent, sizeof parent);
+		if (bbase && exists(pfd, bbase)) {
+			/* over a replaced file; a no-op when the rename never came
+			 * (both names are one inode), hence the unlink after */
+			if (renameat(pfd, bbase, pfd, base) < 0)
+				r = -errno;
+			else
+				unlinkat(pfd, bbase, 0);
+		} else if (!bbase && f->temp && !exists(pfd, tbase) && exists(pfd, base)) {
+			if (unlinkat(pfd, base, 0) < 0 && errno != ENOENT)
+				r = -errno;
+		}
+		if (tbase && unlinkat(pfd, tbase, 0) < 0 && errno != ENOENT)
+			r = -errno;
+		close(pfd);
+	}
+	int s = sync_parents(ws_fd, j);
+	if (!r)
+		r = s;
+	for (size_t i = j->ndirs; i-- > 0;)
+		dir_op(ws_fd, j->dirs[i], 0);   /* fails if not empty: then not only ours */
+	return r;
+}
+
+/* After the commit point: the backups (and any temps) go. */
+static void roll_forward(int ws_fd, const journal *j)
+{
+	for (size_t i = 0; i < j->nfiles; i++) {
+		const char *names[2] = {j->files[i].backup, j->files[i].temp};
+		for (int k = 0; k < 2; k++) {
+			char parent[PATH_MAX];
+			if (!names[k])
+				continue;
+			const char *base = split(names[k], parent, sizeof parent);
+			int pfd = tgi_open_beneath(ws_fd, parent, O_PATH | O_DIRECTORY, 0);
+			if (pfd >= 0) {
+				unlinkat(pfd, base, 0);
+				close(pfd);
+			}
+		}
+	}
+}
+
+/* ---- the journal file ---- */
+
+static json_t *journal_json(const journal *j)
+{
+	json_t *dirs = json_array(), *files = json_array();
+	for (size_t i = 0; i < j->ndirs; i++)
+		json_array_append_new(dirs, json_string(j->dirs[i]));
+	for (size_t i = 0; i < j->nfiles; i++)
+		json_array_append_new(files, json_pack("{s:s, s:s?, s:s?}", "path", j->files[i].path,
+		                                       "temp", j->files[i].temp,
+		                                       "backup", j->files[i].backup));
+	return json_pack("{s:i, s:o, s:o}", "version", 1, "dirs", dirs, "files", files);
+}
+
+/* A name the journal may use: a path beneath the workspace, and for temps
+ * and backups one of ours beside it. */
+static int jname_ok(const char *s, int ours)
+{
+	if (!s || !*s || s[0] == '/' || strlen(s) >= PATH_MAX)
+		return 0;
+	if (!ours)
+		return 1;
+	const char *base = strrchr(s, '/');
+	return strncmp(base ? base + 1 : s, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0;
+}
+
+static int journal_parse(const char *text, size_t len, journal *j)
+{
+	json_error_t e;
+	json_t *root = json_loadb(text, len, 0, &e), *v;
+	size_t i;
+	int ok = root && json_integer_value(json_object_get(root, "version")) == 1 &&
+	         json_is_array(json_object_get(root, "dirs")) &&
+	         json_is_array(json_object_get(root, "files"));
+
+	memset(j, 0, sizeof *j);
+	if (ok) {
+		json_t *dirs = json_object_get(root, "dirs"), *files = json_object_get(root, "files");
+		j->dirs = tgi_xcalloc(json_array_size(dirs) + 1, sizeof *j->dirs);
+		j->files = tgi_xcalloc(json_array_size(files) + 1, sizeof *j->files);
+		json_array_foreach(dirs, i, v) {
+			ok = ok && jname_ok(json_string_value(v), 0);
+			if (ok)
+				j->dirs[j->ndirs++] = tgi_strdup(json_string_value(v));
+		}
+		json_array_foreach(files, i, v) {
+			const char *p = json_string_value(json_object_get(v, "path"));
+			const char *t = json_string_value(json_object_get(v, "temp"));
+			const char *b = json_string_value(json_object_get(v, "backup"));
+			ok = ok && jname_ok(p, 0) && (!t || jname_ok(t, 1)) && (!b || jname_ok(b, 1));
+			if (ok)
+				j->files[j->nfiles++] = (jfile){tgi_strdup(p), tgi_strdup(t), tgi_strdup(b)};
+		}
+	}
+	json_decref(root);
+	if (!ok)
+		journal_free(j);
+	return ok ? 0 : -1;
+}
+
+/* Write <tx>.journal durably.  Returns the fd that holds its lock, or -errno. */
+static int journal_write(int jfd, const char *tx, const journal *j)
+{
+	char tmp[96], name[96];
+	tgi_snprintf(tmp, sizeof tmp, "%s.journal.tmp", tx);
+	tgi_snprintf(name, sizeof name, "%s.journal", tx);
+
+	json_t *doc = journal_json(j);
+	char *text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	int fd = tgi_open_beneath(jfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	int r = fd < 0 ? fd : 0;
+	if (!r && flock(fd, LOCK_EX) < 0)
+		r = -errno;
+	if (!r)
+		r = text ? tgi_write_all(fd, text, strlen(text)) : -ENOMEM;
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (!r && renameat(jfd, tmp, jfd, name) < 0)
+		r = -errno;
+	if (!r)
+		r = sync_dir(jfd);
+	free(text);
+	if (r) {
+		unlinkat(jfd, tmp, 0);
+		unlinkat(jfd, name, 0);
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Remove the journal of tx (either state) and make that durable. */
+static void journal_remove(int jfd, const char *tx)
+{
+	static const char *const ext[] = {"journal", "commit"};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(ext); i++) {
+		char name[96];
+		tgi_snprintf(name, sizeof name, "%s.%s", tx, ext[i]);
+		unlinkat(jfd, name, 0);
+	}
+	sync_dir(jfd);
+}
+
+/* Every directory the writes need that does not exist yet, parents first. */
+static void plan_dirs(int ws_fd, const tgi_patch_plan *plan, journal *j)
+{
+	for (size_t i = 0; i < plan->nwrites; i++) {
+		if (!plan->writes[i].data)
+			continue;
+		char dir[PATH_MAX];
+		tgi_snprintf(dir, sizeof dir, "%s", plan->writes[i].path);
+		for (char *s = dir; (s = strchr(s, '/')); *s++ = '/') {
+			*s = '\0';
+			int known = 0;
+			for (size_t k = 0; k < j->ndirs && !known; k++)
+				known = !strcmp(j->dirs[k], dir);
+			int fd = known ? -EEXIST : tgi_open_beneath(ws_fd, dir, O_PATH, 0);
+			if (fd >= 0)
+				close(fd);
+			else if (fd == -ENOENT) {
+				j->dirs = tgi_xrealloc(j->dirs, (j->ndirs + 1) * sizeof *j->dirs);
+				j->dirs[j->ndirs++] = tgi_strdup(dir);
+			}
+		}
+	}
+}
+
+static int fail(char *err, size_t errlen, const char *what, const char *path, int r)
+{
+	char s[256];
+	tgi_sanitize(s, sizeof s, path);
+	tgi_snprintf(err, errlen, "%s %s: %s; no file was changed", what, s, strerror(-r));
+	return -1;
+}
+
+/* Steps 2-5.  0, or -1 with err (the caller rolls back). */
+static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, char *err,
+                       size_t errlen)
+{
+	int r;
+
+	for (size_t i = 0; i < j->ndirs; i++)
+		if ((r = dir_op(ws_fd, j->dirs[i], 1)) < 0 && r != -EEXIST)
+			return fail(err, errlen, "Failed to create directory", j->dirs[i], r);
+
+	for (size_t i = 0; i < plan->nwrites; i++) {
+		const tgi_patch_write *w = &plan->writes[i];
+		if (!w->data)
+			continue;
+		int fd = tgi_open_beneath(ws_fd, j->files[i].temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+		                          w->mode ? w->mode : 0644);
+		r = fd < 0 ? fd : 0;
+		if (!r && w->mode && fchmod(fd, w->mode) < 0)
+			r = -errno;
+		if (!r)
+			r = tgi_write_all(fd, w->data, w->len);
+		if (!r && fsync(fd) < 0)
+			r = -errno;
+		if (fd >= 0 && close(fd) < 0 && !r && errno != EINTR)
+			r = -errno;
+		if (r)
+			return fail(err, errlen, "Failed to write file", w->path, r);
+	}
+	for (size_t i = 0; i < plan->nwrites; i++) {
+		const char *base, *bbase;
+		char parent[PATH_MAX];
+		if (!j->files[i].backup)
+			continue;
+		int pfd = dir_fd(ws_fd, plan->writes[i].path, &base);
+		bbase = split(j->files[i].backup, parent, sizeof parent);
+		r = pfd < 0 ? pfd : linkat(pfd, base, pfd, bbase, 0) < 0 ? -errno : 0;
+		if (pfd >= 0)
+			close(pfd);
+		if (r)
+			return fail(err, errlen, "Failed to keep a backup of", plan->writes[i].path, r);
+	}
+	if ((r = sync_parents(ws_fd, j)) < 0)
+		return fail(err, errlen, "Failed to sync the directory of", j->files[0].path, r);
+
+	for (size_t i = 0; i < plan->nwrites; i++) {
+		const tgi_patch_write *w = &plan->writes[i];
+		const char *base, *tbase;
+		char parent[PATH_MAX];
+		int pfd = dir_fd(ws_fd, w->path, &base);
+		if (pfd < 0)
+			return fail(err, errlen, "Failed to open the directory of", w->path, pfd);
+		if (w->data) {
+			tbase = split(j->files[i].temp, parent, sizeof parent);
+			r = renameat(pfd, tbase, pfd, base) < 0 ? -errno : 0;
+		} else {
+			r = unlinkat(pfd, base, 0) < 0 ? -errno : 0;
+		}
+		close(pfd);
+		if (r)
+			return fail(err, errlen, w->data ? "Failed to write file" : "Failed to delete file",
+			            w->path, r);
+	}
+	if ((r = sync_parents(ws_fd, j)) < 0)
+		return fail(err, errlen, "Failed to sync the directory of", j->files[0].path, r);
+	return 0;
+}
+
+int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patch_plan *plan,
+                     char *err, size_t errlen)
+{
+	char tx[40], from[96], to[96];
+	journal j = {0};
+	size_t n = 0;
+
+	for (const char *s = txid; *s && n < 32; s++)
+		if (*s != '-')
+			tx[n++] = *s;
+	tx[n] = '\0';
+	if (!plan->nwrites)
+		return 0;
+
+	plan_dirs(ws_fd, plan, &j);
+	j.files = tgi_xcalloc(plan->nwrites, sizeof *j.files);
+	for (size_t i = 0; i < plan->nwrites; i++) {
+		const tgi_patch_write *w = &plan->writes[i];
+		j.files[i].path = tgi_strdup(w->path);
+		j.files[i].temp = w->data ? sibling(w->path, tx, i, "new") : NULL;
+		j.files[i].backup = w->existed ? sibling(w->path, tx, i, "old") : NULL;
+	}
+	j.nfiles = plan->nwrites;
+
+	int lock = journal_write(journal_fd, tx, &j);
+	if (lock < 0) {
+		tgi_snprintf(err, errlen, "Failed to write the patch journal: %s; no file was changed",
+		             strerror(-lock));
+		journal_free(&j);
+		return -1;
+	}
+	int rc = 0;
+	if (apply_steps(ws_fd, plan, &j, err, errlen) < 0) {
+		/* before the commit point: undo; if that fails too the journal stays */
+		int r = rollback(ws_fd, &j);
+		if (r < 0) {
+			size_t l = strlen(err);
+			tgi_snprintf(err + l, errlen - l, " -- and undoing the patch failed (%s); it will "
+			             "be undone at the next start", strerror(-r));
+			rc = -2;
+		} else {
+			journal_remove(journal_fd, tx);
+			rc = -1;
+		}
+		goto out;
+	}
+	tgi_snprintf(from, sizeof from, "%s.journal", tx);
+	tgi_snprintf(to, sizeof to, "%s.commit", tx);
+	if (renameat(journal_fd, from, journal_fd, to) < 0 || sync_dir(journal_fd) < 0) {
+		/* the files are in place; whether the mark is durable is unknown */
+		tgi_snprintf(err, errlen, "Failed to record the patch as committed: %s", strerror(errno));
+		rc = -2;
+		goto out;
+	}
+	roll_forward(ws_fd, &j);
+	journal_remove(journal_fd, tx);
+out:
+	close(lock);
+	journal_free(&j);
+	return rc;
+}
+
+/* Finish one journal file (name ends in .journal, .commit or .journal.tmp). */
+static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t errlen)
+{
+	size_t len = strlen(name);
+	int committed = len > 7 && !strcmp(name + len - 7, ".commit");
+	int prepared = len > 8 && !strcmp(name + len - 8, ".journal");
+	int partial = len > 12 && !strcmp(name + len - 12, ".journal.tmp");
+	if (!committed && !prepared && !partial)
+		return 0;
+
+	int fd = tgi_open_beneath(jfd, name, O_RDWR | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : (tgi_snprintf(err, errlen, "cannot open patch journal %s: %s",
+		                                         name, strerror(-fd)), -1);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return 0;                       /* a live commit holds it */
+	}
+	int rc = 1;
+	if (!partial) {                         /* a partial journal: nothing was done yet */
+		char *text;
+		size_t tlen;
+		journal j;
+		if (tgi_read_fd(fd, JOURNAL_MAX, &text, &tlen) < 0 || journal_parse(text, tlen, &j) < 0) {
+			tgi_snprintf(err, errlen, "patch journal %s cannot be read; the files it names may "
+			             "be part-way through a patch", name);
+			free(text);
+			close(fd);
+			return -1;
+		}
+		free(text);
+		if (committed) {
+			roll_forward(ws_fd, &j);
+		} else if (rollback(ws_fd, &j) < 0) {
+			tgi_snprintf(err, errlen, "undoing the interrupted patch in %s failed: %s", name,
+			             strerror(errno));
+			rc = -1;
+		}
+		journal_free(&j);
+	}
+	if (rc > 0) {
+		unlinkat(jfd, name, 0);
+		sync_dir(jfd);
+	}
+	close(fd);
+	return rc;
+}
+
+int tgi_patch_recover(int ws_fd, int journal_fd, char *err, size_t errlen)
+{
+	tgi_dirent *ents;
+	size_t n, more;
+	int done = 0;
+
+	int r = tgi_dir_read(journal_fd, 100000, &ents, &n, &more);
+	if (r < 0) {
+		tgi_snprintf(err, errlen, "cannot read the patch journal directory: %s", strerror(-r));
+		return -1;
+	}
+	/* a .commit sorts before .journal of the same tx; each tx has one */
+	for (size_t i = 0; i < n && done >= 0; i++) {
+		if (!S_ISREG(ents[i].mode))
+			continue;
+		int k = recover_one(ws_fd, journal_fd, ents[i].name, err, errlen);
+		done = k < 0 ? -1 : done + k;
+	}
+	tgi_dirents_free(ents, n);
+	return done;
+}

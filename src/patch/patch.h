@@ -1,0 +1,185 @@
+/*
+ * patch.h — V4A patches (Codex's apply_patch format): parse, plan, commit.
+ *
+ *   *** Begin Patch
+ *   *** Add File: P        + lines (zero lines: an empty file)
+ *   *** Delete File: P
+ *   *** Update File: P     [*** Move to: Q]  chunks: @@ [context] / ' ' '-' '+' lines
+ *                          [*** End of File]
+ *   *** End Patch
+ *
+ * Three steps, each its own file:
+ *   parse.c   text → operations (tolerances: trimming, heredoc wrappers,
+ *             CRLF patch text, blank lines between chunks and operations);
+ *   apply.c   operations → every file's final bytes, computed in memory
+ *             against the workspace (match.c finds each chunk), with every
+ *             path checked before anything is written;
+ *   journal.c the plan → disk, all or nothing: temp files, fsync, a rollback
+ *             journal, renames; a crash part-way is undone by
+ *             tgi_patch_recover() on the next start.
+ *
+ * Owns: the format and its semantics.  Must not: decide policy (the
+ * pipeline checks every path the patch touches before the tool runs; this
+ * code refuses only what leaves the workspace and protected paths, as a
+ * second line of defence).
+ */
+#ifndef TGI_PATCH_H
+#define TGI_PATCH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include "toolgate.h"
+
+#define TGI_PATCH_MAX      (16u << 20)  /* bytes of patch text */
+#define TGI_PATCH_FILE_MAX (64u << 20)  /* bytes of one file to update */
+#define TGI_PATCH_OPS_MAX  4096         /* file operations in one patch */
+
+typedef enum { TGI_PATCH_ADD, TGI_PATCH_DELETE, TGI_PATCH_UPDATE } tgi_patch_kind;
+
+/* A line of the patch: a slice of the patch's own copy of the text. */
+typedef struct tgi_patch_line {
+	const char *s;
+	size_t      len;
+} tgi_patch_line;
+
+typedef struct tgi_patch_chunk {
+	tgi_patch_line  ctx;       /* `@@ ctx`; ctx.s NULL for a bare `@@` or none */
+	tgi_patch_line *old;       /* context and '-' lines */
+	size_t          nold;
+	tgi_patch_line *new;       /* context and '+' lines */
+	size_t          nnew;
+	int             eof;       /* `*** End of File`: matches only at the end */
+	size_t          lineno;    /* patch line where the chunk starts */
+} tgi_patch_chunk;
+
+typedef struct tgi_patch_op {
+	tgi_patch_kind   kind;
+	char            *path;     /* as written, trimmed (owned) */
+	char            *move_to;  /* Update with `*** Move to:`, else NULL (owned) */
+	tgi_patch_line  *add;      /* Add: the content lines, without their '+' */
+	size_t           nadd;
+	tgi_patch_chunk *chunks;   /* Update */
+	size_t           nchunks;
+	size_t           lineno;   /* patch line of the header */
+} tgi_patch_op;
+
+typedef struct tgi_patch {
+	char         *text;        /* owned: the unwrapped patch, lines NUL-split */
+	tgi_patch_op *ops;
+	size_t        nops;
+} tgi_patch;
+
+/*
+ * Parse len bytes of patch text.  Returns 0 with *out (free with
+ * tgi_patch_free), or -1 with Codex's message in err: "Invalid patch: ..."
+ * or "Invalid patch hunk on line N: ...".
+ */
+int  tgi_patch_parse(const char *text, size_t len, tgi_patch **out, char *err, size_t errlen);
+void tgi_patch_free(tgi_patch *p);
+
+/* Does the patch delete a file (a destructive call)? */
+int tgi_patch_deletes(const tgi_patch *p);
+
+/* ---- matching (match.c) ---------------------------------------------------- */
+
+/* A file split into lines (slices of its bytes, without "\n" or, in a
+ * CRLF file, "\r\n"). */
+typedef struct tgi_patch_text {
+	tgi_patch_line *lines;
+	size_t          n;
+} tgi_patch_text;
+
+/*
+ * Find pattern (m lines) in lines[start..n) with four passes of decreasing
+ * strictness: exact, trailing whitespace ignored, both ends trimmed, and
+ * trimmed with typographic punctuation folded to ASCII.  With eof, only the
+ * position that ends at the last line is tried (and only if it is not
+ * before start).  Returns the index or -1.  An empty pattern matches at
+ * start.
+ */
+long tgi_patch_seek(const tgi_patch_line *lines, size_t n, const tgi_patch_line *pattern,
+                    size_t m, size_t start, int eof);
+
+/* ---- planning (apply.c) ------------------------------------------------------ */
+
+/* One file's final state: new bytes, or removal. */
+typedef struct tgi_patch_write {
+	char   *path;      /* normalised, workspace-relative (owned) */
+	char   *data;      /* owned; NULL: remove the file */
+	size_t  len;
+	mode_t  mode;      /* for data: the mode the file gets */
+	int     existed;   /* something is there now (file or symlink) */
+} tgi_patch_write;
+
+/* What a patch does: the writes, the result and Codex's summary text. */
+typedef struct tgi_patch_plan {
+	tgi_patch_write *writes;
+	size_t           nwrites;
+	json_t          *result;   /* {"added","modified","deleted","moved":[{from,to}]} */
+	char            *summary;  /* "Success. Updated the following files:\nA p\n..." */
+} tgi_patch_plan;
+
+/* Why a patch could not be planned. */
+typedef enum {
+	TGI_PATCH_OK,
+	TGI_PATCH_EINVAL,    /* the patch does not fit the files (or is empty) */
+	TGI_PATCH_EREFUSED,  /* a path leaves the workspace or is protected */
+	TGI_PATCH_EIO,       /* a file could not be read */
+} tgi_patch_err;
+
+/*
+ * Compute every file's final bytes against the workspace ws_fd, reading
+ * but never writing.  Operations apply in order, each seeing the result of
+ * the ones before.  Every path is checked first (relative, confined,
+ * not under .git/ or .toolgate/, as written and as resolved).  Returns
+ * TGI_PATCH_OK with *plan filled (free with tgi_patch_plan_free), or the
+ * error with a message in err ("Failed to find expected lines in p:\n...").
+ */
+tgi_patch_err tgi_patch_plan_make(int ws_fd, const tgi_patch *p, tgi_patch_plan *plan,
+                                  char *err, size_t errlen);
+void          tgi_patch_plan_free(tgi_patch_plan *plan);
+
+/* ---- committing (journal.c) -------------------------------------------------- */
+
+/*
+ * Write the plan all or nothing.  journal_fd is a directory (in the gate's
+ * state, outside what tools may touch) for the rollback journal; txid
+ * names the transaction (an op id: [0-9a-f-], at most 36 characters).
+ *
+ * Returns 0 when every file is in place and durable; -1 with err when
+ * nothing was changed (everything rolled back); -2 with err when the
+ * outcome is unknown (the rollback itself failed: the journal stays, and
+ * the next tgi_patch_recover finishes it).
+ */
+int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patch_plan *plan,
+                     char *err, size_t errlen);
+
+/*
+ * Finish every journal a crashed commit left behind in journal_fd: roll a
+ * prepared one back (every file as before), a committed one forward
+ * (remove its backups).  Journals held by a live commit are skipped.
+ * Returns the number of transactions finished, or -1 with err if one could
+ * not be.
+ */
+int tgi_patch_recover(int ws_fd, int journal_fd, char *err, size_t errlen);
+
+/* ---- the whole (run.c) --------------------------------------------------------- */
+
+/* Open <state>/journal (created if missing, checked like the rest of the
+ * gate's state).  An fd, or -1 with err. */
+int tgi_patch_journal_open(int state_fd, char *err, size_t errlen);
+
+/*
+ * Finish any crashed commit, then parse, plan and commit the patch text.
+ * TG_ERR_NONE with *plan filled (its summary and result; free with
+ * tgi_patch_plan_free), or the kind with Codex's message in err:
+ * invalid_input (the patch does not parse), not_permitted (a path is
+ * refused), tool_error (the patch does not fit the files; nothing
+ * changed), unknown_outcome (*unknown set: the commit failed and could not
+ * be undone; the journal finishes it at the next start).
+ */
+tg_errkind tgi_patch_run(int ws_fd, int journal_fd, const char *txid, const char *text,
+                         size_t len, tgi_patch_plan *plan, int *unknown, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * run.c — a patch from text to disk: parse, plan, commit.  Shared by the
+ * apply_patch tool and `toolgate apply-patch` (tg_apply_patch).
+ *
+ * The journal lives in <state>/journal (<workspace>/.toolgate/journal);
+ * leftovers of a crashed commit there are finished before a patch is
+ * applied, and when a gate opens.
+ *
+ * Owns: the order of the steps and what each failure means for the
+ * caller.  Must not: decide policy.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "patch/patch.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+int tgi_patch_journal_open(int state_fd, char *err, size_t errlen)
+{
+	return tgi_state_subdir_open(state_fd, "journal", ".toolgate/journal", "patch journals",
+	                             NULL, err, errlen);
+}
+
+tg_errkind tgi_patch_run(int ws_fd, int journal_fd, const char *txid, const char *text,
+                         size_t len, tgi_patch_plan *plan, int *unknown, char *err, size_t errlen)
+{
+	tgi_patch *p;
+
+	*unknown = 0;
+	memset(plan, 0, sizeof *plan);
+	if (tgi_patch_recover(ws_fd, journal_fd, err, errlen) < 0)
+		return TG_ERR_TOOL_ERROR;
+	if (tgi_patch_parse(text, len, &p, err, errlen) < 0)
+		return TG_ERR_INVALID_INPUT;
+	tgi_patch_err pe = tgi_patch_plan_make(ws_fd, p, plan, err, errlen);
+	tgi_patch_free(p);
+	switch (pe) {
+	case TGI_PATCH_OK:
+		break;
+	case TGI_PATCH_EREFUSED:
+		return TG_ERR_NOT_PERMITTED;
+	case TGI_PATCH_EINVAL:
+	case TGI_PATCH_EIO:
+		return TG_ERR_TOOL_ERROR;
+	}
+	int r = tgi_patch_commit(ws_fd, journal_fd, txid, plan, err, errlen);
+	if (r == 0)
+		return TG_ERR_NONE;
+	tgi_patch_plan_free(plan);
+	*unknown = r == -2;
+	return *unknown ? TG_ERR_UNKNOWN_OUTCOME : TG_ERR_TOOL_ERROR;
+}
+
+/* ---- toolgate apply-patch ---- */
+
+/* Open dir/name as a directory beneath dir_fd, creating it if asked;
+ * *made says whether it was created here. */
+static int subdir(int dir_fd, const char *name, int create, int *made)
+{
+	*made = 0;
+	int fd = tgi_open_beneath(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	if (fd == -ENOENT && create) {
+		if (mkdirat(dir_fd, name, 0700) < 0)
+			return -errno;
+		*made = 1;
+		fd = tgi_open_beneath(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+	}
+	return fd;
+}
+
+int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summary, char **message)
+{
+	char err[8192], tx[37];
+	tgi_patch_plan plan;
+	int made_state = 0, made_journal = 0, state_fd = -1, jfd = -1, unknown = 0;
+	tg_errkind kind = TG_ERR_TOOL_ERROR;
+
+	*summary = *message = NULL;
+	int ws_fd = open(dir ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ws_fd < 0) {
+		tgi_snprintf(err, sizeof err, "Failed to open the directory: %s", strerror(errno));
+		goto out;
+	}
+	/* the journal is created only while a patch is applied, and removed
+	 * after unless it was there before */
+	state_fd = subdir(ws_fd, ".toolgate", 1, &made_state);
+	if (state_fd >= 0)
+		jfd = subdir(state_fd, "journal", 1, &made_journal);
+	if (jfd < 0) {
+		tgi_snprintf(err, sizeof err, "Failed to open the patch journal in .toolgate/journal: %s",
+		             strerror(-(state_fd < 0 ? state_fd : jfd)));
+		goto out;
+	}
+	tgi_uuidv7(tx);
+	kind = tgi_patch_run(ws_fd, jfd, tx, patch, len, &plan, &unknown, err, sizeof err);
+	if (kind == TG_ERR_NONE) {
+		*summary = plan.summary;
+		plan.summary = NULL;
+		tgi_patch_plan_free(&plan);
+	}
+out:
+	if (jfd >= 0)
+		close(jfd);
+	if (made_journal)
+		unlinkat(state_fd, "journal", AT_REMOVEDIR);    /* fails if a journal stays */
+	if (state_fd >= 0)
+		close(state_fd);
+	if (made_state)
+		unlinkat(ws_fd, ".toolgate", AT_REMOVEDIR);
+	if (ws_fd >= 0)
+		close(ws_fd);
+	if (kind != TG_ERR_NONE)
+		*message = tgi_strdup(err);
+	return kind == TG_ERR_NONE ? 0 : 1;
+}

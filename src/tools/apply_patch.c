@@ -1,0 +1,139 @@
+/*
+ * apply_patch.c — the apply_patch tool: a V4A patch (Codex's format),
+ * applied to the workspace all or nothing (src/patch/).
+ *
+ * paths() parses the patch and reports every path it names -- each file
+ * operation's path and every Move target -- so policy judges each one,
+ * and rules written for write_file hold here too (decide.c).  A patch that
+ * deletes a file is destructive.  The handler checks confinement and
+ * protected paths again itself, as a second line of defence.
+ *
+ * Output: {"added","modified","deleted","moved":[{"from","to"}],"summary"}
+ * where summary is Codex's text ("Success. Updated the following
+ * files:\nA p\n...") for surfaces that show text.
+ *
+ * Owns: the tool row, its schema and the mapping of patch failures to
+ * error kinds.  Must not: check permissions (the pipeline does).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "registry.h"
+#include "patch/patch.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+static const char schema[] =
+	"{\"type\":\"object\","
+	"\"properties\":{"
+	"\"patch\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":16777216,"
+	"\"description\":\"The whole patch, from '*** Begin Patch' to '*** End Patch'.\"}},"
+	"\"required\":[\"patch\"],\"additionalProperties\":false}";
+
+static const char *patch_arg(const json_t *args, size_t *len)
+{
+	const json_t *p = json_object_get(args, "patch");
+	*len = json_string_length(p);
+	return json_string_value(p);
+}
+
+static int patch_paths(const json_t *args, tgi_strv *out, char *err, size_t errlen)
+{
+	size_t len;
+	const char *text = patch_arg(args, &len);
+	tgi_patch *p;
+
+	if (!text) {
+		tgi_snprintf(err, errlen, "\"patch\" must be a string");
+		return -1;
+	}
+	if (tgi_patch_parse(text, len, &p, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < p->nops; i++) {
+		tgi_strv_push(out, tgi_strdup(p->ops[i].path));
+		if (p->ops[i].move_to)
+			tgi_strv_push(out, tgi_strdup(p->ops[i].move_to));
+	}
+	tgi_patch_free(p);
+	return (int)out->n;
+}
+
+static unsigned patch_flags(unsigned flags, const json_t *args)
+{
+	size_t len;
+	const char *text = patch_arg(args, &len);
+	tgi_patch *p;
+	char err[8];
+
+	/* a patch that does not parse touches nothing, and is refused */
+	if (text && tgi_patch_parse(text, len, &p, err, sizeof err) == 0) {
+		if (tgi_patch_deletes(p))
+			flags |= TGI_T_DESTRUCTIVE;
+		tgi_patch_free(p);
+	}
+	return flags;
+}
+
+static int apply_patch_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
+{
+	size_t len;
+	const char *text = patch_arg(args, &len);
+	char err[8192];
+	tgi_patch_plan plan;
+	int unknown;
+
+	if (!text) {
+		tgi_snprintf(out->message, sizeof out->message, "\"patch\" must be a string");
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+	}
+	int sfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int jfd = sfd < 0 ? -1 : tgi_patch_journal_open(sfd, err, sizeof err);
+	if (sfd < 0)
+		tgi_snprintf(err, sizeof err, "cannot open the gate's state directory: %s", strerror(errno));
+	if (sfd >= 0)
+		close(sfd);
+	if (jfd < 0) {
+		tgi_snprintf(out->message, sizeof out->message, "%s; no file was changed", err);
+		return tgi_tool_fail(out, TG_ERR_TOOL_ERROR);
+	}
+	tg_errkind kind = tgi_patch_run(ctx->ws_fd, jfd, ctx->op_id, text, len, &plan, &unknown,
+	                                err, sizeof err);
+	close(jfd);
+	if (kind != TG_ERR_NONE) {
+		tgi_snprintf(out->message, sizeof out->message, "%s", err);
+		tgi_tool_fail(out, kind);
+		if (unknown)
+			out->applied = TGI_APPLIED_UNKNOWN;
+		return -1;
+	}
+	json_object_set_new(plan.result, "summary", json_string(plan.summary));
+	out->output = plan.result;
+	plan.result = NULL;
+	tgi_patch_plan_free(&plan);
+	out->kind = TG_ERR_NONE;
+	return 0;
+}
+
+const tgi_tool tgi_tool_apply_patch = {
+	.name = "apply_patch",
+	.description =
+		"Edit files with a patch: add, delete, update or move files in one call. Format:\n"
+		"*** Begin Patch\n"
+		"*** Add File: path/new.txt\n+line one\n+line two\n"
+		"*** Delete File: path/old.txt\n"
+		"*** Update File: path/file.py\n*** Move to: path/renamed.py (optional)\n"
+		"@@ def function_name():  (a line just above the change, to find the place)\n"
+		" unchanged context line\n-removed line\n+added line\n"
+		"*** End Patch\n"
+		"Give about 3 lines of unchanged context around each change, prefixed with a space. "
+		"Paths are relative to the workspace. The patch applies all or nothing: if any part "
+		"does not match, no file is changed and the error says which lines were not found.",
+	.category = "fs",
+	.input_schema = schema,
+	.flags = TGI_T_EDITS_FILES,
+	.flags_for = patch_flags,
+	.paths = patch_paths,
+	.handler = apply_patch_run,
+};
