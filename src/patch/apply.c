@@ -80,8 +80,11 @@ static tgi_patch_err refuse(planner *pl, const char *path, const char *why)
 	return TGI_PATCH_EREFUSED;
 }
 
-/* Check a path as written; its key (where the write lands) goes to key. */
-static tgi_patch_err check_path(planner *pl, const char *path, char *key, size_t cap)
+/* Check a path as written; its key (where the write lands) goes to key.
+ * A delete removes a symlink itself, so only where the link lies counts;
+ * for the rest, where a symlink at the end points counts too (as for
+ * write_file). */
+static tgi_patch_err check_path(planner *pl, const char *path, int del, char *key, size_t cap)
 {
 	char norm[PATH_MAX], why[320], real[PATH_MAX];
 	int (*const resolve[])(int, const char *, char *, size_t) = {
@@ -101,7 +104,7 @@ static tgi_patch_err check_path(planner *pl, const char *path, char *key, size_t
 		return refuse(pl, path, "it names a directory, not a file");
 	if (tgi_path_protected(norm))
 		return refuse(pl, path, ".git/ and .toolgate/ are read-only to tools");
-	for (size_t i = 0; i < TGI_ARRAY_LEN(resolve); i++) {
+	for (size_t i = del; i < TGI_ARRAY_LEN(resolve); i++) {
 		int r = resolve[i](pl->ws_fd, norm, real, sizeof real);
 		if (r == -EXDEV || r == -ELOOP)
 			return refuse(pl, path, "it leaves the workspace");
@@ -252,7 +255,10 @@ static void not_found(planner *pl, const char *path, const tgi_patch_chunk *ch,
 		if (k > best)
 			best = k, at = i;
 	}
-	if (best) {
+	if (best == ch->nold) {
+		tgi_buf_printf(&b, "\n(these lines are at line %zu, but the chunk ends in '*** End of "
+		               "File' and they are not the last lines of the file)", at + 1);
+	} else if (best) {
 		char e[SHOWN_MAX + 8], f[SHOWN_MAX + 8];
 		shown(e, sizeof e, ch->old[best].s, ch->old[best].len);
 		if (at + best < t->n)
@@ -262,7 +268,8 @@ static void not_found(planner *pl, const char *path, const tgi_patch_chunk *ch,
 		               at + best < t->n ? "'" : "", at + best < t->n ? f : "its end",
 		               at + best < t->n ? "'" : "");
 	} else {
-		tgi_buf_printf(&b, "\n(no line after line %zu matches the first of these lines)", cursor);
+		tgi_buf_printf(&b, "\n(no line of the file%s matches the first of these lines)",
+		               cursor ? " after the previous chunk" : "");
 	}
 	tgi_snprintf(pl->err, pl->errlen, "%s", b.p ? b.p : "Failed to find expected lines");
 	tgi_buf_free(&b);
@@ -470,7 +477,8 @@ tgi_patch_err tgi_patch_plan_make(int ws_fd, const tgi_patch *p, tgi_patch_plan 
 	keys = tgi_xcalloc(2 * p->nops, sizeof *keys);
 	for (size_t i = 0; i < 2 * p->nops && rc == TGI_PATCH_OK; i++) {
 		const char *path = i % 2 ? p->ops[i / 2].move_to : p->ops[i / 2].path;
-		if (path && (rc = check_path(&pl, path, key, sizeof key)) == TGI_PATCH_OK)
+		int del = i % 2 == 0 && p->ops[i / 2].kind == TGI_PATCH_DELETE;
+		if (path && (rc = check_path(&pl, path, del, key, sizeof key)) == TGI_PATCH_OK)
 			keys[i] = tgi_strdup(key);
 	}
 	if (rc != TGI_PATCH_OK)

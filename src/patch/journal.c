@@ -19,6 +19,10 @@
  * <tx>.commit, which recovery rolls forward (the backups are removed).  So
  * every file is either as it was or as the patch made it, never a mix.
  *
+ * With BULK_SYNC files or more, the fsyncs of steps 3 to 5 are one
+ * syncfs() of the workspace's file system each: one journal commit of
+ * the file system instead of one per file.
+ *
  * Temp and backup files are named .tgpatch-<tx>-<n>.new / .old.  A live
  * commit holds an flock on its journal; recovery skips journals it cannot
  * lock, so two processes never undo each other's work.
@@ -42,6 +46,7 @@
 
 #define JOURNAL_MAX (64u << 20)
 #define TEMP_PREFIX ".tgpatch-"
+#define BULK_SYNC   8   /* from this many files, one syncfs instead of an fsync each */
 
 /* One file of a transaction. */
 typedef struct jfile {
@@ -93,25 +98,47 @@ static char *sibling(const char *path, const char *tx, size_t n, const char *ext
 	return tgi_strdup(name);
 }
 
-/* Open the directory holding path; *base gets its final component. */
-static int dir_fd(int ws_fd, const char *path, const char **base)
+/*
+ * The directories of a transaction's files, each opened once, beneath
+ * ws_fd: every later step works on names in them, so no path is resolved
+ * twice.  A directory that cannot be opened is not remembered (one
+ * created later opens then).
+ */
+typedef struct dirset {
+	int     ws_fd;
+	char  **path;
+	int    *fd;
+	size_t  n;
+} dirset;
+
+/* The directory holding path (a borrowed fd, or -errno); *base gets the
+ * final component. */
+static int dirs_get(dirset *d, const char *path, const char **base)
 {
 	char parent[PATH_MAX];
 	*base = split(path, parent, sizeof parent);
-	return tgi_open_beneath(ws_fd, parent, O_RDONLY | O_DIRECTORY, 0);
+	for (size_t i = d->n; i-- > 0;)
+		if (!strcmp(d->path[i], parent))
+			return d->fd[i];
+	int fd = tgi_open_beneath(d->ws_fd, parent, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	d->path = tgi_xrealloc(d->path, (d->n + 1) * sizeof *d->path);
+	d->fd = tgi_xrealloc(d->fd, (d->n + 1) * sizeof *d->fd);
+	d->path[d->n] = tgi_strdup(parent);
+	d->fd[d->n++] = fd;
+	return fd;
 }
 
-/* mkdir (make) or rmdir a directory, its parent opened beneath ws_fd.
- * 0 or -errno. */
-static int dir_op(int ws_fd, const char *path, int make)
+static void dirs_close(dirset *d)
 {
-	const char *base;
-	int pfd = dir_fd(ws_fd, path, &base);
-	if (pfd < 0)
-		return pfd;
-	int r = (make ? mkdirat(pfd, base, 0755) : unlinkat(pfd, base, AT_REMOVEDIR)) < 0 ? -errno : 0;
-	close(pfd);
-	return r;
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->path[i]);
+		close(d->fd[i]);
+	}
+	free(d->path);
+	free(d->fd);
+	memset(d, 0, sizeof *d);
 }
 
 static int sync_dir(int fd)
@@ -119,31 +146,26 @@ static int sync_dir(int fd)
 	return fsync(fd) < 0 && errno != EINVAL ? -errno : 0;
 }
 
-/* fsync the parent directory of every file (each once). */
-static int sync_parents(int ws_fd, const journal *j)
+/* fsync the directory of every file of j (each once). */
+static int sync_parents(dirset *d, const journal *j)
 {
-	char (*seen)[PATH_MAX] = tgi_xmalloc((j->nfiles ? j->nfiles : 1) * sizeof *seen);
-	size_t nseen = 0;
+	const char *base;
 	int r = 0;
-
-	for (size_t i = 0; i < j->nfiles && !r; i++) {
-		char parent[PATH_MAX];
-		split(j->files[i].path, parent, sizeof parent);
-		size_t k = 0;
-		while (k < nseen && strcmp(seen[k], parent))
-			k++;
-		if (k < nseen)
-			continue;
-		memcpy(seen[nseen++], parent, strlen(parent) + 1);
-		int fd = tgi_open_beneath(ws_fd, parent, O_RDONLY | O_DIRECTORY, 0);
-		if (fd == -ENOENT)
-			continue;
-		r = fd < 0 ? fd : sync_dir(fd);
-		if (fd >= 0)
-			close(fd);
-	}
-	free(seen);
+	for (size_t i = 0; i < j->nfiles; i++)
+		dirs_get(d, j->files[i].path, &base);   /* a missing one has nothing to sync */
+	for (size_t i = 0; i < d->n && !r; i++)
+		r = sync_dir(d->fd[i]);
 	return r;
+}
+
+/* mkdir (make) or rmdir a directory.  0 or -errno. */
+static int dir_op(dirset *d, const char *path, int make)
+{
+	const char *base;
+	int pfd = dirs_get(d, path, &base);
+	if (pfd < 0)
+		return pfd;
+	return (make ? mkdirat(pfd, base, 0755) : unlinkat(pfd, base, AT_REMOVEDIR)) < 0 ? -errno : 0;
 }
 
 static int exists(int pfd, const char *name)
@@ -160,13 +182,14 @@ static int exists(int pfd, const char *name)
  */
 static int rollback(int ws_fd, const journal *j)
 {
+	dirset d = {.ws_fd = ws_fd};
 	int r = 0;
 
 	for (size_t i = j->nfiles; i-- > 0;) {
 		const jfile *f = &j->files[i];
 		const char *base, *tbase = NULL, *bbase = NULL;
 		char parent[PATH_MAX];
-		int pfd = dir_fd(ws_fd, f->path, &base);
+		int pfd = dirs_get(&d, f->path, &base);
 		if (pfd == -ENOENT)
 			continue;               /* its directory was never made */
 		if (pfd < 0) {
@@ -190,33 +213,29 @@ static int rollback(int ws_fd, const journal *j)
 		}
 		if (tbase && unlinkat(pfd, tbase, 0) < 0 && errno != ENOENT)
 			r = -errno;
-		close(pfd);
 	}
-	int s = sync_parents(ws_fd, j);
+	int s = sync_parents(&d, j);
 	if (!r)
 		r = s;
 	for (size_t i = j->ndirs; i-- > 0;)
-		dir_op(ws_fd, j->dirs[i], 0);   /* fails if not empty: then not only ours */
+		dir_op(&d, j->dirs[i], 0);      /* fails if not empty: then not only ours */
+	dirs_close(&d);
 	return r;
 }
 
 /* After the commit point: the backups (and any temps) go. */
 static void roll_forward(int ws_fd, const journal *j)
 {
+	dirset d = {.ws_fd = ws_fd};
 	for (size_t i = 0; i < j->nfiles; i++) {
-		const char *names[2] = {j->files[i].backup, j->files[i].temp};
+		const char *names[2] = {j->files[i].backup, j->files[i].temp}, *base;
 		for (int k = 0; k < 2; k++) {
-			char parent[PATH_MAX];
-			if (!names[k])
-				continue;
-			const char *base = split(names[k], parent, sizeof parent);
-			int pfd = tgi_open_beneath(ws_fd, parent, O_PATH | O_DIRECTORY, 0);
-			if (pfd >= 0) {
+			int pfd = names[k] ? dirs_get(&d, names[k], &base) : -1;
+			if (pfd >= 0)
 				unlinkat(pfd, base, 0);
-				close(pfd);
-			}
 		}
 	}
+	dirs_close(&d);
 }
 
 /* ---- the journal file ---- */
@@ -356,71 +375,82 @@ static int fail(char *err, size_t errlen, const char *what, const char *path, in
 	return -1;
 }
 
+/* Make what steps 3 to 5 did durable: the directories of the files (the
+ * temps were synced one by one), or with bulk the whole file system. */
+static int sync_steps(dirset *d, const journal *j, int bulk)
+{
+	const char *base;
+	if (!bulk)
+		return sync_parents(d, j);
+	int fd = dirs_get(d, j->files[0].path, &base);
+	return fd < 0 ? fd : syncfs(fd) < 0 ? -errno : 0;
+}
+
 /* Steps 2-5.  0, or -1 with err (the caller rolls back). */
 static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, char *err,
                        size_t errlen)
 {
-	int r;
+	dirset d = {.ws_fd = ws_fd};
+	int bulk = plan->nwrites >= BULK_SYNC, r = 0, pfd;
+	const char *base, *tbase, *bbase;
+	const char *what = NULL, *path = NULL;
 
-	for (size_t i = 0; i < j->ndirs; i++)
-		if ((r = dir_op(ws_fd, j->dirs[i], 1)) < 0 && r != -EEXIST)
-			return fail(err, errlen, "Failed to create directory", j->dirs[i], r);
+	for (size_t i = 0; i < j->ndirs && !what; i++)
+		if ((r = dir_op(&d, j->dirs[i], 1)) < 0 && r != -EEXIST)
+			what = "Failed to create directory", path = j->dirs[i];
 
-	for (size_t i = 0; i < plan->nwrites; i++) {
+	/* 3: the new bytes beside each file */
+	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		const tgi_patch_write *w = &plan->writes[i];
 		if (!w->data)
 			continue;
-		int fd = tgi_open_beneath(ws_fd, j->files[i].temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+		int fd = (pfd = dirs_get(&d, j->files[i].temp, &tbase)) < 0 ? pfd :
+		         tgi_open_beneath(pfd, tbase, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
 		                          w->mode ? w->mode : 0644);
 		r = fd < 0 ? fd : 0;
 		if (!r && w->mode && fchmod(fd, w->mode) < 0)
 			r = -errno;
 		if (!r)
 			r = tgi_write_all(fd, w->data, w->len);
-		if (!r && fsync(fd) < 0)
+		if (!r && !bulk && fsync(fd) < 0)
 			r = -errno;
 		if (fd >= 0 && close(fd) < 0 && !r && errno != EINTR)
 			r = -errno;
 		if (r)
-			return fail(err, errlen, "Failed to write file", w->path, r);
+			what = "Failed to write file", path = w->path;
 	}
-	for (size_t i = 0; i < plan->nwrites; i++) {
-		const char *base, *bbase;
-		char parent[PATH_MAX];
+	/* 4: the old selves kept */
+	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		if (!j->files[i].backup)
 			continue;
-		int pfd = dir_fd(ws_fd, plan->writes[i].path, &base);
-		bbase = split(j->files[i].backup, parent, sizeof parent);
-		r = pfd < 0 ? pfd : linkat(pfd, base, pfd, bbase, 0) < 0 ? -errno : 0;
-		if (pfd >= 0)
-			close(pfd);
-		if (r)
-			return fail(err, errlen, "Failed to keep a backup of", plan->writes[i].path, r);
+		if ((pfd = dirs_get(&d, plan->writes[i].path, &base)) < 0 ||
+		    (dirs_get(&d, j->files[i].backup, &bbase),
+		     (r = linkat(pfd, base, pfd, bbase, 0) < 0 ? -errno : 0) < 0)) {
+			r = pfd < 0 ? pfd : r;
+			what = "Failed to keep a backup of", path = plan->writes[i].path;
+		}
 	}
-	if ((r = sync_parents(ws_fd, j)) < 0)
-		return fail(err, errlen, "Failed to sync the directory of", j->files[0].path, r);
+	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
+		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
 
-	for (size_t i = 0; i < plan->nwrites; i++) {
+	/* 5: in place */
+	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		const tgi_patch_write *w = &plan->writes[i];
-		const char *base, *tbase;
-		char parent[PATH_MAX];
-		int pfd = dir_fd(ws_fd, w->path, &base);
-		if (pfd < 0)
-			return fail(err, errlen, "Failed to open the directory of", w->path, pfd);
-		if (w->data) {
-			tbase = split(j->files[i].temp, parent, sizeof parent);
+		if ((pfd = dirs_get(&d, w->path, &base)) < 0) {
+			r = pfd;
+		} else if (w->data) {
+			dirs_get(&d, j->files[i].temp, &tbase);
 			r = renameat(pfd, tbase, pfd, base) < 0 ? -errno : 0;
 		} else {
 			r = unlinkat(pfd, base, 0) < 0 ? -errno : 0;
 		}
-		close(pfd);
 		if (r)
-			return fail(err, errlen, w->data ? "Failed to write file" : "Failed to delete file",
-			            w->path, r);
+			what = w->data ? "Failed to write file" : "Failed to delete file", path = w->path;
 	}
-	if ((r = sync_parents(ws_fd, j)) < 0)
-		return fail(err, errlen, "Failed to sync the directory of", j->files[0].path, r);
-	return 0;
+	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
+		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
+	dirs_close(&d);
+	return what ? fail(err, errlen, what, path, r) : 0;
 }
 
 int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patch_plan *plan,

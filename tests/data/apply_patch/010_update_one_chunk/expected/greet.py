@@ -1,0 +1,4 @@
+def greet():
+    print("hello")
+    print("world")
+    return 0

@@ -1,0 +1,3 @@
+def greet():
+    print("hi")
+    return 0
