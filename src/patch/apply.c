@@ -34,7 +34,8 @@
 #include "util/fs.h"
 #include "util/util.h"
 
-#define SHOWN_MAX 200
+#define SHOWN_MAX 200    /* bytes of a path or context line quoted in a message */
+#define LINE_MAX_SHOWN 1000  /* bytes of each expected line quoted when not found */
 
 /* One file as the patch sees it: on disk, then after the operations so far. */
 typedef struct file {
@@ -61,10 +62,12 @@ typedef struct planner {
 	size_t   errlen;
 } planner;
 
+/* s[0..n) for a message: control characters made safe, cut to fit cap. */
 static void shown(char *out, size_t cap, const char *s, size_t n)
 {
-	char tmp[SHOWN_MAX + 1];
-	size_t k = n < SHOWN_MAX ? n : SHOWN_MAX;
+	char tmp[LINE_MAX_SHOWN + 1];
+	size_t k = n < cap - 8 ? n : cap - 8;
+	k = k < LINE_MAX_SHOWN ? k : LINE_MAX_SHOWN;
 	memcpy(tmp, s, k);
 	tmp[k] = '\0';
 	tgi_sanitize(out, cap, tmp);
@@ -99,7 +102,7 @@ static tgi_patch_err check_path(planner *pl, const char *path, int del, char *ke
 		              "workspace");
 	if (tgi_path_check(path, strlen(path), norm, sizeof norm, why, sizeof why) < 0)
 		return refuse(pl, path, why);
-	if (!strcmp(norm, ".") || !strcmp(norm, "..") ||
+	if (!strcmp(norm, ".") || !strcmp(norm, "..") || path[strlen(path) - 1] == '/' ||
 	    (strlen(norm) >= 3 && !strcmp(norm + strlen(norm) - 3, "/..")))
 		return refuse(pl, path, "it names a directory, not a file");
 	if (tgi_path_protected(norm))
@@ -108,6 +111,10 @@ static tgi_patch_err check_path(planner *pl, const char *path, int del, char *ke
 		int r = resolve[i](pl->ws_fd, norm, real, sizeof real);
 		if (r == -EXDEV || r == -ELOOP)
 			return refuse(pl, path, "it leaves the workspace");
+		if (r == -ENOTDIR) {
+			refuse(pl, path, "a directory in it is a file");
+			return TGI_PATCH_EINVAL;
+		}
 		if (r < 0) {
 			tgi_snprintf(why, sizeof why, "it cannot be checked (%s)", strerror(-r));
 			return refuse(pl, path, why);
@@ -241,9 +248,11 @@ static void not_found(planner *pl, const char *path, const tgi_patch_chunk *ch,
 	tgi_buf_init(&b, pl->errlen);
 	shown(s, sizeof s, path, strlen(path));
 	tgi_buf_printf(&b, "Failed to find expected lines in %s:", s);
-	for (size_t i = 0; i < ch->nold; i++)
-		tgi_buf_printf(&b, "\n%.*s", (int)(ch->old[i].len < 4096 ? ch->old[i].len : 4096),
-		               ch->old[i].s);
+	for (size_t i = 0; i < ch->nold; i++) {
+		char l[LINE_MAX_SHOWN + 8];
+		shown(l, sizeof l, ch->old[i].s, ch->old[i].len);
+		tgi_buf_printf(&b, "\n%s", l);
+	}
 
 	/* the longest run of leading old lines found anywhere past the cursor */
 	size_t best = 0, at = 0;
@@ -327,9 +336,12 @@ static tgi_patch_err update(planner *pl, const tgi_patch_op *op, const char *dat
 			rv[nr++] = (repl){ch->ctx.s ? cursor : t.n, 0, ch->new, ch->nnew};
 			continue;
 		}
+		/* empty lines ending the old lines are often the blank lines
+		 * between chunks, or the file's final newline: retry without
+		 * them, one at a time (Codex drops one) */
 		size_t m = ch->nold, nn = ch->nnew;
 		long at = tgi_patch_seek(t.lines, t.n, ch->old, m, cursor, ch->eof);
-		if (at < 0 && ch->old[m - 1].len == 0) {
+		while (at < 0 && m > 1 && ch->old[m - 1].len == 0) {
 			m--;
 			if (nn && ch->new[nn - 1].len == 0)
 				nn--;

@@ -190,8 +190,8 @@ static int rollback(int ws_fd, const journal *j)
 		const char *base, *tbase = NULL, *bbase = NULL;
 		char parent[PATH_MAX];
 		int pfd = dirs_get(&d, f->path, &base);
-		if (pfd == -ENOENT)
-			continue;               /* its directory was never made */
+		if (pfd == -ENOENT || pfd == -ENOTDIR)
+			continue;               /* its directory was never made: nothing of ours */
 		if (pfd < 0) {
 			r = pfd;
 			continue;
@@ -371,7 +371,7 @@ static int fail(char *err, size_t errlen, const char *what, const char *path, in
 {
 	char s[256];
 	tgi_sanitize(s, sizeof s, path);
-	tgi_snprintf(err, errlen, "%s %s: %s; no file was changed", what, s, strerror(-r));
+	tgi_snprintf(err, errlen, "%s %s: %s", what, s, strerror(-r));
 	return -1;
 }
 
@@ -488,12 +488,13 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 	if (apply_steps(ws_fd, plan, &j, err, errlen) < 0) {
 		/* before the commit point: undo; if that fails too the journal stays */
 		int r = rollback(ws_fd, &j);
+		size_t l = strlen(err);
 		if (r < 0) {
-			size_t l = strlen(err);
-			tgi_snprintf(err + l, errlen - l, " -- and undoing the patch failed (%s); it will "
-			             "be undone at the next start", strerror(-r));
+			tgi_snprintf(err + l, errlen - l, "; undoing the files already changed failed "
+			             "too (%s): they are undone at the next start", strerror(-r));
 			rc = -2;
 		} else {
+			tgi_snprintf(err + l, errlen - l, "; no file was changed");
 			journal_remove(journal_fd, tx);
 			rc = -1;
 		}
@@ -533,7 +534,7 @@ static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t e
 		close(fd);
 		return 0;                       /* a live commit holds it */
 	}
-	int rc = 1;
+	int rc = 1, k;
 	if (!partial) {                         /* a partial journal: nothing was done yet */
 		char *text;
 		size_t tlen;
@@ -548,9 +549,9 @@ static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t e
 		free(text);
 		if (committed) {
 			roll_forward(ws_fd, &j);
-		} else if (rollback(ws_fd, &j) < 0) {
+		} else if ((k = rollback(ws_fd, &j)) < 0) {
 			tgi_snprintf(err, errlen, "undoing the interrupted patch in %s failed: %s", name,
-			             strerror(errno));
+			             strerror(-k));
 			rc = -1;
 		}
 		journal_free(&j);

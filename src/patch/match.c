@@ -60,8 +60,9 @@ static tgi_patch_line trim(tgi_patch_line l)
 }
 
 /* Decode one UTF-8 character at s (n > 0 bytes) into *cp; returns its
- * length.  A byte that starts no valid sequence stands for itself, set
- * apart from every character (0x110000 + byte). */
+ * length.  A byte that starts no valid sequence (truncated, overlong, a
+ * surrogate, past U+10FFFF) stands for itself, set apart from every
+ * character (0x110000 + byte). */
 static size_t decode(const unsigned char *s, size_t n, unsigned *cp)
 {
 	unsigned c = s[0];
@@ -73,12 +74,16 @@ static size_t decode(const unsigned char *s, size_t n, unsigned *cp)
 		*cp = c;
 		return 1;
 	}
+	static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
 	c &= 0x7Fu >> len;
 	for (size_t i = 1; i < len; i++) {
 		if ((s[i] & 0xC0) != 0x80)
 			goto bad;
 		c = (c << 6) | (s[i] & 0x3F);
 	}
+	/* overlong forms, surrogates and values past U+10FFFF are not characters */
+	if (c < least[len] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF)
+		goto bad;
 	*cp = c;
 	return len;
 bad:
