@@ -25,7 +25,10 @@
  *
  * Temp and backup files are named .tgpatch-<tx>-<n>.new / .old.  A live
  * commit holds an flock on its journal; recovery skips journals it cannot
- * lock, so two processes never undo each other's work.
+ * lock, so two processes never undo each other's work.  Recovery acts only
+ * on journals that are 0600 files of the current user (as written here;
+ * git never checks out such a file), naming paths outside .git/ and
+ * .toolgate/, with temps and backups of ours beside their files.
  *
  * Owns: the journal format and the commit protocol.  Must not: decide
  * what to write (apply.c) or leave the workspace (every open is beneath
@@ -252,16 +255,19 @@ static json_t *journal_json(const journal *j)
 	return json_pack("{s:i, s:o, s:o}", "version", 1, "dirs", dirs, "files", files);
 }
 
-/* A name the journal may use: a path beneath the workspace, and for temps
- * and backups one of ours beside it. */
-static int jname_ok(const char *s, int ours)
+/* A name the journal may use: a path beneath the workspace outside .git/
+ * and .toolgate/ (no patch writes there), and for a temp or backup one of
+ * ours in the same directory as its file (of). */
+static int jname_ok(const char *s, const char *of)
 {
-	if (!s || !*s || s[0] == '/' || strlen(s) >= PATH_MAX)
+	if (!s || !*s || s[0] == '/' || strlen(s) >= PATH_MAX || tgi_path_protected(s))
 		return 0;
-	if (!ours)
+	if (!of)
 		return 1;
-	const char *base = strrchr(s, '/');
-	return strncmp(base ? base + 1 : s, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0;
+	char p1[PATH_MAX], p2[PATH_MAX];
+	const char *base = split(s, p1, sizeof p1);
+	split(of, p2, sizeof p2);
+	return !strcmp(p1, p2) && strncmp(base, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0;
 }
 
 static int journal_parse(const char *text, size_t len, journal *j)
@@ -279,7 +285,7 @@ static int journal_parse(const char *text, size_t len, journal *j)
 		j->dirs = tgi_xcalloc(json_array_size(dirs) + 1, sizeof *j->dirs);
 		j->files = tgi_xcalloc(json_array_size(files) + 1, sizeof *j->files);
 		json_array_foreach(dirs, i, v) {
-			ok = ok && jname_ok(json_string_value(v), 0);
+			ok = ok && jname_ok(json_string_value(v), NULL);
 			if (ok)
 				j->dirs[j->ndirs++] = tgi_strdup(json_string_value(v));
 		}
@@ -287,7 +293,7 @@ static int journal_parse(const char *text, size_t len, journal *j)
 			const char *p = json_string_value(json_object_get(v, "path"));
 			const char *t = json_string_value(json_object_get(v, "temp"));
 			const char *b = json_string_value(json_object_get(v, "backup"));
-			ok = ok && jname_ok(p, 0) && (!t || jname_ok(t, 1)) && (!b || jname_ok(b, 1));
+			ok = ok && jname_ok(p, NULL) && (!t || jname_ok(t, p)) && (!b || jname_ok(b, p));
 			if (ok)
 				j->files[j->nfiles++] = (jfile){tgi_strdup(p), tgi_strdup(t), tgi_strdup(b)};
 		}
@@ -530,9 +536,13 @@ static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t e
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : (tgi_snprintf(err, errlen, "cannot open patch journal %s: %s",
 		                                         name, strerror(-fd)), -1);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	/* ours are 0600 files of this user: anything else (a journal a
+	 * repository carried in, say) is not acted on */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 0077) || flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		close(fd);
-		return 0;                       /* a live commit holds it */
+		return 0;                       /* not ours, or a live commit holds it */
 	}
 	int rc = 1, k;
 	if (!partial) {                         /* a partial journal: nothing was done yet */
@@ -540,8 +550,9 @@ static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t e
 		size_t tlen;
 		journal j;
 		if (tgi_read_fd(fd, JOURNAL_MAX, &text, &tlen) < 0 || journal_parse(text, tlen, &j) < 0) {
-			tgi_snprintf(err, errlen, "patch journal %s cannot be read; the files it names may "
-			             "be part-way through a patch", name);
+			tgi_snprintf(err, errlen, "patch journal .toolgate/journal/%s cannot be read; the "
+			             "files it names may be part-way through a patch: check them, then "
+			             "remove the journal", name);
 			free(text);
 			close(fd);
 			return -1;
