@@ -366,16 +366,22 @@ static void protect(tg_gate *g, const char *file)
 /* The files a model must not rewrite: whatever configuration the gate
  * would load from the workspace, and every program and rule file that
  * configuration names. */
-/* A patch a crash interrupted is finished before anything else runs:
- * rolled back if it had not committed, its backups removed if it had.
- * Files that may be part-way through a patch are not worked on. */
+/* A patch a crash interrupted is finished before any call runs: rolled
+ * back if it had not committed, its backups removed if it had.  Files that
+ * may be part-way through a patch are not worked on.  A call whose patch
+ * was rolled back applied nothing, so its claim is released (a retry runs
+ * again) rather than left an unknown outcome. */
 static int finish_patches(tg_gate *g, char **errmsg)
 {
 	char err[512];
+	tgi_strv undone = {0};
 	int jfd = tgi_patch_journal_open(g->state_fd, err, sizeof err);
-	int r = jfd < 0 ? -1 : tgi_patch_recover(g->ws_fd, jfd, err, sizeof err);
+	int r = jfd < 0 ? -1 : tgi_patch_recover(g->ws_fd, jfd, &undone, err, sizeof err);
 	if (jfd >= 0)
 		close(jfd);
+	for (size_t i = 0; i < undone.n; i++)   /* an op without a claim has nothing to settle */
+		tgi_store_op_resolve(g->store, undone.v[i], 0, err, sizeof err);
+	tgi_strv_free(&undone);
 	return r < 0 ? tgi_fail(errmsg, "%s", err) : 0;
 }
 
@@ -440,8 +446,6 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	g->state_dir = tgi_xmalloc(n);
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
 
-	if (finish_patches(g, errmsg) < 0)
-		goto fail;
 	protect_own_files(g);
 	if (tgi_registry_build(g->cfg, &g->reg, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
@@ -457,6 +461,8 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
+	if (finish_patches(g, errmsg) < 0)
+		goto fail;
 	*out = g;
 	return 0;
 fail:

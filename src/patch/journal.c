@@ -59,6 +59,7 @@ typedef struct jfile {
 } jfile;
 
 typedef struct journal {
+	char   *tx;       /* the txid as given (an op id) */
 	char  **dirs;     /* created, parents first */
 	size_t  ndirs;
 	jfile  *files;
@@ -67,6 +68,7 @@ typedef struct journal {
 
 static void journal_free(journal *j)
 {
+	free(j->tx);
 	for (size_t i = 0; i < j->ndirs; i++)
 		free(j->dirs[i]);
 	for (size_t i = 0; i < j->nfiles; i++) {
@@ -252,7 +254,8 @@ static json_t *journal_json(const journal *j)
 		json_array_append_new(files, json_pack("{s:s, s:s?, s:s?}", "path", j->files[i].path,
 		                                       "temp", j->files[i].temp,
 		                                       "backup", j->files[i].backup));
-	return json_pack("{s:i, s:o, s:o}", "version", 1, "dirs", dirs, "files", files);
+	return json_pack("{s:i, s:s, s:o, s:o}", "version", 1, "tx", j->tx, "dirs", dirs,
+	                 "files", files);
 }
 
 /* A name the journal may use: a path beneath the workspace outside .git/
@@ -282,6 +285,7 @@ static int journal_parse(const char *text, size_t len, journal *j)
 	memset(j, 0, sizeof *j);
 	if (ok) {
 		json_t *dirs = json_object_get(root, "dirs"), *files = json_object_get(root, "files");
+		j->tx = tgi_strdup(json_string_value(json_object_get(root, "tx")));
 		j->dirs = tgi_xcalloc(json_array_size(dirs) + 1, sizeof *j->dirs);
 		j->files = tgi_xcalloc(json_array_size(files) + 1, sizeof *j->files);
 		json_array_foreach(dirs, i, v) {
@@ -473,6 +477,7 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 	if (!plan->nwrites)
 		return 0;
 
+	j.tx = tgi_strdup(txid);
 	plan_dirs(ws_fd, plan, &j);
 	j.files = tgi_xcalloc(plan->nwrites, sizeof *j.files);
 	for (size_t i = 0; i < plan->nwrites; i++) {
@@ -523,7 +528,8 @@ out:
 }
 
 /* Finish one journal file (name ends in .journal, .commit or .journal.tmp). */
-static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t errlen)
+static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, char *err,
+                       size_t errlen)
 {
 	size_t len = strlen(name);
 	int committed = len > 7 && !strcmp(name + len - 7, ".commit");
@@ -564,6 +570,8 @@ static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t e
 			tgi_snprintf(err, errlen, "undoing the interrupted patch in %s failed: %s", name,
 			             strerror(-k));
 			rc = -1;
+		} else if (undone && j.tx) {
+			tgi_strv_push(undone, tgi_strdup(j.tx));
 		}
 		journal_free(&j);
 	}
@@ -575,7 +583,7 @@ static int recover_one(int ws_fd, int jfd, const char *name, char *err, size_t e
 	return rc;
 }
 
-int tgi_patch_recover(int ws_fd, int journal_fd, char *err, size_t errlen)
+int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, char *err, size_t errlen)
 {
 	tgi_dirent *ents;
 	size_t n, more;
@@ -590,7 +598,7 @@ int tgi_patch_recover(int ws_fd, int journal_fd, char *err, size_t errlen)
 	for (size_t i = 0; i < n && done >= 0; i++) {
 		if (!S_ISREG(ents[i].mode))
 			continue;
-		int k = recover_one(ws_fd, journal_fd, ents[i].name, err, errlen);
+		int k = recover_one(ws_fd, journal_fd, ents[i].name, undone, err, errlen);
 		done = k < 0 ? -1 : done + k;
 	}
 	tgi_dirents_free(ents, n);

@@ -30,6 +30,7 @@
 #include <sys/types.h>
 #include <jansson.h>
 #include "toolgate.h"
+#include "util/util.h"
 
 #define TGI_PATCH_MAX      (16u << 20)  /* bytes of patch text */
 #define TGI_PATCH_FILE_MAX (64u << 20)  /* bytes of one file to update */
@@ -158,11 +159,12 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 /*
  * Finish every journal a crashed commit left behind in journal_fd: roll a
  * prepared one back (every file as before), a committed one forward
- * (remove its backups).  Journals held by a live commit are skipped.
- * Returns the number of transactions finished, or -1 with err if one could
- * not be.
+ * (remove its backups).  Journals held by a live commit are skipped.  The
+ * txid of each transaction rolled back is appended to undone (if not
+ * NULL): nothing of it was applied.  Returns the number of transactions
+ * finished, or -1 with err if one could not be.
  */
-int tgi_patch_recover(int ws_fd, int journal_fd, char *err, size_t errlen);
+int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, char *err, size_t errlen);
 
 /* ---- the whole (run.c) --------------------------------------------------------- */
 

@@ -34,7 +34,7 @@ tg_errkind tgi_patch_run(int ws_fd, int journal_fd, const char *txid, const char
 
 	*unknown = 0;
 	memset(plan, 0, sizeof *plan);
-	if (tgi_patch_recover(ws_fd, journal_fd, err, errlen) < 0)
+	if (tgi_patch_recover(ws_fd, journal_fd, NULL, err, errlen) < 0)
 		return TG_ERR_TOOL_ERROR;
 	if (tgi_patch_parse(text, len, &p, err, errlen) < 0)
 		return TG_ERR_INVALID_INPUT;

@@ -1677,7 +1677,7 @@ static void test_commit_success(void **state)
 	assert_false(exists_ws(f, "t"));
 	journal_empty(f);
 	/* nothing is left to recover */
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
 }
 
 /* Writes land where the path resolves; a symbolic link is replaced or
@@ -1735,7 +1735,7 @@ static void fails_and_rolls_back(fx *f, const char *patch, void (*sabotage)(cons
 	/* nothing was changed, so nothing is unknown: -1, no journal left, and
 	 * nothing for recovery to do (were it -2, recovery must finish it) */
 	char rerr[ERRCAP] = "";
-	int rr = tgi_patch_recover(f->ws_fd, f->jfd, rerr, sizeof rerr);
+	int rr = tgi_patch_recover(f->ws_fd, f->jfd, NULL, rerr, sizeof rerr);
 	if (r != -1 || rr != 0)
 		fail_msg("commit returned %d (%s), want -1; recovery then returned %d (%s), want 0",
 		         r, err, rr, rr < 0 ? rerr : "");
@@ -1863,14 +1863,14 @@ static void test_recover_prepared(void **state)
 	crashed_commit(f);
 	jput(f, TX ".journal", crashed_journal);
 
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
 	if (r != 1)
 		fail_msg("recover returned %d (%s), want 1", r, err);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n"));
 	journal_empty(f);
 	/* again: nothing to do */
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n"));
 }
@@ -1883,7 +1883,7 @@ static void test_recover_keeps_foreign_files(void **state)
 	crashed_commit(f);
 	put(f, "nd2/theirs.txt", "t\n");
 	jput(f, TX ".journal", crashed_journal);
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err), 1);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 1);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n", "nd2/", DIR_, "nd2/theirs.txt", "t\n"));
 	journal_empty(f);
@@ -1904,7 +1904,7 @@ static void test_recover_committed(void **state)
 	     "{\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\",\"backup\":\"" PFX "-0.old\"},"
 	     "{\"path\":\"nd/c.txt\",\"temp\":\"nd/" PFX "-1.new\"},"
 	     "{\"path\":\"e.txt\",\"backup\":\"" PFX "-2.old\"}]}");
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
 	if (r != 1)
 		fail_msg("recover returned %d (%s), want 1", r, err);
 	tree_is(f, TREE("a.txt", "new a\n", "nd/", DIR_, "nd/c.txt", "new c\n", "keep.txt", "k\n"));
@@ -1921,7 +1921,7 @@ static void test_recover_partial(void **state)
 	jput(f, TX ".journal.tmp",
 	     "{\"version\":1,\"dirs\":[],\"files\":[{\"path\":\"a.txt\",\"backup\":\"" PFX "-0.old\"");
 	json_t *before = snapshot(f, 1);
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
 	if (r < 0)
 		fail_msg("recover failed: %s", err);
 	json_t *after = snapshot(f, 1);
@@ -1946,7 +1946,7 @@ static void test_recover_several(void **state)
 	                       "\"temp\":\".tgpatch-bbbb-0.new\",\"backup\":\".tgpatch-bbbb-0.old\"}]}");
 	jput(f, "README", "not a journal\n");
 	assert_int_equal(mkdirat(f->jfd, "sub.journal", 0700), 0);
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
 	if (r != 2)
 		fail_msg("recover returned %d (%s), want 2", r, err);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "new b\n"));
@@ -1970,7 +1970,7 @@ static void test_recover_skips_locked(void **state)
 	assert_int_equal(flock(held, LOCK_EX), 0);
 	json_t *before = snapshot(f, 1);
 
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
 	json_t *after = snapshot(f, 1);
 	same_tree(after, before);
 	json_decref(after);
@@ -1978,7 +1978,7 @@ static void test_recover_skips_locked(void **state)
 
 	/* a shared lock is held too */
 	assert_int_equal(flock(held, LOCK_SH), 0);
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
 	after = snapshot(f, 1);
 	same_tree(after, before);
 	json_decref(after);
@@ -1986,7 +1986,7 @@ static void test_recover_skips_locked(void **state)
 
 	/* once the commit is gone, recovery finishes it */
 	close(held);
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err), 1);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 1);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n"));
 	journal_empty(f);
@@ -2002,7 +2002,7 @@ static void hostile_journal(fx *f, const char *name, const char *text)
 	put(f, PFX "-0.old", "backup\n");
 	jput(f, name, text);
 	json_t *before = snapshot(f, 1);
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
 	if (r != -1)
 		fail_msg("recover returned %d for the journal %s", r, text);
 	assert_true(err[0] != '\0');
