@@ -86,7 +86,7 @@ build/bench/%: bench/%.c build/libtoolgate.a
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 fuzz: $(FUZZ_BIN)
 	@scripts/fuzz build/fuzz
-build/fuzz/%: fuzz/%.c build/fuzzlib/libtoolgate.a
+build/fuzz/%: fuzz/%.c $(wildcard fuzz/*.h) build/fuzzlib/libtoolgate.a
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $(BASE) -o $@ $< build/fuzzlib/libtoolgate.a $(PKG_LIBS) -lpthread
 

@@ -23,22 +23,10 @@
 #include <string.h>
 
 #include "patch/patch.h"
+#include "fuzz.h"
 
 #define SEEK_BUDGET 4000000u    /* line comparisons per input, all passes */
 
-static void check(int ok)
-{
-	if (!ok)
-		__builtin_trap();
-}
-
-static int printable(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return 0;
-	return 1;
-}
 
 /* A line of the patch: inside text[0..cap), no "\n" and no NUL in it. */
 static void check_line(const tgi_patch *p, size_t cap, tgi_patch_line l)

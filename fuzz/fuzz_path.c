@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "util/fs.h"
+#include "fuzz.h"
 
 static char root[64];
 static int  ws_fd = -1;
@@ -86,19 +87,6 @@ static void make_workspace(void)
 	symlinkat("../../..", ws_fd, "src/up");
 }
 
-static void check(int ok)
-{
-	if (!ok)
-		__builtin_trap();
-}
-
-static int printable(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return 0;
-	return 1;
-}
 
 /* A normalised relative path: no empty component; "." only alone; with
  * dots=0 also no ".." component. */
