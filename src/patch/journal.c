@@ -386,14 +386,34 @@ static int fail(char *err, size_t errlen, const char *what, const char *path, in
 }
 
 /* Make what steps 3 to 5 did durable: the directories of the files (the
- * temps were synced one by one), or with bulk the whole file system. */
+ * temps were synced one by one), or with bulk every file system they lie
+ * on, whole (a workspace may hold mount points). */
 static int sync_steps(dirset *d, const journal *j, int bulk)
 {
 	const char *base;
 	if (!bulk)
 		return sync_parents(d, j);
-	int fd = dirs_get(d, j->files[0].path, &base);
-	return fd < 0 ? fd : syncfs(fd) < 0 ? -errno : 0;
+	for (size_t i = 0; i < j->nfiles; i++)
+		dirs_get(d, j->files[i].path, &base);
+	dev_t *done = tgi_xmalloc((d->n ? d->n : 1) * sizeof *done);
+	size_t ndone = 0;
+	int r = 0;
+	for (size_t i = 0; i < d->n && !r; i++) {
+		struct stat st;
+		size_t k = 0;
+		if (fstat(d->fd[i], &st) < 0) {
+			r = -errno;
+			break;
+		}
+		while (k < ndone && done[k] != st.st_dev)
+			k++;
+		if (k == ndone) {
+			done[ndone++] = st.st_dev;
+			r = syncfs(d->fd[i]) < 0 ? -errno : 0;
+		}
+	}
+	free(done);
+	return r;
 }
 
 /* Steps 2-5.  0, or -1 with err (the caller rolls back). */
@@ -429,16 +449,15 @@ static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, 
 		if (r)
 			what = "Failed to write file", path = w->path;
 	}
-	/* 4: the old selves kept */
+	/* 4: the old selves kept (the backup lies in the same directory) */
 	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		if (!j->files[i].backup)
 			continue;
-		if ((pfd = dirs_get(&d, plan->writes[i].path, &base)) < 0 ||
-		    (dirs_get(&d, j->files[i].backup, &bbase),
-		     (r = linkat(pfd, base, pfd, bbase, 0) < 0 ? -errno : 0) < 0)) {
-			r = pfd < 0 ? pfd : r;
+		dirs_get(&d, j->files[i].backup, &bbase);
+		pfd = dirs_get(&d, plan->writes[i].path, &base);
+		r = pfd < 0 ? pfd : linkat(pfd, base, pfd, bbase, 0) < 0 ? -errno : 0;
+		if (r)
 			what = "Failed to keep a backup of", path = plan->writes[i].path;
-		}
 	}
 	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
 		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
