@@ -333,7 +333,10 @@ static tgi_patch_err update(planner *pl, const tgi_patch_op *op, const char *dat
 			cursor = (size_t)at + 1;
 		}
 		if (ch->nold == 0) {
-			rv[nr++] = (repl){ch->ctx.s ? cursor : t.n, 0, ch->new, ch->nnew};
+			/* at the end, before a final blank line (as Codex); after
+			 * the context line when there is one */
+			size_t end = t.n && t.lines[t.n - 1].len == 0 ? t.n - 1 : t.n;
+			rv[nr++] = (repl){ch->ctx.s ? cursor : end, 0, ch->new, ch->nnew};
 			continue;
 		}
 		/* empty lines ending the old lines are often the blank lines
