@@ -363,9 +363,6 @@ static void protect(tg_gate *g, const char *file)
 	}
 }
 
-/* The files a model must not rewrite: whatever configuration the gate
- * would load from the workspace, and every program and rule file that
- * configuration names. */
 /* A patch a crash interrupted is finished before any call runs: rolled
  * back if it had not committed, its backups removed if it had.  Files that
  * may be part-way through a patch are not worked on.  A call whose patch
@@ -373,18 +370,21 @@ static void protect(tg_gate *g, const char *file)
  * again) rather than left an unknown outcome. */
 static int finish_patches(tg_gate *g, char **errmsg)
 {
-	char err[512];
+	char err[512], ignored[512];
 	tgi_strv undone = {0};
 	int jfd = tgi_patch_journal_open(g->state_fd, err, sizeof err);
 	int r = jfd < 0 ? -1 : tgi_patch_recover(g->ws_fd, jfd, &undone, err, sizeof err);
 	if (jfd >= 0)
 		close(jfd);
 	for (size_t i = 0; i < undone.n; i++)   /* an op without a claim has nothing to settle */
-		tgi_store_op_resolve(g->store, undone.v[i], 0, err, sizeof err);
+		tgi_store_op_resolve(g->store, undone.v[i], 0, ignored, sizeof ignored);
 	tgi_strv_free(&undone);
 	return r < 0 ? tgi_fail(errmsg, "%s", err) : 0;
 }
 
+/* The files a model must not rewrite: whatever configuration the gate
+ * would load from the workspace, and every program and rule file that
+ * configuration names. */
 static void protect_own_files(tg_gate *g)
 {
 	static const char *const names[] = {"toolgate.yaml", "toolgate.yml", "toolgate.json"};
