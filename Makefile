@@ -10,7 +10,7 @@
 PREFIX  ?= /usr/local
 comma   := ,
 CC      ?= cc
-PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libcrypto
+PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libcrypto libseccomp libutf8proc
 VERSION := 0.1.0
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -76,7 +76,7 @@ test: build/toolgate build/asan/toolgate $(UNIT_BIN_ASAN) $(TSAN_TESTS) $(FUZZ_B
 demo: all
 	@scripts/demo build/toolgate
 
-bench: all build/bench/pipeline build/bench/store build/bench/validate build/bench/jv build/bench/patch
+bench: all build/bench/pipeline build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a

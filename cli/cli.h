@@ -47,5 +47,7 @@ int cmd_log(int argc, char **argv);
 int cmd_approvals(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_apply_patch(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -23,6 +23,8 @@ static const struct cmd {
 	{"approvals", cmd_approvals, "list, approve or deny queued approvals"},
 	{"ops", cmd_ops, "settle an unknown outcome (ops resolve)"},
 	{"apply-patch", cmd_apply_patch, "apply a V4A patch here, as Codex's apply_patch does"},
+	{"policy", cmd_policy, "execpolicy check (Codex's JSON), explain a decision, run self-tests"},
+	{"doctor", cmd_doctor, "what this machine gives the gate: sandbox backend, limits"},
 };
 
 static void usage(FILE *f)

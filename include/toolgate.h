@@ -176,6 +176,48 @@ char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg);
  */
 char *tg_approvals(tg_gate *g, int all, char **errmsg);
 
+/* ---- policy: toolgate policy check|test, toolgate doctor -------------- */
+
+/*
+ * Codex's `execpolicy check` answer for one command (argv words; a shell
+ * wrapper with a literal script, `bash -lc "a && b"`, is judged as its
+ * simple commands): {"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":
+ * [...],"decision":...,"justification":...}}],"decision":...}, or
+ * {"matchedRules":[]}.  Rules from the files given, or when nfiles is 0
+ * from the configuration's `execpolicy:` (config_path as for tg_options).
+ * Caller frees; NULL with *errmsg (a file that does not load, with
+ * file:line).
+ */
+char *tg_policy_check(const char *config_path, const char *const *files, size_t nfiles,
+                      const char *const *argv, size_t argc, int pretty, char **errmsg);
+
+/*
+ * The same command through the gate without running it:
+ * {"command", "execpolicy": <as tg_policy_check>, "floor": null or a reason,
+ * "opaque": [...], "read_only", "mode", "sandbox", "decision":
+ * allow|ask|deny, "rule", "stage"}.  Caller frees; NULL with *errmsg.
+ */
+char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pretty,
+                        char **errmsg);
+
+/*
+ * Every self-test of the configuration: the execpolicy examples (checked
+ * as the files load) and each permissions.tests entry (the call decided
+ * in a dry run: allow, ask or deny, against `expect`).  *report gets one
+ * line per failure and a last line "N passed, N failed".  Returns the
+ * number of failures, or -1 with *errmsg.
+ */
+int tg_policy_test(tg_gate *g, char **report, char **errmsg);
+
+/*
+ * What this machine gives the gate, as JSON: the sandbox backend
+ * (bubblewrap, landlock, none), the Landlock ABI, seccomp, whether each
+ * sandbox mode is enforceable and how, how a process limit is enforced,
+ * the execpolicy files loaded.  g may be NULL (no configuration read).
+ * Caller frees.
+ */
+char *tg_doctor(tg_gate *g, int pretty);
+
 /*
  * Apply a V4A patch (Codex's apply_patch format) of len bytes to the files
  * under dir (NULL: the current directory), all or nothing, never writing

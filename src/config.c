@@ -100,10 +100,17 @@ static const char *const top_keys[] = {
 	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
 	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
 	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
-	"rate_limits", "redact",
+	"rate_limits", "redact", "shell",
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
-static const char *const rule_keys[]      = { "allow", "ask", "deny" };
+static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
+static const char *const sandbox_keys[]   = { "mode", "network" };
+static const char *const shell_keys[]     = { "max_timeout_s", "max_output_chars", "env_allow",
+                                              "read_only_commands", "read_only_replace", "path",
+                                              "rlimits" };
+static const char *const rlimit_keys[]    = { "cpu_s", "address_space_mb", "file_size_mb",
+                                              "open_files", "processes" };
+static const char *const ptest_keys[]     = { "call", "expect" };
 static const char *const profile_keys[]   = { "categories", "read_only" };
 static const char *const limits_keys[]    = { "max_args_bytes", "max_result_chars", "timeout_s" };
 static const char *const formats_keys[]   = { "assert" };
@@ -199,6 +206,10 @@ void tgi_config_free(tgi_config *c)
 	strv_free(&c->ask);
 	strv_free(&c->deny);
 	strv_free(&c->execpolicy);
+	json_decref(c->permission_tests);
+	strv_free(&c->shell.env_allow);
+	strv_free(&c->shell.read_only);
+	free(c->shell.path);
 	free(c->path);
 	free(c->dir);
 	free(c->workspace);
@@ -622,9 +633,20 @@ static int load_scalars(ld *x, json_t *root)
 	if (opt_str(x, root, "", "profile", &c->profile) < 0 ||
 	    opt_str(x, root, "", "default_principal", &c->default_principal) < 0 ||
 	    opt_enum(x, root, "", "mode", mode_names, TGI_ARRAY_LEN(mode_names), &mode) < 0 ||
-	    opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0 ||
-	    opt_enum(x, root, "", "sandbox", sandbox_names, TGI_ARRAY_LEN(sandbox_names), &sandbox) < 0)
+	    opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0)
 		return -1;
+	/* sandbox: a mode, or {mode, network} */
+	char ptr[PTR_MAX];
+	json_t *sb = child(root, "", "sandbox", ptr);
+	if (sb && json_is_object(sb)) {
+		if (check_keys(x, sb, ptr, sandbox_keys, TGI_ARRAY_LEN(sandbox_keys)) < 0 ||
+		    opt_enum(x, sb, ptr, "mode", sandbox_names, TGI_ARRAY_LEN(sandbox_names), &sandbox) < 0 ||
+		    opt_bool(x, sb, ptr, "network", &c->sandbox_network) < 0)
+			return -1;
+	} else if (opt_enum(x, root, "", "sandbox", sandbox_names, TGI_ARRAY_LEN(sandbox_names),
+	                    &sandbox) < 0) {
+		return -1;
+	}
 	c->mode = (tgi_mode)mode;
 	c->approval = (tgi_approval)approval;
 	c->sandbox = (tgi_sandbox)sandbox;
@@ -662,6 +684,76 @@ static int load_limits(ld *x, json_t *root)
 	return 0;
 }
 
+/* permissions.tests: [{call: {tool, args?}, expect: allow|ask|deny}], kept
+ * as parsed for `toolgate policy test`. */
+static int load_permission_tests(ld *x, json_t *perm, const char *pp)
+{
+	static const char *const expects[] = {"allow", "ask", "deny"};
+	char ptr[PTR_MAX];
+	json_t *v = perm ? child(perm, pp, "tests", ptr) : NULL;
+	size_t i;
+	json_t *t;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		return fail_type(x, ptr, v, "a list of {call, expect}");
+	json_array_foreach(v, i, t) {
+		char tp[PTR_MAX], tok[24], cp[PTR_MAX];
+		int e = 0;
+		snprintf(tok, sizeof tok, "%zu", i);
+		tgi_json_pointer_join(tp, sizeof tp, ptr, tok);
+		if (!json_is_object(t))
+			return fail_type(x, tp, t, "a mapping {call, expect}");
+		if (check_keys(x, t, tp, ptest_keys, TGI_ARRAY_LEN(ptest_keys)) < 0)
+			return -1;
+		json_t *call = child(t, tp, "call", cp);
+		if (!call || !json_is_object(call) || !json_is_string(json_object_get(call, "tool")) ||
+		    (json_object_get(call, "args") && !json_is_object(json_object_get(call, "args"))))
+			return fail_type(x, call ? cp : tp, call, "a call {tool: NAME, args: {...}}");
+		if (!child(t, tp, "expect", cp))
+			return fail(x, tp, "expected an `expect` of allow, ask or deny");
+		if (opt_enum(x, t, tp, "expect", expects, TGI_ARRAY_LEN(expects), &e) < 0)
+			return -1;
+	}
+	x->c->permission_tests = json_incref(v);
+	return 0;
+}
+
+/* shell: the shell tool's limits, environment and read-only list. */
+static int load_shell(ld *x, json_t *root)
+{
+	tgi_shell_cfg *sh = &x->c->shell;
+	char ptr[PTR_MAX], rp[PTR_MAX];
+	json_t *s, *r;
+	long long tmo = sh->max_timeout_s, out = (long long)sh->max_output_chars;
+	long long rl[5] = {sh->cpu_s, sh->address_space_mb, sh->file_size_mb, sh->open_files,
+	                   sh->processes};
+
+	if (section(x, root, "", "shell", shell_keys, TGI_ARRAY_LEN(shell_keys), &s, ptr) < 0)
+		return -1;
+	if (!s)
+		return 0;
+	if (opt_int(x, s, ptr, "max_timeout_s", 1, MAX_TIMEOUT_S, &tmo) < 0 ||
+	    opt_int(x, s, ptr, "max_output_chars", 1, MAX_BYTES_LIMIT, &out) < 0 ||
+	    opt_strv(x, s, ptr, "env_allow", check_str, &sh->env_allow) < 0 ||
+	    opt_strv(x, s, ptr, "read_only_commands", check_str, &sh->read_only) < 0 ||
+	    opt_bool(x, s, ptr, "read_only_replace", &sh->read_only_replace) < 0 ||
+	    opt_str(x, s, ptr, "path", &sh->path) < 0 ||
+	    section(x, s, ptr, "rlimits", rlimit_keys, TGI_ARRAY_LEN(rlimit_keys), &r, rp) < 0)
+		return -1;
+	for (size_t i = 0; r && i < TGI_ARRAY_LEN(rlimit_keys); i++)
+		if (opt_int(x, r, rp, rlimit_keys[i], 0, 1LL << 40, &rl[i]) < 0)
+			return -1;
+	sh->max_timeout_s = (int)tmo;
+	sh->max_output_chars = (size_t)out;
+	sh->cpu_s = (long)rl[0];
+	sh->address_space_mb = (long)rl[1];
+	sh->file_size_mb = (long)rl[2];
+	sh->open_files = (long)rl[3];
+	sh->processes = (long)rl[4];
+	return 0;
+}
+
 static int load_permissions(ld *x, json_t *root)
 {
 	tgi_config *c = x->c;
@@ -671,7 +763,8 @@ static int load_permissions(ld *x, json_t *root)
 	if (section(x, root, "", "permissions", rule_keys, TGI_ARRAY_LEN(rule_keys), &s, ptr) < 0 ||
 	    (s && (opt_strv(x, s, ptr, "allow", check_str, &c->allow) < 0 ||
 	           opt_strv(x, s, ptr, "ask", check_str, &c->ask) < 0 ||
-	           opt_strv(x, s, ptr, "deny", check_str, &c->deny) < 0)))
+	           opt_strv(x, s, ptr, "deny", check_str, &c->deny) < 0 ||
+	           load_permission_tests(x, s, ptr) < 0)))
 		return -1;
 
 	v = child(root, "", "execpolicy", ptr);
@@ -1065,6 +1158,14 @@ static void set_defaults(tgi_config *c)
 	c->assert_formats = 1;
 	c->approval_ttl_s = 3600;
 	c->sync_full = 0;
+	c->shell.max_timeout_s = 600;
+	c->shell.max_output_chars = 50000;
+	c->shell.env_allow = strv_empty();
+	c->shell.read_only = strv_empty();
+	c->shell.path = tgi_strdup("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	c->shell.file_size_mb = 1024;
+	c->shell.open_files = 1024;
+	c->shell.processes = 512;
 }
 
 int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
@@ -1106,6 +1207,7 @@ int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
 	    load_principals(&x, root) < 0 ||
 	    load_profiles(&x, root) < 0 ||
 	    load_tools(&x, root) < 0 ||
+	    load_shell(&x, root) < 0 ||
 	    load_opaque(&x, root) < 0) {
 		tgi_config_free(c);
 		return -1;

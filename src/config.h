@@ -60,6 +60,17 @@ typedef struct tgi_tool_cfg {
 	char     where[64];        /* "file:line" of the entry, for errors */
 } tgi_tool_cfg;
 
+/* The shell tool (config `shell:`). */
+typedef struct tgi_shell_cfg {
+	int      max_timeout_s;     /* a call's timeout_s is capped here (default 600) */
+	size_t   max_output_chars;  /* per stream, head + tail kept (default 50,000) */
+	tgi_strv env_allow;         /* globs of variable names a call may set (default none) */
+	tgi_strv read_only;         /* more read-only commands ("prog" or "prog sub") */
+	int      read_only_replace; /* 1: read_only replaces the built-in list */
+	char    *path;              /* PATH the command gets */
+	long     cpu_s, address_space_mb, file_size_mb, open_files, processes; /* rlimits; 0: unset */
+} tgi_shell_cfg;
+
 typedef struct tgi_config {
 	char        *path;          /* absolute path of the file, NULL for built-in defaults */
 	char        *dir;           /* directory relative paths are resolved against */
@@ -69,6 +80,7 @@ typedef struct tgi_config {
 	tgi_mode     mode;
 	tgi_approval approval;
 	tgi_sandbox  sandbox;
+	int          sandbox_network;  /* `sandbox: {mode, network: true}` */
 	char        *default_principal;
 
 	tgi_principal_cfg *principals; size_t nprincipals;
@@ -76,6 +88,8 @@ typedef struct tgi_config {
 	tgi_profile_cfg   *profiles;   size_t nprofiles;   /* built-ins first, then config's */
 	tgi_strv           allow, ask, deny;               /* permissions */
 	tgi_strv           execpolicy;                     /* rule files, absolute */
+	json_t            *permission_tests;               /* permissions.tests (owned; may be NULL) */
+	tgi_shell_cfg      shell;
 	tgi_tool_cfg      *tools;      size_t ntools;
 
 	size_t  max_args_bytes;      /* default 1 MiB */

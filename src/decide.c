@@ -3,11 +3,15 @@
  *
  * Order, first match wins:
  *   availability (unavailable tools are denied: fail closed)
+ *   for a command line (shell.h): the command floor, a sandboxed mode
+ *     with no sandbox backend, execpolicy `forbidden` → deny
  *   hard floor (compiled in; nothing lifts it) and protected paths
  *   deny rules  (global, then the caller's roles)
  *   requires_grant without a matching allow rule → deny (never ask)
+ *   execpolicy `prompt`, or a command the splitter cannot judge → ask
+ *     (deny in plan mode)
  *   ask rules
- *   allow rules
+ *   allow rules, or execpolicy `allow` for every simple command
  *   mode default (default / acceptEdits / plan / bypassPermissions)
  * then the approval policy `untrusted` turns a mode-default allow of
  * anything but a read-only call into ask.
@@ -36,9 +40,13 @@
  * approvals or run anything.  Stops with `denied`.
  */
 #include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "gate.h"
+#include "exec/sandbox.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -162,6 +170,138 @@ int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
 	return !path_rule(c, TGI_RULE_DENY, &in) && !path_rule(c, TGI_RULE_ASK, &in);
 }
 
+static const char *home_dir(void)
+{
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+	if (h && h[0] == '/')
+		return h;
+	pw = getpwuid(getuid());
+	return pw && pw->pw_dir ? pw->pw_dir : "/root";
+}
+
+/* A few words of a command for a message: "git push origin …". */
+static void cmd_text(const tgi_cmd *cmd, char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < cmd->argc && i < 6 && n + 8 < cap; i++) {
+		char w[128];
+		tgi_sanitize(w, sizeof w, cmd->argv[i]);
+		n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? " " : "", w);
+		if (n >= cap)
+			n = cap - 1;
+	}
+	if (cmd->argc > 6 && n + 5 < cap)
+		strcat(out, " ...");
+}
+
+/*
+ * The gates of a command line before the permission rules: the command
+ * floor, the sandbox backend, execpolicy.  Stops with `denied`; else sets
+ * *ask (execpolicy prompt, or an opaque command) with the rule in rule.
+ */
+static tgi_verdict command_gates(tgi_call *c, int *ask, char *rule, size_t cap)
+{
+	tg_gate *g = c->g;
+	const tgi_cmdline *cl = &c->cmds;
+	char why[512], msg[768], r[512], words[256];
+	tgi_ep_decision worst = TGI_EP_NONE;
+	char worst_rule[512] = "";
+	const tgi_cmd *worst_cmd = NULL;
+
+	if (tgi_floor_command(cl, g->cfg->workspace, home_dir(), why, sizeof why)) {
+		tgi_snprintf(r, sizeof r, "floor: %s", why);
+		tgi_snprintf(msg, sizeof msg, "%s: nothing lifts this; do not retry", why);
+		return deny(c, r, msg);
+	}
+	if (g->cfg->sandbox != TGI_SANDBOX_FULL && tgi_sandbox_probe()->backend == TGI_SB_NONE) {
+		tgi_snprintf(msg, sizeof msg, "no sandbox backend works on this machine, so commands "
+		             "cannot run in %s mode; do not retry; ask the owner (toolgate doctor)",
+		             tgi_sandbox_name(g->cfg->sandbox));
+		return deny(c, "sandbox: no backend", msg);
+	}
+	for (size_t i = 0; i < cl->n; i++) {
+		const tgi_cmd *cmd = &cl->v[i];
+		char rt[512] = "";
+		if (cmd->flags & TGI_CMD_OPAQUE) {
+			if (!*ask) {
+				*ask = 1;
+				tgi_snprintf(rule, cap, "opaque command: %s", cmd->why ? cmd->why : "not judged");
+			}
+			continue;
+		}
+		if (!cmd->argc)
+			continue;
+		tgi_ep_decision d = tgi_execpolicy_eval(g->execpolicy, (const char *const *)cmd->argv,
+		                                        cmd->argc, NULL, rt, sizeof rt);
+		size_t p = tgi_shell_program(cmd);
+		if (p > 0 && p < cmd->argc) {     /* `sudo rm …` is judged as `rm …` too */
+			char pr[512] = "";
+			tgi_ep_decision dp = tgi_execpolicy_eval(g->execpolicy,
+			                                         (const char *const *)cmd->argv + p,
+			                                         cmd->argc - p, NULL, pr, sizeof pr);
+			if (dp >= TGI_EP_PROMPT && dp > d) {
+				d = dp;
+				memcpy(rt, pr, sizeof rt);
+			}
+		}
+		if (d > worst) {
+			worst = d;
+			worst_cmd = cmd;
+			memcpy(worst_rule, rt, sizeof worst_rule);
+		}
+	}
+	if (worst == TGI_EP_FORBIDDEN) {
+		cmd_text(worst_cmd, words, sizeof words);
+		tgi_snprintf(msg, sizeof msg, "execpolicy forbids \"%s\"; do not retry; ask the owner",
+		             words);
+		return deny(c, worst_rule, msg);
+	}
+	if (*ask && g->cfg->mode == TGI_MODE_PLAN) {
+		tgi_snprintf(msg, sizeof msg, "%s; plan mode runs no command it cannot judge; do not "
+		             "retry", rule);
+		return deny(c, rule, msg);
+	}
+	if (worst == TGI_EP_PROMPT && !*ask) {
+		*ask = 1;
+		tgi_snprintf(rule, cap, "%s", worst_rule);
+	}
+	return TGI_NEXT;
+}
+
+/*
+ * Is every simple command of the line allowed, each by an allow rule
+ * (global or a role's) or by execpolicy `allow`?  A rule covers a command
+ * only as written (wrappers are not peeled for allow), never an opaque or
+ * empty one.  rule gets the rules that did, "allow: A, B".
+ */
+static int commands_allowed(const tgi_call *c, const tgi_match_input *in, char *rule, size_t cap)
+{
+	tgi_match_input one = *in;
+	tgi_snprintf(rule, cap, "allow:");
+	for (size_t i = 0; i < c->cmds.n; i++) {
+		const tgi_cmd *cmd = &c->cmds.v[i];
+		char rt[512] = "", part[520];
+		if ((cmd->flags & TGI_CMD_OPAQUE) || !cmd->argc)
+			return 0;
+		tgi_cmdline single = {(tgi_cmd *)cmd, 1};
+		one.cmds = &single;
+		const tgi_rule *r = first_rule(c, TGI_RULE_ALLOW, &one);
+		if (r)
+			tgi_snprintf(part, sizeof part, "%s", tgi_rule_text(r));
+		else if (tgi_execpolicy_eval(c->g->execpolicy, (const char *const *)cmd->argv, cmd->argc,
+		                             NULL, rt, sizeof rt) == TGI_EP_ALLOW)
+			tgi_snprintf(part, sizeof part, "%s", rt);
+		else
+			return 0;
+		size_t n = strlen(rule);
+		if (!strstr(rule, part))
+			tgi_snprintf(rule + n, cap - n, "%s %s", i ? "," : "", part);
+	}
+	return c->cmds.n > 0;
+}
+
 tgi_verdict tgi_decide(tgi_call *c)
 {
 	tg_gate *g = c->g;
@@ -171,6 +311,11 @@ tgi_verdict tgi_decide(tgi_call *c)
 
 	if (!tgi_registry_available(g->reg, c->entry, &reason))
 		return deny(c, "unavailable", reason);
+
+	int cmd_ask = 0;
+	char cmd_rule[512] = "";
+	if (c->has_cmds && command_gates(c, &cmd_ask, cmd_rule, sizeof cmd_rule) == TGI_STOP)
+		return TGI_STOP;
 
 	/* resolve every path inside the workspace; leaving it is a denial */
 	for (size_t i = 0; i < c->npaths; i++) {
@@ -213,6 +358,7 @@ tgi_verdict tgi_decide(tgi_call *c)
 		.resolved = (const char *const *)c->resolved,
 		.npaths = c->npaths,
 		.has_paths = c->entry->row->paths != NULL,
+		.cmds = c->has_cmds ? &c->cmds : NULL,
 	};
 	const tgi_rule *r;
 	if ((r = path_rule(c, TGI_RULE_DENY, &in))) {
@@ -223,11 +369,17 @@ tgi_verdict tgi_decide(tgi_call *c)
 		return deny(c, rule, msg);
 	}
 	const tgi_rule *allow = first_rule(c, TGI_RULE_ALLOW, &in);
-	if (!allow && (c->contract & TGI_T_REQUIRES_GRANT)) {
+	char parts_rule[512];
+	int parts_allowed = c->has_cmds && commands_allowed(c, &in, parts_rule, sizeof parts_rule);
+	if (!allow && !parts_allowed && (c->contract & TGI_T_REQUIRES_GRANT)) {
 		tgi_snprintf(msg, sizeof msg,
 		             "principal \"%s\" holds no grant for %s with these arguments; do not "
 		             "retry; ask the owner", c->principal->name, c->tool);
 		return deny(c, "requires_grant: no allow rule matches", msg);
+	}
+	if (cmd_ask) {
+		record(c, TGI_ASK, cmd_rule);
+		return TGI_NEXT;
 	}
 	if ((r = path_rule(c, TGI_RULE_ASK, &in))) {
 		tgi_snprintf(rule, sizeof rule, "ask: %s", tgi_rule_text(r));
@@ -237,6 +389,10 @@ tgi_verdict tgi_decide(tgi_call *c)
 	if (allow) {
 		tgi_snprintf(rule, sizeof rule, "allow: %s", tgi_rule_text(allow));
 		record(c, TGI_ALLOW, rule);
+		return TGI_NEXT;
+	}
+	if (parts_allowed) {
+		record(c, TGI_ALLOW, parts_rule);
 		return TGI_NEXT;
 	}
 

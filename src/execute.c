@@ -161,6 +161,8 @@ tgi_verdict tgi_execute(tgi_call *c)
 		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
 		.may_read = tgi_may_read,
 		.policy = c,
+		.protect = (const char *const *)g->protected,
+		.nprotect = g->nprotected,
 	};
 	ctx.deadline_ms = tgi_now_ms() + ctx.timeout_s * 1000.0;
 	tgi_tool_out out;

@@ -150,6 +150,7 @@ static tg_result *call_end(tgi_call *c)
 	}
 	free(c->paths);
 	free(c->resolved);
+	tgi_cmdline_free(&c->cmds);
 	for (size_t i = 0; i < c->nevents; i++)
 		json_decref(c->events[i].data);
 	return r;
@@ -271,6 +272,18 @@ static int add_rules(tg_gate *g, tgi_ruleset *rs, const tgi_strv *v, tgi_rule_ki
 		tgi_config_where(g->cfg, ptr, where, sizeof where);
 		return tgi_fail(errmsg, "%s: %s", where, err);
 	}
+	return 0;
+}
+
+/* The execpolicy .rules files, each example checked: a file that does not
+ * load stops the gate (an unparseable policy denies nothing it should). */
+static int load_execpolicy(tg_gate *g, char **errmsg)
+{
+	char err[1024];
+	g->execpolicy = tgi_execpolicy_new();
+	for (size_t i = 0; i < g->cfg->execpolicy.n; i++)
+		if (tgi_execpolicy_add_file(g->execpolicy, g->cfg->execpolicy.v[i], err, sizeof err) < 0)
+			return tgi_fail(errmsg, "%s", err);
 	return 0;
 }
 
@@ -451,7 +464,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
-	if (compile_rules(g, errmsg) < 0)
+	if (compile_rules(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0)
 		goto fail;
 	if (!profile_exists(g->cfg, g->profile)) {
 		tgi_fail(errmsg, "unknown profile \"%s\"", g->profile);
@@ -477,6 +490,7 @@ void tg_gate_close(tg_gate *g)
 	tgi_store_close(g->store);
 	tgi_registry_free(g->reg);
 	tgi_ruleset_free(g->rules);
+	tgi_execpolicy_free(g->execpolicy);
 	if (g->role_rules && g->cfg)
 		for (size_t i = 0; i < g->cfg->nroles; i++)
 			tgi_ruleset_free(g->role_rules[i]);

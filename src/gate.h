@@ -19,6 +19,8 @@
 #include "config.h"
 #include "registry.h"
 #include "policy/policy.h"
+#include "policy/shell.h"
+#include "policy/execpolicy.h"
 #include "store/store.h"
 
 struct tg_gate {
@@ -26,6 +28,7 @@ struct tg_gate {
 	tgi_registry *reg;        /* owned */
 	tgi_ruleset  *rules;      /* owned: permissions allow/ask/deny */
 	tgi_ruleset **role_rules; /* owned: one per cfg->roles[i] */
+	tgi_execpolicy *execpolicy; /* owned: the config's .rules files */
 	tgi_store    *store;      /* owned */
 	pthread_mutex_t store_mu; /* the store handle is used by one thread at a time */
 	int           ws_fd;      /* O_PATH|O_DIRECTORY */
@@ -66,6 +69,8 @@ typedef struct tgi_call {
 	char            **paths;           /* owned: normalised, as written */
 	char            **resolved;        /* owned: as resolved (NULL until decide) */
 	size_t            npaths;
+	tgi_cmdline       cmds;            /* owned: a command tool's simple commands */
+	int               has_cmds;
 
 	/* identify */
 	const tgi_principal_cfg *principal;

@@ -31,6 +31,7 @@ static const tgi_tool *const builtin_rows[] = {
 	&tgi_tool_search_files,
 	&tgi_tool_write_file,
 	&tgi_tool_apply_patch,
+	&tgi_tool_shell,
 };
 
 /* The schema as exported: for REQUIRES_KEY tools it gains a required

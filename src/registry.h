@@ -19,6 +19,7 @@
 
 struct tgi_config;
 struct tgi_schema;
+struct tgi_cmdline;
 
 /*
  * Contract flags.  Every flag defaults to off, which is the conservative
@@ -78,6 +79,10 @@ typedef struct tgi_exec_ctx {
 	                                          with TG_ERR_TIMEOUT */
 	tgi_may_read_fn           may_read;   /* per-entry policy for directory walks (never NULL) */
 	const void               *policy;     /* opaque, for may_read */
+	const char *const        *protect;    /* workspace-relative files read-only to tools (the
+	                                         gate's own configuration and programs) */
+	size_t                    nprotect;
+	volatile const int       *cancel;     /* set nonzero when the caller cancels (may be NULL) */
 } tgi_exec_ctx;
 
 /* What a handler returns. */
@@ -103,6 +108,14 @@ typedef int (*tgi_handler)(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool
  */
 typedef int (*tgi_paths_fn)(const json_t *args, tgi_strv *out, char *err, size_t errlen);
 
+/*
+ * The simple commands a command-running call would run (shell.h), for the
+ * floor, execpolicy and shell(...) rules.  0 with *out filled, or -1 with
+ * a sentence in err (a command no shell would run either).
+ */
+typedef int (*tgi_commands_fn)(const json_t *args, struct tgi_cmdline *out, char *err,
+                               size_t errlen);
+
 /* Adjust the contract for these args: return the flags that hold for them. */
 typedef unsigned (*tgi_flags_fn)(unsigned flags, const json_t *args);
 
@@ -114,6 +127,7 @@ typedef struct tgi_tool {
 	unsigned      flags;             /* TGI_T_* */
 	tgi_flags_fn  flags_for;         /* NULL: flags hold for all args */
 	tgi_paths_fn  paths;             /* NULL: touches no workspace paths */
+	tgi_commands_fn commands;        /* NULL: runs no command line of the model's */
 	tgi_handler   handler;
 	size_t        max_result_chars;  /* 0: config default (50,000) */
 	int           timeout_s;         /* 0: config default (120) */
@@ -157,6 +171,7 @@ extern const tgi_tool tgi_tool_list_dir;
 extern const tgi_tool tgi_tool_search_files;
 extern const tgi_tool tgi_tool_write_file;
 extern const tgi_tool tgi_tool_apply_patch;
+extern const tgi_tool tgi_tool_shell;
 
 /* Configured command tools (src/tools/command.c) */
 int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out);

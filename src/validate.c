@@ -68,6 +68,17 @@ tgi_verdict tgi_validate(tgi_call *c)
 		tgi_strv_free(&raw);
 	}
 
+	if (t->commands) {
+		char err[1024];
+		if (t->commands(c->args, &c->cmds, err, sizeof err) < 0)
+			return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL, "%s", err);
+		c->has_cmds = 1;
+		/* a command line the read-only class covers is read-only */
+		const tgi_shell_cfg *sh = &c->g->cfg->shell;
+		if (tgi_shell_readonly(&c->cmds, &sh->read_only, sh->read_only_replace))
+			c->contract = (c->contract | TGI_T_READ_ONLY) & ~TGI_T_DESTRUCTIVE;
+	}
+
 	c->args_canon = tgi_json_canonical(c->args);
 	tgi_sha256_hex(c->args_canon, strlen(c->args_canon), c->args_sha256);
 	tgi_trace(c, "validate", 1, NULL);

@@ -30,19 +30,30 @@ static void set_nonblock(int fd)
 }
 
 /* In the child: never returns. */
-static void child(char *const argv[], const char *cwd, char *const envp[], int in_r, int out_w,
-                  int err_w, int status_w)
+static void child(char *const argv[], const tgi_spawn_opts *o, int in_r, int out_w, int err_w,
+                  int status_w)
 {
+	const char *cwd = o->cwd;
+	char *const *envp = o->envp;
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL); /* the parent blocks SIGPIPE around us */
 	setpgid(0, 0);
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGXFSZ, SIG_DFL);
-	if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+	if (in_r < 0)
+		in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto fail;
 	if (cwd && chdir(cwd) < 0)
 		goto fail;
+	if (o->child_setup) {
+		int r = o->child_setup(o->child_arg);
+		if (r < 0) {
+			errno = -r;
+			goto fail;
+		}
+	}
 	execve(argv[0], argv, envp);
 	if (errno == ENOENT && !strchr(argv[0], '/')) {
 		/* search PATH from the given environment */
@@ -71,12 +82,13 @@ fail:;
 	_exit(127);
 }
 
-static void drain(int *fd, tgi_buf *b, int *truncated)
+static void drain(int *fd, tgi_buf *b, int *truncated, size_t *total)
 {
 	char chunk[16384];
 	for (;;) {
 		ssize_t n = read(*fd, chunk, sizeof chunk);
 		if (n > 0) {
+			*total += (size_t)n;
 			if (tgi_buf_append(b, chunk, (size_t)n) < 0) {
 				/* keep what fits, discard the rest, keep draining */
 				size_t room = b->max - b->len;
@@ -94,13 +106,42 @@ static void drain(int *fd, tgi_buf *b, int *truncated)
 	}
 }
 
+/* Start stopping the group once the deadline passes or *cancel is set:
+ * SIGTERM now, SIGKILL at *kill_at.  1 if it started now. */
+static int stop_check(pid_t pid, const tgi_spawn_opts *o, tgi_spawn_result *res, double now,
+                      double deadline, double *kill_at)
+{
+	if (res->timed_out || res->cancelled)
+		return 0;
+	if (o->cancel && *o->cancel)
+		res->cancelled = 1;
+	else if (now >= deadline)
+		res->timed_out = 1;
+	else
+		return 0;
+	kill(-pid, SIGTERM);
+	*kill_at = now + GRACE_MS;
+	return 1;
+}
+
 int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const char *in,
               size_t in_len, int timeout_s, size_t max_out, tgi_spawn_result *res)
 {
+	tgi_spawn_opts o = {
+		.cwd = cwd, .envp = envp, .in = in, .in_len = in_len, .timeout_s = timeout_s,
+		.max_out = max_out,
+	};
+	return tgi_spawn_run(argv, &o, res);
+}
+
+int tgi_spawn_run(char *const argv[], const tgi_spawn_opts *o, tgi_spawn_result *res)
+{
 	int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, stp[2] = {-1, -1};
+	const char *in = o->in;
+	size_t in_len = o->in_len;
 	memset(res, 0, sizeof *res);
-	if (pipe2(inp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(stp, O_CLOEXEC) < 0)
+	if ((in && pipe2(inp, O_CLOEXEC) < 0) || pipe2(outp, O_CLOEXEC) < 0 ||
+	    pipe2(errp, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0)
 		goto fail_pipes;
 
 	/* A tool that exits without reading its stdin must not kill the host
@@ -119,9 +160,10 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 		goto fail_pipes;
 	}
 	if (pid == 0)
-		child(argv, cwd, envp, inp[0], outp[1], errp[1], stp[1]);
+		child(argv, o, inp[0], outp[1], errp[1], stp[1]);
 	setpgid(pid, pid); /* also in the parent: no race with kill(-pid) */
-	close(inp[0]);
+	if (inp[0] >= 0)
+		close(inp[0]);
 	close(outp[1]);
 	close(errp[1]);
 	close(stp[1]);
@@ -143,10 +185,9 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 	}
 
 	tgi_buf out, err;
-	tgi_buf_init(&out, max_out);
-	tgi_buf_init(&err, ERR_CAP);
-	int err_trunc = 0;
-	double deadline = t0 + (timeout_s > 0 ? timeout_s : 120) * 1000.0;
+	tgi_buf_init(&out, o->max_out);
+	tgi_buf_init(&err, o->max_err ? o->max_err : ERR_CAP);
+	double deadline = t0 + (o->timeout_s > 0 ? o->timeout_s : 120) * 1000.0;
 	double kill_at = 0, hard_stop = 0;
 
 	while (out_fd >= 0 || err_fd >= 0) {
@@ -159,19 +200,18 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 		if (err_fd >= 0)
 			p[np++] = (struct pollfd){.fd = err_fd, .events = POLLIN};
 		double now = tgi_now_ms();
-		if (!res->timed_out && now >= deadline) {
-			res->timed_out = 1;
-			kill(-pid, SIGTERM);
-			kill_at = now + GRACE_MS;
-		}
-		if (res->timed_out && kill_at && now >= kill_at) {
+		stop_check(pid, o, res, now, deadline, &kill_at);
+		if ((res->timed_out || res->cancelled) && kill_at && now >= kill_at) {
 			kill(-pid, SIGKILL);
 			kill_at = 0;
 			hard_stop = now + 1000; /* a descendant outside the group may hold the pipes */
 		}
 		if (hard_stop && now >= hard_stop)
 			break;
-		double until = res->timed_out ? (kill_at ? kill_at : now + 1000) : deadline;
+		int stopping = res->timed_out || res->cancelled;
+		double until = stopping ? (kill_at ? kill_at : now + 1000) : deadline;
+		if (o->cancel && !stopping && until > now + 50)
+			until = now + 50;           /* look at the cancel flag often */
 		int wait_ms = (int)(until - now) + 1;
 		int r = poll(p, (nfds_t)np, wait_ms > 0 ? wait_ms : 1);
 		if (r < 0 && errno != EINTR)
@@ -188,12 +228,12 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 					in_fd = -1;
 				}
 			} else if (p[i].fd == out_fd) {
-				drain(&out_fd, &out, &res->out_truncated);
+				drain(&out_fd, &out, &res->out_truncated, &res->out_total);
 			} else if (p[i].fd == err_fd) {
-				drain(&err_fd, &err, &err_trunc);
+				drain(&err_fd, &err, &res->err_truncated, &res->err_total);
 			}
 		}
-		if (res->timed_out && out_fd < 0 && err_fd < 0)
+		if (stopping && out_fd < 0 && err_fd < 0)
 			break;
 	}
 	if (in_fd >= 0)
@@ -220,11 +260,8 @@ int tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const cha
 		if ((w == 0 && si.si_pid == pid) || (w < 0 && errno != EINTR))
 			break;
 		double now = tgi_now_ms();
-		if (!res->timed_out && now >= deadline) {
-			res->timed_out = 1;
-			kill(-pid, SIGTERM);
-			kill_at = now + GRACE_MS;
-		} else if (res->timed_out && kill_at && now >= kill_at) {
+		if (!stop_check(pid, o, res, now, deadline, &kill_at) &&
+		    (res->timed_out || res->cancelled) && kill_at && now >= kill_at) {
 			kill(-pid, SIGKILL);
 			kill_at = 0;
 		}

@@ -20,11 +20,32 @@ typedef struct tgi_spawn_result {
 	int    out_truncated;
 	char  *err;          /* owned, NUL-terminated */
 	size_t err_len;
+	int    err_truncated;
+	size_t out_total;    /* bytes the program wrote to stdout (kept or not) */
+	size_t err_total;
+	int    cancelled;    /* stopped because *cancel was set */
 	double duration_ms;
 } tgi_spawn_result;
 
 int  tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const char *in,
                size_t in_len, int timeout_s, size_t max_out, tgi_spawn_result *res);
+
+/* Everything tgi_spawn takes, and what the shell tool needs besides. */
+typedef struct tgi_spawn_opts {
+	const char   *cwd;
+	char *const  *envp;
+	const char   *in;          /* stdin bytes; NULL: /dev/null */
+	size_t        in_len;
+	int           timeout_s;   /* <= 0: 120 */
+	size_t        max_out;     /* stdout bytes kept; the rest is counted, not kept */
+	size_t        max_err;     /* stderr bytes kept; 0: 64 KiB */
+	int         (*child_setup)(void *arg); /* in the child before exec, async-signal-safe:
+	                                           0, or -errno to fail the spawn */
+	void         *child_arg;
+	volatile const int *cancel;/* set nonzero from elsewhere: stop the group as a timeout does */
+} tgi_spawn_opts;
+
+int tgi_spawn_run(char *const argv[], const tgi_spawn_opts *o, tgi_spawn_result *res);
 void tgi_spawn_result_free(tgi_spawn_result *r);
 
 #endif

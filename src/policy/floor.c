@@ -1,11 +1,12 @@
 /*
- * floor.c — the hard floor for paths: compiled in, nothing lifts it.
+ * floor.c — the hard floor, compiled in: nothing lifts it.
  *
- * A file tool may never read or write ~/.ssh (the user's, root's, any
- * /home/NAME's), the shadow and sudoers files, or a block device.  The
- * floor judges the absolute path a call touches, workspace + "/" + the
- * path as resolved inside it, because the workspace itself may be $HOME or
- * "/".  A path is floored when it is a listed path or lies under one.
+ * Paths (tgi_floor_paths).  A file tool may never read or write ~/.ssh
+ * (the user's, root's, any /home/NAME's), the shadow and sudoers files, or
+ * a block device.  The floor judges the absolute path a call touches,
+ * workspace + "/" + the path as resolved inside it, because the workspace
+ * itself may be $HOME or "/".  A path is floored when it is a listed path
+ * or lies under one.
  *
  * Paths are normalised first ("//" and "/./" collapsed, a trailing '/'
  * dropped).  A ".." is judged both ways, as written and folded lexically,
@@ -14,13 +15,31 @@
  * cannot judge (a workspace that is not absolute, a path longer than
  * PATH_MAX) is floored too: it fails closed.
  *
- * Owns: the floor tables and their check.  Must not: open or stat the
+ * Commands (tgi_floor_command) are judged after shell.c has split and
+ * normalised them, one simple command at a time, wrappers peeled
+ * (tgi_shell_program) and the program read by its basename.  A word that
+ * names a file is read as the shell would before globbing: brace
+ * alternatives expanded, `~`, `~user`, `$HOME`, `${HOME}`, `$PWD`,
+ * `${PWD}` replaced, a relative word joined to the directory the command
+ * runs in, "." and ".." folded lexically.  Glob characters stay, and a
+ * globbed segment is matched against the protected name (`/h*` reaches
+ * /home), so a glob is judged by everything it could match.  A command
+ * runs at the workspace root unless a `cd` earlier in the line moved it;
+ * after a `cd` to somewhere the floor cannot name, relative words are not
+ * judged for deletes, and are judged against both the workspace and the
+ * home directory for the secret files.  A command's effects (what it
+ * deletes, writes and reads) come from a table of programs below; a
+ * program not in it is judged on its redirections alone.
+ *
+ * Owns: the floor tables and their checks.  Must not: open or stat the
  * paths, or consult rules, modes or approvals (the floor is above them).
  */
 #include "policy/policy.h"
+#include "policy/shell.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -207,4 +226,1296 @@ int tgi_floor_paths(const char *workspace, const char *const *resolved, size_t n
 		}
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ commands */
+
+#define CMD_DEPTH_MAX 4   /* `sh -c` scripts re-split inside one another */
+#define ALTS_MAX      64  /* brace alternatives of one word */
+#define HOMES_MAX     3   /* the home given, $HOME, the passwd entry's */
+#define PEEL_MAX      8   /* wrappers peeled around one program */
+
+/* A protected path: literal (a home, the workspace) or, with glob, a
+ * pattern over segments (a table entry such as /home/ * /.ssh). */
+typedef struct prot {
+	const char *path;
+	int         glob;
+	const char *reason;
+} prot;
+
+#define WHY_ROOT  "recursive delete of the filesystem root"
+#define WHY_HOME  "recursive delete of the home directory"
+#define WHY_WS    "recursive delete of the workspace root"
+#define WHY_SYS   "recursive delete of a system directory"
+#define WHY_SSHW  "modifying ~/.ssh"
+#define WHY_SSHR  "reading an ssh private key"
+#define WHY_DEV   "writing to a block device"
+#define WHY_PERM  "recursive permission or ownership change on a system directory"
+#define WHY_PIPE  "downloaded content piped into an interpreter"
+#define WHY_DLRUN "downloaded content run by an interpreter"
+#define WHY_MKFS  "formatting a filesystem"
+#define WHY_WIPE  "wiping filesystem signatures"
+#define WHY_POWER "shutting down or rebooting the machine"
+#define WHY_BOMB  "a fork bomb"
+
+/* Top-level system directories: deleting one (or chmod -R on it) breaks
+ * the machine, so they count as the root does. */
+static const prot system_dirs[] = {
+	{ "/bin", 0, WHY_SYS },  { "/boot", 0, WHY_SYS },  { "/dev", 0, WHY_SYS },
+	{ "/etc", 0, WHY_SYS },  { "/home", 0, WHY_SYS },  { "/lib", 0, WHY_SYS },
+	{ "/lib32", 0, WHY_SYS }, { "/lib64", 0, WHY_SYS }, { "/libx32", 0, WHY_SYS },
+	{ "/proc", 0, WHY_SYS }, { "/root", 0, WHY_SYS },  { "/sbin", 0, WHY_SYS },
+	{ "/sys", 0, WHY_SYS },  { "/usr", 0, WHY_SYS },   { "/var", 0, WHY_SYS },
+};
+
+/* Files no command may write, move or delete (the users' ~/.ssh are added
+ * per call).  Block devices are the path floor's list. */
+static const prot write_table[] = {
+	{ "/etc/passwd", 0, "modifying /etc/passwd" },
+	{ "/etc/shadow", 0, "modifying /etc/shadow" },
+	{ "/etc/shadow-", 0, "modifying /etc/shadow" },
+	{ "/etc/gshadow", 0, "modifying /etc/gshadow" },
+	{ "/etc/gshadow-", 0, "modifying /etc/gshadow" },
+	{ "/etc/sudoers", 0, "modifying /etc/sudoers" },
+	{ "/etc/sudoers.d", 0, "modifying /etc/sudoers" },
+	{ "/root/.ssh", 0, WHY_SSHW },
+	{ "/home/*/.ssh", 1, WHY_SSHW },
+	{ "/dev/sd*", 1, WHY_DEV },  { "/dev/nvme*", 1, WHY_DEV }, { "/dev/vd*", 1, WHY_DEV },
+	{ "/dev/xvd*", 1, WHY_DEV }, { "/dev/hd*", 1, WHY_DEV },   { "/dev/mmcblk*", 1, WHY_DEV },
+	{ "/dev/loop*", 1, WHY_DEV }, { "/dev/dm-*", 1, WHY_DEV }, { "/dev/md*", 1, WHY_DEV },
+	{ "/dev/mapper", 0, WHY_DEV }, { "/dev/disk", 0, WHY_DEV },
+};
+
+/* Files no command may read.  ~/.ssh directories are judged apart: the
+ * directory itself and the private keys in it, not the public files. */
+static const prot read_table[] = {
+	{ "/etc/shadow", 0, "reading /etc/shadow" },
+	{ "/etc/shadow-", 0, "reading /etc/shadow" },
+	{ "/etc/gshadow", 0, "reading /etc/gshadow" },
+	{ "/etc/gshadow-", 0, "reading /etc/gshadow" },
+	{ "/etc/ssh/ssh_host_*_key", 1, WHY_SSHR },
+};
+
+static const prot ssh_table[] = {
+	{ "/root/.ssh", 0, WHY_SSHR },
+	{ "/home/*/.ssh", 1, WHY_SSHR },
+};
+
+/* What one call knows: the workspace, the homes and their ~/.ssh, all
+ * normalised.  home is what `~` and $HOME mean ("" when unknown). */
+typedef struct fctx {
+	char   ws[PATH_MAX];
+	char   home[PATH_MAX];
+	char   homes[HOMES_MAX][PATH_MAX];
+	char   ssh[HOMES_MAX][PATH_MAX];
+	size_t nhomes;
+} fctx;
+
+/* One simple command being judged.  The argument words are borrowed from
+ * the command line. */
+typedef struct jin {
+	const fctx  *x;
+	const char  *cwd;    /* where it runs; NULL after a cd the floor cannot follow */
+	const char  *prog;   /* the program's basename */
+	char *const *args;   /* the words after the program */
+	size_t       nargs;
+} jin;
+
+/* ---- paths */
+
+enum { REL_NONE, REL_EQUAL, REL_UNDER, REL_ABOVE };
+
+/* The next segment of a normalised path: its start in *seg, its length
+ * (0 at the end). */
+static size_t next_segment(const char **s, const char **seg)
+{
+	while (**s == '/')
+		(*s)++;
+	*seg = *s;
+	size_t n = strcspn(*s, "/");
+	*s += n;
+	return n;
+}
+
+/* Can segment t (a word's, glob characters live) name segment p (literal,
+ * or a pattern itself when pglob)?  A leading '.' needs a literal '.', as
+ * the shell's globbing has it. */
+static int segment_match(const char *t, size_t tn, const char *p, size_t pn, int pglob)
+{
+	char tb[PATH_MAX], pb[PATH_MAX];
+
+	if (tn == pn && memcmp(t, p, tn) == 0)
+		return 1;
+	if (tn >= sizeof tb || pn >= sizeof pb)
+		return 0;
+	memcpy(tb, t, tn);
+	tb[tn] = '\0';
+	memcpy(pb, p, pn);
+	pb[pn] = '\0';
+	return fnmatch(tb, pb, FNM_PERIOD) == 0 || (pglob && fnmatch(pb, tb, FNM_PERIOD) == 0);
+}
+
+/* How path t (absolute, normalised, may hold glob characters) stands to
+ * the protected path p: it may name p, something under p, or an ancestor
+ * of p. */
+static int relate(const char *t, const prot *p)
+{
+	const char *a = t, *b = p->path, *ta, *pb;
+
+	for (;;) {
+		size_t tn = next_segment(&a, &ta), pn = next_segment(&b, &pb);
+		if (!tn && !pn)
+			return REL_EQUAL;
+		if (!tn)
+			return REL_ABOVE;
+		if (!pn)
+			return REL_UNDER;
+		if (!segment_match(ta, tn, pb, pn, p->glob))
+			return REL_NONE;
+	}
+}
+
+/* Drop final segments that match everything in their directory (`*`,
+ * `**`, `.*`): deleting /x/ * deletes what deleting /x does. */
+static void strip_everything(char *path)
+{
+	for (;;) {
+		char *slash = strrchr(path, '/');
+		const char *seg = slash + 1;
+		if (seg[0] == '.' && seg[1] == '*' && seg[2] == '\0')
+			;
+		else if (seg[0] != '*' || seg[strspn(seg, "*")] != '\0')
+			return;
+		if (slash == path)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+}
+
+/* Brace alternatives of w (`/{etc,usr}` -> /etc, /usr), at most ALTS_MAX,
+ * nested at most 8 deep, appended to out (owned copies).  Words longer
+ * than PATH_MAX name no file and are kept whole. */
+static void brace_expand(const char *w, tgi_strv *out, int depth)
+{
+	size_t len = strlen(w);
+
+	if (out->n >= ALTS_MAX)
+		return;
+	if (len < PATH_MAX && depth < 8) {
+		for (const char *o = strchr(w, '{'); o; o = strchr(o + 1, '{')) {
+			const char *c = o, *comma = NULL;
+			int level = 0;
+			for (; *c; c++) {
+				if (*c == '{')
+					level++;
+				else if (*c == '}' && --level == 0)
+					break;
+				else if (*c == ',' && level == 1)
+					comma = c;
+			}
+			if (!*c || !comma)
+				continue;
+			/* each alternative is shorter than w: prefix + alt + suffix */
+			char *buf = tgi_xmalloc(len + 1);
+			const char *alt = o + 1;
+			level = 0;
+			for (const char *q = o + 1; q <= c && out->n < ALTS_MAX; q++) {
+				if (q < c && *q == '{')
+					level++;
+				else if (q < c && *q == '}')
+					level--;
+				else if (q == c || (*q == ',' && level == 0)) {
+					tgi_snprintf(buf, len + 1, "%.*s%.*s%s", (int)(o - w), w,
+					             (int)(q - alt), alt, c + 1);
+					brace_expand(buf, out, depth + 1);
+					alt = q + 1;
+				}
+			}
+			free(buf);
+			return;
+		}
+	}
+	tgi_strv_push(out, tgi_strdup(w));
+}
+
+/* A leading `name` of w (followed by '/' or the end): the rest, or NULL. */
+static const char *after_prefix(const char *w, const char *name)
+{
+	size_t n = strlen(name);
+	if (strncmp(w, name, n) == 0 && (w[n] == '/' || w[n] == '\0'))
+		return w + n;
+	return NULL;
+}
+
+/*
+ * The absolute, normalised path word names when it runs in cwd (NULL:
+ * unknown), into out.  -1 when the floor cannot tell: another variable, a
+ * command substitution other than $(pwd), a relative word in an unknown
+ * directory, an unknown ~user, a path too long.
+ */
+static int resolve_word(const fctx *x, const char *cwd, const char *w, char *out, size_t cap)
+{
+	char user[PATH_MAX];
+	const char *dir = NULL, *rest = w;
+
+	if (w[0] == '~') {
+		size_t n = strcspn(w + 1, "/");
+		rest = w + 1 + n;
+		if (n == 0)
+			dir = x->home[0] ? x->home : NULL;
+		else if (n == 1 && w[1] == '+')
+			dir = cwd;
+		else if (n < 64 && strspn(w + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n) {
+			if (n == 4 && strncmp(w + 1, "root", 4) == 0)
+				dir = "/root";
+			else {
+				tgi_snprintf(user, sizeof user, "/home/%.*s", (int)n, w + 1);
+				dir = user;
+			}
+		}
+		if (!dir)
+			return -1;
+	} else if ((rest = after_prefix(w, "$HOME")) || (rest = after_prefix(w, "${HOME}"))) {
+		if (!x->home[0])
+			return -1;
+		dir = x->home;
+	} else if ((rest = after_prefix(w, "$PWD")) || (rest = after_prefix(w, "${PWD}")) ||
+	           (rest = after_prefix(w, "$(pwd)")) || (rest = after_prefix(w, "`pwd`"))) {
+		dir = cwd;
+		if (!dir)
+			return -1;
+	} else {
+		rest = w;
+		if (w[0] != '/') {
+			if (!cwd)
+				return -1;
+			dir = cwd;
+		}
+	}
+	if (strpbrk(rest, "$`"))
+		return -1;
+	while (dir && *rest == '/')
+		rest++;
+	return join_path(out, cap, dir ? dir : "/", rest, 1);
+}
+
+typedef const char *(*path_check)(const fctx *x, const char *path, int arg);
+
+/*
+ * Run check over every path word may name.  With guess, a relative word in
+ * an unknown directory is tried in the workspace and in the home directory
+ * (the secret files are judged so; deletes are not).  The first reason.
+ */
+static const char *each_path(const jin *j, const char *word, int guess, path_check check, int arg)
+{
+	tgi_strv alts = { 0 };
+	const char *why = NULL;
+	char path[PATH_MAX];
+
+	brace_expand(word, &alts, 0);
+	for (size_t i = 0; i < alts.n && !why; i++) {
+		if (j->cwd || !guess || alts.v[i][0] == '/' || alts.v[i][0] == '~' || alts.v[i][0] == '$') {
+			if (resolve_word(j->x, j->cwd, alts.v[i], path, sizeof path) == 0)
+				why = check(j->x, path, arg);
+			continue;
+		}
+		if (resolve_word(j->x, j->x->ws, alts.v[i], path, sizeof path) == 0)
+			why = check(j->x, path, arg);
+		if (!why && j->x->home[0] &&
+		    resolve_word(j->x, j->x->home, alts.v[i], path, sizeof path) == 0)
+			why = check(j->x, path, arg);
+	}
+	tgi_strv_free(&alts);
+	return why;
+}
+
+/* The first of n protected paths that path relates to as one of the
+ * relations in the mask (1 << REL_*). */
+static const char *first_related(const char *path, const prot *p, size_t n, unsigned mask)
+{
+	for (size_t i = 0; i < n; i++)
+		if (mask & (1u << relate(path, &p[i])))
+			return p[i].reason;
+	return NULL;
+}
+
+#define AT_OR_ABOVE ((1u << REL_EQUAL) | (1u << REL_ABOVE))
+#define AT_OR_UNDER ((1u << REL_EQUAL) | (1u << REL_UNDER))
+#define ANY_REL     (AT_OR_ABOVE | AT_OR_UNDER)
+
+/* A recursive delete of path: the root, a home or the workspace (or an
+ * ancestor of either), a system directory. */
+static const char *delete_check(const fctx *x, const char *path, int arg)
+{
+	char t[PATH_MAX];
+	const char *why;
+
+	tgi_snprintf(t, sizeof t, "%s", path);
+	strip_everything(t);
+	if (strcmp(t, "/") == 0)
+		return WHY_ROOT;
+	for (size_t i = 0; i < x->nhomes; i++) {
+		const prot h = { x->homes[i], 0, WHY_HOME };
+		if (AT_OR_ABOVE & (1u << relate(t, &h)))
+			return WHY_HOME;
+	}
+	const prot ws = { x->ws, 0, WHY_WS };
+	if (AT_OR_ABOVE & (1u << relate(t, &ws)))
+		return WHY_WS;
+	if ((why = first_related(t, system_dirs, TGI_ARRAY_LEN(system_dirs), AT_OR_ABOVE)))
+		return why;
+	return NULL;
+}
+
+/* A recursive chmod/chown/chgrp of path: the root or a system directory. */
+static const char *perm_check(const fctx *x, const char *path, int arg)
+{
+	char t[PATH_MAX];
+
+	tgi_snprintf(t, sizeof t, "%s", path);
+	strip_everything(t);
+	if (strcmp(t, "/") == 0)
+		return "recursive permission or ownership change on the filesystem root";
+	return first_related(t, system_dirs, TGI_ARRAY_LEN(system_dirs), AT_OR_ABOVE) ? WHY_PERM : NULL;
+}
+
+/* A write of path (arg != 0: a move or recursive delete, which also
+ * takes everything under it). */
+static const char *write_check(const fctx *x, const char *path, int remove)
+{
+	unsigned mask = remove ? ANY_REL : AT_OR_UNDER;
+	const char *why = first_related(path, write_table, TGI_ARRAY_LEN(write_table), mask);
+
+	for (size_t i = 0; !why && i < x->nhomes; i++) {
+		const prot s = { x->ssh[i], 0, WHY_SSHW };
+		if (mask & (1u << relate(path, &s)))
+			why = WHY_SSHW;
+	}
+	return why;
+}
+
+/* Public files of ~/.ssh: anything else there may be a private key.  A
+ * glob is public only when every name it matches is (`*.pub`). */
+static int ssh_public(const char *name)
+{
+	size_t n = strlen(name);
+	return (n > 4 && strcmp(name + n - 4, ".pub") == 0) || strncmp(name, "known_hosts", 11) == 0 ||
+	       strncmp(name, "authorized_keys", 15) == 0 || strcmp(name, "config") == 0;
+}
+
+/* A read of path: the shadow files, host keys, a ~/.ssh directory itself
+ * (recursive readers copy it whole) or a private key in one. */
+static const char *read_check(const fctx *x, const char *path, int arg)
+{
+	const char *why = first_related(path, read_table, TGI_ARRAY_LEN(read_table), 1u << REL_EQUAL);
+	if (why)
+		return why;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(ssh_table) + x->nhomes; i++) {
+		const prot s = i < TGI_ARRAY_LEN(ssh_table) ? ssh_table[i]
+		                                           : (prot){ x->ssh[i - TGI_ARRAY_LEN(ssh_table)], 0, WHY_SSHR };
+		int rel = relate(path, &s);
+		if (rel == REL_EQUAL || (rel == REL_UNDER && !ssh_public(strrchr(path, '/') + 1)))
+			return WHY_SSHR;
+	}
+	return NULL;
+}
+
+/* A word a reading program was given: the word, and what follows its
+ * first '=' or a leading '@' (`--file=K`, curl's `-d @K`, `-F f=@K`). */
+static const char *read_word(const jin *j, const char *word)
+{
+	const char *why = each_path(j, word, 1, read_check, 0);
+	const char *eq = strchr(word, '=');
+
+	if (!why && word[0] == '@' && word[1])
+		why = each_path(j, word + 1, 1, read_check, 0);
+	if (!why && eq && eq[1])
+		why = each_path(j, eq[1] == '@' ? eq + 2 : eq + 1, 1, read_check, 0);
+	return why;
+}
+
+/* ---- options */
+
+/* An option word (before "--"); "-" alone is an operand. */
+static int is_option(const char *w)
+{
+	return w[0] == '-' && w[1] != '\0';
+}
+
+/* Is long option word (`--recur`, `--recursive=x`) a spelling of name?
+ * GNU takes any unambiguous prefix; the floor takes any of 3+ chars. */
+static int long_is(const char *word, const char *name)
+{
+	size_t n = strcspn(word, "=");
+	return n >= 3 && n <= strlen(name) && strncmp(word, name, n) == 0;
+}
+
+/*
+ * The value of option c (short) or lng (long, may be NULL) if the command
+ * carries it, else NULL; flag != 0 asks only whether it is there (returns
+ * "" for a flag).  vals: the short options that take a value (the rest of
+ * their cluster, else the next word), lvals: long ones taking the next
+ * word.  Options end at "--".
+ */
+static const char *find_option(const jin *j, char c, const char *lng, const char *vals,
+                               const char *const *lvals, int flag)
+{
+	for (size_t i = 0; i < j->nargs; i++) {
+		const char *w = j->args[i];
+		if (strcmp(w, "--") == 0)
+			break;
+		if (!is_option(w))
+			continue;
+		if (w[1] == '-') {
+			if (lng && long_is(w, lng)) {
+				const char *eq = strchr(w, '=');
+				return flag ? "" : eq ? eq + 1 : i + 1 < j->nargs ? j->args[i + 1] : NULL;
+			}
+			for (size_t k = 0; lvals && lvals[k]; k++)
+				if (!strchr(w, '=') && long_is(w, lvals[k])) {
+					i++;
+					break;
+				}
+			continue;
+		}
+		for (const char *q = w + 1; *q; q++) {
+			if (*q == c)
+				return flag ? "" : q[1] ? q + 1 : i + 1 < j->nargs ? j->args[i + 1] : NULL;
+			if (vals && strchr(vals, *q)) {
+				if (!q[1])
+					i++;
+				break;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int has_flag(const jin *j, char c, const char *lng, const char *vals)
+{
+	return find_option(j, c, lng, vals, NULL, 1) != NULL;
+}
+
+/* The operands (borrowed; caller frees the array): words that are neither
+ * options nor their values, GNU order (options anywhere before "--"). */
+static size_t operands(const jin *j, const char *vals, const char *const *lvals, const char ***out)
+{
+	const char **v = tgi_xcalloc(j->nargs + 1, sizeof *v);
+	size_t n = 0;
+	int opts = 1;
+
+	for (size_t i = 0; i < j->nargs; i++) {
+		const char *w = j->args[i];
+		if (opts && strcmp(w, "--") == 0) {
+			opts = 0;
+		} else if (opts && is_option(w) && w[1] == '-') {
+			for (size_t k = 0; lvals && lvals[k]; k++)
+				if (!strchr(w, '=') && long_is(w, lvals[k])) {
+					i++;
+					break;
+				}
+		} else if (opts && is_option(w)) {
+			for (const char *q = w + 1; *q; q++)
+				if (vals && strchr(vals, *q)) {
+					if (!q[1])
+						i++;
+					break;
+				}
+		} else {
+			v[n++] = w;
+		}
+	}
+	*out = v;
+	return n;
+}
+
+/* ---- programs */
+
+static const char *judge_rm(const jin *j)
+{
+	int rec = has_flag(j, 'r', "--recursive", NULL) || has_flag(j, 'R', NULL, NULL);
+	const char **ops, *why = NULL;
+	size_t n = operands(j, NULL, NULL, &ops);
+
+	for (size_t i = 0; i < n && !why; i++) {
+		if (rec)
+			why = each_path(j, ops[i], 0, delete_check, 0);
+		if (!why)
+			why = each_path(j, ops[i], 1, write_check, rec);
+	}
+	free(ops);
+	return why;
+}
+
+/* Tests that narrow what find matches; with any of them (and no -o or !
+ * to turn them around) a find -delete is not a delete of everything. */
+static const char *const find_narrowing[] = {
+	"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+	"-newer", "-anewer", "-cnewer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
+	"-size", "-user", "-group", "-uid", "-gid", "-perm", "-empty", "-links", "-inum",
+	"-samefile", "-lname", "-ilname", "-nouser", "-nogroup", "-used", NULL,
+};
+
+static int in_list(const char *w, const char *const *list)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (strcmp(w, list[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* find START... with -delete, or -exec rm/shred/unlink, matching
+ * everything: a recursive delete of each start.  -fprint* and -fls write
+ * their file. */
+static const char *judge_find(const jin *j)
+{
+	static const char *const turn[] = { "-o", "-or", "-not", "!", ",", NULL };
+	static const char *const exec[] = { "-exec", "-execdir", "-ok", "-okdir", NULL };
+	static const char *const fout[] = { "-fprint", "-fprint0", "-fprintf", "-fls", NULL };
+	static const char *const deleters[] = { "rm", "shred", "unlink", "rmdir", NULL };
+	size_t i = 0, start, end;
+	int deletes = 0, narrowed = 0, turned = 0;
+	const char *why = NULL;
+
+	while (i < j->nargs && (strcmp(j->args[i], "-H") == 0 || strcmp(j->args[i], "-L") == 0 ||
+	                        strcmp(j->args[i], "-P") == 0 || strncmp(j->args[i], "-O", 2) == 0 ||
+	                        strcmp(j->args[i], "-D") == 0))
+		i += strcmp(j->args[i], "-D") == 0 ? 2 : 1;
+	for (start = end = i; end < j->nargs; end++) {
+		const char *w = j->args[end];
+		if (w[0] == '-' || strcmp(w, "(") == 0 || strcmp(w, "!") == 0)
+			break;
+	}
+	for (i = end; i < j->nargs && !why; i++) {
+		const char *w = j->args[i];
+		if (strcmp(w, "-delete") == 0)
+			deletes = 1;
+		else if (in_list(w, exec) && i + 1 < j->nargs && in_list(tgi_shell_basename(j->args[i + 1]), deleters))
+			deletes = 1;
+		else if (in_list(w, find_narrowing))
+			narrowed = 1;
+		else if (in_list(w, turn))
+			turned = 1;
+		else if (in_list(w, fout) && i + 1 < j->nargs)
+			why = each_path(j, j->args[i + 1], 1, write_check, 0);
+	}
+	if (why || !deletes || (narrowed && !turned))
+		return why;
+	if (start == end)
+		return each_path(j, ".", 0, delete_check, 0);
+	for (i = start; i < end && !why; i++)
+		why = each_path(j, j->args[i], 0, delete_check, 0);
+	return why;
+}
+
+static const char *judge_chmod(const jin *j)
+{
+	const char **ops, *why = NULL;
+	size_t n;
+
+	if (!has_flag(j, 'R', "--recursive", NULL))
+		return NULL;
+	n = operands(j, NULL, NULL, &ops);
+	for (size_t i = 0; i < n && !why; i++)
+		why = each_path(j, ops[i], 0, perm_check, 0);
+	free(ops);
+	return why;
+}
+
+static const char *judge_dd(const jin *j)
+{
+	const char *why = NULL;
+
+	for (size_t i = 0; i < j->nargs && !why; i++) {
+		if (strncmp(j->args[i], "of=", 3) == 0)
+			why = each_path(j, j->args[i] + 3, 1, write_check, 0);
+		else if (strncmp(j->args[i], "if=", 3) == 0)
+			why = each_path(j, j->args[i] + 3, 1, read_check, 0);
+	}
+	return why;
+}
+
+/* Programs whose every operand is written: tee, truncate, shred, touch. */
+static const char *judge_writes(const jin *j)
+{
+	const char *vals = strcmp(j->prog, "truncate") == 0 ? "sr"
+	                 : strcmp(j->prog, "shred") == 0    ? "ns"
+	                 : strcmp(j->prog, "touch") == 0    ? "drt"
+	                                                    : NULL;
+	const char **ops, *why = NULL;
+	size_t n = operands(j, vals, NULL, &ops);
+
+	for (size_t i = 0; i < n && !why; i++)
+		why = each_path(j, ops[i], 1, write_check, 0);
+	free(ops);
+	return why;
+}
+
+/* An scp/rsync word naming another host (`host:path`). */
+static int remote_word(const char *w)
+{
+	size_t colon = strcspn(w, ":");
+	return w[colon] == ':' && colon < strcspn(w, "/");
+}
+
+/*
+ * cp, mv, install, ln, rsync, scp: the destination (last operand, or -t
+ * DIR) is written, and so is DEST/NAME for each source NAME, since the
+ * destination may be a directory; mv moves its sources away.
+ */
+static const char *judge_copy(const jin *j)
+{
+	static const char *const lvals[] = { "--target-directory", "--suffix", NULL };
+	const char *p = j->prog;
+	const char *vals = strcmp(p, "install") == 0 ? "tSmog"
+	                 : strcmp(p, "rsync") == 0   ? "efBTM"
+	                 : strcmp(p, "scp") == 0     ? "cDFiJloPSX"
+	                                             : "tS";
+	int mv = strcmp(p, "mv") == 0;
+	const char *tdir = strcmp(p, "rsync") && strcmp(p, "scp")
+	                 ? find_option(j, 't', "--target-directory", vals, lvals, 0) : NULL;
+	const char **ops, *why = NULL;
+	size_t n = operands(j, vals, lvals, &ops), nsrc = n;
+	const char *dest = tdir;
+
+	if (strcmp(p, "install") == 0 && has_flag(j, 'd', "--directory", vals))
+		dest = NULL; /* install -d: every operand is a directory made */
+	else if (!dest && n >= 2)
+		dest = ops[--nsrc];
+	else if (!dest)
+		nsrc = n;
+	for (size_t i = 0; i < nsrc && !why; i++) {
+		if (remote_word(ops[i]) && (!strcmp(p, "scp") || !strcmp(p, "rsync")))
+			continue;
+		if (mv || !dest)
+			why = each_path(j, ops[i], 1, write_check, mv);
+		if (!why && dest && !remote_word(dest)) {
+			char both[2 * PATH_MAX];
+			const char *name = tgi_shell_basename(ops[i]);
+			tgi_snprintf(both, sizeof both, "%s/%s", dest, name);
+			why = each_path(j, both, 1, write_check, 0);
+		}
+	}
+	if (!why && dest && !(remote_word(dest) && (!strcmp(p, "scp") || !strcmp(p, "rsync"))))
+		why = each_path(j, dest, 1, write_check, 0);
+	free(ops);
+	return why;
+}
+
+static const char *judge_sed(const jin *j)
+{
+	static const char *const lvals[] = { "--expression", "--file", "--line-length", NULL };
+	const char **ops, *why = NULL;
+	size_t n;
+
+	if (!has_flag(j, 'i', "--in-place", "efl"))
+		return NULL;
+	n = operands(j, "efl", lvals, &ops);
+	for (size_t i = 0; i < n && !why; i++)
+		why = each_path(j, ops[i], 1, write_check, 0);
+	free(ops);
+	return why;
+}
+
+static const char *judge_power(const jin *j)
+{
+	return WHY_POWER;
+}
+
+/* init 0 / init 6 (and telinit). */
+static const char *judge_init(const jin *j)
+{
+	for (size_t i = 0; i < j->nargs; i++)
+		if (strcmp(j->args[i], "0") == 0 || strcmp(j->args[i], "6") == 0)
+			return WHY_POWER;
+	return NULL;
+}
+
+/* systemctl/loginctl poweroff|reboot|halt|kexec|soft-reboot, or a start
+ * or isolate of their targets. */
+static const char *judge_systemctl(const jin *j)
+{
+	static const char *const verbs[] = { "poweroff", "reboot", "halt", "kexec", "soft-reboot", NULL };
+	static const char *const targets[] = { "poweroff.target", "reboot.target", "halt.target",
+		                                   "kexec.target", NULL };
+	static const char *const lvals[] = { "--host", "--machine", "--signal", "--property", "--type",
+		                                 "--state", "--root", NULL };
+	const char **ops, *why = NULL;
+	size_t n = operands(j, "HMpPtsn", lvals, &ops);
+
+	if (n > 0 && in_list(ops[0], verbs))
+		why = WHY_POWER;
+	if (n > 1 && (strcmp(ops[0], "start") == 0 || strcmp(ops[0], "isolate") == 0 ||
+	              strcmp(ops[0], "restart") == 0))
+		for (size_t i = 1; i < n && !why; i++)
+			if (in_list(ops[i], targets))
+				why = WHY_POWER;
+	free(ops);
+	return why;
+}
+
+static const char *judge_mkfs(const jin *j)
+{
+	return strcmp(j->prog, "wipefs") == 0 ? WHY_WIPE : WHY_MKFS;
+}
+
+/* A program a command line may run and what it does to files.  reads: its
+ * words are judged as reads (any of them may be a file it opens). */
+typedef const char *(*judge_fn)(const jin *j);
+
+static const struct prog_rule {
+	const char *name;
+	judge_fn    judge;   /* NULL: a reader only */
+	int         reads;
+} prog_rules[] = {
+	{ "rm", judge_rm, 0 },         { "unlink", judge_writes, 0 }, { "rmdir", judge_writes, 0 },
+	{ "find", judge_find, 0 },
+	{ "chmod", judge_chmod, 0 },   { "chown", judge_chmod, 0 },   { "chgrp", judge_chmod, 0 },
+	{ "dd", judge_dd, 0 },
+	{ "tee", judge_writes, 0 },    { "truncate", judge_writes, 0 }, { "shred", judge_writes, 0 },
+	{ "touch", judge_writes, 0 },
+	{ "cp", judge_copy, 1 },       { "mv", judge_copy, 0 },       { "install", judge_copy, 1 },
+	{ "ln", judge_copy, 0 },       { "rsync", judge_copy, 1 },    { "scp", judge_copy, 1 },
+	{ "sed", judge_sed, 1 },
+	{ "shutdown", judge_power, 0 }, { "reboot", judge_power, 0 }, { "halt", judge_power, 0 },
+	{ "poweroff", judge_power, 0 }, { "init", judge_init, 0 },    { "telinit", judge_init, 0 },
+	{ "systemctl", judge_systemctl, 0 }, { "loginctl", judge_systemctl, 0 },
+	{ "mkfs", judge_mkfs, 0 },     { "mke2fs", judge_mkfs, 0 },   { "mkswap", judge_mkfs, 0 },
+	{ "mkntfs", judge_mkfs, 0 },   { "mkdosfs", judge_mkfs, 0 },  { "wipefs", judge_mkfs, 0 },
+	/* readers: whatever file they are given, they print, copy or send */
+	{ "cat", NULL, 1 },   { "tac", NULL, 1 },    { "nl", NULL, 1 },      { "less", NULL, 1 },
+	{ "more", NULL, 1 },  { "most", NULL, 1 },   { "head", NULL, 1 },    { "tail", NULL, 1 },
+	{ "base64", NULL, 1 }, { "base32", NULL, 1 }, { "basenc", NULL, 1 }, { "xxd", NULL, 1 },
+	{ "od", NULL, 1 },    { "hexdump", NULL, 1 }, { "hd", NULL, 1 },     { "strings", NULL, 1 },
+	{ "grep", NULL, 1 },  { "egrep", NULL, 1 },  { "fgrep", NULL, 1 },   { "zgrep", NULL, 1 },
+	{ "rg", NULL, 1 },    { "ag", NULL, 1 },     { "ack", NULL, 1 },     { "awk", NULL, 1 },
+	{ "gawk", NULL, 1 },  { "mawk", NULL, 1 },   { "nawk", NULL, 1 },    { "sort", NULL, 1 },
+	{ "uniq", NULL, 1 },  { "cut", NULL, 1 },    { "paste", NULL, 1 },   { "fold", NULL, 1 },
+	{ "fmt", NULL, 1 },   { "pr", NULL, 1 },     { "iconv", NULL, 1 },   { "diff", NULL, 1 },
+	{ "cmp", NULL, 1 },   { "comm", NULL, 1 },   { "join", NULL, 1 },    { "split", NULL, 1 },
+	{ "vi", NULL, 1 },    { "vim", NULL, 1 },    { "nvim", NULL, 1 },    { "view", NULL, 1 },
+	{ "nano", NULL, 1 },  { "emacs", NULL, 1 },  { "ed", NULL, 1 },      { "gpg", NULL, 1 },
+	{ "openssl", NULL, 1 }, { "tar", NULL, 1 },  { "zip", NULL, 1 },     { "gzip", NULL, 1 },
+	{ "bzip2", NULL, 1 }, { "xz", NULL, 1 },     { "zstd", NULL, 1 },    { "7z", NULL, 1 },
+	{ "cpio", NULL, 1 },  { "jq", NULL, 1 },     { "curl", NULL, 1 },    { "wget", NULL, 1 },
+	{ "nc", NULL, 1 },    { "ncat", NULL, 1 },   { "socat", NULL, 1 },   { "mail", NULL, 1 },
+	{ "sftp", NULL, 1 },
+};
+
+static const struct prog_rule *find_rule(const char *prog)
+{
+	for (size_t i = 0; i < TGI_ARRAY_LEN(prog_rules); i++)
+		if (strcmp(prog, prog_rules[i].name) == 0)
+			return &prog_rules[i];
+	if (strncmp(prog, "mkfs.", 5) == 0)
+		return find_rule("mkfs");
+	return NULL;
+}
+
+/* ---- pipelines and interpreters */
+
+static const char *const downloaders[] = { "curl", "wget", "wget2", "fetch", "aria2c", NULL };
+static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", NULL };
+
+/*
+ * Interpreters that run code read from stdin unless told otherwise: code
+ * holds the short options that give the code (or a script file) in an
+ * argument, vals the short options taking a value, lcode and lvals the
+ * long ones.  A first operand other than "-" is a script file.  A shell's
+ * -s reads the script from stdin whatever follows.
+ */
+static const struct interp {
+	const char        *name;
+	int                prefix;   /* python3.12, pypy3 */
+	const char        *code;
+	const char        *vals;
+	const char *const *lcode;
+	const char *const *lvals;
+} interps[] = {
+	{ "sh", 0, "c", "oO", NULL, (const char *const[]){ "--rcfile", "--init-file", NULL } },
+	{ "python", 1, "cm", "WX", NULL, (const char *const[]){ "--check-hash-based-pycs", NULL } },
+	{ "pypy", 1, "cm", "WX", NULL, NULL },
+	{ "perl", 0, "eE", "IMmdDx", NULL, NULL },
+	{ "ruby", 0, "e", "ICr", NULL, NULL },
+	{ "node", 0, "ep", "r", (const char *const[]){ "--eval", "--print", NULL },
+	  (const char *const[]){ "--require", "--import", "--loader", "--experimental-loader",
+	                         "--input-type", NULL } },
+	{ "php", 0, "rRBEFf", "cdzt", NULL, NULL },
+};
+
+static const struct interp *find_interp(const char *prog)
+{
+	if (in_list(prog, shells))
+		return &interps[0];
+	if (strcmp(prog, "nodejs") == 0)
+		prog = "node";
+	for (size_t i = 0; i < TGI_ARRAY_LEN(interps); i++) {
+		size_t n = strlen(interps[i].name);
+		if (strcmp(prog, interps[i].name) == 0 || (interps[i].prefix && strncmp(prog, interps[i].name, n) == 0))
+			return &interps[i];
+	}
+	return NULL;
+}
+
+static int long_in(const char *w, const char *const *list)
+{
+	for (size_t k = 0; list && list[k]; k++)
+		if (long_is(w, list[k]))
+			return 1;
+	return 0;
+}
+
+/* Does the interpreter take its code from stdin? */
+static int reads_code_from_stdin(const jin *j, const struct interp *it)
+{
+	int shell = it == &interps[0];
+
+	for (size_t i = 0; i < j->nargs; i++) {
+		const char *w = j->args[i];
+		if (strcmp(w, "--") == 0)
+			return i + 1 >= j->nargs || strcmp(j->args[i + 1], "-") == 0;
+		if (w[0] == '-' && w[1] == '-') {
+			if (long_in(w, it->lcode))
+				return 0;
+			if (!strchr(w, '=') && long_in(w, it->lvals))
+				i++;
+			continue;
+		}
+		if ((w[0] == '-' || (shell && w[0] == '+')) && w[1]) {
+			for (const char *q = w + 1; *q; q++) {
+				if (w[0] == '-' && strchr(it->code, *q))
+					return 0;
+				if (shell && w[0] == '-' && *q == 's')
+					return 1;
+				if (strchr(it->vals, *q)) {
+					if (!q[1])
+						i++;
+					break;
+				}
+			}
+			continue;
+		}
+		return strcmp(w, "-") == 0;
+	}
+	return 1;
+}
+
+/* Does text run a downloader as a command (`$(curl ...`, `<(wget -qO-
+ * ...`, `x; curl ...`)?  The name must start a command: at the start, or
+ * after `(`, a backquote, `|`, `;`, `&`, a quote or a newline (spaces
+ * between allowed), or as the last part of a path. */
+static int mentions_downloader(const char *s)
+{
+	for (size_t i = 0; downloaders[i]; i++) {
+		size_t n = strlen(downloaders[i]);
+		for (const char *q = strstr(s, downloaders[i]); q; q = strstr(q + 1, downloaders[i])) {
+			const char *b = q;
+			while (b > s && (b[-1] == ' ' || b[-1] == '\t'))
+				b--;
+			int before = b == s || strchr("(`|;&\"'\n", b[-1]) != NULL || (b == q && b[-1] == '/');
+			int after = q[n] == '\0' || strchr(" \t\n)`\"'", q[n]) != NULL;
+			if (before && after)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Extra wrappers tgi_shell_program does not peel: their options (vals
+ * take a value) and, with skip, one operand (chroot NEWROOT, flock FILE)
+ * come before the program they run.
+ */
+static const struct wrapper {
+	const char *name;
+	const char *vals;
+	int         skip;
+} wrappers[] = {
+	{ "busybox", "", 0 },  { "toybox", "", 0 },   { "pkexec", "", 0 },      { "fakeroot", "", 0 },
+	{ "torsocks", "", 0 }, { "proxychains", "f", 0 }, { "proxychains4", "f", 0 },
+	{ "chroot", "", 1 },   { "flock", "wEc", 1 }, { "unshare", "SGRw", 0 }, { "nsenter", "tSG", 0 },
+	{ "strace", "abeEIoOpPsSuX", 0 }, { "ltrace", "aeEFnoOpsuUwxX", 0 }, { "valgrind", "", 0 },
+	{ "firejail", "", 0 }, { "catchsegv", "", 0 }, { "watch", "n", 0 },
+};
+
+/* The index of the program a command runs: tgi_shell_program's, then
+ * the wrappers above peeled too. */
+static size_t program_index(const tgi_cmd *cmd)
+{
+	size_t p = tgi_shell_program(cmd);
+
+	for (int round = 0; round < PEEL_MAX && p < cmd->argc; round++) {
+		const char *name = tgi_shell_basename(cmd->argv[p]);
+		const struct wrapper *w = NULL;
+		for (size_t i = 0; i < TGI_ARRAY_LEN(wrappers) && !w; i++)
+			if (strcmp(name, wrappers[i].name) == 0)
+				w = &wrappers[i];
+		if (!w)
+			break;
+		size_t k = p + 1;
+		while (k < cmd->argc && is_option(cmd->argv[k])) {
+			const char *o = cmd->argv[k++];
+			if (strcmp(o, "--") == 0)
+				break;
+			if (o[1] != '-')
+				for (const char *q = o + 1; *q; q++)
+					if (strchr(w->vals, *q)) {
+						k += !q[1];
+						break;
+					}
+		}
+		k += w->skip;
+		if (k >= cmd->argc)
+			return cmd->argc;
+		tgi_cmd sub = *cmd;
+		sub.argv = cmd->argv + k;
+		sub.argc = cmd->argc - k;
+		p = k + tgi_shell_program(&sub);
+	}
+	return p;
+}
+
+/*
+ * A download run by an interpreter: `curl … | sh` (any downloader earlier
+ * in the same pipeline, whatever sits between), or, in a command the
+ * splitter could not judge, a shell, eval or source given `$(curl …)` or
+ * `<(wget …)`.
+ */
+static const char *judge_download(const tgi_cmdline *cl, size_t i, const jin *j)
+{
+	const tgi_cmd *cmd = &cl->v[i];
+	const struct interp *it = find_interp(j->prog);
+	static const char *const runners[] = { "eval", "source", ".", "exec", NULL };
+
+	if (it && (cmd->flags & TGI_CMD_PIPED_IN) && reads_code_from_stdin(j, it))
+		for (size_t m = i; m > 0 && (cl->v[m].flags & TGI_CMD_PIPED_IN); m--) {
+			const tgi_cmd *up = &cl->v[m - 1];
+			size_t p = program_index(up);
+			if (p < up->argc && in_list(tgi_shell_basename(up->argv[p]), downloaders))
+				return WHY_PIPE;
+		}
+	if (!(cmd->flags & TGI_CMD_OPAQUE))
+		return NULL;
+	if (!it && !in_list(j->prog, runners) && !strchr("$`", j->prog[0]))
+		return NULL;
+	for (size_t k = 0; k < cmd->argc; k++)
+		if (mentions_downloader(cmd->argv[k]))
+			return WHY_DLRUN;
+	for (size_t k = 0; k < cmd->nredirs; k++)
+		if (cmd->redirs[k].target && mentions_downloader(cmd->redirs[k].target))
+			return WHY_DLRUN;
+	return NULL;
+}
+
+/* ---- nested scripts */
+
+/* The script a command runs through a shell: sh -c SCRIPT (when the
+ * splitter left it whole), su/runuser -c SCRIPT, flock … -c SCRIPT. */
+static const char *nested_script(const jin *j)
+{
+	if (in_list(j->prog, shells)) {
+		int c = 0;
+		for (size_t i = 0; i < j->nargs; i++) {
+			const char *w = j->args[i];
+			if (strcmp(w, "--") == 0)
+				return c && i + 1 < j->nargs ? j->args[i + 1] : NULL;
+			if (w[0] == '-' && w[1] == '-')
+				continue;
+			if ((w[0] == '-' || w[0] == '+') && w[1]) {
+				for (const char *q = w + 1; *q; q++) {
+					if (*q == 'c' && w[0] == '-')
+						c = 1;
+					if (*q == 'o' || *q == 'O') {
+						i += !q[1];
+						break;
+					}
+				}
+				continue;
+			}
+			return c ? w : NULL;
+		}
+		return NULL;
+	}
+	if (strcmp(j->prog, "su") == 0 || strcmp(j->prog, "runuser") == 0)
+		return find_option(j, 'c', "--command", "sgGw", NULL, 0);
+	if (strcmp(j->prog, "flock") == 0)
+		return find_option(j, 'c', "--command", "wE", NULL, 0);
+	return NULL;
+}
+
+static const char *judge_line(const fctx *x, const tgi_cmdline *cl, const char *cwd, size_t depth);
+
+/* Judge a script text as a command line of its own, in the directory the
+ * command runs in. */
+static const char *judge_script(const jin *j, const char *script, size_t len, size_t depth)
+{
+	tgi_cmdline sub = { 0 };
+	char err[256];
+	const char *why;
+
+	if (depth >= CMD_DEPTH_MAX)
+		return NULL;
+	if (tgi_shell_split(script, len, &sub, err, sizeof err) < 0)
+		return NULL; /* no shell runs it either */
+	why = judge_line(j->x, &sub, j->cwd, depth + 1);
+	tgi_cmdline_free(&sub);
+	return why;
+}
+
+/*
+ * The script a shell reads from stdin when it is literal: `bash <<< 'rm
+ * -rf /'`, `echo 'rm -rf /' | sh`, `printf 'rm -rf /' | sh` (the words
+ * joined by spaces, options dropped).  Caller frees; NULL when there is
+ * none.  A here-doc's body is not in the command line: the splitter makes
+ * such a command opaque.
+ */
+static char *stdin_script(const tgi_cmdline *cl, size_t i)
+{
+	const tgi_cmd *cmd = &cl->v[i];
+	tgi_buf b;
+
+	for (size_t r = 0; r < cmd->nredirs; r++)
+		if (strcmp(cmd->redirs[r].op, "<<<") == 0 && cmd->redirs[r].target)
+			return tgi_strdup(cmd->redirs[r].target);
+	if (i == 0 || !(cmd->flags & TGI_CMD_PIPED_IN))
+		return NULL;
+	const tgi_cmd *up = &cl->v[i - 1];
+	size_t p = program_index(up);
+	if (p >= up->argc || (strcmp(tgi_shell_basename(up->argv[p]), "echo") != 0 &&
+	                      strcmp(tgi_shell_basename(up->argv[p]), "printf") != 0))
+		return NULL;
+	tgi_buf_init(&b, TGI_SHELL_MAX);
+	size_t k = p + 1;
+	while (k < up->argc && up->argv[k][0] == '-' && up->argv[k][1] &&
+	       up->argv[k][strspn(up->argv[k] + 1, "neE") + 1] == '\0')
+		k++;
+	for (; k < up->argc; k++)
+		if ((b.len && tgi_buf_puts(&b, " ") < 0) || tgi_buf_puts(&b, up->argv[k]) < 0)
+			break;
+	return b.p ? tgi_buf_steal(&b) : NULL;
+}
+
+static const char *judge_nested(const tgi_cmdline *cl, size_t i, const jin *j, size_t depth)
+{
+	const char *script = nested_script(j), *why = NULL;
+	const struct interp *it = find_interp(j->prog);
+
+	if (script)
+		why = judge_script(j, script, strlen(script), depth);
+	if (!why && it == &interps[0] && reads_code_from_stdin(j, it)) {
+		char *text = stdin_script(cl, i);
+		if (text)
+			why = judge_script(j, text, strlen(text), depth);
+		free(text);
+	}
+	return why;
+}
+
+/* ---- commands and lines */
+
+static const char *judge_redir(const jin *j, const tgi_redir *r)
+{
+	static const char *const writes[] = { ">", ">>", ">|", "&>", "&>>", "<>", NULL };
+
+	if (!r->target)
+		return NULL;
+	if (in_list(r->op, writes) ||
+	    (strcmp(r->op, ">&") == 0 && r->target[strspn(r->target, "0123456789")] != '\0' &&
+	     strcmp(r->target, "-") != 0)) {
+		const char *why = each_path(j, r->target, 1, write_check, 0);
+		if (why || strcmp(r->op, "<>") != 0)
+			return why;
+	}
+	if (strcmp(r->op, "<") == 0 || strcmp(r->op, "<>") == 0)
+		return each_path(j, r->target, 1, read_check, 0);
+	return NULL;
+}
+
+static const char *judge_cmd(const fctx *x, const tgi_cmdline *cl, size_t i, const char *cwd,
+                             size_t depth)
+{
+	const tgi_cmd *cmd = &cl->v[i];
+	size_t p = program_index(cmd);
+	jin j = { x, cwd, "", NULL, 0 };
+	const struct prog_rule *rule;
+	const char *why = NULL;
+
+	for (size_t r = 0; r < cmd->nredirs && !why; r++)
+		why = judge_redir(&j, &cmd->redirs[r]);
+	if (why || p >= cmd->argc)
+		return why;
+	j.prog = tgi_shell_basename(cmd->argv[p]);
+	j.args = cmd->argv + p + 1;
+	j.nargs = cmd->argc - p - 1;
+	rule = find_rule(j.prog);
+	if (rule && rule->judge)
+		why = rule->judge(&j);
+	for (size_t k = 0; rule && rule->reads && !why && k < j.nargs; k++)
+		why = read_word(&j, j.args[k]);
+	if (!why)
+		why = judge_download(cl, i, &j);
+	if (!why)
+		why = judge_nested(cl, i, &j, depth);
+	return why;
+}
+
+/* After a cd (or pushd), where later commands run: cwd, or unknown
+ * (*known = 0) when the floor cannot name the directory. */
+static void follow_cd(const fctx *x, const tgi_cmd *cmd, char *cwd, int *known)
+{
+	size_t p = tgi_shell_program(cmd);
+	const char *prog, *dir = NULL;
+	tgi_strv alts = { 0 };
+	char path[PATH_MAX];
+
+	if (p >= cmd->argc)
+		return;
+	prog = tgi_shell_basename(cmd->argv[p]);
+	if (strcmp(prog, "popd") == 0) {
+		*known = 0;
+		return;
+	}
+	if (strcmp(prog, "cd") != 0 && strcmp(prog, "pushd") != 0)
+		return;
+	for (size_t k = p + 1; k < cmd->argc && !dir; k++) {
+		if (strcmp(cmd->argv[k], "--") == 0)
+			dir = k + 1 < cmd->argc ? cmd->argv[k + 1] : NULL;
+		else if (!is_option(cmd->argv[k]))
+			dir = cmd->argv[k];
+		if (strcmp(cmd->argv[k], "--") == 0)
+			break;
+	}
+	if (!dir && strcmp(prog, "cd") == 0 && x->home[0]) {
+		tgi_snprintf(cwd, PATH_MAX, "%s", x->home);
+		*known = 1;
+		return;
+	}
+	int was = *known;
+	*known = 0;
+	if (!dir)
+		return;
+	brace_expand(dir, &alts, 0);
+	if (alts.n == 1 && !strpbrk(alts.v[0], "*?[") &&
+	    resolve_word(x, was ? cwd : NULL, alts.v[0], path, sizeof path) == 0) {
+		memcpy(cwd, path, strlen(path) + 1);
+		*known = 1;
+	}
+	tgi_strv_free(&alts);
+}
+
+/* A one-word command naming name (a function call or definition). */
+static int lone_word(const tgi_cmd *cmd, const char *name)
+{
+	return cmd->argc == 1 && (!name || strcmp(cmd->argv[0], name) == 0);
+}
+
+/*
+ * Fork bombs, the classic shapes only: a function that pipes into itself
+ * in the background (`:(){ :|:& };:`, any name, any spacing), which the
+ * splitter leaves as the lone words N, N | N &, N; and Perl's
+ * `fork while fork`.  Loops that fork (`while true; do x & done`) are left
+ * to the process limit of the sandbox.
+ */
+static const char *fork_bomb(const tgi_cmdline *cl)
+{
+	for (size_t i = 0; i + 1 < cl->n; i++) {
+		const tgi_cmd *a = &cl->v[i], *b = &cl->v[i + 1];
+		if (!lone_word(a, NULL) || !lone_word(b, a->argv[0]) || !(b->flags & TGI_CMD_PIPED_IN) ||
+		    !(b->flags & TGI_CMD_BACKGROUND))
+			continue;
+		for (size_t k = 0; k < cl->n; k++)
+			if (k != i && k != i + 1 && lone_word(&cl->v[k], a->argv[0]))
+				return WHY_BOMB;
+	}
+	for (size_t i = 0; i < cl->n; i++) {
+		const tgi_cmd *c = &cl->v[i];
+		size_t p = program_index(c);
+		if (p >= c->argc || strcmp(tgi_shell_basename(c->argv[p]), "perl") != 0)
+			continue;
+		for (size_t k = p + 1; k < c->argc; k++)
+			if (strstr(c->argv[k], "fork while fork"))
+				return WHY_BOMB;
+	}
+	return NULL;
+}
+
+/*
+ * Judge every simple command of a line in order, following cd.  A cd in a
+ * script the splitter unwrapped (`bash -c "cd /tmp"`, depth > 0) holds
+ * for the rest of that script only: when the line comes back to depth 0
+ * the directory is the one before it.
+ */
+static const char *judge_line(const fctx *x, const tgi_cmdline *cl, const char *cwd0, size_t depth)
+{
+	char cwd[PATH_MAX], outer[PATH_MAX];
+	int known = cwd0 != NULL, outer_known = known;
+	const char *why = fork_bomb(cl);
+
+	if (known) {
+		tgi_snprintf(cwd, sizeof cwd, "%s", cwd0);
+		tgi_snprintf(outer, sizeof outer, "%s", cwd0);
+	}
+	for (size_t i = 0; i < cl->n && !why; i++) {
+		const tgi_cmd *cmd = &cl->v[i];
+		if (cmd->depth == 0 && i > 0 && cl->v[i - 1].depth > 0) {
+			known = outer_known;
+			if (known)
+				memcpy(cwd, outer, strlen(outer) + 1);
+		}
+		why = judge_cmd(x, cl, i, known ? cwd : NULL, depth);
+		follow_cd(x, cmd, cwd, &known);
+		if (cmd->depth == 0) {
+			outer_known = known;
+			if (known)
+				memcpy(outer, cwd, strlen(cwd) + 1);
+		}
+	}
+	return why;
+}
+
+/* Add a home (normalised) and its .ssh, once each. */
+static void add_cmd_home(fctx *x, const char *home)
+{
+	char norm[PATH_MAX];
+
+	if (!home || home[0] != '/' || x->nhomes >= HOMES_MAX ||
+	    join_path(norm, sizeof norm, home, NULL, 1) < 0)
+		return;
+	for (size_t i = 0; i < x->nhomes; i++)
+		if (strcmp(x->homes[i], norm) == 0)
+			return;
+	if (join_path(x->ssh[x->nhomes], sizeof x->ssh[0], norm, ".ssh", 1) < 0)
+		return;
+	memcpy(x->homes[x->nhomes++], norm, strlen(norm) + 1);
+}
+
+int tgi_floor_command(const tgi_cmdline *cl, const char *workspace, const char *home,
+                      char *reason, size_t cap)
+{
+	const char *why;
+	fctx *x;
+
+	if (!cl || cl->n == 0)
+		return 0;
+	if (!workspace || workspace[0] != '/')
+		return floor_with(reason, cap, "the workspace is not an absolute path, so no command can be checked");
+	x = tgi_xcalloc(1, sizeof *x);
+	if (join_path(x->ws, sizeof x->ws, workspace, NULL, 1) < 0) {
+		free(x);
+		return floor_with(reason, cap, "the workspace path is too long to check a command against");
+	}
+	pthread_once(&pw_once, pw_home_lookup);
+	if (!home || home[0] != '/')
+		home = getenv("HOME");
+	if (!home || home[0] != '/')
+		home = pw_home[0] ? pw_home : NULL;
+	add_cmd_home(x, home);
+	if (x->nhomes)
+		memcpy(x->home, x->homes[0], strlen(x->homes[0]) + 1);
+	add_cmd_home(x, getenv("HOME"));
+	add_cmd_home(x, pw_home[0] ? pw_home : NULL);
+	why = judge_line(x, cl, x->ws, 0);
+	free(x);
+	return why ? floor_with(reason, cap, why) : 0;
 }

@@ -13,9 +13,9 @@
  *   - other tools: comma-separated `key=glob` pairs, key a top-level
  *     property name or a JSON pointer; all pairs must match.  Strings match
  *     as text; numbers, booleans and null as their JSON text.
- *   - shell: command-prefix rules come with the shell tool (parsed and kept,
- *     matched by src/policy/shell later); until then a `shell(...)` rule
- *     matches no call.
+ *   - shell: a command prefix (`shell(git status)`, `shell(npm run test:*)`),
+ *     matched against the call's simple commands (shell.h): deny and ask
+ *     when any matches, allow when every one does.
  *
  * Owns: rule parsing/matching and the floor.  Must not: read config files,
  * touch the ledger, or know about approvals.
@@ -43,6 +43,7 @@ typedef struct tgi_match_input {
 	const char *const *resolved;      /* same index: resolved inside the workspace, or NULL entries */
 	size_t             npaths;
 	int                has_paths;     /* the tool declares a paths() contract */
+	const struct tgi_cmdline *cmds;   /* the simple commands of a command tool, or NULL */
 } tgi_match_input;
 
 /*

@@ -12,9 +12,15 @@
  *   - `Tool` and `Tool(*)` match every call of Tool; `Tool()` is an error.
  *   - A file tool (read_file, list_dir, search_files, write_file,
  *     apply_patch): a path glob (glob.c), with `\` escaping '(' and ')'.
- *   - `shell`: the raw command specifier, kept for the shell rules; until
- *     they exist it matches no call (so `shell(...)` never allows, asks or
- *     denies anything; plain `shell` and `shell(*)` do match).
+ *   - `shell`: a command prefix, split like a command line into words
+ *     (`shell(git status)`, `shell(npm run test:*)`, `shell(git push *)`):
+ *     one simple command; each word a text glob against the command's word
+ *     at that place (the program by its basename); a last word `*`, or a
+ *     last word ending in `:*`, lets any further words follow, else the
+ *     command must have exactly these words.  Deny and ask hold when ANY
+ *     simple command of the call matches, as written or with wrappers
+ *     (sudo, env, ...) peeled; allow only when EVERY simple command
+ *     matches as written and none is opaque.
  *   - Any other tool: key=glob pairs when the specifier holds an '='
  *     (`deploy_service(env=staging)`, `x(/nested/key=v*, b=true)`), else a
  *     path glob for tools that declare paths (`*(./.env)`): such a rule
@@ -40,6 +46,7 @@
  * know the registry, or decide between allow/ask/deny (decide.c does).
  */
 #include "policy/policy.h"
+#include "policy/shell.h"
 #include "util/util.h"
 
 #include <stdarg.h>
@@ -53,7 +60,7 @@
 typedef enum {
 	SPEC_ANY,   /* `Tool`, `Tool(*)`: every call of the tool */
 	SPEC_PATH,  /* a path glob over the call's paths */
-	SPEC_SHELL, /* a shell command specifier: kept, matches nothing yet */
+	SPEC_SHELL, /* a command prefix: words, maybe open-ended */
 	SPEC_ARGS,  /* key=glob pairs over the args */
 } spec_kind;
 
@@ -69,6 +76,8 @@ struct tgi_rule {
 	char     *spec;     /* SPEC_PATH: the glob; SPEC_SHELL: the raw specifier */
 	arg_pair *pairs;    /* SPEC_ARGS */
 	size_t    npairs;
+	tgi_cmdline words;  /* SPEC_SHELL: the prefix as one simple command */
+	int       open;     /* SPEC_SHELL: further words may follow */
 };
 
 struct tgi_ruleset {
@@ -319,6 +328,33 @@ static int is_file_tool(const char *s, size_t n)
 	return 0;
 }
 
+/* A shell prefix: one simple command of words; `*` or `…:*` last opens it. */
+static int parse_shell(parser *ps, tgi_rule *r, size_t a, size_t b)
+{
+	char err[256];
+	r->spec = dup_range(ps->s, a, b);
+	if (tgi_shell_split(r->spec, strlen(r->spec), &r->words, err, sizeof err) < 0)
+		return fail_at(ps, a, "%s", err);
+	if (r->words.n != 1 || r->words.v[0].argc == 0 || r->words.v[0].nassigns ||
+	    r->words.v[0].nredirs || (r->words.v[0].flags & TGI_CMD_OPAQUE))
+		return fail_at(ps, a, "a shell rule names the words of one command (write one rule per "
+		                      "command)");
+	tgi_cmd *c = &r->words.v[0];
+	char *last = c->argv[c->argc - 1];
+	size_t n = strlen(last);
+	if (!strcmp(last, "*")) {
+		free(last);
+		c->argv[--c->argc] = NULL;
+		r->open = 1;
+	} else if (n >= 2 && !strcmp(last + n - 2, ":*")) {
+		last[n - 2] = '\0';
+		r->open = 1;
+	}
+	if (!c->argc || !c->argv[0][0])
+		return fail_at(ps, a, "a shell rule needs a program before '*'");
+	return 0;
+}
+
 /* The specifier after the tool part; open is the '(' position. */
 static int parse_spec(parser *ps, tgi_rule *r, size_t open)
 {
@@ -354,7 +390,7 @@ static int parse_spec(parser *ps, tgi_rule *r, size_t open)
 		return 0;
 	}
 	if (r->kind == SPEC_SHELL)
-		r->spec = dup_range(s, a, b);
+		return parse_shell(ps, r, a, b);
 	else if (r->kind == SPEC_PATH)
 		return parse_path(ps, r, a, b);
 	return 0;
@@ -369,6 +405,7 @@ void tgi_rule_free(tgi_rule *r)
 		free(r->pairs[i].glob);
 	}
 	free(r->pairs);
+	tgi_cmdline_free(&r->words);
 	free(r->spec);
 	free(r->tool);
 	free(r->text);
@@ -535,6 +572,45 @@ static int paths_match(const tgi_rule *r, const tgi_match_input *in, int strict)
 	return strict;
 }
 
+/* Do the rule's words match argv[0..argc)?  The program by its basename. */
+static int words_match(const tgi_rule *r, char *const *argv, size_t argc)
+{
+	const tgi_cmd *w = &r->words.v[0];
+	if (argc < w->argc || (!r->open && argc != w->argc))
+		return 0;
+	for (size_t i = 0; i < w->argc; i++) {
+		const char *word = i == 0 ? tgi_shell_basename(argv[0]) : argv[i];
+		if (!tgi_text_glob(i == 0 ? tgi_shell_basename(w->argv[0]) : w->argv[i], word))
+			return 0;
+	}
+	return 1;
+}
+
+/* Lenient: any simple command, as written or with wrappers peeled.
+ * Strict: every simple command as written, none opaque. */
+static int shell_match(const tgi_rule *r, const tgi_match_input *in, int strict)
+{
+	const tgi_cmdline *cl = in->cmds;
+	if (!cl || !cl->n)
+		return 0;
+	for (size_t i = 0; i < cl->n; i++) {
+		const tgi_cmd *c = &cl->v[i];
+		int m;
+		if (strict) {
+			m = !(c->flags & TGI_CMD_OPAQUE) && words_match(r, c->argv, c->argc);
+			if (!m)
+				return 0;
+		} else {
+			size_t p = tgi_shell_program(c);
+			m = words_match(r, c->argv, c->argc) ||
+			    (p < c->argc && words_match(r, c->argv + p, c->argc - p));
+			if (m)
+				return 1;
+		}
+	}
+	return strict;
+}
+
 static int rule_match(const tgi_rule *r, const tgi_match_input *in, int strict)
 {
 	if (!r || !in || !in->tool || !tgi_text_glob(r->tool, in->tool))
@@ -547,9 +623,7 @@ static int rule_match(const tgi_rule *r, const tgi_match_input *in, int strict)
 	case SPEC_ARGS:
 		return args_match(r, in->args, strict);
 	case SPEC_SHELL:
-		/* Shell command rules are matched by the shell rules
-		 * (src/policy/shell); until then they match no call. */
-		return 0;
+		return shell_match(r, in, strict);
 	}
 	return 0;
 }

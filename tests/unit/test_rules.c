@@ -3,7 +3,7 @@
  *
  * One table of (rule, call, expected match) covers every specifier form:
  * the bare tool and `*`, tool globs for bridged MCP tools, path globs as
- * written and as resolved, shell rules (parsed, matching nothing yet) and
+ * written and as resolved, shell command prefixes over split command lines, and
  * key=glob pairs over strings, numbers, booleans, null, pointers, absent
  * keys and model text that looks like rule syntax.  A second table holds
  * rules that must not parse and the sentence each gets.
@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "policy/policy.h"
+#include "policy/shell.h"
 #include "util/util.h"
 
 typedef struct rule_case {
@@ -92,10 +93,10 @@ static const rule_case cases[] = {
 	{ "*(./.env)", "my_tool", "{}", { ".env" }, { ".env" }, 0, 0 }, /* no paths contract */
 	{ "fs__*(*.pem)", "fs__read", "{}", { "k.pem" }, { "k.pem" }, 1, 1 },
 
-	/* shell: parsed and kept; only `shell` and `shell(*)` match for now */
+	/* shell: prefixes match the call's split commands (test_shell_rules);
+	 * a call without them matches no prefix */
 	{ "shell(git status)", "shell", "{\"command\":\"git status\"}", NOPATHS, 0 },
 	{ "shell(npm run test:*)", "shell", "{\"command\":\"npm run test:unit\"}", NOPATHS, 0 },
-	{ "shell(echo $(date) \"a)\")", "shell", "{\"command\":\"echo\"}", NOPATHS, 0 },
 	{ "shell", "shell", "{\"command\":\"ls\"}", NOPATHS, 1 },
 	{ "shell(*)", "shell", "{\"command\":\"rm -rf x\"}", NOPATHS, 1 },
 
@@ -354,12 +355,16 @@ static void test_rule_text(void **state)
 	tgi_rule_free(NULL);
 }
 
-/* Shell specifiers parse (they are the shell rules' to match) and keep their text. */
+/* Shell specifiers are the words of one command; they keep their text. */
 static void test_shell_parses(void **state)
 {
 	static const char *const ok[] = {
-		"shell(git status)", "shell(npm run test:*)", "shell(echo \"(\" )",
-		"shell(ls | grep x && echo $(pwd))",
+		"shell(git status)", "shell(npm run test:*)", "shell(echo \"(\" )", "shell(git push *)",
+		"shell(/usr/bin/git log)",
+	};
+	static const char *const bad[] = {
+		"shell(ls | grep x)", "shell(a && b)", "shell(echo $(pwd))", "shell(FOO=1 ls)",
+		"shell(ls > x)", "shell(echo 'open)", "shell(:*)",
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(ok); i++) {
 		char err[256] = "";
@@ -369,6 +374,62 @@ static void test_shell_parses(void **state)
 		assert_string_equal(tgi_rule_text(r), ok[i]);
 		tgi_rule_free(r);
 	}
+	for (size_t i = 0; i < TGI_ARRAY_LEN(bad); i++) {
+		char err[256] = "";
+		tgi_rule *r = tgi_rule_parse(bad[i], err, sizeof err);
+		if (r)
+			fail_msg("%s parsed", bad[i]);
+		assert_true(err[0] != '\0');
+	}
+}
+
+/* A prefix against command lines: deny/ask (lenient) when any simple
+ * command matches, as written or with wrappers peeled; allow (strict) only
+ * when every one matches as written and none is opaque. */
+static void test_shell_rules(void **state)
+{
+	static const struct {
+		const char *rule, *command;
+		int lenient, strict;
+	} shell_cases[] = {
+		{ "shell(git status)", "git status", 1, 1 },
+		{ "shell(git status)", "git status -s", 0, 0 },              /* exact without * */
+		{ "shell(git status)", "/usr/bin/git status", 1, 1 },        /* basename */
+		{ "shell(git status *)", "git status -s", 1, 1 },
+		{ "shell(git status *)", "git status", 1, 1 },               /* * may be nothing */
+		{ "shell(npm run test:*)", "npm run test", 1, 1 },
+		{ "shell(npm run test:*)", "npm run test --watch", 1, 1 },
+		{ "shell(npm run test:*)", "npm run build", 0, 0 },
+		{ "shell(git log)", "git log && rm -rf build", 1, 0 },        /* one part only */
+		{ "shell(rm *)", "echo a; sudo rm x", 1, 0 },                 /* peeled for deny */
+		{ "shell(rm *)", "sudo rm x", 1, 0 },                         /* not for allow */
+		{ "shell(echo *)", "echo $(rm -rf x)", 1, 0 },                /* opaque: denies, never allows */
+		{ "shell(echo *)", "echo a | echo b", 1, 1 },
+		{ "shell(git push origin *)", "git push origin main", 1, 1 },
+		{ "shell(git push origin *)", "git push upstream main", 0, 0 },
+		{ "shell(git * --dry-run)", "git push --dry-run", 1, 1 },    /* a glob word */
+		{ "shell(ls)", "FOO=1 ls", 1, 1 },                            /* assignments apart */
+		{ "shell(ls)", "ｌｓ", 1, 1 },                                  /* NFKC */
+	};
+	int bad = 0;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(shell_cases); i++) {
+		char err[256] = "";
+		tgi_rule *r = tgi_rule_parse(shell_cases[i].rule, err, sizeof err);
+		tgi_cmdline cl = {0};
+		if (!r || tgi_shell_split(shell_cases[i].command, strlen(shell_cases[i].command), &cl, err,
+		                          sizeof err) < 0)
+			fail_msg("%s / %s: %s", shell_cases[i].rule, shell_cases[i].command, err);
+		tgi_match_input in = {.tool = "shell", .cmds = &cl};
+		int l = tgi_rule_matches(r, &in), s = tgi_rule_allows(r, &in);
+		if (l != shell_cases[i].lenient || s != shell_cases[i].strict) {
+			fprintf(stderr, "%s on \"%s\": lenient %d strict %d, want %d %d\n", shell_cases[i].rule,
+			        shell_cases[i].command, l, s, shell_cases[i].lenient, shell_cases[i].strict);
+			bad++;
+		}
+		tgi_cmdline_free(&cl);
+		tgi_rule_free(r);
+	}
+	assert_int_equal(bad, 0);
 }
 
 static void test_match_null(void **state)
@@ -447,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_length_cap),
 		cmocka_unit_test(test_rule_text),
 		cmocka_unit_test(test_shell_parses),
+		cmocka_unit_test(test_shell_rules),
 		cmocka_unit_test(test_match_null),
 		cmocka_unit_test(test_ruleset),
 	};

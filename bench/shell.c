@@ -1,0 +1,196 @@
+/*
+ * shell.c — the shell tool's fixed costs: `toolgate policy check` on a
+ * 200-rule file, process start to exit, and the sandbox's overhead on
+ * `true` under each backend against an unsandboxed spawn, measured in the
+ * same run.
+ *
+ *   build/bench/shell TOOLGATE [runs]
+ *
+ * Medians of runs (default 30).  Works in a fresh directory under /tmp and
+ * removes it afterwards.
+ *
+ * Owns: its temporary directory.  Must not: touch anything else.
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/sandbox.h"
+#include "exec/spawn.h"
+#include "util/util.h"
+
+#define MAX_RUNS 200
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* 200 prefix rules of the shapes people write, with examples. */
+static void write_rules(const char *path)
+{
+	static const char *const tools[] = {"git", "npm", "cargo", "docker", "kubectl", "gh", "make",
+	                                    "python3", "pip", "go"};
+	static const char *const subs[] = {"push", "pull", "fetch", "build", "test", "run", "install",
+	                                   "publish", "deploy", "login", "logs", "exec", "rm", "apply",
+	                                   "delete", "status", "diff", "log", "show", "clean"};
+	static const char *const dec[] = {"allow", "prompt", "forbidden"};
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fprintf(f, "# 200 rules for the benchmark\n");
+	for (int i = 0; i < 200; i++) {
+		const char *t = tools[i % 10], *s = subs[(i / 10) % 20];
+		fprintf(f, "prefix_rule(\n    pattern = [\"%s\", [\"%s\", \"%s-%d\"]],\n"
+		           "    decision = \"%s\",\n    justification = \"rule %d\",\n"
+		           "    match = [\"%s %s x\"],\n    not_match = [\"%s other-%d\"],\n)\n",
+		        t, s, s, i, dec[i % 3], i, t, s, t, i);
+	}
+	fclose(f);
+}
+
+static double now_ms(void)
+{
+	return tgi_now_ms();
+}
+
+/* Wall time of one run of argv to exit, stdout to /dev/null. */
+static double run_once(char *const argv[])
+{
+	double t0 = now_ms();
+	pid_t pid = fork();
+	if (pid == 0) {
+		freopen("/dev/null", "w", stdout);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "%s failed\n", argv[0]);
+		exit(1);
+	}
+	return now_ms() - t0;
+}
+
+/* Wall time of `true` through tgi_spawn_run, sandboxed as spec says. */
+static double true_once(const tgi_sb_spec *spec)
+{
+	char *argv[] = {"/bin/true", NULL}, err[512], *envp[] = {"PATH=/usr/bin:/bin", NULL};
+	tgi_sb_exec x;
+	tgi_spawn_result res;
+	double t0 = now_ms();
+	if (tgi_sandbox_prepare(spec, argv, &x, err, sizeof err) < 0) {
+		fprintf(stderr, "%s\n", err);
+		exit(1);
+	}
+	tgi_spawn_opts o = {.cwd = spec->workspace, .envp = envp, .timeout_s = 10, .max_out = 4096,
+	                    .child_setup = (int (*)(void *))tgi_sandbox_child, .child_arg = &x};
+	if (tgi_spawn_run(x.argv, &o, &res) < 0 || !res.exited || res.exit_code) {
+		fprintf(stderr, "true failed under %s: %s\n", tgi_sb_backend_name(x.backend), res.err);
+		exit(1);
+	}
+	tgi_spawn_result_free(&res);
+	tgi_sandbox_release(&x);
+	return now_ms() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s TOOLGATE [runs]\n", argv[0]);
+		return 2;
+	}
+	int runs = argc > 2 ? atoi(argv[2]) : 30;
+	if (runs < 1 || runs > MAX_RUNS)
+		runs = 30;
+	char dir[] = "/tmp/tg-bench-shell-XXXXXX", rules[128], ws[128], tmp[128];
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(rules, sizeof rules, "%s/bench.rules", dir);
+	snprintf(ws, sizeof ws, "%s/ws", dir);
+	snprintf(tmp, sizeof tmp, "%s/tmp", dir);
+	mkdir(ws, 0755);
+	mkdir(tmp, 0700);
+	write_rules(rules);
+
+	double t[MAX_RUNS];
+	char *check[] = {argv[1], "policy", "check", "--rules", rules, "--", "git", "push",
+	                 "origin", "main", NULL};
+	char *version[] = {argv[1], "--version", NULL};
+	for (int i = 0; i < runs; i++)
+		t[i] = run_once(check);
+	double pc = median(t, runs);
+	for (int i = 0; i < runs; i++)
+		t[i] = run_once(version);
+	double pv = median(t, runs);
+	printf("policy check, 200 rules (600 examples checked at load): %.2f ms median, process "
+	       "start to exit; `toolgate --version` in the same run: %.2f ms\n", pc, pv);
+
+	/* each backend in a process of its own: the probe is made once per
+	 * process, and TOOLGATE_SANDBOX_BACKEND chooses it */
+	static const char *const backends[] = {"none", "bubblewrap", "landlock"};
+	double base = 0;
+	for (size_t b = 0; b < 3; b++) {
+		int fds[2];
+		if (pipe(fds) < 0)
+			return 1;
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(fds[0]);
+			setenv("TOOLGATE_SANDBOX_BACKEND", backends[b], 1);
+			const tgi_sb_probe *p = tgi_sandbox_probe();
+			double m = -1;
+			tgi_sb_spec spec = {.mode = b ? TGI_SANDBOX_WORKSPACE_WRITE : TGI_SANDBOX_FULL,
+			                    .workspace = ws, .tmpdir = tmp};
+			if (!b || (b == 1 && p->backend == TGI_SB_BWRAP) ||
+			    (b == 2 && p->backend == TGI_SB_LANDLOCK)) {
+				for (int i = 0; i < runs; i++)
+					t[i] = true_once(&spec);
+				m = median(t, runs);
+			}
+			if (write(fds[1], &m, sizeof m) != sizeof m)
+				_exit(1);
+			_exit(0);
+		}
+		close(fds[1]);
+		double m = -1;
+		if (read(fds[0], &m, sizeof m) != sizeof m)
+			m = -1;
+		close(fds[0]);
+		waitpid(pid, NULL, 0);
+		if (b == 0) {
+			base = m;
+			printf("true, unsandboxed spawn: %.2f ms\n", base);
+		} else if (m < 0) {
+			printf("true, %s: not available here\n", backends[b]);
+		} else {
+			printf("true, %s (workspace-write): %.2f ms; overhead %.2f ms\n", backends[b], m,
+			       m - base);
+		}
+	}
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}

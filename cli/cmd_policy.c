@@ -1,0 +1,119 @@
+/*
+ * cmd_policy.c — `toolgate policy check [--rules F]... [--pretty]
+ * [--explain] -- CMD...` and `toolgate policy test`.
+ *
+ * check prints Codex's `execpolicy check` JSON and exits 0 whatever the
+ * decision, so it can stand in for `codex execpolicy check`; --explain
+ * prints the gate's whole decision for the command instead (floor,
+ * execpolicy, permission rules, mode).  test runs every self-test of the
+ * configuration and exits 1 on any failure: for a project's CI.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+	"usage: toolgate policy check [--rules FILE]... [--pretty] [--explain] -- COMMAND...\n"
+	"       toolgate policy test\n\n"
+	"check    Codex's execpolicy JSON for the command: the rules that match it and the\n"
+	"         strictest decision (exit 0 for every decision).  Rules from --rules, else\n"
+	"         from the configuration's execpolicy files.\n"
+	"  --explain  the gate's whole decision instead: floor, execpolicy, permission\n"
+	"             rules, mode, read-only class (nothing is run)\n"
+	"test     run every execpolicy example and every permissions.tests entry; print a\n"
+	"         line per failure and \"N passed, N failed\"; exit 1 on any failure\n\n"
+	"options:\n" CLI_GATE_OPTIONS_HELP;
+
+int cmd_policy(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"rules", 1, 0, 'r'}, {"pretty", 0, 0, 'p'}, {"explain", 0, 0, 'e'},
+		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS, {0, 0, 0, 0},
+	};
+	cli_gate_opts go;
+	const char **rules = calloc((size_t)argc + 1, sizeof *rules);
+	size_t nrules = 0;
+	int pretty = 0, explain = 0, opt, code = 1;
+	char *err = NULL, *out = NULL;
+
+	cli_gate_opts_init(&go);
+	optind = 1;
+	/* "+": stop at the first word that is not an option (the subcommand,
+	 * then the command after "--") */
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'r': rules[nrules++] = optarg; break;
+		case 'p': pretty = 1; break;
+		case 'e': explain = 1; break;
+		case 'h': fputs(usage_text, stdout); free(rules); return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
+			fputs(usage_text, stderr);
+			free(rules);
+			return 1;
+		}
+	}
+	const char *sub = optind < argc ? argv[optind++] : "";
+	/* options may follow the subcommand too */
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'r': rules[nrules++] = optarg; break;
+		case 'p': pretty = 1; break;
+		case 'e': explain = 1; break;
+		case 'h': fputs(usage_text, stdout); free(rules); return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
+			fputs(usage_text, stderr);
+			free(rules);
+			return 1;
+		}
+	}
+	if (!strcmp(sub, "check")) {
+		if (optind >= argc) {
+			free(rules);
+			return cli_error("policy check: give the command after --, e.g. "
+			                 "toolgate policy check -- git push origin main");
+		}
+		const char *const *cmd = (const char *const *)argv + optind;
+		size_t ncmd = (size_t)(argc - optind);
+		if (explain) {
+			tg_gate *g = cli_gate_open(&go);
+			if (g) {
+				out = tg_policy_explain(g, cmd, ncmd, pretty, &err);
+				tg_gate_close(g);
+			}
+		} else {
+			out = tg_policy_check(go.o.config_path, rules, nrules, cmd, ncmd, pretty, &err);
+		}
+		if (out) {
+			printf("%s\n", out);
+			code = 0;
+		} else if (err) {
+			cli_error("%s", err);
+		}
+	} else if (!strcmp(sub, "test") && optind == argc) {
+		tg_gate *g = cli_gate_open(&go);
+		if (g) {
+			char *report = NULL;
+			int failed = tg_policy_test(g, &report, &err);
+			if (report)
+				fputs(report, stdout);
+			if (failed < 0)
+				cli_error("%s", err ? err : "policy test could not run");
+			code = failed != 0;
+			free(report);
+			tg_gate_close(g);
+		}
+	} else {
+		fputs(usage_text, stderr);
+	}
+	free(out);
+	free(err);
+	free(rules);
+	return code;
+}

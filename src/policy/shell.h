@@ -1,0 +1,123 @@
+/*
+ * shell.h — command lines as policy sees them: tokenised with POSIX shell
+ * quoting, split into simple commands, normalised (src/policy/shell.c);
+ * the hard floor for commands (floor.c) and the read-only class
+ * (readonly.c).
+ *
+ * A command string is split on `&&`, `||`, `;`, `|`, `&`, newlines and
+ * subshell/group parentheses and braces.  Each simple command keeps its
+ * leading VAR=value assignments apart, its words with quotes removed and
+ * normalised (backslash-newline joined, `$IFS`/`${IFS}` read as a word
+ * break, NFKC applied so Unicode lookalikes become what they look like),
+ * and its redirections.  Constructs the splitter cannot judge make the
+ * command opaque, with the reason: command substitution `$(…)` or
+ * backticks (also inside double quotes), process substitution `<(…)`,
+ * `>(…)`, `eval`, a shell fed by a here-doc, a here-string or a pipe, a
+ * `sh -c`/`bash -c` whose script is not a literal, a program name that is
+ * an expansion (`$CMD`), a here-doc into anything (its body is not
+ * judged).  `bash -lc "a && b"` (sh, bash, dash, zsh, ksh; -c with any
+ * of -l, -e, -x, -u in one cluster) with a literal script is unwrapped:
+ * its simple commands replace it (depth at most 4).
+ *
+ * Owns: the grammar and normalisation.  Must not: decide (floor.c,
+ * execpolicy.c, rules.c and decide.c do).
+ */
+#ifndef TGI_SHELL_H
+#define TGI_SHELL_H
+
+#include <stddef.h>
+#include "util/util.h"
+
+#define TGI_SHELL_MAX      (1u << 20)  /* bytes of one command string */
+#define TGI_SHELL_MAX_CMDS 1024        /* simple commands in one line */
+
+/* A redirection: [fd]op target.  op is one of "<", ">", ">>", ">|", "&>",
+ * "&>>", "<>", ">&", "<&", "<<", "<<-", "<<<". */
+typedef struct tgi_redir {
+	int   fd;        /* the fd redirected (-1: the default for op) */
+	char  op[4];
+	char *target;    /* normalised word (owned); a here-doc: its delimiter */
+} tgi_redir;
+
+enum {
+	TGI_CMD_OPAQUE    = 1u << 0,  /* cannot be judged: never auto-allowed */
+	TGI_CMD_PIPED_IN  = 1u << 1,  /* its stdin is the previous command's stdout (`|`) */
+	TGI_CMD_BACKGROUND= 1u << 2,  /* ended by `&` */
+};
+
+typedef struct tgi_cmd {
+	char     **argv;     /* owned, NULL-terminated: the words, normalised */
+	size_t     argc;     /* may be 0 (only assignments or redirections) */
+	char     **assigns;  /* owned, NULL-terminated: leading NAME=value words */
+	size_t     nassigns;
+	tgi_redir *redirs;   /* owned */
+	size_t     nredirs;
+	unsigned   flags;    /* TGI_CMD_* */
+	char      *why;      /* owned: for TGI_CMD_OPAQUE, a phrase ("command substitution $(…)") */
+	size_t     depth;    /* 0, or how many `sh -c` wrappers it was unwrapped from */
+} tgi_cmd;
+
+typedef struct tgi_cmdline {
+	tgi_cmd *v;          /* owned */
+	size_t   n;
+} tgi_cmdline;
+
+/*
+ * Split a command string.  0 with *out filled (free with
+ * tgi_cmdline_free), or -1 with a sentence in err for what no shell would
+ * run either: an unterminated quote, an empty command between operators
+ * (`a && && b`), a line over TGI_SHELL_MAX, more than TGI_SHELL_MAX_CMDS
+ * commands, a NUL byte.
+ */
+int  tgi_shell_split(const char *text, size_t len, tgi_cmdline *out, char *err, size_t errlen);
+
+/*
+ * The argv form (`{"command": ["git", "status"]}`): one simple command,
+ * words taken as they are (no quote removal, no splitting), NFKC-normalised;
+ * a shell wrapper with a literal script (`["bash", "-lc", "a && b"]`) is
+ * unwrapped as above.  Same returns.
+ */
+int  tgi_shell_from_argv(const char *const *argv, size_t argc, tgi_cmdline *out, char *err,
+                         size_t errlen);
+void tgi_cmdline_free(tgi_cmdline *cl);
+
+/* The basename of a program word: "/usr/bin/sudo" -> "sudo". */
+const char *tgi_shell_basename(const char *word);
+
+/*
+ * Where the real program starts once wrappers are peeled: sudo/doas (with
+ * their options), env (options and NAME=value), nice, ionice, nohup, time,
+ * command, exec, builtin, timeout DURATION, stdbuf, chrt, taskset, setsid,
+ * xargs (its options; the rest is the program it runs).  Returns the index
+ * into cmd->argv (== argc when nothing is left).
+ */
+size_t tgi_shell_program(const tgi_cmd *cmd);
+
+/*
+ * The hard floor for commands (floor.c), compiled in; nothing lifts it.
+ * Judged on every simple command's program (wrappers peeled, basename),
+ * arguments and redirections, and on pipelines: recursive delete of / (or everything in it),
+ * ~, $HOME or the workspace root; mkfs*; dd or redirects to block devices;
+ * fork bombs; curl/wget piped into sh/bash/zsh/python/perl/ruby/node;
+ * chmod/chown -R on /; writes to /etc/passwd, /etc/shadow, /etc/sudoers,
+ * ~/.ssh; shutdown, reboot, halt, poweroff, init 0/6.  workspace and home
+ * are absolute.  Returns 1 with a reason ("recursive delete of the
+ * filesystem root"), else 0.
+ */
+int tgi_floor_command(const tgi_cmdline *cl, const char *workspace, const char *home,
+                      char *reason, size_t cap);
+
+/*
+ * Is every simple command read-only (readonly.c)?  A command is when its
+ * program (wrappers peeled; a wrapper like sudo makes it not) is in the
+ * list with its conditions: `ls`, `cat`, `grep`, `rg`, `pwd`, `wc`,
+ * `head`, `tail`, `find` without -exec/-execdir/-ok/-delete/-fprint*,
+ * `git status|log|diff|show|branch (no args)|rev-parse`, ...; it is not
+ * opaque; and it redirects output nowhere but /dev/null (or to another
+ * fd).  extra (may be NULL) is the config's list: entries "prog" or
+ * "prog sub" added to the built-in ones; replace != 0 uses extra alone.
+ * 1 or 0.
+ */
+int tgi_shell_readonly(const tgi_cmdline *cl, const tgi_strv *extra, int replace);
+
+#endif

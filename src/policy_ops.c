@@ -1,0 +1,205 @@
+/*
+ * policy_ops.c — the policy side of the operator API: `toolgate policy
+ * check` (Codex's execpolicy JSON), `policy check --explain` (the whole
+ * decision for a command, without running it), `policy test` (every
+ * self-test of a configuration, for a project's CI) and `doctor`.
+ *
+ * Owns: those JSON answers and reports.  Must not: run commands (explain
+ * and test go through the gate as dry runs).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/limits.h"
+#include "exec/sandbox.h"
+#include "gate.h"
+#include "util/util.h"
+
+static char *dump(json_t *v, int pretty)
+{
+	char *s = json_dumps(v, pretty ? JSON_INDENT(2) : JSON_COMPACT);
+	json_decref(v);
+	return s;
+}
+
+/* Codex's check JSON for the simple commands of argv. */
+static json_t *check_json(const tgi_execpolicy *ep, const tgi_cmdline *cl)
+{
+	const char *const **argvs = tgi_xcalloc(cl->n + 1, sizeof *argvs);
+	size_t *argcs = tgi_xcalloc(cl->n + 1, sizeof *argcs), n = 0;
+	for (size_t i = 0; i < cl->n; i++)
+		if (cl->v[i].argc) {
+			argvs[n] = (const char *const *)cl->v[i].argv;
+			argcs[n++] = cl->v[i].argc;
+		}
+	json_t *j = tgi_execpolicy_check(ep, (const char *const *const *)argvs, argcs, n);
+	free(argvs);
+	free(argcs);
+	return j;
+}
+
+char *tg_policy_check(const char *config_path, const char *const *files, size_t nfiles,
+                      const char *const *argv, size_t argc, int pretty, char **errmsg)
+{
+	char err[1024];
+	tgi_config *cfg = NULL;
+	tgi_cmdline cl = {0};
+	char *out = NULL;
+	tgi_execpolicy *ep = tgi_execpolicy_new();
+
+	if (!nfiles) {
+		if (tgi_config_load(config_path, &cfg, err, sizeof err) < 0) {
+			tgi_fail(errmsg, "%s", err);
+			goto done;
+		}
+		files = (const char *const *)cfg->execpolicy.v;
+		nfiles = cfg->execpolicy.n;
+	}
+	for (size_t i = 0; i < nfiles; i++)
+		if (tgi_execpolicy_add_file(ep, files[i], err, sizeof err) < 0) {
+			tgi_fail(errmsg, "%s", err);
+			goto done;
+		}
+	if (tgi_shell_from_argv(argv, argc, &cl, err, sizeof err) < 0) {
+		tgi_fail(errmsg, "%s", err);
+		goto done;
+	}
+	out = dump(check_json(ep, &cl), pretty);
+done:
+	tgi_cmdline_free(&cl);
+	tgi_execpolicy_free(ep);
+	tgi_config_free(cfg);
+	return out;
+}
+
+/* The decide record of a dry-run envelope: its decision and rule, or the
+ * stage that stopped the call before decide. */
+static void decided(json_t *env, const char **decision, const char **rule, const char **stage)
+{
+	size_t i;
+	json_t *st;
+	*decision = "invalid";
+	*rule = json_string_value(json_object_get(json_object_get(env, "error"), "message"));
+	*stage = "validate";
+	json_array_foreach(json_object_get(env, "stages"), i, st) {
+		const char *name = json_string_value(json_object_get(st, "stage"));
+		if (name && !json_is_true(json_object_get(st, "ok")) && strcmp(name, "decide"))
+			*stage = name;
+		if (name && !strcmp(name, "decide")) {
+			*decision = json_string_value(json_object_get(st, "decision"));
+			*rule = json_string_value(json_object_get(st, "rule"));
+			*stage = "decide";
+			if (!*decision)
+				*decision = "deny";
+		}
+	}
+	if (!strcmp(*decision, "invalid") && json_is_string(json_object_get(env, "status")) &&
+	    !strcmp(json_string_value(json_object_get(env, "status")), "denied"))
+		*decision = "deny";
+}
+
+/* Run a call as a dry run; the envelope (new reference) or NULL. */
+static json_t *dry_run(tg_gate *g, const char *tool, const char *args)
+{
+	tg_request rq = {.tool = tool, .args = args, .dry_run = 1};
+	tg_result *r;
+	json_error_t e;
+	tg_call(g, &rq, &r);
+	json_t *env = json_loads(tg_result_json(r, 0), 0, &e);
+	tg_result_free(r);
+	return env;
+}
+
+char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pretty,
+                        char **errmsg)
+{
+	char err[1024], why[512];
+	tgi_cmdline cl = {0};
+	if (tgi_shell_from_argv(argv, argc, &cl, err, sizeof err) < 0) {
+		tgi_fail(errmsg, "%s", err);
+		return NULL;
+	}
+	json_t *cmd = json_array(), *opaque = json_array();
+	for (size_t i = 0; i < argc; i++)
+		json_array_append_new(cmd, tgi_json_text(argv[i], strlen(argv[i])));
+	for (size_t i = 0; i < cl.n; i++)
+		if (cl.v[i].flags & TGI_CMD_OPAQUE)
+			json_array_append_new(opaque, json_string(cl.v[i].why ? cl.v[i].why : "opaque"));
+	const char *home = getenv("HOME");
+	int floored = tgi_floor_command(&cl, g->cfg->workspace, home ? home : "/root", why, sizeof why);
+	const tgi_shell_cfg *sh = &g->cfg->shell;
+	int ro = tgi_shell_readonly(&cl, &sh->read_only, sh->read_only_replace);
+
+	json_t *args = json_pack("{s:O}", "command", cmd);
+	char *args_text = json_dumps(args, JSON_COMPACT);
+	json_decref(args);
+	json_t *env = dry_run(g, "shell", args_text);
+	free(args_text);
+	const char *decision = "deny", *rule = NULL, *stage = "decode";
+	if (env)
+		decided(env, &decision, &rule, &stage);
+	json_t *out = json_pack("{s:o, s:o, s:o, s:o, s:b, s:s, s:s, s:s, s:s?, s:s}",
+	                        "command", cmd, "execpolicy", check_json(g->execpolicy, &cl),
+	                        "floor", floored ? json_string(why) : json_null(),
+	                        "opaque", opaque, "read_only", ro,
+	                        "mode", tgi_mode_name(g->cfg->mode),
+	                        "sandbox", tgi_sandbox_name(g->cfg->sandbox),
+	                        "decision", decision, "rule", rule, "stage", stage);
+	json_decref(env);
+	tgi_cmdline_free(&cl);
+	return dump(out, pretty);
+}
+
+int tg_policy_test(tg_gate *g, char **report, char **errmsg)
+{
+	tgi_buf b;
+	size_t passed = tgi_execpolicy_nexamples(g->execpolicy), failed = 0, i;
+	json_t *t;
+	(void)errmsg;
+
+	tgi_buf_init(&b, 1u << 24);
+	json_array_foreach(g->cfg->permission_tests, i, t) {
+		json_t *call = json_object_get(t, "call");
+		const char *tool = json_string_value(json_object_get(call, "tool"));
+		const char *expect = json_string_value(json_object_get(t, "expect"));
+		json_t *a = json_object_get(call, "args");
+		char *args = a ? json_dumps(a, JSON_COMPACT) : NULL;
+		json_t *env = dry_run(g, tool, args);
+		const char *decision = "deny", *rule = NULL, *stage = "decode";
+		if (env)
+			decided(env, &decision, &rule, &stage);
+		if (!strcmp(decision, expect)) {
+			passed++;
+		} else {
+			char where[128];
+			char ptr[64];
+			snprintf(ptr, sizeof ptr, "/permissions/tests/%zu", i);
+			tgi_config_where(g->cfg, ptr, where, sizeof where);
+			tgi_buf_printf(&b, "FAIL %s: %s %s: expected %s, got %s (%s: %s)\n", where, tool,
+			               args ? args : "{}", expect, decision, stage, rule ? rule : "");
+			failed++;
+		}
+		free(args);
+		json_decref(env);
+	}
+	tgi_buf_printf(&b, "%zu passed, %zu failed\n", passed, failed);
+	*report = tgi_buf_steal(&b);
+	return (int)failed;
+}
+
+char *tg_doctor(tg_gate *g, int pretty)
+{
+	json_t *d = tgi_sandbox_report();
+	json_object_set_new(d, "process_limit", json_string(tgi_limits_pids_backend()));
+	if (g) {
+		json_t *files = json_array();
+		for (size_t i = 0; i < g->cfg->execpolicy.n; i++)
+			json_array_append_new(files, json_string(g->cfg->execpolicy.v[i]));
+		json_object_set_new(d, "config", json_pack("{s:s?, s:s, s:s, s:b, s:o, s:I}",
+		                    "file", g->cfg->path, "workspace", g->cfg->workspace,
+		                    "sandbox", tgi_sandbox_name(g->cfg->sandbox),
+		                    "network", g->cfg->sandbox_network, "execpolicy", files,
+		                    "execpolicy_rules", (json_int_t)tgi_execpolicy_nrules(g->execpolicy)));
+	}
+	return dump(d, pretty);
+}

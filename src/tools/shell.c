@@ -1,0 +1,435 @@
+/*
+ * shell.c — the shell tool: run a command line in the workspace, inside
+ * the sandbox, with a clean environment and resource limits.
+ *
+ * Args: command (a string, run by /bin/sh -c; or an argv array, run
+ * directly), workdir (inside the workspace; default its root), timeout_s
+ * (default the tool's, capped by shell.max_timeout_s), env (extra
+ * variables whose names match shell.env_allow; loader and shell-startup
+ * variables never).  The program gets PATH (shell.path), HOME, LANG,
+ * TERM=dumb, TMPDIR (a private directory, removed afterwards),
+ * TOOLGATE_OP_ID and those extras; nothing else of the gate's
+ * environment.  stdin is /dev/null; its own process group; rlimits and a
+ * pids cgroup (exec/limits.h); the sandbox of config `sandbox`
+ * (exec/sandbox.h), with the gate's own files and the workspace's .git/
+ * and .toolgate/ read-only.
+ *
+ * Output: {"exit_code","signal","timed_out","stdout","stderr",
+ * "duration_ms"}; a stream over shell.max_output_chars keeps its head and
+ * tail around a marker, and both streams go in full to the spill file
+ * (.toolgate/spill/<op_id>.txt), named in "spilled".  A non-zero exit or a
+ * timeout is a result the model reads, not a gate failure.
+ *
+ * The policy gates (floor, execpolicy, shell(...) rules, modes) judge the
+ * simple commands commands() reports before this runs (decide.c).
+ *
+ * Owns: the tool row, its schema, the environment and output shaping.
+ * Must not: check permissions (the pipeline does).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exec/limits.h"
+#include "exec/sandbox.h"
+#include "exec/spawn.h"
+#include "policy/policy.h"
+#include "policy/shell.h"
+#include "registry.h"
+#include "store/store.h"
+#include "util/fs.h"
+#include "util/util.h"
+
+#define CAPTURE_MAX (8u << 20)   /* bytes of each stream kept for the spill file */
+#define ENV_MAX     64
+
+static const char schema[] =
+	"{\"type\":\"object\","
+	"\"properties\":{"
+	"\"command\":{\"type\":[\"string\",\"array\"],\"minLength\":1,\"maxLength\":1048576,"
+	"\"items\":{\"type\":\"string\",\"maxLength\":131072},\"minItems\":1,\"maxItems\":4096,"
+	"\"description\":\"The command line, run by /bin/sh -c (pipes, &&, redirections work); or an "
+	"argv array run directly.\"},"
+	"\"workdir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,"
+	"\"description\":\"Directory to run in, relative to the workspace root (default: the root).\"},"
+	"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,"
+	"\"description\":\"Seconds before the command and everything it started is killed "
+	"(default 120).\"},"
+	"\"env\":{\"type\":\"object\",\"maxProperties\":64,"
+	"\"additionalProperties\":{\"type\":\"string\",\"maxLength\":32768},"
+	"\"description\":\"Extra environment variables (only names the configuration allows).\"}},"
+	"\"required\":[\"command\"],\"additionalProperties\":false}";
+
+/* Never settable by a call, whatever env_allow says: they run code. */
+static int env_forbidden(const char *name)
+{
+	static const char *const names[] = {
+		"PATH", "HOME", "TMPDIR", "TOOLGATE_OP_ID", "BASH_ENV", "ENV", "SHELLOPTS",
+		"BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH", "GLOBIGNORE", "PYTHONSTARTUP",
+		"PERL5OPT", "NODE_OPTIONS", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG_GLOBAL",
+	};
+	if (!strncmp(name, "LD_", 3) || !strncmp(name, "BASH_FUNC_", 10) ||
+	    !strncmp(name, "GIT_CONFIG_", 11))
+		return 1;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+static int shell_commands(const json_t *args, tgi_cmdline *out, char *err, size_t errlen)
+{
+	const json_t *cmd = json_object_get(args, "command");
+	if (json_is_string(cmd))
+		return tgi_shell_split(json_string_value(cmd), json_string_length(cmd), out, err, errlen);
+	if (!json_is_array(cmd) || json_array_size(cmd) == 0) {
+		tgi_snprintf(err, errlen, "\"command\" must be a string or a non-empty list of strings");
+		return -1;
+	}
+	size_t n = json_array_size(cmd);
+	const char **argv = tgi_xcalloc(n + 1, sizeof *argv);
+	for (size_t i = 0; i < n; i++) {
+		const json_t *w = json_array_get(cmd, i);
+		if (!json_is_string(w) || memchr(json_string_value(w), '\0', json_string_length(w))) {
+			free(argv);
+			tgi_snprintf(err, errlen, "\"command\"[%zu] must be a string without NUL bytes", i);
+			return -1;
+		}
+		argv[i] = json_string_value(w);
+	}
+	int r = tgi_shell_from_argv(argv, n, out, err, errlen);
+	free(argv);
+	return r;
+}
+
+/* ---- environment ---- */
+
+static void env_push(tgi_strv *env, const char *name, const char *value)
+{
+	size_t len = strlen(name) + strlen(value) + 2;
+	char *s = tgi_xmalloc(len);
+	snprintf(s, len, "%s=%s", name, value);
+	tgi_strv_push(env, s);
+}
+
+static int build_env(const tgi_exec_ctx *ctx, const json_t *args, const char *tmpdir,
+                     tgi_strv *env, tgi_tool_out *out)
+{
+	const tgi_shell_cfg *sh = &ctx->cfg->shell;
+	const char *home = getenv("HOME");
+	const char *lang = getenv("LANG");
+	const json_t *extra = json_object_get(args, "env");
+	const char *name;
+	json_t *v;
+
+	env_push(env, "PATH", sh->path);
+	env_push(env, "HOME", home && home[0] == '/' ? home : ctx->workspace);
+	env_push(env, "LANG", lang && *lang ? lang : "C.UTF-8");
+	env_push(env, "TERM", "dumb");
+	env_push(env, "TMPDIR", tmpdir);
+	env_push(env, "TOOLGATE_OP_ID", ctx->op_id);
+	if (json_object_size(extra) > ENV_MAX) {
+		tgi_snprintf(out->message, sizeof out->message, "\"env\" sets more than %d variables",
+		             ENV_MAX);
+		return -1;
+	}
+	json_object_foreach((json_t *)extra, name, v) {
+		char shown[80];
+		int ok = 0;
+		tgi_sanitize(shown, sizeof shown, name);
+		for (size_t i = 0; i < sh->env_allow.n && !ok; i++)
+			ok = tgi_text_glob(sh->env_allow.v[i], name);
+		const char *c = name;
+		int valid = (*c == '_' || (*c | 0x20) >= 'a') && strlen(name) <= 128;
+		for (; *c && valid; c++)
+			valid = *c == '_' || (*c >= '0' && *c <= '9') || ((*c | 0x20) >= 'a' && (*c | 0x20) <= 'z');
+		if (!valid || !json_is_string(v) ||
+		    memchr(json_string_value(v), '\0', json_string_length(v))) {
+			tgi_snprintf(out->message, sizeof out->message,
+			             "env \"%s\": a variable name is [A-Za-z_][A-Za-z0-9_]* and its value a "
+			             "string without NUL bytes", shown);
+			return -1;
+		}
+		if (!ok || env_forbidden(name)) {
+			tgi_snprintf(out->message, sizeof out->message,
+			             "env \"%s\" may not be set by a call (allowed: shell.env_allow in the "
+			             "configuration%s); do not retry with it", shown,
+			             env_forbidden(name) ? "; this name never" : "");
+			return -1;
+		}
+		env_push(env, name, json_string_value(v));
+	}
+	return 0;
+}
+
+/* ---- output ---- */
+
+/* The stream as the model sees it: whole, or head + marker + tail.
+ * *cut says whether it was cut. */
+static json_t *shaped(const char *s, size_t len, size_t total, size_t max, const char *spill,
+                      int *cut)
+{
+	size_t chars = tgi_utf8_len(s, len);
+	*cut = chars > max || total > len;
+	if (!*cut)
+		return tgi_json_text(s, len);
+	size_t head = tgi_utf8_offset(s, len, max / 2);
+	size_t tail = tgi_utf8_offset(s, len, chars > max - max / 2 ? chars - (max - max / 2) : 0);
+	if (tail < head)
+		tail = head;
+	tgi_buf b;
+	tgi_buf_init(&b, len + 512);
+	tgi_buf_append(&b, s, head);
+	tgi_buf_printf(&b, "\n... [%zu bytes in all; the middle is left out; the full output is in %s] "
+	               "...\n", total, spill[0] ? spill : "(no spill file could be written)");
+	tgi_buf_append(&b, s + tail, len - tail);
+	json_t *j = tgi_json_text(b.p, b.len);
+	tgi_buf_free(&b);
+	return j;
+}
+
+static void spill_both(const tgi_exec_ctx *ctx, const tgi_spawn_result *res, char *path,
+                       size_t cap)
+{
+	char err[256];
+	tgi_buf b;
+	path[0] = '\0';
+	int sfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return;
+	tgi_buf_init(&b, 2 * CAPTURE_MAX + 256);
+	tgi_buf_printf(&b, "--- stdout (%zu bytes%s) ---\n", res->out_total,
+	               res->out_truncated ? ", the first 8 MiB kept" : "");
+	tgi_buf_append(&b, res->out, res->out_len);
+	tgi_buf_printf(&b, "\n--- stderr (%zu bytes%s) ---\n", res->err_total,
+	               res->err_truncated ? ", the first 8 MiB kept" : "");
+	tgi_buf_append(&b, res->err, res->err_len);
+	if (tgi_spill_write(sfd, ctx->op_id, b.p, b.len, path, cap, err, sizeof err) < 0)
+		path[0] = '\0';
+	tgi_buf_free(&b);
+	close(sfd);
+}
+
+static json_t *result_json(const tgi_exec_ctx *ctx, const tgi_spawn_result *res)
+{
+	size_t max = ctx->cfg->shell.max_output_chars;
+	char spill[PATH_MAX] = "";
+	int cut_out, cut_err;
+	size_t oc = tgi_utf8_len(res->out, res->out_len), ec = tgi_utf8_len(res->err, res->err_len);
+	if (oc > max || ec > max || res->out_truncated || res->err_truncated)
+		spill_both(ctx, res, spill, sizeof spill);
+	json_t *o = json_object();
+	json_object_set_new(o, "exit_code", res->exited ? json_integer(res->exit_code) : json_null());
+	json_object_set_new(o, "signal", res->signal ? json_string(sigabbrev_np(res->signal) ?
+	                                                           sigabbrev_np(res->signal) : "?")
+	                                             : json_null());
+	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	json_object_set_new(o, "stdout", shaped(res->out, res->out_len, res->out_total, max, spill,
+	                                        &cut_out));
+	json_object_set_new(o, "stderr", shaped(res->err, res->err_len, res->err_total, max, spill,
+	                                        &cut_err));
+	json_object_set_new(o, "duration_ms", json_real((double)(long long)(res->duration_ms * 1000) / 1000));
+	if (cut_out || cut_err)
+		json_object_set_new(o, "spilled", spill[0] ? json_string(spill) : json_null());
+	return o;
+}
+
+/* ---- running ---- */
+
+typedef struct child_setup_arg {
+	const tgi_limits_run *limits;
+	const tgi_sb_exec    *sandbox;
+} child_setup_arg;
+
+static int child_setup(void *p)
+{
+	const child_setup_arg *a = p;
+	int r = tgi_limits_child(a->limits);
+	return r < 0 ? r : tgi_sandbox_child(a->sandbox);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* The workdir as an absolute path inside the workspace (symlinks resolved,
+ * confined by the kernel). */
+static int workdir_path(const tgi_exec_ctx *ctx, const json_t *args, char *out, size_t cap,
+                        tgi_tool_out *o)
+{
+	const char *raw;
+	size_t rawlen;
+	char norm[PATH_MAX], rel[PATH_MAX];
+	tg_errkind kind;
+	if (tgi_arg_str(args, "workdir", ".", &raw, &rawlen, o->message, sizeof o->message) < 0 ||
+	    tgi_path_check(raw, rawlen, norm, sizeof norm, o->message, sizeof o->message) < 0)
+		return tgi_tool_fail(o, TG_ERR_INVALID_INPUT);
+	int fd = tgi_open_beneath(ctx->ws_fd, norm, O_PATH | O_DIRECTORY, 0);
+	int r = fd < 0 ? fd : tgi_fd_path(ctx->ws_fd, fd, rel, sizeof rel);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		kind = tgi_path_error(r, norm, o->message, sizeof o->message);
+		return tgi_tool_fail(o, kind == TG_ERR_TOOL_ERROR ? TG_ERR_INVALID_INPUT : kind);
+	}
+	tgi_snprintf(out, cap, "%s%s%s", ctx->workspace, strcmp(rel, ".") ? "/" : "",
+	             strcmp(rel, ".") ? rel : "");
+	return 0;
+}
+
+/* What stays read-only inside a writable workspace: .git/, .toolgate/ and
+ * the gate's own files -- those that exist (a mount point for one that
+ * does not would be created in the workspace itself). */
+static void protected_paths(const tgi_exec_ctx *ctx, tgi_strv *out)
+{
+	static const char *const dirs[] = {".git", ".toolgate"};
+	char p[PATH_MAX];
+	struct stat st;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(dirs) + ctx->nprotect; i++) {
+		const char *rel = i < TGI_ARRAY_LEN(dirs) ? dirs[i] : ctx->protect[i - TGI_ARRAY_LEN(dirs)];
+		tgi_snprintf(p, sizeof p, "%s/%s", ctx->workspace, rel);
+		if (lstat(p, &st) == 0)
+			tgi_strv_push(out, tgi_strdup(p));
+	}
+}
+
+static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
+{
+	const tgi_shell_cfg *sh = &ctx->cfg->shell;
+	const json_t *cmd = json_object_get(args, "command");
+	char cwd[PATH_MAX], tmpdir[PATH_MAX], err[512];
+	long long timeout;
+	tgi_strv argv = {0}, env = {0}, prot = {0};
+	tgi_sb_exec sb = {0};
+	tgi_limits_run lim;
+	int rc = -1, have_lim = 0, have_sb = 0;
+
+	if (workdir_path(ctx, args, cwd, sizeof cwd, out) < 0)
+		return -1;
+	if (tgi_arg_int(args, "timeout_s", ctx->timeout_s > 0 ? ctx->timeout_s : 120, 1, 86400,
+	                &timeout, out->message, sizeof out->message) < 0)
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+	if (timeout > sh->max_timeout_s)
+		timeout = sh->max_timeout_s;
+
+	if (json_is_string(cmd)) {
+		tgi_strv_push(&argv, tgi_strdup("/bin/sh"));
+		tgi_strv_push(&argv, tgi_strdup("-c"));
+		tgi_strv_push(&argv, tgi_strdup(json_string_value(cmd)));
+	} else {
+		size_t i;
+		json_t *w;
+		json_array_foreach(cmd, i, w)
+			tgi_strv_push(&argv, tgi_strdup(json_string_value(w)));
+	}
+	if (!argv.n) {
+		tgi_snprintf(out->message, sizeof out->message, "\"command\" is empty");
+		tgi_strv_free(&argv);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+	}
+
+	const char *tbase = getenv("TMPDIR");
+	tgi_snprintf(tmpdir, sizeof tmpdir, "%s/toolgate-shell-XXXXXX",
+	             tbase && tbase[0] == '/' ? tbase : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		tgi_snprintf(out->message, sizeof out->message,
+		             "cannot make a private temporary directory: %s; nothing was run",
+		             strerror(errno));
+		tgi_strv_free(&argv);
+		return tgi_tool_fail(out, TG_ERR_TRANSIENT);
+	}
+	if (build_env(ctx, args, tmpdir, &env, out) < 0) {
+		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+		goto done;
+	}
+
+	protected_paths(ctx, &prot);
+	tgi_sb_spec spec = {
+		.mode = ctx->cfg->sandbox,
+		.network = ctx->cfg->sandbox_network,
+		.workspace = ctx->workspace,
+		.tmpdir = tmpdir,
+		.protect = (const char *const *)prot.v,
+		.nprotect = prot.n,
+	};
+	if (tgi_sandbox_prepare(&spec, argv.v, &sb, err, sizeof err) < 0) {
+		tgi_snprintf(out->message, sizeof out->message, "%s; nothing was run", err);
+		tgi_tool_fail(out, TG_ERR_NOT_PERMITTED);
+		goto done;
+	}
+	have_sb = 1;
+	tgi_limits l = {
+		.cpu_s = sh->cpu_s, .address_space_mb = sh->address_space_mb,
+		.file_size_mb = sh->file_size_mb, .open_files = sh->open_files,
+		.processes = sh->processes,
+	};
+	tgi_limits_prepare(&l, ctx->op_id, &lim);
+	have_lim = 1;
+
+	child_setup_arg ca = {&lim, &sb};
+	tgi_spawn_opts o = {
+		.cwd = cwd,
+		.envp = env.v,
+		.timeout_s = (int)timeout,
+		.max_out = CAPTURE_MAX,
+		.max_err = CAPTURE_MAX,
+		.child_setup = child_setup,
+		.child_arg = &ca,
+		.cancel = ctx->cancel,
+	};
+	tgi_spawn_result res;
+	if (tgi_spawn_run(sb.argv, &o, &res) < 0) {
+		tgi_snprintf(out->message, sizeof out->message, "could not start the command: %s; "
+		             "nothing was run", strerror(errno));
+		tgi_tool_fail(out, TG_ERR_TRANSIENT);
+		goto done;
+	}
+	if (res.spawn_errno) {
+		char prog[128];
+		tgi_sanitize(prog, sizeof prog, argv.v[0]);
+		int e = res.spawn_errno;
+		tgi_snprintf(out->message, sizeof out->message, "could not run \"%s\": %s", prog,
+		             strerror(e));
+		tgi_spawn_result_free(&res);
+		tgi_tool_fail(out, e == ENOENT ? TG_ERR_INVALID_INPUT : TG_ERR_TOOL_ERROR);
+		goto done;
+	}
+	out->output = result_json(ctx, &res);
+	out->kind = TG_ERR_NONE;
+	tgi_spawn_result_free(&res);
+	rc = 0;
+done:
+	if (have_lim)
+		tgi_limits_finish(&lim);
+	if (have_sb)
+		tgi_sandbox_release(&sb);
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tgi_strv_free(&argv);
+	tgi_strv_free(&env);
+	tgi_strv_free(&prot);
+	return rc;
+}
+
+const tgi_tool tgi_tool_shell = {
+	.name = "shell",
+	.description =
+		"Run a shell command in the workspace and return its exit code, stdout and stderr. "
+		"Commands run in a sandbox (by default the workspace is writable, the network is off, "
+		".git/ is read-only) with a clean environment and a timeout. Prefer short, "
+		"non-interactive commands; stdin is empty.",
+	.category = "runtime",
+	.input_schema = schema,
+	.flags = TGI_T_DESTRUCTIVE,
+	.commands = shell_commands,
+	.handler = shell_run,
+};
