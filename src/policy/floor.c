@@ -454,6 +454,8 @@ static const char *after_prefix(const char *w, const char *name)
  * command substitution other than $(pwd), a relative word in an unknown
  * directory, an unknown ~user, a path too long.
  */
+#define USER_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+
 static int resolve_word(const fctx *x, const char *cwd, const char *w, char *out, size_t cap)
 {
 	char user[PATH_MAX];
@@ -466,7 +468,7 @@ static int resolve_word(const fctx *x, const char *cwd, const char *w, char *out
 			dir = x->home[0] ? x->home : NULL;
 		else if (n == 1 && w[1] == '+')
 			dir = cwd;
-		else if (n < 64 && strspn(w + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n) {
+		else if (n < 64 && strspn(w + 1, USER_CHARS) == n) {
 			if (n == 4 && strncmp(w + 1, "root", 4) == 0)
 				dir = "/root";
 			else {

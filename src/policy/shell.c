@@ -342,11 +342,21 @@ typedef struct interp {
 } interp;
 
 static const interp interps[] = {
-	{ "sh", 0, 1, "c", "oO" },      { "bash", 0, 1, "c", "oO" },  { "dash", 0, 1, "c", "oO" },
-	{ "zsh", 0, 1, "c", "oO" },     { "ksh", 0, 1, "c", "oO" },   { "ash", 0, 1, "c", "oO" },
-	{ "mksh", 0, 1, "c", "oO" },    { "rbash", 0, 1, "c", "oO" }, { "python", 1, 0, "cm", "WXQ" },
-	{ "perl", 0, 0, "eE", "" },     { "ruby", 0, 0, "e", "Ir" },  { "node", 0, 0, "ep", "r" },
-	{ "nodejs", 0, 0, "ep", "r" },  { "su", 0, 0, "c", "gGsw", 1 }, { "runuser", 0, 0, "c", "gGsuw", 1 },
+	{ "sh", 0, 1, "c", "oO", 0 },
+	{ "bash", 0, 1, "c", "oO", 0 },
+	{ "dash", 0, 1, "c", "oO", 0 },
+	{ "zsh", 0, 1, "c", "oO", 0 },
+	{ "ksh", 0, 1, "c", "oO", 0 },
+	{ "ash", 0, 1, "c", "oO", 0 },
+	{ "mksh", 0, 1, "c", "oO", 0 },
+	{ "rbash", 0, 1, "c", "oO", 0 },
+	{ "python", 1, 0, "cm", "WXQ", 0 },
+	{ "perl", 0, 0, "eE", "", 0 },
+	{ "ruby", 0, 0, "e", "Ir", 0 },
+	{ "node", 0, 0, "ep", "r", 0 },
+	{ "nodejs", 0, 0, "ep", "r", 0 },
+	{ "su", 0, 0, "c", "gGsw", 1 },
+	{ "runuser", 0, 0, "c", "gGsuw", 1 },
 };
 
 /* Shells whose -c script this file cannot read. */
@@ -478,9 +488,16 @@ static int sudo_shell(const tgi_cmd *c, size_t prog)
 			continue;
 		for (size_t j = i + 1; j < c->argc && c->argv[j][0] == '-'; j++) {
 			const char *a = c->argv[j];
-			if (strcmp(a, "--shell") == 0 || strcmp(a, "--login") == 0 ||
-			    (a[1] != '-' && strpbrk(a + 1, "si") && !strpbrk(a + 1, "ugChprtUDRT")))
+			if (strcmp(a, "--shell") == 0 || strcmp(a, "--login") == 0)
 				return 1;
+			for (const char *o = a + 1; a[1] != '-' && *o; o++) {
+				if (*o == 's' || *o == 'i')
+					return 1;
+				if (strchr("ugChprtUDRTa", *o)) {
+					j += !o[1];
+					break;
+				}
+			}
 		}
 	}
 	return 0;
@@ -579,6 +596,7 @@ typedef struct parser {
 	const tgi_redir *iredirs;
 	size_t           niredirs;
 	unsigned         iflags;
+	const char      *iwhy;       /* when iflags has TGI_CMD_OPAQUE */
 
 	sink            *out;
 	char            *err;
@@ -1417,7 +1435,7 @@ static void judge(tgi_cmd *c, const unsigned *wf)
 	}
 	if (sudo_shell(c, prog)) {
 		in = &interps[0];
-		name = tgi_shell_basename(c->argv[0]);
+		name = "a root shell";
 	}
 	if (in && (prog >= c->argc || reads_stdin(c, prog, in))) {
 		int from_file = 0;
@@ -1456,7 +1474,8 @@ static int unwrap(parser *p, tgi_cmd *c, size_t prog, size_t si, const char *raw
 	q.nprefix = prog;
 	q.iredirs = c->redirs;
 	q.niredirs = c->nredirs;
-	q.iflags = c->flags & (TGI_CMD_PIPED_IN | TGI_CMD_BACKGROUND);
+	q.iflags = c->flags & (TGI_CMD_PIPED_IN | TGI_CMD_BACKGROUND | TGI_CMD_OPAQUE);
+	q.iwhy = c->why;
 	rc = parse_text(&q);
 	parser_free(&q);
 	if (rc == 0) {
@@ -1473,8 +1492,8 @@ static int unwrap(parser *p, tgi_cmd *c, size_t prog, size_t si, const char *raw
 	return push_cmd(p, c);
 }
 
-/* Push c, or, for a shell with a literal -c script, what the script runs.
- * Takes c. */
+/* Push c, or, for a shell with a literal -c script, what the script runs
+ * (opaque too when c is).  Takes c. */
 static int unwrap_or_push(parser *p, tgi_cmd *c, const unsigned *wf, size_t np)
 {
 	size_t prog = tgi_shell_program(c), si = 0;
@@ -1483,7 +1502,7 @@ static int unwrap_or_push(parser *p, tgi_cmd *c, const unsigned *wf, size_t np)
 	char nm[48];
 	int how;
 
-	if ((c->flags & TGI_CMD_OPAQUE) || !in || !in->shell)
+	if (!in || !in->shell)
 		return push_cmd(p, c);
 	how = shell_script(c, prog, &si);
 	if (how == 0 || (how > 0 && si >= c->argc && !via_xargs(c, prog)))
@@ -1522,6 +1541,8 @@ static int emit(parser *p, unsigned flags)
 	c.flags = b->flags | flags | p->iflags | (p->pipe_next ? TGI_CMD_PIPED_IN : 0);
 	c.why = b->why;
 	b->why = NULL;
+	if (!c.why && (p->iflags & TGI_CMD_OPAQUE))
+		c.why = tgi_strdup(p->iwhy);
 	c.depth = p->depth;
 
 	for (size_t i = 0; i < np; i++)

@@ -14,10 +14,14 @@
  * backticks (also inside double quotes), process substitution `<(…)`,
  * `>(…)`, `eval`, a shell fed by a here-doc, a here-string or a pipe, a
  * `sh -c`/`bash -c` whose script is not a literal, a program name that is
- * an expansion (`$CMD`), a here-doc into anything (its body is not
- * judged).  `bash -lc "a && b"` (sh, bash, dash, zsh, ksh; -c with any
+ * an expansion (`$CMD`), a here-doc whose body substitutes commands (other
+ * here-doc bodies are data and are not judged).  The text inside a
+ * substitution is split too: its simple commands come before the command
+ * holding it.  `bash -lc "a && b"` (sh, bash, dash, zsh, ksh; -c with any
  * of -l, -e, -x, -u in one cluster) with a literal script is unwrapped:
- * its simple commands replace it (depth at most 4).
+ * its simple commands replace it (depth at most 4), each keeping the
+ * wrappers before the shell (`sudo bash -c 'ls'` gives `sudo ls`) and the
+ * shell's redirections, pipe and background flags.
  *
  * Owns: the grammar and normalisation.  Must not: decide (floor.c,
  * execpolicy.c, rules.c and decide.c do).
