@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < runs; i++)
 		t[i] = run_once(version);
 	double pv = median(t, runs);
-	printf("policy check, 200 rules (600 examples checked at load): %.2f ms median, process "
+	printf("policy check, 200 rules (400 examples checked at load): %.2f ms median, process "
 	       "start to exit; `toolgate --version` in the same run: %.2f ms\n", pc, pv);
 
 	/* each backend in a process of its own: the probe is made once per
