@@ -41,9 +41,10 @@
  * workspace read-only, nor hide host unix sockets; without ABI 6 a command
  * can signal processes of the same user.
  *
- * Owns: the probe, the prepared argv and the fds behind it.  Must not:
- * decide whether a command may run (policy), or fork, reap or kill it
- * (spawn.c).
+ * Owns: the probe (and the one bwrap check it runs), the prepared argv,
+ * the fds behind it and the directories made to hold missing protected
+ * paths.  Must not: decide whether a command may run (policy), or fork,
+ * reap or kill the command (spawn.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -204,22 +205,24 @@ static int check_bwrap(const char *bwrap, char *why, size_t cap)
 
 	char msg[512];
 	size_t len = 0;
-	int status = 0, done = 0, timed_out = 0;
+	int status = 0, waited = 1, timed_out = 0, eof = 0;
 	double deadline = tgi_now_ms() + BWRAP_CHECK_MS;
-	for (int eof = 0; !done;) {
+	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid || (w < 0 && errno != EINTR)) {
-			done = w == pid ? 1 : -1;
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			waited = 0;
 			break;
 		}
 		double left = deadline - tgi_now_ms();
 		if (left <= 0) {
 			timed_out = 1;
 			kill(pid, SIGKILL);
-			done = waitpid(pid, &status, 0) == pid ? 1 : -1;
+			waited = waitpid(pid, &status, 0) == pid;
 			break;
 		}
-		if (eof) {
+		if (eof) {                      /* stderr closed: only the exit to wait for */
 			usleep(2000);
 			continue;
 		}
@@ -228,9 +231,7 @@ static int check_bwrap(const char *bwrap, char *why, size_t cap)
 			ssize_t r = read(ep[0], msg + len, sizeof msg - 1 - len);
 			if (r > 0)
 				len += (size_t)r;
-			else if (r == 0 || errno != EINTR)
-				eof = 1;
-			if (len == sizeof msg - 1)
+			if (r == 0 || (r < 0 && errno != EINTR) || len == sizeof msg - 1)
 				eof = 1;
 		}
 	}
@@ -247,7 +248,7 @@ static int check_bwrap(const char *bwrap, char *why, size_t cap)
 		             BWRAP_CHECK_MS);
 		return 0;
 	}
-	if (done < 0) {
+	if (!waited) {
 		tgi_snprintf(why, cap, "cannot wait for its namespace check: %s", strerror(errno));
 		return 0;
 	}
@@ -285,7 +286,7 @@ static int seccomp_works(char *why, size_t cap)
 		return 0;
 	}
 	if (seccomp_api_get() < 1) {
-		tgi_snprintf(why, cap, "libseccomp finds no usable seccomp filter support");
+		tgi_snprintf(why, cap, "not usable through libseccomp here");
 		return 0;
 	}
 	return 1;
@@ -379,7 +380,8 @@ static int seccomp_program(int net_cut, int session, char *err, size_t errlen)
 		fd = memfd_create("toolgate-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 		r = fd < 0 ? -errno : seccomp_export_bpf(ctx, fd);
 	}
-	seccomp_release(ctx);
+	if (ctx)
+		seccomp_release(ctx);
 	if (!r) {
 		off_t size = lseek(fd, 0, SEEK_END);
 		if (size <= 0 || size % (off_t)sizeof(struct sock_filter) ||
@@ -398,8 +400,7 @@ static int seccomp_program(int net_cut, int session, char *err, size_t errlen)
 	if (r) {
 		if (fd >= 0)
 			close(fd);
-		tgi_snprintf(err, errlen, "cannot build the seccomp network filter: %s",
-		             strerror(-r));
+		tgi_snprintf(err, errlen, "cannot build the seccomp filter: %s", strerror(-r));
 		return -1;
 	}
 	return fd;
@@ -451,6 +452,39 @@ static int is_dir(const char *what, const char *p, char *err, size_t errlen)
 	tgi_sanitize(shown, sizeof shown, p);
 	tgi_snprintf(err, errlen, "the sandbox's %s \"%s\" is not a directory", what, shown);
 	return -1;
+}
+
+/*
+ * p with every symlink resolved, into out (PATH_MAX): bubblewrap cannot
+ * mount on a path whose symlinks point outside its new root.  For a path
+ * that does not exist, its deepest existing ancestor is resolved and the
+ * rest appended.  0, or -1 with errno.
+ */
+static int canon(const char *p, char *out)
+{
+	char head[PATH_MAX];
+	if (realpath(p, out))
+		return 0;
+	if (errno != ENOENT)
+		return -1;
+	tgi_snprintf(head, sizeof head, "%s", p);
+	for (char *slash; (slash = strrchr(head, '/')) && slash != head;) {
+		*slash = '\0';
+		if (realpath(head, out)) {
+			const char *rest = p + (slash - head);
+			size_t n = strcmp(out, "/") ? strlen(out) : 0;
+			if (n + strlen(rest) >= PATH_MAX) {
+				errno = ENAMETOOLONG;
+				return -1;
+			}
+			memcpy(out + n, rest, strlen(rest) + 1);
+			return 0;
+		}
+		if (errno != ENOENT)
+			return -1;
+	}
+	tgi_snprintf(out, PATH_MAX, "%s", p);
+	return 0;
 }
 
 /* 1 if p is root or lies beneath it. */
@@ -564,8 +598,10 @@ static int hold_path(const char *root, const char *p, sb_hold *h, char *err, siz
 					return 0;
 				break;
 			}
+		} else if (S_ISLNK(st.st_mode)) {
+			return 0;                  /* dangling (canon resolved the others) */
 		} else if (!S_ISDIR(st.st_mode)) {
-			return 1;                  /* a file (or a link): bound as it is */
+			return 1;                  /* a file: bound as it is */
 		}
 		int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) == 0 && same_file(fd, p)) {
@@ -661,6 +697,39 @@ typedef struct roots {
 	int  ws_writable;
 } roots;
 
+/* A writable root (or the workspace): clean, a directory, resolved. */
+static int root_path(const char *what, const char *p, char *out, char *err, size_t errlen)
+{
+	char clean[PATH_MAX];
+	if (clean_path(what, p, clean, sizeof clean, err, errlen) < 0 ||
+	    is_dir(what, clean, err, errlen) < 0)
+		return -1;
+	if (canon(clean, out) < 0) {
+		char shown[128];
+		tgi_sanitize(shown, sizeof shown, clean);
+		tgi_snprintf(err, errlen, "the sandbox's %s \"%s\" cannot be resolved: %s", what,
+		             shown, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A protected path: clean, resolved (out: PATH_MAX). */
+static int protected_path(const char *p, char *out, char *err, size_t errlen)
+{
+	char clean[PATH_MAX];
+	if (clean_path("protected path", p, clean, sizeof clean, err, errlen) < 0)
+		return -1;
+	if (canon(clean, out) < 0) {
+		char shown[128];
+		tgi_sanitize(shown, sizeof shown, clean);
+		tgi_snprintf(err, errlen, "the protected path \"%s\" cannot be resolved: %s", shown,
+		             strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* The spec's paths, checked. */
 static int spec_roots(const tgi_sb_spec *spec, roots *r, char *err, size_t errlen)
 {
@@ -670,13 +739,9 @@ static int spec_roots(const tgi_sb_spec *spec, roots *r, char *err, size_t errle
 		tgi_snprintf(err, errlen, "the sandbox has no workspace for workspace-write mode");
 		return -1;
 	}
-	if (spec->workspace && (clean_path("workspace", spec->workspace, r->ws, sizeof r->ws,
-	                                   err, errlen) < 0 ||
-	                        is_dir("workspace", r->ws, err, errlen) < 0))
+	if (spec->workspace && root_path("workspace", spec->workspace, r->ws, err, errlen) < 0)
 		return -1;
-	if (spec->tmpdir && (clean_path("tmp dir", spec->tmpdir, r->tmp, sizeof r->tmp, err,
-	                                errlen) < 0 ||
-	                     is_dir("tmp dir", r->tmp, err, errlen) < 0))
+	if (spec->tmpdir && root_path("tmp dir", spec->tmpdir, r->tmp, err, errlen) < 0)
 		return -1;
 	if (spec->nprotect > MAX_PROTECT) {
 		tgi_snprintf(err, errlen, "the sandbox has %zu protected paths (at most %d)",
@@ -689,8 +754,7 @@ static int spec_roots(const tgi_sb_spec *spec, roots *r, char *err, size_t errle
 	}
 	for (size_t i = 0; i < spec->nprotect; i++) {
 		char path[PATH_MAX], shown[128];
-		if (clean_path("protected path", spec->protect[i], path, sizeof path, err,
-		               errlen) < 0)
+		if (protected_path(spec->protect[i], path, err, errlen) < 0)
 			return -1;
 		if ((r->ws_writable && !strcmp(path, r->ws)) || !strcmp(path, r->tmp)) {
 			tgi_sanitize(shown, sizeof shown, path);
@@ -730,8 +794,7 @@ static int prepare_bwrap(const tgi_sb_spec *spec, const roots *r, char *const *a
 	for (size_t i = 0; i < spec->nprotect; i++) {
 		char path[PATH_MAX];
 		const char *root;
-		if (clean_path("protected path", spec->protect[i], path, sizeof path, err,
-		               errlen) < 0)
+		if (protected_path(spec->protect[i], path, err, errlen) < 0)
 			goto out;
 		if (!(root = writable_root(r, path)))
 			continue;                       /* read-only already */
@@ -819,7 +882,8 @@ static int landlock_ruleset(const tgi_sb_spec *spec, const roots *r, char *err, 
 	static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full"};
 	int abi = tgi_sandbox_probe()->landlock_abi;
 	uint64_t fs = ll_fs_rights(abi);
-	uint64_t file_rw = (LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV) & fs;
+	uint64_t file_rw = fs & (LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE |
+	                         LL_FS_IOCTL_DEV);
 	uint64_t write = fs & ~(LL_FS_MAKE_CHAR | LL_FS_MAKE_BLOCK);
 	struct ll_ruleset_attr attr = {.handled_access_fs = fs};
 	if (abi >= 4 && !spec->network)
@@ -866,7 +930,7 @@ static int prepare_landlock(const tgi_sb_spec *spec, const roots *r, char *const
 	ssize_t got = pread(fd, c->insns, (size_t)size, 0);
 	close(fd);
 	if (got != size) {
-		tgi_snprintf(err, errlen, "cannot read back the seccomp network filter");
+		tgi_snprintf(err, errlen, "cannot read back the seccomp filter");
 		return -1;
 	}
 	c->prog.len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
@@ -1008,12 +1072,12 @@ json_t *tgi_sandbox_report(void)
 	switch (p->backend) {
 	case TGI_SB_BWRAP:
 		tgi_snprintf(ro, sizeof ro, "bubblewrap: the whole file system read-only but a "
-		             "private /tmp and tmp dir; own pid namespace, no capabilities; %s "
-		             "(network namespace and seccomp)", net);
+		             "private tmp dir and /tmp (and /run while the network is cut); own pid "
+		             "namespace, no capabilities; %s (network namespace and seccomp)", net);
 		tgi_snprintf(ww, sizeof ww, "bubblewrap: the workspace and a private tmp dir "
 		             "writable; .git/, .toolgate/ and the gate's files inside it read-only; "
-		             "own pid namespace, no capabilities; %s (network namespace and "
-		             "seccomp)", net);
+		             "private /tmp (and /run while the network is cut); own pid namespace, "
+		             "no capabilities; %s (network namespace and seccomp)", net);
 		break;
 	case TGI_SB_LANDLOCK: {
 		const char *sig = p->landlock_abi >= 6
@@ -1043,7 +1107,7 @@ json_t *tgi_sandbox_report(void)
 		"workspace-write", mode_entry(ok, ww),
 		"danger-full-access", mode_entry(1, "no sandbox: commands run with the gate's own "
 		                                    "rights, files and network"));
-	json_t *bw = json_pack("{s:b,s:s*,s:s*}", "ok", p->bwrap_ok,
+	json_t *bw = json_pack("{s:b,s:s?,s:s?}", "ok", p->bwrap_ok,
 	                       "path", p->bwrap_path[0] ? p->bwrap_path : NULL,
 	                       "why", p->bwrap_ok ? NULL : p->bwrap_why);
 	json_t *r = json_pack("{s:s,s:o,s:i,s:b,s:o}", "backend", tgi_sb_backend_name(p->backend),

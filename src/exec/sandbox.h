@@ -96,6 +96,9 @@ int  tgi_sandbox_prepare(const tgi_sb_spec *spec, char *const *argv, tgi_sb_exec
  * no_new_privs, drop capabilities, Landlock, seccomp; for bubblewrap, keep
  * seccomp_fd open across exec; nothing for none.  0 or -errno. */
 int  tgi_sandbox_child(const tgi_sb_exec *x);
+/* After the command has been reaped (or was never started): frees argv,
+ * closes the fds, removes the directories made to hold missing protected
+ * paths.  Only for an x that tgi_sandbox_prepare filled; NULL is a no-op. */
 void tgi_sandbox_release(tgi_sb_exec *x);
 
 /* For `toolgate doctor`: {"backend","bubblewrap":{ok,path,why},"landlock_abi",
