@@ -59,7 +59,7 @@ names() { "$TG" tools "$@" | jq -r '[.[].name] | join(",")'; }
 eq "$(names --profile minimal)" "read_file,list_dir,search_files" "minimal: read-only fs"
 eq "$(names --profile coding)" "read_file,list_dir,search_files,write_file,apply_patch,shell,echo_call,tempfail,broken,missing_cmd,big" \
 	"coding: fs + runtime, unavailable tools left out"
-eq "$(names --profile ops)" "echo_call,tempfail,broken,missing_cmd,big" "a configured profile"
+eq "$(names --profile ops)" "shell,echo_call,tempfail,broken,missing_cmd,big" "a configured profile (runtime: shell and the command tools)"
 eq "$(TG_TEST_SECRET=1 "$TG" tools | jq -r '[.[].name] | index("needs_env") != null')" true \
 	"requires_env satisfied: listed"
 eq "$("$TG" tools | jq -r '.[] | select(.name=="read_file") | .annotations.readOnlyHint')" true "annotations"
