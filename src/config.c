@@ -3,8 +3,9 @@
  * and the semantic check that turns a parsed document into a tgi_config.
  *
  * Discovery: an explicit path (must exist), else $TOOLGATE_CONFIG (must
- * exist when set and not empty), else ./toolgate.yaml, ./toolgate.yml,
- * ./toolgate.json, else the built-in defaults.  YAML goes through
+ * exist when set and not empty), else the one of ./toolgate.yaml,
+ * ./toolgate.yml, ./toolgate.json that is there (two non-empty ones are an
+ * error; empty ones count only alone), else the built-in defaults.  YAML goes through
  * tgi_yaml_parse; a file ending in .json is parsed by jansson for exact
  * JSON semantics and through the YAML parser only for its source map.
  *
@@ -1395,8 +1396,27 @@ int tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen
 	}
 	if (env && *env)
 		return load_file(env, 1, out, err, errlen);
-	for (size_t i = 0; i < TGI_ARRAY_LEN(candidates); i++)
-		if (lstat(candidates[i], &st) == 0)
-			return load_file(candidates[i], 0, out, err, errlen);
+	/* Two of them is refused rather than one picked: a file that appears
+	 * beside the real one (a command's, say) must not replace it.  An empty
+	 * file (all defaults) counts only when no other is there: the shell
+	 * sandbox holds the names of missing ones with empty files while a
+	 * command runs. */
+	const char *found = NULL, *empty = NULL;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(candidates); i++) {
+		if (lstat(candidates[i], &st) < 0)
+			continue;
+		if (S_ISREG(st.st_mode) && st.st_size == 0) {
+			empty = empty ? empty : candidates[i];
+			continue;
+		}
+		if (found) {
+			tgi_snprintf(err, errlen, "both %s and %s are here; keep one configuration file "
+			             "(or name one with --config)", found, candidates[i]);
+			return -1;
+		}
+		found = candidates[i];
+	}
+	if (found || empty)
+		return load_file(found ? found : empty, 0, out, err, errlen);
 	return tgi_config_from_json(json_object(), NULL, NULL, NULL, out, err, errlen);
 }

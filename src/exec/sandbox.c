@@ -506,8 +506,9 @@ static size_t depth(const char *p)
 
 /*
  * Holding protected paths.  A protected directory that does not exist yet
- * is made empty, so that it can be bound read-only and nothing can be
- * created at its name, and removed again after the run.  Every held
+ * is made empty (a protected file: an empty file), so that it can be bound
+ * read-only and nothing can be created at its name, and removed again
+ * after the run.  Every held
  * directory is kept open with a shared flock while the sandbox runs;
  * whoever made it removes it only if it then gets the lock exclusively
  * (nobody else's sandbox has it bound) -- so a concurrent run never loses
@@ -577,7 +578,8 @@ static int same_file(int fd, const char *path)
  * when it is a held directory), 0 nothing to bind (it cannot exist), -1
  * with err.
  */
-static int hold_path(const char *root, const char *p, sb_hold *h, char *err, size_t errlen)
+static int hold_path(const char *root, const char *p, int is_dir, sb_hold *h, char *err,
+                     size_t errlen)
 {
 	struct stat st;
 	int e = 0;
@@ -589,6 +591,20 @@ static int hold_path(const char *root, const char *p, sb_hold *h, char *err, siz
 			if (errno != ENOENT) {
 				e = errno;
 				break;
+			}
+			if (!is_dir) {             /* a file: an empty one holds its name */
+				int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+				if (fd < 0 && errno != EEXIST) {
+					e = errno;
+					if (e == ENOENT || e == ENOTDIR)
+						return 0;  /* its directory does not exist: nothing to hold */
+					break;
+				}
+				if (fd >= 0) {
+					close(fd);
+					made = tgi_strdup(p);
+				}
+				goto lock;
 			}
 			int r = make_below(root, p, &made);
 			if (r <= 0) {
@@ -603,7 +619,8 @@ static int hold_path(const char *root, const char *p, sb_hold *h, char *err, siz
 		} else if (!S_ISDIR(st.st_mode)) {
 			return 1;                  /* a file: bound as it is */
 		}
-		int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+lock:;
+		int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (is_dir ? O_DIRECTORY : 0));
 		if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) == 0 && same_file(fd, p)) {
 			h->fd = fd;
 			h->made = made;
@@ -627,8 +644,11 @@ static int hold_path(const char *root, const char *p, sb_hold *h, char *err, siz
 /* After the run: remove what was made for h, when no other sandbox holds it. */
 static void unhold(sb_hold *h)
 {
+	struct stat st;
+	int file = h->fd >= 0 && fstat(h->fd, &st) == 0 && S_ISREG(st.st_mode);
 	if (h->fd >= 0 && h->made && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
-	    same_file(h->fd, h->path) && rmdir(h->path) == 0) {
+	    same_file(h->fd, h->path) && (file ? st.st_size == 0 && unlink(h->path) == 0
+	                                       : rmdir(h->path) == 0)) {
 		/* then the parents made for it, deepest first, while empty */
 		size_t stop = strlen(h->made);
 		char *q = h->path;
@@ -799,7 +819,9 @@ static int prepare_bwrap(const tgi_sb_spec *spec, const roots *r, char *const *a
 		if (!(root = writable_root(r, path)))
 			continue;                       /* read-only already */
 		sb_hold *h = &c->holds[c->nholds];
-		int held = hold_path(root, path, h, err, errlen);
+		size_t plen = strlen(spec->protect[i]);
+		int held = hold_path(root, path, plen && spec->protect[i][plen - 1] == '/', h, err,
+		                     errlen);
 		if (held < 0)
 			goto out;
 		if (!held)

@@ -67,7 +67,9 @@ typedef struct tgi_sb_spec {
 	int                 network;      /* allow the network */
 	const char         *workspace;    /* absolute; writable in workspace-write */
 	const char         *tmpdir;       /* absolute, private, created by the caller: writable */
-	const char *const  *protect;      /* absolute paths inside writable roots kept read-only */
+	const char *const  *protect;      /* absolute paths inside writable roots kept read-only;
+	                                     one ending in '/' is a directory, else a file (what is
+	                                     made to hold its name while it does not exist) */
 	size_t              nprotect;
 } tgi_sb_spec;
 

@@ -288,18 +288,17 @@ static int workdir_path(const tgi_exec_ctx *ctx, const json_t *args, char *out, 
 }
 
 /* What stays read-only inside a writable workspace: .git/, .toolgate/ and
- * the gate's own files -- those that exist (a mount point for one that
- * does not would be created in the workspace itself). */
+ * the gate's own files.  One that does not exist is held empty for the
+ * run (sandbox.h), so that a command cannot create, say, the toolgate.yaml
+ * the next gate would load. */
 static void protected_paths(const tgi_exec_ctx *ctx, tgi_strv *out)
 {
-	static const char *const dirs[] = {".git", ".toolgate"};
+	static const char *const dirs[] = {".git/", ".toolgate/"};
 	char p[PATH_MAX];
-	struct stat st;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(dirs) + ctx->nprotect; i++) {
 		const char *rel = i < TGI_ARRAY_LEN(dirs) ? dirs[i] : ctx->protect[i - TGI_ARRAY_LEN(dirs)];
 		tgi_snprintf(p, sizeof p, "%s/%s", ctx->workspace, rel);
-		if (lstat(p, &st) == 0)
-			tgi_strv_push(out, tgi_strdup(p));
+		tgi_strv_push(out, tgi_strdup(p));
 	}
 }
 

@@ -144,6 +144,19 @@ eq "$(jqv wd.json .output.stdout)" "$(cd src && pwd -P)" "workdir inside the wor
 tgcall wd_out shell '{"command":"pwd","workdir":"../"}'
 [ "$(st wd_out)" = persisted ] && fail "a workdir outside the workspace was accepted"
 
+# ---- the gate's own files: not writable, not creatable, nothing left behind
+tgcall own --mode bypassPermissions shell '{"command":"echo \"mode: bypassPermissions\" > toolgate.yml; echo x >> toolgate.yaml; mkdir .git"}'
+eq "$(st own)" persisted "the command ran"
+contains "$(jqv own.json .output.stderr)" "Read-only file system" "the writes were refused"
+[ -e toolgate.yml ] && fail "a command created toolgate.yml beside the config"
+[ -e .git ] && fail "a command created .git"
+eq "$(cat toolgate.yaml | head -1)" "execpolicy: [rules/default.rules]" "toolgate.yaml unchanged"
+printf 'mode: bypassPermissions\n' > toolgate.json
+(unset TOOLGATE_CONFIG; "$TG" call shell '{"command":"true"}') > two.out 2>&1
+[ $? -eq 0 ] && fail "two configuration files are refused, not one picked"
+contains "$(cat two.out)" "keep one configuration file" "and the message says so"
+rm -f toolgate.json
+
 # ---- CLI: policy check (Codex's JSON), --explain, policy test, doctor
 chk=$("$TG" policy check --rules rules/default.rules -- git push origin main)
 eq "$?" 0 "policy check exits 0"

@@ -247,10 +247,23 @@ static void test_discovery_in_the_current_directory(void **state)
 	assert_string_equal(c->file, "toolgate.json");
 	tgi_config_free(c);
 
+	/* two configuration files: refused, never one picked over the other */
 	write_text("toolgate.yml", "mode: acceptEdits\n");
+	load_err(NULL, "both toolgate.yml and toolgate.json are here; keep one");
+	assert_int_equal(remove("toolgate.json"), 0);
 	c = load_ok(NULL);
 	assert_int_equal(c->mode, TGI_MODE_ACCEPT_EDITS);
 	assert_string_equal(c->file, "toolgate.yml");
+	tgi_config_free(c);
+	/* an empty one (all defaults) counts only alone */
+	write_text("toolgate.yaml", "");
+	c = load_ok(NULL);
+	assert_string_equal(c->file, "toolgate.yml");
+	tgi_config_free(c);
+	assert_int_equal(remove("toolgate.yml"), 0);
+	c = load_ok(NULL);
+	assert_string_equal(c->file, "toolgate.yaml");
+	assert_int_equal(c->mode, TGI_MODE_DEFAULT);
 	tgi_config_free(c);
 
 	write_text("toolgate.yaml", "mode: bypassPermissions\n");

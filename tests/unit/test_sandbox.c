@@ -486,7 +486,7 @@ static void test_missing_protected_path_held(void **state)
 	char sub[PATH_MAX], git[PATH_MAX], p[PATH_MAX], err[512];
 	need_backend();
 	pathf(sub, "%s/sub", f->ws);
-	pathf(git, "%s/sub/.git", f->ws);
+	pathf(git, "%s/sub/.git/", f->ws);       /* '/': a directory */
 	const char *prot[] = {git, f->git};
 	opts o = {.mode = TGI_SANDBOX_WORKSPACE_WRITE, .protect = prot, .nprotect = 2};
 	REFUSED(f, &o, "mkdir -p \"$WS/sub/.git/hooks\"");
