@@ -27,68 +27,73 @@ static const char usage_text[] =
 	"         line per failure and \"N passed, N failed\"; exit 1 on any failure\n\n"
 	"options:\n" CLI_GATE_OPTIONS_HELP;
 
-int cmd_policy(int argc, char **argv)
+typedef struct policy_opts {
+	cli_gate_opts go;
+	const char  **rules;
+	size_t        nrules;
+	int           pretty, explain;
+} policy_opts;
+
+/* Options up to the next word that is not one (the subcommand, or the
+ * command after "--"): 1 parsed, 0 --help shown, -1 usage error. */
+static int parse_opts(int argc, char **argv, policy_opts *po)
 {
 	static const struct option longopts[] = {
 		{"rules", 1, 0, 'r'}, {"pretty", 0, 0, 'p'}, {"explain", 0, 0, 'e'},
 		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	const char **rules = calloc((size_t)argc + 1, sizeof *rules);
-	size_t nrules = 0;
-	int pretty = 0, explain = 0, opt, code = 1;
-	char *err = NULL, *out = NULL;
-
-	cli_gate_opts_init(&go);
-	optind = 1;
-	/* "+": stop at the first word that is not an option (the subcommand,
-	 * then the command after "--") */
+	int opt;
 	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'r': rules[nrules++] = optarg; break;
-		case 'p': pretty = 1; break;
-		case 'e': explain = 1; break;
-		case 'h': fputs(usage_text, stdout); free(rules); return 0;
+		case 'r': po->rules[po->nrules++] = optarg; break;
+		case 'p': po->pretty = 1; break;
+		case 'e': po->explain = 1; break;
+		case 'h': fputs(usage_text, stdout); return 0;
 		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
+			if (cli_gate_opt(&po->go, opt, optarg) == 1)
 				break;
 			fputs(usage_text, stderr);
-			free(rules);
-			return 1;
+			return -1;
 		}
 	}
+	return 1;
+}
+
+int cmd_policy(int argc, char **argv)
+{
+	policy_opts po = {.rules = calloc((size_t)argc + 1, sizeof(char *))};
+	int code = 1, r;
+	char *err = NULL, *out = NULL;
+
+	cli_gate_opts_init(&po.go);
+	optind = 1;
+	/* options may come before the subcommand and after it */
+	if ((r = parse_opts(argc, argv, &po)) <= 0) {
+		free(po.rules);
+		return r < 0;
+	}
 	const char *sub = optind < argc ? argv[optind++] : "";
-	/* options may follow the subcommand too */
-	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'r': rules[nrules++] = optarg; break;
-		case 'p': pretty = 1; break;
-		case 'e': explain = 1; break;
-		case 'h': fputs(usage_text, stdout); free(rules); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			free(rules);
-			return 1;
-		}
+	if ((r = parse_opts(argc, argv, &po)) <= 0) {
+		free(po.rules);
+		return r < 0;
 	}
 	if (!strcmp(sub, "check")) {
 		if (optind >= argc) {
-			free(rules);
+			free(po.rules);
 			return cli_error("policy check: give the command after --, e.g. "
 			                 "toolgate policy check -- git push origin main");
 		}
 		const char *const *cmd = (const char *const *)argv + optind;
 		size_t ncmd = (size_t)(argc - optind);
-		if (explain) {
-			tg_gate *g = cli_gate_open(&go);
+		if (po.explain) {
+			tg_gate *g = cli_gate_open(&po.go);
 			if (g) {
-				out = tg_policy_explain(g, cmd, ncmd, pretty, &err);
+				out = tg_policy_explain(g, cmd, ncmd, po.pretty, &err);
 				tg_gate_close(g);
 			}
 		} else {
-			out = tg_policy_check(go.o.config_path, rules, nrules, cmd, ncmd, pretty, &err);
+			out = tg_policy_check(po.go.o.config_path, po.rules, po.nrules, cmd, ncmd,
+			                      po.pretty, &err);
 		}
 		if (out) {
 			printf("%s\n", out);
@@ -97,7 +102,7 @@ int cmd_policy(int argc, char **argv)
 			cli_error("%s", err);
 		}
 	} else if (!strcmp(sub, "test") && optind == argc) {
-		tg_gate *g = cli_gate_open(&go);
+		tg_gate *g = cli_gate_open(&po.go);
 		if (g) {
 			char *report = NULL;
 			int failed = tg_policy_test(g, &report, &err);
@@ -114,6 +119,6 @@ int cmd_policy(int argc, char **argv)
 	}
 	free(out);
 	free(err);
-	free(rules);
+	free(po.rules);
 	return code;
 }
