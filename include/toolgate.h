@@ -86,6 +86,7 @@ typedef struct tg_options {
 	const char *profile;     /* NULL: from the config (default "coding") */
 	int         sync_full;   /* ledger durability: -1 config, 0 NORMAL, 1 FULL */
 	int         interactive; /* nonzero: `ask` may prompt on the terminal */
+	int         max_parallel;/* 0: config (limits.max_parallel, default 8); 1: serial */
 } tg_options;
 
 /*
@@ -107,6 +108,9 @@ typedef struct tg_request {
 	const char *principal;       /* claimed principal (--as), or NULL */
 	const char *token;           /* presented token, or NULL */
 	int         dry_run;         /* stop before execute */
+	const char *invalid;         /* non-NULL: the caller could not decode this call (a
+	                                truncated stream, say): it is recorded as `invalid`
+	                                with this sentence and not run */
 } tg_request;
 
 typedef struct tg_result tg_result;

@@ -113,7 +113,8 @@ static const char *const rlimit_keys[]    = { "cpu_s", "address_space_mb", "file
                                               "open_files", "processes" };
 static const char *const ptest_keys[]     = { "call", "expect" };
 static const char *const profile_keys[]   = { "categories", "read_only" };
-static const char *const limits_keys[]    = { "max_args_bytes", "max_result_chars", "timeout_s" };
+static const char *const limits_keys[]    = { "max_args_bytes", "max_result_chars", "timeout_s",
+                                              "max_parallel" };
 static const char *const formats_keys[]   = { "assert" };
 static const char *const approvals_keys[] = { "ttl_s" };
 static const char *const ledger_keys[]    = { "sync" };
@@ -660,13 +661,14 @@ static int load_limits(ld *x, json_t *root)
 	char ptr[PTR_MAX];
 	json_t *s;
 	long long args = (long long)c->max_args_bytes, chars = (long long)c->max_result_chars;
-	long long timeout = c->timeout_s, ttl = c->approval_ttl_s;
+	long long timeout = c->timeout_s, ttl = c->approval_ttl_s, par = c->max_parallel;
 	int sync = c->sync_full;
 
 	if (section(x, root, "", "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), &s, ptr) < 0 ||
 	    (s && (opt_int(x, s, ptr, "max_args_bytes", 1, MAX_BYTES_LIMIT, &args) < 0 ||
 	           opt_int(x, s, ptr, "max_result_chars", 1, MAX_BYTES_LIMIT, &chars) < 0 ||
-	           opt_int(x, s, ptr, "timeout_s", 1, MAX_TIMEOUT_S, &timeout) < 0)))
+	           opt_int(x, s, ptr, "timeout_s", 1, MAX_TIMEOUT_S, &timeout) < 0 ||
+	           opt_int(x, s, ptr, "max_parallel", 1, 256, &par) < 0)))
 		return -1;
 	if (section(x, root, "", "formats", formats_keys, TGI_ARRAY_LEN(formats_keys), &s, ptr) < 0 ||
 	    (s && opt_bool(x, s, ptr, "assert", &c->assert_formats) < 0))
@@ -680,6 +682,7 @@ static int load_limits(ld *x, json_t *root)
 	c->max_args_bytes = (size_t)args;
 	c->max_result_chars = (size_t)chars;
 	c->timeout_s = (int)timeout;
+	c->max_parallel = (int)par;
 	c->approval_ttl_s = (int)ttl;
 	c->sync_full = sync;
 	return 0;
@@ -1156,6 +1159,7 @@ static void set_defaults(tgi_config *c)
 	c->max_args_bytes = 1048576;
 	c->max_result_chars = 50000;
 	c->timeout_s = 120;
+	c->max_parallel = 8;
 	c->assert_formats = 1;
 	c->approval_ttl_s = 3600;
 	c->sync_full = 0;

@@ -95,6 +95,7 @@ typedef struct tgi_config {
 	size_t  max_args_bytes;      /* default 1 MiB */
 	size_t  max_result_chars;    /* default 50000 */
 	int     timeout_s;           /* default 120 */
+	int     max_parallel;        /* calls of one batch run at once (default 8; 1: serial) */
 	int     assert_formats;      /* default 1 */
 	int     approval_ttl_s;      /* default 3600 */
 	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */

@@ -67,6 +67,9 @@ tgi_verdict tgi_decode(tgi_call *c)
 		                e ? " in this profile" : "");
 	c->entry = e;
 
+	if (req->invalid)       /* the caller could not decode the call: data, never run */
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL, "%s", req->invalid);
+
 	const char *text = req->args ? req->args : "{}";
 	size_t len = req->args ? (req->args_len ? req->args_len : strlen(req->args)) : 2;
 	if (len > g->cfg->max_args_bytes)

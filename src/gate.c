@@ -330,6 +330,8 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 	}
 	if (o->sync_full >= 0)
 		cfg->sync_full = o->sync_full;
+	if (o->max_parallel > 0)
+		cfg->max_parallel = o->max_parallel;
 	if (o->workspace) {
 		char real[PATH_MAX];
 		if (!realpath(o->workspace, real))

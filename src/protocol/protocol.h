@@ -1,0 +1,119 @@
+/*
+ * protocol.h — the four model APIs (DESIGN §6): tool definitions out, tool
+ * calls in (a whole JSON response or its SSE stream), tool results out.
+ * One file per API in src/protocol/, plus sse.c (stream framing) and
+ * dialect.c (schemas translated to each API's dialect).
+ *
+ *   openai-chat       Chat Completions: choices[].message.tool_calls,
+ *                     results as role:"tool" messages
+ *   openai-responses  Responses: output[] function_call / custom_tool_call,
+ *                     results as function_call_output / custom_tool_call_output items
+ *   anthropic         Messages: content[] tool_use, results as one user
+ *                     message of tool_result blocks
+ *   gemini            generateContent: candidates[].content.parts[].functionCall,
+ *                     results as functionResponse parts
+ *
+ * Calls are counted from the call blocks, never from finish_reason /
+ * stop_reason.  A call whose arguments are not valid JSON, or that a
+ * stream cut short, is decoded with `error` set: it becomes an `invalid`
+ * call; the others in the batch still run.
+ *
+ * Owns: the wire shapes.  Must not: run calls or decide anything (the
+ * dispatch in src/protocol/dispatch.c and the gate do).
+ */
+#ifndef TGI_PROTOCOL_H
+#define TGI_PROTOCOL_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+/* One tool call as the model made it. */
+typedef struct tgi_pcall {
+	char   *id;        /* the API's call id (tool_call_id, call_id, tool_use id); Gemini:
+	                      synthesized "gemini-<index>-<name>", stable for one response */
+	char   *name;      /* tool name as the model wrote it */
+	char   *args;      /* arguments: JSON object text; for a custom/freeform call the raw
+	                      input text (raw = 1); NULL when error is set and nothing came */
+	size_t  args_len;
+	int     raw;       /* custom/freeform call: args is text, not JSON */
+	char   *error;     /* non-NULL: invalid call, with a sentence ("arguments are not
+	                      valid JSON at byte 12: ...", "the stream ended inside this call") */
+	json_t *echo;      /* what the result must carry back (Gemini thoughtSignature), or NULL */
+} tgi_pcall;
+
+typedef struct tgi_pcalls {
+	tgi_pcall *v;
+	size_t     n;
+	char      *text;   /* the model's text beside the calls, concatenated ("" when none) */
+	char      *stop;   /* finish_reason / stop_reason as given, or NULL (informational) */
+} tgi_pcalls;
+
+void tgi_pcalls_free(tgi_pcalls *c);
+
+/* What one call came to: borrowed from the envelope. */
+typedef struct tgi_presult {
+	const char *status;   /* envelope status: persisted, denied, ... */
+	int         is_error; /* invalid, denied, pending or failed */
+	const char *text;     /* what the model reads: the tool's output as text (a string
+	                         output itself; an object's "summary" if it has one, else the
+	                         compact JSON), or for an error "status (kind): message" */
+	const json_t *envelope;
+} tgi_presult;
+
+enum { TGI_DIALECT_GEMINI_LEGACY = 1u << 0 };
+
+typedef struct tgi_protocol {
+	const char *name;    /* "openai-chat", "openai-responses", "anthropic", "gemini" */
+	/* The `tools` array in this API's shape, from definitions as tg_tools_json gives
+	 * them ([{name, description, input_schema, annotations}]).  NULL with err when a
+	 * definition cannot be expressed (a name the API refuses, a $ref cycle for
+	 * Gemini's legacy schema). */
+	json_t *(*tools)(const json_t *defs, unsigned flags, char *err, size_t errlen);
+	/* Decode a complete JSON response.  0, or -1 with err when it is not this API's
+	 * response at all (calls with bad arguments are not errors: see tgi_pcall). */
+	int (*decode)(const char *text, size_t len, tgi_pcalls *out, char *err, size_t errlen);
+	/* Decode a raw SSE stream of this API.  Same returns. */
+	int (*decode_stream)(const char *text, size_t len, tgi_pcalls *out, char *err,
+	                     size_t errlen);
+	/* The result message(s) this API expects, one result per call, in call order:
+	 * res[i] answers calls->v[i].  New reference: a JSON array of messages/items
+	 * (Chat: tool messages; Responses: output items; Anthropic: [one user message];
+	 * Gemini: [one content {role:"user", parts:[functionResponse...]}]). */
+	json_t *(*results)(const tgi_pcalls *calls, const tgi_presult *res);
+} tgi_protocol;
+
+extern const tgi_protocol tgi_protocol_openai_chat;
+extern const tgi_protocol tgi_protocol_openai_responses;
+extern const tgi_protocol tgi_protocol_anthropic;
+extern const tgi_protocol tgi_protocol_gemini;
+
+/* By name; NULL if unknown. */
+const tgi_protocol *tgi_protocol_find(const char *name);
+
+/* ---- dialect.c: schemas per API ---------------------------------------- */
+
+/*
+ * Is name a tool name the API accepts?  [A-Za-z0-9_-]{1,64} for OpenAI and
+ * Anthropic; Gemini also allows '.' and ':' (and up to 64 characters).  0,
+ * or -1 with a sentence.
+ */
+int tgi_dialect_name_ok(const char *api, const char *name, char *err, size_t errlen);
+
+/*
+ * OpenAI strict: the schema made strict (every object closed with
+ * additionalProperties:false, every property required, optional ones made
+ * nullable, keywords strict mode does not support moved into the
+ * description), or NULL when it cannot be (then the caller emits
+ * strict:false with the schema as it is).  New reference.
+ */
+json_t *tgi_dialect_openai_strict(const json_t *schema);
+
+/*
+ * Gemini's legacy OpenAPI-subset `parameters`: $ref inlined (a cycle is an
+ * error), no oneOf/allOf/const/additionalProperties (anyOf kept), enums of
+ * strings only, types uppercase (STRING, OBJECT, ...), nullable for
+ * ["x","null"].  NULL with a sentence in err.  New reference.
+ */
+json_t *tgi_dialect_gemini_legacy(const json_t *schema, char *err, size_t errlen);
+
+#endif
