@@ -76,7 +76,7 @@ test: build/toolgate build/asan/toolgate $(UNIT_BIN_ASAN) $(TSAN_TESTS) $(FUZZ_B
 demo: all
 	@scripts/demo build/toolgate
 
-bench: all build/bench/pipeline build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell
+bench: all build/bench/pipeline build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a

@@ -1,45 +1,55 @@
 /*
- * cmd_tools.c — `toolgate tools`: the tool definitions a model may use
- * under a profile, as JSON.
+ * cmd_tools.c — `toolgate tools [--format API] [--gemini-legacy]`: the
+ * tool definitions a model may use under a profile, as our JSON or as the
+ * `tools` array of a model API.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
 static const char usage_text[] =
-	"usage: toolgate tools [options]\n\n"
-	"Prints the definitions (name, description, input_schema, annotations) of the\n"
-	"tools available under the profile, as a JSON array.\n\n"
+	"usage: toolgate tools [--format API] [--gemini-legacy] [options]\n\n"
+	"Prints the definitions of the tools available under the profile: as a JSON array of\n"
+	"{name, description, input_schema, annotations}, or with --format as the `tools` array\n"
+	"of a model API: openai-chat, openai-responses, anthropic, gemini (schemas translated\n"
+	"to its dialect; --gemini-legacy: Gemini's OpenAPI-subset `parameters`).\n\n"
 	"options:\n" CLI_GATE_OPTIONS_HELP;
 
 int cmd_tools(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS, {0, 0, 0, 0},
+		{"format", 1, 0, 'f'}, {"gemini-legacy", 0, 0, 'g'}, {"help", 0, 0, 'h'},
+		CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
-	int opt;
+	const char *format = NULL;
+	int opt, legacy = 0;
 	cli_gate_opts_init(&go);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (opt == 'h') {
-			fputs(usage_text, stdout);
-			return 0;
-		}
-		if (cli_gate_opt(&go, opt, optarg) != 1) {
+		switch (opt) {
+		case 'f': format = optarg; break;
+		case 'g': legacy = 1; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
 			fputs(usage_text, stderr);
 			return 1;
 		}
 	}
 	if (optind < argc)
 		return cli_error("unexpected argument '%s'", argv[optind]);
+	if (legacy && (!format || strcmp(format, "gemini")))
+		return cli_error("--gemini-legacy goes with --format gemini");
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;
 	char *err = NULL;
-	char *s = tg_tools_json(g, NULL, &err);
+	char *s = format ? tg_tools_format(g, NULL, format, legacy, &err) : tg_tools_json(g, NULL, &err);
 	int code = 0;
 	if (s)
 		puts(s);

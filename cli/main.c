@@ -18,7 +18,8 @@ static const struct cmd {
 	const char *summary;
 } commands[] = {
 	{"call", cmd_call, "run one tool call (or a batch) through the gate"},
-	{"tools", cmd_tools, "print the tool definitions for a profile"},
+	{"dispatch", cmd_dispatch, "run the tool calls of a model's response; print the results"},
+	{"tools", cmd_tools, "print the tool definitions for a profile (or in an API's shape)"},
 	{"log", cmd_log, "show the ledger: calls, statuses and their events"},
 	{"approvals", cmd_approvals, "list, approve or deny queued approvals"},
 	{"ops", cmd_ops, "settle an unknown outcome (ops resolve)"},

@@ -139,6 +139,29 @@ void        tg_result_free(tg_result *r);
  */
 char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg);
 
+/*
+ * The same definitions as the `tools` array of a model API: api is
+ * "openai-chat", "openai-responses", "anthropic" or "gemini"; gemini_legacy
+ * emits Gemini's OpenAPI-subset `parameters` instead of
+ * `parametersJsonSchema`.  Caller frees; NULL with *errmsg (an unknown
+ * api, a name the API refuses, a schema it cannot express).
+ */
+char *tg_tools_format(tg_gate *g, const char *profile, const char *api, int gemini_legacy,
+                      char **errmsg);
+
+/*
+ * Dispatch what a model returned: len bytes of a JSON response (or, with
+ * stream, its raw SSE stream) of api.  Every tool call in it runs through
+ * the gate as one batch (in parallel where that is safe), and the result
+ * message(s) that API expects come back as JSON text, one result per call
+ * in call order, whatever happened to the others.  session and principal
+ * (may be NULL) are applied to every call.  *summary (if not NULL) gets a
+ * line per call: "call_id tool status [kind: message]".  Caller frees both;
+ * NULL with *errmsg when the input is not that API's response at all.
+ */
+char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int stream,
+                  const char *session, const char *principal, char **summary, char **errmsg);
+
 /* Decide a queued approval.  0 on success, -1 with *errmsg. */
 int tg_approval_decide(tg_gate *g, const char *approval_id, int approve,
                        const char *by, char **errmsg);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "exec/batch.h"
 #include "patch/patch.h"
 #include "util/fs.h"
 #include "util/util.h"
@@ -120,7 +121,7 @@ void tgi_store_unlock(tg_gate *g)
 
 /* ---- the driver ---- */
 
-static void call_begin(tgi_call *c, tg_gate *g, const tg_request *req)
+void tgi_call_begin(tgi_call *c, tg_gate *g, const tg_request *req)
 {
 	memset(c, 0, sizeof *c);
 	c->g = g;
@@ -156,14 +157,20 @@ static tg_result *call_end(tgi_call *c)
 	return r;
 }
 
-/* The stages in order; persist is not here: it runs once, after them. */
-static const struct {
+/* The stages in order, in two parts: those that admit a call (its policy
+ * and approval settled before it takes a slot in a batch), then those that
+ * run it.  Persist is not here: it runs once, after them. */
+typedef struct {
 	const char *name;
 	tgi_verdict (*run)(tgi_call *c);
-} stages[] = {
-	{"decode", tgi_decode},   {"validate", tgi_validate}, {"identify", tgi_identify},
-	{"decide", tgi_decide},   {"approve", tgi_approve},   {"execute", tgi_execute},
-	{"shape", tgi_shape},
+} stage_row;
+
+static const stage_row admit_stages[] = {
+	{"decode", tgi_decode}, {"validate", tgi_validate}, {"identify", tgi_identify},
+	{"decide", tgi_decide}, {"approve", tgi_approve},
+};
+static const stage_row run_stages[] = {
+	{"execute", tgi_execute}, {"shape", tgi_shape},
 };
 
 /* Make sure the trace names the stage that stopped the call. */
@@ -175,28 +182,46 @@ static void stopped_at(tgi_call *c, const char *stage)
 		tgi_trace(c, stage, c->status == TG_REPLAYED || c->status == TG_DRY_RUN, NULL);
 }
 
+static tgi_verdict run_part(tgi_call *c, const stage_row *part, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (part[i].run(c) == TGI_STOP) {
+			stopped_at(c, part[i].name);
+			return TGI_STOP;
+		}
+	}
+	return TGI_NEXT;
+}
+
+tgi_verdict tgi_call_admit(tgi_call *c)
+{
+	return run_part(c, admit_stages, TGI_ARRAY_LEN(admit_stages));
+}
+
+tgi_verdict tgi_call_run(tgi_call *c)
+{
+	return run_part(c, run_stages, TGI_ARRAY_LEN(run_stages));
+}
+
+tg_result *tgi_call_finish(tgi_call *c)
+{
+	tgi_persist(c);
+	return call_end(c);
+}
+
 tg_status tg_call(tg_gate *g, const tg_request *req, tg_result **out)
 {
 	tgi_call c;
-	call_begin(&c, g, req);
-	for (size_t i = 0; i < TGI_ARRAY_LEN(stages); i++) {
-		if (stages[i].run(&c) == TGI_STOP) {
-			stopped_at(&c, stages[i].name);
-			break;
-		}
-	}
-	tgi_persist(&c);
-	*out = call_end(&c);
+	tgi_call_begin(&c, g, req);
+	if (tgi_call_admit(&c) == TGI_NEXT)
+		tgi_call_run(&c);
+	*out = tgi_call_finish(&c);
 	return (*out)->status;
 }
 
 size_t tg_call_batch(tg_gate *g, const tg_request *reqs, size_t n, tg_result **out)
 {
-	/* In call order, one result per call; a failure never cancels a
-	 * sibling.  (Parallel segments come with the batch planner.) */
-	for (size_t i = 0; i < n; i++)
-		tg_call(g, &reqs[i], &out[i]);
-	return n;
+	return tgi_batch_run(g, reqs, n, out);
 }
 
 /* ---- results ---- */
@@ -446,6 +471,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	if (apply_overrides(g->cfg, o, errmsg) < 0)
 		goto fail;
 	g->profile = tgi_strdup(g->cfg->profile);
+	g->pool = tgi_pool_new(g->cfg->max_parallel > 1 ? (size_t)g->cfg->max_parallel - 1 : 0);
 
 	g->ws_fd = open(g->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (g->ws_fd < 0) {
@@ -489,6 +515,7 @@ void tg_gate_close(tg_gate *g)
 {
 	if (!g)
 		return;
+	tgi_pool_free(g->pool);
 	tgi_store_close(g->store);
 	tgi_registry_free(g->reg);
 	tgi_ruleset_free(g->rules);
@@ -513,7 +540,7 @@ void tg_gate_close(tg_gate *g)
 
 /* ---- definitions and operator actions ---- */
 
-char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
+json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
 {
 	const char *p = profile ? profile : g->profile;
 	json_t *arr = json_array();
@@ -537,7 +564,13 @@ char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
 		                   (f & (TGI_T_IDEMPOTENT | TGI_T_READ_ONLY)) != 0, "openWorldHint",
 		                   e->row->handler == tgi_command_run));
 	}
-	char *s = json_dumps(arr, JSON_INDENT(2));
+	return arr;
+}
+
+char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
+{
+	json_t *arr = tgi_tool_defs(g, profile, errmsg);
+	char *s = arr ? json_dumps(arr, JSON_INDENT(2)) : NULL;
 	json_decref(arr);
 	return s;
 }

@@ -22,6 +22,7 @@
 #include "policy/shell.h"
 #include "policy/execpolicy.h"
 #include "store/store.h"
+#include "exec/pool.h"
 
 struct tg_gate {
 	tgi_config   *cfg;        /* owned */
@@ -39,6 +40,8 @@ struct tg_gate {
 	                             runs (its config, command scripts, rule files): read-only */
 	size_t        nprotected;
 	int           interactive;
+	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
+	                             caller of a batch is the last), started on first use */
 };
 
 /* A stage's verdict: not the call's status. */
@@ -120,6 +123,22 @@ tgi_verdict tgi_shape(tgi_call *c); /* never stops */
 void        tgi_persist(tgi_call *c);
 
 /*
+ * The driver in parts, for the batch runner (src/exec/batch.c); tg_call is
+ * begin, admit, run (when admitted), finish.  One call is touched by one
+ * thread at a time.
+ *   tgi_call_begin   set c up for req (g and req borrowed for the call)
+ *   tgi_call_admit   decode, validate, identify, decide, approve: TGI_STOP
+ *                    when the call stopped there (its status is set)
+ *   tgi_call_run     execute, shape
+ *   tgi_call_finish  persist (exactly once, on every path) and free the
+ *                    call's state; the result (caller frees with tg_result_free)
+ */
+void        tgi_call_begin(tgi_call *c, tg_gate *g, const tg_request *req);
+tgi_verdict tgi_call_admit(tgi_call *c);
+tgi_verdict tgi_call_run(tgi_call *c);
+tg_result  *tgi_call_finish(tgi_call *c);
+
+/*
  * Stop the call: set status, kind, field (may be NULL) and a message (a
  * sentence; control characters stripped).  applied defaults to "no".
  * Always returns TGI_STOP, so a stage can `return tgi_stop(...)`.
@@ -146,6 +165,10 @@ int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
 
 /* Set *errmsg (if not NULL) to a new copy of the sentence; returns -1. */
 int tgi_fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The definitions a model may use under profile (NULL: the gate's), as
+ * tg_tools_json documents them; NULL with *errmsg (unknown profile). */
+json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg);
 
 /* Lock the shared store handle around a ledger operation. */
 void tgi_store_lock(tg_gate *g);

@@ -33,7 +33,8 @@ typedef int (*tgi_sse_cb)(const tgi_sse_event *ev, void *arg);
  * the callback's nonzero value when it stopped, or -1 with a sentence in
  * err (over TGI_SSE_MAX, a NUL byte).  *truncated is set when the stream
  * ends inside an event (no blank line after its last data line); that
- * last event is still delivered.
+ * last event is still delivered, and *truncated is set before it is, so a
+ * callback that can see the flag knows the event may be cut short.
  */
 int tgi_sse_parse(const char *text, size_t len, tgi_sse_cb cb, void *arg, int *truncated,
                   char *err, size_t errlen);

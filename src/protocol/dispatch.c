@@ -1,0 +1,173 @@
+/*
+ * dispatch.c — a model's response through the gate: decode it with the
+ * API's protocol, run every call as one batch, encode the results the way
+ * that API expects; and the API-shaped tool definitions.
+ *
+ * A custom/freeform call (raw text input) goes to a tool that takes one
+ * required string argument: the text becomes that argument (apply_patch's
+ * `patch`); any other tool gets it as an invalid call.  A call the decoder
+ * marked invalid (bad JSON, a cut stream) is recorded as `invalid` with its
+ * sentence and not run.  Every call gets exactly one result.
+ *
+ * Owns: the mapping between wire calls and gate requests.  Must not:
+ * parse wire formats (the protocol files do) or decide anything.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gate.h"
+#include "protocol/protocol.h"
+#include "util/util.h"
+
+char *tg_tools_format(tg_gate *g, const char *profile, const char *api, int gemini_legacy,
+                      char **errmsg)
+{
+	char err[512];
+	const tgi_protocol *p = tgi_protocol_find(api);
+	if (!p) {
+		tgi_fail(errmsg, "unknown API \"%s\"; expected openai-chat, openai-responses, "
+		         "anthropic or gemini", api ? api : "");
+		return NULL;
+	}
+	json_t *defs = tgi_tool_defs(g, profile, errmsg);
+	if (!defs)
+		return NULL;
+	json_t *tools = p->tools(defs, gemini_legacy ? TGI_DIALECT_GEMINI_LEGACY : 0, err, sizeof err);
+	json_decref(defs);
+	if (!tools) {
+		tgi_fail(errmsg, "%s", err);
+		return NULL;
+	}
+	char *s = json_dumps(tools, JSON_INDENT(2));
+	json_decref(tools);
+	return s;
+}
+
+/* The one required string argument of a tool, for raw input; NULL if the
+ * tool has not exactly one such. */
+static const char *raw_arg(tg_gate *g, const char *tool)
+{
+	const tgi_entry *e = tool ? tgi_registry_find(g->reg, tool) : NULL;
+	const json_t *req = e ? json_object_get(e->schema_json, "required") : NULL;
+	const json_t *props = e ? json_object_get(e->schema_json, "properties") : NULL;
+	if (json_array_size(req) != 1)
+		return NULL;
+	const char *name = json_string_value(json_array_get(req, 0));
+	const json_t *type = json_object_get(json_object_get(props, name), "type");
+	return name && json_is_string(type) && !strcmp(json_string_value(type), "string") ? name : NULL;
+}
+
+/* What the model reads of one result. */
+static char *result_text(const json_t *env, int is_error)
+{
+	if (is_error) {
+		const json_t *e = json_object_get(env, "error");
+		const char *kind = json_string_value(json_object_get(e, "kind"));
+		const char *msg = json_string_value(json_object_get(e, "message"));
+		size_t n = 64 + (kind ? strlen(kind) : 0) + (msg ? strlen(msg) : 0);
+		char *s = tgi_xmalloc(n);
+		snprintf(s, n, "%s (%s): %s", json_string_value(json_object_get(env, "status")),
+		         kind ? kind : "error", msg ? msg : "");
+		return s;
+	}
+	const json_t *out = json_object_get(env, "output");
+	const json_t *sum = json_is_object(out) ? json_object_get(out, "summary") : NULL;
+	if (json_is_string(out))
+		return tgi_strdup(json_string_value(out));
+	if (json_is_string(sum))
+		return tgi_strdup(json_string_value(sum));
+	char *s = out ? json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	return s ? s : tgi_strdup("");
+}
+
+char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int stream,
+                  const char *session, const char *principal, char **summary, char **errmsg)
+{
+	char err[1024];
+	tgi_pcalls calls = {0};
+	const tgi_protocol *p = tgi_protocol_find(api);
+	if (summary)
+		*summary = NULL;
+	if (!p) {
+		tgi_fail(errmsg, "unknown API \"%s\"; expected openai-chat, openai-responses, "
+		         "anthropic or gemini", api ? api : "");
+		return NULL;
+	}
+	if ((stream ? p->decode_stream : p->decode)(text, len, &calls, err, sizeof err) < 0) {
+		tgi_fail(errmsg, "%s", err);
+		tgi_pcalls_free(&calls);
+		return NULL;
+	}
+
+	size_t n = calls.n;
+	tg_request *rq = tgi_xcalloc(n + 1, sizeof *rq);
+	tg_result **rs = tgi_xcalloc(n + 1, sizeof *rs);
+	char **wrapped = tgi_xcalloc(n + 1, sizeof *wrapped);
+	for (size_t i = 0; i < n; i++) {
+		const tgi_pcall *c = &calls.v[i];
+		rq[i] = (tg_request){
+			.tool = c->name, .args = c->args, .args_len = c->args ? c->args_len : 0,
+			.call_id = c->id, .session = session, .principal = principal,
+			.invalid = c->error,
+		};
+		if (c->raw && !c->error) {
+			const char *arg = raw_arg(g, c->name);
+			if (arg) {
+				json_t *o = json_pack("{s:s%}", arg, c->args ? c->args : "",
+				                      c->args ? c->args_len : (size_t)0);
+				wrapped[i] = o ? json_dumps(o, JSON_COMPACT) : NULL;
+				json_decref(o);
+				rq[i].args = wrapped[i];
+				rq[i].args_len = wrapped[i] ? strlen(wrapped[i]) : 0;
+			}
+			if (!arg || !wrapped[i])
+				rq[i].invalid = "this tool takes JSON arguments, not free text; call it as a "
+				                "function with a JSON object";
+		}
+	}
+	tg_call_batch(g, rq, n, rs);
+
+	tgi_presult *res = tgi_xcalloc(n + 1, sizeof *res);
+	json_t **envs = tgi_xcalloc(n + 1, sizeof *envs);
+	char **texts = tgi_xcalloc(n + 1, sizeof *texts);
+	tgi_buf sum;
+	tgi_buf_init(&sum, 1u << 24);
+	for (size_t i = 0; i < n; i++) {
+		json_error_t je;
+		tg_status st = tg_result_status(rs[i]);
+		envs[i] = json_loads(tg_result_json(rs[i], 0), 0, &je);
+		int is_error = st == TG_INVALID || st == TG_DENIED || st == TG_PENDING || st == TG_FAILED;
+		texts[i] = result_text(envs[i], is_error);
+		res[i] = (tgi_presult){tg_status_name(st), is_error, texts[i], envs[i]};
+		const json_t *e = json_object_get(envs[i], "error");
+		const char *kind = json_string_value(json_object_get(e, "kind"));
+		const char *msg = json_string_value(json_object_get(e, "message"));
+		char shown[300] = "";
+		tgi_sanitize(shown, sizeof shown, msg ? msg : "");
+		tgi_buf_printf(&sum, "%s %s %s", calls.v[i].id ? calls.v[i].id : "-",
+		               calls.v[i].name ? calls.v[i].name : "-", tg_status_name(st));
+		if (is_error)
+			tgi_buf_printf(&sum, " %s: %s", kind ? kind : "error", shown);
+		tgi_buf_puts(&sum, "\n");
+	}
+	json_t *msgs = p->results(&calls, res);
+	char *out = json_dumps(msgs, JSON_INDENT(2));
+	json_decref(msgs);
+	if (summary)
+		*summary = sum.p ? tgi_buf_steal(&sum) : tgi_strdup("");
+	tgi_buf_free(&sum);
+	for (size_t i = 0; i < n; i++) {
+		tg_result_free(rs[i]);
+		json_decref(envs[i]);
+		free(texts[i]);
+		free(wrapped[i]);
+	}
+	free(rq);
+	free(rs);
+	free(wrapped);
+	free(res);
+	free(envs);
+	free(texts);
+	tgi_pcalls_free(&calls);
+	return out;
+}
