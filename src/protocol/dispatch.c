@@ -57,6 +57,73 @@ static const char *raw_arg(tg_gate *g, const char *tool)
 	return name && json_is_string(type) && !strcmp(json_string_value(type), "string") ? name : NULL;
 }
 
+/* Does the schema accept null itself? */
+static int allows_null(const json_t *schema)
+{
+	const json_t *t = json_object_get(schema, "type");
+	size_t i;
+	json_t *v;
+	if (json_is_string(t))
+		return !strcmp(json_string_value(t), "null");
+	json_array_foreach(t, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), "null"))
+			return 1;
+	return !t && !json_object_get(schema, "properties");   /* untyped: anything */
+}
+
+/*
+ * OpenAI strict mode makes every property required and the optional ones
+ * nullable (dialect.c), so a strict model sends `"offset": null` for what
+ * it leaves out.  Drop such nulls where the tool's own schema has the
+ * property optional and not nullable, at any depth, before the gate
+ * validates against that schema.
+ */
+static void strip_strict_nulls(json_t *v, const json_t *schema, int depth)
+{
+	if (!json_is_object(schema) || depth > 32)
+		return;
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e)
+			strip_strict_nulls(e, json_object_get(schema, "items"), depth + 1);
+		return;
+	}
+	const json_t *props = json_object_get(schema, "properties"), *req = json_object_get(schema, "required");
+	const char *key;
+	json_t *val, *tmp;
+	if (!json_is_object(v) || !json_is_object(props))
+		return;
+	json_object_foreach_safe(v, tmp, key, val) {
+		const json_t *ps = json_object_get(props, key);
+		int required = 0;
+		size_t i;
+		json_t *r;
+		json_array_foreach(req, i, r)
+			required |= json_is_string(r) && !strcmp(json_string_value(r), key);
+		if (json_is_null(val) && ps && !required && !allows_null(ps))
+			json_object_del(v, key);
+		else
+			strip_strict_nulls(val, ps, depth + 1);
+	}
+}
+
+/* The args text of a strict OpenAI call with its nulls dropped (new
+ * string), or NULL to keep the text as it is. */
+static char *unstrict_args(tg_gate *g, const tgi_pcall *c)
+{
+	const tgi_entry *e = c->name ? tgi_registry_find(g->reg, c->name) : NULL;
+	json_error_t je;
+	json_t *a = e && c->args ? json_loadb(c->args, c->args_len, JSON_REJECT_DUPLICATES, &je) : NULL;
+	char *s = NULL;
+	if (json_is_object(a)) {
+		strip_strict_nulls(a, e->schema_json, 0);
+		s = json_dumps(a, JSON_COMPACT);
+	}
+	json_decref(a);
+	return s;
+}
+
 /* What the model reads of one result. */
 static char *result_text(const json_t *env, int is_error)
 {
@@ -110,6 +177,11 @@ char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int
 			.call_id = c->id, .session = session, .principal = principal,
 			.invalid = c->error,
 		};
+		if (!c->raw && !c->error && !strncmp(p->name, "openai-", 7) &&
+		    (wrapped[i] = unstrict_args(g, c))) {
+			rq[i].args = wrapped[i];
+			rq[i].args_len = strlen(wrapped[i]);
+		}
 		if (c->raw && !c->error) {
 			const char *arg = raw_arg(g, c->name);
 			if (arg) {

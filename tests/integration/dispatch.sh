@@ -43,6 +43,15 @@ eq "$(wc -l < openai-chat.err)" 4 "chat: one summary line per call"
 contains "$(sed -n 2p openai-chat.err)" "call_deny read_file denied" "chat: summary line"
 eq "$(sql "SELECT count(*) FROM ops WHERE call_id LIKE 'call_%'")" 4 "chat: four ledger rows"
 
+# ---- OpenAI strict mode: the nulls a strict model sends for optional arguments
+cat > strict.json <<'JSON'
+{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","tool_calls":[
+ {"id":"call_strict","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.txt\",\"offset\":null,\"limit\":null}"}}]}}]}
+JSON
+dispatch openai-chat strict.json
+contains "$(jq -r '.[0].content' openai-chat.out)" "alpha" "strict: optional nulls are dropped before validation"
+eq "$("$TG" tools --format openai-chat | jq -r '.[] | select(.function.name=="read_file") | .function.strict')" true "strict: read_file is exported strict"
+
 # ---- Anthropic: tool_use with end_turn still counts; is_error on the denial
 cat > anthropic.json <<'JSON'
 {"id":"msg_1","type":"message","role":"assistant","stop_reason":"end_turn","content":[
