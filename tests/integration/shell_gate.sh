@@ -130,13 +130,15 @@ sp=$(jqv big.json .output.spilled)
 eq "$(grep -c '^2500$' "$sp")" 1 "the spill file has the full output"
 
 # ---- timeouts: capped by max_timeout_s, the whole group killed
-tgcall slow shell '{"command":"sleep 30 & sleep 30; echo never","timeout_s":60}'
+# a duration of our own, so that pgrep sees no other run's sleep
+nap="30.$$"
+tgcall slow shell "{\"command\":\"sleep $nap & sleep $nap; echo never\",\"timeout_s\":60}"
 eq "$(st slow)" persisted "a timed-out command returns"
 eq "$(jqv slow.json .output.timed_out)" true "timed_out"
 d=$(jqv slow.json '.duration_ms | floor')
 [ "$d" -lt 12000 ] || fail "the timeout was capped at max_timeout_s (5 s): took $d ms"
 sleep 0.5
-pgrep -f "sleep 30" > /dev/null && fail "a process of the timed-out command survived"
+pgrep -f "sleep $nap" > /dev/null && fail "a process of the timed-out command survived"
 
 # ---- workdir
 tgcall wd shell '{"command":"pwd","workdir":"src"}'

@@ -112,7 +112,8 @@ static void *worker(void *arg)
 				r->key = (int)(next_rand(&seed) % WKEYS);
 				q->tool = "write_file";
 				snprintf(args[i], sizeof args[i],
-				         "{\"path\":\"keyed/w%d.txt\",\"content\":\"w%d\"}", r->key, r->key);
+				         "{\"path\":\"keyed/%d/w%d.txt\",\"content\":\"w%d\"}", r->key % 10,
+				         r->key, r->key);
 				snprintf(keys[i], sizeof keys[i], "w%d", r->key);
 				q->idempotency_key = keys[i];
 				break;
@@ -130,7 +131,7 @@ static void *worker(void *arg)
 				break;
 			case K_LIST:
 				q->tool = "list_dir";
-				snprintf(args[i], sizeof args[i], "{\"path\":\"keyed\"}");
+				snprintf(args[i], sizeof args[i], "{\"path\":\"keyed/%u\"}", next_rand(&seed) % 10);
 				break;
 			case K_BAD:
 				q->tool = "read_file";
@@ -203,6 +204,10 @@ static int setup(void **state)
 	char dir[160];
 	snprintf(dir, sizeof dir, "%s/keyed", ws);
 	assert_int_equal(mkdir(dir, 0755), 0);
+	for (int i = 0; i < 10; i++) {
+		snprintf(dir, sizeof dir, "%s/keyed/%d", ws, i);
+		assert_int_equal(mkdir(dir, 0755), 0);
+	}
 	for (int i = 0; i < 10; i++) {
 		char name[32], text[32];
 		snprintf(name, sizeof name, "r%d.txt", i);
@@ -292,6 +297,13 @@ static void test_stress(void **state)
 		}
 	}
 	assert_int_equal(calls, THREADS * PER_THREAD);
+	long long by_status[TG_STATUS__COUNT] = {0};
+	for (int i = 0; i < THREADS; i++)
+		for (int j = 0; j < PER_THREAD; j++)
+			by_status[w[i].rec[j].status]++;
+	fprintf(stderr, "      %lld calls: %lld persisted, %lld replayed, %lld pending, %lld invalid; "
+	        "%lld + %lld keys\n", calls, by_status[TG_PERSISTED], by_status[TG_REPLAYED],
+	        by_status[TG_PENDING], by_status[TG_INVALID], nw, na);
 	for (int k = 0; k < WKEYS; k++)
 		assert_int_equal(wkey_persisted[k], wkey_used[k] ? 1 : 0);
 	for (int k = 0; k < AKEYS; k++)
@@ -362,7 +374,7 @@ static void test_stress(void **state)
 		if (!wkey_used[k])
 			continue;
 		char want[16], got[16] = "";
-		snprintf(p, sizeof p, "%s/keyed/w%d.txt", ws, k);
+		snprintf(p, sizeof p, "%s/keyed/%d/w%d.txt", ws, k % 10, k);
 		snprintf(want, sizeof want, "w%d", k);
 		f = fopen(p, "r");
 		assert_non_null(f);
