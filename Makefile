@@ -5,6 +5,7 @@
 #   make demo       the five-call experiment on a fresh temporary workspace
 #   make bench      pipeline and validator benchmarks
 #   make fuzz       libFuzzer targets (clang), each run briefly
+#   make tsan       the threaded tests under ThreadSanitizer
 #   make install    PREFIX=/usr/local
 
 PREFIX  ?= /usr/local
@@ -58,7 +59,7 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 TSAN_TESTS    := $(patsubst %,build/tsan/tests/%,$(basename $(notdir $(shell grep -l pthread_create $(UNIT_SRC) 2>/dev/null))))
 FUZZ_BIN      := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
-.PHONY: all deps check test demo bench fuzz install clean
+.PHONY: all deps check test tsan demo bench fuzz install clean
 all: deps build/toolgate build/libtoolgate.a
 
 deps:
@@ -72,6 +73,10 @@ check:
 # the optimised build too: -O2 finds warnings -O1 does not
 test: build/toolgate build/asan/toolgate $(UNIT_BIN_ASAN) $(TSAN_TESTS) $(FUZZ_BIN)
 	@TSAN_TESTS="$(TSAN_TESTS)" FUZZ_SMOKE="$(FUZZ_BIN)" tests/run build/asan
+
+# the threaded tests alone, under ThreadSanitizer (make check runs them too)
+tsan: $(TSAN_TESTS)
+	@for t in $(TSAN_TESTS); do echo "== $$t"; TSAN_OPTIONS=halt_on_error=1 $$t || exit 1; done
 
 demo: all
 	@scripts/demo build/toolgate

@@ -20,14 +20,17 @@ typedef struct cli_gate_opts {
 	"  --mode MODE          default | acceptEdits | plan | bypassPermissions\n"   \
 	"  --approval POLICY    on-request | never | untrusted\n"                     \
 	"  --profile NAME       minimal | coding | messaging | full | a configured one\n" \
-	"  --sync LEVEL         ledger durability: normal | full\n"
+	"  --sync LEVEL         ledger durability: normal | full\n"                 \
+	"  --max-parallel N     calls of a batch run at once (1: serial; default 8)\n"
 
 /* getopt_long codes for the shared options */
-enum { OPT_CONFIG = 1000, OPT_WORKSPACE, OPT_MODE, OPT_APPROVAL, OPT_PROFILE, OPT_SYNC };
+enum { OPT_CONFIG = 1000, OPT_WORKSPACE, OPT_MODE, OPT_APPROVAL, OPT_PROFILE, OPT_SYNC,
+       OPT_MAX_PARALLEL };
 #define CLI_GATE_LONGOPTS                                        \
 	{"config", 1, 0, OPT_CONFIG}, {"workspace", 1, 0, OPT_WORKSPACE}, \
 	{"mode", 1, 0, OPT_MODE}, {"approval", 1, 0, OPT_APPROVAL},   \
-	{"profile", 1, 0, OPT_PROFILE}, {"sync", 1, 0, OPT_SYNC}
+	{"profile", 1, 0, OPT_PROFILE}, {"sync", 1, 0, OPT_SYNC},      \
+	{"max-parallel", 1, 0, OPT_MAX_PARALLEL}
 
 void cli_gate_opts_init(cli_gate_opts *g);
 /* Handle a shared option; 1 if it was one, 0 if not, -1 on a bad value. */

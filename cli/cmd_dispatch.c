@@ -16,7 +16,7 @@
 
 static const char usage_text[] =
 	"usage: toolgate dispatch --protocol API [--stream] [--session S] [--as P]\n"
-	"                         [--max-parallel N] [options] [FILE | -]\n\n"
+	"                         [options] [FILE | -]\n\n"
 	"API: openai-chat, openai-responses, anthropic, gemini.  Reads the model's response\n"
 	"(or with --stream its SSE stream) from FILE or stdin, runs every tool call through\n"
 	"the gate (in parallel where safe), prints the tool-result message(s) that API\n"
@@ -27,7 +27,7 @@ int cmd_dispatch(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"protocol", 1, 0, 'p'}, {"stream", 0, 0, 's'}, {"session", 1, 0, 'S'},
-		{"as", 1, 0, 'a'}, {"max-parallel", 1, 0, 'm'}, {"help", 0, 0, 'h'},
+		{"as", 1, 0, 'a'}, {"help", 0, 0, 'h'},
 		CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
@@ -41,11 +41,6 @@ int cmd_dispatch(int argc, char **argv)
 		case 's': stream = 1; break;
 		case 'S': session = optarg; break;
 		case 'a': as = optarg; break;
-		case 'm':
-			go.o.max_parallel = atoi(optarg);
-			if (go.o.max_parallel < 1)
-				return cli_error("--max-parallel: expected a number from 1, got \"%s\"", optarg);
-			break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
 			if (cli_gate_opt(&go, opt, optarg) == 1)

@@ -66,6 +66,9 @@ int cli_gate_opt(cli_gate_opts *g, int opt, const char *arg)
 	case OPT_MODE:      g->o.mode = arg; return 1;
 	case OPT_APPROVAL:  g->o.approval = arg; return 1;
 	case OPT_PROFILE:   g->o.profile = arg; return 1;
+	case OPT_MAX_PARALLEL:
+		g->o.max_parallel = atoi(arg);
+		return g->o.max_parallel >= 1 ? 1 : -1;
 	case OPT_SYNC:
 		if (!strcmp(arg, "full"))
 			g->o.sync_full = 1;
