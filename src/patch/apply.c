@@ -65,14 +65,7 @@ typedef struct planner {
 /* s[0..n) for a message: control characters made safe, cut to fit cap. */
 static void shown(char *out, size_t cap, const char *s, size_t n)
 {
-	char tmp[LINE_MAX_SHOWN + 1];
-	size_t k = n < cap - 8 ? n : cap - 8;
-	k = k < LINE_MAX_SHOWN ? k : LINE_MAX_SHOWN;
-	memcpy(tmp, s, k);
-	tmp[k] = '\0';
-	tgi_sanitize(out, cap, tmp);
-	if (k < n && strlen(out) + 4 <= cap)
-		strcat(out, "...");
+	tgi_sanitize_n(out, cap, s, n, cap - 8 < LINE_MAX_SHOWN ? cap - 8 : LINE_MAX_SHOWN);
 }
 
 static tgi_patch_err refuse(planner *pl, const char *path, const char *why)

@@ -69,13 +69,7 @@ static int starts_with(tgi_patch_line l, const char *s)
 /* A patch line for a message: control characters shown safely, long lines cut. */
 static void shown(char *out, size_t cap, tgi_patch_line l)
 {
-	char tmp[SHOWN_MAX + 1];
-	size_t n = l.len < SHOWN_MAX ? l.len : SHOWN_MAX;
-	memcpy(tmp, l.s, n);
-	tmp[n] = '\0';
-	tgi_sanitize(out, cap, tmp);
-	if (n < l.len && strlen(out) + 4 <= cap)
-		strcat(out, "...");
+	tgi_sanitize_n(out, cap, l.s, l.len, SHOWN_MAX);
 }
 
 static int hunk_error(parser *ps, size_t lineno, const char *fmt, ...)

@@ -65,20 +65,10 @@ int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 
 /* ---- path strings ---- */
 
-/* Copy up to n bytes of s (stopping at a NUL) into out as printable text,
- * cut with "..." when long. */
+/* Up to n bytes of s as printable text for a sentence. */
 static void shown(char *out, size_t cap, const char *s, size_t n)
 {
-	char tmp[SHOWN_MAX + 1];
-	size_t k = 0;
-
-	while (k < n && k < SHOWN_MAX && s[k])
-		k++;
-	memcpy(tmp, s, k);
-	tmp[k] = '\0';
-	tgi_sanitize(out, cap, tmp);
-	if (k < n && s[k] && strlen(out) + 4 <= cap)
-		strcat(out, "...");
+	tgi_sanitize_n(out, cap, s, n, SHOWN_MAX);
 }
 
 int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *err, size_t errlen)

@@ -432,6 +432,18 @@ void tgi_sanitize(char *out, size_t cap, const char *s)
 	out[j] = '\0';
 }
 
+void tgi_sanitize_n(char *out, size_t cap, const char *s, size_t n, size_t max)
+{
+	size_t k = 0;
+	while (k < n && k < max && s[k])
+		k++;
+	char *tmp = tgi_strndup(s, k);
+	tgi_sanitize(out, cap, tmp);
+	free(tmp);
+	if (k < n && s[k] && cap && strlen(out) + 4 <= cap)
+		strcat(out, "...");
+}
+
 /* ---- UTF-8 ---- */
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */

@@ -70,6 +70,9 @@ void tgi_json_pointer_join(char *out, size_t cap, const char *base, const char *
 /* Copy s into out (cap) with control characters replaced by spaces and
  * the result cut at cap-1 bytes on a UTF-8 boundary. */
 void tgi_sanitize(char *out, size_t cap, const char *s);
+/* The same for the first bytes of s: at most n, at most max, stopping at a
+ * NUL; "..." appended when s went on. */
+void tgi_sanitize_n(char *out, size_t cap, const char *s, size_t n, size_t max);
 
 /* strings */
 char *tgi_strdup(const char *s);   /* NULL-safe; aborts on OOM */
