@@ -184,12 +184,26 @@ static void home_ssh_dirs(home_ssh *h)
 	add_home(h, pw_home[0] ? pw_home : NULL);
 }
 
+/* Does path lie under a top directory of the table (/root, /home, /etc,
+ * /dev)?  Every entry does; a path elsewhere (most workspaces, and every
+ * entry a directory walk shows there) skips the globs. */
+static int in_table_tops(const char *path)
+{
+	static const char *const tops[] = {"/root/", "/home/", "/etc/", "/dev/"};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(tops); i++)
+		if (!strncmp(path, tops[i], strlen(tops[i])))
+			return 1;
+	return 0;
+}
+
 /* The reason path (absolute, normalised) is floored, or NULL. */
 static const char *floored(const char *path, const home_ssh *h)
 {
 	for (size_t i = 0; i < h->n; i++)
 		if (is_under(path, h->dir[i]))
 			return SSH_REASON;
+	if (!in_table_tops(path))
+		return NULL;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(floor_table); i++)
 		if (tgi_path_glob(floor_table[i].glob, path))
 			return floor_table[i].reason;
