@@ -1456,24 +1456,62 @@ static const char *fork_bomb(const tgi_cmdline *cl)
 	return NULL;
 }
 
+/* Where commands run at each `( … )` level of the line: a cd inside a
+ * subshell ends with it.  Levels past SCOPES share the deepest slot. */
+#define SCOPES 8
+typedef struct scopes {
+	char     cwd[SCOPES][PATH_MAX];
+	int      known[SCOPES];
+	unsigned id[SCOPES];        /* the subshell the slot belongs to */
+} scopes;
+
+/* Before cmd runs: entering a new subshell starts from its parent's
+ * directory; leaving one returns to the directory of the level it left to. */
+static void scope_enter(scopes *s, const tgi_cmd *cmd, char *cwd, int *known)
+{
+	unsigned l = cmd->sublevel < SCOPES ? cmd->sublevel : SCOPES - 1;
+	unsigned from = l;
+	if (l && s->id[l] != cmd->subshell) {
+		from = l - 1;           /* a new subshell: its parent's directory */
+		s->id[l] = cmd->subshell;
+	}
+	*known = s->known[from];
+	if (*known)
+		memcpy(cwd, s->cwd[from], strlen(s->cwd[from]) + 1);
+}
+
+/* After cmd ran (and any cd was followed): its level's directory. */
+static void scope_leave(scopes *s, const tgi_cmd *cmd, const char *cwd, int known)
+{
+	unsigned l = cmd->sublevel < SCOPES ? cmd->sublevel : SCOPES - 1;
+	s->known[l] = known;
+	if (known)
+		memcpy(s->cwd[l], cwd, strlen(cwd) + 1);
+}
+
 /*
  * Judge every simple command of a line in order, following cd.  A cd in a
  * script the splitter unwrapped (`bash -c "cd /tmp"`, depth > 0) holds
  * for the rest of that script only: when the line comes back to depth 0
- * the directory is the one before it.
+ * the directory is the one before it.  Likewise a cd inside `( … )` holds
+ * only inside it: `(cd /tmp); rm -rf *` deletes where the line started.
  */
 static const char *judge_line(const fctx *x, const tgi_cmdline *cl, const char *cwd0, size_t depth)
 {
 	char cwd[PATH_MAX], outer[PATH_MAX];
 	int known = cwd0 != NULL, outer_known = known;
 	const char *why = fork_bomb(cl);
+	scopes *sc = tgi_xcalloc(1, sizeof *sc);
 
 	if (known) {
 		tgi_snprintf(cwd, sizeof cwd, "%s", cwd0);
 		tgi_snprintf(outer, sizeof outer, "%s", cwd0);
+		tgi_snprintf(sc->cwd[0], sizeof sc->cwd[0], "%s", cwd0);
 	}
+	sc->known[0] = known;
 	for (size_t i = 0; i < cl->n && !why; i++) {
 		const tgi_cmd *cmd = &cl->v[i];
+		scope_enter(sc, cmd, cwd, &known);
 		if (cmd->depth == 0 && i > 0 && cl->v[i - 1].depth > 0) {
 			known = outer_known;
 			if (known)
@@ -1481,12 +1519,14 @@ static const char *judge_line(const fctx *x, const tgi_cmdline *cl, const char *
 		}
 		why = judge_cmd(x, cl, i, known ? cwd : NULL, depth);
 		follow_cd(x, cmd, cwd, &known);
+		scope_leave(sc, cmd, cwd, known);
 		if (cmd->depth == 0) {
 			outer_known = known;
 			if (known)
 				memcpy(outer, cwd, strlen(cwd) + 1);
 		}
 	}
+	free(sc);
 	return why;
 }
 

@@ -579,7 +579,10 @@ typedef struct sink {
 	tgi_cmdline *cl;
 	size_t       cap;
 	size_t       used; /* bytes of words in cl */
+	unsigned     subshells; /* ids given to `( … )` so far */
 } sink;
+
+#define SUB_MAX 32   /* `( … )` nested in one another */
 
 enum { ST_START, ST_NEED, ST_CMD, ST_CLOSED };
 enum { WM_ARG, WM_ASSIGN, WM_DELIM };
@@ -608,6 +611,8 @@ typedef struct parser {
 	size_t           need_at;
 	int              pipe_next;
 	size_t           parens, paren_at;
+	unsigned         sub[SUB_MAX]; /* ids of the open subshells, innermost last */
+	size_t           nsub, sub_over;
 	builder          b;
 	heredoc         *hd;
 	size_t           nhd, caphd, hd_read, hd_owned;
@@ -974,6 +979,9 @@ static int parse_inner(parser *p, const char *text, size_t n)
 	q.depth = p->depth;
 	q.level = p->level + 1;
 	q.params_unknown = p->params_unknown;
+	memcpy(q.sub, p->sub, sizeof q.sub);
+	q.nsub = p->nsub;
+	q.sub_over = p->sub_over;
 	rc = parse_text(&q);
 	parser_free(&q);
 	if (rc == 0)
@@ -1468,6 +1476,9 @@ static int unwrap(parser *p, tgi_cmd *c, size_t prog, size_t si, const char *raw
 	parser_init(&q, p->out, raw, strlen(raw), cerr, sizeof cerr);
 	q.depth = p->depth + 1;
 	q.level = p->level + 1;
+	memcpy(q.sub, p->sub, sizeof q.sub);
+	q.nsub = p->nsub;
+	q.sub_over = p->sub_over;
 	/* $0 and at least $1, or xargs appending words */
 	q.params_unknown = c->argc - si - 1 >= 2 || via_xargs(c, prog);
 	q.prefix = c->argv;
@@ -1544,6 +1555,8 @@ static int emit(parser *p, unsigned flags)
 	if (!c.why && (p->iflags & TGI_CMD_OPAQUE))
 		c.why = tgi_strdup(p->iwhy);
 	c.depth = p->depth;
+	c.subshell = p->nsub ? p->sub[p->nsub - 1] : 0;
+	c.sublevel = (unsigned)(p->nsub + p->sub_over);
 
 	for (size_t i = 0; i < np; i++)
 		c.argv[i] = tgi_strdup(p->prefix[i]);
@@ -1805,6 +1818,10 @@ static int operator(parser *p)
 			p->need_at = at;
 			return 0;
 		}
+		if (p->nsub < SUB_MAX)    /* deeper ones count as the deepest kept */
+			p->sub[p->nsub++] = ++p->out->subshells;
+		else
+			p->sub_over++;
 		if (!p->parens++)
 			p->paren_at = at;
 		p->pos++;
@@ -1820,6 +1837,10 @@ static int operator(parser *p)
 		if (p->state == ST_CMD && finish(p, 0) < 0)
 			return -1;
 		p->parens--;
+		if (p->sub_over)
+			p->sub_over--;
+		else if (p->nsub)
+			p->nsub--;
 		p->pos++;
 		p->state = ST_CLOSED;
 		return 0;
@@ -1872,7 +1893,7 @@ static int parse_text(parser *p)
 
 int tgi_shell_split(const char *text, size_t len, tgi_cmdline *out, char *err, size_t errlen)
 {
-	sink o = { out, 0, 0 };
+	sink o = { out, 0, 0, 0 };
 	const char *nul;
 	parser p;
 	int rc;
@@ -1898,7 +1919,7 @@ int tgi_shell_split(const char *text, size_t len, tgi_cmdline *out, char *err, s
 int tgi_shell_from_argv(const char *const *argv, size_t argc, tgi_cmdline *out, char *err,
                         size_t errlen)
 {
-	sink o = { out, 0, 0 };
+	sink o = { out, 0, 0, 0 };
 	size_t total = 0;
 	parser p;
 	int rc;

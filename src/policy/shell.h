@@ -59,6 +59,9 @@ typedef struct tgi_cmd {
 	unsigned   flags;    /* TGI_CMD_* */
 	char      *why;      /* owned: for TGI_CMD_OPAQUE, a phrase ("command substitution $(…)") */
 	size_t     depth;    /* 0, or how many `sh -c` wrappers it was unwrapped from */
+	unsigned   subshell; /* the innermost `( … )` it runs in: an id unique in the line,
+	                        0 for none (a cd inside one ends with it) */
+	unsigned   sublevel; /* how many `( … )` it is inside */
 } tgi_cmd;
 
 typedef struct tgi_cmdline {

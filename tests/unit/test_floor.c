@@ -287,6 +287,12 @@ static const cmd_case dangerous[] = {
 	{ "cd / && rm -rf *", ROOT },
 	{ "cd /tmp; cd ..; rm -rf .", ROOT },
 	{ "bash -lc \"cd / && rm -rf *\"", ROOT },
+	/* a cd inside ( … ) ends with it */
+	{ "(cd /tmp); rm -rf *", RWS },
+	{ "(cd /tmp && ls) && rm -rf .", RWS },
+	{ "cd build; (cd ..; rm -rf *)", RWS },
+	{ "(cd src; (cd /tmp); rm -rf ..)", RWS },
+	{ "(cd src); (cd /; rm -rf *)", ROOT },
 	/* the home directory */
 	{ "rm -rf ~", RHOME },
 	{ "rm -rf ~/", RHOME },
@@ -408,6 +414,8 @@ static const cmd_case dangerous[] = {
 /* None of these is floored. */
 static const cmd_case harmless[] = {
 	{ "rm -rf ./build", NULL },
+	{ "(cd build && rm -rf *)", NULL },
+	{ "(cd build; (cd obj); rm -rf *)", NULL },
 	{ "rm -rf build/*", NULL },
 	{ "rm -rf *.o", NULL },
 	{ "rm -rf /tmp/x", NULL },

@@ -605,6 +605,26 @@ static void test_nesting(void **state)
 	tgi_buf_free(&b);
 }
 
+/* Subshells: each `( … )` gets its own id, and its commands their level;
+ * commands of sibling subshells have different ids. */
+static void test_subshells(void **state)
+{
+	(void)state;
+	tgi_cmdline cl = {0};
+	char err[256];
+	const char *line = "(cd a; (cd b); x) ; (y) && z";
+	assert_int_equal(tgi_shell_split(line, strlen(line), &cl, err, sizeof err), 0);
+	assert_int_equal(cl.n, 5);
+	unsigned lvl[] = {1, 2, 1, 1, 0};
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(cl.v[i].sublevel, lvl[i]);
+	assert_int_equal(cl.v[0].subshell, cl.v[2].subshell);   /* back in the same one */
+	assert_int_not_equal(cl.v[1].subshell, cl.v[0].subshell);
+	assert_int_not_equal(cl.v[3].subshell, cl.v[0].subshell); /* a sibling */
+	assert_int_equal(cl.v[4].subshell, 0);
+	tgi_cmdline_free(&cl);
+}
+
 /* ---- the argv form ---- */
 
 static char *argv_render(const char *const *argv, size_t argc, char *err, size_t errlen)
@@ -812,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_nesting),
+		cmocka_unit_test(test_subshells),
 		cmocka_unit_test(test_argv),
 		cmocka_unit_test(test_basename),
 		cmocka_unit_test(test_program),
