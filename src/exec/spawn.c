@@ -14,6 +14,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +49,9 @@ static void child(char *const argv[], const tgi_spawn_opts *o, int in_r, int out
 		goto fail;
 	if (cwd && chdir(cwd) < 0)
 		goto fail;
+	/* nothing of the gate's own (ledger, workspace fd) reaches the program;
+	 * child_setup may hand one fd on (the sandbox's seccomp program) */
+	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	if (o->child_setup) {
 		int r = o->child_setup(o->child_arg);
 		if (r < 0) {
@@ -54,7 +59,12 @@ static void child(char *const argv[], const tgi_spawn_opts *o, int in_r, int out
 			goto fail;
 		}
 	}
-	execve(argv[0], argv, envp);
+	/* a bare name is looked up in PATH only, never in the working
+	 * directory (a command could have planted ./git there) */
+	if (strchr(argv[0], '/'))
+		execve(argv[0], argv, envp);
+	else
+		errno = ENOENT;
 	if (errno == ENOENT && !strchr(argv[0], '/')) {
 		/* search PATH from the given environment */
 		const char *path = NULL;
