@@ -572,11 +572,15 @@ static int paths_match(const tgi_rule *r, const tgi_match_input *in, int strict)
 	return strict;
 }
 
-/* Do the rule's words match argv[0..argc)?  The program by its basename. */
-static int words_match(const tgi_rule *r, char *const *argv, size_t argc)
+/* Do the rule's words match argv[0..argc)?  The program by its basename;
+ * with exact (allow), a program given as a path must be the rule's own
+ * text (`./git` or `src/git` is a file of the workspace, not git). */
+static int words_match(const tgi_rule *r, char *const *argv, size_t argc, int exact)
 {
 	const tgi_cmd *w = &r->words.v[0];
 	if (argc < w->argc || (!r->open && argc != w->argc))
+		return 0;
+	if (exact && strchr(argv[0], '/') && !tgi_text_glob(w->argv[0], argv[0]))
 		return 0;
 	for (size_t i = 0; i < w->argc; i++) {
 		const char *word = i == 0 ? tgi_shell_basename(argv[0]) : argv[i];
@@ -597,13 +601,13 @@ static int shell_match(const tgi_rule *r, const tgi_match_input *in, int strict)
 		const tgi_cmd *c = &cl->v[i];
 		int m;
 		if (strict) {
-			m = !(c->flags & TGI_CMD_OPAQUE) && words_match(r, c->argv, c->argc);
+			m = !(c->flags & TGI_CMD_OPAQUE) && words_match(r, c->argv, c->argc, 1);
 			if (!m)
 				return 0;
 		} else {
 			size_t p = tgi_shell_program(c);
-			m = words_match(r, c->argv, c->argc) ||
-			    (p < c->argc && words_match(r, c->argv + p, c->argc - p));
+			m = words_match(r, c->argv, c->argc, 0) ||
+			    (p < c->argc && words_match(r, c->argv + p, c->argc - p, 0));
 			if (m)
 				return 1;
 		}

@@ -394,7 +394,9 @@ static void test_shell_rules(void **state)
 	} shell_cases[] = {
 		{ "shell(git status)", "git status", 1, 1 },
 		{ "shell(git status)", "git status -s", 0, 0 },              /* exact without * */
-		{ "shell(git status)", "/usr/bin/git status", 1, 1 },        /* basename */
+		{ "shell(git status)", "/usr/bin/git status", 1, 0 },        /* basename: deny only */
+		{ "shell(git status)", "./git status", 1, 0 },               /* a workspace file */
+		{ "shell(/usr/bin/git status)", "/usr/bin/git status", 1, 1 },
 		{ "shell(git status *)", "git status -s", 1, 1 },
 		{ "shell(git status *)", "git status", 1, 1 },               /* * may be nothing */
 		{ "shell(npm run test:*)", "npm run test", 1, 1 },
