@@ -217,6 +217,7 @@ static void list_add(planner *pl, const char *list, json_t *v)
 /* ---- updating one file ---- */
 
 typedef struct repl {
+	size_t                seq;      /* patch order: breaks ties on start */
 	size_t                start, nold;
 	const tgi_patch_line *new;
 	size_t                nnew;
@@ -227,8 +228,8 @@ static int repl_cmp(const void *a, const void *b)
 	const repl *x = a, *y = b;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	/* stable: equal starts keep patch order (they were stored in it) */
-	return x < y ? -1 : x > y;
+	/* equal starts keep patch order (qsort is not stable) */
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* "Failed to find expected lines in p:\n<old lines>" and where it came closest. */
@@ -329,7 +330,8 @@ static tgi_patch_err update(planner *pl, const tgi_patch_op *op, const char *dat
 			/* at the end, before a final blank line (as Codex); after
 			 * the context line when there is one */
 			size_t end = t.n && t.lines[t.n - 1].len == 0 ? t.n - 1 : t.n;
-			rv[nr++] = (repl){ch->ctx.s ? cursor : end, 0, ch->new, ch->nnew};
+			rv[nr] = (repl){nr, ch->ctx.s ? cursor : end, 0, ch->new, ch->nnew};
+			nr++;
 			continue;
 		}
 		/* empty lines ending the old lines are often the blank lines
@@ -348,7 +350,8 @@ static tgi_patch_err update(planner *pl, const tgi_patch_op *op, const char *dat
 			rc = TGI_PATCH_EINVAL;
 			goto out;
 		}
-		rv[nr++] = (repl){(size_t)at, m, ch->new, nn};
+		rv[nr] = (repl){nr, (size_t)at, m, ch->new, nn};
+		nr++;
 		cursor = (size_t)at + m;
 	}
 	qsort(rv, nr, sizeof *rv, repl_cmp);
