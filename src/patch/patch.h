@@ -173,7 +173,8 @@ int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, char *err, si
 int tgi_patch_journal_open(int state_fd, char *err, size_t errlen);
 
 /*
- * Finish any crashed commit, then parse, plan and commit the patch text.
+ * Parse, plan and commit the patch text (leftover journals are the
+ * caller's to finish first: tgi_patch_recover).
  * TG_ERR_NONE with *plan filled (its summary and result; free with
  * tgi_patch_plan_free), or the kind with Codex's message in err:
  * invalid_input (the patch does not parse), not_permitted (a path is

@@ -3,8 +3,9 @@
  * apply_patch tool and `toolgate apply-patch` (tg_apply_patch).
  *
  * The journal lives in <state>/journal (<workspace>/.toolgate/journal);
- * leftovers of a crashed commit there are finished before a patch is
- * applied, and when a gate opens.
+ * leftovers of a crashed commit there are finished when a gate opens, and
+ * by `toolgate apply-patch` before it applies anything -- never while a
+ * gate runs, where another call's commit may be in flight.
  *
  * Owns: the order of the steps and what each failure means for the
  * caller.  Must not: decide policy.
@@ -34,8 +35,6 @@ tg_errkind tgi_patch_run(int ws_fd, int journal_fd, const char *txid, const char
 
 	*unknown = 0;
 	memset(plan, 0, sizeof *plan);
-	if (tgi_patch_recover(ws_fd, journal_fd, NULL, err, errlen) < 0)
-		return TG_ERR_TOOL_ERROR;
 	if (tgi_patch_parse(text, len, &p, err, errlen) < 0)
 		return TG_ERR_INVALID_INPUT;
 	tgi_patch_err pe = tgi_patch_plan_make(ws_fd, p, plan, err, errlen);
@@ -98,6 +97,10 @@ int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summar
 		goto out;
 	}
 	tgi_uuidv7(tx);
+	/* a commit a crash interrupted is finished before anything is read
+	 * (a gate does this when it opens) */
+	if (tgi_patch_recover(ws_fd, jfd, NULL, err, sizeof err) < 0)
+		goto out;
 	kind = tgi_patch_run(ws_fd, jfd, tx, patch, len, &plan, &unknown, err, sizeof err);
 	if (kind == TG_ERR_NONE) {
 		*summary = plan.summary;

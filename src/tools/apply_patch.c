@@ -67,12 +67,13 @@ static unsigned patch_flags(unsigned flags, const json_t *args)
 	tgi_patch *p;
 	char err[8];
 
-	/* a patch that does not parse touches nothing, and is refused */
-	if (text && tgi_patch_parse(text, len, &p, err, sizeof err) == 0) {
-		if (tgi_patch_deletes(p))
-			flags |= TGI_T_DESTRUCTIVE;
-		tgi_patch_free(p);
-	}
+	/* a patch that does not parse is refused by paths(); should anything
+	 * judge it anyway, it counts as destructive (fail closed) */
+	if (!text || tgi_patch_parse(text, len, &p, err, sizeof err) < 0)
+		return flags | TGI_T_DESTRUCTIVE;
+	if (tgi_patch_deletes(p))
+		flags |= TGI_T_DESTRUCTIVE;
+	tgi_patch_free(p);
 	return flags;
 }
 
