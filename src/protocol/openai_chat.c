@@ -114,16 +114,6 @@ static void call_error(tgi_pcall *c, const char *fmt, ...)
 	c->error = tgi_strdup(msg);
 }
 
-/* A copy of n bytes (NULs allowed), NUL-terminated.  Caller frees. */
-static char *bytes_dup(const char *s, size_t n)
-{
-	char *p = tgi_xmalloc(n + 1);
-	if (n)
-		memcpy(p, s, n);
-	p[n] = '\0';
-	return p;
-}
-
 /* A label (id, name) from a JSON string: NULL when v is not a string or is
  * empty.  Text after a NUL byte cannot be carried: the call gets an error. */
 static char *label(tgi_pcall *c, const json_t *v, const char *what)
@@ -164,7 +154,7 @@ static void call_args(tgi_pcall *c, const char *s, size_t n, int cut)
 		c->args_len = 2;
 		return;
 	}
-	c->args = bytes_dup(s, n);
+	c->args = tgi_strndup(s, n);
 	c->args_len = n;
 	v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 	if (v) {
@@ -180,7 +170,7 @@ static void call_args(tgi_pcall *c, const char *s, size_t n, int cut)
 static void call_input(tgi_pcall *c, const char *s, size_t n)
 {
 	c->raw = 1;
-	c->args = bytes_dup(s, n);
+	c->args = tgi_strndup(s, n);
 	c->args_len = n;
 }
 
@@ -534,7 +524,7 @@ static void stream_finish(chat_stream *st, tgi_pcalls *out)
 		if (truncated) {
 			free(c->error);
 			c->error = tgi_strdup("the stream ended inside this call");
-			c->args = p->args.len ? bytes_dup(args, p->args.len) : NULL;
+			c->args = p->args.len ? tgi_strndup(args, p->args.len) : NULL;
 			c->args_len = p->args.len;
 		} else if (c->raw) {
 			call_input(c, args, p->args.len);

@@ -100,12 +100,15 @@ SSE
 dispatch openai-chat cut.sse --stream
 eq "$(cat openai-chat.exit)" 0 "stream: dispatched"
 contains "$(jq -r '.[0].content' openai-chat.out)" "invalid" "stream: the cut call is invalid"
+eq "$(wc -l < openai-chat.err)" 1 "stream: the cut call got its one summary line"
+contains "$(cat openai-chat.err)" "call_cut write_file invalid" "stream: recorded invalid, not run"
 [ -e cut.txt ] && fail "a call from a cut stream was run"
 
 # ---- not a response of that API
 printf '{"hello": 1}' > nonsense.json
 dispatch anthropic nonsense.json
-[ "$(cat anthropic.exit)" -ne 0 ] || fail "a document that is no response is refused"
+eq "$(cat anthropic.exit)" 1 "a document that is no response is refused (exit 1, no crash)"
+contains "$(cat anthropic.err)" "toolgate: " "and the refusal is a sentence"
 
 # ---- tools in each API's shape
 eq "$("$TG" tools --format openai-chat | jq -r '.[0].type')" function "tools: chat shape"
