@@ -140,7 +140,11 @@ int tgi_limits_prepare(const tgi_limits *l, const char *tag, tgi_limits_run *run
 	tgi_snprintf(run->cgroup, sizeof run->cgroup, "%s/toolgate-%s", base, tag);
 	char max[32];
 	snprintf(max, sizeof max, "%ld", l->processes);
-	if (mkdir(run->cgroup, 0755) < 0 || write_text(run->cgroup, "pids.max", max) < 0) {
+	if (mkdir(run->cgroup, 0755) < 0) {     /* not ours to remove */
+		run->cgroup[0] = '\0';
+		return 0;
+	}
+	if (write_text(run->cgroup, "pids.max", max) < 0) {
 		rmdir(run->cgroup);
 		run->cgroup[0] = '\0';
 		return 0;

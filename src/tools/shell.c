@@ -74,10 +74,13 @@ static int env_forbidden(const char *name)
 	static const char *const names[] = {
 		"PATH", "HOME", "TMPDIR", "TOOLGATE_OP_ID", "BASH_ENV", "ENV", "SHELLOPTS",
 		"BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH", "GLOBIGNORE", "PYTHONSTARTUP",
-		"PERL5OPT", "NODE_OPTIONS", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG_GLOBAL",
+		"PYTHONPATH", "PYTHONHOME", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB",
+		"NODE_OPTIONS", "NODE_PATH", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH",
+		"HOSTALIASES", "RESOLV_HOST_CONF",
 	};
+	/* loader, allocator and git variables that run or load code */
 	if (!strncmp(name, "LD_", 3) || !strncmp(name, "BASH_FUNC_", 10) ||
-	    !strncmp(name, "GIT_CONFIG_", 11))
+	    !strncmp(name, "GIT_", 4) || !strncmp(name, "MALLOC_", 7))
 		return 1;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
 		if (!strcmp(name, names[i]))
