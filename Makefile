@@ -11,7 +11,7 @@
 PREFIX  ?= /usr/local
 comma   := ,
 CC      ?= cc
-PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libcrypto libseccomp libutf8proc
+PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libcrypto libseccomp libutf8proc libmicrohttpd libcurl
 VERSION := 0.1.0
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -64,10 +64,12 @@ all: deps build/toolgate build/libtoolgate.a
 
 deps:
 	@scripts/install-deps
+	@scripts/install-node-deps
 
 # deps first, in its own make so that pkg-config sees fresh packages
 check:
 	@scripts/install-deps
+	@scripts/install-node-deps
 	@$(MAKE) --no-print-directory test
 
 # the optimised build too: -O2 finds warnings -O1 does not

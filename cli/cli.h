@@ -53,5 +53,6 @@ int cmd_apply_patch(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -93,6 +93,7 @@ int cmd_call(int argc, char **argv)
 	const char *batch = NULL;
 	int compact = 0, opt;
 	cli_gate_opts_init(&go);
+	go.o.bridge = 1;
 	go.o.interactive = 1;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

@@ -34,6 +34,7 @@ int cmd_dispatch(int argc, char **argv)
 	const char *api = NULL, *session = NULL, *as = NULL;
 	int opt, stream = 0;
 	cli_gate_opts_init(&go);
+	go.o.bridge = 1;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {

@@ -28,6 +28,7 @@ int cmd_tools(int argc, char **argv)
 	const char *format = NULL;
 	int opt, legacy = 0;
 	cli_gate_opts_init(&go);
+	go.o.bridge = 1;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {

@@ -17,6 +17,7 @@ static const struct cmd {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
+	{"serve", cmd_serve, "serve the gate to MCP clients (stdio, Streamable HTTP), bridging servers"},
 	{"call", cmd_call, "run one tool call (or a batch) through the gate"},
 	{"dispatch", cmd_dispatch, "run the tool calls of a model's response; print the results"},
 	{"tools", cmd_tools, "print the tool definitions for a profile (or in an API's shape)"},

@@ -87,6 +87,8 @@ typedef struct tg_options {
 	int         sync_full;   /* ledger durability: -1 config, 0 NORMAL, 1 FULL */
 	int         interactive; /* nonzero: `ask` may prompt on the terminal */
 	int         max_parallel;/* 0: config (limits.max_parallel, default 8); 1: serial */
+	int         bridge;      /* nonzero: start the configuration's mcp_servers and offer
+	                            their tools (serve, call, dispatch); 0: leave them alone */
 } tg_options;
 
 /*
@@ -97,6 +99,36 @@ int  tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg);
 void tg_gate_close(tg_gate *g);
 
 /* ---- calls ------------------------------------------------------------- */
+
+/*
+ * What a long-lived caller (the MCP server) hears while one call runs, and
+ * how the gate reaches the human behind it.  Every member may be NULL.
+ * They are called on the thread running the call, and from a bridged
+ * server's reader thread for progress and log, so they must be
+ * thread-safe; text arguments are borrowed for the duration of the call.
+ */
+typedef struct tg_callbacks {
+	void *arg;
+	/* the running tool made progress (bridged servers' notifications/progress;
+	 * total < 0: unknown; message may be NULL) */
+	void (*progress)(void *arg, double progress, double total, const char *message);
+	/* the running tool logged (bridged servers' notifications/message):
+	 * level as MCP names it, logger may be NULL, data is JSON text */
+	void (*log)(void *arg, const char *level, const char *logger, const char *data);
+	/* an `ask` decision: ask the human now.  tool, its canonical arguments
+	 * (JSON text, redacted) and the rule that asked.  Return 1 to allow this
+	 * call once, 0 to deny it (declined, cancelled or no answer: reason, a
+	 * phrase, written into reason[cap]), -1 when nobody can be asked (the
+	 * approval is then queued as usual). */
+	int (*approve)(void *arg, const char *tool, const char *args, const char *rule,
+	               char *reason, size_t cap);
+	/* a bridged server's request to the client (elicitation/create, ...),
+	 * relayed upstream: method and params (JSON text).  Returns 0 with
+	 * *result (JSON text, caller frees) or -1 with *error (a JSON-RPC error
+	 * object as JSON text, caller frees). */
+	int (*request)(void *arg, const char *method, const char *params, char **result,
+	               char **error);
+} tg_callbacks;
 
 typedef struct tg_request {
 	const char *tool;            /* tool name */
@@ -111,6 +143,10 @@ typedef struct tg_request {
 	const char *invalid;         /* non-NULL: the caller could not decode this call (a
 	                                truncated stream, say): it is recorded as `invalid`
 	                                with this sentence and not run */
+	volatile const int *cancel;  /* or NULL; becomes nonzero: stop the running tool (its
+	                                process group is killed) and end the call `failed`,
+	                                applied `unknown` if it may have had side effects */
+	const tg_callbacks *cb;      /* or NULL */
 } tg_request;
 
 typedef struct tg_result tg_result;
@@ -202,6 +238,33 @@ char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg);
  * free(); NULL with *errmsg on error.
  */
 char *tg_approvals(tg_gate *g, int all, char **errmsg);
+
+/* ---- MCP: toolgate serve -------------------------------------------------- */
+
+typedef struct tg_serve_options {
+	int          stdio;          /* serve MCP on stdin/stdout (one JSON-RPC message per line) */
+	const char  *http;           /* "127.0.0.1:8080", "[::1]:8080" or NULL: Streamable HTTP on
+	                                /mcp at that address */
+	int          http_any;       /* nonzero: the HTTP address may be a non-loopback one */
+	const char  *principal;      /* the principal of stdio calls (NULL: the default one);
+	                                HTTP calls are identified by their bearer token */
+	const char *const *origins;  /* more Origin values HTTP accepts (beyond loopback ones) */
+	size_t       norigins;
+	size_t       max_line;       /* stdio line cap and HTTP body cap (0: 16 MiB) */
+	size_t       page_size;      /* tools/list page size (0: 100) */
+	int          elicit_timeout_s; /* how long an elicitation may wait (0: 300) */
+	int          progress_ms;    /* heartbeat progress interval of a long call (0: 1000) */
+} tg_serve_options;
+
+/*
+ * Serve the gate as an MCP server (spec revision 2025-11-25) until stdin
+ * closes (stdio) or tg_serve_stop() is called.  Nothing but MCP is written
+ * on stdout; logs go to stderr.  0 on a clean stop, -1 with *errmsg (a
+ * port that cannot be bound, say).
+ */
+int  tg_serve(tg_gate *g, const tg_serve_options *o, char **errmsg);
+/* Ask a running tg_serve to stop; async-signal-safe. */
+void tg_serve_stop(void);
 
 /* ---- policy: toolgate policy check|test, toolgate doctor -------------- */
 

@@ -5,9 +5,11 @@
  *   on-request  → a single-use approval already granted for exactly this
  *                 call (sha256 of tool + canonical args, same principal,
  *                 unexpired) is consumed and the call runs; a denied one
- *                 denies; otherwise a terminal prompt when the gate is
- *                 interactive and stdin and stderr are terminals, else a
- *                 durable queued approval → `pending` with approval_id.
+ *                 denies; otherwise the caller's approver when it has one
+ *                 (MCP elicitation: accept runs the call, decline, cancel
+ *                 or no answer deny it), a terminal prompt when the gate
+ *                 is interactive and stdin and stderr are terminals, else
+ *                 a durable queued approval → `pending` with approval_id.
  *   untrusted   → as on-request (decide already turned more into ask).
  *
  * Owns: approval bookkeeping for this call.  Must not: loosen a decision:
@@ -89,6 +91,29 @@ tgi_verdict tgi_approve(tgi_call *c)
 		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
 		                "this call is still waiting for approval %s; retry the same call once "
 		                "the owner has approved it", c->approval_id);
+	}
+
+	const tg_callbacks *cb = c->req->cb;
+	if (cb && cb->approve) {
+		char why[256] = "";
+		char *shown = tgi_redacted_args(c);
+		int yes = cb->approve(cb->arg, c->tool, shown, c->rule, why, sizeof why);
+		free(shown);
+		if (yes >= 0) {
+			char reason[256];
+			tgi_sanitize(reason, sizeof reason, why[0] ? why : "declined");
+			tgi_event_add(c, yes ? "tool.call.approved" : "tool.call.rejected", "approve",
+			              yes ? json_pack("{s:s}", "by", "elicitation")
+			                  : json_pack("{s:s, s:s}", "by", "elicitation", "reason", reason));
+			tgi_trace(c, "approve", yes,
+			          json_pack("{s:s}", "approval", yes ? "elicitation" : "elicitation denied"));
+			if (yes)
+				return TGI_NEXT;
+			tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
+			return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+			                "the user did not approve this call (%s); do not retry unless they "
+			                "ask you to", reason);
+		}
 	}
 
 	if (g->interactive && isatty(0) && isatty(2)) {

@@ -101,7 +101,7 @@ static const char *const top_keys[] = {
 	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
 	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
 	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
-	"rate_limits", "redact", "shell",
+	"rate_limits", "redact", "shell", "hide_denied",
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
 static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
@@ -148,7 +148,7 @@ static const struct {
 	int         read_only_only;
 } builtin_profiles[] = {
 	{ "minimal",   { "fs" },                         1 },
-	{ "coding",    { "fs", "runtime" },              0 },
+	{ "coding",    { "fs", "runtime", "mcp" },       0 },
 	{ "messaging", { "messaging", "web", "memory" }, 0 },
 	{ "full",      { "*" },                          0 },
 };
@@ -673,6 +673,8 @@ static int load_limits(ld *x, json_t *root)
 	if (section(x, root, "", "formats", formats_keys, TGI_ARRAY_LEN(formats_keys), &s, ptr) < 0 ||
 	    (s && opt_bool(x, s, ptr, "assert", &c->assert_formats) < 0))
 		return -1;
+	if (opt_bool(x, root, "", "hide_denied", &c->hide_denied) < 0)
+		return -1;
 	if (section(x, root, "", "approvals", approvals_keys, TGI_ARRAY_LEN(approvals_keys), &s, ptr) < 0 ||
 	    (s && opt_int(x, s, ptr, "ttl_s", 1, MAX_TTL_S, &ttl) < 0))
 		return -1;
@@ -1161,6 +1163,7 @@ static void set_defaults(tgi_config *c)
 	c->timeout_s = 120;
 	c->max_parallel = 8;
 	c->assert_formats = 1;
+	c->hide_denied = 1;
 	c->approval_ttl_s = 3600;
 	c->sync_full = 0;
 	c->shell.max_timeout_s = 600;

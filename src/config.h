@@ -99,6 +99,8 @@ typedef struct tgi_config {
 	int     assert_formats;      /* default 1 */
 	int     approval_ttl_s;      /* default 3600 */
 	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */
+	int     hide_denied;         /* MCP tools/list leaves out what a bare deny rule forbids
+	                                (default 1) */
 
 	/* sections later issues own, kept as parsed JSON (owned; may be NULL) */
 	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact;

@@ -74,6 +74,28 @@ static const tgi_rule *first_rule(const tgi_call *c, tgi_rule_kind kind, const t
 	return NULL;
 }
 
+/* Does a rule of kind name the tool, globally or in one of p's roles? */
+static int named(tg_gate *g, const tgi_principal_cfg *p, tgi_rule_kind kind, const char *tool,
+                 int bare)
+{
+	if (tgi_ruleset_names(g->rules, kind, tool, bare))
+		return 1;
+	for (size_t i = 0; i < p->roles.n; i++)
+		for (size_t j = 0; j < g->cfg->nroles; j++)
+			if (!strcmp(g->cfg->roles[j].name, p->roles.v[i]) &&
+			    tgi_ruleset_names(g->role_rules[j], kind, tool, bare))
+				return 1;
+	return 0;
+}
+
+int tgi_tool_hidden(tg_gate *g, const tgi_principal_cfg *p, const tgi_entry *e)
+{
+	const char *tool = e->row->name;
+	if (named(g, p, TGI_RULE_DENY, tool, 1))
+		return 1;
+	return (e->row->flags & TGI_T_REQUIRES_GRANT) && !named(g, p, TGI_RULE_ALLOW, tool, 0);
+}
+
 static tgi_decision mode_default(tgi_call *c, const char **why)
 {
 	unsigned k = c->contract;
@@ -309,7 +331,14 @@ tgi_verdict tgi_decide(tgi_call *c)
 	char msg[768], rule[512];
 	int writing = !(c->contract & TGI_T_READ_ONLY);
 
-	if (!tgi_registry_available(g->reg, c->entry, &reason))
+	int avail = tgi_registry_available(g->reg, c->entry, &reason);
+	if (avail == -1) {            /* down for now: not run, and worth a retry */
+		deny(c, "unavailable", reason);
+		c->kind = TG_ERR_TRANSIENT;
+		c->retry_after_s = 2;
+		return TGI_STOP;
+	}
+	if (avail != 1)
 		return deny(c, "unavailable", reason);
 
 	int cmd_ask = 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "mcp/bridge.h"
 #include "util/util.h"
 
 /* Copy an optional caller-supplied label (call id, session, key): at most
@@ -61,6 +62,9 @@ tgi_verdict tgi_decode(tgi_call *c)
 	tgi_snprintf(c->tool, sizeof c->tool, "%s", req->tool);
 
 	const tgi_entry *e = tgi_registry_find(g->reg, c->tool);
+	char why[512];
+	if (!e && g->bridge && tgi_bridge_explain(g->bridge, c->tool, why, sizeof why))
+		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "%s", why);
 	if (!e || tgi_registry_in_profile(g->cfg, g->profile, e) != 1)
 		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL,
 		                "unknown tool \"%s\"%s; use one of the tools you were given", c->tool,

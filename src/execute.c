@@ -163,6 +163,8 @@ tgi_verdict tgi_execute(tgi_call *c)
 		.policy = c,
 		.protect = (const char *const *)g->protected,
 		.nprotect = g->nprotected,
+		.cancel = c->req->cancel,
+		.cb = c->req->cb,
 	};
 	ctx.deadline_ms = tgi_now_ms() + ctx.timeout_s * 1000.0;
 	tgi_tool_out out;
@@ -171,6 +173,21 @@ tgi_verdict tgi_execute(tgi_call *c)
 	double t0 = tgi_now_ms();
 	int rc = t->handler(&ctx, c->args, &out);
 	double ms = tgi_now_ms() - t0;
+
+	/* a cancelled call ends failed whatever the tool made of it: the client
+	 * stopped listening, and a side effect may have begun */
+	if (tgi_flag_get(c->req->cancel)) {
+		json_decref(out.output);
+		int ro = (c->contract & TGI_T_READ_ONLY) != 0;
+		c->settle = ro ? TGI_SETTLE_RELEASE : TGI_SETTLE_UNKNOWN;
+		tgi_trace(c, "execute", 0, json_pack("{s:f, s:b}", "ms", ms, "cancelled", 1));
+		tgi_verdict v = tgi_stop(c, TG_FAILED, TG_ERR_TOOL_ERROR, NULL,
+		                         "the client cancelled the call while %s ran%s", c->tool,
+		                         ro ? "" : "; it may have taken effect in part");
+		c->applied = ro ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
+		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
+		return v;
+	}
 
 	if (rc < 0) {
 		json_decref(out.output);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "mcp/bridge.h"
 #include "exec/batch.h"
 #include "patch/patch.h"
 #include "util/fs.h"
@@ -504,6 +505,14 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	}
 	if (finish_patches(g, errmsg) < 0)
 		goto fail;
+	if (o->bridge) {
+		if (tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0) {
+			tgi_fail(errmsg, "%s", err);
+			goto fail;
+		}
+		if (g->bridge)
+			tgi_bridge_wait_ready(g->bridge);
+	}
 	*out = g;
 	return 0;
 fail:
@@ -515,9 +524,12 @@ void tg_gate_close(tg_gate *g)
 {
 	if (!g)
 		return;
+	if (g->bridge)
+		tgi_bridge_stop(g->bridge);  /* no bridged call runs past here */
 	tgi_pool_free(g->pool);
 	tgi_store_close(g->store);
 	tgi_registry_free(g->reg);
+	tgi_bridge_free(g->bridge);         /* its rows outlived the registry's entries */
 	tgi_ruleset_free(g->rules);
 	tgi_execpolicy_free(g->execpolicy);
 	if (g->role_rules && g->cfg)
@@ -540,6 +552,30 @@ void tg_gate_close(tg_gate *g)
 
 /* ---- definitions and operator actions ---- */
 
+const json_t *tgi_result_envelope(const tg_result *r)
+{
+	return r->env;
+}
+
+json_t *tgi_tool_def(const tgi_entry *e)
+{
+	unsigned f = e->row->flags;
+	char title[160];
+	tgi_tool_title(e->row, title, sizeof title);
+	/* read-only is never destructive; anything else may be, as MCP reads a missing hint */
+	json_t *d = json_pack("{s:s, s:s, s:s, s:O, s:s, s:{s:b, s:b, s:b, s:b}}", "name",
+	                      e->row->name, "title", title, "description",
+	                      e->row->description ? e->row->description : "", "input_schema",
+	                      e->schema_json, "category", e->row->category, "annotations",
+	                      "readOnlyHint", (f & TGI_T_READ_ONLY) != 0, "destructiveHint",
+	                      (f & TGI_T_DESTRUCTIVE) != 0, "idempotentHint",
+	                      (f & (TGI_T_IDEMPOTENT | TGI_T_READ_ONLY)) != 0, "openWorldHint",
+	                      e->row->handler == tgi_command_run || e->row->mcp_result);
+	if (e->output_schema)
+		json_object_set(d, "output_schema", e->output_schema);
+	return d;
+}
+
 json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
 {
 	const char *p = profile ? profile : g->profile;
@@ -552,17 +588,9 @@ json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
 			tgi_fail(errmsg, "unknown profile \"%s\"", p);
 			return NULL;
 		}
-		if (!in || !tgi_registry_available(g->reg, e, NULL))
+		if (!in || tgi_registry_available(g->reg, e, NULL) != 1)
 			continue;
-		unsigned f = e->row->flags;
-		json_array_append_new(
-		    arr, json_pack("{s:s, s:s, s:O, s:s, s:{s:b, s:b, s:b, s:b}}", "name", e->row->name,
-		                   "description", e->row->description, "input_schema", e->schema_json,
-		                   "category", e->row->category, "annotations", "readOnlyHint",
-		                   (f & TGI_T_READ_ONLY) != 0, "destructiveHint",
-		                   (f & TGI_T_DESTRUCTIVE) != 0, "idempotentHint",
-		                   (f & (TGI_T_IDEMPOTENT | TGI_T_READ_ONLY)) != 0, "openWorldHint",
-		                   e->row->handler == tgi_command_run));
+		json_array_append_new(arr, tgi_tool_def(e));
 	}
 	return arr;
 }

@@ -42,6 +42,7 @@ struct tg_gate {
 	int           interactive;
 	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
 	                             caller of a batch is the last), started on first use */
+	struct tgi_bridge *bridge;/* owned: downstream MCP servers (tg_options.bridge), or NULL */
 };
 
 /* A stage's verdict: not the call's status. */
@@ -166,9 +167,28 @@ int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
 /* Set *errmsg (if not NULL) to a new copy of the sentence; returns -1. */
 int tgi_fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The envelope of a result (borrowed until tg_result_free). */
+const json_t *tgi_result_envelope(const tg_result *r);
+
+/* One tool's definition {name, title, description, input_schema,
+ * category, annotations[, output_schema]} (new reference). */
+json_t *tgi_tool_def(const tgi_entry *e);
+
 /* The definitions a model may use under profile (NULL: the gate's), as
  * tg_tools_json documents them; NULL with *errmsg (unknown profile). */
 json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg);
+
+/* Is the tool hidden from this principal's tool list: a bare deny rule
+ * (global or one of its roles) names it, or it requires a grant that no
+ * allow rule could give?  (src/decide.c) */
+int tgi_tool_hidden(tg_gate *g, const tgi_principal_cfg *p, const tgi_entry *e);
+
+/* The principal a request names (req->principal, its token, the
+ * environment, the default), or NULL when it is unknown or its token is
+ * wrong: the identify stage's answer without a call.  A token presented
+ * without a principal must belong to one (it never falls back to the
+ * default principal).  (src/identify.c) */
+const tgi_principal_cfg *tgi_principal_of(tg_gate *g, const char *principal, const char *token);
 
 /* Lock the shared store handle around a ledger operation. */
 void tgi_store_lock(tg_gate *g);

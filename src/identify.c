@@ -45,11 +45,13 @@ static const char *token_owner(const tgi_config *cfg, const char *token)
 	return NULL;
 }
 
-tgi_verdict tgi_identify(tgi_call *c)
+/* The principal claimed (its name as claimed into shown) and whether its
+ * token holds: 1 ok, 0 unknown principal, -1 a bad or missing token. */
+static int resolve(const tgi_config *cfg, const char *name, const char *token,
+                   const tgi_principal_cfg **out, char *shown, size_t cap)
 {
-	const tgi_config *cfg = c->g->cfg;
-	const char *token = c->req->token ? c->req->token : getenv("TOOLGATE_TOKEN");
-	const char *name = c->req->principal;
+	if (!token)
+		token = getenv("TOOLGATE_TOKEN");
 	if (!name || !*name)
 		name = getenv("TOOLGATE_PRINCIPAL");
 	if ((!name || !*name) && token && *token)
@@ -57,22 +59,47 @@ tgi_verdict tgi_identify(tgi_call *c)
 	if (!name || !*name)
 		name = cfg->default_principal;
 
-	tgi_sanitize(c->principal_name, sizeof c->principal_name, name ? name : "");
+	tgi_sanitize(shown, cap, name ? name : "");
 	const tgi_principal_cfg *p = name ? find(cfg, name) : NULL;
-	if (!p) {
+	*out = p;
+	if (!p)
+		return 0;
+	if (p->token_env) {
+		const char *want = getenv(p->token_env);
+		if (!want || !*want || !token || !token_equal(token, want))
+			return -1;
+	}
+	return 1;
+}
+
+const tgi_principal_cfg *tgi_principal_of(tg_gate *g, const char *principal, const char *token)
+{
+	const tgi_principal_cfg *p;
+	char shown[129];
+	/* a presented token must be someone's: it never falls back to the default */
+	if ((!principal || !*principal) && token && *token &&
+	    !(principal = token_owner(g->cfg, token)))
+		return NULL;
+	return resolve(g->cfg, principal, token, &p, shown, sizeof shown) == 1 ? p : NULL;
+}
+
+tgi_verdict tgi_identify(tgi_call *c)
+{
+	const tgi_principal_cfg *p;
+	int rc = resolve(c->g->cfg, c->req->principal, c->req->token, &p, c->principal_name,
+	                 sizeof c->principal_name);
+	if (rc == 0) {
 		tgi_trace(c, "identify", 0, json_pack("{s:s}", "principal", c->principal_name));
 		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
 		                "unknown principal \"%s\"; do not retry; ask the owner",
 		                c->principal_name);
 	}
-	if (p->token_env) {
+	if (rc < 0) {
 		const char *want = getenv(p->token_env);
-		if (!want || !*want || !token || !token_equal(token, want)) {
-			tgi_trace(c, "identify", 0, json_pack("{s:s}", "principal", p->name));
-			return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
-			                "principal \"%s\" needs a valid token%s; do not retry; ask the owner",
-			                p->name, want && *want ? "" : " and none is configured");
-		}
+		tgi_trace(c, "identify", 0, json_pack("{s:s}", "principal", p->name));
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "principal \"%s\" needs a valid token%s; do not retry; ask the owner",
+		                p->name, want && *want ? "" : " and none is configured");
 	}
 	c->principal = p;
 	tgi_trace(c, "identify", 1, json_pack("{s:s}", "principal", p->name));

@@ -19,9 +19,13 @@
 #include "util/util.h"
 
 struct tgi_registry {
-	tgi_entry      *v;
-	size_t          n;
+	tgi_entry     **v;        /* owned: the tools that can be found, in order */
+	size_t          n, cap;
+	size_t          nfixed;   /* v[0..nfixed) are built-in and configured: never replaced */
+	tgi_entry     **retired;  /* owned: replaced or dropped run-time entries (still held) */
+	size_t          nretired, retired_cap;
 	tgi_tool       *cfg_rows; /* owned rows of configured tools */
+	pthread_rwlock_t mu;      /* guards v, n, retired */
 	pthread_mutex_t avail_mu; /* guards the availability cache */
 };
 
@@ -88,25 +92,56 @@ static json_t *export_schema(const tgi_tool *t, const json_t *given, char *err, 
 	return s;
 }
 
-static int add_entry(tgi_registry *r, const tgi_tool *t, const json_t *given_schema,
-                     const tgi_config *cfg, char *err, size_t errlen)
+/* A new entry for t with its schemas compiled; NULL with err. */
+static tgi_entry *make_entry(const tgi_tool *t, const json_t *given_schema,
+                             const json_t *output_schema, int assert_formats, char *err,
+                             size_t errlen)
 {
 	char serr[512];
-	tgi_entry *e = &r->v[r->n];
-	memset(e, 0, sizeof *e);
+	tgi_entry *e = tgi_xcalloc(1, sizeof *e);
 	e->row = t;
 	e->schema_json = export_schema(t, given_schema, err, errlen);
-	if (!e->schema_json)
-		return -1;
-	e->schema = tgi_schema_compile(e->schema_json,
-	                               cfg->assert_formats ? TGI_SCHEMA_ASSERT_FORMATS : 0, serr,
-	                               sizeof serr);
+	if (!e->schema_json) {
+		free(e);
+		return NULL;
+	}
+	e->schema = tgi_schema_compile(e->schema_json, assert_formats ? TGI_SCHEMA_ASSERT_FORMATS : 0,
+	                               serr, sizeof serr);
 	if (!e->schema) {
 		tgi_snprintf(err, errlen, "tool \"%s\": input_schema does not compile: %s", t->name, serr);
 		json_decref(e->schema_json);
-		return -1;
+		free(e);
+		return NULL;
 	}
-	r->n++;
+	e->output_schema = json_is_object(output_schema) ? json_deep_copy(output_schema) : NULL;
+	return e;
+}
+
+static void entry_free(tgi_entry *e)
+{
+	json_decref(e->schema_json);
+	json_decref(e->output_schema);
+	tgi_schema_free(e->schema);
+	free(e);
+}
+
+static void push(tgi_entry ***v, size_t *n, size_t *cap, tgi_entry *e)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*v = tgi_xrealloc(*v, *cap * sizeof **v);
+	}
+	(*v)[(*n)++] = e;
+}
+
+static int add_entry(tgi_registry *r, const tgi_tool *t, const json_t *given_schema,
+                     const json_t *output_schema, const tgi_config *cfg, char *err,
+                     size_t errlen)
+{
+	tgi_entry *e = make_entry(t, given_schema, output_schema, cfg->assert_formats, err, errlen);
+	if (!e)
+		return -1;
+	push(&r->v, &r->n, &r->cap, e);
 	return 0;
 }
 
@@ -114,12 +149,12 @@ int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, siz
 {
 	size_t nb = TGI_ARRAY_LEN(builtin_rows);
 	tgi_registry *r = tgi_xcalloc(1, sizeof *r);
-	r->v = tgi_xcalloc(nb + cfg->ntools, sizeof *r->v);
 	r->cfg_rows = tgi_xcalloc(cfg->ntools ? cfg->ntools : 1, sizeof *r->cfg_rows);
+	pthread_rwlock_init(&r->mu, NULL);
 	pthread_mutex_init(&r->avail_mu, NULL);
 
 	for (size_t i = 0; i < nb; i++)
-		if (add_entry(r, builtin_rows[i], NULL, cfg, err, errlen) < 0)
+		if (add_entry(r, builtin_rows[i], NULL, NULL, cfg, err, errlen) < 0)
 			goto fail;
 	for (size_t i = 0; i < cfg->ntools; i++) {
 		const tgi_tool_cfg *tc = &cfg->tools[i];
@@ -132,7 +167,7 @@ int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, siz
 		t->max_result_chars = tc->max_result_chars;
 		t->timeout_s = tc->timeout_s;
 		t->data = tc;
-		if (add_entry(r, t, tc->input_schema, cfg, err, errlen) < 0) {
+		if (add_entry(r, t, tc->input_schema, tc->output_schema, cfg, err, errlen) < 0) {
 			char where[128];
 			size_t len = strlen(err);
 			tgi_snprintf(where, sizeof where, " (%s)", tc->where);
@@ -141,6 +176,7 @@ int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, siz
 			goto fail;
 		}
 	}
+	r->nfixed = r->n;
 	*out = r;
 	return 0;
 fail:
@@ -152,32 +188,102 @@ void tgi_registry_free(tgi_registry *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n; i++) {
-		json_decref(r->v[i].schema_json);
-		tgi_schema_free(r->v[i].schema);
-	}
+	for (size_t i = 0; i < r->n; i++)
+		entry_free(r->v[i]);
+	for (size_t i = 0; i < r->nretired; i++)
+		entry_free(r->retired[i]);
 	free(r->v);
+	free(r->retired);
 	free(r->cfg_rows);
+	pthread_rwlock_destroy(&r->mu);
 	pthread_mutex_destroy(&r->avail_mu);
 	free(r);
 }
 
-const tgi_entry *tgi_registry_find(tgi_registry *r, const char *name)
+/* Index of the entry named name, or -1; under r->mu. */
+static long find_locked(const tgi_registry *r, const char *name)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (!strcmp(r->v[i].row->name, name))
-			return &r->v[i];
-	return NULL;
+		if (!strcmp(r->v[i]->row->name, name))
+			return (long)i;
+	return -1;
 }
 
-size_t tgi_registry_count(const tgi_registry *r)
+const tgi_entry *tgi_registry_find(tgi_registry *r, const char *name)
 {
-	return r->n;
+	pthread_rwlock_rdlock(&r->mu);
+	long i = find_locked(r, name);
+	const tgi_entry *e = i < 0 ? NULL : r->v[i];
+	pthread_rwlock_unlock(&r->mu);
+	return e;
+}
+
+size_t tgi_registry_count(const tgi_registry *cr)
+{
+	tgi_registry *r = (tgi_registry *)cr; /* the lock is ours to take */
+	pthread_rwlock_rdlock(&r->mu);
+	size_t n = r->n;
+	pthread_rwlock_unlock(&r->mu);
+	return n;
 }
 
 const tgi_entry *tgi_registry_at(tgi_registry *r, size_t i)
 {
-	return i < r->n ? &r->v[i] : NULL;
+	pthread_rwlock_rdlock(&r->mu);
+	const tgi_entry *e = i < r->n ? r->v[i] : NULL;
+	pthread_rwlock_unlock(&r->mu);
+	return e;
+}
+
+int tgi_registry_put(tgi_registry *r, const tgi_tool *row, const json_t *input_schema,
+                     const json_t *output_schema, int assert_formats, char *err, size_t errlen)
+{
+	tgi_entry *e = make_entry(row, input_schema, output_schema, assert_formats, err, errlen);
+	if (!e)
+		return -1;
+	pthread_rwlock_wrlock(&r->mu);
+	long i = find_locked(r, row->name);
+	if (i >= 0 && (size_t)i < r->nfixed) {
+		pthread_rwlock_unlock(&r->mu);
+		entry_free(e);
+		tgi_snprintf(err, errlen, "tool \"%s\" is already a built-in or configured tool",
+		             row->name);
+		return -1;
+	}
+	if (i >= 0) {
+		push(&r->retired, &r->nretired, &r->retired_cap, r->v[i]);
+		r->v[i] = e;
+	} else {
+		push(&r->v, &r->n, &r->cap, e);
+	}
+	pthread_rwlock_unlock(&r->mu);
+	return 0;
+}
+
+void tgi_registry_drop(tgi_registry *r, const char *name)
+{
+	pthread_rwlock_wrlock(&r->mu);
+	long i = find_locked(r, name);
+	if (i >= 0 && (size_t)i >= r->nfixed) {
+		push(&r->retired, &r->nretired, &r->retired_cap, r->v[i]);
+		memmove(&r->v[i], &r->v[i + 1], (r->n - (size_t)i - 1) * sizeof *r->v);
+		r->n--;
+	}
+	pthread_rwlock_unlock(&r->mu);
+}
+
+void tgi_tool_title(const tgi_tool *t, char *out, size_t cap)
+{
+	if (t->title) {
+		tgi_snprintf(out, cap, "%s", t->title);
+		return;
+	}
+	tgi_snprintf(out, cap, "%s", t->name);
+	for (char *p = out; *p; p++)
+		if (*p == '_')
+			*p = ' ';
+	if (out[0] >= 'a' && out[0] <= 'z')
+		out[0] = (char)(out[0] - 'a' + 'A');
 }
 
 /* Availability: every requires_env variable set and non-empty, and the
@@ -225,6 +331,15 @@ static void check_available(tgi_entry *e)
 int tgi_registry_available(tgi_registry *r, const tgi_entry *ce, const char **reason)
 {
 	tgi_entry *e = (tgi_entry *)ce; /* the cache is ours; entries live in r->v */
+	if (e->row->available) {
+		pthread_mutex_lock(&r->avail_mu);
+		int ok = e->row->available(e->row->data, e->unavailable_reason,
+		                           sizeof e->unavailable_reason);
+		pthread_mutex_unlock(&r->avail_mu);
+		if (reason)
+			*reason = ok == 1 ? NULL : e->unavailable_reason;
+		return ok;
+	}
 	pthread_mutex_lock(&r->avail_mu);
 	if (!e->avail_checked) {
 		check_available(e);
@@ -233,7 +348,7 @@ int tgi_registry_available(tgi_registry *r, const tgi_entry *ce, const char **re
 	int ok = e->available;
 	pthread_mutex_unlock(&r->avail_mu);
 	if (reason)
-		*reason = ok ? NULL : e->unavailable_reason;
+		*reason = ok == 1 ? NULL : e->unavailable_reason;
 	return ok;
 }
 

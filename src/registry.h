@@ -83,6 +83,7 @@ typedef struct tgi_exec_ctx {
 	                                         gate's own configuration and programs) */
 	size_t                    nprotect;
 	volatile const int       *cancel;     /* set nonzero when the caller cancels (may be NULL) */
+	const tg_callbacks       *cb;         /* the caller's progress/log/request hooks (may be NULL) */
 } tgi_exec_ctx;
 
 /* What a handler returns. */
@@ -119,8 +120,14 @@ typedef int (*tgi_commands_fn)(const json_t *args, struct tgi_cmdline *out, char
 /* Adjust the contract for these args: return the flags that hold for them. */
 typedef unsigned (*tgi_flags_fn)(unsigned flags, const json_t *args);
 
+/* Is the tool usable now?  1; 0 with a sentence in reason; or -1 with a
+ * sentence when it is only for now (a bridged server restarting: a retry
+ * may succeed).  Asked on every use (not cached). */
+typedef int (*tgi_available_fn)(const void *data, char *reason, size_t cap);
+
 typedef struct tgi_tool {
 	const char   *name;
+	const char   *title;             /* for people (MCP `title`); NULL: made from the name */
 	const char   *description;
 	const char   *category;          /* fs, runtime, messaging, web, memory, ... */
 	const char   *input_schema;      /* JSON text (built-ins), or NULL: see schema_json */
@@ -132,12 +139,16 @@ typedef struct tgi_tool {
 	size_t        max_result_chars;  /* 0: config default (50,000) */
 	int           timeout_s;         /* 0: config default (120) */
 	const void   *data;              /* handler data (configured tools: their tgi_tool_cfg) */
+	tgi_available_fn available;      /* NULL: always (configured tools: requires_env, check) */
+	int           mcp_result;        /* output is an MCP CallToolResult {content[,
+	                                    structuredContent]}: MCP clients get its blocks */
 } tgi_tool;
 
 /* A registered tool with its runtime facts. */
 typedef struct tgi_entry {
 	const tgi_tool     *row;
 	json_t             *schema_json;   /* owned: the input schema as exported */
+	json_t             *output_schema; /* owned or NULL: the output schema, when the tool has one */
 	struct tgi_schema  *schema;        /* owned: compiled */
 	int                 avail_checked; /* availability is computed lazily, once */
 	int                 available;
@@ -147,7 +158,8 @@ typedef struct tgi_entry {
 typedef struct tgi_registry tgi_registry;
 
 /* Build from the built-in rows plus the config's tools; schemas compiled
- * here.  -1 with err naming the tool on a schema that does not compile. */
+ * here.  -1 with err naming the tool on a schema that does not compile.
+ * Lookups are thread-safe, also while tools are put or dropped. */
 int  tgi_registry_build(const struct tgi_config *cfg, tgi_registry **out, char *err, size_t errlen);
 void tgi_registry_free(tgi_registry *r);
 
@@ -155,8 +167,26 @@ const tgi_entry *tgi_registry_find(tgi_registry *r, const char *name);
 size_t           tgi_registry_count(const tgi_registry *r);
 const tgi_entry *tgi_registry_at(tgi_registry *r, size_t i);
 
-/* Is the tool available (requires_env set, check command exits 0)?  The
- * answer is computed on first use and cached. */
+/*
+ * Tools added while the gate runs (bridged MCP tools).  put adds row under
+ * row->name, or replaces the tool of that name that put added before; a
+ * built-in or configured tool's name is refused.  The row (and all it
+ * points to) must outlive the registry.  A replaced or dropped entry stays
+ * allocated until the registry is freed (a running call may hold it), so a
+ * pointer from find stays valid.  -1 with err (the schema does not
+ * compile, the name is taken).
+ */
+int  tgi_registry_put(tgi_registry *r, const tgi_tool *row, const json_t *input_schema,
+                      const json_t *output_schema, int assert_formats, char *err, size_t errlen);
+void tgi_registry_drop(tgi_registry *r, const char *name);
+
+/* The exposed title: row->title, else the name with '_' as spaces and the
+ * first letter capitalised, into out. */
+void tgi_tool_title(const tgi_tool *t, char *out, size_t cap);
+
+/* Is the tool available (row->available, else requires_env set and the
+ * check command exits 0, computed on first use and cached)?  1 yes, 0 no,
+ * -1 not for now (see tgi_available_fn); *reason says why when not. */
 int tgi_registry_available(tgi_registry *r, const tgi_entry *e, const char **reason);
 
 /* Is the tool in `profile`?  -1 if the profile does not exist. */

@@ -123,7 +123,7 @@ static int stop_check(pid_t pid, const tgi_spawn_opts *o, tgi_spawn_result *res,
 {
 	if (res->timed_out || res->cancelled)
 		return 0;
-	if (o->cancel && *o->cancel)
+	if (tgi_flag_get(o->cancel))
 		res->cancelled = 1;
 	else if (now >= deadline)
 		res->timed_out = 1;

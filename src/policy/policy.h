@@ -65,6 +65,9 @@ tgi_ruleset *tgi_ruleset_new(void);
 void         tgi_ruleset_free(tgi_ruleset *rs);
 typedef enum { TGI_RULE_ALLOW, TGI_RULE_ASK, TGI_RULE_DENY } tgi_rule_kind;
 int          tgi_ruleset_add(tgi_ruleset *rs, tgi_rule_kind kind, const char *text, char *err, size_t errlen);
+/* Does a rule of this kind name tool (its tool part matches), whatever its
+ * specifier, or only with none when bare is nonzero? */
+int tgi_ruleset_names(const tgi_ruleset *rs, tgi_rule_kind kind, const char *tool, int bare);
 /* First matching rule of this kind, or NULL. */
 const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, const tgi_match_input *in);
 

@@ -654,6 +654,16 @@ const char *tgi_rule_tool(const tgi_rule *r)
 
 /* ---- rulesets ----------------------------------------------------------- */
 
+int tgi_ruleset_names(const tgi_ruleset *rs, tgi_rule_kind kind, const char *tool, int bare)
+{
+	for (size_t i = 0; i < rs->list[kind].n; i++) {
+		const tgi_rule *r = rs->list[kind].v[i];
+		if ((!bare || r->kind == SPEC_ANY) && tgi_text_glob(r->tool, tool))
+			return 1;
+	}
+	return 0;
+}
+
 tgi_ruleset *tgi_ruleset_new(void)
 {
 	return tgi_xcalloc(1, sizeof(tgi_ruleset));

@@ -3,7 +3,8 @@
  *
  * Tables: ops (one row per call), idem (scope -> op: in_flight | done |
  * unknown, with the owner's host, pid, process start time and lease),
- * events (append-only, seq never reused), approvals, sessions.  The schema
+ * events (append-only, seq never reused), approvals, sessions, pins (the
+ * first-seen digest of each bridged MCP tool's description).  The schema
  * version lives in PRAGMA user_version; a newer ledger is refused.
  *
  * Many toolgate processes share one ledger at once, so every write is one
@@ -51,7 +52,7 @@
 
 #include <sqlite3.h>
 
-#define TGI_SCHEMA_VERSION 1
+#define TGI_SCHEMA_VERSION 2
 #define TGI_BUSY_MS        5000   /* many processes share the ledger */
 #define TGI_SCOPE_MAX      1024   /* bytes of an idempotency scope */
 #define TGI_RETRY_MIN_S    1.0
@@ -92,6 +93,10 @@
  * row's max(rowid) + 1 is never a seq seen before and seq stays a global,
  * gap-free order for `log --follow`.
  *
+ * pins: one small row per bridged MCP tool, read once per tool each time a
+ * server's tools are listed; a row is written when a tool is first seen or
+ * an operator approves a change.
+ *
  * Migration i takes user_version i to i + 1.
  */
 static const char *const migrations[TGI_SCHEMA_VERSION] = {
@@ -120,6 +125,9 @@ static const char *const migrations[TGI_SCHEMA_VERSION] = {
 	"CREATE TABLE IF NOT EXISTS sessions("
 	"  id TEXT PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,"
 	"  calls INTEGER NOT NULL);",
+	"CREATE TABLE IF NOT EXISTS pins("
+	"  name TEXT PRIMARY KEY, digest TEXT NOT NULL, first_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL) WITHOUT ROWID;",
 };
 
 /* One quick query per table at open: every column we use must exist and
@@ -133,6 +141,7 @@ static const char *const verify_sql[] = {
 	"SELECT id, op_id, tool, principal, binding, state, args, reason, created_ms,"
 	" expires_ms, decided_by, decided_ms FROM approvals LIMIT 1",
 	"SELECT id, first_ms, last_ms, calls FROM sessions LIMIT 1",
+	"SELECT name, digest, first_ms, updated_ms FROM pins LIMIT 1",
 };
 
 /* The cached statements.  Approval states are derived at read time: a
@@ -191,7 +200,15 @@ static const char *const verify_sql[] = {
 	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END AS st"                          \
 	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
 	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
-	  " ORDER BY created_ms DESC, id DESC")
+	  " ORDER BY created_ms DESC, id DESC")                                                 \
+	X(ST_PIN_GET, "SELECT digest FROM pins WHERE name = ?1")                                \
+	X(ST_PIN_ADD,                                                                           \
+	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES(?1, ?2, ?3, ?3)"        \
+	  " ON CONFLICT(name) DO NOTHING")                                                      \
+	X(ST_PIN_SET,                                                                           \
+	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES(?1, ?2, ?3, ?3)"        \
+	  " ON CONFLICT(name) DO UPDATE SET digest = excluded.digest,"                          \
+	  " updated_ms = excluded.updated_ms")
 
 #define TGI_ST_ENUM(name, sql) name,
 #define TGI_ST_SQL(name, sql) sql,
@@ -1512,6 +1529,114 @@ void tgi_approval_rows_free(tgi_approval_row *rows, size_t n)
 		free(rows[i].reason);
 	}
 	free(rows);
+}
+
+/* ---- pins of bridged MCP tools ---- */
+
+#define TGI_PIN_NAME_MAX 256 /* bytes of a pinned tool name */
+
+static int check_pin_args(const char *name, const char *digest, char *err, size_t errlen)
+{
+	if (!name || !*name || strlen(name) > TGI_PIN_NAME_MAX) {
+		tgi_snprintf(err, errlen, "a pinned tool needs a name of 1 to %d bytes", TGI_PIN_NAME_MAX);
+		return -1;
+	}
+	size_t n = digest ? strspn(digest, "0123456789abcdef") : 0;
+	if (n != 64 || digest[n]) {
+		char q[80];
+		tgi_snprintf(err, errlen, "the pin of '%s' is not a sha256 digest in lowercase hex",
+		             quoted(q, sizeof q, name));
+		return -1;
+	}
+	return 0;
+}
+
+/* The pinned digest of name into pinned[65]: SQLITE_ROW, SQLITE_DONE when
+ * there is none, or an error. */
+static int pin_get(tgi_store *s, const char *name, char pinned[65])
+{
+	int rc = st_step(s, ST_PIN_GET, "t", name);
+	if (rc == SQLITE_ROW) {
+		col_copy(s->st[ST_PIN_GET], 0, pinned, 65);
+		st_reset(s, ST_PIN_GET);
+	}
+	return rc;
+}
+
+/* A pin is read without a transaction (the common case: it is there and
+ * the same); only a tool seen for the first time takes the writer lock,
+ * and then reads again, since another process may have pinned it first. */
+int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_pin_state *st,
+                        char pinned[65], char *err, size_t errlen)
+{
+	char q[80];
+
+	pinned[0] = '\0';
+	if (check_pin_args(name, digest, err, errlen) < 0)
+		return -1;
+	int rc = pin_get(s, name, pinned);
+	if (rc == SQLITE_ROW) {
+		*st = strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
+		return 0;
+	}
+	int64_t now = tgi_unix_ms();
+	if (rc == SQLITE_DONE)
+		rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_run(s, ST_PIN_ADD, "tti", name, digest, now);
+	if (rc == SQLITE_OK && (rc = pin_get(s, name, pinned)) == SQLITE_ROW)
+		rc = tx_commit(s);
+	else if (rc == SQLITE_DONE)
+		rc = SQLITE_CORRUPT; /* inserted or there, yet not found */
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot pin the description of '%s'",
+		            quoted(q, sizeof q, name));
+	*st = !strcmp(pinned, digest) ? TGI_PIN_NEW : TGI_PIN_CHANGED;
+	return 0;
+}
+
+int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
+                      size_t errlen)
+{
+	char q[80];
+
+	if (check_pin_args(name, digest, err, errlen) < 0)
+		return -1;
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_run(s, ST_PIN_SET, "tti", name, digest, tgi_unix_ms());
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot move the pin of '%s'", quoted(q, sizeof q, name));
+	return 0;
+}
+
+/* ---- events that belong to no call ---- */
+
+int tgi_store_event(tgi_store *s, const tgi_event *ev, char *err, size_t errlen)
+{
+	if (!ev || !ev->type || !*ev->type) {
+		tgi_snprintf(err, errlen, "an event needs a type");
+		return -1;
+	}
+	char *data = NULL;
+	if (ev->data && !(data = json_dumps(ev->data, JSON_COMPACT | JSON_ENCODE_ANY))) {
+		tgi_snprintf(err, errlen, "cannot encode the data of event '%s'", ev->type);
+		return -1;
+	}
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_run(s, ST_EVENT_INSERT, "itttt", ev->ts_ms ? ev->ts_ms : tgi_unix_ms(), NULL,
+		            ev->type, ev->stage, data);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	free(data);
+	if (rc != SQLITE_OK) {
+		char q[80];
+		return fail(s, rc, err, errlen, "cannot record event '%s'", quoted(q, sizeof q, ev->type));
+	}
+	return 0;
 }
 
 /* ---- reading the log ---- */

@@ -155,6 +155,27 @@ int  tgi_store_approval_list(tgi_store *s, const char *state, tgi_approval_row *
                              char *err, size_t errlen);
 void tgi_approval_rows_free(tgi_approval_row *rows, size_t n);
 
+/* ---- pinned descriptions of bridged MCP tools (rug-pull defence) ---- */
+
+typedef enum {
+	TGI_PIN_NEW,      /* first seen: pinned now */
+	TGI_PIN_SAME,     /* matches the pin */
+	TGI_PIN_CHANGED,  /* differs from the pin (which is left as it is) */
+} tgi_pin_state;
+
+/* Compare digest (sha256 hex of description + canonical schema) with the
+ * pin of name (the exposed tool name); pin it if there is none.
+ * pinned[65] gets the pinned digest. */
+int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_pin_state *st,
+                        char pinned[65], char *err, size_t errlen);
+/* Move the pin of name to digest (a change was approved). */
+int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
+                      size_t errlen);
+
+/* An event that belongs to no call (mcp.tool.changed, mcp.server.down,
+ * ...): appended to the events table with op_id NULL. */
+int tgi_store_event(tgi_store *s, const tgi_event *ev, char *err, size_t errlen);
+
 /* ---- reading the log ---- */
 
 typedef struct tgi_log_filter {

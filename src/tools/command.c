@@ -78,9 +78,17 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 	for (size_t i = 0; i < tc->requires_env.n; i++)
 		env_add(envp, &n, tc->requires_env.v[i], getenv(tc->requires_env.v[i]));
 
+	tgi_spawn_opts o = {
+		.cwd = ctx->workspace,
+		.envp = envp,
+		.in = in_text,
+		.in_len = strlen(in_text),
+		.timeout_s = ctx->timeout_s,
+		.max_out = MAX_STDOUT,
+		.cancel = ctx->cancel,
+	};
 	tgi_spawn_result res;
-	int rc = tgi_spawn(tc->command.v, ctx->workspace, envp, in_text, strlen(in_text),
-	                   ctx->timeout_s, MAX_STDOUT, &res);
+	int rc = tgi_spawn_run(tc->command.v, &o, &res);
 	free(in_text);
 	for (size_t i = 0; i < n; i++)
 		free(envp[i]);

@@ -77,6 +77,11 @@ void tgi_sanitize_n(char *out, size_t cap, const char *s, size_t n, size_t max);
 /* strings */
 char *tgi_strdup(const char *s);   /* NULL-safe; aborts on OOM */
 char *tgi_strndup(const char *s, size_t n); /* n bytes of s (no NUL among them) + NUL */
+/* A cancel flag set by one thread and polled by others (atomic, so that
+ * ThreadSanitizer agrees).  f may be NULL: never set. */
+static inline int  tgi_flag_get(volatile const int *f) { return f && __atomic_load_n(f, __ATOMIC_ACQUIRE); }
+static inline void tgi_flag_set(volatile int *f) { __atomic_store_n(f, 1, __ATOMIC_RELEASE); }
+
 void *tgi_xmalloc(size_t n);       /* aborts on OOM */
 void *tgi_xcalloc(size_t n, size_t sz);
 void *tgi_xrealloc(void *p, size_t n);

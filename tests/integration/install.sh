@@ -25,7 +25,7 @@ int main(void)
 }
 C
 export PKG_CONFIG_PATH=$WS/prefix/lib/pkgconfig
-cc -std=c11 "$WS/use.c" $(pkg-config --cflags --libs --static toolgate) -o "$WS/use" || fail "build against the installed library"
+cc -std=c11 "$WS/use.c" $(pkg-config --cflags --libs toolgate) -o "$WS/use" || fail "build against the installed library"
 mkdir -p "$WS/run" && eq "$(cd "$WS/run" && "$WS/use")" "persisted 6" "a program using the installed library"
 eq "$("$WS/prefix/bin/toolgate" --version | cut -d' ' -f1)" toolgate "the installed program runs"
 finish

@@ -196,7 +196,7 @@ static void test_defaults_without_a_file(void **state)
 	assert_int_equal(c->ntools, 0);
 	assert_int_equal(c->nprofiles, 4);
 	assert_builtin_profiles(c);
-	STRV(&c->profiles[1].categories, "fs", "runtime");
+	STRV(&c->profiles[1].categories, "fs", "runtime", "mcp");
 	assert_int_equal(c->profiles[1].read_only_only, 0);
 	assert_empty_strv(&c->allow);
 	assert_empty_strv(&c->ask);
@@ -833,7 +833,7 @@ static void test_profiles(void **state)
 	STRV(&c->profiles[0].categories, "fs", "web");
 	assert_int_equal(c->profiles[0].read_only_only, 0);
 	assert_string_equal(c->profiles[1].name, "coding");
-	STRV(&c->profiles[1].categories, "fs", "runtime");
+	STRV(&c->profiles[1].categories, "fs", "runtime", "mcp");
 	assert_string_equal(c->profiles[3].name, "full");
 	STRV(&c->profiles[3].categories, "fs");
 	assert_int_equal(c->profiles[3].read_only_only, 1);

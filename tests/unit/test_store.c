@@ -9,7 +9,9 @@
  * winner among concurrent claimers (threads and processes); approvals with
  * expiry and single use; the state-directory and ledger-file checks
  * (symlinks, owners, non-regular files); corrupt, foreign, newer, read-only
- * and full ledgers; spill files.
+ * and full ledgers; spill files; the pins of bridged MCP tools (first seen,
+ * same, changed, approved; one winner across processes; a version 1 ledger
+ * gains the table) and events that belong to no call.
  *
  * Owns: nothing outside its temporary directories.  Must not: depend on the
  * network or on files outside the repository.  Children of fork() report
@@ -1107,7 +1109,7 @@ static void test_concurrent_open_new_ledger(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), N);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 4 * N);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's'"), N);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 1);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 2);
 }
 
 /* ---- approvals ---- */
@@ -1546,7 +1548,7 @@ static void test_schema_versions(void **state)
 	f->s = NULL;
 	raw_exec(f->db, "PRAGMA user_version = 7");
 	assert_int_equal(tgi_store_open(f->db, 0, &s, err, sizeof err), -1);
-	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (1)"));
+	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (2)"));
 
 	/* another program's database is not a ledger */
 	path_in(f, "foreign.db", p, sizeof p);
@@ -1560,7 +1562,7 @@ static void test_schema_versions(void **state)
 	write_file(p, "", 0);
 	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), 0);
 	tgi_store_close(s);
-	assert_int_equal(raw_int(p, "PRAGMA user_version"), 1);
+	assert_int_equal(raw_int(p, "PRAGMA user_version"), 2);
 	assert_int_equal(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
 	                            " IN ('ops_tool', 'ops_status', 'events_op', 'approvals_binding')"), 4);
 	/* the lean schema: no started_ms index (since is an op_id range), no
@@ -1846,6 +1848,203 @@ static void test_record_speed(void **state)
 	json_decref(d);
 }
 
+/* ---- pins of bridged MCP tools ---- */
+
+#define DIGEST_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define DIGEST_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+static tgi_pin_state pin_check(tgi_store *s, const char *name, const char *digest,
+                               char pinned[65])
+{
+	char err[512] = "";
+	tgi_pin_state st = TGI_PIN_SAME;
+	if (tgi_store_pin_check(s, name, digest, &st, pinned, err, sizeof err) < 0)
+		fail_msg("pin_check: %s", err);
+	return st;
+}
+
+static void test_pins(void **state)
+{
+	struct fx *f = *state;
+	char pinned[65], err[512];
+
+	/* first seen: pinned now; then the same; then a change leaves the pin */
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_A, pinned), TGI_PIN_NEW);
+	assert_string_equal(pinned, DIGEST_A);
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_A, pinned), TGI_PIN_SAME);
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_B, pinned), TGI_PIN_CHANGED);
+	assert_string_equal(pinned, DIGEST_A);
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_B, pinned), TGI_PIN_CHANGED);
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_A, pinned), TGI_PIN_SAME);
+
+	/* pins are per tool */
+	assert_int_equal(pin_check(f->s, "fs__write_file", DIGEST_B, pinned), TGI_PIN_NEW);
+	assert_string_equal(pinned, DIGEST_B);
+
+	/* an approved change moves the pin; the old digest is now the change */
+	assert_int_equal(tgi_store_pin_set(f->s, "fs__read_text_file", DIGEST_B, err, sizeof err), 0);
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_B, pinned), TGI_PIN_SAME);
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_A, pinned), TGI_PIN_CHANGED);
+	assert_string_equal(pinned, DIGEST_B);
+	/* setting a pin that was never checked creates it */
+	assert_int_equal(tgi_store_pin_set(f->s, "ev__echo", DIGEST_A, err, sizeof err), 0);
+	assert_int_equal(pin_check(f->s, "ev__echo", DIGEST_A, pinned), TGI_PIN_SAME);
+
+	/* pins outlive the handle */
+	tgi_store_close(f->s);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(pin_check(f->s, "fs__read_text_file", DIGEST_B, pinned), TGI_PIN_SAME);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 3);
+	/* first seen is kept when the pin moves */
+	assert_true(raw_int(f->db, "SELECT first_ms <= updated_ms FROM pins WHERE name = 'fs__read_text_file'") == 1);
+}
+
+static void test_pin_refusals(void **state)
+{
+	struct fx *f = *state;
+	char pinned[65], err[512], name[400];
+	tgi_pin_state st;
+	static const char *const bad_digests[] = {
+		"", "abc", DIGEST_A "a",
+		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		"gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg",
+	};
+
+	for (size_t i = 0; i < TGI_ARRAY_LEN(bad_digests); i++) {
+		err[0] = '\0';
+		assert_int_equal(tgi_store_pin_check(f->s, "t", bad_digests[i], &st, pinned, err, sizeof err), -1);
+		assert_string_equal(err, "the pin of 't' is not a sha256 digest in lowercase hex");
+		assert_int_equal(tgi_store_pin_set(f->s, "t", bad_digests[i], err, sizeof err), -1);
+	}
+	assert_int_equal(tgi_store_pin_check(f->s, "t", NULL, &st, pinned, err, sizeof err), -1);
+	assert_int_equal(tgi_store_pin_check(f->s, "", DIGEST_A, &st, pinned, err, sizeof err), -1);
+	assert_string_equal(err, "a pinned tool needs a name of 1 to 256 bytes");
+	assert_int_equal(tgi_store_pin_check(f->s, NULL, DIGEST_A, &st, pinned, err, sizeof err), -1);
+	memset(name, 'x', sizeof name - 1);
+	name[sizeof name - 1] = '\0';
+	assert_int_equal(tgi_store_pin_set(f->s, name, DIGEST_A, err, sizeof err), -1);
+	assert_string_equal(err, "a pinned tool needs a name of 1 to 256 bytes");
+	/* a control character in a name is not echoed */
+	assert_int_equal(tgi_store_pin_check(f->s, "a\nb", "x", &st, pinned, err, sizeof err), -1);
+	assert_string_equal(err, "the pin of 'a b' is not a sha256 digest in lowercase hex");
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 0);
+}
+
+/* Processes that see a tool for the first time at once: one pins it, the
+ * others find that pin (the same or a change), never a second one. */
+static void test_pin_one_winner(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 6 };
+	pid_t pids[N];
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	for (int i = 0; i < N; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char err[512], pinned[65], c;
+			tgi_store *s;
+			tgi_pin_state st;
+			close(go[1]);
+			if (read(go[0], &c, 1) < 0 || tgi_store_open(f->db, 0, &s, err, sizeof err) < 0)
+				_exit(10);
+			int rc = tgi_store_pin_check(s, "ev__echo", i % 2 ? DIGEST_A : DIGEST_B, &st, pinned,
+			                             err, sizeof err);
+			tgi_store_close(s);
+			if (rc < 0)
+				_exit(11);
+			if (st == TGI_PIN_NEW)
+				_exit(strcmp(pinned, i % 2 ? DIGEST_A : DIGEST_B) ? 12 : 0);
+			if (st == TGI_PIN_SAME)
+				_exit(1);
+			_exit(strcmp(pinned, i % 2 ? DIGEST_B : DIGEST_A) ? 13 : 2);
+		}
+	}
+	close(go[0]);
+	close(go[1]); /* go: every child reads end of file */
+	int news = 0;
+	for (int i = 0; i < N; i++) {
+		int code = wait_child(pids[i]);
+		if (code > 2)
+			fail_msg("child %d exited %d", i, code);
+		news += code == 0;
+	}
+	assert_int_equal(news, 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 1);
+}
+
+/* A ledger made before pins existed (schema version 1) gains the table. */
+static void test_pins_migration(void **state)
+{
+	struct fx *f = *state;
+	char err[512], pinned[65];
+
+	record_ok(f->s, "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77", "read_file", "persisted", "s1", 1000);
+	tgi_store_close(f->s);
+	f->s = NULL;
+	raw_exec(f->db, "DROP TABLE pins; PRAGMA user_version = 1");
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sqlite_master WHERE name = 'pins'"), 0);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 2);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 1);
+	assert_int_equal(pin_check(f->s, "fs__x", DIGEST_A, pinned), TGI_PIN_NEW);
+}
+
+/* ---- events that belong to no call ---- */
+
+static void test_store_event(void **state)
+{
+	struct fx *f = *state;
+	char err[512];
+	json_t *a;
+
+	json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "tool", "fs__read_text_file", "server", "fs",
+	                      "pinned", DIGEST_A, "now", DIGEST_B);
+	tgi_event ev = { "mcp.tool.changed", NULL, d, 1234 };
+	assert_int_equal(tgi_store_event(f->s, &ev, err, sizeof err), 0);
+	json_decref(d);
+	record_ok(f->s, "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77", "read_file", "persisted", "s1", 2000);
+	/* no data, no time: now */
+	int64_t t0 = tgi_unix_ms();
+	tgi_event bare = { "mcp.server.exited", "bridge", NULL, 0 };
+	assert_int_equal(tgi_store_event(f->s, &bare, err, sizeof err), 0);
+
+	assert_int_equal(tgi_store_events(f->s, NULL, 0, &a, err, sizeof err), 0);
+	assert_int_equal(json_array_size(a), 6);
+	json_t *first = json_array_get(a, 0), *last = json_array_get(a, 5);
+	assert_string_equal(json_string_value(json_object_get(first, "type")), "mcp.tool.changed");
+	assert_true(json_is_null(json_object_get(first, "op_id")));
+	assert_true(json_is_null(json_object_get(first, "stage")));
+	assert_string_equal(json_string_value(json_object_get(first, "ts")), "1970-01-01T00:00:01.234Z");
+	json_t *data = json_object_get(first, "data");
+	assert_string_equal(json_string_value(json_object_get(data, "server")), "fs");
+	assert_string_equal(json_string_value(json_object_get(data, "pinned")), DIGEST_A);
+	/* in sequence with the calls' events */
+	assert_string_equal(json_string_value(json_object_get(last, "type")), "mcp.server.exited");
+	assert_string_equal(json_string_value(json_object_get(last, "stage")), "bridge");
+	assert_true(json_is_null(json_object_get(last, "data")));
+	assert_true(json_integer_value(json_object_get(last, "seq")) >
+	            json_integer_value(json_object_get(json_array_get(a, 4), "seq")));
+	json_decref(a);
+	assert_true(raw_int(f->db, "SELECT ts_ms FROM events WHERE type = 'mcp.server.exited'") >= t0);
+
+	/* they belong to no op: a filter on a tool leaves them out */
+	tgi_log_filter flt = { .tool = "read_file" };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &a, err, sizeof err), 0);
+	assert_int_equal(json_array_size(a), 4);
+	json_decref(a);
+
+	/* refusals */
+	tgi_event untyped = { NULL, NULL, NULL, 0 };
+	assert_int_equal(tgi_store_event(f->s, &untyped, err, sizeof err), -1);
+	assert_string_equal(err, "an event needs a type");
+	tgi_event empty = { "", NULL, NULL, 0 };
+	assert_int_equal(tgi_store_event(f->s, &empty, err, sizeof err), -1);
+	assert_int_equal(tgi_store_event(f->s, NULL, err, sizeof err), -1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1871,6 +2070,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_disk_full, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_spill, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_record_speed, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_pins, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_pin_refusals, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_pin_one_winner, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_pins_migration, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_store_event, setup_store, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

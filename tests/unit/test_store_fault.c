@@ -238,7 +238,7 @@ static void check_consistent(const char *db, const struct outcome *o, int reopen
 		assert_true((ops == 1 && evs == 4) || (ops == 0 && evs == 0));
 		assert_int_equal(ops, o->recorded);
 		assert_int_equal(claims, o->claimed);
-		assert_int_equal(query_int(h, "PRAGMA user_version"), 1);
+		assert_int_equal(query_int(h, "PRAGMA user_version"), 2);
 	} else {
 		/* failed while creating the tables: nothing was reported done */
 		assert_false(o->opened);

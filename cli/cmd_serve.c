@@ -1,0 +1,135 @@
+/*
+ * cmd_serve.c — `toolgate serve`: the gate as an MCP server, on stdio (the
+ * default) and/or Streamable HTTP, with the configuration's mcp_servers
+ * bridged.  SIGINT and SIGTERM stop it cleanly: running calls are
+ * cancelled, bridged servers shut down.  Exit 0; 1 on a usage or startup
+ * error.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+	"usage: toolgate serve [--stdio] [--http HOST:PORT] [options]\n\n"
+	"Serve the gate to MCP clients (protocol 2025-11-25): every tools/call passes the\n"
+	"gate's policy, approvals, ledger and events.  Without --http: stdio.\n\n"
+	"options:\n"
+	"  --stdio                serve on stdin/stdout (also with --http)\n"
+	"  --http HOST:PORT       Streamable HTTP on http://HOST:PORT/mcp (port 0: any free one;\n"
+	"                         the address is printed on stderr)\n"
+	"  --http-any             allow a non-loopback HTTP address\n"
+	"  --allow-origin ORIGIN  an Origin HTTP accepts besides loopback ones (repeatable)\n"
+	"  --as PRINCIPAL         the principal of stdio calls (default: the default one)\n"
+	"  --page-size N          tools/list page size (default 100)\n"
+	"  --max-line BYTES       longest message accepted (default 16 MiB)\n"
+	"  --elicitation-timeout S  how long an approval question may wait (default 300)\n"
+	"  --progress-ms N        heartbeat progress interval of a long call (default 1000)\n"
+	CLI_GATE_OPTIONS_HELP;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	tg_serve_stop();
+}
+
+static int positive(const char *s, long max, long *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || v < 1 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	enum { O_STDIO = 1, O_HTTP, O_ANY, O_ORIGIN, O_AS, O_PAGE, O_LINE, O_ELICIT, O_PROGRESS };
+	static const struct option longopts[] = {
+		{"stdio", 0, 0, O_STDIO}, {"http", 1, 0, O_HTTP}, {"http-any", 0, 0, O_ANY},
+		{"allow-origin", 1, 0, O_ORIGIN}, {"as", 1, 0, O_AS}, {"page-size", 1, 0, O_PAGE},
+		{"max-line", 1, 0, O_LINE}, {"elicitation-timeout", 1, 0, O_ELICIT},
+		{"progress-ms", 1, 0, O_PROGRESS}, {"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,
+		{0, 0, 0, 0},
+	};
+	cli_gate_opts go;
+	tg_serve_options so;
+	const char **origins = calloc((size_t)argc + 1, sizeof *origins);
+	int opt, rc = 1;
+	long v;
+	memset(&so, 0, sizeof so);
+	cli_gate_opts_init(&go);
+	go.o.bridge = 1;
+	so.origins = origins;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case O_STDIO:  so.stdio = 1; break;
+		case O_HTTP:   so.http = optarg; break;
+		case O_ANY:    so.http_any = 1; break;
+		case O_ORIGIN: origins[so.norigins++] = optarg; break;
+		case O_AS:     so.principal = optarg; break;
+		case O_PAGE:
+			if (positive(optarg, 100000, &v) < 0)
+				goto bad;
+			so.page_size = (size_t)v;
+			break;
+		case O_LINE:
+			if (positive(optarg, 1L << 30, &v) < 0)
+				goto bad;
+			so.max_line = (size_t)v;
+			break;
+		case O_ELICIT:
+			if (positive(optarg, 86400, &v) < 0)
+				goto bad;
+			so.elicit_timeout_s = (int)v;
+			break;
+		case O_PROGRESS:
+			if (positive(optarg, 3600000, &v) < 0)
+				goto bad;
+			so.progress_ms = (int)v;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			free(origins);
+			return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
+			goto bad;
+		}
+	}
+	if (optind != argc)
+		goto bad;
+	if (!so.http)
+		so.stdio = 1;
+
+	tg_gate *g = cli_gate_open(&go);
+	if (!g)
+		goto out;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	char *err = NULL;
+	if (tg_serve(g, &so, &err) < 0) {
+		cli_error("%s", err);
+		free(err);
+	} else {
+		rc = 0;
+	}
+	tg_gate_close(g);
+out:
+	free(origins);
+	return rc;
+bad:
+	fputs(usage_text, stderr);
+	free(origins);
+	return 1;
+}

@@ -1,0 +1,105 @@
+/*
+ * bridge.h — downstream MCP servers from config `mcp_servers:` (DESIGN §6),
+ * their tools registered in the gate's registry as `<server>__<tool>`.
+ *
+ *   mcp_servers:
+ *     fs:
+ *       command: npx                 # a string, or an argv list
+ *       args: [-y, "@modelcontextprotocol/server-filesystem", "."]
+ *       env: {NAME: value}           # added to a small base environment
+ *       cwd: .                       # relative to the config's directory
+ *       url: http://127.0.0.1:9000/mcp  # instead of command: Streamable HTTP
+ *       token_env: FS_TOKEN          # HTTP: Authorization: Bearer $FS_TOKEN
+ *       trusted: false               # annotations become the contract only when true
+ *       pin: false                   # a changed description disables the tool until approved
+ *       prefix: "fs__"               # default "<server>__"
+ *       category: mcp                # for profiles (default mcp)
+ *       tools: {include: [globs], exclude: [globs]}
+ *       timeout_s: 120               # per call
+ *       startup_timeout_s: 30        # spawn to tools listed
+ *
+ * Each server is started (a client.h connection), initialized and listed
+ * (every page of tools/list); each tool's input schema is compiled by our
+ * validator and the tool registered under its exposed name.  An untrusted
+ * server's tools get the conservative contract (no flags); a trusted one's
+ * annotations map to read_only/destructive/idempotent (concurrency_safe
+ * with read_only).  A crashed child is restarted with backoff (1 s doubling
+ * to 60 s) and its tools are unavailable meanwhile; a downstream
+ * tools/list_changed re-lists and the change is passed on.  Description
+ * pinning: sha256 of each tool's description + canonical input schema is
+ * pinned in the ledger when first seen; a later change is an event
+ * (`mcp.tool.changed`) and, with pin: true, the tool is unavailable until
+ * the approval the bridge queues for it is approved.
+ *
+ * Owns: the servers, their clients, the rows of their tools, pins.  Must
+ * not: decide policy (the pipeline does, on the exposed name) or let a
+ * downstream tool take the name of a built-in or configured tool.
+ */
+#ifndef TGI_MCP_BRIDGE_H
+#define TGI_MCP_BRIDGE_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "toolgate.h"
+
+typedef struct tgi_bridge tgi_bridge;
+
+/*
+ * Parse the gate's cfg->mcp_servers (an error names file:line through
+ * tgi_config_where) and start every server in the background.  No servers
+ * configured: 0 with *out NULL.
+ */
+int tgi_bridge_new(tg_gate *g, tgi_bridge **out, char *err, size_t errlen);
+
+/* Wait until every server has been listed once or has failed to start,
+ * up to its startup timeout. */
+void tgi_bridge_wait_ready(tgi_bridge *b);
+
+/* fn(arg) is called (from a bridge thread) whenever the set of bridged
+ * tools or their availability changes.  One listener; NULL removes it. */
+void tgi_bridge_on_change(tgi_bridge *b, void (*fn)(void *arg), void *arg);
+
+/* For an unknown tool name: if it carries a configured server's prefix,
+ * a sentence saying why that server offers no such tool (not running, not
+ * listed, filtered out) into out; else 0. */
+int tgi_bridge_explain(tgi_bridge *b, const char *name, char *out, size_t cap);
+
+/* Shut every server down (stdin closed, SIGTERM, SIGKILL) and stop
+ * restarting them; their tools become unavailable.  Then free. */
+void tgi_bridge_stop(tgi_bridge *b);
+void tgi_bridge_free(tgi_bridge *b); /* after the registry is freed; NULL is fine */
+
+/* ---- between the bridge and its tools' handler (src/tools/bridged.c) ---- */
+
+struct tgi_exec_ctx;
+struct tgi_tool_out;
+struct tgi_mcp_client;
+
+/* The handler of every bridged tool: tools/call on its server. */
+int tgi_bridged_run(const struct tgi_exec_ctx *ctx, const json_t *args, struct tgi_tool_out *out);
+
+typedef struct tgi_bridge_call tgi_bridge_call;
+
+/* What one call of a bridged tool needs of its server (borrowed until
+ * tgi_bridge_call_end). */
+typedef struct tgi_bridge_target {
+	struct tgi_mcp_client *client;
+	const char            *server;  /* the server's name in config */
+	const char            *remote;  /* the tool's name on that server */
+} tgi_bridge_target;
+
+/*
+ * Start a call of the bridged tool whose row data is tool: its server's
+ * connection is held (never closed under the call), and the call is the
+ * one the server's log messages and requests are relayed to (through
+ * ctx->cb) until it ends or a later call starts.  NULL when the server is
+ * not running: *retry_after_s is the time to its next start and err says
+ * why.  End every call begun with tgi_bridge_call_end, which waits for a
+ * relay in progress to return.
+ */
+tgi_bridge_call *tgi_bridge_call_begin(const void *tool, const struct tgi_exec_ctx *ctx,
+                                       tgi_bridge_target *t, double *retry_after_s, char *err,
+                                       size_t errlen);
+void tgi_bridge_call_end(tgi_bridge_call *call);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * serve.c — tg_serve: the MCP server with its transports (stdio, Streamable
+ * HTTP or both) and the bridge's change notices, until stdin ends or
+ * tg_serve_stop().
+ *
+ * Owns: the stop flag and its self-pipe.  Must not: handle messages
+ * (server.c) or speak a transport (stdio.c, http.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "mcp/bridge.h"
+#include "mcp/server.h"
+#include "util/util.h"
+
+static int wake[2] = {-1, -1};
+
+void tg_serve_stop(void)
+{
+	int fd = wake[1];
+	if (fd >= 0) {
+		ssize_t n = write(fd, "x", 1);
+		(void)n;
+	}
+}
+
+static void list_changed(void *arg)
+{
+	tgi_mcp_server_list_changed(arg);
+}
+
+int tg_serve(tg_gate *g, const tg_serve_options *o, char **errmsg)
+{
+	char err[512];
+	if (errmsg)
+		*errmsg = NULL;
+	if (!o->stdio && !o->http)
+		return tgi_fail(errmsg, "nothing to serve: ask for stdio, HTTP or both");
+	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0)
+		return tgi_fail(errmsg, "cannot make a pipe: %s", strerror(errno));
+
+	tgi_mcp_server *s = tgi_mcp_server_new(g, o);
+	if (g->bridge)
+		tgi_bridge_on_change(g->bridge, list_changed, s);
+	tgi_mcp_http *http = NULL;
+	int rc = 0;
+	if (o->http && tgi_mcp_http_start(s, o, &http, err, sizeof err) < 0) {
+		rc = tgi_fail(errmsg, "%s", err);
+	} else if (o->stdio) {
+		if (tgi_mcp_stdio_run(s, wake[0], err, sizeof err) < 0)
+			rc = tgi_fail(errmsg, "%s", err);
+	} else {
+		struct pollfd p = {.fd = wake[0], .events = POLLIN};
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+	}
+	if (g->bridge)
+		tgi_bridge_on_change(g->bridge, NULL, NULL);
+	tgi_mcp_http_stop(http);
+	tgi_mcp_server_free(s);
+	int r = wake[0], w = wake[1];
+	wake[0] = wake[1] = -1;
+	close(r);
+	close(w);
+	return rc;
+}

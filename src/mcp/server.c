@@ -1,0 +1,858 @@
+/*
+ * server.c — the MCP server's methods and sessions (see server.h).
+ *
+ * A session is one client.  Its messages arrive through
+ * tgi_mcp_session_handle on the transport's reader thread; initialize,
+ * ping, tools/list and logging/setLevel are answered there, tools/call runs
+ * on a thread of its own through tg_call, so the reader stays free for
+ * cancellations and for the answers to our own requests (elicitation).
+ * One ticker thread per server sends heartbeat progress for long calls
+ * whose request carried a progress token.
+ *
+ * Locks: server->mu (the session list) before session->mu (its state).
+ * Messages about a call are sent with session->mu held, so that a progress
+ * notification can never follow the call's response.
+ *
+ * Owns: sessions, running calls, our outgoing requests and their waits.
+ * Must not: decide anything the gate decides (visibility only mirrors
+ * policy), or touch a descriptor.
+ */
+#include "mcp/server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "mcp/bridge.h"
+#include "mcp/jsonrpc.h"
+#include "util/util.h"
+
+#define MAX_CALLS        64          /* running tools/call per session */
+#define DEFAULT_PAGE     100
+#define DEFAULT_LINE     (16u << 20)
+#define DEFAULT_ELICIT_S 300
+#define DEFAULT_TICK_MS  1000
+
+const char *const tgi_mcp_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
+
+int tgi_mcp_version_known(const char *v)
+{
+	for (size_t i = 0; v && tgi_mcp_versions[i]; i++)
+		if (!strcmp(v, tgi_mcp_versions[i]))
+			return 1;
+	return 0;
+}
+
+/* MCP's logging levels, in order (RFC 5424 names). */
+static const char *const levels[] = {"debug",  "info",     "notice", "warning",
+                                     "error",  "critical", "alert",  "emergency"};
+
+static int level_index(const char *s)
+{
+	for (size_t i = 0; s && i < TGI_ARRAY_LEN(levels); i++)
+		if (!strcmp(s, levels[i]))
+			return (int)i;
+	return -1;
+}
+
+/* One of our requests to the client, waiting for its answer. */
+typedef struct outreq {
+	json_int_t     id;
+	json_t        *reply;   /* the whole response message, once it came */
+	struct outreq *next;
+} outreq;
+
+/* One running tools/call. */
+typedef struct call_run {
+	tgi_mcp_session *ss;
+	json_t          *id;        /* the client's request id (owned copy) */
+	json_t          *token;     /* progress token (owned) or NULL */
+	char            *tool;
+	char            *args;      /* arguments as JSON text */
+	volatile int     cancel;
+	int              done;      /* the response went (under ss->mu) */
+	int              own_progress; /* the tool reports progress itself: no heartbeat */
+	double           progress;  /* the last progress value sent */
+	double           started_ms, next_tick_ms;
+	tg_callbacks     cb;
+	struct call_run *next;
+} call_run;
+
+struct tgi_mcp_session {
+	tgi_mcp_server  *s;
+	char             id[37];
+	char            *principal, *token;
+	tgi_mcp_send_fn  send;
+	void            *arg;
+
+	pthread_mutex_t  mu;
+	pthread_cond_t   cv;          /* calls ending, answers arriving */
+	int              initialized; /* initialize answered */
+	char             version[16];
+	int              elicit_form; /* the client declared form elicitation */
+	int              sampling;    /* ... and sampling */
+	int              min_level;   /* logging/setLevel; -1: everything */
+	call_run        *calls;
+	size_t           ncalls;
+	outreq          *out;
+	json_int_t       next_id;
+	int              closing;     /* being freed: running calls are cancelled */
+	int              draining;    /* the client's input ended: no more questions to it */
+	int              warned_principal;
+	struct tgi_mcp_session *next; /* the server's list */
+};
+
+struct tgi_mcp_server {
+	tg_gate          *g;
+	tg_serve_options  o;
+	pthread_mutex_t   mu;
+	tgi_mcp_session  *sessions;
+	pthread_t         ticker;
+	int               ticker_on, stopping;
+	pthread_cond_t    tick_cv;
+};
+
+/* ---- sending ---- */
+
+/* Send msg (stolen) about request `related` (may be NULL). */
+static int send_msg(tgi_mcp_session *ss, const json_t *related, int final, json_t *msg)
+{
+	size_t len;
+	char *text = tgi_rpc_dump(msg, &len);
+	json_decref(msg);
+	int rc = ss->send(ss->arg, related, final, text, len);
+	free(text);
+	return rc;
+}
+
+static void reply_error(tgi_mcp_session *ss, json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply_error(tgi_mcp_session *ss, json_t *id, int code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	send_msg(ss, id, 1, tgi_rpc_error(id, code, msg, NULL));
+}
+
+static void reply(tgi_mcp_session *ss, json_t *id, json_t *result)
+{
+	send_msg(ss, id, 1, tgi_rpc_result(id, result));
+}
+
+/* ---- our requests to the client ---- */
+
+/*
+ * Send method(params) to the client and wait for the answer, with ss->mu
+ * held (the wait releases it).  Gives up when the session closes, *cancel
+ * becomes set (may be NULL) or timeout_s passes.  Returns the response
+ * message (new reference) or NULL with a phrase in why.
+ */
+static json_t *ask_client(tgi_mcp_session *ss, const json_t *related, const char *method,
+                          json_t *params, volatile int *cancel, int timeout_s, char *why,
+                          size_t cap)
+{
+	outreq r = {.id = ++ss->next_id};
+	r.next = ss->out;
+	ss->out = &r;
+	json_t *id = json_integer(r.id);
+	if (send_msg(ss, related, 0, tgi_rpc_request(id, method, params)) < 0) {
+		tgi_snprintf(why, cap, "the client is gone");
+	} else {
+		double until = tgi_now_ms() + timeout_s * 1000.0;
+		while (!r.reply && !ss->closing && !ss->draining && !tgi_flag_get(cancel)) {
+			double left = until - tgi_now_ms();
+			if (left <= 0)
+				break;
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			long step = left < 200 ? (long)left + 1 : 200; /* look at cancel often */
+			ts.tv_nsec += step * 1000000L;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&ss->cv, &ss->mu, &ts);
+		}
+		if (!r.reply)
+			tgi_snprintf(why, cap, "%s",
+			             ss->closing || ss->draining ? "the session ended"
+			             : tgi_flag_get(cancel)       ? "the client cancelled the call"
+			                                       : "no answer came in time");
+		if (!r.reply && !ss->closing && !ss->draining)
+			send_msg(ss, related, 0,
+			         tgi_rpc_notification("notifications/cancelled",
+			                              json_pack("{s:O, s:s}", "requestId", id, "reason",
+			                                        why)));
+	}
+	json_decref(id);
+	for (outreq **p = &ss->out; *p; p = &(*p)->next)
+		if (*p == &r) {
+			*p = r.next;
+			break;
+		}
+	return r.reply;
+}
+
+/* ---- callbacks of a running call (tg_callbacks) ---- */
+
+static void cb_progress(void *arg, double progress, double total, const char *message)
+{
+	call_run *cr = arg;
+	tgi_mcp_session *ss = cr->ss;
+	pthread_mutex_lock(&ss->mu);
+	cr->own_progress = 1;
+	if (cr->token && !cr->done && progress > cr->progress) {
+		cr->progress = progress;
+		json_t *p = json_pack("{s:O, s:f}", "progressToken", cr->token, "progress", progress);
+		if (total >= 0)
+			json_object_set_new(p, "total", json_real(total));
+		if (message)
+			json_object_set_new(p, "message", json_string(message));
+		send_msg(ss, cr->id, 0, tgi_rpc_notification("notifications/progress", p));
+	}
+	pthread_mutex_unlock(&ss->mu);
+}
+
+static void cb_log(void *arg, const char *level, const char *logger, const char *data)
+{
+	call_run *cr = arg;
+	tgi_mcp_session *ss = cr->ss;
+	int li = level_index(level);
+	json_t *d = data ? json_loads(data, JSON_DECODE_ANY, NULL) : NULL;
+	pthread_mutex_lock(&ss->mu);
+	if (!cr->done && li >= 0 && li >= ss->min_level) {
+		json_t *p = json_pack("{s:s, s:o}", "level", levels[li], "data", d ? d : json_null());
+		d = NULL;
+		if (logger)
+			json_object_set_new(p, "logger", json_string(logger));
+		send_msg(ss, cr->id, 0, tgi_rpc_notification("notifications/message", p));
+	}
+	pthread_mutex_unlock(&ss->mu);
+	json_decref(d);
+}
+
+static int cb_approve(void *arg, const char *tool, const char *args, const char *rule,
+                      char *reason, size_t cap)
+{
+	call_run *cr = arg;
+	tgi_mcp_session *ss = cr->ss;
+	const tg_serve_options *o = &ss->s->o;
+	pthread_mutex_lock(&ss->mu);
+	if (!ss->elicit_form) {
+		pthread_mutex_unlock(&ss->mu);
+		return -1;
+	}
+	char msg[2048];
+	tgi_snprintf(msg, sizeof msg,
+	             "toolgate: a tool call needs your approval (%s).\n\nTool: %s\nArguments: %s\n\n"
+	             "Allow this call once?", rule, tool, args);
+	json_t *params = json_pack(
+	    "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:s, s:b}}, s:[s]}}", "mode", "form", "message", msg,
+	    "requestedSchema", "type", "object", "properties", "approve", "type", "boolean", "title",
+	    "Allow this call", "description", "Run this tool call once, with exactly these arguments",
+	    "default", 0, "required", "approve");
+	int timeout = o->elicit_timeout_s > 0 ? o->elicit_timeout_s : DEFAULT_ELICIT_S;
+	json_t *rep = ask_client(ss, cr->id, "elicitation/create", params, &cr->cancel, timeout,
+	                         reason, cap);
+	pthread_mutex_unlock(&ss->mu);
+	if (!rep)
+		return 0;
+	int yes = 0;
+	json_t *res = json_object_get(rep, "result");
+	const char *action = json_string_value(json_object_get(res, "action"));
+	if (!res) {
+		const char *m = json_string_value(json_object_get(json_object_get(rep, "error"), "message"));
+		tgi_snprintf(reason, cap, "the client could not ask: %s", m ? m : "an error");
+	} else if (action && !strcmp(action, "accept")) {
+		yes = json_is_true(json_object_get(json_object_get(res, "content"), "approve"));
+		if (!yes)
+			tgi_snprintf(reason, cap, "the user answered no");
+	} else {
+		tgi_snprintf(reason, cap, "the user %s", action && !strcmp(action, "decline")
+		                                             ? "declined"
+		                                             : "cancelled the question");
+	}
+	json_decref(rep);
+	return yes;
+}
+
+/* A bridged server's request, relayed to this call's client. */
+static int cb_request(void *arg, const char *method, const char *params, char **result,
+                      char **error)
+{
+	call_run *cr = arg;
+	tgi_mcp_session *ss = cr->ss;
+	char why[256];
+	*result = *error = NULL;
+	pthread_mutex_lock(&ss->mu);
+	int able = !strcmp(method, "elicitation/create")          ? ss->elicit_form
+	           : !strcmp(method, "sampling/createMessage")    ? ss->sampling
+	                                                          : 0;
+	if (!able) {
+		pthread_mutex_unlock(&ss->mu);
+		json_t *e = json_pack("{s:i, s:s}", "code", TGI_RPC_METHOD_NOT_FOUND, "message",
+		                      "the client of this call does not offer this method");
+		*error = json_dumps(e, JSON_COMPACT);
+		json_decref(e);
+		return -1;
+	}
+	json_t *p = params ? json_loads(params, 0, NULL) : NULL;
+	int timeout = ss->s->o.elicit_timeout_s > 0 ? ss->s->o.elicit_timeout_s : DEFAULT_ELICIT_S;
+	json_t *rep = ask_client(ss, cr->id, method, p ? p : json_object(), &cr->cancel, timeout, why,
+	                         sizeof why);
+	pthread_mutex_unlock(&ss->mu);
+	json_t *res = json_object_get(rep, "result");
+	json_t *err = json_object_get(rep, "error");
+	if (res) {
+		*result = json_dumps(res, JSON_COMPACT);
+	} else {
+		json_t *e = err ? json_incref(err)
+		                : json_pack("{s:i, s:s}", "code", TGI_RPC_REQUEST_TIMEOUT, "message", why);
+		*error = json_dumps(e, JSON_COMPACT);
+		json_decref(e);
+	}
+	json_decref(rep);
+	return res ? 0 : -1;
+}
+
+/* ---- tools/list ---- */
+
+/* The envelope's schema, which is what structuredContent holds; the tool's
+ * own output schema, when it has one, goes at /properties/output. */
+static const char envelope_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"op_id\":{\"type\":\"string\"},\"call_id\":{\"type\":[\"string\",\"null\"]},"
+    "\"session\":{\"type\":[\"string\",\"null\"]},\"tool\":{\"type\":\"string\"},"
+    "\"status\":{\"enum\":[\"invalid\",\"denied\",\"pending\",\"failed\",\"committed\","
+    "\"persisted\",\"replayed\",\"dry_run\"]},"
+    "\"error\":{\"type\":[\"object\",\"null\"]},\"truncated\":{\"type\":[\"object\",\"null\"]},"
+    "\"principal\":{\"type\":[\"string\",\"null\"]},\"stages\":{\"type\":\"array\"},"
+    "\"duration_ms\":{\"type\":\"number\"}},\"required\":[\"op_id\",\"status\"]}";
+
+static json_t *mcp_tool(const tgi_entry *e)
+{
+	json_t *def = tgi_tool_def(e);
+	json_t *t = json_pack("{s:O, s:O, s:O, s:O}", "name", json_object_get(def, "name"), "title",
+	                      json_object_get(def, "title"), "description",
+	                      json_object_get(def, "description"), "inputSchema",
+	                      json_object_get(def, "input_schema"));
+	json_t *ann = json_deep_copy(json_object_get(def, "annotations"));
+	json_object_set(ann, "title", json_object_get(def, "title"));
+	json_object_set_new(t, "annotations", ann);
+	if (e->output_schema) {
+		/* output is null when the call did not succeed, and clients check
+		 * structuredContent against this schema on errors too */
+		json_t *os = json_loads(envelope_schema, 0, NULL);
+		json_object_set_new(json_object_get(os, "properties"), "output",
+		                    json_pack("{s:[{s:s}, O]}", "anyOf", "type", "null", e->output_schema));
+		json_object_set_new(t, "outputSchema", os);
+	}
+	json_decref(def);
+	return t;
+}
+
+static void tools_list(tgi_mcp_session *ss, json_t *id, json_t *params)
+{
+	tgi_mcp_server *s = ss->s;
+	tg_gate *g = s->g;
+	size_t page = s->o.page_size ? s->o.page_size : DEFAULT_PAGE;
+	size_t start = 0;
+	json_t *cur = json_object_get(params, "cursor");
+	if (cur) {
+		const char *cs = json_string_value(cur);
+		char *end;
+		unsigned long long v = cs && !strncmp(cs, "tg1:", 4) ? strtoull(cs + 4, &end, 10) : 0;
+		if (!cs || strncmp(cs, "tg1:", 4) || *end || end == cs + 4) {
+			reply_error(ss, id, TGI_RPC_INVALID_PARAMS,
+			            "the cursor is not one this server gave out");
+			return;
+		}
+		start = (size_t)v;
+	}
+	const tgi_principal_cfg *p = tgi_principal_of(g, ss->principal, ss->token);
+	json_t *tools = json_array();
+	size_t seen = 0, i = 0;
+	const tgi_entry *e;
+	int more = 0;
+	/* fail closed: an unknown principal is offered nothing */
+	for (; p && (e = tgi_registry_at(g->reg, i)); i++) {
+		if (tgi_registry_in_profile(g->cfg, g->profile, e) != 1 ||
+		    tgi_registry_available(g->reg, e, NULL) != 1 ||
+		    (g->cfg->hide_denied && tgi_tool_hidden(g, p, e)))
+			continue;
+		if (seen++ < start)
+			continue;
+		if (json_array_size(tools) == page) {
+			more = 1;
+			break;
+		}
+		json_array_append_new(tools, mcp_tool(e));
+	}
+	if (!p) {
+		pthread_mutex_lock(&ss->mu);
+		int warn = !ss->warned_principal;
+		ss->warned_principal = 1;
+		pthread_mutex_unlock(&ss->mu);
+		if (warn)
+			fprintf(stderr, "toolgate: the principal of this MCP session is unknown or its "
+			                "token is wrong; it is offered no tools\n");
+	}
+	json_t *res = json_pack("{s:o}", "tools", tools);
+	if (more) {
+		char next[32];
+		tgi_snprintf(next, sizeof next, "tg1:%zu", start + page);
+		json_object_set_new(res, "nextCursor", json_string(next));
+	}
+	reply(ss, id, res);
+}
+
+/* ---- tools/call ---- */
+
+/* The tool's own output as MCP content blocks (new reference). */
+static json_t *content_of(tg_gate *g, const json_t *env)
+{
+	json_t *out = json_object_get(env, "output");
+	const char *tool = json_string_value(json_object_get(env, "tool"));
+	const tgi_entry *e = tool ? tgi_registry_find(g->reg, tool) : NULL;
+	json_t *blocks = json_object_get(out, "content");
+	if (e && e->row->mcp_result && json_is_array(blocks))
+		return json_incref(blocks);
+	char *text = json_is_string(out) ? NULL : json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_t *c = json_pack("[{s:s, s:s}]", "type", "text", "text",
+	                      text ? text : json_string_value(out));
+	free(text);
+	return c;
+}
+
+/* What a call that did not succeed tells the model, as content. */
+static json_t *error_content(const json_t *env)
+{
+	json_t *err = json_object_get(env, "error");
+	const char *msg = json_string_value(json_object_get(err, "message"));
+	const char *st = json_string_value(json_object_get(env, "status"));
+	const char *aid = json_string_value(json_object_get(err, "approval_id"));
+	tgi_buf b;
+	tgi_buf_init(&b, 8192);
+	tgi_buf_printf(&b, "%s: %s", st ? st : "failed", msg ? msg : "the call did not run");
+	if (aid && st && !strcmp(st, "pending"))
+		tgi_buf_printf(&b, "\nThe owner approves it with: toolgate approvals approve %s", aid);
+	char *text = tgi_buf_steal(&b);
+	json_t *c = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+	free(text);
+	return c;
+}
+
+static void *call_main(void *arg)
+{
+	call_run *cr = arg;
+	tgi_mcp_session *ss = cr->ss;
+	tg_gate *g = ss->s->g;
+	char call_id[64];
+	json_t *id = cr->id;
+	if (json_is_string(id))
+		tgi_snprintf(call_id, sizeof call_id, "mcp-%.50s", json_string_value(id));
+	else
+		tgi_snprintf(call_id, sizeof call_id, "mcp-%" JSON_INTEGER_FORMAT, json_integer_value(id));
+	tg_request req = {
+		.tool = cr->tool,
+		.args = cr->args,
+		.call_id = call_id,
+		.session = ss->id,
+		.principal = ss->principal,
+		.token = ss->token,
+		.cancel = &cr->cancel,
+		.cb = &cr->cb,
+	};
+	tg_result *res = NULL;
+	tg_status st = tg_call(g, &req, &res);
+	const json_t *env = tgi_result_envelope(res);
+	int ok = st == TG_PERSISTED || st == TG_REPLAYED || st == TG_COMMITTED;
+	json_t *result = json_pack("{s:o, s:O, s:b}", "content",
+	                           ok ? content_of(g, env) : error_content(env), "structuredContent",
+	                           env, "isError", !ok);
+
+	pthread_mutex_lock(&ss->mu);
+	cr->done = 1;
+	if (tgi_flag_get(&cr->cancel)) {
+		json_decref(result);            /* MCP: a cancelled request gets no response */
+		ss->send(ss->arg, cr->id, 1, NULL, 0);
+	} else {
+		reply(ss, cr->id, result);
+	}
+	for (call_run **p = &ss->calls; *p; p = &(*p)->next)
+		if (*p == cr) {
+			*p = cr->next;
+			break;
+		}
+	ss->ncalls--;
+	pthread_cond_broadcast(&ss->cv);
+	pthread_mutex_unlock(&ss->mu);
+
+	tg_result_free(res);
+	json_decref(cr->id);
+	json_decref(cr->token);
+	free(cr->tool);
+	free(cr->args);
+	free(cr);
+	return NULL;
+}
+
+static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
+{
+	json_t *name = json_object_get(params, "name");
+	json_t *args = json_object_get(params, "arguments");
+	json_t *meta = json_object_get(params, "_meta");
+	json_t *token = json_object_get(meta, "progressToken");
+	if (!json_is_string(name)) {
+		reply_error(ss, id, TGI_RPC_INVALID_PARAMS, "tools/call needs \"name\", a string");
+		return;
+	}
+	if (args && !json_is_object(args) && !json_is_null(args)) {
+		reply_error(ss, id, TGI_RPC_INVALID_PARAMS,
+		            "tools/call \"arguments\" must be an object");
+		return;
+	}
+	if (token && !json_is_string(token) && !json_is_integer(token)) {
+		reply_error(ss, id, TGI_RPC_INVALID_PARAMS,
+		            "_meta.progressToken must be a string or an integer");
+		return;
+	}
+	call_run *cr = tgi_xcalloc(1, sizeof *cr);
+	cr->ss = ss;
+	cr->id = json_deep_copy(id);
+	cr->token = token ? json_deep_copy(token) : NULL;
+	cr->progress = -1;            /* a first progress of 0 is sent too */
+	cr->tool = tgi_strdup(json_string_value(name));
+	cr->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : tgi_strdup("{}");
+	cr->cb = (tg_callbacks){.arg = cr, .progress = cb_progress, .log = cb_log,
+	                        .approve = cb_approve, .request = cb_request};
+	int tick = ss->s->o.progress_ms > 0 ? ss->s->o.progress_ms : DEFAULT_TICK_MS;
+	cr->started_ms = tgi_now_ms();
+	cr->next_tick_ms = cr->started_ms + tick;
+
+	pthread_mutex_lock(&ss->mu);
+	if (ss->ncalls >= MAX_CALLS || ss->closing) {
+		pthread_mutex_unlock(&ss->mu);
+		reply_error(ss, id, TGI_RPC_INTERNAL_ERROR,
+		            "%d calls are already running in this session; wait for one to finish",
+		            MAX_CALLS);
+		goto drop;
+	}
+	pthread_attr_t at;
+	pthread_t th;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	cr->next = ss->calls;
+	ss->calls = cr;
+	ss->ncalls++;
+	int rc = pthread_create(&th, &at, call_main, cr);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		ss->calls = cr->next;
+		ss->ncalls--;
+		pthread_mutex_unlock(&ss->mu);
+		reply_error(ss, id, TGI_RPC_INTERNAL_ERROR, "the server could not start the call: %s",
+		            strerror(rc));
+		goto drop;
+	}
+	pthread_mutex_unlock(&ss->mu);
+	return;
+drop:
+	json_decref(cr->id);
+	json_decref(cr->token);
+	free(cr->tool);
+	free(cr->args);
+	free(cr);
+}
+
+/* ---- the other methods ---- */
+
+static void initialize(tgi_mcp_session *ss, json_t *id, json_t *params)
+{
+	const char *want = json_string_value(json_object_get(params, "protocolVersion"));
+	json_t *caps = json_object_get(params, "capabilities");
+	if (!want || (caps && !json_is_object(caps))) {
+		reply_error(ss, id, TGI_RPC_INVALID_PARAMS,
+		            "initialize needs \"protocolVersion\", a string, and \"capabilities\", an "
+		            "object");
+		return;
+	}
+	json_t *el = json_object_get(caps, "elicitation");
+	pthread_mutex_lock(&ss->mu);
+	if (ss->initialized) {
+		pthread_mutex_unlock(&ss->mu);
+		reply_error(ss, id, TGI_RPC_INVALID_REQUEST, "this session is already initialized");
+		return;
+	}
+	tgi_snprintf(ss->version, sizeof ss->version, "%s",
+	             tgi_mcp_version_known(want) ? want : tgi_mcp_versions[0]);
+	/* {} (the older form) or {form: {}}: form mode; {url: {}} alone is not */
+	ss->elicit_form = json_is_object(el) &&
+	                  (json_object_size(el) == 0 || json_object_get(el, "form"));
+	ss->sampling = json_is_object(json_object_get(caps, "sampling"));
+	ss->initialized = 1;
+	pthread_mutex_unlock(&ss->mu);
+
+	reply(ss, id,
+	      json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+	                ss->version, "capabilities", "tools", "listChanged", 1, "logging",
+	                "serverInfo", "name", "toolgate", "title", "toolgate", "version",
+	                tg_version(), "instructions",
+	                "Every tool call here passes toolgate's policy: a denied call says why and "
+	                "should not be retried unchanged; a pending one waits for the owner's "
+	                "approval."));
+}
+
+static void set_level(tgi_mcp_session *ss, json_t *id, json_t *params)
+{
+	int li = level_index(json_string_value(json_object_get(params, "level")));
+	if (li < 0) {
+		reply_error(ss, id, TGI_RPC_INVALID_PARAMS,
+		            "\"level\" must be one of debug, info, notice, warning, error, critical, "
+		            "alert, emergency");
+		return;
+	}
+	pthread_mutex_lock(&ss->mu);
+	ss->min_level = li;
+	pthread_mutex_unlock(&ss->mu);
+	reply(ss, id, json_object());
+}
+
+static void cancelled(tgi_mcp_session *ss, json_t *params)
+{
+	json_t *rid = json_object_get(params, "requestId");
+	pthread_mutex_lock(&ss->mu);
+	for (call_run *cr = ss->calls; cr; cr = cr->next)
+		if (tgi_rpc_id_equal(cr->id, rid))
+			tgi_flag_set(&cr->cancel);
+	pthread_cond_broadcast(&ss->cv);
+	pthread_mutex_unlock(&ss->mu);
+}
+
+/* A response (or error) to one of our requests. */
+static void answered(tgi_mcp_session *ss, tgi_rpc_msg *m)
+{
+	if (!json_is_integer(m->id))
+		return;
+	pthread_mutex_lock(&ss->mu);
+	for (outreq *r = ss->out; r; r = r->next)
+		if (r->id == json_integer_value(m->id) && !r->reply) {
+			r->reply = json_deep_copy(m->root); /* jansson counts references without atomics */
+			pthread_cond_broadcast(&ss->cv);
+			break;
+		}
+	pthread_mutex_unlock(&ss->mu);
+}
+
+int tgi_mcp_session_handle(tgi_mcp_session *ss, const char *text, size_t len)
+{
+	tgi_rpc_msg m;
+	json_t *bad = NULL;
+	tgi_rpc_parse(text, len, &m, &bad);
+	int kind = m.kind;
+	if (kind == TGI_RPC_BAD) {
+		send_msg(ss, NULL, 1, bad);
+	} else if (kind == TGI_RPC_RESPONSE || kind == TGI_RPC_ERROR_REPLY) {
+		answered(ss, &m);
+	} else if (kind == TGI_RPC_NOTIFICATION) {
+		if (!strcmp(m.method, "notifications/cancelled"))
+			cancelled(ss, m.params);
+		/* notifications/initialized, progress, roots changes: nothing to do */
+	} else if (!strcmp(m.method, "initialize")) {
+		initialize(ss, m.id, m.params);
+	} else if (!strcmp(m.method, "ping")) {
+		reply(ss, m.id, json_object());
+	} else if (!tgi_mcp_session_initialized(ss)) {
+		reply_error(ss, m.id, TGI_RPC_INVALID_REQUEST,
+		            "this session is not initialized; send initialize first");
+	} else if (!strcmp(m.method, "tools/list")) {
+		tools_list(ss, m.id, m.params);
+	} else if (!strcmp(m.method, "tools/call")) {
+		tools_call(ss, m.id, m.params);
+	} else if (!strcmp(m.method, "logging/setLevel")) {
+		set_level(ss, m.id, m.params);
+	} else {
+		char shown[96];
+		tgi_sanitize(shown, sizeof shown, m.method);
+		reply_error(ss, m.id, TGI_RPC_METHOD_NOT_FOUND, "method not found: %s", shown);
+	}
+	tgi_rpc_msg_free(&m);
+	return kind;
+}
+
+/* ---- heartbeat progress ---- */
+
+static void tick_session(tgi_mcp_session *ss, double now, int tick)
+{
+	pthread_mutex_lock(&ss->mu);
+	for (call_run *cr = ss->calls; cr; cr = cr->next) {
+		if (!cr->token || cr->done || cr->own_progress || now < cr->next_tick_ms)
+			continue;
+		cr->next_tick_ms = now + tick;
+		cr->progress = cr->progress < 0 ? 1 : cr->progress + 1;
+		char msg[200];
+		tgi_snprintf(msg, sizeof msg, "%.64s has been running for %.0f s", cr->tool,
+		             (now - cr->started_ms) / 1000.0);
+		send_msg(ss, cr->id, 0,
+		         tgi_rpc_notification("notifications/progress",
+		                              json_pack("{s:O, s:f, s:s}", "progressToken", cr->token,
+		                                        "progress", cr->progress, "message", msg)));
+	}
+	pthread_mutex_unlock(&ss->mu);
+}
+
+static void *ticker_main(void *arg)
+{
+	tgi_mcp_server *s = arg;
+	int tick = s->o.progress_ms > 0 ? s->o.progress_ms : DEFAULT_TICK_MS;
+	int step = tick < 100 ? tick : 100;
+	pthread_mutex_lock(&s->mu);
+	while (!s->stopping) {
+		double now = tgi_now_ms();
+		for (tgi_mcp_session *ss = s->sessions; ss; ss = ss->next)
+			tick_session(ss, now, tick);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += step * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&s->tick_cv, &s->mu, &ts);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* ---- server and sessions ---- */
+
+tgi_mcp_server *tgi_mcp_server_new(tg_gate *g, const tg_serve_options *o)
+{
+	tgi_mcp_server *s = tgi_xcalloc(1, sizeof *s);
+	s->g = g;
+	s->o = *o;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->tick_cv, NULL);
+	s->ticker_on = pthread_create(&s->ticker, NULL, ticker_main, s) == 0;
+	return s;
+}
+
+void tgi_mcp_server_free(tgi_mcp_server *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	pthread_cond_broadcast(&s->tick_cv);
+	pthread_mutex_unlock(&s->mu);
+	if (s->ticker_on)
+		pthread_join(s->ticker, NULL);
+	pthread_cond_destroy(&s->tick_cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+tg_gate *tgi_mcp_server_gate(tgi_mcp_server *s)
+{
+	return s->g;
+}
+
+const tg_serve_options *tgi_mcp_server_options(const tgi_mcp_server *s)
+{
+	return &s->o;
+}
+
+void tgi_mcp_server_list_changed(tgi_mcp_server *s)
+{
+	pthread_mutex_lock(&s->mu);
+	for (tgi_mcp_session *ss = s->sessions; ss; ss = ss->next) {
+		pthread_mutex_lock(&ss->mu);
+		if (ss->initialized && !ss->closing)
+			send_msg(ss, NULL, 0, tgi_rpc_notification("notifications/tools/list_changed", NULL));
+		pthread_mutex_unlock(&ss->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+tgi_mcp_session *tgi_mcp_session_new(tgi_mcp_server *s, const char *principal, const char *token,
+                                     tgi_mcp_send_fn send, void *arg)
+{
+	tgi_mcp_session *ss = tgi_xcalloc(1, sizeof *ss);
+	ss->s = s;
+	tgi_uuidv7(ss->id);
+	ss->principal = tgi_strdup(principal);
+	ss->token = tgi_strdup(token);
+	ss->send = send;
+	ss->arg = arg;
+	ss->min_level = -1;
+	pthread_mutex_init(&ss->mu, NULL);
+	pthread_cond_init(&ss->cv, NULL);
+	pthread_mutex_lock(&s->mu);
+	ss->next = s->sessions;
+	s->sessions = ss;
+	pthread_mutex_unlock(&s->mu);
+	return ss;
+}
+
+const char *tgi_mcp_session_id(const tgi_mcp_session *ss)
+{
+	return ss->id;
+}
+
+const char *tgi_mcp_session_version(const tgi_mcp_session *ss)
+{
+	return ss->version;
+}
+
+int tgi_mcp_session_initialized(const tgi_mcp_session *css)
+{
+	tgi_mcp_session *ss = (tgi_mcp_session *)css; /* the lock is ours to take */
+	pthread_mutex_lock(&ss->mu);
+	int on = ss->initialized;
+	pthread_mutex_unlock(&ss->mu);
+	return on;
+}
+
+void tgi_mcp_session_drain(tgi_mcp_session *ss)
+{
+	pthread_mutex_lock(&ss->mu);
+	ss->draining = 1;
+	pthread_cond_broadcast(&ss->cv);
+	while (ss->ncalls)
+		pthread_cond_wait(&ss->cv, &ss->mu);
+	pthread_mutex_unlock(&ss->mu);
+}
+
+void tgi_mcp_session_free(tgi_mcp_session *ss)
+{
+	if (!ss)
+		return;
+	tgi_mcp_server *s = ss->s;
+	pthread_mutex_lock(&s->mu);
+	for (tgi_mcp_session **p = &s->sessions; *p; p = &(*p)->next)
+		if (*p == ss) {
+			*p = ss->next;
+			break;
+		}
+	pthread_mutex_unlock(&s->mu);
+
+	pthread_mutex_lock(&ss->mu);
+	ss->closing = 1;
+	for (call_run *cr = ss->calls; cr; cr = cr->next)
+		tgi_flag_set(&cr->cancel);
+	pthread_cond_broadcast(&ss->cv);
+	while (ss->ncalls)
+		pthread_cond_wait(&ss->cv, &ss->mu);
+	pthread_mutex_unlock(&ss->mu);
+
+	pthread_cond_destroy(&ss->cv);
+	pthread_mutex_destroy(&ss->mu);
+	free(ss->principal);
+	free(ss->token);
+	free(ss);
+}

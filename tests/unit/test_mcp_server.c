@@ -1,0 +1,618 @@
+/*
+ * test_mcp_server.c — the MCP server's sessions (src/mcp/server.c) through
+ * a transport of the test's own that records what the session sends and
+ * answers the session's questions from the test thread, as a real client
+ * would: the lifecycle (version negotiation, calls before initialize, a
+ * second initialize), tools/list (every page of a small page size adds up
+ * to one big page; a bad cursor; annotations; hide_denied both ways),
+ * tools/call (success, denied, invalid, unknown tool, malformed params),
+ * elicitation (accept runs the call, decline denies it, no capability
+ * queues it), heartbeat progress and cancellation of a running command
+ * (no response, the ledger says failed with applied unknown), calls in
+ * parallel, and freeing a session while a call runs.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "toolgate.h"
+#include "mcp/server.h"
+
+static char ws[64];
+
+/* ---- the recording transport ---- */
+
+typedef struct rec {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	json_t         *msgs;   /* every message sent, in order */
+	int             ended;  /* final sends with no text (cancelled requests) */
+} rec;
+
+static int rec_send(void *arg, const json_t *related, int final, const char *text, size_t len)
+{
+	rec *r = arg;
+	pthread_mutex_lock(&r->mu);
+	if (text) {
+		json_error_t je;
+		json_t *m = json_loadb(text, len, 0, &je);
+		assert_non_null(m);
+		assert_null(memchr(text, '\n', len)); /* one line per message */
+		json_array_append_new(r->msgs, m);
+	} else {
+		assert_true(final);
+		r->ended++;
+	}
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+static void rec_init(rec *r)
+{
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	r->msgs = json_array();
+	r->ended = 0;
+}
+
+static void rec_free(rec *r)
+{
+	json_decref(r->msgs);
+	pthread_cond_destroy(&r->cv);
+	pthread_mutex_destroy(&r->mu);
+}
+
+/* Does m match: the response to id (method NULL), or a message with this
+ * method (id NULL: any)? */
+static int matches(const json_t *m, const json_t *id, const char *method)
+{
+	const char *mm = json_string_value(json_object_get(m, "method"));
+	if (method)
+		return mm && !strcmp(mm, method);
+	return !mm && json_equal(json_object_get(m, "id"), id);
+}
+
+/* Wait up to ms for a message; a new reference, or NULL. */
+static json_t *wait_for(rec *r, json_int_t id, const char *method, int ms)
+{
+	json_t *jid = json_integer(id);
+	json_t *found = NULL;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		size_t i;
+		json_t *m;
+		json_array_foreach(r->msgs, i, m)
+			if (matches(m, jid, method)) {
+				found = json_incref(m);
+				break;
+			}
+		if (found || pthread_cond_timedwait(&r->cv, &r->mu, &until) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&r->mu);
+	json_decref(jid);
+	return found;
+}
+
+static size_t count(rec *r, const char *method)
+{
+	size_t n = 0, i;
+	json_t *m;
+	pthread_mutex_lock(&r->mu);
+	json_array_foreach(r->msgs, i, m)
+		n += matches(m, NULL, method);
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+static void handle(tgi_mcp_session *ss, const char *fmt, ...)
+{
+	char text[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	tgi_mcp_session_handle(ss, text, strlen(text));
+}
+
+/* Send a request and wait for its response (new reference). */
+static json_t *rpc(rec *r, tgi_mcp_session *ss, json_int_t id, const char *method,
+                   const char *params)
+{
+	handle(ss, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\",\"params\":%s}", (long long)id,
+	       method, params ? params : "{}");
+	json_t *m = wait_for(r, id, NULL, 20000);
+	assert_non_null(m);
+	return m;
+}
+
+static int error_code(const json_t *m)
+{
+	return (int)json_integer_value(json_object_get(json_object_get(m, "error"), "code"));
+}
+
+static const char *status_of(const json_t *m)
+{
+	return json_string_value(json_object_get(
+	    json_object_get(json_object_get(m, "result"), "structuredContent"), "status"));
+}
+
+static const char *text_of(const json_t *m)
+{
+	return json_string_value(json_object_get(
+	    json_array_get(json_object_get(json_object_get(m, "result"), "content"), 0), "text"));
+}
+
+/* ---- fixtures ---- */
+
+static void put(const char *name, const char *text)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s", ws, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static const char config_yaml[] =
+	"sandbox: danger-full-access\n"
+	"permissions:\n"
+	"  allow: [\"shell(sleep *)\"]\n"
+	"  deny: [\"search_files\", \"read_file(./secret.txt)\", \"list_dir(./private/**)\"]\n";
+
+static const char shown_yaml[] =
+	"hide_denied: false\n"
+	"permissions:\n"
+	"  deny: [\"search_files\"]\n";
+
+static int setup(void **state)
+{
+	strcpy(ws, "/tmp/tg-mcp.XXXXXX");
+	assert_non_null(mkdtemp(ws));
+	put("toolgate.yaml", config_yaml);
+	put("shown.yaml", shown_yaml);
+	put("hello.txt", "one\ntwo\nthree\n");
+	put("secret.txt", "the secret\n");
+	unsetenv("TOOLGATE_CONFIG");
+	unsetenv("TOOLGATE_PRINCIPAL");
+	unsetenv("TOOLGATE_TOKEN");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);
+	return system(cmd);
+}
+
+typedef struct fx {
+	tg_gate         *g;
+	tgi_mcp_server  *s;
+	tgi_mcp_session *ss;
+	rec              r;
+} fx;
+
+static void fx_open(fx *f, const char *config, size_t page_size)
+{
+	char cfg[128];
+	snprintf(cfg, sizeof cfg, "%s/%s", ws, config);
+	tg_options o = {.config_path = cfg, .workspace = ws, .sync_full = 0};
+	char *err = NULL;
+	int rc = tg_gate_open(&o, &f->g, &err);
+	if (rc)
+		fprintf(stderr, "open: %s\n", err);
+	assert_int_equal(rc, 0);
+	tg_serve_options so = {.page_size = page_size, .progress_ms = 100, .elicit_timeout_s = 20};
+	f->s = tgi_mcp_server_new(f->g, &so);
+	rec_init(&f->r);
+	f->ss = tgi_mcp_session_new(f->s, NULL, NULL, rec_send, &f->r);
+}
+
+static void fx_init(fx *f, const char *caps)
+{
+	char params[512];
+	snprintf(params, sizeof params,
+	         "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":%s,"
+	         "\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}", caps ? caps : "{}");
+	json_t *m = rpc(&f->r, f->ss, 1, "initialize", params);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(m, "result"),
+	                                                      "protocolVersion")), "2025-11-25");
+	json_decref(m);
+	handle(f->ss, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+}
+
+static void fx_close(fx *f)
+{
+	tgi_mcp_session_free(f->ss);
+	tgi_mcp_server_free(f->s);
+	rec_free(&f->r);
+	tg_gate_close(f->g);
+}
+
+/* ---- lifecycle ---- */
+
+static void test_lifecycle(void **state)
+{
+	fx f;
+	fx_open(&f, "toolgate.yaml", 0);
+
+	json_t *m = rpc(&f.r, f.ss, 1, "ping", NULL); /* ping is fine before initialize */
+	assert_non_null(json_object_get(m, "result"));
+	json_decref(m);
+	m = rpc(&f.r, f.ss, 2, "tools/list", NULL);
+	assert_int_equal(error_code(m), -32600);
+	json_decref(m);
+
+	m = rpc(&f.r, f.ss, 3, "initialize",
+	        "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+	        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}");
+	json_t *res = json_object_get(m, "result");
+	assert_string_equal(json_string_value(json_object_get(res, "protocolVersion")), "2025-06-18");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(res, "serverInfo"),
+	                                                      "name")), "toolgate");
+	assert_true(json_is_true(json_object_get(
+	    json_object_get(json_object_get(res, "capabilities"), "tools"), "listChanged")));
+	assert_non_null(json_object_get(json_object_get(res, "capabilities"), "logging"));
+	json_decref(m);
+	assert_string_equal(tgi_mcp_session_version(f.ss), "2025-06-18");
+
+	m = rpc(&f.r, f.ss, 4, "initialize",
+	        "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}");
+	assert_int_equal(error_code(m), -32600);
+	json_decref(m);
+
+	m = rpc(&f.r, f.ss, 5, "server/discover", NULL);
+	assert_int_equal(error_code(m), -32601);
+	json_decref(m);
+	m = rpc(&f.r, f.ss, 6, "logging/setLevel", "{\"level\":\"loud\"}");
+	assert_int_equal(error_code(m), -32602);
+	json_decref(m);
+	m = rpc(&f.r, f.ss, 7, "logging/setLevel", "{\"level\":\"warning\"}");
+	assert_non_null(json_object_get(m, "result"));
+	json_decref(m);
+
+	/* bad JSON gets -32700 with a null id; an unknown notification nothing */
+	size_t before = json_array_size(f.r.msgs);
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\"}");
+	assert_int_equal(json_array_size(f.r.msgs), before);
+	tgi_mcp_session_handle(f.ss, "{nope", 5);
+	json_t *last = json_array_get(f.r.msgs, json_array_size(f.r.msgs) - 1);
+	assert_int_equal(error_code(last), -32700);
+	assert_true(json_is_null(json_object_get(last, "id")));
+	fx_close(&f);
+
+	/* a version we do not speak is answered with ours */
+	fx_open(&f, "toolgate.yaml", 0);
+	m = rpc(&f.r, f.ss, 1, "initialize",
+	        "{\"protocolVersion\":\"2099-01-01\",\"capabilities\":{}}");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(m, "result"),
+	                                                      "protocolVersion")), "2025-11-25");
+	json_decref(m);
+	fx_close(&f);
+}
+
+/* ---- tools/list ---- */
+
+static json_t *find_tool(json_t *tools, const char *name)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach(tools, i, t)
+		if (!strcmp(json_string_value(json_object_get(t, "name")), name))
+			return t;
+	return NULL;
+}
+
+static void test_list_pages(void **state)
+{
+	fx big, small;
+	fx_open(&big, "toolgate.yaml", 0);
+	fx_init(&big, NULL);
+	json_t *m = rpc(&big.r, big.ss, 2, "tools/list", NULL);
+	json_t *all = json_object_get(json_object_get(m, "result"), "tools");
+	assert_null(json_object_get(json_object_get(m, "result"), "nextCursor"));
+	assert_true(json_array_size(all) >= 4);
+
+	/* a bare deny hides search_files; a deny with a specifier hides nothing */
+	assert_null(find_tool(all, "search_files"));
+	json_t *rf = find_tool(all, "read_file");
+	json_t *wf = find_tool(all, "write_file");
+	assert_non_null(rf);
+	assert_non_null(wf);
+	assert_non_null(find_tool(all, "list_dir"));
+	assert_string_equal(json_string_value(json_object_get(rf, "title")), "Read file");
+	assert_true(json_is_object(json_object_get(rf, "inputSchema")));
+	assert_true(json_is_true(json_object_get(json_object_get(rf, "annotations"), "readOnlyHint")));
+	assert_true(json_is_false(json_object_get(json_object_get(wf, "annotations"), "readOnlyHint")));
+
+	fx_open(&small, "toolgate.yaml", 2);
+	fx_init(&small, NULL);
+	json_t *walked = json_array();
+	char params[128] = "{}";
+	for (int page = 0; page < 20; page++) {
+		json_t *p = rpc(&small.r, small.ss, 10 + page, "tools/list", params);
+		json_t *res = json_object_get(p, "result");
+		json_t *tools = json_object_get(res, "tools");
+		assert_true(json_array_size(tools) <= 2);
+		json_array_extend(walked, tools);
+		const char *next = json_string_value(json_object_get(res, "nextCursor"));
+		if (next)
+			snprintf(params, sizeof params, "{\"cursor\":\"%s\"}", next);
+		json_decref(p);
+		if (!next)
+			break;
+	}
+	assert_true(json_equal(walked, all));
+	json_decref(walked);
+
+	json_t *bad = rpc(&small.r, small.ss, 99, "tools/list", "{\"cursor\":\"tg1:x\"}");
+	assert_int_equal(error_code(bad), -32602);
+	json_decref(bad);
+	bad = rpc(&small.r, small.ss, 98, "tools/list", "{\"cursor\":7}");
+	assert_int_equal(error_code(bad), -32602);
+	json_decref(bad);
+	json_decref(m);
+	fx_close(&small);
+	fx_close(&big);
+
+	/* hide_denied: false shows what a bare deny forbids */
+	fx shown;
+	fx_open(&shown, "shown.yaml", 0);
+	fx_init(&shown, NULL);
+	m = rpc(&shown.r, shown.ss, 2, "tools/list", NULL);
+	assert_non_null(find_tool(json_object_get(json_object_get(m, "result"), "tools"),
+	                          "search_files"));
+	json_decref(m);
+	fx_close(&shown);
+}
+
+/* ---- tools/call ---- */
+
+static void test_call_outcomes(void **state)
+{
+	fx f;
+	fx_open(&f, "toolgate.yaml", 0);
+	fx_init(&f, NULL);
+
+	json_t *m = rpc(&f.r, f.ss, 2, "tools/call",
+	                "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}");
+	assert_string_equal(status_of(m), "persisted");
+	assert_true(json_is_false(json_object_get(json_object_get(m, "result"), "isError")));
+	assert_non_null(strstr(text_of(m), "two"));
+	json_decref(m);
+
+	m = rpc(&f.r, f.ss, 3, "tools/call",
+	        "{\"name\":\"read_file\",\"arguments\":{\"path\":\"secret.txt\"}}");
+	assert_string_equal(status_of(m), "denied");
+	assert_true(json_is_true(json_object_get(json_object_get(m, "result"), "isError")));
+	assert_null(strstr(text_of(m), "the secret"));
+	json_decref(m);
+
+	m = rpc(&f.r, f.ss, 4, "tools/call",
+	        "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\",\"limit\":\"ten\"}}");
+	assert_string_equal(status_of(m), "invalid");
+	json_t *err = json_object_get(
+	    json_object_get(json_object_get(json_object_get(m, "result"), "structuredContent"),
+	                    "error"), "field");
+	assert_string_equal(json_string_value(err), "/limit");
+	json_decref(m);
+
+	/* an unknown tool is a result with isError, not a protocol error */
+	m = rpc(&f.r, f.ss, 5, "tools/call", "{\"name\":\"no_such_tool\",\"arguments\":{}}");
+	assert_string_equal(status_of(m), "invalid");
+	assert_non_null(strstr(text_of(m), "unknown tool"));
+	json_decref(m);
+
+	/* malformed requests are protocol errors */
+	m = rpc(&f.r, f.ss, 6, "tools/call", "{\"arguments\":{}}");
+	assert_int_equal(error_code(m), -32602);
+	json_decref(m);
+	m = rpc(&f.r, f.ss, 7, "tools/call", "{\"name\":\"read_file\",\"arguments\":[1]}");
+	assert_int_equal(error_code(m), -32602);
+	json_decref(m);
+	m = rpc(&f.r, f.ss, 8, "tools/call",
+	        "{\"name\":\"read_file\",\"arguments\":{},\"_meta\":{\"progressToken\":[1]}}");
+	assert_int_equal(error_code(m), -32602);
+	json_decref(m);
+
+	/* no elicitation capability: an ask is queued, with the command that approves it */
+	m = rpc(&f.r, f.ss, 9, "tools/call",
+	        "{\"name\":\"write_file\",\"arguments\":{\"path\":\"new.txt\",\"content\":\"x\"}}");
+	assert_string_equal(status_of(m), "pending");
+	assert_non_null(strstr(text_of(m), "toolgate approvals approve "));
+	json_decref(m);
+	char p[128];
+	snprintf(p, sizeof p, "%s/new.txt", ws);
+	assert_int_equal(access(p, F_OK), -1);
+	fx_close(&f);
+}
+
+/* Answer the next elicitation/create with action (and approve when accepting). */
+static json_t *answer_elicitation(fx *f, const char *action, int approve)
+{
+	json_t *q = wait_for(&f->r, 0, "elicitation/create", 20000);
+	assert_non_null(q);
+	json_t *params = json_object_get(q, "params");
+	const char *msg = json_string_value(json_object_get(params, "message"));
+	assert_non_null(strstr(msg, "write_file"));
+	assert_non_null(strstr(msg, "elicited.txt"));   /* the exact arguments are shown */
+	assert_string_equal(json_string_value(json_object_get(params, "mode")), "form");
+	json_t *id = json_object_get(q, "id");
+	char *ids = json_dumps(id, JSON_ENCODE_ANY);
+	if (!strcmp(action, "accept"))
+		handle(f->ss, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
+		              "\"content\":{\"approve\":%s}}}", ids, approve ? "true" : "false");
+	else
+		handle(f->ss, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"%s\"}}", ids,
+		       action);
+	free(ids);
+	/* the same question is not answered twice: remove it from the record */
+	pthread_mutex_lock(&f->r.mu);
+	size_t i;
+	json_t *m;
+	json_array_foreach(f->r.msgs, i, m)
+		if (json_equal(m, q)) {
+			json_array_remove(f->r.msgs, i);
+			break;
+		}
+	pthread_mutex_unlock(&f->r.mu);
+	return q;
+}
+
+static void test_elicitation(void **state)
+{
+	fx f;
+	char p[128];
+	snprintf(p, sizeof p, "%s/elicited.txt", ws);
+	fx_open(&f, "toolgate.yaml", 0);
+	fx_init(&f, "{\"elicitation\":{}}");
+
+	/* decline: denied, nothing written */
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+	             "\"write_file\",\"arguments\":{\"path\":\"elicited.txt\",\"content\":\"x\"}}}");
+	json_decref(answer_elicitation(&f, "decline", 0));
+	json_t *m = wait_for(&f.r, 2, NULL, 20000);
+	assert_non_null(m);
+	assert_string_equal(status_of(m), "denied");
+	json_decref(m);
+	assert_int_equal(access(p, F_OK), -1);
+
+	/* accept with approve false is a no */
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+	             "\"write_file\",\"arguments\":{\"path\":\"elicited.txt\",\"content\":\"x\"}}}");
+	json_decref(answer_elicitation(&f, "accept", 0));
+	m = wait_for(&f.r, 3, NULL, 20000);
+	assert_string_equal(status_of(m), "denied");
+	json_decref(m);
+
+	/* accept: the call runs */
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+	             "\"write_file\",\"arguments\":{\"path\":\"elicited.txt\",\"content\":\"yes\"}}}");
+	json_decref(answer_elicitation(&f, "accept", 1));
+	m = wait_for(&f.r, 4, NULL, 20000);
+	assert_string_equal(status_of(m), "persisted");
+	json_decref(m);
+	assert_int_equal(access(p, F_OK), 0);
+	fx_close(&f);
+}
+
+static void test_progress_and_cancel(void **state)
+{
+	fx f;
+	fx_open(&f, "toolgate.yaml", 0);
+	fx_init(&f, NULL);
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":\"slow\",\"method\":\"tools/call\",\"params\":{"
+	             "\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 30\"},"
+	             "\"_meta\":{\"progressToken\":\"tok\"}}}");
+	json_t *p = wait_for(&f.r, 0, "notifications/progress", 10000);
+	assert_non_null(p);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(p, "params"),
+	                                                      "progressToken")), "tok");
+	json_decref(p);
+	/* progress values only grow */
+	usleep(350 * 1000);
+	double last = -1;
+	size_t i;
+	json_t *m;
+	pthread_mutex_lock(&f.r.mu);
+	json_array_foreach(f.r.msgs, i, m)
+		if (matches(m, NULL, "notifications/progress")) {
+			double v = json_number_value(json_object_get(json_object_get(m, "params"), "progress"));
+			assert_true(v > last);
+			last = v;
+		}
+	pthread_mutex_unlock(&f.r.mu);
+	assert_true(count(&f.r, "notifications/progress") >= 2);
+
+	double t0 = (double)time(NULL);
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+	             "\"requestId\":\"slow\",\"reason\":\"user\"}}");
+	/* no response comes for a cancelled request, but its end is signalled */
+	for (int k = 0; k < 200; k++) {
+		pthread_mutex_lock(&f.r.mu);
+		int ended = f.r.ended;
+		pthread_mutex_unlock(&f.r.mu);
+		if (ended)
+			break;
+		usleep(50 * 1000);
+	}
+	assert_int_equal(f.r.ended, 1);
+	assert_true((double)time(NULL) - t0 < 10);
+	pthread_mutex_lock(&f.r.mu);
+	json_array_foreach(f.r.msgs, i, m)
+		assert_false(json_is_string(json_object_get(m, "id")) &&
+		             !strcmp(json_string_value(json_object_get(m, "id")), "slow"));
+	pthread_mutex_unlock(&f.r.mu);
+
+	tg_log_query q = {.tool = "shell"};
+	char *err = NULL;
+	char *log = tg_log(f.g, &q, &err);
+	assert_non_null(log);
+	json_t *ops = json_loads(log, 0, NULL);
+	free(log);
+	json_t *env = json_object_get(json_array_get(ops, json_array_size(ops) - 1), "envelope");
+	assert_string_equal(json_string_value(json_object_get(env, "status")), "failed");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(env, "error"),
+	                                                      "applied")), "unknown");
+	json_decref(ops);
+	fx_close(&f);
+}
+
+/* Eight calls at once: eight answers, each to its own id. */
+static void test_parallel_calls(void **state)
+{
+	fx f;
+	fx_open(&f, "toolgate.yaml", 0);
+	fx_init(&f, NULL);
+	for (int i = 0; i < 8; i++)
+		handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+		             "\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}}", 100 + i);
+	for (int i = 0; i < 8; i++) {
+		json_t *m = wait_for(&f.r, 100 + i, NULL, 20000);
+		assert_non_null(m);
+		assert_string_equal(status_of(m), "persisted");
+		json_decref(m);
+	}
+	/* a session freed while a call runs cancels it and returns */
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":200,\"method\":\"tools/call\",\"params\":{"
+	             "\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 30\"}}}");
+	usleep(300 * 1000);
+	time_t t0 = time(NULL);
+	fx_close(&f);
+	assert_true(time(NULL) - t0 < 10);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_list_pages),
+		cmocka_unit_test(test_call_outcomes),
+		cmocka_unit_test(test_elicitation),
+		cmocka_unit_test(test_progress_and_cancel),
+		cmocka_unit_test(test_parallel_calls),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
