@@ -49,7 +49,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -76,7 +75,9 @@
 #define KEEPALIVE_MS    15000.0      /* an event stream says something this often */
 #define WAKE_MS         1000         /* a waiting stream looks at its peer this often */
 #define DEFAULT_BODY    (16u << 20)  /* o->max_line 0 */
+#define SSE_RETRY_MS 1000     /* the retry: field of every event stream */
 #define SSE_BLOCK       (16u << 10)  /* what MHD asks of an event stream at once */
+#define QUEUE_MIN       (64u << 20)  /* a stream may hold at least this for a slow reader */
 #define TOKEN_MAX       4096
 #define SID_MAX         64           /* longest Mcp-Session-Id accepted, with its NUL */
 #define SHOWN_MAX       80           /* longest echo of a header value in an error */
@@ -118,7 +119,7 @@ struct tgi_mcp_http {
 	tg_gate            *g;
 	struct MHD_Daemon  *d;
 	size_t              max_body;   /* a POST body over it: 413 */
-	size_t              max_queue;  /* bytes one stream may hold for a slow reader */
+	size_t              max_queue;  /* bytes one stream may hold: 4 bodies, QUEUE_MIN at least */
 	int                 any;        /* a non-loopback address was allowed */
 	char                host[256];  /* the host bound, as written (no brackets) */
 	const char *const  *origins;    /* borrowed from the options */
@@ -129,6 +130,7 @@ struct tgi_mcp_http {
 	hsession           *sessions;
 	size_t              nsessions;
 	stream             *streams;
+	unsigned long       event_seq;  /* the last SSE event id given out */
 	int                 stopping;
 };
 
@@ -418,6 +420,11 @@ static stream *stream_new(tgi_mcp_http *h, hsession *hs, const json_t *id, int s
 	s->sse = sse;
 	s->fd = fd;
 	tgi_buf_init(&s->out, h->max_queue);
+	/* an event stream opens with a priming event (an id, no data) and the
+	 * reconnection delay a client should use (SEP-1699) */
+	if (sse)
+		tgi_buf_printf(&s->out, "id: %lu\nretry: %d\ndata: \n\n", ++h->event_seq,
+		               SSE_RETRY_MS);
 	s->last_ms = tgi_now_ms();
 	cond_init(&s->cv);
 	s->next = h->streams;
@@ -545,7 +552,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		double idle = tgi_now_ms() - s->last_ms;
 		if (idle >= KEEPALIVE_MS) {
-			tgi_buf_puts(&s->out, ": keepalive\n\n");
+			if (tgi_buf_puts(&s->out, ": keepalive\n\n") < 0)
+				s->broken = 1;
 			continue;
 		}
 		long left = (long)(KEEPALIVE_MS - idle) + 1;
@@ -709,7 +717,12 @@ static enum MHD_Result post_initialize(tgi_mcp_http *h, struct MHD_Connection *c
 	hsession *hs = tgi_xcalloc(1, sizeof *hs);
 	hs->h = h;
 	hs->token = tgi_strdup(r->token);
-	hs->ss = tgi_mcp_session_new(h->srv, NULL, hs->token, on_send, hs);
+	/* who calls is the token's owner, or without one the default principal:
+	 * never whoever the serving process is ($TOOLGATE_PRINCIPAL, $TOOLGATE_TOKEN) */
+	if (hs->token)
+		hs->ss = tgi_mcp_session_new(h->srv, NULL, hs->token, on_send, hs);
+	else
+		hs->ss = tgi_mcp_session_new(h->srv, h->g->cfg->default_principal, "", on_send, hs);
 	char sid[SID_MAX];
 	tgi_snprintf(sid, sizeof sid, "%s", tgi_mcp_session_id(hs->ss));
 	memcpy(hs->id, sid, sizeof sid);
@@ -724,7 +737,7 @@ static enum MHD_Result post_initialize(tgi_mcp_http *h, struct MHD_Connection *c
 	int keep = ok && tgi_mcp_session_version(hs->ss)[0] != '\0';
 	if (keep) {
 		pthread_mutex_lock(&h->mu);
-		full = h->nsessions >= SESSIONS_MAX || h->stopping;
+		full = h->nsessions >= SESSIONS_MAX;
 		if (!full) {
 			hs->next = h->sessions;
 			h->sessions = hs;
@@ -905,9 +918,9 @@ static enum MHD_Result admit(tgi_mcp_http *h, struct MHD_Connection *c, const ch
 
 	if (r->method == M_GET) {
 		if (!accepts(header(c, MHD_HTTP_HEADER_ACCEPT), "text/event-stream"))
-			return refuse(c, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE",
-			              "GET opens an event stream; its \"Accept\" header must list "
-			              "\"text/event-stream\"");
+			return refuse(c, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW,
+			              "GET, POST, DELETE", "GET opens an event stream; its \"Accept\" "
+			              "header must list \"text/event-stream\"");
 		return open_stream(h, c, r);
 	}
 	if (r->method == M_DELETE)
@@ -1083,6 +1096,8 @@ int tgi_mcp_http_start(tgi_mcp_server *s, const tg_serve_options *o, tgi_mcp_htt
 	h->norigins = o->origins ? o->norigins : 0;
 	h->max_body = o->max_line ? o->max_line : DEFAULT_BODY;
 	h->max_queue = h->max_body > SIZE_MAX / 4 ? SIZE_MAX : h->max_body * 4;
+	if (h->max_queue < QUEUE_MIN)
+		h->max_queue = QUEUE_MIN;
 	unsigned port;
 	int v6;
 	int fd = listen_on(h, o->http, &port, &v6, err, errlen);

@@ -4,8 +4,9 @@
 # tools/call, every refusal with its status (403 foreign Host or Origin,
 # 404 unknown session or path, 400 missing session, bad protocol version or
 # unparseable JSON, 405, 406, 409 second GET stream, 413, 415, 401 unknown
-# bearer token), bearer tokens mapped to principals, and the refusals at
-# startup (a non-loopback address, a taken port).
+# bearer token, 503 past 256 sessions), bearer tokens mapped to principals,
+# the refusals at startup (a non-loopback address, a taken port) and a
+# clean stop.
 . "$(dirname "$0")/lib.sh"
 cd "$WS"
 if ! command -v curl > /dev/null; then
@@ -30,6 +31,14 @@ stop_servers() {
 	wait 2>/dev/null
 }
 trap 'stop_servers; chattr -R -i "$WS" 2>/dev/null; rm -rf "$WS"' EXIT
+
+# ended PID: ST = its exit status once it ended (killed after 10 s: 137)
+ended() {
+	for _ in $(seq 200); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1"
+	ST=$?
+}
 
 # serve NAME ARGS...: start `toolgate serve` in the background, stderr to
 # NAME.err; sets PID and PORT (empty when it never said where it listens).
@@ -183,8 +192,11 @@ eq "$(code get2)" 409 "a second GET stream: 409"
 contains "$(error get2)" "already has an open event stream" "a second GET stream: says why"
 kill "$GET1" 2>/dev/null
 wait "$GET1" 2>/dev/null
-sleep 1.5
-req get3 GET -H "Accept: text/event-stream" "${S[@]}" --max-time 1
+for _ in $(seq 10); do   # the server notices a client that left within a second or so
+	req get3 GET -H "Accept: text/event-stream" "${S[@]}" --max-time 1
+	[ "$(code get3)" = 409 ] || break
+	sleep 0.5
+done
 eq "$(code get3)" 200 "GET again after the first stream's client left"
 post after_get "$PING" "${S[@]}"
 eq "$(code after_get)" 200 "the session outlives its streams"
@@ -221,20 +233,32 @@ eq "$(code del_again)" 404 "DELETE twice: 404"
 req del_none DELETE
 eq "$(code del_none)" 400 "DELETE without a session: 400"
 
+# ---- at most 256 sessions at once
+urls=()
+for _ in $(seq 260); do urls+=(-o /dev/null "$URL"); done
+curl -sS -w '%{http_code}\n' --max-time 60 -H "$JSON" -H "$ACCEPT" --data-binary "$INIT" "${urls[@]}" \
+	> many.codes 2> many.curl
+eq "$(tail -n 1 many.codes)" 503 "the 257th session: 503"
+eq "$(grep -c '^200$' many.codes)" 255 "sessions up to 256 (one was open): 200"
+post many_more "$INIT"
+contains "$(error many_more)" "too many sessions (256)" "the 257th session: says why"
+req tok_del DELETE "${T[@]}"
+eq "$(code tok_del)" 200 "DELETE makes room"
+post one_more "$INIT"
+eq "$(code one_more)" 200 "a session again once one ended"
+
 # ---- startup refusals
 "$TG" serve --workspace "$WS" --http 0.0.0.0:0 < /dev/null > any.out 2> any.err &
 ANY=$!
 PIDS+=("$ANY")
-for _ in $(seq 100); do kill -0 "$ANY" 2>/dev/null || break; sleep 0.05; done
-wait "$ANY"
-eq "$?" 1 "0.0.0.0 without --http-any: exit 1"
+ended "$ANY"
+eq "$ST" 1 "0.0.0.0 without --http-any: exit 1"
 contains "$(cat any.err)" "not a loopback address" "0.0.0.0 without --http-any: says why"
 "$TG" serve --workspace "$WS" --http "127.0.0.1:$PORT" < /dev/null > taken.out 2> taken.err &
 TAKEN=$!
 PIDS+=("$TAKEN")
-for _ in $(seq 100); do kill -0 "$TAKEN" 2>/dev/null || break; sleep 0.05; done
-wait "$TAKEN"
-eq "$?" 1 "a taken port: exit 1"
+ended "$TAKEN"
+eq "$ST" 1 "a taken port: exit 1"
 contains "$(cat taken.err)" "cannot listen on 127.0.0.1:$PORT: Address already in use" "a taken port: says why"
 "$TG" serve --workspace "$WS" --http "localhost" < /dev/null > noport.out 2> noport.err
 eq "$?" 1 "an address without a port: exit 1"
@@ -242,8 +266,7 @@ contains "$(cat noport.err)" "is not HOST:PORT" "an address without a port: says
 
 # ---- a clean stop
 kill -TERM "$MAIN_PID"
-for _ in $(seq 200); do kill -0 "$MAIN_PID" 2>/dev/null || break; sleep 0.05; done
-wait "$MAIN_PID"
-eq "$?" 0 "SIGTERM: a clean stop"
+ended "$MAIN_PID"
+eq "$ST" 0 "SIGTERM: a clean stop"
 sanitizers main.err "serve --http"
 finish
