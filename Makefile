@@ -3,7 +3,7 @@
 #   make            build/toolgate and build/libtoolgate.a (optimised)
 #   make check      install deps if missing, build with ASan+UBSan, run every test
 #   make demo       the five-call experiment on a fresh temporary workspace
-#   make bench      pipeline and validator benchmarks
+#   make bench      pipeline, validator, apply_patch, shell, dispatch and MCP benchmarks
 #   make fuzz       libFuzzer targets (clang), each run briefly
 #   make tsan       the threaded tests under ThreadSanitizer
 #   make install    PREFIX=/usr/local
@@ -11,10 +11,12 @@
 PREFIX  ?= /usr/local
 comma   := ,
 CC      ?= cc
-PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libcrypto libseccomp libutf8proc libmicrohttpd libcurl
+PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libseccomp libutf8proc
+# headers only: loaded with dlopen() when HTTP is first spoken (src/mcp/dl.c)
+PKGS_DL := libmicrohttpd libcurl
 VERSION := 0.1.0
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(PKGS_DL) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
@@ -55,8 +57,8 @@ $(eval $(call variant,build/fuzzlib,-O1 -g -fsanitize=fuzzer-no-link$(comma)addr
 
 UNIT_BIN_ASAN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=build/tests/%)
-# tests that run threads also run under ThreadSanitizer
-TSAN_TESTS    := $(patsubst %,build/tsan/tests/%,$(basename $(notdir $(shell grep -l pthread_create $(UNIT_SRC) 2>/dev/null))))
+# tests that use threads (theirs or the library's, waited on with pthread_*) also run under ThreadSanitizer
+TSAN_TESTS    := $(patsubst %,build/tsan/tests/%,$(basename $(notdir $(shell grep -l pthread_ $(UNIT_SRC) 2>/dev/null))))
 FUZZ_BIN      := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
 .PHONY: all deps check test tsan demo bench fuzz install clean
@@ -83,7 +85,7 @@ tsan: $(TSAN_TESTS)
 demo: all
 	@scripts/demo build/toolgate
 
-bench: all build/bench/pipeline build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch
+bench: all build/bench/pipeline build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a

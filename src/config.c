@@ -295,30 +295,6 @@ static void keypath(const json_t *root, const char *ptr, char *out, size_t cap)
 	tgi_buf_free(&b);
 }
 
-/* A short description of a value for "got ...". */
-static const char *describe(const json_t *v, char *out, size_t cap)
-{
-	char s[52];
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		tgi_snprintf(out, cap, json_object_size(v) ? "a mapping" : "an empty mapping");
-		break;
-	case JSON_ARRAY:
-		tgi_snprintf(out, cap, json_array_size(v) ? "a list" : "an empty list");
-		break;
-	case JSON_INTEGER: tgi_snprintf(out, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
-	case JSON_REAL:    tgi_snprintf(out, cap, "%g", json_real_value(v)); break;
-	case JSON_TRUE:    tgi_snprintf(out, cap, "true"); break;
-	case JSON_FALSE:   tgi_snprintf(out, cap, "false"); break;
-	case JSON_NULL:    tgi_snprintf(out, cap, "null (an empty value)"); break;
-	case JSON_STRING:
-		tgi_sanitize(s, sizeof s, json_string_value(v));
-		tgi_snprintf(out, cap, "\"%s%s\"", s,
-		             json_string_length(v) >= sizeof s ? "..." : "");
-		break;
-	}
-	return out;
-}
 
 /* strerror, lowercased for a sentence ("permission denied"). */
 static const char *errstr(int e, char *out, size_t cap)
@@ -371,7 +347,7 @@ static int fail_at(ld *x, const char *loc, const char *path, const char *fmt, ..
 static int fail_type(ld *x, const char *ptr, const json_t *v, const char *expected)
 {
 	char got[96];
-	return fail(x, ptr, "expected %s, got %s", expected, describe(v, got, sizeof got));
+	return fail(x, ptr, "expected %s, got %s", expected, tgi_json_describe(v, got, sizeof got));
 }
 
 /* ---- typed access ---- */
@@ -616,7 +592,7 @@ static int load_workspace(ld *x, json_t *root)
 		return fail(x, "", "the current directory cannot be used as the workspace");
 	if (!c->workspace)
 		return fail(x, ptr, "expected %s, got %s", missing ? "an existing directory" : "a directory",
-		            describe(v, got, sizeof got));
+		            tgi_json_describe(v, got, sizeof got));
 
 	v = child(root, "", "store", ptr);
 	if (v && check_str(x, v, ptr) < 0)
@@ -856,7 +832,7 @@ static int load_principal(ld *x, tgi_principal_cfg *p, json_t *v, const char *pp
 		tgi_json_pointer_join(rp, sizeof rp, pp, "roles");
 		tgi_json_pointer_join(ip, sizeof ip, rp, tok);
 		return fail(x, ip, "expected a role defined under roles, got %s",
-		            describe(json_array_get(json_object_get(v, "roles"), i), got, sizeof got));
+		            tgi_json_describe(json_array_get(json_object_get(v, "roles"), i), got, sizeof got));
 	}
 	return 0;
 }

@@ -167,6 +167,12 @@ tgi_verdict tgi_execute(tgi_call *c)
 		.cb = c->req->cb,
 	};
 	ctx.deadline_ms = tgi_now_ms() + ctx.timeout_s * 1000.0;
+	if (tgi_flag_get(c->req->cancel)) {    /* cancelled while it waited: nothing ran */
+		tgi_trace(c, "execute", 0, json_pack("{s:b}", "cancelled", 1));
+		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
+		return tgi_stop(c, TG_FAILED, TG_ERR_TOOL_ERROR, NULL,
+		                "the client cancelled the call before %s ran; nothing was run", c->tool);
+	}
 	tgi_tool_out out;
 	memset(&out, 0, sizeof out);
 	tgi_event_add(c, "tool.call.started", "execute", NULL);

@@ -253,37 +253,6 @@ static const char *const server_keys[] = {
 };
 static const char *const filter_keys[] = { "include", "exclude" };
 
-/* A short description of a value for "got ...". */
-static const char *got(const json_t *v, char *out, size_t cap)
-{
-	char s[52];
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		tgi_snprintf(out, cap, json_object_size(v) ? "a mapping" : "an empty mapping");
-		break;
-	case JSON_ARRAY:
-		tgi_snprintf(out, cap, json_array_size(v) ? "a list" : "an empty list");
-		break;
-	case JSON_INTEGER:
-		tgi_snprintf(out, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		tgi_snprintf(out, cap, "%g", json_real_value(v));
-		break;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		tgi_snprintf(out, cap, "%s", json_is_true(v) ? "true" : "false");
-		break;
-	case JSON_NULL:
-		tgi_snprintf(out, cap, "null (an empty value)");
-		break;
-	case JSON_STRING:
-		tgi_sanitize_n(s, sizeof s, json_string_value(v), json_string_length(v), 40);
-		tgi_snprintf(out, cap, "\"%s\"", s);
-		break;
-	}
-	return out;
-}
 
 /*
  * A problem in server `name`'s entry at sub ("command", "tools/include/0",
@@ -326,7 +295,7 @@ static int bad_type(const tgi_config *cfg, const char *name, const char *sub, co
                     const char *expected, char *err, size_t errlen)
 {
 	char g[96];
-	return bad(cfg, name, sub, err, errlen, "expected %s, got %s", expected, got(v, g, sizeof g));
+	return bad(cfg, name, sub, err, errlen, "expected %s, got %s", expected, tgi_json_describe(v, g, sizeof g));
 }
 
 /* A list of strings (non-empty ones when nonempty) into out. */

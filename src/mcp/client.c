@@ -17,13 +17,14 @@
  *          close() uses.  Writes are serialised by write_mu, with SIGPIPE
  *          blocked in the writing thread (and a pending one consumed), so a
  *          dead child is an error here, never a signal for the process.
- *   HTTP:  each message is a POST on the calling thread (libcurl, a multi
- *          handle driven in steps of at most POLL_MS so that cancel, the
- *          deadline and close() are seen).  A JSON reply is one message; an
- *          SSE reply is cut at blank lines as it arrives and each event is
- *          dispatched.  After initialize, a listener thread holds a GET SSE
- *          stream for the server's own messages (405: none).  Handles are
- *          pooled, so connections are reused.
+ *   HTTP:  each message is a POST on the calling thread (libcurl, loaded
+ *          by the first HTTP open, see dl.h; a multi handle driven in steps
+ *          of at most POLL_MS so that cancel, the deadline and close() are
+ *          seen).  A JSON reply is one message; an SSE reply is cut at
+ *          blank lines as it arrives and each event is dispatched.  After
+ *          initialize, a listener thread holds a GET SSE stream for the
+ *          server's own messages (405: none).  Handles are pooled, so
+ *          connections are reused.
  *
  * Life of a connection:
  *
@@ -48,7 +49,6 @@
  */
 #include "mcp/client.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -67,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mcp/dl.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"
 #include "protocol/sse.h"
@@ -814,11 +815,9 @@ ended:
 
 /* ---- HTTP ------------------------------------------------------------------- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+/* libcurl's functions: an HTTP client exists only once tgi_mcp_client_open()
+ * has loaded them. */
+static const tgi_curl_api *const C = &tgi_curl;
 
 static http_conn *conn_take(tgi_mcp_client *c)
 {
@@ -832,8 +831,8 @@ static http_conn *conn_take(tgi_mcp_client *c)
 	if (hc)
 		return hc;
 	hc = tgi_xcalloc(1, sizeof *hc);
-	hc->multi = curl_multi_init();
-	hc->easy = curl_easy_init();
+	hc->multi = C->multi_init();
+	hc->easy = C->easy_init();
 	if (!hc->multi || !hc->easy)
 		out_of_memory();
 	return hc;
@@ -852,8 +851,8 @@ static void conn_free_all(tgi_mcp_client *c)
 	while (c->idle) {
 		http_conn *hc = c->idle;
 		c->idle = hc->next;
-		curl_easy_cleanup(hc->easy);
-		curl_multi_cleanup(hc->multi);
+		C->easy_cleanup(hc->easy);
+		C->multi_cleanup(hc->multi);
 		free(hc);
 	}
 }
@@ -943,8 +942,8 @@ static void rx_classify(http_rx *rx)
 {
 	const char *ctype = NULL;
 
-	curl_easy_getinfo(rx->easy, CURLINFO_RESPONSE_CODE, &rx->status);
-	curl_easy_getinfo(rx->easy, CURLINFO_CONTENT_TYPE, &ctype);
+	C->easy_getinfo(rx->easy, CURLINFO_RESPONSE_CODE, &rx->status);
+	C->easy_getinfo(rx->easy, CURLINFO_CONTENT_TYPE, &ctype);
 	if (rx->status >= 200 && rx->status < 300 && ctype &&
 	    strncasecmp(ctype, "text/event-stream", 17) == 0) {
 		rx->kind = RX_SSE;
@@ -1003,7 +1002,7 @@ static size_t rx_header(char *data, size_t size, size_t nmemb, void *arg)
 	}
 	if (rx->listen && n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
 		long status = 0;
-		curl_easy_getinfo(rx->easy, CURLINFO_RESPONSE_CODE, &status);
+		C->easy_getinfo(rx->easy, CURLINFO_RESPONSE_CODE, &status);
 		if (status == 200) {
 			pthread_mutex_lock(&rx->c->mu);
 			rx->c->listening = 1;
@@ -1017,16 +1016,16 @@ static size_t rx_header(char *data, size_t size, size_t nmemb, void *arg)
 /* Does url name this machine (localhost, 127.0.0.0/8, ::1)? */
 static int url_is_loopback(const char *url)
 {
-	CURLU *u = curl_url();
+	CURLU *u = C->url();
 	char *host = NULL;
 	int yes = 0;
 
-	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+	if (u && C->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    C->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
 		yes = strcasecmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
 		      strcmp(host, "[::1]") == 0;
-	curl_free(host);
-	curl_url_cleanup(u);
+	C->free(host);
+	C->url_cleanup(u);
 	return yes;
 }
 
@@ -1037,24 +1036,24 @@ static struct curl_slist *http_headers(tgi_mcp_client *c, int post)
 	char line[SESSION_ID_MAX + 64];
 
 	if (post) {
-		l = curl_slist_append(l, "Content-Type: application/json");
-		l = curl_slist_append(l, "Accept: application/json, text/event-stream");
+		l = C->slist_append(l, "Content-Type: application/json");
+		l = C->slist_append(l, "Accept: application/json, text/event-stream");
 	} else {
-		l = curl_slist_append(l, "Accept: text/event-stream");
+		l = C->slist_append(l, "Accept: text/event-stream");
 	}
 	pthread_mutex_lock(&c->mu);
 	if (c->session[0]) {
 		tgi_snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
-		l = curl_slist_append(l, line);
+		l = C->slist_append(l, line);
 	}
 	if (c->version[0]) {
 		tgi_snprintf(line, sizeof line, "MCP-Protocol-Version: %s", c->version);
-		l = curl_slist_append(l, line);
+		l = C->slist_append(l, line);
 	}
 	pthread_mutex_unlock(&c->mu);
 	for (size_t i = 0; i < c->nheaders; i++)
-		l = curl_slist_append(l, c->headers[i]);
-	l = curl_slist_append(l, "Expect:"); /* no 100-continue round trip */
+		l = C->slist_append(l, c->headers[i]);
+	l = C->slist_append(l, "Expect:"); /* no 100-continue round trip */
 	if (!l)
 		out_of_memory();
 	return l;
@@ -1096,37 +1095,37 @@ static void http_run(tgi_mcp_client *c, http_call *hc)
 	hc->rc = CURLE_OK;
 	hc->stopped = WAIT_ON;
 
-	curl_easy_reset(e);
-	curl_easy_setopt(e, CURLOPT_URL, c->url);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	C->easy_reset(e);
+	C->easy_setopt(e, CURLOPT_URL, c->url);
+	C->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	C->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (c->loopback)
-		curl_easy_setopt(e, CURLOPT_PROXY, ""); /* whatever http_proxy says */
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, rx_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &hc->rx);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, rx_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, &hc->rx);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, hc->errbuf);
+		C->easy_setopt(e, CURLOPT_PROXY, ""); /* whatever http_proxy says */
+	C->easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+	C->easy_setopt(e, CURLOPT_WRITEFUNCTION, rx_write);
+	C->easy_setopt(e, CURLOPT_WRITEDATA, &hc->rx);
+	C->easy_setopt(e, CURLOPT_HEADERFUNCTION, rx_header);
+	C->easy_setopt(e, CURLOPT_HEADERDATA, &hc->rx);
+	C->easy_setopt(e, CURLOPT_ERRORBUFFER, hc->errbuf);
 	if (hc->method == HTTP_POST) {
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, hc->body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)hc->len);
+		C->easy_setopt(e, CURLOPT_POSTFIELDS, hc->body);
+		C->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)hc->len);
 	} else if (hc->method == HTTP_DELETE) {
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+		C->easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
 	}
 
-	curl_multi_add_handle(conn->multi, e);
+	C->multi_add_handle(conn->multi, e);
 	for (;;) {
-		CURLMcode mrc = curl_multi_perform(conn->multi, &running);
+		CURLMcode mrc = C->multi_perform(conn->multi, &running);
 		if (mrc != CURLM_OK) {
 			hc->rc = CURLE_FAILED_INIT;
-			tgi_snprintf(hc->errbuf, sizeof hc->errbuf, "%s", curl_multi_strerror(mrc));
+			tgi_snprintf(hc->errbuf, sizeof hc->errbuf, "%s", C->multi_strerror(mrc));
 			break;
 		}
 		if (!running) {
 			int left;
 			CURLMsg *msg;
-			while ((msg = curl_multi_info_read(conn->multi, &left)))
+			while ((msg = C->multi_info_read(conn->multi, &left)))
 				if (msg->msg == CURLMSG_DONE)
 					hc->rc = msg->data.result;
 			break;
@@ -1140,12 +1139,12 @@ static void http_run(tgi_mcp_client *c, http_call *hc)
 		pthread_mutex_unlock(&c->mu);
 		if (hc->stopped != WAIT_ON)
 			break;
-		curl_multi_poll(conn->multi, NULL, 0, POLL_MS, NULL);
+		C->multi_poll(conn->multi, NULL, 0, POLL_MS, NULL);
 	}
-	curl_multi_remove_handle(conn->multi, e);
+	C->multi_remove_handle(conn->multi, e);
 	if (hc->rx.kind == RX_UNKNOWN)
-		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &hc->rx.status);
-	curl_slist_free_all(headers);
+		C->easy_getinfo(e, CURLINFO_RESPONSE_CODE, &hc->rx.status);
+	C->slist_free_all(headers);
 	conn_give(c, conn);
 
 	if (hc->stopped == WAIT_ON && hc->rc == CURLE_OK) {
@@ -1169,7 +1168,7 @@ static void http_failure(tgi_mcp_client *c, const http_call *hc, char *out, size
 
 	tgi_sanitize(url, sizeof url, c->url);
 	tgi_sanitize(detail, sizeof detail,
-	             hc->errbuf[0] ? hc->errbuf : curl_easy_strerror(hc->rc));
+	             hc->errbuf[0] ? hc->errbuf : C->easy_strerror(hc->rc));
 	tgi_snprintf(out, cap, "the server \"%s\" at %s cannot be reached: %s", c->name, url,
 	             lower_first(detail));
 }
@@ -1671,6 +1670,8 @@ int tgi_mcp_client_open(const tgi_mcp_client_cfg *cfg, const tgi_mcp_client_hand
 			return -1;
 		}
 	}
+	if (!stdio && tgi_curl_load(err, errlen) < 0)
+		return -1;
 	c = client_new(cfg, h);
 	if (stdio) {
 		c->kind = T_STDIO;
@@ -1686,7 +1687,6 @@ int tgi_mcp_client_open(const tgi_mcp_client_cfg *cfg, const tgi_mcp_client_hand
 		c->headers = tgi_xcalloc(cfg->nheaders + 1, sizeof *c->headers);
 		for (size_t i = 0; i < cfg->nheaders; i++)
 			c->headers[c->nheaders++] = tgi_strdup(cfg->headers[i]);
-		pthread_once(&curl_once, curl_init_once);
 		c->loopback = url_is_loopback(c->url);
 		rc = 0;
 	}

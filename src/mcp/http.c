@@ -1,6 +1,7 @@
 /*
  * http.c — MCP's Streamable HTTP transport (spec 2025-11-25, basic/
- * transports) on one endpoint, /mcp, served by libmicrohttpd.
+ * transports) on one endpoint, /mcp, served by libmicrohttpd (loaded by
+ * the first start, see dl.h: a gate that serves no HTTP never maps it).
  *
  *   POST   one JSON-RPC message.  initialize without Mcp-Session-Id makes
  *          a session (its id comes back in that header); every other POST
@@ -49,7 +50,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "mcp/dl.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"
 #include "util/util.h"
@@ -84,6 +85,10 @@
 #define HTTP_RPC_ERROR  (-32000)     /* JSON-RPC code of the transport's refusals */
 
 enum { M_POST, M_GET, M_DELETE };
+
+/* libmicrohttpd's functions: nothing below runs before tgi_mcp_http_start()
+ * has loaded them. */
+static const tgi_mhd_api *const M = &tgi_mhd;
 
 typedef struct hsession hsession;
 
@@ -184,7 +189,7 @@ static int peer_gone(int fd)
 static int conn_fd(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	    M->get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	return ci ? ci->connect_fd : -1;
 }
 
@@ -195,18 +200,18 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
                                char *body, size_t len, const char *hname, const char *hval)
 {
 	struct MHD_Response *res = body
-	    ? MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
-	    : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	    ? M->create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE)
+	    : M->create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 	if (!res) {
 		free(body);
 		return MHD_NO;
 	}
 	if (type)
-		MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+		M->add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	if (hname)
-		MHD_add_response_header(res, hname, hval);
-	enum MHD_Result rc = MHD_queue_response(c, status, res);
-	MHD_destroy_response(res);
+		M->add_response_header(res, hname, hval);
+	enum MHD_Result rc = M->queue_response(c, status, res);
+	M->destroy_response(res);
 	return rc;
 }
 
@@ -247,7 +252,7 @@ static const char *shown(char out[SHOWN_MAX + 4], const char *v)
 
 static const char *header(struct MHD_Connection *c, const char *name)
 {
-	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+	return M->lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
 /* ---- header checks ---- */
@@ -568,16 +573,16 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 /* Reply with s as an event stream; the response owns s from here. */
 static enum MHD_Result respond_stream(struct MHD_Connection *c, stream *s)
 {
-	struct MHD_Response *res = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK,
-	                                                             stream_read, s, stream_release);
+	struct MHD_Response *res = M->create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK,
+	                                                            stream_read, s, stream_release);
 	if (!res) {
 		stream_release(s);
 		return MHD_NO;
 	}
-	MHD_add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, res);
-	MHD_destroy_response(res);
+	M->add_response_header(res, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	M->add_response_header(res, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	enum MHD_Result rc = M->queue_response(c, MHD_HTTP_OK, res);
+	M->destroy_response(res);
 	return rc;
 }
 
@@ -1088,6 +1093,8 @@ int tgi_mcp_http_start(tgi_mcp_server *s, const tg_serve_options *o, tgi_mcp_htt
 		tgi_snprintf(err, errlen, "no HTTP address was given");
 		return -1;
 	}
+	if (tgi_mhd_load(err, errlen) < 0)
+		return -1;
 	tgi_mcp_http *h = tgi_xcalloc(1, sizeof *h);
 	h->srv = s;
 	h->g = tgi_mcp_server_gate(s);
@@ -1109,14 +1116,14 @@ int tgi_mcp_http_start(tgi_mcp_server *s, const tg_serve_options *o, tgi_mcp_htt
 	cond_init(&h->idle);
 	/* MHD owns fd from here: it closes it when it stops (and when starting
 	 * fails once it has taken it). */
-	h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-	                            MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0),
-	                        0, NULL, NULL, on_request, h,
-	                        MHD_OPTION_LISTEN_SOCKET, fd,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
-	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX,
-	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-	                        MHD_OPTION_END);
+	h->d = M->start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+	                           MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0),
+	                       0, NULL, NULL, on_request, h,
+	                       MHD_OPTION_LISTEN_SOCKET, fd,
+	                       MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
+	                       MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS_MAX,
+	                       MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+	                       MHD_OPTION_END);
 	if (!h->d) {
 		tgi_snprintf(err, errlen, "cannot start the HTTP server on %s", o->http);
 		pthread_cond_destroy(&h->idle);
@@ -1141,7 +1148,7 @@ void tgi_mcp_http_stop(tgi_mcp_http *h)
 	for (stream *s = h->streams; s; s = s->next)
 		pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&h->mu);
-	MHD_stop_daemon(h->d);   /* waits for every connection's thread: no request is left */
+	M->stop_daemon(h->d);    /* waits for every connection's thread: no request is left */
 	while (h->sessions) {
 		hsession *hs = h->sessions;
 		h->sessions = hs->next;

@@ -4,8 +4,11 @@
  * A session is one client.  Its messages arrive through
  * tgi_mcp_session_handle on the transport's reader thread; initialize,
  * ping, tools/list and logging/setLevel are answered there, tools/call runs
- * on a thread of its own through tg_call, so the reader stays free for
+ * on a call thread through tg_call, so the reader stays free for
  * cancellations and for the answers to our own requests (elicitation).
+ * Call threads are kept while busy or recently idle and made when none is
+ * idle (up to MAX_WORKERS; beyond, calls wait their turn), so a long call
+ * never holds up a short one and a steady stream of calls makes no threads.
  * One ticker thread per server sends heartbeat progress for long calls
  * whose request carried a progress token.
  *
@@ -33,7 +36,9 @@
 #include "mcp/jsonrpc.h"
 #include "util/util.h"
 
-#define MAX_CALLS        64          /* running tools/call per session */
+#define MAX_CALLS        1024        /* tools/call running or waiting, per session */
+#define MAX_WORKERS      256         /* call threads of one server; more calls wait */
+#define WORKER_IDLE_S    30          /* an idle call thread ends after this */
 #define DEFAULT_PAGE     100
 #define DEFAULT_LINE     (16u << 20)
 #define DEFAULT_ELICIT_S 300
@@ -81,7 +86,8 @@ typedef struct call_run {
 	double           progress;  /* the last progress value sent */
 	double           started_ms, next_tick_ms;
 	tg_callbacks     cb;
-	struct call_run *next;
+	struct call_run *next;      /* the session's list */
+	struct call_run *qnext;     /* the server's queue */
 } call_run;
 
 struct tgi_mcp_session {
@@ -100,6 +106,7 @@ struct tgi_mcp_session {
 	int              min_level;   /* logging/setLevel; -1: everything */
 	call_run        *calls;
 	size_t           ncalls;
+	size_t           nasking;     /* calls waiting for the client's answer */
 	outreq          *out;
 	json_int_t       next_id;
 	int              closing;     /* being freed: running calls are cancelled */
@@ -116,6 +123,12 @@ struct tgi_mcp_server {
 	pthread_t         ticker;
 	int               ticker_on, stopping;
 	pthread_cond_t    tick_cv;
+
+	/* call threads: kept while busy or recently idle, made when none is idle */
+	pthread_mutex_t   pool_mu;
+	pthread_cond_t    pool_cv;     /* work queued, or a thread ended */
+	call_run         *qhead, *qtail;
+	int               qlen, nworkers, nidle, pool_stop;
 };
 
 /* ---- sending ---- */
@@ -163,6 +176,8 @@ static json_t *ask_client(tgi_mcp_session *ss, const json_t *related, const char
 	outreq r = {.id = ++ss->next_id};
 	r.next = ss->out;
 	ss->out = &r;
+	ss->nasking++;
+	pthread_cond_broadcast(&ss->cv);   /* a reader held back may read the answer */
 	json_t *id = json_integer(r.id);
 	if (send_msg(ss, related, 0, tgi_rpc_request(id, method, params)) < 0) {
 		tgi_snprintf(why, cap, "the client is gone");
@@ -197,6 +212,7 @@ static json_t *ask_client(tgi_mcp_session *ss, const json_t *related, const char
 			*p = r.next;
 			break;
 		}
+	ss->nasking--;
 	return r.reply;
 }
 
@@ -449,9 +465,21 @@ static json_t *error_content(const json_t *env)
 	return c;
 }
 
-static void *call_main(void *arg)
+/* Take cr off its session's list (ss->mu held) and wake whoever waits
+ * for calls to end. */
+static void call_unlink(tgi_mcp_session *ss, call_run *cr)
 {
-	call_run *cr = arg;
+	for (call_run **p = &ss->calls; *p; p = &(*p)->next)
+		if (*p == cr) {
+			*p = cr->next;
+			break;
+		}
+	ss->ncalls--;
+	pthread_cond_broadcast(&ss->cv);
+}
+
+static void run_call(call_run *cr)
+{
 	tgi_mcp_session *ss = cr->ss;
 	tg_gate *g = ss->s->g;
 	char call_id[64];
@@ -486,13 +514,7 @@ static void *call_main(void *arg)
 	} else {
 		reply(ss, cr->id, result);
 	}
-	for (call_run **p = &ss->calls; *p; p = &(*p)->next)
-		if (*p == cr) {
-			*p = cr->next;
-			break;
-		}
-	ss->ncalls--;
-	pthread_cond_broadcast(&ss->cv);
+	call_unlink(ss, cr);
 	pthread_mutex_unlock(&ss->mu);
 
 	tg_result_free(res);
@@ -501,7 +523,72 @@ static void *call_main(void *arg)
 	free(cr->tool);
 	free(cr->args);
 	free(cr);
+}
+
+/* A call thread: runs queued calls; ends when idle too long or stopping. */
+static void *worker_main(void *arg)
+{
+	tgi_mcp_server *s = arg;
+	pthread_mutex_lock(&s->pool_mu);
+	for (;;) {
+		while (!s->qhead && !s->pool_stop) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += WORKER_IDLE_S;
+			s->nidle++;
+			int rc = pthread_cond_timedwait(&s->pool_cv, &s->pool_mu, &ts);
+			s->nidle--;
+			if (rc == ETIMEDOUT && !s->qhead)
+				break;
+		}
+		call_run *cr = s->qhead;
+		if (!cr)
+			break;
+		s->qhead = cr->qnext;
+		if (!s->qhead)
+			s->qtail = NULL;
+		s->qlen--;
+		pthread_mutex_unlock(&s->pool_mu);
+		run_call(cr);
+		pthread_mutex_lock(&s->pool_mu);
+	}
+	s->nworkers--;
+	pthread_cond_broadcast(&s->pool_cv);
+	pthread_mutex_unlock(&s->pool_mu);
 	return NULL;
+}
+
+/* Queue cr for a call thread, making one when none is idle.  0, or an
+ * errno when no thread could take it. */
+static int submit(tgi_mcp_server *s, call_run *cr)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->pool_mu);
+	/* every idle thread may already be promised to a queued call */
+	if (s->nidle <= s->qlen && s->nworkers < MAX_WORKERS) {
+		pthread_attr_t at;
+		pthread_t th;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&th, &at, worker_main, s);
+		pthread_attr_destroy(&at);
+		if (rc == 0)
+			s->nworkers++;
+		else if (s->nworkers > 0)
+			rc = 0;           /* a busy thread takes it when it is free */
+	}
+	if (rc == 0) {
+		cr->qnext = NULL;
+		if (s->qtail)
+			s->qtail->qnext = cr;
+		else
+			s->qhead = cr;
+		s->qtail = cr;
+		s->qlen++;
+		pthread_cond_signal(&s->pool_cv);
+	}
+	pthread_mutex_unlock(&s->pool_mu);
+	return rc;
 }
 
 static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
@@ -538,31 +625,30 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	cr->next_tick_ms = cr->started_ms + tick;
 
 	pthread_mutex_lock(&ss->mu);
+	/* back-pressure: with MAX_CALLS in flight the reader waits for one to end,
+	 * unless every one waits for the client (whose answers it must read) */
+	while (ss->ncalls >= MAX_CALLS && ss->nasking < ss->ncalls && !ss->closing)
+		pthread_cond_wait(&ss->cv, &ss->mu);
 	if (ss->ncalls >= MAX_CALLS || ss->closing) {
 		pthread_mutex_unlock(&ss->mu);
 		reply_error(ss, id, TGI_RPC_INTERNAL_ERROR,
-		            "%d calls are already running in this session; wait for one to finish",
-		            MAX_CALLS);
+		            "%d calls are already waiting for your answers in this session; answer "
+		            "them first", MAX_CALLS);
 		goto drop;
 	}
-	pthread_attr_t at;
-	pthread_t th;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	cr->next = ss->calls;
 	ss->calls = cr;
 	ss->ncalls++;
-	int rc = pthread_create(&th, &at, call_main, cr);
-	pthread_attr_destroy(&at);
+	pthread_mutex_unlock(&ss->mu);
+	int rc = submit(ss->s, cr);
 	if (rc != 0) {
-		ss->calls = cr->next;
-		ss->ncalls--;
+		pthread_mutex_lock(&ss->mu);
+		call_unlink(ss, cr);
 		pthread_mutex_unlock(&ss->mu);
 		reply_error(ss, id, TGI_RPC_INTERNAL_ERROR, "the server could not start the call: %s",
 		            strerror(rc));
 		goto drop;
 	}
-	pthread_mutex_unlock(&ss->mu);
 	return;
 drop:
 	json_decref(cr->id);
@@ -738,6 +824,8 @@ tgi_mcp_server *tgi_mcp_server_new(tg_gate *g, const tg_serve_options *o)
 	s->o = *o;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->tick_cv, NULL);
+	pthread_mutex_init(&s->pool_mu, NULL);
+	pthread_cond_init(&s->pool_cv, NULL);
 	s->ticker_on = pthread_create(&s->ticker, NULL, ticker_main, s) == 0;
 	return s;
 }
@@ -752,6 +840,16 @@ void tgi_mcp_server_free(tgi_mcp_server *s)
 	pthread_mutex_unlock(&s->mu);
 	if (s->ticker_on)
 		pthread_join(s->ticker, NULL);
+	/* every session is gone, so no call is queued or running: let the idle
+	 * threads go and wait for the last */
+	pthread_mutex_lock(&s->pool_mu);
+	s->pool_stop = 1;
+	pthread_cond_broadcast(&s->pool_cv);
+	while (s->nworkers)
+		pthread_cond_wait(&s->pool_cv, &s->pool_mu);
+	pthread_mutex_unlock(&s->pool_mu);
+	pthread_cond_destroy(&s->pool_cv);
+	pthread_mutex_destroy(&s->pool_mu);
 	pthread_cond_destroy(&s->tick_cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

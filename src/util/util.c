@@ -15,8 +15,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 
 /* ---- allocation ---- */
 
@@ -240,28 +238,26 @@ void tgi_uuidv7(char out[37])
 
 void tgi_sha256_hex(const void *data, size_t n, char out[65])
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	unsigned int mdlen = 0;
-	EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL);
-	hex(md, SHA256_DIGEST_LENGTH, out);
+	unsigned char md[32];
+	tgi_sha256 s;
+	tgi_sha256_init(&s);
+	tgi_sha256_update(&s, data, n);
+	tgi_sha256_final(&s, md);
+	hex(md, sizeof md, out);
 }
 
 void tgi_sha256_lines(const char *const *parts, size_t n, char out[65])
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	if (!ctx)
-		oom();
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	unsigned char md[32];
+	tgi_sha256 s;
+	tgi_sha256_init(&s);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
-			EVP_DigestUpdate(ctx, "\n", 1);
-		EVP_DigestUpdate(ctx, parts[i], strlen(parts[i]));
+			tgi_sha256_update(&s, "\n", 1);
+		tgi_sha256_update(&s, parts[i], strlen(parts[i]));
 	}
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	EVP_MD_CTX_free(ctx);
-	hex(md, SHA256_DIGEST_LENGTH, out);
+	tgi_sha256_final(&s, md);
+	hex(md, sizeof md, out);
 }
 
 void tgi_random_hex(char *out, size_t nbytes)
@@ -523,4 +519,28 @@ size_t tgi_utf8_offset(const char *s, size_t n, size_t cp)
 		i += l ? l : 1;
 	}
 	return i;
+}
+
+const char *tgi_json_describe(const json_t *v, char *out, size_t cap)
+{
+	char s[52];
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		tgi_snprintf(out, cap, json_object_size(v) ? "a mapping" : "an empty mapping");
+		break;
+	case JSON_ARRAY:
+		tgi_snprintf(out, cap, json_array_size(v) ? "a list" : "an empty list");
+		break;
+	case JSON_INTEGER: tgi_snprintf(out, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+	case JSON_REAL:    tgi_snprintf(out, cap, "%g", json_real_value(v)); break;
+	case JSON_TRUE:    tgi_snprintf(out, cap, "true"); break;
+	case JSON_FALSE:   tgi_snprintf(out, cap, "false"); break;
+	case JSON_NULL:    tgi_snprintf(out, cap, "null (an empty value)"); break;
+	case JSON_STRING:
+		tgi_sanitize(s, sizeof s, json_string_value(v));
+		tgi_snprintf(out, cap, "\"%s%s\"", s,
+		             json_string_length(v) >= sizeof s ? "..." : "");
+		break;
+	}
+	return out;
 }

@@ -43,6 +43,21 @@ void tgi_strv_free(tgi_strv *sv);
 
 /* ids and hashing */
 void tgi_uuidv7(char out[37]);
+/* A short description of a JSON value for messages ("a list", "\"yolo\"",
+ * "null (an empty value)"), into out; returns out. */
+const char *tgi_json_describe(const json_t *v, char *out, size_t cap);
+
+/* SHA-256 (src/util/sha256.c), incrementally or at once. */
+typedef struct tgi_sha256 {
+	uint32_t      h[8];
+	uint64_t      len;      /* bytes hashed so far */
+	unsigned char buf[64];
+	size_t        fill;     /* bytes waiting in buf */
+} tgi_sha256;
+void tgi_sha256_init(tgi_sha256 *s);
+void tgi_sha256_update(tgi_sha256 *s, const void *data, size_t n);
+void tgi_sha256_final(tgi_sha256 *s, unsigned char md[32]);
+
 void tgi_sha256_hex(const void *data, size_t n, char out[65]);
 /* sha256 of the n strings joined by "\n", without building the joined text. */
 void tgi_sha256_lines(const char *const *parts, size_t n, char out[65]);

@@ -5,9 +5,12 @@
  * scripts where a misbehaving server is the point (one that ignores its
  * stdin closing, speaks an unknown protocol, never answers, or sends an
  * over-long line).  Without node or the package the node cases are
- * skipped, loudly.
+ * skipped, loudly.  libcurl is loaded only by the first HTTP open; the
+ * cases about that run in a fresh copy of this program (it re-executes
+ * itself with --curl-child), since a process loads it once.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -929,8 +932,138 @@ static void test_http_server_gone(void **state)
 	assert_int_equal(H.closed, 1);
 }
 
-int main(void)
+/* ---- libcurl: loaded by the first HTTP open, and only then ------------------ */
+
+/* Does this process map a file whose path holds name? */
+static int mapped(const char *name)
 {
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int yes = 0;
+
+	while (f && !yes && fgets(line, sizeof line, f))
+		yes = strstr(line, name) != NULL;
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+#define CHILD_CHECK(cond, ...)                                                      \
+	do {                                                                            \
+		if (!(cond)) {                                                              \
+			fprintf(stderr, "curl child: " __VA_ARGS__);                            \
+			fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);                      \
+			return 1;                                                               \
+		}                                                                           \
+	} while (0)
+
+#define NO_CURL "Streamable HTTP needs libcurl (Debian package libcurl4): "
+
+/* A stdio server opens and closes: 0, or -1 with err. */
+static int stdio_round_trip(char *err, size_t errlen)
+{
+	tgi_mcp_client *c = NULL;
+	if (open_sh("read l; printf '%s\\n' '" INIT_REPLY("2025-11-25") "'; cat >/dev/null", 10,
+	            0, &c, err, errlen) < 0)
+		return -1;
+	tgi_mcp_client_close(c);
+	return 0;
+}
+
+/*
+ * The re-executed program.  want "": libcurl is the real one; else the
+ * dynamic loader's complaint about the libcurl that LD_LIBRARY_PATH puts
+ * first must hold want.  Returns the exit status.
+ */
+static int curl_child(const char *want)
+{
+	tgi_mcp_client_cfg cfg = {.name = "web", .url = "http://127.0.0.1:1/mcp",
+	                          .init_timeout_s = 5};
+	tgi_mcp_client *c = NULL;
+	char err[512] = "", again[512] = "";
+
+	/* a gate with stdio servers only never loads libcurl */
+	CHILD_CHECK(stdio_round_trip(err, sizeof err) == 0, "stdio open: %s", err);
+	CHILD_CHECK(!mapped("libcurl"), "libcurl is mapped before any HTTP open");
+
+	CHILD_CHECK(tgi_mcp_client_open(&cfg, &handlers, &c, err, sizeof err) == -1 && !c,
+	            "the HTTP open did not fail");
+	if (!*want) {
+		const char *unreachable =
+		    "the server \"web\" at http://127.0.0.1:1/mcp cannot be reached: ";
+		CHILD_CHECK(strncmp(err, unreachable, strlen(unreachable)) == 0, "got: %s", err);
+		CHILD_CHECK(mapped("libcurl.so.4"), "libcurl is not mapped after an HTTP open");
+		return 0;
+	}
+	CHILD_CHECK(strncmp(err, NO_CURL, strlen(NO_CURL)) == 0 && strstr(err, want),
+	            "got: %s", err);
+	/* the answer is kept: the next open says the same, without trying again */
+	CHILD_CHECK(tgi_mcp_client_open(&cfg, &handlers, &c, again, sizeof again) == -1 && !c,
+	            "the second HTTP open did not fail");
+	CHILD_CHECK(strcmp(err, again) == 0, "the second open said: %s", again);
+	/* and the rest of the client still works */
+	CHILD_CHECK(stdio_round_trip(err, sizeof err) == 0, "stdio open after: %s", err);
+	return 0;
+}
+
+/*
+ * Run curl_child(want) in a fresh process.  fake: NULL for the real
+ * libcurl; "" for an empty libcurl.so.4 found first; else the path that a
+ * libcurl.so.4 found first links to.
+ */
+static void run_curl_child(const char *fake, const char *want)
+{
+	char dir[] = "/tmp/tg-curl.XXXXXX", lib[64];
+	int status;
+	pid_t pid;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(lib, sizeof lib, "%s/libcurl.so.4", dir);
+	if (fake && *fake) {
+		assert_int_equal(symlink(fake, lib), 0);
+	} else if (fake) {
+		int fd = open(lib, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (fake)
+			setenv("LD_LIBRARY_PATH", dir, 1);
+		execl("/proc/self/exe", "test_mcp_client", "--curl-child", want, (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	unlink(lib);
+	rmdir(dir);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_curl_loaded_on_first_http_open(void **state)
+{
+	run_curl_child(NULL, "");
+}
+
+static void test_curl_missing(void **state)
+{
+	run_curl_child("", "libcurl.so.4: file too short");
+}
+
+/* a libcurl.so.4 that is some other library: the first function is missing */
+static void test_curl_without_its_functions(void **state)
+{
+	Dl_info info;
+	assert_true(dladdr((void *)json_object, &info) && info.dli_fname);
+	run_curl_child(info.dli_fname, "undefined symbol: curl_");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--curl-child") == 0)
+		return curl_child(argv[2]);
+
 	const struct CMUnitTest stdio_tests[] = {
 		cmocka_unit_test(test_stdio_initialize),
 		cmocka_unit_test(test_stdio_tools_list),
@@ -955,6 +1088,9 @@ int main(void)
 		cmocka_unit_test(test_initialize_timeout),
 		cmocka_unit_test(test_overlong_line),
 		cmocka_unit_test(test_server_requests_answered),
+		cmocka_unit_test(test_curl_loaded_on_first_http_open),
+		cmocka_unit_test(test_curl_missing),
+		cmocka_unit_test(test_curl_without_its_functions),
 	};
 	const struct CMUnitTest http_tests[] = {
 		cmocka_unit_test(test_http_session),
