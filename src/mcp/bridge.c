@@ -1297,7 +1297,18 @@ static int on_request(void *arg, const char *method, const json_t *params, json_
 		*error = rpc_error_obj(-32603, "no client request is in progress to relay this to");
 		return -1;
 	}
-	char *p = params ? json_dumps(params, JSON_COMPACT) : tgi_strdup("{}");
+	/* the person asked must see who asks: a downstream server's question is
+	 * never shown as if it were the gate's own */
+	json_t *shown = params ? json_deep_copy(params) : json_object();
+	const char *msg = json_string_value(json_object_get(shown, "message"));
+	if (msg && !strcmp(method, "elicitation/create")) {
+		char *m = tgi_xmalloc(strlen(msg) + strlen(s->name) + 64);
+		sprintf(m, "[the MCP server \"%s\" asks] %s", s->name, msg);
+		json_object_set_new(shown, "message", json_string(m));
+		free(m);
+	}
+	char *p = json_dumps(shown, JSON_COMPACT);
+	json_decref(shown);
 	char *res = NULL, *errtext = NULL;
 	int rc = p ? c->ctx->cb->request(c->ctx->cb->arg, method, p, &res, &errtext) : -1;
 	relay_done(c);

@@ -13,15 +13,17 @@
 
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { MCP_DIR, callTool, check, eq, finish, ledger, serve, sleep, until, watchdog, workspace } from "./lib.mjs";
 
 watchdog(180);
 
 const FS_MAIN = join(MCP_DIR, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 const EV_MAIN = join(MCP_DIR, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+const PIN_MAIN = join(MCP_DIR, "pin-server.mjs");
 
 const ws = workspace({ "notes.txt": "bridged hello\n" });
+const pinDesc = workspace({ "desc.txt": "Say hello." });
 const config = `
 mode: default
 permissions:
@@ -35,10 +37,25 @@ mcp_servers:
   ev:
     command: node
     args: [${JSON.stringify(EV_MAIN)}, stdio]
+  px:
+    command: node
+    args: [${JSON.stringify(PIN_MAIN)}, ${JSON.stringify(join(pinDesc, "desc.txt"))}]
+    trusted: true
 `;
 const cfg = workspace({ "toolgate.yaml": config });
 
-const s = await serve(ws, { args: ["--config", join(cfg, "toolgate.yaml")] });
+// the client answers elicitations, and remembers what it was asked
+const asked = [];
+const s = await serve(ws, {
+  args: ["--config", join(cfg, "toolgate.yaml")],
+  capabilities: { elicitation: {} },
+  handlers: [[ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return req.params.message.includes("px__ask") || req.params.message.includes("toolgate:")
+      ? { action: "accept", content: { approve: true } }
+      : { action: "accept", content: { ok: true } };
+  }]],
+});
 const call = (name, args) => callTool(s.client, name, args);
 const names = async () => (await s.client.listTools()).tools.map((t) => t.name);
 
@@ -50,7 +67,7 @@ for (const n of ["fs__read_text_file", "fs__list_directory", "ev__echo", "read_f
   check(`tools/list has ${n}`, n in byName, listed);
 check("every bridged tool carries its server's prefix",
       listed.filter((n) => !["read_file", "list_dir", "search_files", "write_file", "apply_patch", "shell"].includes(n))
-        .every((n) => n.startsWith("fs__") || n.startsWith("ev__")), listed);
+        .every((n) => n.startsWith("fs__") || n.startsWith("ev__") || n.startsWith("px__")), listed);
 eq(listed.includes("fs__write_file"), false, "a bare deny rule hides fs__write_file");
 eq(byName.fs__read_text_file?.annotations?.readOnlyHint, true, "trusted fs: its readOnlyHint is the contract");
 eq(byName.ev__echo?.annotations?.readOnlyHint, false, "untrusted ev: its annotations are not believed");
@@ -120,6 +137,14 @@ check("a new fs process", after > 0 && after !== before, [before, after]);
 check("tools/list_changed tells the client it came back", await until(() => relisted.length > 1, 5000), relisted);
 eq(relisted[relisted.length - 1], true, "re-listed on that list_changed, the fs tools are back");
 check("tools/list has them again", (await names()).includes("fs__read_text_file"));
+
+// ---- a downstream server's question reaches the client, saying who asks ----
+o = await call("px__ask", {});
+eq(o.sc?.status, "persisted", "px__ask: the relayed elicitation was answered and the call ran");
+const relayed = asked.find((m) => m.includes("Confirm?"));
+check("the relayed question names the server that asks",
+      !!relayed && relayed.startsWith('[the MCP server "px" asks] '), asked);
+check("px__ask: the server got the client's answer", o.text.includes('answer: accept {"ok":true}'), o.text);
 
 const r = await s.close();
 check("serve stops cleanly", r.signal !== "timeout", r);
