@@ -327,11 +327,12 @@ static int commands_allowed(const tgi_call *c, const tgi_match_input *in, char *
 tgi_verdict tgi_decide(tgi_call *c)
 {
 	tg_gate *g = c->g;
-	const char *reason, *why;
+	const char *why;
 	char msg[768], rule[512];
 	int writing = !(c->contract & TGI_T_READ_ONLY);
 
-	int avail = tgi_registry_available(g->reg, c->entry, &reason);
+	char reason[256];
+	int avail = tgi_registry_available(g->reg, c->entry, reason, sizeof reason);
 	if (avail == -1) {            /* down for now: not run, and worth a retry */
 		deny(c, "unavailable", reason);
 		c->kind = TG_ERR_TRANSIENT;

@@ -180,19 +180,17 @@ tgi_verdict tgi_execute(tgi_call *c)
 	int rc = t->handler(&ctx, c->args, &out);
 	double ms = tgi_now_ms() - t0;
 
-	/* a cancelled call ends failed whatever the tool made of it: the client
-	 * stopped listening, and a side effect may have begun */
-	if (tgi_flag_get(c->req->cancel)) {
-		json_decref(out.output);
+	/* a tool stopped by the client's cancel failed part-way: whatever it
+	 * says, a side effect may have begun (a tool that finished anyway keeps
+	 * its result: it is known, and only the client stopped listening) */
+	if (rc < 0 && tgi_flag_get(c->req->cancel)) {
 		int ro = (c->contract & TGI_T_READ_ONLY) != 0;
-		c->settle = ro ? TGI_SETTLE_RELEASE : TGI_SETTLE_UNKNOWN;
-		tgi_trace(c, "execute", 0, json_pack("{s:f, s:b}", "ms", ms, "cancelled", 1));
-		tgi_verdict v = tgi_stop(c, TG_FAILED, TG_ERR_TOOL_ERROR, NULL,
-		                         "the client cancelled the call while %s ran%s", c->tool,
-		                         ro ? "" : "; it may have taken effect in part");
-		c->applied = ro ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
+		out.kind = TG_ERR_TOOL_ERROR;
+		out.applied = ro ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
+		tgi_snprintf(out.message, sizeof out.message,
+		             "the client cancelled the call while %s ran%s", c->tool,
+		             ro ? "" : "; it may have taken effect in part");
 		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
-		return v;
 	}
 
 	if (rc < 0) {

@@ -588,7 +588,7 @@ json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
 			tgi_fail(errmsg, "unknown profile \"%s\"", p);
 			return NULL;
 		}
-		if (!in || tgi_registry_available(g->reg, e, NULL) != 1)
+		if (!in || tgi_registry_available(g->reg, e, NULL, 0) != 1)
 			continue;
 		json_array_append_new(arr, tgi_tool_def(e));
 	}

@@ -328,27 +328,26 @@ static void check_available(tgi_entry *e)
 	}
 }
 
-int tgi_registry_available(tgi_registry *r, const tgi_entry *ce, const char **reason)
+int tgi_registry_available(tgi_registry *r, const tgi_entry *ce, char *reason, size_t cap)
 {
 	tgi_entry *e = (tgi_entry *)ce; /* the cache is ours; entries live in r->v */
+	char why[sizeof e->unavailable_reason] = "";
+	int ok;
 	if (e->row->available) {
+		/* asked every time, outside the lock: it may talk to the ledger */
+		ok = e->row->available(e->row->data, why, sizeof why);
+	} else {
 		pthread_mutex_lock(&r->avail_mu);
-		int ok = e->row->available(e->row->data, e->unavailable_reason,
-		                           sizeof e->unavailable_reason);
+		if (!e->avail_checked) {
+			check_available(e);
+			e->avail_checked = 1;
+		}
+		ok = e->available;
+		memcpy(why, e->unavailable_reason, sizeof why);
 		pthread_mutex_unlock(&r->avail_mu);
-		if (reason)
-			*reason = ok == 1 ? NULL : e->unavailable_reason;
-		return ok;
 	}
-	pthread_mutex_lock(&r->avail_mu);
-	if (!e->avail_checked) {
-		check_available(e);
-		e->avail_checked = 1;
-	}
-	int ok = e->available;
-	pthread_mutex_unlock(&r->avail_mu);
-	if (reason)
-		*reason = ok == 1 ? NULL : e->unavailable_reason;
+	if (reason && cap)
+		tgi_snprintf(reason, cap, "%s", ok == 1 ? "" : why);
 	return ok;
 }
 

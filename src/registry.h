@@ -186,8 +186,9 @@ void tgi_tool_title(const tgi_tool *t, char *out, size_t cap);
 
 /* Is the tool available (row->available, else requires_env set and the
  * check command exits 0, computed on first use and cached)?  1 yes, 0 no,
- * -1 not for now (see tgi_available_fn); *reason says why when not. */
-int tgi_registry_available(tgi_registry *r, const tgi_entry *e, const char **reason);
+ * -1 not for now (see tgi_available_fn); reason (cap bytes, may be NULL)
+ * gets why when not. */
+int tgi_registry_available(tgi_registry *r, const tgi_entry *e, char *reason, size_t cap);
 
 /* Is the tool in `profile`?  -1 if the profile does not exist. */
 int tgi_registry_in_profile(const struct tgi_config *cfg, const char *profile, const tgi_entry *e);

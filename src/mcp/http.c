@@ -18,7 +18,16 @@
  * the bound one, when a non-loopback address was allowed, or one of the
  * allowed origins' hosts), and an Origin, when sent, must be a loopback one
  * or an allowed one.  A bearer token must belong to a principal; a session
- * answers only to the token that opened it.
+ * answers only to the token that opened it, and its calls are that
+ * principal's.  Bound to a non-loopback address, only token holders are
+ * served; on loopback a session without a token is the default principal's.
+ *
+ * Sessions end by DELETE, or when idle: no request naming them and no
+ * stream of theirs open (so nothing running that the client could still
+ * hear) for SESSION_IDLE_MS, looked at whenever a session is made; and
+ * when the table is full, the least recently used one idle for
+ * EVICT_IDLE_MS makes room.  A request for an ended session gets 404, and
+ * the client initializes again.
  *
  * Threads: MHD gives every connection a thread of its own, so a request
  * that waits for its answer, and an event stream between messages, simply
@@ -73,6 +82,8 @@
 #define SESSIONS_MAX    256
 #define CONNECTIONS_MAX 512
 #define IDLE_TIMEOUT_S  60u          /* an idle connection is closed after this */
+#define SESSION_IDLE_MS (30 * 60e3)  /* an idle session ends after this */
+#define EVICT_IDLE_MS   60e3         /* ... or after this, when a new one needs its place */
 #define KEEPALIVE_MS    15000.0      /* an event stream says something this often */
 #define WAKE_MS         1000         /* a waiting stream looks at its peer this often */
 #define DEFAULT_BODY    (16u << 20)  /* o->max_line 0 */
@@ -116,6 +127,8 @@ struct hsession {
 	char            *token;  /* the bearer token that opened it (owned), or NULL */
 	stream          *get;    /* the open GET stream, or NULL */
 	int              users;  /* requests inside tgi_mcp_session_handle right now */
+	int              nstreams; /* its streams not yet released (POST and GET) */
+	double           last_ms;  /* its last request, or the end of its last stream */
 	hsession        *next;   /* h->sessions (once initialized) */
 };
 
@@ -126,6 +139,7 @@ struct tgi_mcp_http {
 	size_t              max_body;   /* a POST body over it: 413 */
 	size_t              max_queue;  /* bytes one stream may hold: 4 bodies, QUEUE_MIN at least */
 	int                 any;        /* a non-loopback address was allowed */
+	int                 network;    /* bound to a non-loopback address: tokens only */
 	char                host[256];  /* the host bound, as written (no brackets) */
 	const char *const  *origins;    /* borrowed from the options */
 	size_t              norigins;
@@ -145,6 +159,7 @@ typedef struct request {
 	int     has_sid;          /* an Mcp-Session-Id header came */
 	char    sid[SID_MAX];     /* ... its value ("" when unusable: no session has it) */
 	char   *token;            /* the bearer token presented (owned), or NULL */
+	const tgi_principal_cfg *who; /* the token's owner (borrowed from the config) */
 	tgi_buf body;
 	int     too_large;        /* the body went over the cap: dropped, answered 413 */
 	size_t  dropped;          /* bytes dropped since */
@@ -421,6 +436,8 @@ static stream *stream_new(tgi_mcp_http *h, hsession *hs, const json_t *id, int s
 	stream *s = tgi_xcalloc(1, sizeof *s);
 	s->h = h;
 	s->hs = hs;
+	if (hs)
+		hs->nstreams++;
 	s->id = id ? json_deep_copy(id) : NULL;
 	s->sse = sse;
 	s->fd = fd;
@@ -449,8 +466,12 @@ static void stream_release(void *arg)
 			*p = s->next;
 			break;
 		}
-	if (s->hs && s->hs->get == s)
-		s->hs->get = NULL;
+	if (s->hs) {
+		if (s->hs->get == s)
+			s->hs->get = NULL;
+		s->hs->nstreams--;
+		s->hs->last_ms = tgi_now_ms();
+	}
 	pthread_mutex_unlock(&h->mu);
 	json_decref(s->id);
 	tgi_buf_free(&s->out);
@@ -651,6 +672,7 @@ static hsession *session_find(tgi_mcp_http *h, const request *r, unsigned *statu
 		*status = MHD_HTTP_FORBIDDEN;
 		return NULL;
 	}
+	hs->last_ms = tgi_now_ms();
 	return hs;
 }
 
@@ -667,6 +689,86 @@ static enum MHD_Result session_refused(struct MHD_Connection *c, const request *
 		              shown(sid, r->sid));
 	return refuse(c, status, NULL, NULL, "session \"%s\" belongs to another bearer token",
 	              shown(sid, r->sid));
+}
+
+/* Take hs out of h->sessions (h->mu held); it must be there. */
+static void session_unlink(tgi_mcp_http *h, hsession *hs)
+{
+	hsession **p = &h->sessions;
+	while (*p != hs)
+		p = &(*p)->next;
+	*p = hs->next;
+	h->nsessions--;
+}
+
+/* Has hs been idle (h->mu held) for ms at least: no request inside it, no
+ * stream of its open (no call whose answer the client could still hear)? */
+static int session_idle(const hsession *hs, double now, double ms)
+{
+	return hs->users == 0 && hs->nstreams == 0 && now - hs->last_ms >= ms;
+}
+
+/*
+ * Unlink (h->mu held) the sessions idle for SESSION_IDLE_MS and, when the
+ * table is still full, the least recently used one idle for EVICT_IDLE_MS.
+ * Returns them chained by next, for session_close once h->mu is released.
+ */
+static hsession *sessions_reap(tgi_mcp_http *h)
+{
+	double now = tgi_now_ms();
+	hsession *gone = NULL, *lru = NULL;
+	for (hsession **p = &h->sessions; *p;) {
+		hsession *hs = *p;
+		if (!session_idle(hs, now, SESSION_IDLE_MS)) {
+			p = &hs->next;
+			continue;
+		}
+		*p = hs->next;
+		h->nsessions--;
+		hs->next = gone;
+		gone = hs;
+	}
+	if (h->nsessions < SESSIONS_MAX)
+		return gone;
+	for (hsession *hs = h->sessions; hs; hs = hs->next)
+		if (session_idle(hs, now, EVICT_IDLE_MS) && (!lru || hs->last_ms < lru->last_ms))
+			lru = hs;
+	if (lru) {
+		session_unlink(h, lru);
+		lru->next = gone;
+		gone = lru;
+	}
+	return gone;
+}
+
+/*
+ * Make room for one more session (ending the idle ones sessions_reap
+ * gives) and, when hs is not NULL, add it to h->sessions (which owns it
+ * from then on).  1 when there was room, 0 when the table is full (hs is
+ * still the caller's).  h->mu not held.
+ */
+static int session_add(tgi_mcp_http *h, hsession *hs)
+{
+	pthread_mutex_lock(&h->mu);
+	hsession *gone = sessions_reap(h);
+	int room = h->nsessions < SESSIONS_MAX;
+	if (room && hs) {
+		hs->last_ms = tgi_now_ms();
+		hs->next = h->sessions;
+		h->sessions = hs;
+		h->nsessions++;
+	}
+	double now = tgi_now_ms();
+	for (hsession *e = gone; e; e = e->next)
+		fprintf(stderr, "toolgate: http: session \"%s\" ended after %.0f s idle\n", e->id,
+		        (now - e->last_ms) / 1e3);
+	pthread_mutex_unlock(&h->mu);
+	while (gone) {
+		hsession *next = gone->next;
+		session_close(h, gone);
+		gone = next;
+	}
+	return room;
 }
 
 /* ---- the methods ---- */
@@ -713,19 +815,17 @@ static enum MHD_Result too_many_sessions(struct MHD_Connection *c)
 static enum MHD_Result post_initialize(tgi_mcp_http *h, struct MHD_Connection *c,
                                        const request *r, const tgi_rpc_msg *m)
 {
-	pthread_mutex_lock(&h->mu);
-	int full = h->nsessions >= SESSIONS_MAX;
-	pthread_mutex_unlock(&h->mu);
-	if (full)
+	if (!session_add(h, NULL))
 		return too_many_sessions(c);
 
 	hsession *hs = tgi_xcalloc(1, sizeof *hs);
 	hs->h = h;
 	hs->token = tgi_strdup(r->token);
-	/* who calls is the token's owner, or without one the default principal:
-	 * never whoever the serving process is ($TOOLGATE_PRINCIPAL, $TOOLGATE_TOKEN) */
+	/* who calls is the token's owner, named explicitly, or without a token the
+	 * default principal: never whoever the serving process is
+	 * ($TOOLGATE_PRINCIPAL, $TOOLGATE_TOKEN) */
 	if (hs->token)
-		hs->ss = tgi_mcp_session_new(h->srv, NULL, hs->token, on_send, hs);
+		hs->ss = tgi_mcp_session_new(h->srv, r->who->name, hs->token, on_send, hs);
 	else
 		hs->ss = tgi_mcp_session_new(h->srv, h->g->cfg->default_principal, "", on_send, hs);
 	char sid[SID_MAX];
@@ -740,16 +840,7 @@ static enum MHD_Result post_initialize(tgi_mcp_http *h, struct MHD_Connection *c
 	size_t len;
 	int ok = take_reply(h, s, kind == TGI_RPC_REQUEST, &body, &len);
 	int keep = ok && tgi_mcp_session_version(hs->ss)[0] != '\0';
-	if (keep) {
-		pthread_mutex_lock(&h->mu);
-		full = h->nsessions >= SESSIONS_MAX;
-		if (!full) {
-			hs->next = h->sessions;
-			h->sessions = hs;
-			h->nsessions++;
-		}
-		pthread_mutex_unlock(&h->mu);
-	}
+	int full = keep && !session_add(h, hs);
 	if (!keep || full)
 		session_close(h, hs);           /* hs is gone from here */
 	if (full) {
@@ -858,12 +949,7 @@ static enum MHD_Result end_session(tgi_mcp_http *h, struct MHD_Connection *c, co
 		pthread_mutex_unlock(&h->mu);
 		return session_refused(c, r, status);
 	}
-	for (hsession **p = &h->sessions; *p; p = &(*p)->next)
-		if (*p == hs) {
-			*p = hs->next;
-			break;
-		}
-	h->nsessions--;
+	session_unlink(h, hs);
 	while (hs->users)
 		pthread_cond_wait(&h->idle, &h->mu);
 	pthread_mutex_unlock(&h->mu);
@@ -910,9 +996,13 @@ static enum MHD_Result admit(tgi_mcp_http *h, struct MHD_Connection *c, const ch
 	if (v && bearer_token(v, &r->token) < 0)
 		return refuse(c, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer",
 		              "the \"Authorization\" header must be \"Bearer\" and a token");
-	if (r->token && !tgi_principal_of(h->g, NULL, r->token))
+	if (r->token && !(r->who = tgi_principal_of(h->g, NULL, r->token)))
 		return refuse(c, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 		              "Bearer error=\"invalid_token\"", "the bearer token is not known");
+	if (!r->token && h->network)
+		return refuse(c, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer",
+		              "a bearer token is needed: on a network address only token holders "
+		              "are served");
 	v = header(c, "Mcp-Session-Id");
 	if (v) {
 		size_t n = strlen(v);
@@ -1064,6 +1154,7 @@ static int listen_on(tgi_mcp_http *h, const char *spec, unsigned *port, int *v6,
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int on = 1;
 	*v6 = ai->ai_family == AF_INET6;
+	h->network = !is_loopback(ai->ai_addr);
 	if (fd >= 0) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
 		if (*v6)

@@ -102,6 +102,7 @@ struct tgi_mcp_session {
 	int              initialized; /* initialize answered */
 	char             version[16];
 	int              elicit_form; /* the client declared form elicitation */
+	int              elicit_url;  /* ... and URL elicitation */
 	int              sampling;    /* ... and sampling */
 	int              min_level;   /* logging/setLevel; -1: everything */
 	call_run        *calls;
@@ -261,7 +262,9 @@ static int cb_approve(void *arg, const char *tool, const char *args, const char 
 	tgi_mcp_session *ss = cr->ss;
 	const tg_serve_options *o = &ss->s->o;
 	pthread_mutex_lock(&ss->mu);
-	if (!ss->elicit_form) {
+	/* a client that holds a token is a program acting for a principal: it
+	 * may not answer its own asks, so they go to the owner's queue */
+	if (!ss->elicit_form || (ss->token && *ss->token)) {
 		pthread_mutex_unlock(&ss->mu);
 		return -1;
 	}
@@ -320,6 +323,17 @@ static int cb_request(void *arg, const char *method, const char *params, char **
 		return -1;
 	}
 	json_t *p = params ? json_loads(params, 0, NULL) : NULL;
+	const char *mode = json_string_value(json_object_get(p, "mode"));
+	if (!strcmp(method, "elicitation/create") && mode && strcmp(mode, "form") &&
+	    !(ss->elicit_url && !strcmp(mode, "url"))) {
+		pthread_mutex_unlock(&ss->mu);
+		json_decref(p);
+		json_t *e = json_pack("{s:i, s:s}", "code", TGI_RPC_METHOD_NOT_FOUND, "message",
+		                      "the client of this call does not offer this elicitation mode");
+		*error = json_dumps(e, JSON_COMPACT);
+		json_decref(e);
+		return -1;
+	}
 	int timeout = ss->s->o.elicit_timeout_s > 0 ? ss->s->o.elicit_timeout_s : DEFAULT_ELICIT_S;
 	json_t *rep = ask_client(ss, cr->id, method, p ? p : json_object(), &cr->cancel, timeout, why,
 	                         sizeof why);
@@ -400,7 +414,7 @@ static void tools_list(tgi_mcp_session *ss, json_t *id, json_t *params)
 	/* fail closed: an unknown principal is offered nothing */
 	for (; p && (e = tgi_registry_at(g->reg, i)); i++) {
 		if (tgi_registry_in_profile(g->cfg, g->profile, e) != 1 ||
-		    tgi_registry_available(g->reg, e, NULL) != 1 ||
+		    tgi_registry_available(g->reg, e, NULL, 0) != 1 ||
 		    (g->cfg->hide_denied && tgi_tool_hidden(g, p, e)))
 			continue;
 		if (seen++ < start)
@@ -478,16 +492,38 @@ static void call_unlink(tgi_mcp_session *ss, call_run *cr)
 	pthread_cond_broadcast(&ss->cv);
 }
 
+/*
+ * The call id a request id becomes (with the session, the idempotency
+ * scope of a side-effecting call): distinct ids never give the same one.
+ * "mcp-7" for an integer; "mcp-s:abc" for a short printable string;
+ * "mcp-h:<sha256>" for any other string.
+ */
+static void call_id_of(const json_t *id, char *out, size_t cap)
+{
+	if (json_is_integer(id)) {
+		tgi_snprintf(out, cap, "mcp-%" JSON_INTEGER_FORMAT, json_integer_value(id));
+		return;
+	}
+	const char *v = json_string_value(id);
+	size_t n = json_string_length(id);
+	int plain = n > 0 && n <= 64;
+	for (size_t i = 0; plain && i < n; i++)
+		plain = v[i] > 0x20 && v[i] < 0x7f;
+	if (plain) {
+		tgi_snprintf(out, cap, "mcp-s:%s", v);
+	} else {
+		char h[65];
+		tgi_sha256_hex(v, n, h);
+		tgi_snprintf(out, cap, "mcp-h:%s", h);
+	}
+}
+
 static void run_call(call_run *cr)
 {
 	tgi_mcp_session *ss = cr->ss;
 	tg_gate *g = ss->s->g;
-	char call_id[64];
-	json_t *id = cr->id;
-	if (json_is_string(id))
-		tgi_snprintf(call_id, sizeof call_id, "mcp-%.50s", json_string_value(id));
-	else
-		tgi_snprintf(call_id, sizeof call_id, "mcp-%" JSON_INTEGER_FORMAT, json_integer_value(id));
+	char call_id[80];
+	call_id_of(cr->id, call_id, sizeof call_id);
 	tg_request req = {
 		.tool = cr->tool,
 		.args = cr->args,
@@ -621,6 +657,9 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	cr->cb = (tg_callbacks){.arg = cr, .progress = cb_progress, .log = cb_log,
 	                        .approve = cb_approve, .request = cb_request};
 	int tick = ss->s->o.progress_ms > 0 ? ss->s->o.progress_ms : DEFAULT_TICK_MS;
+	/* a bridged tool reports its server's own progress: no heartbeat mixed in */
+	const tgi_entry *e = tgi_registry_find(ss->s->g->reg, cr->tool);
+	cr->own_progress = e && e->row->mcp_result;
 	cr->started_ms = tgi_now_ms();
 	cr->next_tick_ms = cr->started_ms + tick;
 
@@ -682,6 +721,7 @@ static void initialize(tgi_mcp_session *ss, json_t *id, json_t *params)
 	/* {} (the older form) or {form: {}}: form mode; {url: {}} alone is not */
 	ss->elicit_form = json_is_object(el) &&
 	                  (json_object_size(el) == 0 || json_object_get(el, "form"));
+	ss->elicit_url = json_is_object(el) && json_object_get(el, "url");
 	ss->sampling = json_is_object(json_object_get(caps, "sampling"));
 	ss->initialized = 1;
 	pthread_mutex_unlock(&ss->mu);

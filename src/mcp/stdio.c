@@ -2,20 +2,25 @@
  * stdio.c — MCP over stdin/stdout: one JSON-RPC message per line, UTF-8,
  * nothing but MCP on stdout, logs on stderr.
  *
- * The reading loop runs on the caller's thread; answers are written by
- * whichever thread has them, one whole line at a time under a lock, so
- * responses may go out of order but never interleave.  A line over the
- * cap is skipped and answered with an error; a trailing "\r" is dropped.
+ * The reading loop runs on the caller's thread.  Answers are queued whole
+ * (so responses may go out of order but never interleave) and written by
+ * a writer thread of their own: a client that stops reading fills the
+ * queue, never blocks a call thread that holds a session's lock.  A queue
+ * over OUT_MAX means the client is not reading at all: it is treated as
+ * gone.  A line over the cap is skipped and answered with an error; a
+ * trailing "\r" is dropped.
  *
  * Owns: the two descriptors while serving.  Must not: interpret a message
  * (server.c does).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mcp/jsonrpc.h"
@@ -23,46 +28,116 @@
 #include "util/util.h"
 
 #define DEFAULT_LINE (16u << 20)
+#define OUT_MAX      (256u << 20)   /* bytes queued for a client that does not read */
 
 typedef struct out {
 	pthread_mutex_t mu;
-	int             fd;     /* the real stdout */
-	int             broken; /* a write failed: the client is gone */
+	pthread_cond_t  cv;      /* something queued, or closing */
+	int             fd;      /* the real stdout */
+	tgi_buf         q;       /* whole lines waiting for the writer */
+	int             broken;  /* a write failed or the queue overflowed: the client is gone */
+	int             closing;
 } out;
 
+/* The session's send: queue one line; never blocks on the client. */
 static int write_line(void *arg, const json_t *related, int final, const char *text, size_t len)
 {
 	out *o = arg;
 	if (!text)
 		return 0;
 	pthread_mutex_lock(&o->mu);
-	struct iovec iov[2] = {{(void *)text, len}, {(void *)"\n", 1}};
-	int i = 0;
-	while (!o->broken && i < 2) {
-		ssize_t n = writev(o->fd, iov + i, 2 - i);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			o->broken = 1;
-			break;
-		}
-		while (i < 2 && (size_t)n >= iov[i].iov_len)
-			n -= (ssize_t)iov[i++].iov_len;
-		if (i < 2) {
-			iov[i].iov_base = (char *)iov[i].iov_base + n;
-			iov[i].iov_len -= (size_t)n;
-		}
+	if (!o->broken && (tgi_buf_append(&o->q, text, len) < 0 || tgi_buf_puts(&o->q, "\n") < 0)) {
+		o->broken = 1;
+		fprintf(stderr, "toolgate: the client has not read %u MiB of answers; it is taken "
+		                "as gone\n", OUT_MAX >> 20);
 	}
+	pthread_cond_signal(&o->cv);
 	int rc = o->broken ? -1 : 0;
 	pthread_mutex_unlock(&o->mu);
 	return rc;
+}
+
+/*
+ * Write len bytes to the client.  Waits for room with poll() and writes at
+ * most PIPE_BUF at a time, so that it never blocks for long: once the
+ * session is closing, a client that has taken nothing for 2 s is given up
+ * on and shutdown goes on.  Returns nonzero when the client is gone.
+ */
+static int write_out(out *o, const char *p, size_t len)
+{
+	double stuck_since = 0;
+	while (len) {
+		struct pollfd pfd = {.fd = o->fd, .events = POLLOUT};
+		int r = poll(&pfd, 1, 200);
+		if (r < 0 && errno != EINTR)
+			return 1;
+		if (r <= 0) {
+			pthread_mutex_lock(&o->mu);
+			int closing = o->closing;
+			pthread_mutex_unlock(&o->mu);
+			if (!closing)
+				stuck_since = 0;
+			else if (!stuck_since)
+				stuck_since = tgi_now_ms();
+			else if (tgi_now_ms() - stuck_since > 2000)
+				return 1;
+			continue;
+		}
+		if (pfd.revents & (POLLERR | POLLHUP | POLLNVAL))
+			return 1;
+		ssize_t n = write(o->fd, p, len < PIPE_BUF ? len : PIPE_BUF);
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return 1;
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			stuck_since = 0;
+		}
+	}
+	return 0;
+}
+
+/* The writer: everything queued goes out in order, until closing and empty. */
+static void *writer_main(void *arg)
+{
+	out *o = arg;
+	tgi_buf w;
+	tgi_buf_init(&w, OUT_MAX);
+	pthread_mutex_lock(&o->mu);
+	for (;;) {
+		while (!o->q.len && !o->closing)
+			pthread_cond_wait(&o->cv, &o->mu);
+		if (o->broken)
+			o->q.len = 0;        /* the client is gone: nothing more goes out */
+		if (!o->q.len) {
+			if (o->closing)
+				break;
+			continue;
+		}
+		tgi_buf t = w;           /* take the queue, leave an empty buffer */
+		w = o->q;
+		o->q = t;
+		o->q.len = 0;
+		pthread_mutex_unlock(&o->mu);
+		int failed = write_out(o, w.p, w.len);
+		w.len = 0;
+		if (w.p)
+			w.p[0] = '\0';
+		pthread_mutex_lock(&o->mu);
+		if (failed)
+			o->broken = 1;
+	}
+	pthread_mutex_unlock(&o->mu);
+	tgi_buf_free(&w);
+	return NULL;
 }
 
 int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 {
 	const tg_serve_options *so = tgi_mcp_server_options(s);
 	size_t cap = so->max_line ? so->max_line : DEFAULT_LINE;
-	out o = {.fd = dup(1)};
+	out o = {.fd = fcntl(1, F_DUPFD_CLOEXEC, 3)};
+	pthread_t writer;
 	if (o.fd < 0 || dup2(2, 1) < 0) {
 		tgi_snprintf(err, errlen, "cannot take over stdout: %s", strerror(errno));
 		if (o.fd >= 0)
@@ -70,6 +145,17 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 		return -1;
 	}
 	pthread_mutex_init(&o.mu, NULL);
+	pthread_cond_init(&o.cv, NULL);
+	tgi_buf_init(&o.q, OUT_MAX);
+	int rc = pthread_create(&writer, NULL, writer_main, &o);
+	if (rc != 0) {
+		tgi_snprintf(err, errlen, "cannot start the writer: %s", strerror(rc));
+		dup2(o.fd, 1);
+		close(o.fd);
+		pthread_cond_destroy(&o.cv);
+		pthread_mutex_destroy(&o.mu);
+		return -1;
+	}
 	tgi_mcp_session *ss = tgi_mcp_session_new(s, so->principal, NULL, write_line, &o);
 
 	tgi_linereader r;
@@ -103,8 +189,15 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 		tgi_mcp_session_drain(ss);   /* the client closed its side: finish what runs */
 	tgi_mcp_session_free(ss);
 	tgi_linereader_free(&r);
+	pthread_mutex_lock(&o.mu);       /* the last answers go out, then the writer ends */
+	o.closing = 1;
+	pthread_cond_signal(&o.cv);
+	pthread_mutex_unlock(&o.mu);
+	pthread_join(writer, NULL);
+	tgi_buf_free(&o.q);
 	dup2(o.fd, 1);
 	close(o.fd);
+	pthread_cond_destroy(&o.cv);
 	pthread_mutex_destroy(&o.mu);
 	return 0;
 }

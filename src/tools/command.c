@@ -112,7 +112,12 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 	stderr_reason(res.err, reason, sizeof reason);
 	int ret = -1;
 
-	if (res.timed_out) {
+	if (res.cancelled) {
+		out->kind = TG_ERR_TOOL_ERROR;
+		out->applied = TGI_APPLIED_UNKNOWN;
+		tgi_snprintf(out->message, sizeof out->message,
+		             "the tool was stopped because the call was cancelled; it may have partly run");
+	} else if (res.timed_out) {
 		out->kind = TG_ERR_TIMEOUT;
 		out->applied = TGI_APPLIED_UNKNOWN;
 		tgi_snprintf(out->message, sizeof out->message,

@@ -406,6 +406,14 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		tgi_tool_fail(out, e == ENOENT ? TG_ERR_INVALID_INPUT : TG_ERR_TOOL_ERROR);
 		goto done;
 	}
+	if (res.cancelled) {           /* stopped part-way: no result to give */
+		tgi_spawn_result_free(&res);
+		tgi_snprintf(out->message, sizeof out->message, "the command was stopped because the "
+		             "call was cancelled");
+		out->kind = TG_ERR_TOOL_ERROR;
+		out->applied = TGI_APPLIED_UNKNOWN;
+		goto done;
+	}
 	out->output = result_json(ctx, &res);
 	out->kind = TG_ERR_NONE;
 	tgi_spawn_result_free(&res);

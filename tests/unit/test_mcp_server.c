@@ -186,11 +186,14 @@ static const char shown_yaml[] =
 	"permissions:\n"
 	"  deny: [\"search_files\"]\n";
 
+static const char bypass_yaml[] = "mode: bypassPermissions\n";
+
 static int setup(void **state)
 {
 	strcpy(ws, "/tmp/tg-mcp.XXXXXX");
 	assert_non_null(mkdtemp(ws));
 	put("toolgate.yaml", config_yaml);
+	put("bypass.yaml", bypass_yaml);
 	put("shown.yaml", shown_yaml);
 	put("hello.txt", "one\ntwo\nthree\n");
 	put("secret.txt", "the secret\n");
@@ -604,6 +607,77 @@ static void test_parallel_calls(void **state)
 	assert_true(time(NULL) - t0 < 10);
 }
 
+/* Request ids that differ are different calls: neither is replayed as the
+ * other (ids are part of the idempotency scope of a write). */
+static void test_ids_distinct(void **state)
+{
+	fx f;
+	fx_open(&f, "bypass.yaml", 0);
+	fx_init(&f, NULL);
+	char a[64], b[64];
+	memset(a, 'x', 60);
+	a[60] = '\0';
+	memcpy(b, a, sizeof a);
+	b[59] = 'y';                       /* differs only after 50 characters */
+	const char *ids[] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"method\":\"tools/call\",\"params\":"
+		             "{\"name\":\"write_file\",\"arguments\":{\"path\":\"ids.txt\",\"content\":"
+		             "\"%d\"}}}", ids[i], i);
+		json_t *jid = json_string(ids[i]);
+		json_t *m = NULL;
+		for (int k = 0; k < 400 && !m; k++) {
+			pthread_mutex_lock(&f.r.mu);
+			size_t j;
+			json_t *x;
+			json_array_foreach(f.r.msgs, j, x)
+				if (json_equal(json_object_get(x, "id"), jid))
+					m = json_incref(x);
+			pthread_mutex_unlock(&f.r.mu);
+			if (!m)
+				usleep(50 * 1000);
+		}
+		json_decref(jid);
+		assert_non_null(m);
+		assert_string_equal(status_of(m), "persisted");
+		json_decref(m);
+	}
+	/* 7 and "7" too */
+	json_t *m = rpc(&f.r, f.ss, 7, "tools/call",
+	                "{\"name\":\"write_file\",\"arguments\":{\"path\":\"one.txt\",\"content\":\"a\"}}");
+	assert_string_equal(status_of(m), "persisted");
+	json_decref(m);
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"method\":\"tools/call\",\"params\":{\"name\":"
+	             "\"write_file\",\"arguments\":{\"path\":\"one.txt\",\"content\":\"b\"}}}");
+	usleep(500 * 1000);
+	char p[128], got[8] = "";
+	snprintf(p, sizeof p, "%s/one.txt", ws);
+	FILE *fp = fopen(p, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(got, sizeof got, fp));
+	fclose(fp);
+	assert_string_equal(got, "b");
+	fx_close(&f);
+}
+
+/* A session that holds a token is a program: its asks go to the queue,
+ * never to its own elicitation. */
+static void test_token_session_not_asked(void **state)
+{
+	fx f;
+	fx_open(&f, "toolgate.yaml", 0);
+	tgi_mcp_session_free(f.ss);
+	f.ss = tgi_mcp_session_new(f.s, NULL, "some-token", rec_send, &f.r);
+	fx_init(&f, "{\"elicitation\":{}}");
+	json_t *m = rpc(&f.r, f.ss, 2, "tools/call",
+	                "{\"name\":\"write_file\",\"arguments\":{\"path\":\"t.txt\",\"content\":\"x\"}}");
+	assert_non_null(status_of(m));
+	assert_string_equal(status_of(m), "pending");
+	json_decref(m);
+	assert_int_equal(count(&f.r, "elicitation/create"), 0);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -613,6 +687,8 @@ int main(void)
 		cmocka_unit_test(test_elicitation),
 		cmocka_unit_test(test_progress_and_cancel),
 		cmocka_unit_test(test_parallel_calls),
+		cmocka_unit_test(test_ids_distinct),
+		cmocka_unit_test(test_token_session_not_asked),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
