@@ -12,17 +12,31 @@
  *                       60 s up), tools kept, unavailable meanwhile
  *
  * A listing turns each downstream tool into a row named prefix + name
- * (filters, name and schema checks, the pin of its description), puts new
+ * (filters, name and schema checks, the pin of its definition), puts new
  * and changed rows into the registry and drops the ones that went away.
- * Rows are never freed before tgi_bridge_free: the registry keeps retired
- * entries, and a running call may hold one.
+ * A name that starts with another server's non-empty prefix is left out:
+ * a server with prefix "" must not offer `fs__write_file` beside a server
+ * `fs`.  Rows are never freed before tgi_bridge_free: the registry keeps
+ * retired entries, and a running call may hold one.
+ *
+ * Pins cover what changes a tool's contract or what the model reads: the
+ * sha256 of the canonical JSON of its description, input and output
+ * schema, annotations and title.  A trusted server flipping readOnlyHint
+ * is a change like a new description.
  *
  * Calls (src/tools/bridged.c) hold the server's connection through
- * tgi_bridge_call_begin/end, so it is closed only when no call uses it;
- * the server's log messages and requests (elicitation, sampling) go to the
- * newest running call's callbacks.  The client's handlers run on its
- * reader thread and never send requests themselves: a list_changed or a
- * closed connection only wakes the server's thread.
+ * tgi_bridge_call_begin/end, so it is closed only when no call uses it.
+ * The server's own requests (elicitation/create, sampling/createMessage)
+ * and its log messages carry nothing that says which of our calls they
+ * belong to, and our calls may be different clients' and principals'.  So
+ * they are relayed only while exactly one call is in flight on that
+ * server, to that call's client; with none or several, a request is
+ * refused (-32603, with a sentence saying why) and a log message goes to no
+ * client (one line on stderr).  sampling/createMessage spends the client's
+ * model and is relayed only for servers marked trusted.  The client's
+ * handlers run on its reader thread (requests on threads of their own) and
+ * never send requests themselves: a list_changed or a closed connection
+ * only wakes the server's thread.
  *
  * Locks: b->mu guards every server's state, its calls and its rows' pin
  * state, and is never held across I/O (the client, the store, the
@@ -68,6 +82,7 @@
 #define STABLE_S            60.0       /* up this long: the next crash backs off from 1 s */
 #define PIN_PRINCIPAL       "(bridge)"
 #define PIN_ARGS_DESC_MAX   4000       /* characters of a new description shown in its approval */
+#define PIN_ARGS_ANN_MAX    4000       /* bytes of new annotations shown in full there */
 #define LOG_LINE_MAX        500
 
 typedef enum { SRV_STARTING, SRV_UP, SRV_DOWN } srv_state;
@@ -89,8 +104,9 @@ typedef struct btool {
 	char      *remote;
 	char      *title;           /* or NULL */
 	char      *description;
+	char      *annotations;     /* canonical, or NULL; shown in a pin's approval */
 	char      *def;             /* canonical downstream definition: same text, same row */
-	char       digest[65];      /* of description, input and output schema */
+	char       digest[65];      /* the pin: see pin_digest */
 	/* under b->mu */
 	int        current;         /* the registry finds this row under its name */
 	pin_state  pin;
@@ -669,17 +685,18 @@ static void pin_sentence(const btool *t, char *out, size_t cap)
 	switch (t->pin) {
 	case PIN_WAITING:
 		tgi_snprintf(out, cap,
-		             "the description of %s changed; it is disabled until approval %s is approved "
-		             "(toolgate approvals approve %s)", t->name, t->approval_id, t->approval_id);
+		             "the definition of %s (description, schemas, annotations, title) changed; "
+		             "it is disabled until approval %s is approved (toolgate approvals approve %s)",
+		             t->name, t->approval_id, t->approval_id);
 		break;
 	case PIN_DENIED:
 		tgi_snprintf(out, cap,
-		             "the change to the description of %s was denied; it stays disabled while the "
+		             "the change to the definition of %s was denied; it stays disabled while the "
 		             "MCP server \"%s\" offers it so", t->name, t->s->name);
 		break;
 	case PIN_BROKEN:
 		tgi_snprintf(out, cap,
-		             "the description of %s changed and its approval cannot be checked (%s)",
+		             "the definition of %s changed and its approval cannot be checked (%s)",
 		             t->name, t->pin_error);
 		break;
 	case PIN_OK:
@@ -690,14 +707,21 @@ static void pin_sentence(const btool *t, char *out, size_t cap)
 
 /* ---- pins ---- */
 
-static void pin_digest(const char *description, const json_t *in, const json_t *outs, char out[65])
+/*
+ * The pin of a tool: sha256 of the canonical JSON of what changes its
+ * contract or what the model reads -- its description, input and output
+ * schema, annotations and title (NULL: absent).  An object with named
+ * members, so no change can pass for another.
+ */
+static void pin_digest(const char *description, const char *title, const json_t *in,
+                       const json_t *outs, const json_t *ann, char out[65])
 {
-	char *a = tgi_json_canonical(in);
-	char *o = outs ? tgi_json_canonical(outs) : tgi_strdup("null");
-	const char *parts[3] = { description, a, o };
-	tgi_sha256_lines(parts, 3, out);
-	free(a);
-	free(o);
+	json_t *v = json_pack("{s:s, s:s?, s:O, s:O?, s:O?}", "description", description, "title",
+	                      title, "inputSchema", in, "outputSchema", outs, "annotations", ann);
+	char *text = tgi_json_canonical(v); /* the strings are jansson's own: only OOM fails */
+	tgi_sha256_hex(text, strlen(text), out);
+	free(text);
+	json_decref(v);
 }
 
 /* Queue the approval of t's change (store locked). */
@@ -710,14 +734,21 @@ static int pin_queue(tgi_bridge *b, btool *t, char id[37], char *err, size_t err
 	tgi_snprintf(row.binding, sizeof row.binding, "%s", t->binding);
 	size_t dlen = strlen(t->description);
 	size_t cut = tgi_utf8_offset(t->description, dlen, PIN_ARGS_DESC_MAX);
-	json_t *args = json_pack("{s:s, s:s, s:o}", "pinned_sha256", t->pinned, "new_sha256", t->digest,
-	                         "description", tgi_json_text(t->description, cut));
+	json_t *ann = NULL;
+	if (t->annotations && strlen(t->annotations) <= PIN_ARGS_ANN_MAX)
+		ann = json_loads(t->annotations, 0, NULL);
+	else if (t->annotations)
+		ann = json_sprintf("(%zu bytes; too long to show here)", strlen(t->annotations));
+	json_t *args = json_pack("{s:s, s:s, s:o, s:s?, s:o?}", "pinned_sha256", t->pinned,
+	                         "new_sha256", t->digest, "description",
+	                         tgi_json_text(t->description, cut), "title", t->title,
+	                         "annotations", ann);
 	row.args = tgi_json_canonical(args);
 	json_decref(args);
-	char reason[TOOL_NAME_MAX + 128];
+	char reason[TOOL_NAME_MAX + 160];
 	tgi_snprintf(reason, sizeof reason,
-	             "the description or schema of %s changed since it was first seen; approve to "
-	             "accept it", t->name);
+	             "the definition of %s (description, schemas, annotations, title) changed since "
+	             "it was first seen; approve to accept it", t->name);
 	row.reason = reason;
 	row.created_ms = tgi_unix_ms();
 	row.expires_ms = row.created_ms + (int64_t)(b->g->cfg->approval_ttl_s > 0
@@ -764,7 +795,7 @@ static int pin_review(tgi_bridge *b, btool *t)
 	}
 	unlock(b);
 	if (found == 1)
-		say("the change to the description of %s was approved; it is enabled", t->name);
+		say("the change to the definition of %s was approved; it is enabled", t->name);
 	return queued;
 }
 
@@ -803,15 +834,15 @@ static void pin_check(tgi_bridge *b, btool *t)
 		t->pin = PIN_OK;
 	}
 	if (t->pin == PIN_WAITING)
-		say("the description or schema of %s changed since it was first seen; it is disabled "
-		    "until approval %s is approved (toolgate approvals approve %s)", t->name,
-		    t->approval_id, t->approval_id);
+		say("the definition of %s (description, schemas, annotations, title) changed since it "
+		    "was first seen; it is disabled until approval %s is approved (toolgate approvals "
+		    "approve %s)", t->name, t->approval_id, t->approval_id);
 	else if (t->pin == PIN_DENIED)
-		say("the description or schema of %s changed and the change was denied; it stays "
-		    "disabled", t->name);
+		say("the definition of %s changed and the change was denied; it stays disabled",
+		    t->name);
 	else if (!s->pin)
-		say("the description or schema of %s changed since it was first seen (the server is "
-		    "not pinned: it stays enabled)", t->name);
+		say("the definition of %s (description, schemas, annotations, title) changed since it "
+		    "was first seen (the server is not pinned: it stays enabled)", t->name);
 	if (report)
 		record_event(b, "mcp.tool.changed",
 		             json_pack("{s:s, s:s, s:s, s:s, s:b, s:s?}", "tool", t->name, "server",
@@ -860,6 +891,7 @@ static void btool_free(btool *t)
 	free(t->remote);
 	free(t->title);
 	free(t->description);
+	free(t->annotations);
 	free(t->def);
 	free(t);
 }
@@ -922,8 +954,10 @@ static btool *btool_new(srv *s, const json_t *tool, const char *remote, char *wh
 	t->remote = tgi_strdup(remote);
 	t->title = json_is_string(title) ? tgi_strdup(json_string_value(title)) : NULL;
 	t->description = tgi_strdup(json_is_string(desc) ? json_string_value(desc) : "");
+	t->annotations = json_is_object(ann) ? tgi_json_canonical(ann) : NULL;
 	t->def = tgi_json_canonical(tool);
-	pin_digest(t->description, in, json_is_object(outs) ? outs : NULL, t->digest);
+	pin_digest(t->description, t->title, in, json_is_object(outs) ? outs : NULL,
+	           json_is_object(ann) ? ann : NULL, t->digest);
 
 	t->row.name = t->name;
 	t->row.title = t->title;
@@ -968,6 +1002,20 @@ static const srv *owner_of(const tgi_bridge *b, const srv *self, const char *nam
 		for (size_t j = 0; j < o->ncur; j++)
 			if (!strcmp(o->cur[j]->name, name))
 				return o;
+	}
+	return NULL;
+}
+
+/* The server other than self whose non-empty prefix starts name, or NULL:
+ * a server with a shorter (or no) prefix must not take names in another's
+ * namespace.  Prefixes are fixed at config: no lock. */
+static const srv *prefix_owner(const tgi_bridge *b, const srv *self, const char *name)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const srv *o = &b->v[i];
+		size_t n = strlen(o->prefix);
+		if (o != self && n && !strncmp(name, o->prefix, n))
+			return o;
 	}
 	return NULL;
 }
@@ -1033,6 +1081,13 @@ static void take_tool(srv *s, listing *l, const json_t *tool)
 	}
 	char name[TOOL_NAME_MAX + 1];
 	tgi_snprintf(name, sizeof name, "%s%s", s->prefix, remote);
+	const srv *named = prefix_owner(b, s, name);
+	if (named) {
+		skip(s, l, remote, 0,
+		     "its name \"%s\" carries the prefix \"%s\" of the MCP server \"%s\"", name,
+		     named->prefix, named->name);
+		return;
+	}
 	if (find_row(l->cur, l->ncur, name)) {
 		skip(s, l, remote, 0, "the server lists it twice");
 		return;
@@ -1207,18 +1262,33 @@ static int list_tools(srv *s, tgi_mcp_client *c, double deadline_ms, json_t **ou
 	return 0;
 }
 
-/* The newest running call whose client can take a log (want_request 0) or
- * a request (1), held (refs) until relay_done; NULL if none.  (b->mu) */
-static tgi_bridge_call *relay_pick(srv *s, int want_request)
+/* Why a server's request or log message has no call to go to. */
+typedef enum {
+	RELAY_NO_CALL,  /* no call to the server is in flight */
+	RELAY_SEVERAL,  /* several are: it may be any one's, so it is no one's */
+	RELAY_UNABLE,   /* the one call's client cannot take it */
+} relay_miss;
+
+/*
+ * The call a server's log message (want_request 0) or request (1) goes to:
+ * the only call in flight on s, held (refs) until relay_done.  NULL with
+ * *miss when there is none, when there are several, or when that call's
+ * client cannot take it.  (b->mu)
+ */
+static tgi_bridge_call *relay_pick(srv *s, int want_request, relay_miss *miss)
 {
-	for (tgi_bridge_call *c = s->calls; c; c = c->next) {
-		const tg_callbacks *cb = c->ctx->cb;
-		if (cb && (want_request ? cb->request != NULL : cb->log != NULL)) {
-			c->refs++;
-			return c;
-		}
+	tgi_bridge_call *c = s->calls;
+	if (!c || c->next) {
+		*miss = c ? RELAY_SEVERAL : RELAY_NO_CALL;
+		return NULL;
 	}
-	return NULL;
+	const tg_callbacks *cb = c->ctx->cb;
+	if (!cb || !(want_request ? cb->request != NULL : cb->log != NULL)) {
+		*miss = RELAY_UNABLE;
+		return NULL;
+	}
+	c->refs++;
+	return c;
 }
 
 static void relay_done(tgi_bridge_call *c)
@@ -1239,27 +1309,36 @@ static int severe(const char *level)
 	return 0;
 }
 
-/* notifications/message: to the newest call that listens, else (a
- * warning or worse) to stderr. */
+/* notifications/message: to the client of the one call in flight.  While
+ * several run, it is nobody's: one line on stderr says it was dropped (with
+ * the text when it is a warning or worse).  With no call, a warning or
+ * worse goes to stderr. */
 static void relay_log(srv *s, const json_t *params)
 {
 	const char *level = json_string_value(json_object_get(params, "level"));
 	const char *logger = json_string_value(json_object_get(params, "logger"));
 	json_t *data = json_object_get(params, "data");
 	char *text = data ? json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY) : tgi_strdup("null");
+	relay_miss miss = RELAY_NO_CALL;
 	if (!text)
 		return;
 
 	lock(s->b);
-	tgi_bridge_call *c = relay_pick(s, 0);
+	tgi_bridge_call *c = relay_pick(s, 0, &miss);
 	unlock(s->b);
 	if (c) {
 		c->ctx->cb->log(c->ctx->cb->arg, level ? level : "info", logger, text);
 		relay_done(c);
-	} else if (severe(level)) {
-		char shown[LOG_LINE_MAX + 4];
+	} else if (miss == RELAY_SEVERAL || severe(level)) {
+		char lv[32], shown[LOG_LINE_MAX + 4];
+		tgi_sanitize(lv, sizeof lv, level ? level : "info");
 		tgi_sanitize_n(shown, sizeof shown, text, strlen(text), LOG_LINE_MAX);
-		say("the MCP server \"%s\" logged (%s): %s", s->name, level, shown);
+		if (miss == RELAY_SEVERAL)
+			say("the MCP server \"%s\" logged (%s) while several of its calls were running; "
+			    "toolgate cannot tell which client it is for, so it tells none%s%s", s->name, lv,
+			    severe(level) ? ": " : "", severe(level) ? shown : "");
+		else
+			say("the MCP server \"%s\" logged (%s): %s", s->name, lv, shown);
 	}
 	free(text);
 }
@@ -1283,18 +1362,30 @@ static json_t *rpc_error_obj(int code, const char *message)
 }
 
 /* A server's request (elicitation/create, sampling/createMessage, ...):
- * relayed to the newest running call's client. */
+ * relayed to the client of the one call in flight on the server (see the
+ * top of this file); sampling only for a trusted server. */
 static int on_request(void *arg, const char *method, const json_t *params, json_t **result,
                       json_t **error)
 {
 	srv *s = arg;
+	relay_miss miss = RELAY_NO_CALL;
 	*result = *error = NULL;
 
+	if (!strcmp(method, "sampling/createMessage") && !s->trusted) {
+		*error = rpc_error_obj(-32603, "sampling is relayed only for servers marked trusted");
+		return -1;
+	}
 	lock(s->b);
-	tgi_bridge_call *c = relay_pick(s, 1);
+	tgi_bridge_call *c = relay_pick(s, 1, &miss);
 	unlock(s->b);
 	if (!c) {
-		*error = rpc_error_obj(-32603, "no client request is in progress to relay this to");
+		*error = rpc_error_obj(-32603,
+		                       miss == RELAY_SEVERAL
+		                           ? "several calls to this server are running; toolgate cannot "
+		                             "tell which client to ask, so it asks none"
+		                       : miss == RELAY_UNABLE
+		                           ? "the client of the call in progress cannot be asked"
+		                           : "no client request is in progress to relay this to");
 		return -1;
 	}
 	/* the person asked must see who asks: a downstream server's question is

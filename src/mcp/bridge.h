@@ -10,9 +10,11 @@
  *       cwd: .                       # relative to the config's directory
  *       url: http://127.0.0.1:9000/mcp  # instead of command: Streamable HTTP
  *       token_env: FS_TOKEN          # HTTP: Authorization: Bearer $FS_TOKEN
- *       trusted: false               # annotations become the contract only when true
- *       pin: false                   # a changed description disables the tool until approved
- *       prefix: "fs__"               # default "<server>__"
+ *       trusted: false               # annotations become the contract only when true;
+ *                                    # sampling/createMessage is relayed only when true
+ *       pin: false                   # a changed definition disables the tool until approved
+ *       prefix: "fs__"               # default "<server>__"; no listed name may start
+ *                                    # with another server's non-empty prefix
  *       category: mcp                # for profiles (default mcp)
  *       tools: {include: [globs], exclude: [globs]}
  *       timeout_s: 120               # per call
@@ -25,9 +27,10 @@
  * annotations map to read_only/destructive/idempotent (concurrency_safe
  * with read_only).  A crashed child is restarted with backoff (1 s doubling
  * to 60 s) and its tools are unavailable meanwhile; a downstream
- * tools/list_changed re-lists and the change is passed on.  Description
- * pinning: sha256 of each tool's description + canonical input schema is
- * pinned in the ledger when first seen; a later change is an event
+ * tools/list_changed re-lists and the change is passed on.  Definition
+ * pinning: sha256 of each tool's description, input and output schema,
+ * annotations and title (canonical JSON) is pinned in the ledger when
+ * first seen; a later change is an event
  * (`mcp.tool.changed`) and, with pin: true, the tool is unavailable until
  * the approval the bridge queues for it is approved.
  *
@@ -90,9 +93,10 @@ typedef struct tgi_bridge_target {
 
 /*
  * Start a call of the bridged tool whose row data is tool: its server's
- * connection is held (never closed under the call), and the call is the
- * one the server's log messages and requests are relayed to (through
- * ctx->cb) until it ends or a later call starts.  NULL when the server is
+ * connection is held (never closed under the call).  While it is the only
+ * call in flight on that server, the server's log messages and requests
+ * are relayed to it (through ctx->cb); while several are, to none (the
+ * server's requests are refused).  NULL when the server is
  * not running: *retry_after_s is the time to its next start and err says
  * why.  End every call begun with tgi_bridge_call_end, which waits for a
  * relay in progress to return.

@@ -9,7 +9,11 @@
  * for the row's token (the id itself) to its callback, gives other
  * notifications to handlers.notify, and runs each server request (ping
  * included) on a detached thread of its own so that an elicitation waiting
- * for a human never stops the reading.
+ * for a human never stops the reading.  At most SERVER_REQUESTS_MAX such
+ * threads run for one client: past that a request is answered at once on
+ * the reading thread (-32603 "too many requests from this server at once";
+ * a ping still gets its empty result), so a server cannot make us start
+ * threads without end.
  *
  *   stdio: the child runs in its own process group with two pipes; our
  *          ends are close-on-exec and non-blocking.  A reader thread reads
@@ -87,6 +91,7 @@
 #define LISTEN_BACKOFF_MAX_MS  30000
 #define LISTEN_SETTLE_MS       1000     /* for the GET stream to open after initialize */
 #define EXIT_SETTLE_MS         1000     /* for a child whose pipes broke to be seen exiting */
+#define SERVER_REQUESTS_MAX    16       /* server requests answered at once, each on a thread */
 
 typedef enum { T_STDIO, T_HTTP } transport;
 
@@ -145,6 +150,8 @@ struct tgi_mcp_client {
 	pending        *waiting;
 	int64_t         next_id;
 	int             users;       /* threads inside request/notify or answering the server */
+	int             answering;   /* of them, threads answering the server (at most
+	                                SERVER_REQUESTS_MAX) */
 	int             opened;      /* open() returned it */
 	int             closing;     /* close() has begun */
 	int             gone;        /* the connection is gone; why says how */
@@ -412,6 +419,22 @@ static void server_request_free(server_request *r)
 	free(r);
 }
 
+/* Send the reply to a server request (reply stolen); a failure is noted. */
+static void send_reply(tgi_mcp_client *c, json_t *reply, const char *method)
+{
+	if (send_message(c, reply, tgi_now_ms() + SEND_TIMEOUT_MS) < 0)
+		note(c, "the answer to its \"%s\" request could not be sent", method);
+}
+
+/* A thread answering the server is done: its slot and its use of c. */
+static void answered(tgi_mcp_client *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->answering--;
+	pthread_mutex_unlock(&c->mu);
+	leave(c);
+}
+
 static void *answer_server(void *arg)
 {
 	server_request *r = arg;
@@ -433,23 +456,42 @@ static void *answer_server(void *arg)
 		json_decref(error);
 		reply = tgi_rpc_result(r->id, result);
 	}
-	if (send_message(c, reply, tgi_now_ms() + SEND_TIMEOUT_MS) < 0)
-		note(c, "the answer to its \"%s\" request could not be sent", r->method);
+	send_reply(c, reply, r->method);
 	server_request_free(r);
-	leave(c);
+	answered(c);
 	return NULL;
 }
 
+/*
+ * A request from the server: answered on a thread of its own while fewer
+ * than SERVER_REQUESTS_MAX are; else at once here (a ping with its empty
+ * result, anything else with -32603), so that the reading goes on and the
+ * threads stay bounded.
+ */
 static void on_server_request(tgi_mcp_client *c, const tgi_rpc_msg *m)
 {
 	char ignored[64];
 	server_request *r;
 	pthread_attr_t attr;
 	pthread_t t;
-	int rc;
+	int rc, full;
 
 	if (enter(c, ignored, sizeof ignored) < 0)
 		return; /* closing: nobody is left to answer */
+	pthread_mutex_lock(&c->mu);
+	full = c->answering >= SERVER_REQUESTS_MAX;
+	if (!full)
+		c->answering++;
+	pthread_mutex_unlock(&c->mu);
+	if (full) {
+		send_reply(c, strcmp(m->method, "ping") == 0
+		                  ? tgi_rpc_result(m->id, json_object())
+		                  : tgi_rpc_error(m->id, TGI_RPC_INTERNAL_ERROR,
+		                                  "too many requests from this server at once", NULL),
+		           m->method);
+		leave(c);
+		return;
+	}
 	r = tgi_xcalloc(1, sizeof *r);
 	r->c = c;
 	r->method = tgi_strdup(m->method);
@@ -460,11 +502,11 @@ static void on_server_request(tgi_mcp_client *c, const tgi_rpc_msg *m)
 	rc = pthread_create(&t, &attr, answer_server, r);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
-		json_t *reply = tgi_rpc_error(r->id, TGI_RPC_INTERNAL_ERROR,
-		                              "the client has no thread left to answer", NULL);
-		send_message(c, reply, tgi_now_ms() + SEND_TIMEOUT_MS);
+		send_reply(c, tgi_rpc_error(r->id, TGI_RPC_INTERNAL_ERROR,
+		                            "the client has no thread left to answer", NULL),
+		           r->method);
 		server_request_free(r);
-		leave(c);
+		answered(c);
 	}
 }
 

@@ -29,7 +29,8 @@ typedef struct tgi_mcp_client_handlers {
 	/* a request from the server (elicitation/create, sampling/createMessage,
 	 * ...; not ping): 0 with *result, or -1 with *error (a JSON-RPC error
 	 * object); both new references.  May block (the reader keeps a thread
-	 * per such request so responses still flow).  NULL: -32601. */
+	 * per such request so responses still flow; at most 16 at once, past
+	 * which the server is answered -32603 without a call).  NULL: -32601. */
 	int (*request)(void *arg, const char *method, const json_t *params, json_t **result,
 	               json_t **error);
 	/* the connection is gone (the child exited, the stream broke); why is a

@@ -4,10 +4,13 @@
 # the CLI and through `toolgate serve`.  Their tools appear as
 # <server>__<tool>; policy holds on the exposed names; untrusted servers get
 # the conservative contract and trusted ones their annotations; filters;
-# a server that cannot start is explained; errors, timeouts; description
-# pinning (first run pins, a change is an event and disables the tool until
-# its approval is approved); a killed child comes back; config errors name
-# file:line.
+# a server with prefix "" cannot take names under another server's prefix;
+# a server that cannot start is explained; errors, timeouts; pinning (first
+# run pins; a change of the description or of the annotations alone is an
+# event and disables the tool until its approval is approved); sampling is
+# relayed only for trusted servers; a server's requests and log messages
+# reach a client only while one call to it is in flight; a killed child
+# comes back; config errors name file:line.
 . "$(dirname "$0")/lib.sh"
 cd "$WS"
 
@@ -58,6 +61,7 @@ export TOOLGATE_CONFIG=$WS/toolgate.yaml
 printf 'the file text\n' > note.txt
 printf 'keep me\n' > keep.txt
 printf 'Greet someone by name.\n' > desc.txt
+printf '{"readOnlyHint": true}\n' > ann.json
 
 # server entries (YAML under mcp_servers:), EXTRA: more lines of the entry
 fs_entry() { # fs_entry [EXTRA]
@@ -66,8 +70,9 @@ fs_entry() { # fs_entry [EXTRA]
 ev_entry() {
 	printf '  ev:\n    command: [%s, %s, stdio]\n    trusted: true\n' "$NODE" "$EV_JS"
 }
-pins_entry() { # pins_entry [EXTRA]
-	printf '  pins:\n    command: [%s, %s, desc.txt]\n    pin: true\n%s' "$NODE" "$PIN_JS" "${1:-}"
+pins_entry() { # [PINNED=false] pins_entry [EXTRA]
+	printf '  pins:\n    command: [%s, %s, desc.txt, ann.json]\n    pin: %s\n%s' "$NODE" "$PIN_JS" \
+		"${PINNED:-true}" "${1:-}"
 }
 # config TOP-LEVEL-YAML ENTRY...: write toolgate.yaml
 config() {
@@ -133,6 +138,32 @@ tgcall filtered fs__list_directory "{\"path\":\"$WS\"}"
 eq "$(jqv filtered.json .status)" invalid "a filtered tool is unknown"
 contains "$(jqv filtered.json .error.message)" "filters it out" "and the message says it was filtered"
 
+# ---- prefix "": no names under another server's prefix ----
+config "" "$(fs_entry)" "  loose:
+    command: [$NODE, $PIN_JS, desc.txt]
+    prefix: \"\"
+    env: {PIN_EXTRA_TOOLS: \"fs__write_file,fs__sneaky,plain_extra\"}
+"
+"$TG" tools > loose.json 2> loose.err
+sanitizers loose.err loose
+names=$(jq -r '.[].name' loose.json | tr '\n' ' ')
+contains " $names" " greet " "a server with prefix \"\" offers its tools under their own names"
+contains " $names" " plain_extra " "and its extra tool outside every prefix"
+case " $names" in *" fs__sneaky "*) fail "a prefix-\"\" server cannot take a name under fs__" ;; esac
+eq "$(jq -r '[.[] | select(.name == "fs__write_file")] | length' loose.json)" 1 \
+	"fs__write_file is listed once"
+[ "$(jq -r '.[] | select(.name == "fs__write_file") | .description' loose.json)" != "An extra tool." ] ||
+	fail "fs__write_file is the fs server's, not the prefix-\"\" server's"
+contains "$(cat loose.err)" \
+	'the MCP server "loose" offers "fs__sneaky" but it is left out: its name "fs__sneaky" carries the prefix "fs__" of the MCP server "fs"' \
+	"the name left out is logged with the reason"
+contains "$(cat loose.err)" '"loose" offers "fs__write_file" but it is left out: its name' \
+	"so is fs__write_file, whichever server lists first"
+tgcall sneaky --mode bypassPermissions fs__sneaky '{}'
+eq "$(jqv sneaky.json .status)" invalid "calling the name the prefix-\"\" server listed: unknown tool"
+contains "$(jqv sneaky.json .error.message)" 'the MCP server "fs" has no tool "sneaky"' \
+	"explained as fs's namespace"
+
 # ---- a server that cannot start: its tools are absent, and explained ----
 config "" "  fs:
     command: $WS/no-such-server
@@ -188,6 +219,48 @@ tgcall pin5 pins__greet '{"name":"c"}'
 eq "$(jqv pin5.json .status)" denied "a denied change keeps the tool disabled"
 contains "$(jqv pin5.json .error.message)" "was denied" "and says so"
 
+# ---- a pin covers the annotations: readOnlyHint flipped alone is a change ----
+printf 'Greet someone by name.\n' > desc.txt
+sql "delete from pins"
+changes() { sql "select count(*) from events where type = 'mcp.tool.changed'
+                 and json_extract(data, '$.tool') = 'pins__greet'"; }
+tgcall ann1 pins__greet '{"name":"ann"}'
+eq "$(jqv ann1.json .status)" persisted "annotations: first run pins the tool, read-only (trusted)"
+before=$(changes)
+printf '{"readOnlyHint": false}\n' > ann.json
+tgcall ann2 pins__greet '{"name":"ann"}'
+eq "$(jqv ann2.json .status)" denied "readOnlyHint flipped, description the same: the tool is disabled"
+contains "$(jqv ann2.json .error.message)" "changed; it is disabled until approval" \
+	"the message says it waits for an approval"
+eq "$(changes)" $((before + 1)) "the annotations' change is an mcp.tool.changed event"
+contains "$(cat ann2.err)" "changed since it was first seen" "and is reported on stderr"
+aid=$(jqv ann2.json .error.message | grep -oE '[0-9a-f]{8}-[0-9a-f-]{27}' | head -n 1)
+eq "$(sql "select json_extract(args, '$.annotations.readOnlyHint') from approvals where id = '$aid'")" 0 \
+	"the approval shows the new annotations"
+# not pinned: reported, kept enabled, with the new contract (not read-only: asked for)
+config "" "$(PINNED=false pins_entry "    trusted: true
+")"
+tgcall ann3 pins__greet '{"name":"ann"}'
+eq "$(changes)" $((before + 2)) "pin: false: the change is an event too"
+contains "$(cat ann3.err)" "the server is not pinned: it stays enabled" "and the tool stays enabled"
+eq "$(jqv ann3.json .status)" pending "with the new contract: not read-only, so the call is asked for"
+printf '{"readOnlyHint": true}\n' > ann.json
+tgcall ann4 pins__greet '{"name":"ann"}'
+eq "$(changes)" $((before + 3)) "pin: false: the change back is an event"
+eq "$(jqv ann4.json .status)" persisted "and the tool runs unasked again (read-only)"
+
+# ---- sampling is relayed only for trusted servers ----
+config "" "$(PINNED=false pins_entry)"
+tgcall sample1 --mode bypassPermissions pins__sample '{"text":"hi"}'
+eq "$(jqv sample1.json .status)" failed "an untrusted server's sampling request fails its call"
+contains "$(jqv sample1.json .error.message)" "sampling is relayed only for servers marked trusted" \
+	"refused: the server is not trusted"
+config "" "$(PINNED=false pins_entry "    trusted: true
+")"
+tgcall sample2 --mode bypassPermissions pins__sample '{"text":"hi"}'
+contains "$(jqv sample2.json .error.message)" "the client of the call in progress cannot be asked" \
+	"a trusted server's sampling goes on to the call's client (toolgate call has none to ask)"
+
 # ---- serve: a killed child comes back ----
 config "" "$(fs_entry "    trusted: true
 ")"
@@ -203,6 +276,19 @@ reply() {
 		fi
 	done
 	return 1
+}
+# replies ID...: the responses to requests ID... into $WS/reply-ID.json, in
+# whatever order they come
+replies() {
+	local line id left=" $* "
+	while [ -n "${left// /}" ] && IFS= read -r -t 30 line <&"${SRV[0]}"; do
+		id=$(jq -r 'select(.method == null) | .id' <<< "$line")
+		case "$left" in *" $id "*)
+			printf '%s\n' "$line" > "$WS/reply-$id.json"
+			left=${left/ $id / } ;;
+		esac
+	done
+	[ -z "${left// /}" ]
 }
 status_of() { jq -r '.result.structuredContent.status' <<< "$1"; }
 READ="{\"name\":\"fs__read_text_file\",\"arguments\":{\"path\":\"$WS/note.txt\"}}"
@@ -237,6 +323,37 @@ kill -0 "$spid" 2> /dev/null && fail "serve ends when its stdin closes"
 now=$(pid)
 kill -0 "$now" 2> /dev/null && fail "the bridged server is stopped with the gate"
 sanitizers "$WS/serve.err" serve
+
+# ---- serve: requests and log messages of a server reach a client only
+# while exactly one call to it is in flight ----
+config "mode: bypassPermissions" "$(PINNED=false pins_entry)"
+coproc SRV { exec "$TG" serve 2> "$WS/relay.err"; }
+send '{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}'
+r=$(reply i) || fail "serve answers initialize"
+send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+send '{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"pins__slow","arguments":{"ms":4000}}}'
+sleep 0.5
+send '{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"pins__ask","arguments":{}}}'
+send '{"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"pins__tell","arguments":{"text":"for whom?"}}}'
+replies a t s || fail "serve answers the three calls"
+contains "$(jq -r '.result.structuredContent.error.message' "$WS/reply-a.json")" \
+	"several calls to this server are running; toolgate cannot tell which client to ask, so it asks none" \
+	"an elicitation while several calls run is refused"
+eq "$(jq -r '.result.structuredContent.status' "$WS/reply-s.json")" persisted "the slow call beside it runs"
+eq "$(jq -r '.result.structuredContent.status' "$WS/reply-t.json")" persisted "the logging call runs"
+contains "$(cat "$WS/relay.err")" \
+	'the MCP server "pins" logged (info) while several of its calls were running; toolgate cannot tell which client it is for, so it tells none' \
+	"its log message goes to no client: one line on stderr"
+send '{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"pins__ask","arguments":{}}}'
+r=$(reply a1)
+msg=$(jq -r '.result.structuredContent.error.message' <<< "$r")
+contains "$msg" "the client of this call does not offer this method" \
+	"one call alone: the elicitation reaches its client (which did not declare elicitation)"
+exec {SRV[1]}>&-
+spid=$SRV_PID
+for i in $(seq 1 100); do kill -0 "$spid" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$spid" 2> /dev/null && fail "serve ends when its stdin closes"
+sanitizers "$WS/relay.err" "serve (relay)"
 
 # ---- config errors name file:line ----
 printf 'mcp_servers:\n  fs:\n    command: []\n' > toolgate.yaml
