@@ -1586,8 +1586,11 @@ int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_
 	int64_t now = tgi_unix_ms();
 	if (rc == SQLITE_DONE)
 		rc = tx_begin(s);
+	int added = 0;
 	if (rc == SQLITE_OK)
 		rc = st_run(s, ST_PIN_ADD, "tti", name, digest, now);
+	if (rc == SQLITE_OK)
+		added = sqlite3_changes(s->db) == 1; /* else another process pinned it first */
 	if (rc == SQLITE_OK && (rc = pin_get(s, name, pinned)) == SQLITE_ROW)
 		rc = tx_commit(s);
 	else if (rc == SQLITE_DONE)
@@ -1595,7 +1598,7 @@ int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot pin the description of '%s'",
 		            quoted(q, sizeof q, name));
-	*st = !strcmp(pinned, digest) ? TGI_PIN_NEW : TGI_PIN_CHANGED;
+	*st = added ? TGI_PIN_NEW : strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
 	return 0;
 }
 

@@ -757,6 +757,170 @@ static void test_server_requests_answered(void **state)
 	tgi_mcp_client_close(c);
 }
 
+/* ---- the cap on the server's own requests ---------------------------------------- */
+
+/* handlers.request that blocks until the test lets it go, counting how
+ * many run at once (bounded: a failed test does not hang on them). */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	int running, peak, calls, released, bad_method;
+} blocked = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static int on_request_blocking(void *arg, const char *method, const json_t *params,
+                               json_t **result, json_t **error)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&blocked.mu);
+	blocked.calls++;
+	if (strcmp(method, "elicitation/create") != 0)
+		blocked.bad_method++;
+	if (++blocked.running > blocked.peak)
+		blocked.peak = blocked.running;
+	pthread_cond_broadcast(&blocked.cv);
+	while (!blocked.released &&
+	       pthread_cond_timedwait(&blocked.cv, &blocked.mu, &until) != ETIMEDOUT)
+		;
+	blocked.running--;
+	pthread_mutex_unlock(&blocked.mu);
+	*result = json_pack("{s:s}", "action", "decline");
+	return 0;
+}
+
+/* The client's replies (messages with an id and no method) among the
+ * complete lines of path, once there are at least want of them (or 3 s
+ * have passed): a new array. */
+static json_t *replies_in(const char *path, size_t want)
+{
+	for (int waited = 0;; waited += 10) {
+		json_t *replies = json_array();
+		FILE *f = fopen(path, "r");
+		char line[4096];
+
+		while (f && fgets(line, sizeof line, f)) {
+			size_t n = strlen(line);
+			json_t *m;
+			if (n == 0 || line[n - 1] != '\n')
+				break; /* still being written */
+			m = json_loads(line, 0, NULL);
+			if (json_is_object(m) && json_object_get(m, "id") &&
+			    !json_object_get(m, "method"))
+				json_array_append(replies, m);
+			json_decref(m);
+		}
+		if (f)
+			fclose(f);
+		if (json_array_size(replies) >= want || waited >= 3000)
+			return replies;
+		json_decref(replies);
+		usleep(10 * 1000);
+	}
+}
+
+/* 20 requests at once from the server and then a ping: 16 reach
+ * handlers.request together, the 4 past them are answered -32603 at
+ * once, the ping still gets {} (all while the 16 block), and the 16
+ * answers follow when they are let go.  The fake server copies what the
+ * client writes to it into a file. */
+static void test_server_requests_capped(void **state)
+{
+	tgi_mcp_client_handlers h = {.request = on_request_blocking, .closed = on_closed};
+	char dir[] = "/tmp/tg-cap.XXXXXX", path[64], script[1024], err[512] = "";
+	tgi_mcp_client *c = NULL;
+	char *argv[] = {"sh", "-c", script, NULL};
+	tgi_mcp_client_cfg cfg = {.name = "fake", .argv = argv, .init_timeout_s = 10};
+	int seen[21] = {0};
+	json_t *replies, *m;
+	size_t i;
+
+	heard_reset(NULL);
+	pthread_mutex_lock(&blocked.mu);
+	blocked.running = blocked.peak = blocked.calls = blocked.released = 0;
+	blocked.bad_method = 0;
+	pthread_mutex_unlock(&blocked.mu);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/replies", dir);
+	snprintf(script, sizeof script,
+	         "read l; printf '%%s\\n' '" INIT_REPLY("2025-11-25") "'; read l; i=1; "
+	         "while [ $i -le 20 ]; do printf '{\"jsonrpc\":\"2.0\",\"id\":%%d,\"method\":"
+	         "\"elicitation/create\",\"params\":{\"message\":\"m%%d\",\"requestedSchema\":"
+	         "{\"type\":\"object\",\"properties\":{}}}}\\n' $i $i; i=$((i+1)); done; "
+	         "echo '{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"ping\"}'; exec cat >'%s'",
+	         path);
+	assert_int_equal(tgi_mcp_client_open(&cfg, &h, &c, err, sizeof err), 0);
+
+	/* the 16 handlers run together */
+	pthread_mutex_lock(&blocked.mu);
+	for (int waited = 0; blocked.calls < 16 && waited < 3000; waited += 10) {
+		pthread_mutex_unlock(&blocked.mu);
+		usleep(10 * 1000);
+		pthread_mutex_lock(&blocked.mu);
+	}
+	pthread_mutex_unlock(&blocked.mu);
+
+	/* while they block: 4 refusals and the pong, nothing else */
+	replies = replies_in(path, 5);
+	assert_int_equal(json_array_size(replies), 5);
+	json_array_foreach(replies, i, m) {
+		json_int_t id = json_integer_value(json_object_get(m, "id"));
+		json_t *error = json_object_get(m, "error"), *result = json_object_get(m, "result");
+		assert_true(id >= 17 && id <= 21);
+		assert_int_equal(seen[id - 1]++, 0);
+		if (id == 21) {
+			assert_null(error);
+			assert_true(json_is_object(result) && json_object_size(result) == 0);
+		} else {
+			assert_null(result);
+			assert_int_equal(json_integer_value(json_object_get(error, "code")), -32603);
+			assert_string_equal(json_string_value(json_object_get(error, "message")),
+			                    "too many requests from this server at once");
+		}
+	}
+	json_decref(replies);
+	pthread_mutex_lock(&blocked.mu);
+	int calls = blocked.calls, running = blocked.running, peak = blocked.peak;
+	int bad_method = blocked.bad_method;
+	pthread_mutex_unlock(&blocked.mu);
+	assert_int_equal(calls, 16);
+	assert_int_equal(running, 16);
+	assert_int_equal(peak, 16);
+	assert_int_equal(bad_method, 0);
+
+	/* let them go: their 16 answers follow */
+	pthread_mutex_lock(&blocked.mu);
+	blocked.released = 1;
+	pthread_cond_broadcast(&blocked.cv);
+	pthread_mutex_unlock(&blocked.mu);
+	replies = replies_in(path, 21);
+	assert_int_equal(json_array_size(replies), 21);
+	json_array_foreach(replies, i, m) {
+		json_int_t id = json_integer_value(json_object_get(m, "id"));
+		assert_true(id >= 1 && id <= 21);
+		if (id <= 16) {
+			assert_int_equal(seen[id - 1]++, 0);
+			assert_null(json_object_get(m, "error"));
+			assert_string_equal(json_string_value(json_object_get(
+			                        json_object_get(m, "result"), "action")),
+			                    "decline");
+		}
+	}
+	json_decref(replies);
+	for (int k = 0; k < 21; k++)
+		assert_int_equal(seen[k], 1);
+
+	tgi_mcp_client_close(c);
+	pthread_mutex_lock(&blocked.mu);
+	assert_int_equal(blocked.running, 0);
+	assert_int_equal(blocked.calls, 16);
+	pthread_mutex_unlock(&blocked.mu);
+	assert_int_equal(H.closed, 0);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* ---- Streamable HTTP against server-everything ------------------------------------ */
 
 static pid_t http_pid;
@@ -1088,6 +1252,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_initialize_timeout),
 		cmocka_unit_test(test_overlong_line),
 		cmocka_unit_test(test_server_requests_answered),
+		cmocka_unit_test(test_server_requests_capped),
 		cmocka_unit_test(test_curl_loaded_on_first_http_open),
 		cmocka_unit_test(test_curl_missing),
 		cmocka_unit_test(test_curl_without_its_functions),
