@@ -73,6 +73,7 @@
 #define TOOL_NAME_MAX       128        /* exposed names, as the pipeline holds them */
 #define TOOLS_MAX           1024       /* tools of one server */
 #define PAGES_MAX           256        /* tools/list pages of one listing */
+#define RELIST_MIN_MS       1000.0     /* re-list a server at most this often */
 #define DESCRIPTION_MAX     (64 << 10) /* bytes of one tool's description */
 #define URL_MAX             2048
 #define TIMEOUT_MAX_S       86400
@@ -1562,9 +1563,18 @@ static void *srv_main(void *arg)
 		changed(b);
 		lock(b);
 
+		double last_relist = 0;
 		while (!b->stopping && !s->closed) {
 			if (s->relist) {
+				/* at most one re-list a second: a server that keeps saying its
+				 * list changed cannot keep the gate busy re-reading it */
+				double now = (double)tgi_unix_ms();
+				if (now - last_relist < RELIST_MIN_MS) {
+					wait_until(b, last_relist + RELIST_MIN_MS);
+					continue;
+				}
 				s->relist = 0;
+				last_relist = now;
 				unlock(b);
 				relist(s, c);
 				lock(b);
