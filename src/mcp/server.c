@@ -38,6 +38,7 @@
 
 #define MAX_CALLS        1024        /* tools/call running or waiting, per session */
 #define MAX_WORKERS      256         /* call threads of one server; more calls wait */
+#define SESSION_THREADS  32          /* call threads one session may hold at once */
 #define WORKER_IDLE_S    30          /* an idle call thread ends after this */
 #define DEFAULT_PAGE     100
 #define DEFAULT_LINE     (16u << 20)
@@ -113,6 +114,7 @@ struct tgi_mcp_session {
 	int              closing;     /* being freed: running calls are cancelled */
 	int              draining;    /* the client's input ended: no more questions to it */
 	int              warned_principal;
+	int              running;     /* its calls on call threads now (under the server's pool_mu) */
 	struct tgi_mcp_session *next; /* the server's list */
 };
 
@@ -542,6 +544,13 @@ static void run_call(call_run *cr)
 	                           ok ? content_of(g, env) : error_content(env), "structuredContent",
 	                           env, "isError", !ok);
 
+	/* its thread is free for the session's next call (the session lives
+	 * on: this call still counts in ncalls) */
+	pthread_mutex_lock(&ss->s->pool_mu);
+	ss->running--;
+	pthread_cond_broadcast(&ss->s->pool_cv);
+	pthread_mutex_unlock(&ss->s->pool_mu);
+
 	pthread_mutex_lock(&ss->mu);
 	cr->done = 1;
 	if (tgi_flag_get(&cr->cancel)) {
@@ -561,13 +570,25 @@ static void run_call(call_run *cr)
 	free(cr);
 }
 
+/* The link to the first queued call whose session holds fewer than
+ * SESSION_THREADS threads (*result NULL when there is none), so that one
+ * session's long calls never take every thread from the others. */
+static call_run **next_eligible(tgi_mcp_server *s)
+{
+	call_run **at = &s->qhead;
+	while (*at && (*at)->ss->running >= SESSION_THREADS)
+		at = &(*at)->qnext;
+	return at;
+}
+
 /* A call thread: runs queued calls; ends when idle too long or stopping. */
 static void *worker_main(void *arg)
 {
 	tgi_mcp_server *s = arg;
 	pthread_mutex_lock(&s->pool_mu);
 	for (;;) {
-		while (!s->qhead && !s->pool_stop) {
+		call_run **at;
+		while (!*(at = next_eligible(s)) && !s->pool_stop) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += WORKER_IDLE_S;
@@ -577,13 +598,17 @@ static void *worker_main(void *arg)
 			if (rc == ETIMEDOUT && !s->qhead)
 				break;
 		}
-		call_run *cr = s->qhead;
+		call_run *cr = *at;
 		if (!cr)
 			break;
-		s->qhead = cr->qnext;
-		if (!s->qhead)
+		*at = cr->qnext;
+		if (s->qtail == cr) {
 			s->qtail = NULL;
+			for (call_run *q = s->qhead; q; q = q->qnext)
+				s->qtail = q;
+		}
 		s->qlen--;
+		cr->ss->running++;
 		pthread_mutex_unlock(&s->pool_mu);
 		run_call(cr);
 		pthread_mutex_lock(&s->pool_mu);

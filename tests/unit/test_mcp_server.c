@@ -186,7 +186,7 @@ static const char shown_yaml[] =
 	"permissions:\n"
 	"  deny: [\"search_files\"]\n";
 
-static const char bypass_yaml[] = "mode: bypassPermissions\n";
+static const char bypass_yaml[] = "mode: bypassPermissions\nsandbox: danger-full-access\n";
 
 static int setup(void **state)
 {
@@ -678,6 +678,57 @@ static void test_token_session_not_asked(void **state)
 	fx_close(&f);
 }
 
+/* One session's long calls hold at most SESSION_THREADS (32) call threads:
+ * 40 one-second commands run 32 at a time, and another session's call is
+ * answered meanwhile. */
+static void test_session_thread_share(void **state)
+{
+	fx a;
+	fx_open(&a, "bypass.yaml", 0);
+	fx_init(&a, NULL);
+	tgi_mcp_session *b = tgi_mcp_session_new(a.s, NULL, NULL, rec_send, &a.r);
+	handle(b, "{\"jsonrpc\":\"2.0\",\"id\":900,\"method\":\"initialize\",\"params\":{"
+	          "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}}");
+	for (int i = 0; i < 40; i++)
+		handle(a.ss, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+		             "\"name\":\"shell\",\"arguments\":{\"command\":\"echo + >> c.log; sleep 1; "
+		             "echo - >> c.log\"}}}", 1000 + i);
+	usleep(300 * 1000);
+	struct timespec s0, s1;
+	clock_gettime(CLOCK_MONOTONIC, &s0);
+	handle(b, "{\"jsonrpc\":\"2.0\",\"id\":901,\"method\":\"tools/call\",\"params\":{"
+	          "\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}}");
+	json_t *m = wait_for(&a.r, 901, NULL, 20000);
+	clock_gettime(CLOCK_MONOTONIC, &s1);
+	assert_non_null(m);
+	assert_string_equal(status_of(m), "persisted");
+	json_decref(m);
+	/* answered while session a's commands still ran */
+	assert_true((s1.tv_sec - s0.tv_sec) + (s1.tv_nsec - s0.tv_nsec) / 1e9 < 1.0);
+	for (int i = 0; i < 40; i++) {
+		json_t *r = wait_for(&a.r, 1000 + i, NULL, 30000);
+		assert_non_null(r);
+		assert_string_equal(status_of(r), "persisted");
+		json_decref(r);
+	}
+	char p[128], line[8];
+	snprintf(p, sizeof p, "%s/c.log", ws);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	int now = 0, peak = 0, lines = 0;
+	while (fgets(line, sizeof line, f)) {
+		now += line[0] == '+' ? 1 : -1;
+		peak = now > peak ? now : peak;
+		lines++;
+	}
+	fclose(f);
+	unlink(p);
+	assert_int_equal(lines, 80);
+	assert_int_equal(peak, 32);
+	tgi_mcp_session_free(b);
+	fx_close(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_parallel_calls),
 		cmocka_unit_test(test_ids_distinct),
 		cmocka_unit_test(test_token_session_not_asked),
+		cmocka_unit_test(test_session_thread_share),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
