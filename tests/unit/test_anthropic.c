@@ -31,41 +31,11 @@
 #include "protocol/protocol.h"
 #include "protocol/sse.h"
 #include "util/util.h"
+#include "fixture.h"
 
-static char g_data[PATH_MAX + 64]; /* tests/data/protocols/anthropic, absolute */
 static const tgi_protocol *P = &tgi_protocol_anthropic;
 
 /* ---- helpers ---- */
-
-static char *slurp(const char *name, size_t *len)
-{
-	char path[2 * PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", g_data, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		fail_msg("cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return s;
-}
-
-static json_t *load_json(const char *name)
-{
-	char path[2 * PATH_MAX];
-	json_error_t je;
-	snprintf(path, sizeof path, "%s/%s", g_data, name);
-	json_t *v = json_load_file(path, 0, &je);
-	if (!v)
-		fail_msg("%s:%d: %s", name, je.line, je.text);
-	return v;
-}
 
 static int is_stream(const char *name)
 {
@@ -161,7 +131,7 @@ static void check_case(const json_t *c)
 	const json_t *want_calls = json_object_get(c, "calls");
 	const char *refused = json_string_value(json_object_get(c, "refused"));
 	size_t len;
-	char *text = slurp(file, &len);
+	char *text = fixture(file, &len);
 	char err[512] = "";
 	tgi_pcalls out;
 	int stream = is_stream(file);
@@ -211,7 +181,7 @@ static void check_case(const json_t *c)
 
 static void test_fixtures(void **state)
 {
-	json_t *cases = load_json("cases.json");
+	json_t *cases = fixture_json("cases.json");
 	size_t i;
 	json_t *c;
 	assert_true(json_array_size(cases) >= 20);
@@ -230,9 +200,9 @@ static void test_stream_matches_message(void **state)
 		size_t jl, sl;
 		tgi_pcalls a, b;
 		snprintf(name, sizeof name, "%s.json", pairs[k]);
-		char *j = slurp(name, &jl);
+		char *j = fixture(name, &jl);
 		snprintf(name, sizeof name, "%s.sse", pairs[k]);
-		char *s = slurp(name, &sl);
+		char *s = fixture(name, &sl);
 		assert_int_equal(P->decode(j, jl, &a, err, sizeof err), 0);
 		assert_int_equal(P->decode_stream(s, sl, &b, err, sizeof err), 0);
 		assert_int_equal(a.n, b.n);
@@ -523,7 +493,7 @@ static void test_results(void **state)
 		{"replayed", 0, "{\"entries\":[]}", NULL},
 	};
 	json_t *got = P->results(&calls, res);
-	json_t *want = load_json("results_expected.json");
+	json_t *want = fixture_json("results_expected.json");
 	if (!json_equal(got, want)) {
 		char *s = json_dumps(got, JSON_INDENT(2));
 		fail_msg("results differ:\n%s", s);
@@ -555,7 +525,7 @@ static void test_results(void **state)
 static void test_results_from_decode(void **state)
 {
 	size_t len;
-	char *text = slurp("several_calls.sse", &len), err[256];
+	char *text = fixture("several_calls.sse", &len), err[256];
 	tgi_pcalls calls;
 	assert_int_equal(P->decode_stream(text, len, &calls, err, sizeof err), 0);
 	tgi_presult res[3] = {{"persisted", 0, "a", NULL}, {"invalid", 1, "b", NULL},
@@ -580,8 +550,8 @@ static void test_results_from_decode(void **state)
 static void test_tools(void **state)
 {
 	char err[512] = "";
-	json_t *defs = load_json("tools_defs.json");
-	json_t *want = load_json("tools_expected.json");
+	json_t *defs = fixture_json("tools_defs.json");
+	json_t *want = fixture_json("tools_expected.json");
 	json_t *got = P->tools(defs, 0, err, sizeof err);
 	if (!got)
 		fail_msg("refused: %s", err);
@@ -598,7 +568,7 @@ static void test_tools(void **state)
 	json_t *again = P->tools(defs, TGI_DIALECT_GEMINI_LEGACY, err, sizeof err);
 	assert_true(json_equal(got, again));
 	/* the definitions given are not changed */
-	json_t *fresh = load_json("tools_defs.json");
+	json_t *fresh = fixture_json("tools_defs.json");
 	assert_true(json_equal(defs, fresh));
 	json_decref(fresh);
 	json_decref(again);
@@ -663,13 +633,8 @@ static void test_tools_refused(void **state)
 
 int main(void)
 {
-	char root[PATH_MAX];
-	const char *env = getenv("TOOLGATE_ROOT");
-	if (!realpath(env && *env ? env : ".", root)) {
-		perror("toolgate root");
+	if (fixture_open("anthropic") < 0)
 		return 1;
-	}
-	snprintf(g_data, sizeof g_data, "%s/tests/data/protocols/anthropic", root);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures),
 		cmocka_unit_test(test_stream_matches_message),

@@ -28,42 +28,11 @@
 #include "protocol/protocol.h"
 #include "protocol/sse.h"
 #include "util/util.h"
+#include "fixture.h"
 
-#define FIXTURE_MAX (1u << 20)
-
-static char g_root[PATH_MAX]; /* the repository, absolute */
 static const tgi_protocol *P = &tgi_protocol_gemini;
 
 /* ---- helpers ---- */
-
-/* A fixture's bytes; caller frees. */
-static char *fixture(const char *name, size_t *len)
-{
-	char path[PATH_MAX + 64];
-	snprintf(path, sizeof path, "%s/tests/data/protocols/gemini/%s", g_root, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		fail_msg("cannot open fixture %s", path);
-	char *buf = tgi_xmalloc(FIXTURE_MAX + 1);
-	size_t n = fread(buf, 1, FIXTURE_MAX, f);
-	assert_true(feof(f));
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
-static json_t *fixture_json(const char *name)
-{
-	size_t len;
-	char *text = fixture(name, &len);
-	json_error_t je;
-	json_t *j = json_loadb(text, len, 0, &je);
-	if (!j)
-		fail_msg("fixture %s: %s", name, je.text);
-	free(text);
-	return j;
-}
 
 /* A message fit for a model or a log line: one lowercase sentence. */
 static void assert_sentence(const char *s)
@@ -788,11 +757,8 @@ static void test_tools_refused(void **state)
 
 int main(void)
 {
-	const char *root = getenv("TOOLGATE_ROOT");
-	if (!realpath(root && *root ? root : ".", g_root)) {
-		perror("toolgate root");
+	if (fixture_open("gemini") < 0)
 		return 1;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_row),
 		cmocka_unit_test(test_text_only),

@@ -30,40 +30,10 @@
 #include "protocol/protocol.h"
 #include "protocol/sse.h"
 #include "util/util.h"
+#include "fixture.h"
 
-static char g_data[PATH_MAX + 64]; /* tests/data/protocols/openai-chat, absolute */
 
 static const tgi_protocol *P = &tgi_protocol_openai_chat;
-
-static char *slurp(const char *name, size_t *len)
-{
-	char path[PATH_MAX + 256];
-	snprintf(path, sizeof path, "%s/%s", g_data, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		fail_msg("cannot open %s", path);
-	tgi_buf b;
-	tgi_buf_init(&b, 1u << 20);
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		assert_int_equal(tgi_buf_append(&b, chunk, n), 0);
-	fclose(f);
-	*len = b.len;
-	return tgi_buf_steal(&b);
-}
-
-static json_t *load_json(const char *name)
-{
-	size_t len;
-	char *text = slurp(name, &len);
-	json_error_t je;
-	json_t *v = json_loadb(text, len, 0, &je);
-	if (!v)
-		fail_msg("%s: %s", name, je.text);
-	free(text);
-	return v;
-}
 
 static void assert_opt_string(const char *got, const json_t *want, const char *what)
 {
@@ -128,8 +98,8 @@ static void test_fixtures(void **state)
 			snprintf(expect, sizeof expect, "%s.expect.json", name);
 		else
 			snprintf(expect, sizeof expect, "%.*s.expect.json", (int)(n - 5), name);
-		char *text = slurp(name, &len);
-		json_t *want = load_json(expect);
+		char *text = fixture(name, &len);
+		json_t *want = fixture_json(expect);
 		int rc = (stream ? P->decode_stream : P->decode)(text, len, &c, err, sizeof err);
 		if (rc != 0)
 			fail_msg("%s: %s", name, err);
@@ -583,7 +553,7 @@ static void test_results_golden(void **state)
 {
 	(void)state;
 	size_t len;
-	char *text = slurp("custom_call.json", &len);
+	char *text = fixture("custom_call.json", &len);
 	tgi_pcalls c;
 	char err[256] = "";
 	assert_int_equal(P->decode(text, len, &c, err, sizeof err), 0);
@@ -593,7 +563,7 @@ static void test_results_golden(void **state)
 		{ "persisted", 0, "1\thello, world", NULL },
 	};
 	json_t *got = P->results(&c, res);
-	json_t *want = load_json("results.golden.json");
+	json_t *want = fixture_json("results.golden.json");
 	if (!json_equal(got, want)) {
 		char *s = json_dumps(got, JSON_INDENT(2));
 		fail_msg("results differ:\n%s", s);
@@ -644,8 +614,8 @@ static void test_results_edges(void **state)
 static void test_tools_golden(void **state)
 {
 	(void)state;
-	json_t *defs = load_json("tools.defs.json");
-	json_t *want = load_json("tools.golden.json");
+	json_t *defs = fixture_json("tools.defs.json");
+	json_t *want = fixture_json("tools.golden.json");
 	char err[256] = "";
 	json_t *got = P->tools(defs, 0, err, sizeof err);
 	if (!got)
@@ -796,13 +766,8 @@ static void test_pcalls_free(void **state)
 
 int main(void)
 {
-	char root[PATH_MAX];
-	const char *r = getenv("TOOLGATE_ROOT");
-	if (!realpath(r && *r ? r : ".", root)) {
-		perror("toolgate root");
+	if (fixture_open("openai-chat") < 0)
 		return 1;
-	}
-	snprintf(g_data, sizeof g_data, "%s/tests/data/protocols/openai-chat", root);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures),
 		cmocka_unit_test(test_bad_responses),

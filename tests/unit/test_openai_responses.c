@@ -34,42 +34,11 @@
 #include "protocol/protocol.h"
 #include "protocol/sse.h"
 #include "util/util.h"
+#include "fixture.h"
 
-static char g_data[PATH_MAX + 64]; /* tests/data/protocols/openai-responses, absolute */
 static const tgi_protocol *P = &tgi_protocol_openai_responses;
 
 /* ---- helpers ---- */
-
-static char *slurp(const char *name, size_t *len)
-{
-	char path[2 * PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", g_data, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		fail_msg("cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return s;
-}
-
-static json_t *load_json(const char *name)
-{
-	size_t len;
-	json_error_t je;
-	char *s = slurp(name, &len);
-	json_t *v = json_loadb(s, len, 0, &je);
-	free(s);
-	if (!v)
-		fail_msg("%s: %s", name, je.text);
-	return v;
-}
 
 static int is_stream(const char *name)
 {
@@ -87,7 +56,7 @@ static int decode_text(const char *text, size_t len, int stream, tgi_pcalls *out
 static int decode_file(const char *name, tgi_pcalls *out, char *err, size_t errlen)
 {
 	size_t len;
-	char *text = slurp(name, &len);
+	char *text = fixture(name, &len);
 	int rc = decode_text(text, len, is_stream(name), out, err, errlen);
 	free(text);
 	return rc;
@@ -183,7 +152,7 @@ static void check_case(const json_t *cs)
 
 static void test_cases(void **state)
 {
-	json_t *cases = load_json("cases.json");
+	json_t *cases = fixture_json("cases.json");
 	size_t i;
 	const json_t *cs;
 	assert_true(json_array_size(json_object_get(cases, "cases")) >= 20);
@@ -555,7 +524,7 @@ static void test_results(void **state)
 		{"invalid", 1, NULL, NULL},
 	};
 	json_t *got = P->results(&calls, res);
-	json_t *want = load_json("results_expected.json");
+	json_t *want = fixture_json("results_expected.json");
 	if (!json_equal(got, want)) {
 		char *s = json_dumps(got, JSON_INDENT(2));
 		fail_msg("results differ from results_expected.json:\n%s", s);
@@ -573,8 +542,8 @@ static void test_results(void **state)
 static void test_tools_golden(void **state)
 {
 	char err[512] = "";
-	json_t *defs = load_json("tools_defs.json");
-	json_t *want = load_json("tools_expected.json");
+	json_t *defs = fixture_json("tools_defs.json");
+	json_t *want = fixture_json("tools_expected.json");
 	json_t *got = P->tools(defs, 0, err, sizeof err);
 	if (!got)
 		fail_msg("tools: %s", err);
@@ -643,13 +612,8 @@ static void test_tools_refused(void **state)
 
 int main(void)
 {
-	char root[PATH_MAX];
-	const char *r = getenv("TOOLGATE_ROOT");
-	if (!realpath(r && *r ? r : ".", root)) {
-		perror("toolgate root");
+	if (fixture_open("openai-responses") < 0)
 		return 1;
-	}
-	snprintf(g_data, sizeof g_data, "%s/tests/data/protocols/openai-responses", root);
 	assert_string_equal(P->name, "openai-responses");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
