@@ -85,7 +85,7 @@ tsan: $(TSAN_TESTS)
 demo: all
 	@scripts/demo build/toolgate
 
-bench: all build/bench/pipeline build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
+bench: all build/bench/pipeline build/bench/redact build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a

@@ -6,6 +6,15 @@
  * same run: the same file read directly (open, read, close), so the gate's
  * cost can be read as a ratio on a noisy machine.
  *
+ * Then the middleware (src/mw/): the same reads in one session (each with
+ * its own offset, as an agent reading a file in parts would) with every
+ * part that can be switched off off, and with every part on but hooks —
+ * loop detection, a rate limit on read_file, redaction keys, a JSONL event
+ * sink and an event socket — in alternating rounds, so the two figures
+ * share the machine's mood.  Redaction's secret patterns cannot be
+ * switched off, so both sides pay for them (bench/redact.c measures them
+ * alone).
+ *
  *   build/bench/pipeline [seconds-per-round] [rounds]
  */
 #include <fcntl.h>
@@ -36,16 +45,18 @@ typedef struct {
 	double per_s, p50, p99;
 } figures;
 
-static figures run_gate(const char *ws, int sync_full, double seconds)
+static figures run_gate(const char *ws, int sync_full, double seconds, const char *config)
 {
-	tg_options o = {.workspace = ws, .sync_full = sync_full};
+	tg_options o = {.workspace = ws, .sync_full = sync_full, .config_path = config};
 	tg_gate *g;
 	char *err = NULL;
 	if (tg_gate_open(&o, &g, &err) < 0) {
 		fprintf(stderr, "pipeline: %s\n", err);
 		exit(1);
 	}
-	tg_request req = {.tool = "read_file", .args = "{\"path\":\"small.txt\"}"};
+	char args[64] = "{\"path\":\"small.txt\"}";
+	tg_request req = {.tool = "read_file", .args = args, .session = config ? "bench" : NULL};
+	unsigned part = 0;
 	size_t cap = 1 << 22, n = 0;
 	double *lat = malloc(cap * sizeof *lat);
 	/* warm up */
@@ -63,7 +74,14 @@ static figures run_gate(const char *ws, int sync_full, double seconds)
 	do {
 		tg_result *r;
 		double a = now_us();
+		if (config) /* the middleware rounds: a different part of the file each time */
+			snprintf(args, sizeof args, "{\"path\":\"small.txt\",\"offset\":%u}", 1 + part++ % 20);
 		tg_call(g, &req, &r);
+		if (config && tg_result_status(r) != TG_PERSISTED) {
+			fprintf(stderr, "pipeline: unexpected status %s\n%s\n",
+			        tg_status_name(tg_result_status(r)), tg_result_json(r, 1));
+			exit(1);
+		}
 		tg_result_free(r);
 		t = now_us();
 		if (n < cap)
@@ -123,16 +141,38 @@ int main(int argc, char **argv)
 		fprintf(f, "line %d of a small file read through the gate\n", i);
 	fclose(f);
 
+	char off[4200], on[4200];
+	snprintf(off, sizeof off, "%s/off.yaml", ws);
+	snprintf(on, sizeof on, "%s/on.yaml", ws);
+	f = fopen(off, "w");
+	fprintf(f, "loop_detection: {enabled: false}\n");
+	fclose(f);
+	f = fopen(on, "w");
+	fprintf(f, "loop_detection: {window: 30, warn: 3, block: 5}\n"
+	           "rate_limits: {read_file: \"1000000/sec\"}\n"
+	           "redact: {keys: [password, token, api_key, secret]}\n"
+	           "events: {jsonl: .toolgate/events.jsonl, socket: .toolgate/events.sock}\n");
+	fclose(f);
+
 	double np[99], n50[99], n99[99], fp[99], f50[99], f99[99], bp[99];
+	double offp[99], onp[99], on50[99], on99[99], ratio[99];
 	for (int r = 0; r < rounds; r++) {
-		figures a = run_gate(ws, 0, seconds);
-		figures b = run_gate(ws, 1, seconds);
+		figures a = run_gate(ws, 0, seconds, NULL);
+		figures b = run_gate(ws, 1, seconds, NULL);
 		figures c = run_baseline(ws, seconds / 4);
 		np[r] = a.per_s, n50[r] = a.p50, n99[r] = a.p99;
 		fp[r] = b.per_s, f50[r] = b.p50, f99[r] = b.p99;
 		bp[r] = c.per_s;
 		fprintf(stderr, "round %d: normal %.0f/s  full %.0f/s  baseline %.0f/s\n", r + 1,
 		        a.per_s, b.per_s, c.per_s);
+	}
+	for (int r = 0; r < rounds; r++) {
+		figures a = run_gate(ws, 0, seconds, off);
+		figures b = run_gate(ws, 0, seconds, on);
+		offp[r] = a.per_s;
+		onp[r] = b.per_s, on50[r] = b.p50, on99[r] = b.p99;
+		ratio[r] = b.per_s / a.per_s;
+		fprintf(stderr, "round %d: middleware off %.0f/s  on %.0f/s\n", r + 1, a.per_s, b.per_s);
 	}
 	double mb = median(bp, rounds), mn = median(np, rounds);
 	printf("pipeline_normal calls_per_s %.0f p50_us %.1f p99_us %.1f\n", mn, median(n50, rounds),
@@ -142,6 +182,11 @@ int main(int argc, char **argv)
 	printf("baseline_read   reads_per_s %.0f (open+read+close of the same file)\n", mb);
 	printf("ratio gate_normal/baseline %.3f (median of %d rounds of %.1f s)\n", mn / mb, rounds,
 	       seconds);
+	printf("middleware_off  calls_per_s %.0f\n", median(offp, rounds));
+	printf("middleware_on   calls_per_s %.0f p50_us %.1f p99_us %.1f (all but hooks)\n",
+	       median(onp, rounds), median(on50, rounds), median(on99, rounds));
+	printf("ratio middleware on/off %.3f (median of the rounds' ratios; target >= 0.80)\n",
+	       median(ratio, rounds));
 
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);

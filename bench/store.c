@@ -1,16 +1,21 @@
 /*
  * store.c — the ledger alone (src/store/sqlite.c), without the rest of the
  * pipeline: what one call's record costs, how many WAL pages it writes, what
- * closing a handle costs, and how the log filters answer on a large ledger.
+ * closing a handle costs, and how the log filters and the stats answer on a
+ * large ledger.
  *
- *   build/bench/store [records] [rounds] [dir]   record cost at NORMAL and FULL
+ *   build/bench/store [records] [rounds] [dir]   record cost at NORMAL and FULL,
+ *                                                and with what middleware keeps
  *   build/bench/store cli [processes] [dir]      one record per short process,
  *                                                alone and beside a connection
  *                                                that keeps the ledger open
- *   build/bench/store scan [rows] [dir]          log queries over a large ledger
+ *   build/bench/store scan [rows] [dir]          log queries and stats over a large
+ *                                                ledger
  *
  * A record has the shape the gate writes for a read_file call: a ~1.7 KB
- * envelope, small redacted args, three events, no session.  Every run
+ * envelope, small redacted args, three events, no session.  With the
+ * middleware (record_mw) it also has a session, a loop-window entry and the
+ * session's manifest digest, as a call with loop detection on writes.  Every run
  * works in a fresh temporary directory under dir (default /tmp, a real
  * disk: what fsync costs matters) and removes it afterwards.
  *
@@ -107,6 +112,14 @@ static void make_envelope(void)
 static const char *const tools[] = { "read_file", "list_dir", "search_files", "write_file",
                                      "apply_patch", "shell" };
 
+/* A loop-window entry of the size loop detection keeps (two hashes and a
+ * status). */
+static const char loop_entry[] =
+	"{\"sig\":\"read_file:9f2b5c1e0a7d4e3f8b6c2a1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f\","
+	"\"out\":\"5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f9f2b5c1e0a7d4e3f8b6c2a1d0e9f8a7b6c\",\"ok\":1}";
+static const char manifest[] = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae";
+static int with_mw; /* record what middleware keeps too */
+
 /* Record one call with a fresh UUIDv7; tool and status vary with i when
  * mixed (for the scan), else it is the read_file shape. */
 static void record(tgi_store *s, long i, int mixed)
@@ -120,9 +133,16 @@ static void record(tgi_store *s, long i, int mixed)
 	                     .args_redacted = "{\"path\":\"small.txt\",\"offset\":1,\"limit\":2000}",
 	                     .args_sha256 = "9f2b5c1e0a7d4e3f8b6c2a1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f",
 	                     .envelope = envelope, .started_ms = t, .duration_ms = 0.031 };
-	tgi_event ev[3] = { { "tool.call.received", "decode", NULL, t },
-	                    { "tool.call.started", "execute", NULL, t },
-	                    { "tool.call.persisted", "persist", NULL, t } };
+	if (with_mw) {
+		op.session = "bench-session";
+		op.loop = loop_entry;
+		op.manifest = manifest;
+	}
+	if (mixed)
+		op.duration_ms = 0.02 + (double)(i % 997) / 10.0;
+	tgi_event ev[3] = { { "tool.call.received", "decode", NULL, t, 0 },
+	                    { "tool.call.started", "execute", NULL, t, 0 },
+	                    { "tool.call.persisted", "persist", NULL, t, 0 } };
 	if (tgi_store_record(s, &op, ev, 3, NULL, TGI_SETTLE_NONE, err, sizeof err) < 0)
 		die("record", err);
 }
@@ -201,24 +221,32 @@ static void pages_per_record(const char *base)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Runs: 0 NORMAL, 1 FULL, 2 NORMAL with what middleware keeps. */
 static int bench_records(long n, int rounds, const char *base)
 {
-	double w[2][99], c[2][99], p50[2][99], p99[2][99], cl[2][99];
+	static const char *const names[] = { "normal", "full  ", "mw    " };
+	double w[3][99], c[3][99], p50[3][99], p99[3][99], cl[3][99];
 	make_envelope();
 	for (int r = 0; r < rounds; r++) {
-		for (int full = 0; full <= 1; full++) {
-			figures f = run_records(base, full, full ? n / 4 : n);
-			w[full][r] = f.wall, c[full][r] = f.cpu, p50[full][r] = f.p50, p99[full][r] = f.p99;
-			cl[full][r] = f.close_ms;
+		for (int k = 0; k < 3; k++) {
+			with_mw = k == 2;
+			figures f = run_records(base, k == 1, k == 1 ? n / 4 : n);
+			w[k][r] = f.wall, c[k][r] = f.cpu, p50[k][r] = f.p50, p99[k][r] = f.p99;
+			cl[k][r] = f.close_ms;
 		}
-		fprintf(stderr, "round %d: normal %.1f us/record, full %.1f us/record\n", r + 1, w[0][r],
-		        w[1][r]);
+		fprintf(stderr, "round %d: normal %.1f us/record, full %.1f us/record, mw %.1f us/record\n",
+		        r + 1, w[0][r], w[1][r], w[2][r]);
 	}
-	for (int full = 0; full <= 1; full++)
+	for (int k = 0; k < 3; k++)
 		printf("record_%s us_per_record %.1f cpu_us %.1f p50_us %.1f p99_us %.1f close_ms %.2f\n",
-		       full ? "full  " : "normal", median(w[full], rounds), median(c[full], rounds),
-		       median(p50[full], rounds), median(p99[full], rounds), median(cl[full], rounds));
-	pages_per_record(base);
+		       names[k], median(w[k], rounds), median(c[k], rounds), median(p50[k], rounds),
+		       median(p99[k], rounds), median(cl[k], rounds));
+	for (int k = 0; k < 2; k++) {
+		with_mw = k;
+		printf("%s", k ? "mw: " : "");
+		pages_per_record(base);
+	}
+	with_mw = 0;
 	return 0;
 }
 
@@ -311,6 +339,24 @@ static void time_query(tgi_store *s, int events, const char *what, tgi_log_filte
 	       median(t, 3));
 }
 
+/* Median of three runs of tgi_store_stats. */
+static void time_stats(tgi_store *s, const char *what, int64_t since_ms)
+{
+	char err[512];
+	double t[3];
+	json_int_t calls = 0;
+	for (int r = 0; r < 3; r++) {
+		json_t *v;
+		double a = now_us();
+		if (tgi_store_stats(s, since_ms, &v, err, sizeof err) < 0)
+			die(what, err);
+		t[r] = (now_us() - a) / 1000.0;
+		calls = json_integer_value(json_object_get(v, "calls"));
+		json_decref(v);
+	}
+	printf("scan stats  %-38s calls %7lld ms %9.1f\n", what, (long long)calls, median(t, 3));
+}
+
 static int bench_scan(long rows, const char *base)
 {
 	char dir[256], db[300];
@@ -340,6 +386,8 @@ static int bench_scan(long rows, const char *base)
 		time_query(s, events, "--since 1s ago", (tgi_log_filter){ .since_ms = recent });
 		time_query(s, events, "--limit 50", (tgi_log_filter){ .limit = 50 });
 	}
+	time_stats(s, "all", 0);
+	time_stats(s, "--since 1s ago", recent);
 	tgi_store_close(s);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;

@@ -17,7 +17,7 @@ typedef struct cli_gate_opts {
 #define CLI_GATE_OPTIONS_HELP                                                   \
 	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n" \
 	"  --workspace DIR      workspace directory (default: from the config, or .)\n" \
-	"  --mode MODE          default | acceptEdits | plan | bypassPermissions\n"   \
+	"  --mode MODE          default | acceptEdits | plan | bypassPermissions | dryRun\n" \
 	"  --approval POLICY    on-request | never | untrusted\n"                     \
 	"  --profile NAME       minimal | coding | messaging | full | a configured one\n" \
 	"  --sync LEVEL         ledger durability: normal | full\n"                 \
@@ -44,9 +44,14 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Read all of a file (or stdin for "-") up to max bytes; NULL + message on error. */
 char *cli_read_input(const char *path, size_t max, size_t *len);
 
+/* --since WHEN: 30s, 10m, 2h, 1d (before now) or 2026-11-30[T12:00:00Z]
+ * (UTC), as unix ms into *out; -1 when it is neither. */
+int cli_parse_since(const char *s, long long *out);
+
 int cmd_call(int argc, char **argv);
 int cmd_tools(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 int cmd_approvals(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_apply_patch(int argc, char **argv);

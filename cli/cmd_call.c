@@ -23,7 +23,9 @@ static const char usage_text[] =
 	"  --key KEY            idempotency key\n"
 	"  --call-id ID         the provider's call id\n"
 	"  --session ID         session id\n"
-	"  --dry-run            stop before execute; show the plan\n"
+	"  --dry-run            every stage up to execute, then the plan instead of the run\n"
+	"                       (a file's diff, a command's argv/workdir/sandbox/env); nothing\n"
+	"                       runs or is written, no approval is spent\n"
 	"  --json               compact output\n"
 	CLI_GATE_OPTIONS_HELP
 	"\nexit: 0 persisted/replayed/dry_run, 2 invalid, 3 denied, 4 failed, 5 pending,\n"

@@ -1,50 +1,54 @@
 /*
  * cmd_log.c — `toolgate log`: what the ledger holds — every call with its
- * status, and the events of each.
+ * status, and the events of each; with --follow, the events as they are
+ * written, by this process or any other, until SIGINT or SIGTERM.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
 #include "cli.h"
 
 static const char usage_text[] =
-	"usage: toolgate log [options]\n\n"
-	"Lists the calls in the ledger, oldest first, each with its events.\n\n"
+	"usage: toolgate log [options]\n"
+	"       toolgate log --follow [--tool NAME] [--status STATUS] [--session ID] [--json]\n\n"
+	"Lists the calls in the ledger, oldest first, each with its events.  With\n"
+	"--follow, prints each event as it is written (by any toolgate process)\n"
+	"until interrupted: \"HH:MM:SS.mmm  seq  type  tool  status  summary\" (UTC),\n"
+	"or with --json one JSON object per event, as the events: sinks write them.\n\n"
 	"options:\n"
 	"  --tool NAME          only calls of this tool\n"
 	"  --status STATUS      only calls that ended with this status\n"
+	"  --session ID         only calls of this session\n"
 	"  --since WHEN         only calls since: 30s, 10m, 2h, 1d, or 2026-11-30[T12:00:00Z]\n"
 	"  --op ID              one call\n"
 	"  --limit N            at most N calls (the newest N)\n"
-	"  --json               one JSON object per call (with \"events\"), one per line\n"
+	"  -f, --follow         print events as they are written, from now on\n"
+	"  --json               one JSON object per line (a call with \"events\"; with\n"
+	"                       --follow, an event)\n"
 	CLI_GATE_OPTIONS_HELP;
 
-static int parse_since(const char *s, long long *out)
+/* Set by SIGINT/SIGTERM while following; read by tg_log_follow. */
+static volatile int follow_stop;
+
+static void on_signal(int sig)
 {
-	char *end;
-	double v = strtod(s, &end);
-	if (end != s && *end && !end[1]) {
-		double mult = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600
-		            : *end == 'd'  ? 86400 : 0;
-		if (mult > 0 && v >= 0) {
-			*out = (long long)time(NULL) * 1000 - (long long)(v * mult * 1000);
-			return 0;
-		}
-	}
-	struct tm tm;
-	memset(&tm, 0, sizeof tm);
-	const char *rest = strptime(s, "%Y-%m-%d", &tm);
-	if (rest && *rest == 'T')
-		rest = strptime(rest + 1, "%H:%M:%S", &tm);
-	if (!rest || (*rest && strcmp(rest, "Z")))
-		return -1;
-	*out = (long long)timegm(&tm) * 1000;
-	return 0;
+	(void)sig;
+	__atomic_store_n(&follow_stop, 1, __ATOMIC_RELEASE);
+}
+
+/* s into out with control characters as spaces (it came from the ledger). */
+static const char *clean(char *out, size_t cap, const char *s)
+{
+	size_t i = 0;
+	for (; s && s[i] && i + 1 < cap; i++)
+		out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
+	out[i] = '\0';
+	return out;
 }
 
 static void print_human(json_t *op)
@@ -68,52 +72,65 @@ static void print_human(json_t *op)
 	}
 }
 
-int cmd_log(int argc, char **argv)
+static const char *str_or(json_t *o, const char *key, const char *dflt)
 {
-	static const struct option longopts[] = {
-		{"tool", 1, 0, 't'}, {"status", 1, 0, 's'}, {"since", 1, 0, 'S'},
-		{"op", 1, 0, 'o'},   {"limit", 1, 0, 'l'},  {"json", 0, 0, 'j'},
-		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,    {0, 0, 0, 0},
-	};
-	cli_gate_opts go;
-	tg_log_query q = {0};
-	int as_json = 0, opt;
-	cli_gate_opts_init(&go);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 't': q.tool = optarg; break;
-		case 's':
-			for (int i = 0; i <= TG_STATUS__COUNT; i++) {
-				if (i == TG_STATUS__COUNT)
-					return cli_error("unknown status \"%s\"", optarg);
-				if (!strcmp(tg_status_name((tg_status)i), optarg))
-					break;
-			}
-			q.status = optarg;
-			break;
-		case 'S':
-			if (parse_since(optarg, &q.since_ms) < 0)
-				return cli_error("--since: expected 30s, 10m, 2h, 1d or a date, got \"%s\"",
-				                 optarg);
-			break;
-		case 'o': q.op_id = optarg; break;
-		case 'l': q.limit = (size_t)strtoul(optarg, NULL, 10); break;
-		case 'j': as_json = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
-		}
-	}
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : dflt;
+}
+
+/* One followed event: "HH:MM:SS.mmm  seq  type  tool  status  summary". */
+static void print_event_human(const char *line)
+{
+	json_t *ev = json_loads(line, 0, NULL);
+	if (!ev)
+		return;
+	const char *ts = str_or(ev, "ts", "");
+	char hms[16] = "-";
+	if (strlen(ts) >= 23)
+		snprintf(hms, sizeof hms, "%.12s", ts + 11);
+	char type[64], tool[160], status[32], summary[2048];
+	printf("%s  %6lld  %-22s  %-16s  %-9s  %s\n", hms,
+	       (long long)json_integer_value(json_object_get(ev, "seq")),
+	       clean(type, sizeof type, str_or(ev, "type", "?")),
+	       clean(tool, sizeof tool, str_or(ev, "tool", "-")),
+	       clean(status, sizeof status, str_or(ev, "status", "-")),
+	       clean(summary, sizeof summary, str_or(ev, "summary", "")));
+	json_decref(ev);
+}
+
+/* tg_log_follow's callback: nonzero (stop) when stdout is gone. */
+static int on_event(void *arg, const char *line)
+{
+	if (*(const int *)arg)
+		puts(line);
+	else
+		print_event_human(line);
+	return fflush(stdout) != 0 || ferror(stdout);
+}
+
+static int follow(tg_gate *g, const tg_log_query *q, int as_json)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;   /* no SA_RESTART: a wait ends at once */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);    /* a closed stdout is a write error, then a clean stop */
 	char *err = NULL;
-	char *text = tg_log(g, &q, &err);
-	tg_gate_close(g);
+	int rc = tg_log_follow(g, q, -1, on_event, &as_json, &follow_stop, &err);
+	if (rc < 0) {
+		cli_error("%s", err ? err : "cannot read the ledger");
+		free(err);
+		return 1;
+	}
+	return 0;
+}
+
+static int list(tg_gate *g, const tg_log_query *q, int as_json)
+{
+	char *err = NULL;
+	char *text = tg_log(g, q, &err);
 	if (!text) {
 		cli_error("%s", err ? err : "cannot read the ledger");
 		free(err);
@@ -134,4 +151,62 @@ int cmd_log(int argc, char **argv)
 	}
 	json_decref(ops);
 	return 0;
+}
+
+int cmd_log(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"tool", 1, 0, 't'}, {"status", 1, 0, 's'}, {"since", 1, 0, 'S'},
+		{"op", 1, 0, 'o'},   {"limit", 1, 0, 'l'},  {"json", 0, 0, 'j'},
+		{"session", 1, 0, 'e'}, {"follow", 0, 0, 'f'},
+		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,    {0, 0, 0, 0},
+	};
+	cli_gate_opts go;
+	tg_log_query q = {0};
+	int as_json = 0, following = 0, opt;
+	const char *only_list = NULL;   /* an option --follow does not take */
+	cli_gate_opts_init(&go);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "hf", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 't': q.tool = optarg; break;
+		case 's':
+			for (int i = 0; i <= TG_STATUS__COUNT; i++) {
+				if (i == TG_STATUS__COUNT)
+					return cli_error("unknown status \"%s\"", optarg);
+				if (!strcmp(tg_status_name((tg_status)i), optarg))
+					break;
+			}
+			q.status = optarg;
+			break;
+		case 'e': q.session = optarg; break;
+		case 'S':
+			if (cli_parse_since(optarg, &q.since_ms) < 0)
+				return cli_error("--since: expected 30s, 10m, 2h, 1d or a date, got \"%s\"",
+				                 optarg);
+			only_list = "--since";
+			break;
+		case 'o': q.op_id = optarg; only_list = "--op"; break;
+		case 'l': q.limit = (size_t)strtoul(optarg, NULL, 10); only_list = "--limit"; break;
+		case 'j': as_json = 1; break;
+		case 'f': following = 1; break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
+			fputs(usage_text, stderr);
+			return 1;
+		}
+	}
+	if (optind < argc)
+		return cli_error("log: unexpected argument \"%s\"", argv[optind]);
+	if (following && only_list)
+		return cli_error("--follow prints events from now on; %s does not apply (use toolgate "
+		                 "log %s for what is already there)", only_list, only_list);
+	tg_gate *g = cli_gate_open(&go);
+	if (!g)
+		return 1;
+	int rc = following ? follow(g, &q, as_json) : list(g, &q, as_json);
+	tg_gate_close(g);
+	return rc;
 }

@@ -1,7 +1,7 @@
 /*
- * cmd_tools.c — `toolgate tools [--format API] [--gemini-legacy]`: the
- * tool definitions a model may use under a profile, as our JSON or as the
- * `tools` array of a model API.
+ * cmd_tools.c — `toolgate tools [--format API] [--gemini-legacy] [--digest]`:
+ * the tool definitions a model may use under a profile, as our JSON or as
+ * the `tools` array of a model API, and the manifest digest that names them.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,22 +11,26 @@
 #include "cli.h"
 
 static const char usage_text[] =
-	"usage: toolgate tools [--format API] [--gemini-legacy] [options]\n\n"
+	"usage: toolgate tools [--format API] [--gemini-legacy] [--digest] [options]\n\n"
 	"Prints the definitions of the tools available under the profile: as a JSON array of\n"
 	"{name, description, input_schema, annotations}, or with --format as the `tools` array\n"
 	"of a model API: openai-chat, openai-responses, anthropic, gemini (schemas translated\n"
-	"to its dialect; --gemini-legacy: Gemini's OpenAPI-subset `parameters`).\n\n"
+	"to its dialect; --gemini-legacy: Gemini's OpenAPI-subset `parameters`).\n"
+	"The manifest digest (sha256 of the canonical definitions) goes to stderr; with\n"
+	"--digest it alone is printed, on stdout.  A session whose digest changes between\n"
+	"two of its calls gets a tool.manifest.changed event in the ledger.\n\n"
 	"options:\n" CLI_GATE_OPTIONS_HELP;
 
 int cmd_tools(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"format", 1, 0, 'f'}, {"gemini-legacy", 0, 0, 'g'}, {"help", 0, 0, 'h'},
+		{"format", 1, 0, 'f'}, {"gemini-legacy", 0, 0, 'g'}, {"digest", 0, 0, 'd'},
+		{"help", 0, 0, 'h'},
 		CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
 	const char *format = NULL;
-	int opt, legacy = 0;
+	int opt, legacy = 0, digest_only = 0;
 	cli_gate_opts_init(&go);
 	go.o.bridge = 1;
 	optind = 1;
@@ -34,6 +38,7 @@ int cmd_tools(int argc, char **argv)
 		switch (opt) {
 		case 'f': format = optarg; break;
 		case 'g': legacy = 1; break;
+		case 'd': digest_only = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
 			if (cli_gate_opt(&go, opt, optarg) == 1)
@@ -49,13 +54,26 @@ int cmd_tools(int argc, char **argv)
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;
-	char *err = NULL;
-	char *s = format ? tg_tools_format(g, NULL, format, legacy, &err) : tg_tools_json(g, NULL, &err);
+	char *err = NULL, digest[65];
 	int code = 0;
-	if (s)
-		puts(s);
-	else
+	if (tg_tools_digest(g, NULL, digest, &err) < 0) {
 		code = cli_error("%s", err ? err : "cannot list tools");
+		free(err);
+		tg_gate_close(g);
+		return code;
+	}
+	if (digest_only) {
+		puts(digest);
+		tg_gate_close(g);
+		return 0;
+	}
+	char *s = format ? tg_tools_format(g, NULL, format, legacy, &err) : tg_tools_json(g, NULL, &err);
+	if (s) {
+		puts(s);
+		fprintf(stderr, "manifest sha256:%s\n", digest);
+	} else {
+		code = cli_error("%s", err ? err : "cannot list tools");
+	}
 	free(s);
 	free(err);
 	tg_gate_close(g);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -22,6 +23,7 @@ static const struct cmd {
 	{"dispatch", cmd_dispatch, "run the tool calls of a model's response; print the results"},
 	{"tools", cmd_tools, "print the tool definitions for a profile (or in an API's shape)"},
 	{"log", cmd_log, "show the ledger: calls, statuses and their events"},
+	{"stats", cmd_stats, "per-tool calls by status, p50/p99 duration, denials by rule"},
 	{"approvals", cmd_approvals, "list, approve or deny queued approvals"},
 	{"ops", cmd_ops, "settle an unknown outcome (ops resolve)"},
 	{"apply-patch", cmd_apply_patch, "apply a V4A patch here, as Codex's apply_patch does"},
@@ -51,6 +53,29 @@ int cli_error(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return 1;
+}
+
+int cli_parse_since(const char *s, long long *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end != s && *end && !end[1]) {
+		double mult = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600
+		            : *end == 'd'  ? 86400 : 0;
+		if (mult > 0 && v >= 0) {
+			*out = (long long)time(NULL) * 1000 - (long long)(v * mult * 1000);
+			return 0;
+		}
+	}
+	struct tm tm;
+	memset(&tm, 0, sizeof tm);
+	const char *rest = strptime(s, "%Y-%m-%d", &tm);
+	if (rest && *rest == 'T')
+		rest = strptime(rest + 1, "%H:%M:%S", &tm);
+	if (!rest || (*rest && strcmp(rest, "Z")))
+		return -1;
+	*out = (long long)timegm(&tm) * 1000;
+	return 0;
 }
 
 void cli_gate_opts_init(cli_gate_opts *g)

@@ -81,7 +81,7 @@ typedef struct tg_gate tg_gate;
 typedef struct tg_options {
 	const char *config_path; /* NULL: $TOOLGATE_CONFIG, ./toolgate.yaml, built-in defaults */
 	const char *workspace;   /* NULL: from the config (default ".") */
-	const char *mode;        /* NULL or default|acceptEdits|plan|bypassPermissions */
+	const char *mode;        /* NULL or default|acceptEdits|plan|bypassPermissions|dryRun */
 	const char *approval;    /* NULL or on-request|never|untrusted */
 	const char *profile;     /* NULL: from the config (default "coding") */
 	int         sync_full;   /* ledger durability: -1 config, 0 NORMAL, 1 FULL */
@@ -217,6 +217,7 @@ size_t tg_gate_max_args_bytes(const tg_gate *g);
 typedef struct tg_log_query {
 	const char *tool;     /* only calls of this tool, or NULL */
 	const char *status;   /* only calls that ended so, or NULL */
+	const char *session;  /* only calls of this session, or NULL */
 	const char *op_id;    /* one call, or NULL */
 	long long   since_ms; /* unix ms; 0: from the start */
 	size_t      limit;    /* the newest N calls; 0: all */
@@ -230,6 +231,37 @@ typedef struct tg_log_query {
  * NULL with *errmsg on error.
  */
 char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg);
+
+/*
+ * Follow the ledger's events as they are written, by this process or any
+ * other: each event matching q (tool, status, session; since_ms and limit
+ * are ignored) after seq after_seq (-1: only events written from now on)
+ * is passed to fn as one JSON line {seq, ts, type, stage, op_id, session,
+ * principal, tool, status, summary, data} (redacted), oldest first.  Waits
+ * for new events without polling the database in a busy loop.  Returns 0
+ * when fn returns nonzero or *stop becomes nonzero (checked at least every
+ * 250 ms), -1 with *errmsg when the ledger cannot be read.
+ */
+int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
+                  int (*fn)(void *arg, const char *event_json), void *arg,
+                  volatile const int *stop, char **errmsg);
+
+/*
+ * Per-tool counts by status, p50/p99 duration and denials by rule for the
+ * calls started at or after since_ms (0: all), as JSON: {"since", "calls",
+ * "tools": [{"tool", "calls", "by_status": {...}, "p50_ms", "p99_ms"}],
+ * "denials": [{"rule", "kind", "count"}]} (rule null: denied by no rule,
+ * e.g. loop_detected).  Caller frees; NULL with *errmsg.
+ */
+char *tg_stats(tg_gate *g, long long since_ms, char **errmsg);
+
+/*
+ * The manifest digest: sha256 (hex) of the canonical definitions a model
+ * gets under profile (NULL: the gate's), into out[65].  A session whose
+ * digest changes between two of its calls gets a tool.manifest.changed
+ * event.  0, or -1 with *errmsg (an unknown profile).
+ */
+int tg_tools_digest(tg_gate *g, const char *profile, char out[65], char **errmsg);
 
 /*
  * Approvals as a JSON array of {id, state, tool, principal, args, reason,

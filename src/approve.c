@@ -27,10 +27,12 @@
 static int prompt_tty(tgi_call *c)
 {
 	char shown[300], line[16];
-	tgi_sanitize(shown, sizeof shown, c->args_canon);
+	char *args = tgi_redacted_args(c);  /* a terminal is often a log too */
+	tgi_sanitize(shown, sizeof shown, args);
 	fprintf(stderr, "toolgate: %s wants to run %s %s%s\n  (%s) allow once? [y/N] ",
-	        c->principal->name, c->tool, shown, strlen(c->args_canon) >= sizeof shown ? "…" : "",
+	        c->principal->name, c->tool, shown, strlen(args) >= sizeof shown ? "…" : "",
 	        c->rule);
+	free(args);
 	fflush(stderr);
 	if (!fgets(line, sizeof line, stdin))
 		return 0;

@@ -40,7 +40,8 @@
 
 /* ---- enums ---- */
 
-static const char *const mode_names[]     = { "default", "acceptEdits", "plan", "bypassPermissions" };
+static const char *const mode_names[]     = { "default", "acceptEdits", "plan", "bypassPermissions",
+                                              "dryRun" };
 static const char *const approval_names[] = { "on-request", "never", "untrusted" };
 static const char *const sandbox_names[]  = { "read-only", "workspace-write", "danger-full-access" };
 static const char *const sync_names[]     = { "normal", "full" };
@@ -101,7 +102,7 @@ static const char *const top_keys[] = {
 	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
 	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
 	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
-	"rate_limits", "redact", "shell", "hide_denied",
+	"rate_limits", "redact", "shell", "hide_denied", "events",
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
 static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
@@ -135,7 +136,7 @@ static const char *const tool_keys[] = {
 	"description", "input_schema", "output_schema", "command", "category",
 	"read_only", "concurrency_safe", "destructive", "idempotent", "requires_grant",
 	"requires_idempotency_key", "edits_files", "max_result_chars", "timeout_s",
-	"requires_env", "check",
+	"requires_env", "check", "aliases",
 };
 
 static const char *const builtin_tools[] = {
@@ -195,6 +196,7 @@ void tgi_config_free(tgi_config *c)
 		free(t->description);
 		json_decref(t->input_schema);
 		json_decref(t->output_schema);
+		json_decref(t->aliases);
 		strv_free(&t->command);
 		free(t->category);
 		strv_free(&t->requires_env);
@@ -223,6 +225,7 @@ void tgi_config_free(tgi_config *c)
 	json_decref(c->loop_detection);
 	json_decref(c->rate_limits);
 	json_decref(c->redact);
+	json_decref(c->events);
 	json_decref(c->root);
 	free(c->file);
 	tgi_srcmap_free(c->srcmap);
@@ -986,6 +989,32 @@ static int load_argv(ld *x, json_t *v, const char *ptr, int may_be_empty, tgi_st
 	return resolve_argv0(x, out, ptr);
 }
 
+/* aliases: {old_field: new_field}, both top-level property names; a new
+ * name is not itself an old one, and no old name is a property of the
+ * schema (it would never be rewritten). */
+static int load_aliases(ld *x, json_t *f, const char *ptr, tgi_tool_cfg *t)
+{
+	char ep[PTR_MAX];
+	const char *old;
+	json_t *nw;
+	if (!json_is_object(f))
+		return fail_type(x, ptr, f, "a mapping of old field names to new ones");
+	json_t *props = json_object_get(t->input_schema, "properties");
+	json_object_foreach(f, old, nw) {
+		tgi_json_pointer_join(ep, sizeof ep, ptr, old);
+		if (!json_is_string(nw) || !json_string_length(nw))
+			return fail_type(x, ep, nw, "the new field's name (a string)");
+		if (!strcmp(old, json_string_value(nw)) || json_object_get(f, json_string_value(nw)))
+			return fail(x, ep, "the new name \"%s\" is itself an old name",
+			            json_string_value(nw));
+		if (json_object_get(props, old))
+			return fail(x, ep, "\"%s\" is still a property of input_schema; an alias names a "
+			            "field that was renamed", old);
+	}
+	t->aliases = json_incref(f);
+	return 0;
+}
+
 static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const char *tp)
 {
 	char ptr[PTR_MAX], names[200], n[72], file[sizeof t->where];
@@ -1032,6 +1061,8 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 			return fail_type(x, ptr, f, "a JSON Schema (a mapping)");
 		t->output_schema = json_incref(f);
 	}
+	if ((f = child(v, tp, "aliases", ptr)) && load_aliases(x, f, ptr, t) < 0)
+		return -1;
 
 	if (!(f = child(v, tp, "command", ptr)))
 		return fail(x, tp, "missing required key \"command\"");
@@ -1103,6 +1134,7 @@ static int load_opaque(ld *x, json_t *root)
 		{ "loop_detection", &c->loop_detection, ANY },
 		{ "rate_limits",    &c->rate_limits,    ANY },
 		{ "redact",         &c->redact,         ANY },
+		{ "events",         &c->events,         ANY },
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(sections); i++) {
 		char ptr[PTR_MAX], ep[PTR_MAX];

@@ -13,7 +13,9 @@
 #include <jansson.h>
 #include "util/util.h"
 
-typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_BYPASS } tgi_mode;
+/* dryRun: every call is a dry run (decode sets tgi_call.dry_run); decided as in default. */
+typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_BYPASS,
+               TGI_MODE_DRY_RUN } tgi_mode;
 typedef enum { TGI_APPROVAL_ON_REQUEST, TGI_APPROVAL_NEVER, TGI_APPROVAL_UNTRUSTED } tgi_approval;
 typedef enum { TGI_SANDBOX_READ_ONLY, TGI_SANDBOX_WORKSPACE_WRITE, TGI_SANDBOX_FULL } tgi_sandbox;
 
@@ -57,6 +59,7 @@ typedef struct tgi_tool_cfg {
 	int      timeout_s;        /* 0: default */
 	tgi_strv requires_env;
 	tgi_strv check;            /* availability check command (argv), may be empty */
+	json_t  *aliases;          /* owned or NULL: {old_field: new_field} */
 	char     where[64];        /* "file:line" of the entry, for errors */
 } tgi_tool_cfg;
 
@@ -103,7 +106,7 @@ typedef struct tgi_config {
 	                                (default 1) */
 
 	/* sections later issues own, kept as parsed JSON (owned; may be NULL) */
-	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact;
+	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact, *events;
 
 	json_t *root;                /* the whole document (owned) */
 
@@ -117,7 +120,7 @@ typedef struct tgi_config {
  * with the current directory as workspace.  An explicit path that does not
  * exist is an error.  On error returns -1 with a sentence in err:
  * "toolgate.yaml:12:5: mode: expected one of default, acceptEdits, plan,
- * bypassPermissions, got \"yolo\"".
+ * bypassPermissions, dryRun, got \"yolo\"".
  */
 int  tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen);
 void tgi_config_free(tgi_config *c);

@@ -10,9 +10,10 @@
  *   requires_grant without a matching allow rule → deny (never ask)
  *   execpolicy `prompt`, or a command the splitter cannot judge → ask
  *     (deny in plan mode)
- *   ask rules
+ *   ask rules, then a before-hook's ask (src/mw/hooks.c; a hook never allows)
  *   allow rules, or execpolicy `allow` for every simple command
- *   mode default (default / acceptEdits / plan / bypassPermissions)
+ *   mode default (default / acceptEdits / plan / bypassPermissions; dryRun
+ *     decides as default)
  * then the approval policy `untrusted` turns a mode-default allow of
  * anything but a read-only call into ask.
  *
@@ -111,6 +112,9 @@ static tgi_decision mode_default(tgi_call *c, const char **why)
 	case TGI_MODE_BYPASS:
 		*why = "mode bypassPermissions";
 		return TGI_ALLOW;
+	case TGI_MODE_DRY_RUN:          /* decided as in default; nothing runs (decode.c) */
+		*why = "mode dryRun";
+		return ro ? TGI_ALLOW : TGI_ASK;
 	case TGI_MODE_DEFAULT:
 	default:
 		*why = "mode default";
@@ -190,6 +194,25 @@ int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
 	};
 	/* an entry that would need asking is left out too: a walk cannot ask */
 	return !path_rule(c, TGI_RULE_DENY, &in) && !path_rule(c, TGI_RULE_ASK, &in);
+}
+
+int tgi_may_read_file(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
+{
+	const tgi_call *c = ctx->policy;
+	char msg[512];
+	const char *why;
+	(void)is_dir;
+	if (path_refused(c, relpath, 0, msg, sizeof msg, &why))
+		return 0;
+	const char *paths[1] = {relpath};
+	json_t *args = json_pack("{s:s}", "path", relpath);
+	tgi_match_input in = {
+		.tool = "read_file", .args = args, .paths = paths, .resolved = paths,
+		.npaths = 1, .has_paths = 1,
+	};
+	int ok = args && !first_rule(c, TGI_RULE_DENY, &in) && !first_rule(c, TGI_RULE_ASK, &in);
+	json_decref(args);
+	return ok;
 }
 
 static const char *home_dir(void)
@@ -414,6 +437,11 @@ tgi_verdict tgi_decide(tgi_call *c)
 	if ((r = path_rule(c, TGI_RULE_ASK, &in))) {
 		tgi_snprintf(rule, sizeof rule, "ask: %s", tgi_rule_text(r));
 		record(c, TGI_ASK, rule);
+		return TGI_NEXT;
+	}
+	/* a hook tightens: its ask outranks any allow, never plan mode's deny */
+	if (c->hook_ask && (allow || parts_allowed || mode_default(c, &why) != TGI_DENY)) {
+		record(c, TGI_ASK, c->hook_rule);
 		return TGI_NEXT;
 	}
 	if (allow) {

@@ -112,7 +112,8 @@ tgi_verdict tgi_decode(tgi_call *c)
 	if (key && !akey && (e->row->flags & TGI_T_REQUIRES_KEY))
 		json_object_set_new(c->args, "idempotency_key", json_string(key));
 
-	c->dry_run = req->dry_run;
+	/* mode dryRun makes every call a dry run */
+	c->dry_run = req->dry_run || g->cfg->mode == TGI_MODE_DRY_RUN;
 	tgi_trace(c, "decode", 1, NULL);
 	return TGI_NEXT;
 }

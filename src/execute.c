@@ -66,26 +66,76 @@ static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)
 	return TGI_STOP;
 }
 
+/* What the handler (or, in a dry run, the plan) gets for this call. */
+static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx)
+{
+	tg_gate *g = c->g;
+	const tgi_tool *t = c->entry->row;
+	*ctx = (tgi_exec_ctx){
+		.ws_fd = g->ws_fd,
+		.workspace = g->cfg->workspace,
+		.state_dir = g->state_dir,
+		.op_id = c->op_id,
+		.tool = c->tool,
+		.principal = c->principal->name,
+		.idempotency_key = c->idem_key[0] ? c->idem_key : NULL,
+		.cfg = g->cfg,
+		.data = t->data,
+		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
+		.may_read = tgi_may_read,
+		.policy = c,
+		.protect = (const char *const *)g->protected,
+		.nprotect = g->nprotected,
+		.cancel = c->req->cancel,
+		.cb = c->req->cb,
+	};
+	ctx->deadline_ms = tgi_now_ms() + ctx->timeout_s * 1000.0;
+}
+
+/*
+ * A dry run stops here: no claim, no handler.  The output keeps what was
+ * decided {would_run, args (as they may be logged), decision, decided_by,
+ * read_only} and adds the tool's plan (registry.h tgi_plan_fn; null for a
+ * tool without one).  The plan may read, and shows a file's current
+ * content only where read_file could read it (tgi_may_read_file): a file
+ * the call may write but not read does not leak through a diff.  A plan
+ * that says the handler would fail ("would_fail") is still a dry run: the
+ * stages up to execute passed, and nothing ran.
+ */
+static tgi_verdict dry_run(tgi_call *c)
+{
+	const tgi_tool *t = c->entry->row;
+	tgi_exec_ctx ctx;
+	exec_ctx_of(c, &ctx);
+	ctx.may_read = tgi_may_read_file;
+	json_t *plan = t->plan ? t->plan(&ctx, c->args) : NULL;
+	json_t *fails = plan ? json_object_get(plan, "would_fail") : NULL;
+
+	char *shown = tgi_redacted_args(c);
+	json_t *args = shown ? json_loads(shown, 0, NULL) : NULL;
+	free(shown);
+	c->status = TG_DRY_RUN;
+	json_t *o = c->output = json_object();
+	json_object_set_new(o, "would_run", json_string(c->tool));
+	json_object_set_new(o, "args", args ? args : json_null());
+	json_object_set_new(o, "decision", json_string(c->decision == TGI_ASK ? "ask" : "allow"));
+	json_object_set_new(o, "decided_by", tgi_json_text(c->rule, strlen(c->rule)));
+	json_object_set_new(o, "read_only", json_boolean(c->contract & TGI_T_READ_ONLY));
+	json_object_set_new(o, "plan", plan ? plan : json_null());
+	tgi_event_add(c, "tool.call.dry_run", "execute",
+	              fails ? json_pack("{s:b}", "would_fail", 1) : NULL);
+	tgi_trace(c, "execute", 1, json_pack("{s:b}", "dry_run", 1));
+	return TGI_STOP;
+}
+
 tgi_verdict tgi_execute(tgi_call *c)
 {
 	tg_gate *g = c->g;
 	const tgi_tool *t = c->entry->row;
 	char err[512];
 
-	if (c->dry_run) {
-		c->status = TG_DRY_RUN;
-		/* the plan shows the args as they may be logged: it is persisted */
-		char *shown = tgi_redacted_args(c);
-		json_t *args = json_loads(shown, 0, NULL);
-		c->output = json_pack("{s:s, s:o, s:s, s:s, s:b}", "would_run", c->tool, "args",
-		                      args ? args : json_null(), "decision",
-		                      c->decision == TGI_ASK ? "ask" : "allow", "decided_by", c->rule,
-		                      "read_only", (c->contract & TGI_T_READ_ONLY) != 0);
-		free(shown);
-		tgi_event_add(c, "tool.call.dry_run", "execute", NULL);
-		tgi_trace(c, "execute", 1, json_pack("{s:b}", "dry_run", 1));
-		return TGI_STOP;
-	}
+	if (c->dry_run)
+		return dry_run(c);
 
 	if (!(c->contract & TGI_T_READ_ONLY) && (c->idem_scope = make_scope(c))) {
 		tgi_idem_info info;
@@ -148,25 +198,8 @@ tgi_verdict tgi_execute(tgi_call *c)
 		c->settle = TGI_SETTLE_RELEASE; /* until the handler says otherwise */
 	}
 
-	tgi_exec_ctx ctx = {
-		.ws_fd = g->ws_fd,
-		.workspace = g->cfg->workspace,
-		.state_dir = g->state_dir,
-		.op_id = c->op_id,
-		.tool = c->tool,
-		.principal = c->principal->name,
-		.idempotency_key = c->idem_key[0] ? c->idem_key : NULL,
-		.cfg = g->cfg,
-		.data = t->data,
-		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
-		.may_read = tgi_may_read,
-		.policy = c,
-		.protect = (const char *const *)g->protected,
-		.nprotect = g->nprotected,
-		.cancel = c->req->cancel,
-		.cb = c->req->cb,
-	};
-	ctx.deadline_ms = tgi_now_ms() + ctx.timeout_s * 1000.0;
+	tgi_exec_ctx ctx;
+	exec_ctx_of(c, &ctx);
 	if (tgi_flag_get(c->req->cancel)) {    /* cancelled while it waited: nothing ran */
 		tgi_trace(c, "execute", 0, json_pack("{s:b}", "cancelled", 1));
 		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "mw/mw.h"
 #include "mcp/bridge.h"
 #include "exec/batch.h"
 #include "patch/patch.h"
@@ -107,6 +108,10 @@ json_t *tgi_envelope(const tgi_call *c)
 	json_object_set_new(env, "principal", str_or_null(c->principal_name));
 	json_object_set_new(env, "stages", json_incref(c->stages));
 	json_object_set_new(env, "duration_ms", json_real((double)(long)(c->duration_ms * 1000) / 1000));
+	if (c->warnings)
+		json_object_set(env, "warnings", c->warnings);
+	if (c->hint)
+		json_object_set_new(env, "hint", json_string(c->hint));
 	return env;
 }
 
@@ -144,6 +149,9 @@ static tg_result *call_end(tgi_call *c)
 	json_decref(c->output);
 	json_decref(c->truncated);
 	json_decref(c->stages);
+	json_decref(c->warnings);
+	free(c->hint);
+	free(c->loop_entry);
 	free(c->args_canon);
 	free(c->idem_scope);
 	for (size_t i = 0; i < c->npaths; i++) {
@@ -158,22 +166,6 @@ static tg_result *call_end(tgi_call *c)
 	return r;
 }
 
-/* The stages in order, in two parts: those that admit a call (its policy
- * and approval settled before it takes a slot in a batch), then those that
- * run it.  Persist is not here: it runs once, after them. */
-typedef struct {
-	const char *name;
-	tgi_verdict (*run)(tgi_call *c);
-} stage_row;
-
-static const stage_row admit_stages[] = {
-	{"decode", tgi_decode}, {"validate", tgi_validate}, {"identify", tgi_identify},
-	{"decide", tgi_decide}, {"approve", tgi_approve},
-};
-static const stage_row run_stages[] = {
-	{"execute", tgi_execute}, {"shape", tgi_shape},
-};
-
 /* Make sure the trace names the stage that stopped the call. */
 static void stopped_at(tgi_call *c, const char *stage)
 {
@@ -183,7 +175,7 @@ static void stopped_at(tgi_call *c, const char *stage)
 		tgi_trace(c, stage, c->status == TG_REPLAYED || c->status == TG_DRY_RUN, NULL);
 }
 
-static tgi_verdict run_part(tgi_call *c, const stage_row *part, size_t n)
+static tgi_verdict run_part(tgi_call *c, const tgi_step *part, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (part[i].run(c) == TGI_STOP) {
@@ -196,17 +188,24 @@ static tgi_verdict run_part(tgi_call *c, const stage_row *part, size_t n)
 
 tgi_verdict tgi_call_admit(tgi_call *c)
 {
-	return run_part(c, admit_stages, TGI_ARRAY_LEN(admit_stages));
+	return run_part(c, c->g->admit, c->g->nadmit);
 }
 
 tgi_verdict tgi_call_run(tgi_call *c)
 {
-	return run_part(c, run_stages, TGI_ARRAY_LEN(run_stages));
+	return run_part(c, c->g->run, c->g->nrun);
 }
 
 tg_result *tgi_call_finish(tgi_call *c)
 {
+	tg_gate *g = c->g;
+	if (g->loop)
+		tgi_loop_record(c);
 	tgi_persist(c);
+	if (g->sinks)
+		tgi_sinks_emit_call(g->sinks, c);
+	if (g->hooks && tgi_hooks_any_after(g->hooks))
+		tgi_hooks_after(c, c->envelope);
 	return call_end(c);
 }
 
@@ -345,8 +344,8 @@ static int compile_rules(tg_gate *g, char **errmsg)
 static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 {
 	if (o->mode && tgi_mode_parse(o->mode, &cfg->mode) < 0)
-		return tgi_fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan or "
-		                    "bypassPermissions", o->mode);
+		return tgi_fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan, "
+		                    "bypassPermissions or dryRun", o->mode);
 	if (o->approval && tgi_approval_parse(o->approval, &cfg->approval) < 0)
 		return tgi_fail(errmsg, "unknown approval policy \"%s\"; expected on-request, never or "
 		                    "untrusted", o->approval);
@@ -443,6 +442,61 @@ static void protect_own_files(tg_gate *g)
 	}
 }
 
+/* Does any configured tool declare deprecated field names? */
+static int any_aliases(const tgi_config *cfg)
+{
+	for (size_t i = 0; i < cfg->ntools; i++)
+		if (cfg->tools[i].aliases)
+			return 1;
+	return 0;
+}
+
+/* The chain of DESIGN §1 with the middleware that is configured (mw.h),
+ * built once: a call walks an array, never asks what is enabled. */
+static void build_chain(tg_gate *g)
+{
+	tgi_step *a = g->admit, *r = g->run;
+	size_t na = 0, nr = 0;
+	a[na++] = (tgi_step){"decode", tgi_decode};
+	if (any_aliases(g->cfg))
+		a[na++] = (tgi_step){"aliases", tgi_aliases_step};
+	a[na++] = (tgi_step){"validate", tgi_validate};
+	a[na++] = (tgi_step){"identify", tgi_identify};
+	if (g->loop)
+		a[na++] = (tgi_step){"loop", tgi_loop_check};
+	if (g->hooks && tgi_hooks_any_before(g->hooks))
+		a[na++] = (tgi_step){"hooks", tgi_hooks_before};
+	a[na++] = (tgi_step){"decide", tgi_decide};
+	if (g->rate)
+		a[na++] = (tgi_step){"rate_limit", tgi_ratelimit_step};
+	a[na++] = (tgi_step){"approve", tgi_approve};
+	r[nr++] = (tgi_step){"execute", tgi_execute};
+	r[nr++] = (tgi_step){"shape", tgi_shape};
+	g->nadmit = na;
+	g->nrun = nr;
+}
+
+/* The middleware's parts, each from its section (mw.h). */
+static int open_middleware(tg_gate *g, char **errmsg)
+{
+	char err[1024];
+	const tgi_config *cfg = g->cfg;
+	if (tgi_redactor_new(cfg, &g->redact, err, sizeof err) < 0 ||
+	    tgi_loop_new(cfg, &g->loop, err, sizeof err) < 0 ||
+	    tgi_ratelimit_new(cfg, &g->rate, err, sizeof err) < 0 ||
+	    tgi_hooks_new(cfg, &g->hooks, err, sizeof err) < 0 ||
+	    tgi_sinks_open(cfg, &g->sinks, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	const tgi_strv *own = g->sinks ? tgi_sinks_paths(g->sinks) : NULL;
+	for (size_t i = 0; own && i < own->n; i++)
+		protect(g, own->v[i]);
+	const tgi_strv *progs = g->hooks ? tgi_hooks_programs(g->hooks) : NULL;
+	for (size_t i = 0; progs && i < progs->n; i++)
+		protect(g, progs->v[i]);
+	build_chain(g);
+	return 0;
+}
+
 static int profile_exists(const tgi_config *cfg, const char *name)
 {
 	for (size_t i = 0; i < cfg->nprofiles; i++)
@@ -463,6 +517,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	tg_gate *g = tgi_xcalloc(1, sizeof *g);
 	g->ws_fd = g->state_fd = -1;
 	pthread_mutex_init(&g->store_mu, NULL);
+	pthread_mutex_init(&g->manifest_mu, NULL);
 	g->interactive = o->interactive;
 
 	if (tgi_config_load(o->config_path, &g->cfg, err, sizeof err) < 0) {
@@ -493,7 +548,8 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
-	if (compile_rules(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0)
+	if (compile_rules(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0 ||
+	    open_middleware(g, errmsg) < 0)
 		goto fail;
 	if (!profile_exists(g->cfg, g->profile)) {
 		tgi_fail(errmsg, "unknown profile \"%s\"", g->profile);
@@ -513,6 +569,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		if (g->bridge)
 			tgi_bridge_wait_ready(g->bridge);
 	}
+	tgi_manifest_update(g);
 	*out = g;
 	return 0;
 fail:
@@ -532,6 +589,11 @@ void tg_gate_close(tg_gate *g)
 	tgi_bridge_free(g->bridge);         /* its rows outlived the registry's entries */
 	tgi_ruleset_free(g->rules);
 	tgi_execpolicy_free(g->execpolicy);
+	tgi_sinks_close(g->sinks);
+	tgi_hooks_free(g->hooks);
+	tgi_loop_free(g->loop);
+	tgi_ratelimit_free(g->rate);
+	tgi_redactor_free(g->redact);
 	if (g->role_rules && g->cfg)
 		for (size_t i = 0; i < g->cfg->nroles; i++)
 			tgi_ruleset_free(g->role_rules[i]);
@@ -547,6 +609,7 @@ void tg_gate_close(tg_gate *g)
 	free(g->protected);
 	tgi_config_free(g->cfg);
 	pthread_mutex_destroy(&g->store_mu);
+	pthread_mutex_destroy(&g->manifest_mu);
 	free(g);
 }
 
@@ -601,4 +664,64 @@ char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
 	char *s = arr ? json_dumps(arr, JSON_INDENT(2)) : NULL;
 	json_decref(arr);
 	return s;
+}
+
+/* ---- events of no call ---- */
+
+int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
+                   const json_t *data, char *err, size_t errlen)
+{
+	json_t *d = data ? tgi_redact_json(g->redact, (json_t *)data, NULL) : NULL;
+	tgi_event ev = {.type = type, .stage = stage, .data = d, .ts_ms = tgi_unix_ms()};
+	tgi_store_lock(g);
+	int rc = tgi_store_event(g->store, op_id, &ev, err, errlen);
+	tgi_store_unlock(g);
+	if (g->sinks) {
+		char ts[32];
+		tgi_iso8601(ev.ts_ms, ts);
+		json_t *line = json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:O?}", "seq", (json_int_t)ev.seq,
+		                         "ts", ts, "type", type, "stage", stage, "op_id", op_id, "data", d);
+		tgi_sinks_emit(g->sinks, line);
+		json_decref(line);
+	}
+	json_decref(d);
+	return rc;
+}
+
+/* ---- the manifest digest ---- */
+
+static int manifest_of(tg_gate *g, const char *profile, char out[65], char **errmsg)
+{
+	json_t *defs = tgi_tool_defs(g, profile, errmsg);
+	if (!defs)
+		return -1;
+	char *text = tgi_json_canonical(defs);
+	tgi_sha256_hex(text, strlen(text), out);
+	free(text);
+	json_decref(defs);
+	return 0;
+}
+
+void tgi_manifest_update(tg_gate *g)
+{
+	char d[65];
+	if (manifest_of(g, NULL, d, NULL) < 0)
+		return;
+	pthread_mutex_lock(&g->manifest_mu);
+	memcpy(g->manifest, d, sizeof d);
+	pthread_mutex_unlock(&g->manifest_mu);
+}
+
+void tgi_manifest_get(tg_gate *g, char out[65])
+{
+	pthread_mutex_lock(&g->manifest_mu);
+	memcpy(out, g->manifest, 65);
+	pthread_mutex_unlock(&g->manifest_mu);
+}
+
+int tg_tools_digest(tg_gate *g, const char *profile, char out[65], char **errmsg)
+{
+	if (errmsg)
+		*errmsg = NULL;
+	return manifest_of(g, profile, out, errmsg);
 }

@@ -24,6 +24,17 @@
 #include "store/store.h"
 #include "exec/pool.h"
 
+/* A stage's verdict: not the call's status. */
+typedef enum { TGI_NEXT, TGI_STOP } tgi_verdict;
+
+typedef struct tgi_call tgi_call;
+
+/* One step of the chain: a stage, or a configured part of the middleware. */
+typedef struct tgi_step {
+	const char *name;
+	tgi_verdict (*run)(tgi_call *c);
+} tgi_step;
+
 struct tg_gate {
 	tgi_config   *cfg;        /* owned */
 	tgi_registry *reg;        /* owned */
@@ -43,17 +54,27 @@ struct tg_gate {
 	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
 	                             caller of a batch is the last), started on first use */
 	struct tgi_bridge *bridge;/* owned: downstream MCP servers (tg_options.bridge), or NULL */
-};
 
-/* A stage's verdict: not the call's status. */
-typedef enum { TGI_NEXT, TGI_STOP } tgi_verdict;
+	/* middleware (src/mw/): each NULL when not configured, except redact */
+	struct tgi_redactor  *redact;  /* owned */
+	struct tgi_sinks     *sinks;   /* owned */
+	struct tgi_loop      *loop;    /* owned */
+	struct tgi_ratelimit *rate;    /* owned */
+	struct tgi_hooks     *hooks;   /* owned */
+	char          manifest[65];   /* sha256 of the active profile's definitions */
+	pthread_mutex_t manifest_mu;  /* guards manifest (bridged tools change it) */
+
+	/* the chain, built at open from what is configured (see src/mw/mw.h) */
+	tgi_step      admit[12], run[4];
+	size_t        nadmit, nrun;
+};
 
 typedef enum { TGI_ALLOW, TGI_ASK, TGI_DENY } tgi_decision;
 
 #define TGI_MAX_PATHS 8192   /* paths one call may touch (a patch: 2 per file) */
-#define TGI_MAX_EVENTS 12
+#define TGI_MAX_EVENTS 16
 
-typedef struct tgi_call {
+struct tgi_call {
 	tg_gate          *g;
 	const tg_request *req;
 
@@ -103,6 +124,15 @@ typedef struct tgi_call {
 	tgi_applied       applied;
 	int               dry_run;
 
+	/* middleware */
+	json_t           *warnings;        /* owned: ["'due' is deprecated; ..."] or NULL */
+	char             *hint;            /* owned: loop detection's hint, or NULL */
+	int               hook_ask;        /* a before-hook said ask: decide asks at least */
+	char              hook_rule[256];  /* which hook, for the rule that asked */
+	char              loop_sig[65];    /* tool + args as the model sent them ("" unset) */
+	char             *loop_entry;      /* owned: the window entry the ledger keeps */
+	tgi_bucket        bucket;          /* the rate-limit bucket to save (bucket.tool NULL: none) */
+
 	/* trace */
 	json_t           *stages;          /* owned: [{stage, ok, ...}] */
 	tgi_event         events[TGI_MAX_EVENTS];
@@ -111,7 +141,7 @@ typedef struct tgi_call {
 	double            t0;
 	double            duration_ms;
 	json_t           *envelope;        /* owned: built once by persist */
-} tgi_call;
+};
 
 /* Stage entry points, in order (src/<stage>.c). */
 tgi_verdict tgi_decode(tgi_call *c);
@@ -154,8 +184,14 @@ void tgi_trace(tgi_call *c, const char *stage, int ok, json_t *extra);
 void tgi_event_add(tgi_call *c, const char *type, const char *stage, json_t *data);
 
 /* The arguments as they may be logged (redacted), canonical text; caller
- * frees.  (src/shape.c) */
+ * frees.  (src/mw/redact.c) */
 char *tgi_redacted_args(const tgi_call *c);
+
+/* What the gate tells the model beside a result, from its envelope: one
+ * line per warning ("warning: 'due' is deprecated; use 'due_date'") and the
+ * loop hint ("hint: ..."); NULL when there is none.  Caller frees.
+ * (src/shape.c) */
+char *tgi_envelope_notes(const json_t *env);
 
 /* The envelope of DESIGN §1 for this call (new reference). */
 json_t *tgi_envelope(const tgi_call *c);
@@ -163,6 +199,12 @@ json_t *tgi_envelope(const tgi_call *c);
 /* Per-entry policy for directory walks (src/decide.c); ctx->policy is the
  * tgi_call.  See tgi_may_read_fn in registry.h. */
 int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
+
+/* The same as read_file would be judged (the floor, .toolgate, read_file's
+ * deny and ask rules), whatever the call's tool: for a dry run, whose diff
+ * of a file the call would write shows its current content only when the
+ * call could read it.  (src/decide.c) */
+int tgi_may_read_file(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
 
 /* Set *errmsg (if not NULL) to a new copy of the sentence; returns -1. */
 int tgi_fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -189,6 +231,17 @@ int tgi_tool_hidden(tg_gate *g, const tgi_principal_cfg *p, const tgi_entry *e);
  * without a principal must belong to one (it never falls back to the
  * default principal).  (src/identify.c) */
 const tgi_principal_cfg *tgi_principal_of(tg_gate *g, const char *principal, const char *token);
+
+/* The manifest digest of the gate's profile: computed again when the tools
+ * change (bridged servers), read by persist for each call. */
+void tgi_manifest_update(tg_gate *g);
+void tgi_manifest_get(tg_gate *g, char out[65]);
+
+/* Record an event on its own (op_id NULL: of no call) in the ledger, then
+ * fan it out to the sinks; data (borrowed, may be NULL) is redacted first.
+ * 0, or -1 with err when the ledger write failed (the sinks still get it). */
+int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
+                   const json_t *data, char *err, size_t errlen);
 
 /* Lock the shared store handle around a ledger operation. */
 void tgi_store_lock(tg_gate *g);

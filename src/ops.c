@@ -1,6 +1,6 @@
 /*
- * ops.c — operator actions on a gate: reading the ledger, listing and
- * deciding approvals, settling unknown outcomes.
+ * ops.c — operator actions on a gate: reading the ledger and its stats,
+ * listing and deciding approvals, settling unknown outcomes.
  *
  * Owns: turning store rows into the JSON the public API promises.  Must
  * not: run tools or change a call's recorded outcome beyond what the
@@ -51,6 +51,7 @@ char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg)
 	tgi_log_filter f = {
 		.tool = q ? q->tool : NULL,
 		.status = q ? q->status : NULL,
+		.session = q ? q->session : NULL,
 		.op_id = q ? q->op_id : NULL,
 		.since_ms = q ? q->since_ms : 0,
 		.limit = q ? q->limit : 0,
@@ -74,6 +75,20 @@ char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg)
 		return NULL;
 	}
 	return dump(ops);
+}
+
+char *tg_stats(tg_gate *g, long long since_ms, char **errmsg)
+{
+	char err[512];
+	json_t *stats = NULL;
+	tgi_store_lock(g);
+	int rc = tgi_store_stats(g->store, since_ms, &stats, err, sizeof err);
+	tgi_store_unlock(g);
+	if (rc < 0) {
+		tgi_fail(errmsg, "%s", err);
+		return NULL;
+	}
+	return dump(stats);
 }
 
 char *tg_approvals(tg_gate *g, int all, char **errmsg)

@@ -3,9 +3,12 @@
  *
  * Runs once on every path (like nginx's log phase): the envelope, the
  * redacted args and their sha256, and the call's events go to the ledger in
- * one transaction, which also settles the call's idempotency claim.  A tool
- * that succeeded but whose row could not be written is `committed` (the
- * side effect happened; the record did not).
+ * one transaction, which also settles the call's idempotency claim and
+ * saves what the middleware keeps (its loop-window entry, its rate-limit
+ * bucket, the session's manifest digest).  What is written is redacted
+ * (mw.h): the caller still gets the real envelope.  A tool that succeeded
+ * but whose row could not be written is `committed` (the side effect
+ * happened; the record did not).
  *
  * Owns: the ops row and events of this call.  Must not: change what the
  * call did, or retry the tool.
@@ -14,6 +17,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "mw/mw.h"
 #include "util/util.h"
 
 static const char *final_event(tg_status st)
@@ -42,10 +46,32 @@ void tgi_persist(tgi_call *c)
 		tgi_event_add(c, fe, "persist",
 		              c->kind ? json_pack("{s:s}", "kind", tg_errkind_name(c->kind)) : NULL);
 
+	/* the session ran with other tools before: the tools changed under it */
+	char manifest[65], before[65] = "";
+	tgi_manifest_get(g, manifest);
+	if (c->session[0]) {
+		tgi_store_lock(g);
+		int mr = tgi_store_session_manifest(g->store, c->session, before, err, sizeof err);
+		tgi_store_unlock(g);
+		if (mr == 0 && before[0] && strcmp(before, manifest))
+			tgi_event_add(c, "tool.manifest.changed", "persist",
+			              json_pack("{s:s, s:s}", "from", before, "to", manifest));
+	}
+
 	/* the envelope shares the stages array, so the persist record added
 	 * below shows in what the caller gets, not in the stored copy */
 	json_t *env = c->envelope = tgi_envelope(c);
-	char *env_text = json_dumps(env, JSON_COMPACT | JSON_REAL_PRECISION(6));
+	const tgi_strv *keys = c->entry ? &c->entry->sensitive : NULL;
+	json_t *stored = tgi_redact_json(g->redact, env, keys);
+	char *env_text = json_dumps(stored, JSON_COMPACT | JSON_REAL_PRECISION(6));
+	json_decref(stored);
+	for (size_t i = 0; i < c->nevents; i++) {
+		if (!c->events[i].data)
+			continue;
+		json_t *d = tgi_redact_json(g->redact, c->events[i].data, keys);
+		json_decref(c->events[i].data);
+		c->events[i].data = d;
+	}
 	char *args = tgi_redacted_args(c);
 	char sha[65];
 	if (!c->args_canon) {
@@ -68,6 +94,9 @@ void tgi_persist(tgi_call *c)
 		.envelope = env_text ? env_text : "{}",
 		.started_ms = c->started_ms,
 		.duration_ms = c->duration_ms,
+		.loop = c->loop_entry,
+		.manifest = c->session[0] ? manifest : NULL,
+		.bucket = c->bucket.tool ? &c->bucket : NULL,
 	};
 	tgi_store_lock(g);
 	int rc = tgi_store_record(g->store, &op, c->events, c->nevents, c->idem_scope, c->settle, err,

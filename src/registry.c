@@ -15,6 +15,7 @@
 #include "config.h"
 #include "exec/spawn.h"
 #include "gate.h"
+#include "mw/mw.h"
 #include "schema/schema.h"
 #include "util/util.h"
 
@@ -114,6 +115,7 @@ static tgi_entry *make_entry(const tgi_tool *t, const json_t *given_schema,
 		return NULL;
 	}
 	e->output_schema = json_is_object(output_schema) ? json_deep_copy(output_schema) : NULL;
+	tgi_schema_sensitive_keys(e->schema_json, &e->sensitive);
 	return e;
 }
 
@@ -122,6 +124,7 @@ static void entry_free(tgi_entry *e)
 	json_decref(e->schema_json);
 	json_decref(e->output_schema);
 	tgi_schema_free(e->schema);
+	tgi_strv_free(&e->sensitive);
 	free(e);
 }
 
@@ -164,6 +167,7 @@ int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, siz
 		t->category = tc->category ? tc->category : "runtime";
 		t->flags = tc->flags;
 		t->handler = tgi_command_run;
+		t->plan = tgi_command_plan;
 		t->max_result_chars = tc->max_result_chars;
 		t->timeout_s = tc->timeout_s;
 		t->data = tc;
@@ -175,6 +179,7 @@ int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, siz
 				strcat(err, where);
 			goto fail;
 		}
+		r->v[r->n - 1]->aliases = tc->aliases;
 	}
 	r->nfixed = r->n;
 	*out = r;

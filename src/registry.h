@@ -120,6 +120,17 @@ typedef int (*tgi_commands_fn)(const json_t *args, struct tgi_cmdline *out, char
 /* Adjust the contract for these args: return the flags that hold for them. */
 typedef unsigned (*tgi_flags_fn)(unsigned flags, const json_t *args);
 
+/*
+ * What the handler would do with these args, done in a dry run instead of
+ * the handler: a JSON object (new reference, never NULL) -- for a file
+ * tool the paths and a diff, for a command the argv, workdir, sandbox and
+ * environment.  It may read (old content only where ctx->may_read allows
+ * the path), never write, spawn, or send anything.  Where the handler
+ * would refuse or fail, the plan carries "would_fail" (the sentence the
+ * call would get) and "error_kind".
+ */
+typedef json_t *(*tgi_plan_fn)(const struct tgi_exec_ctx *ctx, const json_t *args);
+
 /* Is the tool usable now?  1; 0 with a sentence in reason; or -1 with a
  * sentence when it is only for now (a bridged server restarting: a retry
  * may succeed).  Asked on every use (not cached). */
@@ -140,6 +151,7 @@ typedef struct tgi_tool {
 	int           timeout_s;         /* 0: config default (120) */
 	const void   *data;              /* handler data (configured tools: their tgi_tool_cfg) */
 	tgi_available_fn available;      /* NULL: always (configured tools: requires_env, check) */
+	tgi_plan_fn   plan;              /* NULL: a dry run shows no plan beyond the args */
 	int           mcp_result;        /* output is an MCP CallToolResult {content[,
 	                                    structuredContent]}: MCP clients get its blocks */
 } tgi_tool;
@@ -150,6 +162,10 @@ typedef struct tgi_entry {
 	json_t             *schema_json;   /* owned: the input schema as exported */
 	json_t             *output_schema; /* owned or NULL: the output schema, when the tool has one */
 	struct tgi_schema  *schema;        /* owned: compiled */
+	tgi_strv            sensitive;     /* owned: property names the schema marks
+	                                      x-sensitive (masked in what is logged) */
+	const json_t       *aliases;       /* borrowed from the config or NULL:
+	                                      {old_field: new_field} */
 	int                 avail_checked; /* availability is computed lazily, once */
 	int                 available;
 	char                unavailable_reason[256];
@@ -206,5 +222,6 @@ extern const tgi_tool tgi_tool_shell;
 
 /* Configured command tools (src/tools/command.c) */
 int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out);
+json_t *tgi_command_plan(const tgi_exec_ctx *ctx, const json_t *args);
 
 #endif

@@ -1,97 +1,19 @@
 /*
- * shape.c — stage 7: fit the result to the model's context, and make the
- * copy of the arguments that may be logged.
+ * shape.c — stage 7: fit the result to the model's context.
  *
  * Output over the tool's max_result_chars (code points of its text form:
  * the string itself, or compact JSON) is spilled in full to
  * .toolgate/spill/<op_id>.txt and replaced by head + a marker + tail;
  * `truncated` says how long it was and where the rest is.
  *
- * Redaction: values under keys named in config `redact.keys`
- * (case-insensitive, any depth) are masked in the logged copy of the args,
- * and strings over 4 KiB are cut to their start plus their length and
- * sha256 (the ledger keeps the sha256 of the raw args; it is not a store
- * for file contents).
- *
- * Owns: the shaped output and the redacted args.  Must not: change the
- * status or run anything.
+ * Owns: the shaped output and the notes the model reads beside it.  Must
+ * not: change the status or run anything.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "gate.h"
 #include "util/util.h"
-
-static int sensitive_key(const tgi_config *cfg, const char *key)
-{
-	json_t *keys = cfg->redact ? json_object_get(cfg->redact, "keys") : NULL;
-	size_t i;
-	json_t *k;
-	json_array_foreach(keys, i, k)
-		if (json_is_string(k) && !strcasecmp(json_string_value(k), key))
-			return 1;
-	return 0;
-}
-
-#define LOG_STRING_MAX 4096
-#define LOG_STRING_KEEP 256
-
-static json_t *shorten(json_t *s)
-{
-	const char *text = json_string_value(s);
-	size_t len = json_string_length(s);
-	char sha[65], tail[160];
-	tgi_sha256_hex(text, len, sha);
-	tgi_snprintf(tail, sizeof tail, "…[%zu bytes, sha256 %s]", len, sha);
-	size_t keep = tgi_utf8_offset(text, len, LOG_STRING_KEEP);
-	tgi_buf b;
-	tgi_buf_init(&b, keep + sizeof tail);
-	tgi_buf_append(&b, text, keep);
-	tgi_buf_puts(&b, tail);
-	json_t *j = tgi_json_text(b.p, b.len);
-	tgi_buf_free(&b);
-	return j;
-}
-
-static void redact(const tgi_config *cfg, json_t *v, int depth)
-{
-	const char *key;
-	json_t *child;
-	size_t i;
-	if (depth > 64)
-		return;
-	if (json_is_object(v)) {
-		json_object_foreach(v, key, child) {
-			if (sensitive_key(cfg, key))
-				json_object_set_new(v, key, json_string("[redacted]"));
-			else if (json_is_string(child) && json_string_length(child) > LOG_STRING_MAX)
-				json_object_set_new(v, key, shorten(child));
-			else
-				redact(cfg, child, depth + 1);
-		}
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, child) {
-			if (json_is_string(child) && json_string_length(child) > LOG_STRING_MAX)
-				json_array_set_new(v, i, shorten(child));
-			else
-				redact(cfg, child, depth + 1);
-		}
-	}
-}
-
-char *tgi_redacted_args(const tgi_call *c)
-{
-	if (!c->args)
-		return tgi_strdup("null");
-	if (!c->g->cfg->redact && c->args_canon && strlen(c->args_canon) <= LOG_STRING_MAX)
-		return tgi_strdup(c->args_canon);
-	json_t *copy = json_deep_copy(c->args);
-	redact(c->g->cfg, copy, 0);
-	char *s = tgi_json_canonical(copy);
-	json_decref(copy);
-	return s;
-}
 
 /* An upper bound of the characters of v's compact JSON text, without
  * rendering it (every byte of a string may become a 6-char escape). */
@@ -176,4 +98,22 @@ tgi_verdict tgi_shape(tgi_call *c)
 	                         rc == 0 ? spill : NULL);
 	tgi_trace(c, "shape", 1, json_pack("{s:b}", "spilled", rc == 0));
 	return TGI_NEXT;
+}
+
+char *tgi_envelope_notes(const json_t *env)
+{
+	const json_t *w = json_object_get(env, "warnings");
+	const char *hint = json_string_value(json_object_get(env, "hint"));
+	if (!json_array_size(w) && !hint)
+		return NULL;
+	tgi_buf b;
+	tgi_buf_init(&b, 16384);
+	size_t i;
+	const json_t *one;
+	json_array_foreach(w, i, one)
+		if (json_is_string(one))
+			tgi_buf_printf(&b, "%swarning: %s", b.len ? "\n" : "", json_string_value(one));
+	if (hint)
+		tgi_buf_printf(&b, "%shint: %s", b.len ? "\n" : "", hint);
+	return tgi_buf_steal(&b);
 }

@@ -52,6 +52,7 @@
 #include "mcp/client.h"
 #include "config.h"
 #include "gate.h"
+#include "mw/mw.h"
 #include "policy/policy.h"
 #include "registry.h"
 #include "store/store.h"
@@ -611,21 +612,19 @@ static int parse_server(tgi_bridge *b, const char *name, const json_t *v, srv *s
 
 /* ---- events and listeners ---- */
 
-/* An event of no call into the ledger (data stolen); a failure is logged. */
+/* An event of no call into the ledger and the sinks (data stolen); a
+ * failure is logged. */
 static void record_event(tgi_bridge *b, const char *type, json_t *data)
 {
 	char err[512];
-	tgi_event ev = { type, "bridge", data, tgi_unix_ms() };
-	tgi_store_lock(b->g);
-	int rc = b->g->store ? tgi_store_event(b->g->store, &ev, err, sizeof err) : 0;
-	tgi_store_unlock(b->g);
-	if (rc < 0)
+	if (b->g->store && tgi_gate_event(b->g, NULL, type, "bridge", data, err, sizeof err) < 0)
 		say("cannot record %s: %s", type, err);
 	json_decref(data);
 }
 
 static void changed(tgi_bridge *b)
 {
+	tgi_manifest_update(b->g);
 	lock(b);
 	void (*fn)(void *) = b->on_change;
 	void *arg = b->on_change_arg;
@@ -966,6 +965,7 @@ static btool *btool_new(srv *s, const json_t *tool, const char *remote, char *wh
 	t->row.category = s->category;
 	t->row.flags = contract_of(s, ann);
 	t->row.handler = tgi_bridged_run;
+	t->row.plan = tgi_bridged_plan;
 	t->row.timeout_s = s->timeout_s;
 	t->row.data = t;
 	t->row.available = tool_available;
@@ -1332,8 +1332,10 @@ static void relay_log(srv *s, const json_t *params)
 		relay_done(c);
 	} else if (miss == RELAY_SEVERAL || severe(level)) {
 		char lv[32], shown[LOG_LINE_MAX + 4];
+		char *safe = tgi_redact_text(s->b->g->redact, text, strlen(text));
 		tgi_sanitize(lv, sizeof lv, level ? level : "info");
-		tgi_sanitize_n(shown, sizeof shown, text, strlen(text), LOG_LINE_MAX);
+		tgi_sanitize_n(shown, sizeof shown, safe, strlen(safe), LOG_LINE_MAX);
+		free(safe);
 		if (miss == RELAY_SEVERAL)
 			say("the MCP server \"%s\" logged (%s) while several of its calls were running; "
 			    "toolgate cannot tell which client it is for, so it tells none%s%s", s->name, lv,
@@ -1781,6 +1783,13 @@ int tgi_bridge_explain(tgi_bridge *b, const char *name, char *out, size_t cap)
 	}
 	unlock(b);
 	return 1;
+}
+
+void tgi_bridge_tool_names(const void *tool, const char **server, const char **remote)
+{
+	const btool *bt = tool;
+	*server = bt->s->name;      /* both fixed while the row lives */
+	*remote = bt->remote;
 }
 
 tgi_bridge_call *tgi_bridge_call_begin(const void *tool, const tgi_exec_ctx *ctx,

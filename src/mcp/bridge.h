@@ -80,6 +80,12 @@ struct tgi_mcp_client;
 
 /* The handler of every bridged tool: tools/call on its server. */
 int tgi_bridged_run(const struct tgi_exec_ctx *ctx, const json_t *args, struct tgi_tool_out *out);
+/* Its dry-run plan: {server, tool (the name on that server), arguments}. */
+json_t *tgi_bridged_plan(const struct tgi_exec_ctx *ctx, const json_t *args);
+
+/* The server's name and the tool's name on it, of the bridged tool whose
+ * row data is tool (borrowed: as long as the row). */
+void tgi_bridge_tool_names(const void *tool, const char **server, const char **remote);
 
 typedef struct tgi_bridge_call tgi_bridge_call;
 

@@ -84,6 +84,7 @@ typedef struct call_run {
 	volatile int     cancel;
 	int              done;      /* the response went (under ss->mu) */
 	int              own_progress; /* the tool reports progress itself: no heartbeat */
+	int              dry_run;   /* _meta.dry_run: run every stage up to execute, show the plan */
 	double           progress;  /* the last progress value sent */
 	double           started_ms, next_tick_ms;
 	tg_callbacks     cb;
@@ -366,7 +367,9 @@ static const char envelope_schema[] =
     "\"persisted\",\"replayed\",\"dry_run\"]},"
     "\"error\":{\"type\":[\"object\",\"null\"]},\"truncated\":{\"type\":[\"object\",\"null\"]},"
     "\"principal\":{\"type\":[\"string\",\"null\"]},\"stages\":{\"type\":\"array\"},"
-    "\"duration_ms\":{\"type\":\"number\"}},\"required\":[\"op_id\",\"status\"]}";
+    "\"duration_ms\":{\"type\":\"number\"},"
+    "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"hint\":{\"type\":\"string\"}},\"required\":[\"op_id\",\"status\"]}";
 
 static json_t *mcp_tool(const tgi_entry *e)
 {
@@ -535,14 +538,20 @@ static void run_call(call_run *cr)
 		.token = ss->token,
 		.cancel = &cr->cancel,
 		.cb = &cr->cb,
+		.dry_run = cr->dry_run,
 	};
 	tg_result *res = NULL;
 	tg_status st = tg_call(g, &req, &res);
 	const json_t *env = tgi_result_envelope(res);
-	int ok = st == TG_PERSISTED || st == TG_REPLAYED || st == TG_COMMITTED;
-	json_t *result = json_pack("{s:o, s:O, s:b}", "content",
-	                           ok ? content_of(g, env) : error_content(env), "structuredContent",
-	                           env, "isError", !ok);
+	/* a dry run succeeded too: its content is the plan */
+	int ok = st == TG_PERSISTED || st == TG_REPLAYED || st == TG_COMMITTED || st == TG_DRY_RUN;
+	json_t *content = ok ? content_of(g, env) : error_content(env);
+	char *notes = tgi_envelope_notes(env);
+	if (notes)
+		json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", notes));
+	free(notes);
+	json_t *result = json_pack("{s:o, s:O, s:b}", "content", content, "structuredContent", env,
+	                           "isError", !ok);
 
 	/* its thread is free for the session's next call (the session lives
 	 * on: this call still counts in ncalls) */
@@ -658,6 +667,7 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	json_t *args = json_object_get(params, "arguments");
 	json_t *meta = json_object_get(params, "_meta");
 	json_t *token = json_object_get(meta, "progressToken");
+	json_t *dry = json_object_get(meta, "dry_run");
 	if (!json_is_string(name)) {
 		reply_error(ss, id, TGI_RPC_INVALID_PARAMS, "tools/call needs \"name\", a string");
 		return;
@@ -672,11 +682,16 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 		            "_meta.progressToken must be a string or an integer");
 		return;
 	}
+	if (dry && !json_is_boolean(dry)) {
+		reply_error(ss, id, TGI_RPC_INVALID_PARAMS, "_meta.dry_run must be true or false");
+		return;
+	}
 	call_run *cr = tgi_xcalloc(1, sizeof *cr);
 	cr->ss = ss;
 	cr->id = json_deep_copy(id);
 	cr->token = token ? json_deep_copy(token) : NULL;
 	cr->progress = -1;            /* a first progress of 0 is sent too */
+	cr->dry_run = json_is_true(dry);
 	cr->tool = tgi_strdup(json_string_value(name));
 	cr->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : tgi_strdup("{}");
 	cr->cb = (tg_callbacks){.arg = cr, .progress = cb_progress, .log = cb_log,

@@ -124,8 +124,25 @@ static char *unstrict_args(tg_gate *g, const tgi_pcall *c)
 	return s;
 }
 
-/* What the model reads of one result. */
+/* What the model reads of one result: the output or the error, then the
+ * gate's notes (deprecated fields, a loop hint). */
+static char *result_body(const json_t *env, int is_error);
+
 static char *result_text(const json_t *env, int is_error)
+{
+	char *body = result_body(env, is_error);
+	char *notes = tgi_envelope_notes(env);
+	if (!notes)
+		return body;
+	size_t n = strlen(body) + strlen(notes) + 3;
+	char *s = tgi_xmalloc(n);
+	snprintf(s, n, "%s%s%s", body, *body ? "\n\n" : "", notes);
+	free(body);
+	free(notes);
+	return s;
+}
+
+static char *result_body(const json_t *env, int is_error)
 {
 	if (is_error) {
 		const json_t *e = json_object_get(env, "error");

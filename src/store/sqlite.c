@@ -1,11 +1,14 @@
 /*
  * sqlite.c — the ledger on SQLite in WAL mode (DESIGN §1 "Idempotency", §5).
  *
- * Tables: ops (one row per call), idem (scope -> op: in_flight | done |
- * unknown, with the owner's host, pid, process start time and lease),
- * events (append-only, seq never reused), approvals, sessions, pins (the
- * first-seen digest of each bridged MCP tool's description).  The schema
- * version lives in PRAGMA user_version; a newer ledger is refused.
+ * Tables: ops (one row per call, with its loop-window entry), idem (scope
+ * -> op: in_flight | done | unknown, with the owner's host, pid, process
+ * start time and lease), events (append-only, seq never reused),
+ * approvals, sessions (with the tool manifest each last ran with), pins
+ * (the first-seen digest of each bridged MCP tool's description),
+ * rate_buckets (the rate limiter's token buckets, so a restart does not
+ * refill them).  The schema version lives in PRAGMA user_version; an older
+ * ledger is upgraded in place, a newer one is refused.
  *
  * Many toolgate processes share one ledger at once, so every write is one
  * BEGIN IMMEDIATE transaction (the writer lock is taken up front, waiting up
@@ -39,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -52,7 +56,7 @@
 
 #include <sqlite3.h>
 
-#define TGI_SCHEMA_VERSION 2
+#define TGI_SCHEMA_VERSION 3
 #define TGI_BUSY_MS        5000   /* many processes share the ledger */
 #define TGI_SCOPE_MAX      1024   /* bytes of an idempotency scope */
 #define TGI_RETRY_MIN_S    1.0
@@ -97,6 +101,21 @@
  * server's tools are listed; a row is written when a tool is first seen or
  * an operator approves a change.
  *
+ * Version 3 (the middleware).  ops_tool also carries status, started_ms
+ * and duration_ms, so that `toolgate stats` reads that index alone (a few
+ * MB for 100k calls) instead of every row with its envelope (~200 MB):
+ * the entries grow by a few bytes, the pages a record writes stay the
+ * same.  Loop windows are the newest calls of a session, read by every
+ * call of a process that has not seen the session yet (each `toolgate
+ * call`): ops_session is (session, op_id, loop), so the newest entries
+ * are read from the index alone, newest first, without a sort; it also
+ * serves `log --session`.  Calls without a session have no window.  The
+ * loop column comes last (ALTER TABLE appends it, after the envelope),
+ * which is why the index carries it; a loop entry is short (hashes and a
+ * status), so it fits an index entry.  rate_buckets is WITHOUT ROWID:
+ * small rows looked up by their key.  The upgrade rebuilds ops_tool, once,
+ * in the migration's transaction (seconds for a million calls).
+ *
  * Migration i takes user_version i to i + 1.
  */
 static const char *const migrations[TGI_SCHEMA_VERSION] = {
@@ -128,20 +147,30 @@ static const char *const migrations[TGI_SCHEMA_VERSION] = {
 	"CREATE TABLE IF NOT EXISTS pins("
 	"  name TEXT PRIMARY KEY, digest TEXT NOT NULL, first_ms INTEGER NOT NULL,"
 	"  updated_ms INTEGER NOT NULL) WITHOUT ROWID;",
+	"ALTER TABLE ops ADD COLUMN loop TEXT;"
+	"ALTER TABLE sessions ADD COLUMN manifest TEXT;"
+	"CREATE TABLE IF NOT EXISTS rate_buckets("
+	"  principal TEXT, tool TEXT, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY(principal, tool)) WITHOUT ROWID;"
+	"DROP INDEX IF EXISTS ops_tool;"
+	"CREATE INDEX ops_tool ON ops(tool, op_id, status, started_ms, duration_ms);"
+	"CREATE INDEX IF NOT EXISTS ops_session ON ops(session, op_id, loop)"
+	"  WHERE session IS NOT NULL;",
 };
 
 /* One quick query per table at open: every column we use must exist and
  * the first page must read back. */
 static const char *const verify_sql[] = {
 	"SELECT op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
-	" args_redacted, args_sha256, envelope, started_ms, duration_ms FROM ops LIMIT 1",
+	" args_redacted, args_sha256, envelope, started_ms, duration_ms, loop FROM ops LIMIT 1",
 	"SELECT scope, op_id, state, owner_host, owner_pid, owner_start, lease_until_ms,"
 	" created_ms, updated_ms, binding FROM idem LIMIT 1",
 	"SELECT seq, ts_ms, op_id, type, stage, data FROM events ORDER BY seq DESC LIMIT 1",
 	"SELECT id, op_id, tool, principal, binding, state, args, reason, created_ms,"
 	" expires_ms, decided_by, decided_ms FROM approvals LIMIT 1",
-	"SELECT id, first_ms, last_ms, calls FROM sessions LIMIT 1",
+	"SELECT id, first_ms, last_ms, calls, manifest FROM sessions LIMIT 1",
 	"SELECT name, digest, first_ms, updated_ms FROM pins LIMIT 1",
+	"SELECT principal, tool, tokens, updated_ms FROM rate_buckets LIMIT 1",
 };
 
 /* The cached statements.  Approval states are derived at read time: a
@@ -155,16 +184,29 @@ static const char *const verify_sql[] = {
 	X(ST_SYNC_NORMAL, "PRAGMA synchronous = NORMAL")                                        \
 	X(ST_OP_INSERT,                                                                         \
 	  "INSERT INTO ops(op_id, call_id, session, tool, principal, status, error_kind,"       \
-	  " idem_scope, args_redacted, args_sha256, envelope, started_ms, duration_ms)"         \
-	  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")                   \
+	  " idem_scope, args_redacted, args_sha256, envelope, started_ms, duration_ms, loop)"   \
+	  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")              \
 	X(ST_OP_ENVELOPE, "SELECT envelope FROM ops WHERE op_id = ?1")                          \
 	X(ST_OP_SET_ENVELOPE, "UPDATE ops SET envelope = ?2 WHERE op_id = ?1")                  \
 	X(ST_EVENT_INSERT,                                                                      \
 	  "INSERT INTO events(ts_ms, op_id, type, stage, data) VALUES(?1, ?2, ?3, ?4, ?5)")    \
 	X(ST_SESSION_UPSERT,                                                                    \
-	  "INSERT INTO sessions(id, first_ms, last_ms, calls) VALUES(?1, ?2, ?2, 1)"           \
+	  "INSERT INTO sessions(id, first_ms, last_ms, calls, manifest)"                       \
+	  " VALUES(?1, ?2, ?2, 1, ?3)"                                                          \
 	  " ON CONFLICT(id) DO UPDATE SET first_ms = min(first_ms, excluded.first_ms),"         \
-	  " last_ms = max(last_ms, excluded.last_ms), calls = calls + 1")                      \
+	  " last_ms = max(last_ms, excluded.last_ms), calls = calls + 1,"                      \
+	  " manifest = coalesce(excluded.manifest, manifest)")                                 \
+	X(ST_SESSION_MANIFEST, "SELECT manifest FROM sessions WHERE id = ?1")                   \
+	X(ST_LOOP_SESSION,                                                                      \
+	  "SELECT loop FROM ops WHERE session = ?1 AND loop IS NOT NULL"                       \
+	  " ORDER BY op_id DESC LIMIT ?2")                                                      \
+	X(ST_BUCKET_PUT,                                                                        \
+	  "INSERT INTO rate_buckets(principal, tool, tokens, updated_ms) VALUES(?1, ?2, ?3, ?4)" \
+	  " ON CONFLICT(principal, tool) DO UPDATE SET tokens = excluded.tokens,"               \
+	  " updated_ms = excluded.updated_ms WHERE excluded.updated_ms >= updated_ms")          \
+	X(ST_BUCKET_GET,                                                                        \
+	  "SELECT tokens, updated_ms FROM rate_buckets WHERE principal = ?1 AND tool = ?2")    \
+	X(ST_LAST_SEQ, "SELECT max(seq) FROM events")                                           \
 	X(ST_IDEM_GET,                                                                          \
 	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms, binding"   \
 	  " FROM idem WHERE scope = ?1")                                                        \
@@ -944,6 +986,11 @@ void tgi_store_close(tgi_store *s)
 	free(s);
 }
 
+const char *tgi_store_path(const tgi_store *s)
+{
+	return s ? s->file : NULL;
+}
+
 /* ---- checks on arguments ---- */
 
 static int check_op_id(const char *op_id, char *err, size_t errlen)
@@ -994,8 +1041,11 @@ static int64_t uuid_ms(const char *id)
 /* ---- ops + events ---- */
 
 /* Insert n (1..TGI_EVENT_BATCH) events of one op with one cached
- * multi-row INSERT: one statement per call rather than one per event. */
-static int insert_events(tgi_store *s, const char *op_id, const tgi_event *ev, size_t n)
+ * multi-row INSERT: one statement per call rather than one per event, and
+ * set their seqs.  The rows of one INSERT get consecutive rowids in the
+ * order of its VALUES (each max(rowid) + 1: no other writer runs inside
+ * our write transaction), so the last one's rowid gives them all. */
+static int insert_events(tgi_store *s, const char *op_id, tgi_event *ev, size_t n)
 {
 	sqlite3_stmt **stp = &s->ev_st[n - 1];
 	char *data[TGI_EVENT_BATCH] = { 0 };
@@ -1030,6 +1080,11 @@ static int insert_events(tgi_store *s, const char *op_id, const tgi_event *ev, s
 	}
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		int64_t last = sqlite3_last_insert_rowid(s->db);
+		for (size_t i = 0; i < n; i++)
+			ev[i].seq = last - (int64_t)(n - 1 - i);
+	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	for (size_t i = 0; i < n; i++)
@@ -1053,7 +1108,7 @@ static int settle(tgi_store *s, const char *scope, const char *op_id, tgi_idem_s
 	return SQLITE_OK;
 }
 
-int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev, size_t nev,
+int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
 {
 	if (!op) {
@@ -1079,23 +1134,37 @@ int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev,
 	}
 	if (idem_scope && how != TGI_SETTLE_NONE && check_scope(idem_scope, err, errlen) < 0)
 		return -1;
+	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
+	if (b && (!b->principal || !isfinite(b->tokens))) {
+		tgi_snprintf(err, errlen, "the rate-limit bucket of op '%s' has no %s", op->op_id,
+		             b->principal ? "token count" : "principal");
+		return -1;
+	}
 
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
-		rc = st_run(s, ST_OP_INSERT, "tttttttttttif", op->op_id, op->call_id, op->session,
+		rc = st_run(s, ST_OP_INSERT, "tttttttttttift", op->op_id, op->call_id, op->session,
 		            op->tool, op->principal, op->status, op->error_kind, op->idem_scope,
 		            op->args_redacted, op->args_sha256, op->envelope, (int64_t)op->started_ms,
-		            op->duration_ms);
+		            op->duration_ms, op->loop);
 	for (size_t i = 0; rc == SQLITE_OK && i < nev; i += TGI_EVENT_BATCH)
 		rc = insert_events(s, op->op_id, ev + i,
 		                   nev - i < TGI_EVENT_BATCH ? nev - i : TGI_EVENT_BATCH);
 	if (rc == SQLITE_OK && op->session)
-		rc = st_run(s, ST_SESSION_UPSERT, "ti", op->session, (int64_t)op->started_ms);
+		rc = st_run(s, ST_SESSION_UPSERT, "tit", op->session, (int64_t)op->started_ms,
+		            op->manifest);
+	if (rc == SQLITE_OK && b)
+		rc = st_run(s, ST_BUCKET_PUT, "ttfi", b->principal, b->tool, b->tokens,
+		            (int64_t)b->updated_ms);
 	if (rc == SQLITE_OK && idem_scope)
 		rc = settle(s, idem_scope, op->op_id, how, now);
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
+	if (rc != SQLITE_OK) {
+		for (size_t i = 0; i < nev; i++)
+			ev[i].seq = 0; /* rolled back: those seqs were never written */
+	}
 	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
 		tx_rollback(s);
 		tgi_snprintf(err, errlen, "op '%s' is already in the ledger", op->op_id);
@@ -1103,6 +1172,82 @@ int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev,
 	}
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot record op '%s'", op->op_id);
+	return 0;
+}
+
+/* ---- what middleware keeps across processes and restarts ---- */
+
+int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], char *err,
+                               size_t errlen)
+{
+	out[0] = '\0';
+	if (!session)
+		return 0;
+	int rc = st_step(s, ST_SESSION_MANIFEST, "t", session);
+	if (rc == SQLITE_ROW) {
+		col_copy(s->st[ST_SESSION_MANIFEST], 0, out, 65);
+		st_reset(s, ST_SESSION_MANIFEST);
+		rc = SQLITE_DONE;
+	}
+	if (rc != SQLITE_DONE) {
+		char q[80];
+		return fail(s, rc, err, errlen, "cannot read the manifest of session '%s'",
+		            quoted(q, sizeof q, session));
+	}
+	return 0;
+}
+
+/* Served by ops_session (see the schema): the newest entries of one index
+ * range, no sort. */
+int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_strv *out,
+                          char *err, size_t errlen)
+{
+	enum st id = ST_LOOP_SESSION;
+	if (!session || !session[0]) {
+		tgi_snprintf(err, errlen, "a loop window is found by session, and none was given");
+		return -1;
+	}
+	if (!limit)
+		return 0;
+	int rc = st_step(s, id, "ti", session, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	for (; rc == SQLITE_ROW; rc = sqlite3_step(s->st[id])) {
+		const unsigned char *t = sqlite3_column_text(s->st[id], 0);
+		if (!t) {
+			rc = SQLITE_NOMEM; /* the query asks only for rows with an entry */
+			break;
+		}
+		tgi_strv_push(out, tgi_strdup((const char *)t));
+	}
+	st_reset(s, id);
+	if (rc != SQLITE_DONE) {
+		char q[80];
+		return fail(s, rc, err, errlen, "cannot read the loop window of session '%s'",
+		            quoted(q, sizeof q, session));
+	}
+	return 0;
+}
+
+int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
+                         int64_t *updated_ms, int *found, char *err, size_t errlen)
+{
+	*found = 0;
+	if (!principal || !tool) {
+		tgi_snprintf(err, errlen, "a rate-limit bucket is found by principal and tool");
+		return -1;
+	}
+	int rc = st_step(s, ST_BUCKET_GET, "tt", principal, tool);
+	if (rc == SQLITE_ROW) {
+		*tokens = sqlite3_column_double(s->st[ST_BUCKET_GET], 0);
+		*updated_ms = sqlite3_column_int64(s->st[ST_BUCKET_GET], 1);
+		*found = 1;
+		st_reset(s, ST_BUCKET_GET);
+		rc = SQLITE_DONE;
+	}
+	if (rc != SQLITE_DONE) {
+		char q[80];
+		return fail(s, rc, err, errlen, "cannot read the rate-limit bucket of '%s'",
+		            quoted(q, sizeof q, tool));
+	}
 	return 0;
 }
 
@@ -1302,8 +1447,8 @@ static int mark_applied(tgi_store *s, const char *op_id, const char *scope, int6
 	if (had_row)
 		rc = st_run(s, ST_OP_SET_ENVELOPE, "tt", op_id, out);
 	else
-		rc = st_run(s, ST_OP_INSERT, "tttttttttttif", op_id, NULL, NULL, NULL, NULL, "persisted",
-		            NULL, scope, NULL, NULL, out, made >= 0 ? made : now, 0.0);
+		rc = st_run(s, ST_OP_INSERT, "tttttttttttift", op_id, NULL, NULL, NULL, NULL, "persisted",
+		            NULL, scope, NULL, NULL, out, made >= 0 ? made : now, 0.0, NULL);
 	free(out);
 	return rc;
 }
@@ -1619,25 +1764,33 @@ int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *
 	return 0;
 }
 
-/* ---- events that belong to no call ---- */
+/* ---- events written on their own ---- */
 
-int tgi_store_event(tgi_store *s, const tgi_event *ev, char *err, size_t errlen)
+int tgi_store_event(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen)
 {
 	if (!ev || !ev->type || !*ev->type) {
 		tgi_snprintf(err, errlen, "an event needs a type");
 		return -1;
 	}
+	ev->seq = 0;
+	if (op_id && check_op_id(op_id, err, errlen) < 0)
+		return -1;
 	char *data = NULL;
 	if (ev->data && !(data = json_dumps(ev->data, JSON_COMPACT | JSON_ENCODE_ANY))) {
 		tgi_snprintf(err, errlen, "cannot encode the data of event '%s'", ev->type);
 		return -1;
 	}
+	int64_t seq = 0;
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
-		rc = st_run(s, ST_EVENT_INSERT, "itttt", ev->ts_ms ? ev->ts_ms : tgi_unix_ms(), NULL,
+		rc = st_run(s, ST_EVENT_INSERT, "itttt", ev->ts_ms ? ev->ts_ms : tgi_unix_ms(), op_id,
 		            ev->type, ev->stage, data);
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK) {
+		seq = sqlite3_last_insert_rowid(s->db);
 		rc = tx_commit(s);
+	}
+	if (rc == SQLITE_OK)
+		ev->seq = seq;
 	free(data);
 	if (rc != SQLITE_OK) {
 		char q[80];
@@ -1685,8 +1838,12 @@ static json_t *op_json(sqlite3_stmt *st)
 	return o;
 }
 
+/* The columns events_sql selects: the event's, then whether it has an op
+ * row, then what comes from that row. */
 static json_t *event_json(sqlite3_stmt *st)
 {
+	static const char *const from_op[] = { "session", "principal", "tool", "status",
+	                                       "error_kind", "message", "args" };
 	json_t *o = json_object();
 	json_object_set_new(o, "seq", json_integer(sqlite3_column_int64(st, 0)));
 	json_object_set_new(o, "ts", col_time(st, 1));
@@ -1694,6 +1851,9 @@ static json_t *event_json(sqlite3_stmt *st)
 	json_object_set_new(o, "type", col_string(st, 3));
 	json_object_set_new(o, "stage", col_string(st, 4));
 	json_object_set_new(o, "data", col_parsed(st, 5));
+	if (sqlite3_column_int(st, 6))
+		for (int i = 0; i < (int)TGI_ARRAY_LEN(from_op); i++)
+			json_object_set_new(o, from_op[i], col_string(st, 7 + i));
 	return o;
 }
 
@@ -1719,6 +1879,8 @@ static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int
 		rc = bind_named(st, ":tool", f->tool, 0);
 	if (rc == SQLITE_OK)
 		rc = bind_named(st, ":status", f->status, 0);
+	if (rc == SQLITE_OK)
+		rc = bind_named(st, ":session", f->session, 0);
 	if (rc == SQLITE_OK)
 		rc = bind_named(st, ":op", f->op_id, 0);
 	if (rc == SQLITE_OK)
@@ -1756,8 +1918,9 @@ static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int
  * the millisecond; started_ms keeps the bound exact), --tool is ops_tool,
  * --status ops_status unless it is `persisted` (which that index leaves
  * out: the constant condition added below is what lets the planner use
- * it), and events(op_id) the events of those ops.  Rows come in op_id
- * order, which is start time order, without a sort.  With a limit the
+ * it), --session ops_session, and events(op_id) the events of those ops.
+ * Rows come in op_id order, which is start time order, without a sort.
+ * With a limit the
  * newest `limit` rows are returned, still oldest first (like tail); events
  * after after_seq are the next `limit` instead (for --follow, so none is
  * skipped).
@@ -1773,10 +1936,10 @@ int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err
 	tgi_snprintf(sql, sizeof sql,
 	             "SELECT op_id, call_id, session, tool, principal, status, error_kind, started_ms,"
 	             " duration_ms, args_sha256, envelope FROM ops"
-	             " WHERE op_id >= :since_id AND started_ms >= :since%s%s%s%s",
+	             " WHERE op_id >= :since_id AND started_ms >= :since%s%s%s%s%s",
 	             f->tool ? " AND tool = :tool" : "", f->status ? " AND status = :status" : "",
 	             f->status && strcmp(f->status, "persisted") ? " AND status <> 'persisted'" : "",
-	             f->op_id ? " AND op_id = :op" : "");
+	             f->session ? " AND session = :session" : "", f->op_id ? " AND op_id = :op" : "");
 	if (f->limit) {
 		char inner[1024];
 		tgi_snprintf(inner, sizeof inner, "%s", sql);
@@ -1791,31 +1954,49 @@ int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err
 	return 0;
 }
 
+/* Does the filter pick ops (so events join them rather than only read
+ * their columns)? */
+static int filters_ops(const tgi_log_filter *f)
+{
+	return f->tool || f->status || f->session;
+}
+
 /*
- * Events come in seq order.  With a tool or status filter they join their
- * ops, and on a large ledger it matters which side leads.  For the newest
- * `limit` events it is fastest to walk events back from the newest and
- * look each one's op up in ops_tool or ops_status (events lead), unless
- * few ops match, when walking those ops is (ops lead).  So a query with a
- * limit first walks only the newest TGI_LOG_WINDOW x limit events, and asks
- * again with the ops leading only when fewer than `limit` of those match;
- * both answers are exact.  After after_seq (--follow) the events lead: that
- * range is the newest.
+ * Events come in seq order, each with its op's columns (an event without
+ * an op row keeps them NULL: the LEFT JOIN, where the events always lead).
+ * With a tool, status or session filter they join their ops, and on a
+ * large ledger it matters which side leads.  For the newest `limit` events
+ * it is fastest to walk events back from the newest and look each one's op
+ * up by its op_id (events lead), unless few ops match, when walking those
+ * ops in ops_tool, ops_status or ops_session is (ops lead).  So a query
+ * with a limit first walks only the newest TGI_LOG_WINDOW x limit events,
+ * and asks again with the ops leading only when fewer than `limit` of
+ * those match; both answers are exact.  After after_seq (--follow) the
+ * events lead: that range is the newest.  The message is read from the
+ * envelope only for the rows returned and only for calls with an error
+ * (the envelope is parsed for those alone; one that is not JSON gives no
+ * message rather than failing the query).
  */
 static void events_sql(char *sql, size_t cap, const tgi_log_filter *f, int64_t after_seq,
                        int events_lead, int windowed /* only when after_seq <= 0 */)
 {
-	static const char cols[] = "e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data";
+	static const char cols[] =
+		"e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data, o.op_id IS NOT NULL,"
+		" o.session, o.principal, o.tool, o.status, o.error_kind,"
+		" CASE WHEN o.error_kind IS NOT NULL AND json_valid(o.envelope)"
+		" THEN json_extract(o.envelope, '$.error.message') END,"
+		" o.args_redacted";
 	char where[512];
-	const char *from = !(f->tool || f->status) ? "events e"
-	                 : events_lead             ? "events e CROSS JOIN ops o ON o.op_id = e.op_id"
-	                                           : "events e JOIN ops o ON o.op_id = e.op_id";
+	const char *from = !filters_ops(f) ? "events e LEFT JOIN ops o ON o.op_id = e.op_id"
+	                 : events_lead     ? "events e CROSS JOIN ops o ON o.op_id = e.op_id"
+	                                   : "events e JOIN ops o ON o.op_id = e.op_id";
 
 	/* one lower bound on seq, so that the planner walks only that range */
-	tgi_snprintf(where, sizeof where, "e.seq > %s AND e.ts_ms >= :since%s%s%s%s",
+	tgi_snprintf(where, sizeof where, "e.seq > %s AND e.ts_ms >= :since%s%s%s%s%s",
 	             windowed ? "(SELECT max(seq) FROM events) - :window" : ":after",
 	             f->tool ? " AND o.tool = :tool" : "", f->status ? " AND o.status = :status" : "",
 	             f->status && strcmp(f->status, "persisted") ? " AND o.status <> 'persisted'" : "",
+	             f->session ? " AND o.session = :session" : "",
 	             f->op_id ? " AND e.op_id = :op" : "");
 	if (f->limit && after_seq <= 0)
 		tgi_snprintf(sql, cap,
@@ -1831,13 +2012,13 @@ int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, j
                      char *err, size_t errlen)
 {
 	static const tgi_log_filter all;
-	char sql[1024];
+	char sql[2048];
 	int rc;
 
 	*out = NULL;
 	if (!f)
 		f = &all;
-	int join = f->tool || f->status;
+	int join = filters_ops(f);
 	if (join && f->limit && after_seq <= 0) {
 		events_sql(sql, sizeof sql, f, after_seq, 1, 1);
 		rc = log_query(s, sql, f, after_seq, event_json, out);
@@ -1853,5 +2034,272 @@ int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, j
 	}
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot read the ledger");
+	return 0;
+}
+
+int tgi_store_last_seq(tgi_store *s, int64_t *seq, char *err, size_t errlen)
+{
+	*seq = 0;
+	int rc = st_step(s, ST_LAST_SEQ, "");
+	if (rc == SQLITE_ROW) {
+		*seq = sqlite3_column_int64(s->st[ST_LAST_SEQ], 0); /* NULL: no event, 0 */
+		st_reset(s, ST_LAST_SEQ);
+		rc = SQLITE_DONE;
+	}
+	if (rc != SQLITE_DONE)
+		return fail(s, rc, err, errlen, "cannot read the ledger");
+	return 0;
+}
+
+/* ---- stats ----
+ *
+ * Per tool: calls, calls by status, and the 50th and 99th percentiles
+ * (nearest rank) of duration_ms over the calls whose tool ran: persisted,
+ * committed and failed.  A replayed call returned a stored result and a
+ * dry run stopped before execute, so their durations would only pull the
+ * figures toward the gate's own overhead; calls stopped before execute
+ * (invalid, denied, pending) are counted but have no duration to speak of.
+ *
+ * The per-tool part reads ops_tool alone (it carries status, started_ms
+ * and duration_ms): `+op_id` keeps the planner off the op_id range, which
+ * would read each row with its envelope, and ORDER BY tool is that index's
+ * order, so one tool's rows come together and only that tool's durations
+ * are held at a time.  Denials come from ops_status (only rows that are
+ * not `persisted`) and the envelopes of the denied rows.
+ */
+
+static const char stats_tools_sql[] =
+	"SELECT tool, status, duration_ms FROM ops"
+	" WHERE +op_id >= :since_id AND started_ms >= :since ORDER BY tool";
+
+static const char stats_denials_sql[] =
+	"SELECT CASE WHEN json_valid(envelope) THEN json_extract(envelope, '$.error.rule') END"
+	" AS rule, error_kind, count(*) AS n FROM ops"
+	" WHERE status = 'denied' AND status <> 'persisted' AND op_id >= :since_id"
+	" AND started_ms >= :since GROUP BY rule, error_kind ORDER BY n DESC, rule, error_kind";
+
+/* One tool's figures while the scan is on its rows: a few statuses, so a
+ * short list searched in order (no allocation per row). */
+struct status_n {
+	char      *name;
+	json_int_t n;
+	int        ran;   /* its calls ran the tool: their durations count */
+};
+
+struct tool_stats {
+	struct status_n *st;
+	size_t           nst, capst;
+	json_int_t       calls;
+	double          *ran;    /* durations of the calls that ran */
+	size_t           nran, cap;
+};
+
+static int ran(const char *status)
+{
+	return !strcmp(status, "persisted") || !strcmp(status, "committed") ||
+	       !strcmp(status, "failed");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The nearest-rank percentile p (1..100) of n sorted values. */
+static double percentile(const double *v, size_t n, unsigned p)
+{
+	size_t rank = (n * p + 99) / 100;
+	return v[rank ? rank - 1 : 0];
+}
+
+static void tool_add(struct tool_stats *t, const char *status, double duration_ms)
+{
+	size_t i = 0;
+	while (i < t->nst && strcmp(t->st[i].name, status))
+		i++;
+	if (i == t->nst) {
+		if (t->nst == t->capst)
+			t->st = tgi_xrealloc(t->st, (t->capst = t->capst ? 2 * t->capst : 8) * sizeof *t->st);
+		t->st[t->nst++] = (struct status_n){ tgi_strdup(status), 0, ran(status) };
+	}
+	t->st[i].n++;
+	t->calls++;
+	if (!t->st[i].ran)
+		return;
+	if (t->nran == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->ran = tgi_xrealloc(t->ran, t->cap * sizeof *t->ran);
+	}
+	t->ran[t->nran++] = duration_ms;
+}
+
+/* Empty t for the next tool (free: and give back its memory). */
+static void tool_reset(struct tool_stats *t, int free_all)
+{
+	for (size_t i = 0; i < t->nst; i++)
+		free(t->st[i].name);
+	t->nst = 0;
+	t->calls = 0;
+	t->nran = 0;
+	if (free_all) {
+		free(t->st);
+		free(t->ran);
+	}
+}
+
+/* The JSON object of tool name (NULL: calls stopped before a tool was
+ * named); t is emptied for the next tool. */
+static json_t *tool_done(struct tool_stats *t, const char *name)
+{
+	json_t *o = json_object(), *by = json_object();
+	json_t *jname = name ? json_string(name) : json_null();
+	json_object_set_new(o, "tool", jname ? jname : json_string("(not UTF-8)"));
+	json_object_set_new(o, "calls", json_integer(t->calls));
+	for (size_t i = 0; i < t->nst; i++)
+		json_object_set_new(by, t->st[i].name, json_integer(t->st[i].n));
+	json_object_set_new(o, "by_status", by);
+	if (t->nran)
+		qsort(t->ran, t->nran, sizeof *t->ran, cmp_double);
+	json_object_set_new(o, "p50_ms", t->nran ? json_real(percentile(t->ran, t->nran, 50)) : json_null());
+	json_object_set_new(o, "p99_ms", t->nran ? json_real(percentile(t->ran, t->nran, 99)) : json_null());
+	tool_reset(t, 0);
+	return o;
+}
+
+static int same_tool(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
+static int cmp_tools(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t cx = json_integer_value(json_object_get(x, "calls"));
+	json_int_t cy = json_integer_value(json_object_get(y, "calls"));
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	const char *nx = json_string_value(json_object_get(x, "tool"));
+	const char *ny = json_string_value(json_object_get(y, "tool"));
+	if (!nx || !ny)
+		return !nx - !ny; /* then by name, calls without a tool last */
+	return strcmp(nx, ny);
+}
+
+/* Prepare sql with the since bounds bound. */
+static int stats_prepare(tgi_store *s, const char *sql, int64_t since_ms, const char since_id[37],
+                         sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+	if (rc == SQLITE_OK)
+		rc = bind_named(*st, ":since_id", since_id, 0);
+	if (rc == SQLITE_OK)
+		rc = bind_named(*st, ":since", NULL, since_ms);
+	return rc;
+}
+
+/* The tools array, by calls descending, and the number of calls. */
+static int stats_tools(tgi_store *s, int64_t since_ms, const char since_id[37], json_t *tools,
+                       json_int_t *total)
+{
+	sqlite3_stmt *st = NULL;
+	struct tool_stats t = { 0 };
+	char *cur = NULL; /* the tool whose rows the scan is on, when t.calls */
+	json_t **v = NULL;
+	size_t n = 0, cap = 0;
+
+	int rc = stats_prepare(s, stats_tools_sql, since_ms, since_id, &st);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *tool = (const char *)sqlite3_column_text(st, 0);
+		const char *status = (const char *)sqlite3_column_text(st, 1);
+		if ((!tool && sqlite3_column_type(st, 0) != SQLITE_NULL) || !status) {
+			rc = SQLITE_NOMEM; /* status is NOT NULL */
+			break;
+		}
+		rc = SQLITE_OK;
+		if (t.calls && !same_tool(cur, tool)) {
+			if (n == cap)
+				v = tgi_xrealloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
+			v[n++] = tool_done(&t, cur);
+		}
+		if (!t.calls) {
+			free(cur);
+			cur = tgi_strdup(tool);
+		}
+		tool_add(&t, status, sqlite3_column_double(st, 2));
+	}
+	if (rc == SQLITE_DONE) {
+		rc = SQLITE_OK;
+		if (t.calls) {
+			if (n == cap)
+				v = tgi_xrealloc(v, (cap = n + 1) * sizeof *v);
+			v[n++] = tool_done(&t, cur);
+		}
+	} else if (rc != SQLITE_OK) {
+		rc = sqlite3_extended_errcode(s->db);
+	}
+	sqlite3_finalize(st);
+	free(cur);
+	tool_reset(&t, 1);
+	if (n)
+		qsort(v, n, sizeof *v, cmp_tools);
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		*total += json_integer_value(json_object_get(v[i], "calls"));
+		if (rc == SQLITE_OK)
+			json_array_append_new(tools, v[i]);
+		else
+			json_decref(v[i]);
+	}
+	free(v);
+	return rc;
+}
+
+/* The denials array: by rule (and error kind), count descending. */
+static int stats_denials(tgi_store *s, int64_t since_ms, const char since_id[37], json_t *denials)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = stats_prepare(s, stats_denials_sql, since_ms, since_id, &st);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		json_object_set_new(o, "rule", col_string(st, 0));
+		json_object_set_new(o, "kind", col_string(st, 1));
+		json_object_set_new(o, "count", json_integer(sqlite3_column_int64(st, 2)));
+		json_array_append_new(denials, o);
+		rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	else if (rc != SQLITE_OK)
+		rc = sqlite3_extended_errcode(s->db);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int tgi_store_stats(tgi_store *s, int64_t since_ms, json_t **out, char *err, size_t errlen)
+{
+	char since_id[37], iso[32];
+	json_int_t calls = 0;
+	json_t *tools = json_array(), *denials = json_array();
+
+	*out = NULL;
+	uuid_floor(since_ms, since_id);
+	/* one read transaction: both parts see the same ledger */
+	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = stats_tools(s, since_ms, since_id, tools, &calls);
+	if (rc == SQLITE_OK)
+		rc = stats_denials(s, since_ms, since_id, denials);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		json_decref(tools);
+		json_decref(denials);
+		return fail(s, rc, err, errlen, "cannot read the ledger");
+	}
+	if (since_ms > 0)
+		tgi_iso8601(since_ms, iso);
+	*out = json_pack("{s:o, s:I, s:o, s:o}", "since", since_ms > 0 ? json_string(iso) : json_null(),
+	                 "calls", calls, "tools", tools, "denials", denials);
 	return 0;
 }

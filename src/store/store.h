@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "util/util.h"
+
 typedef struct tgi_store tgi_store;
 
 /*
@@ -52,7 +54,15 @@ typedef struct tgi_event {
 	const char *stage;   /* or NULL */
 	json_t     *data;    /* borrowed, may be NULL */
 	int64_t     ts_ms;   /* unix ms */
+	int64_t     seq;     /* set by the store when written (0 until then) */
 } tgi_event;
+
+/* A rate-limit bucket (src/mw/ratelimit.c): tokens left at updated_ms. */
+typedef struct tgi_bucket {
+	const char *principal, *tool;   /* tool NULL: no bucket */
+	double      tokens;
+	int64_t     updated_ms;
+} tgi_bucket;
 
 typedef struct tgi_op_record {
 	const char *op_id, *call_id, *session, *tool, *principal;
@@ -64,6 +74,10 @@ typedef struct tgi_op_record {
 	const char *envelope;        /* JSON text */
 	int64_t     started_ms;      /* unix ms */
 	double      duration_ms;
+	const char *loop;            /* the loop-detection window entry (opaque text, short:
+	                              * the ledger keeps it in an index), or NULL */
+	const char *manifest;        /* the session's tool manifest digest now, or NULL */
+	const tgi_bucket *bucket;    /* a rate-limit bucket to save with the row, or NULL */
 } tgi_op_record;
 
 /* What the same transaction does to the call's idempotency row. */
@@ -75,10 +89,31 @@ typedef enum {
 } tgi_idem_settle;
 
 /* Insert the ops row and its events atomically (and the sessions row is
- * upserted: first/last seen, call count).  If idem_scope is not NULL, its
- * idem row is settled as `settle` in the same transaction. */
-int tgi_store_record(tgi_store *s, const tgi_op_record *op, const tgi_event *ev, size_t nev,
+ * upserted: first/last seen, call count, manifest; and op->bucket saved).
+ * If idem_scope is not NULL, its idem row is settled as `settle` in the
+ * same transaction.  Each ev[i].seq is set to the seq it was given (0
+ * when the record fails: nothing was written). */
+int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen);
+
+/* ---- what middleware keeps across processes and restarts ---- */
+
+/* The manifest digest the session last ran with (sessions.manifest) into
+ * out[65]; "" when the session is new or has none. */
+int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], char *err,
+                               size_t errlen);
+
+/* The loop entries (tgi_op_record.loop) of the newest `limit` calls of a
+ * session, newest first; calls without an entry are skipped.  Appended to
+ * out.  session is required: NULL or "" is refused (-1 with err). */
+int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_strv *out,
+                          char *err, size_t errlen);
+
+/* A saved rate-limit bucket: *found 0 when there is none.  (A record
+ * saves its bucket unless the saved one is newer: a bucket never goes back
+ * in time.) */
+int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
+                         int64_t *updated_ms, int *found, char *err, size_t errlen);
 
 /* ---- idempotency ---- */
 
@@ -172,15 +207,18 @@ int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_
 int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
                       size_t errlen);
 
-/* An event that belongs to no call (mcp.tool.changed, mcp.server.down,
- * ...): appended to the events table with op_id NULL. */
-int tgi_store_event(tgi_store *s, const tgi_event *ev, char *err, size_t errlen);
+/* An event written on its own: one that belongs to no call (op_id NULL:
+ * mcp.tool.changed, mcp.server.down, ...) or one that comes after a call's
+ * row (an after-hook that failed; op_id must be a UUID).  Sets ev->seq
+ * (0 on failure). */
+int tgi_store_event(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen);
 
 /* ---- reading the log ---- */
 
 typedef struct tgi_log_filter {
 	const char *tool;     /* or NULL */
 	const char *status;   /* or NULL */
+	const char *session;  /* or NULL */
 	int64_t     since_ms; /* 0: all */
 	const char *op_id;    /* or NULL */
 	size_t      limit;    /* 0: all */
@@ -191,11 +229,30 @@ typedef struct tgi_log_filter {
  *  duration_ms, args_sha256, envelope (object)}.  Caller decrefs. */
 int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err, size_t errlen);
 
-/* Events of the ops matching the filter (or all when f->tool/status are
- * NULL), oldest first: [{seq, ts, op_id, type, stage, data}].  after_seq
- * skips events with seq <= after_seq (for --follow). */
+/* Events of the ops matching the filter (or all when f->tool/status/session
+ * are NULL), oldest first: [{seq, ts, op_id, type, stage, data, session,
+ * principal, tool, status, error_kind, message, args}] (the last seven from
+ * the event's op — message is its envelope's error.message, args its
+ * redacted args — absent for an event without one).  after_seq skips
+ * events with seq <= after_seq (for --follow). */
 int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, json_t **out,
                      char *err, size_t errlen);
+
+/* The newest event's seq (0 when there is none). */
+int tgi_store_last_seq(tgi_store *s, int64_t *seq, char *err, size_t errlen);
+
+/* What `toolgate stats` shows, for calls started at or after since_ms (0:
+ * all): {"since", "calls", "tools": [{"tool", "calls", "by_status":
+ * {status: n}, "p50_ms", "p99_ms"}], "denials": [{"rule", "kind",
+ * "count"}]} (tools by calls, denials by count, both descending).  The
+ * percentiles are nearest-rank over the calls whose tool ran (persisted,
+ * committed, failed), null when none did; a denial is grouped by its
+ * envelope's error.rule (null: denied by no rule) and error kind.  Caller
+ * decrefs. */
+int tgi_store_stats(tgi_store *s, int64_t since_ms, json_t **out, char *err, size_t errlen);
+
+/* The ledger file being written (for inotify: the WAL beside it), or NULL. */
+const char *tgi_store_path(const tgi_store *s);
 
 /* ---- spill files (src/store/spill.c) ---- */
 

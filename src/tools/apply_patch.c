@@ -12,16 +12,21 @@
  * where summary is Codex's text ("Success. Updated the following
  * files:\nA p\n...") for surfaces that show text.
  *
- * Owns: the tool row, its schema and the mapping of patch failures to
- * error kinds.  Must not: check permissions (the pipeline does).
+ * plan() (a dry run) computes the same final bytes in memory and shows
+ * each file's unified diff; a patch that does not fit gives would_fail.
+ *
+ * Owns: the tool row, its schema, its plan and the mapping of patch
+ * failures to error kinds.  Must not: check permissions (the pipeline does).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "registry.h"
 #include "patch/patch.h"
+#include "tools/plan.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -117,6 +122,112 @@ static int apply_patch_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool
 	return 0;
 }
 
+/* The Move in result.moved whose `key` (from or to) is path, or NULL. */
+static const json_t *move_of(const json_t *result, const char *key, const char *path)
+{
+	size_t i;
+	json_t *m;
+	json_array_foreach(json_object_get(result, "moved"), i, m) {
+		const char *v = json_string_value(json_object_get(m, key));
+		if (v && !strcmp(v, path))
+			return m;
+	}
+	return NULL;
+}
+
+/*
+ * Matching a patch against a file is reading it: whether the old lines
+ * fit, and the engine's "closest" hint, tell what the file holds.  A dry
+ * run of a patch that updates a file the call may not read is therefore
+ * not matched at all (else it would be a free oracle for the file's
+ * content): the plan lists the operations, unchecked.  NULL when every
+ * updated file is readable.
+ */
+static json_t *unreadable_updates(const tgi_exec_ctx *ctx, const tgi_patch *p)
+{
+	char norm[PATH_MAX], msg[256];
+	int hidden = 0;
+	for (size_t i = 0; i < p->nops && !hidden; i++)
+		hidden = p->ops[i].kind == TGI_PATCH_UPDATE &&
+		         (tgi_path_check(p->ops[i].path, strlen(p->ops[i].path), norm, sizeof norm, msg,
+		                         sizeof msg) < 0 || !tgi_plan_may_read(ctx, norm));
+	if (!hidden)
+		return NULL;
+	static const char *const ops[] = {"add", "delete", "update"};
+	json_t *files = json_array();
+	for (size_t i = 0; i < p->nops; i++) {
+		const tgi_patch_op *op = &p->ops[i];
+		json_t *f = json_pack("{s:s}", "operation", op->move_to ? "move" : ops[op->kind]);
+		json_object_set_new(f, "path", tgi_json_text(op->move_to ? op->move_to : op->path,
+		                                             strlen(op->move_to ? op->move_to : op->path)));
+		if (op->move_to)
+			json_object_set_new(f, "from", tgi_json_text(op->path, strlen(op->path)));
+		json_array_append_new(files, f);
+	}
+	return json_pack("{s:o, s:s}", "files", files, "unchecked",
+	                 "the patch updates a file the call may not read, so it was not matched "
+	                 "against the files and no diff is shown");
+}
+
+/*
+ * The plan: the patch engine computes every file's final bytes in memory
+ * (nothing is written), and each file that would change gets
+ * {operation: add|update|delete|move, path[, from], bytes, diff}.  A
+ * patch that does not fit the files gives would_fail with the message the
+ * call itself would get; one that updates a file the call may not read is
+ * not matched (unreadable_updates).
+ */
+static json_t *apply_patch_plan(const tgi_exec_ctx *ctx, const json_t *args)
+{
+	size_t len, budget = TGI_PLAN_DIFF_MAX;
+	const char *text = patch_arg(args, &len);
+	char err[8192];
+	tgi_patch *p;
+	tgi_patch_plan pl;
+
+	if (!text)
+		return tgi_plan_fail(NULL, TG_ERR_INVALID_INPUT, "\"patch\" must be a string");
+	if (tgi_patch_parse(text, len, &p, err, sizeof err) < 0)
+		return tgi_plan_fail(NULL, TG_ERR_INVALID_INPUT, err);
+	json_t *unchecked = unreadable_updates(ctx, p);
+	if (unchecked) {
+		tgi_patch_free(p);
+		return unchecked;
+	}
+	tgi_patch_err pe = tgi_patch_plan_make(ctx->ws_fd, p, &pl, err, sizeof err);
+	tgi_patch_free(p);
+	if (pe != TGI_PATCH_OK)
+		return tgi_plan_fail(NULL, pe == TGI_PATCH_EREFUSED ? TG_ERR_NOT_PERMITTED
+		                                                    : TG_ERR_TOOL_ERROR, err);
+
+	json_t *files = json_array();
+	for (size_t i = 0; i < pl.nwrites; i++) {
+		const tgi_patch_write *w = &pl.writes[i];
+		const json_t *moved = move_of(pl.result, "to", w->path);
+		if (!w->data && move_of(pl.result, "from", w->path))
+			continue;                   /* shown with where it moves to */
+		const char *from = moved ? json_string_value(json_object_get(moved, "from")) : w->path;
+		const char *op = moved ? "move" : !w->data ? "delete" : w->existed ? "update" : "add";
+		json_t *f = json_object();
+		json_object_set_new(f, "operation", json_string(op));
+		json_object_set_new(f, "path", tgi_json_text(w->path, strlen(w->path)));
+		if (moved)
+			json_object_set_new(f, "from", tgi_json_text(from, strlen(from)));
+		if (w->data)
+			json_object_set_new(f, "bytes", json_integer((json_int_t)w->len));
+		tgi_plan_old old = {.state = TGI_OLD_MISSING};
+		if (moved || w->existed)
+			tgi_plan_old_read(ctx, from, &old);
+		tgi_plan_diff(f, from, &old, w->path, w->data, w->len, &budget);
+		tgi_plan_old_free(&old);
+		json_array_append_new(files, f);
+	}
+	json_t *plan = json_pack("{s:o, s:o}", "files", files, "summary",
+	                         tgi_json_text(pl.summary, strlen(pl.summary)));
+	tgi_patch_plan_free(&pl);
+	return plan;
+}
+
 const tgi_tool tgi_tool_apply_patch = {
 	.name = "apply_patch",
 	.description =
@@ -137,4 +248,5 @@ const tgi_tool tgi_tool_apply_patch = {
 	.flags_for = patch_flags,
 	.paths = patch_paths,
 	.handler = apply_patch_run,
+	.plan = apply_patch_plan,
 };

@@ -17,6 +17,9 @@
  *   connection lost        -> tool_error, applied unknown
  *   server not running     -> transient with retry_after_s, applied no
  *
+ * A dry run's plan names the server, the tool's name there and the
+ * arguments it would get; nothing is sent.
+ *
  * Owns: turning one call into one request and its answer into a result.
  * Must not: check permissions (the pipeline did), retry, touch the ledger,
  * or close the connection (the bridge does, when no call holds it).
@@ -161,4 +164,12 @@ int tgi_bridged_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 	json_decref(result);
 	json_decref(error);
 	return rc == 0 ? 0 : -1;
+}
+
+json_t *tgi_bridged_plan(const tgi_exec_ctx *ctx, const json_t *args)
+{
+	const char *server, *remote;
+	tgi_bridge_tool_names(ctx->data, &server, &remote);
+	return json_pack("{s:o, s:o, s:O}", "server", tgi_json_text(server, strlen(server)), "tool",
+	                 tgi_json_text(remote, strlen(remote)), "arguments", args);
 }

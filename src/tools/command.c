@@ -9,6 +9,10 @@
  * The environment is clean: PATH, HOME, LANG, TERM, TMPDIR, TOOLGATE_OP_ID,
  * plus the variables the tool declares in requires_env.
  *
+ * A dry run's plan shows the argv, the stdin JSON, the environment's
+ * names (never the values of requires_env: they are the tool's secrets)
+ * and the timeout.
+ *
  * Owns: turning one call into one process and its answer into a result.
  * Must not: check permissions (the pipeline did), retry, or touch the ledger.
  */
@@ -51,13 +55,38 @@ static void stderr_reason(const char *err, char *out, size_t cap)
 	tgi_sanitize(out, cap, line);
 }
 
+/* What the tool reads on stdin (new reference). */
+static json_t *call_json(const tgi_exec_ctx *ctx, const json_t *args)
+{
+	return json_pack("{s:s, s:s, s:O, s:s, s:o}", "op_id", ctx->op_id, "tool", ctx->tool,
+	                 "args", args, "principal", ctx->principal ? ctx->principal : "",
+	                 "idempotency_key", ctx->idempotency_key
+	                     ? json_string(ctx->idempotency_key) : json_null());
+}
+
+/* The environment's fixed names, then the tool's requires_env. */
+static const char *const base_env[] = {"PATH", "HOME", "LANG", "TERM", "TMPDIR", "TOOLGATE_OP_ID"};
+
+json_t *tgi_command_plan(const tgi_exec_ctx *ctx, const json_t *args)
+{
+	const tgi_tool_cfg *tc = ctx->data;
+	json_t *argv = json_array(), *env = json_array();
+	for (size_t i = 0; i < tc->command.n; i++)
+		json_array_append_new(argv, tgi_json_text(tc->command.v[i], strlen(tc->command.v[i])));
+	for (size_t i = 0; i < TGI_ARRAY_LEN(base_env); i++)
+		if (i != 1 || getenv("HOME"))           /* HOME only when the gate has one */
+			json_array_append_new(env, json_string(base_env[i]));
+	for (size_t i = 0; i < tc->requires_env.n; i++)
+		if (getenv(tc->requires_env.v[i]))
+			json_array_append_new(env, json_string(tc->requires_env.v[i]));
+	return json_pack("{s:o, s:s, s:o, s:o, s:i}", "argv", argv, "workdir", ".", "stdin",
+	                 call_json(ctx, args), "env", env, "timeout_s", ctx->timeout_s);
+}
+
 int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
 	const tgi_tool_cfg *tc = ctx->data;
-	json_t *in = json_pack("{s:s, s:s, s:O, s:s, s:o}", "op_id", ctx->op_id, "tool", ctx->tool,
-	                       "args", args, "principal", ctx->principal ? ctx->principal : "",
-	                       "idempotency_key", ctx->idempotency_key
-	                           ? json_string(ctx->idempotency_key) : json_null());
+	json_t *in = call_json(ctx, args);
 	char *in_text = json_dumps(in, JSON_COMPACT);
 	json_decref(in);
 	if (!in_text) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "tools/plan.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -210,4 +211,5 @@ const tgi_tool tgi_tool_list_dir = {
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE,
 	.paths = tgi_paths_optional_path,
 	.handler = list_dir_run,
+	.plan = tgi_plan_reads_optional,
 };

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "tools/plan.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -250,4 +251,5 @@ const tgi_tool tgi_tool_read_file = {
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE | TGI_T_IDEMPOTENT,
 	.paths = tgi_paths_required_path,
 	.handler = read_file_run,
+	.plan = tgi_plan_reads_required,
 };

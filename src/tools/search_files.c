@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "tools/plan.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -403,4 +404,5 @@ const tgi_tool tgi_tool_search_files = {
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE,
 	.paths = tgi_paths_optional_path,
 	.handler = search_files_run,
+	.plan = tgi_plan_reads_optional,
 };

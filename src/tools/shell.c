@@ -23,7 +23,11 @@
  * The policy gates (floor, execpolicy, shell(...) rules, modes) judge the
  * simple commands commands() reports before this runs (decide.c).
  *
- * Owns: the tool row, its schema, the environment and output shaping.
+ * plan() (a dry run) shows the argv, workdir, sandbox, environment and
+ * timeout the command would get, and starts nothing.
+ *
+ * Owns: the tool row, its schema, its plan, the environment and output
+ * shaping.
  * Must not: check permissions (the pipeline does).
  */
 #include <errno.h>
@@ -45,6 +49,7 @@
 #include "policy/shell.h"
 #include "registry.h"
 #include "store/store.h"
+#include "tools/plan.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -266,19 +271,19 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 }
 
 /* The workdir as an absolute path inside the workspace (symlinks resolved,
- * confined by the kernel). */
+ * confined by the kernel), and relative to it in rel (PATH_MAX bytes). */
 static int workdir_path(const tgi_exec_ctx *ctx, const json_t *args, char *out, size_t cap,
-                        tgi_tool_out *o)
+                        char *rel, tgi_tool_out *o)
 {
 	const char *raw;
 	size_t rawlen;
-	char norm[PATH_MAX], rel[PATH_MAX];
+	char norm[PATH_MAX];
 	tg_errkind kind;
 	if (tgi_arg_str(args, "workdir", ".", &raw, &rawlen, o->message, sizeof o->message) < 0 ||
 	    tgi_path_check(raw, rawlen, norm, sizeof norm, o->message, sizeof o->message) < 0)
 		return tgi_tool_fail(o, TG_ERR_INVALID_INPUT);
 	int fd = tgi_open_beneath(ctx->ws_fd, norm, O_PATH | O_DIRECTORY, 0);
-	int r = fd < 0 ? fd : tgi_fd_path(ctx->ws_fd, fd, rel, sizeof rel);
+	int r = fd < 0 ? fd : tgi_fd_path(ctx->ws_fd, fd, rel, PATH_MAX);
 	if (fd >= 0)
 		close(fd);
 	if (r < 0) {
@@ -305,40 +310,61 @@ static void protected_paths(const tgi_exec_ctx *ctx, tgi_strv *out)
 	}
 }
 
+/* What is exec'd (before the sandbox's wrapper): /bin/sh -c COMMAND for a
+ * string, the list itself for a list.  0, or -1 with out set. */
+static int command_argv(const json_t *args, tgi_strv *argv, tgi_tool_out *out)
+{
+	const json_t *cmd = json_object_get(args, "command");
+	if (json_is_string(cmd)) {
+		tgi_strv_push(argv, tgi_strdup("/bin/sh"));
+		tgi_strv_push(argv, tgi_strdup("-c"));
+		tgi_strv_push(argv, tgi_strdup(json_string_value(cmd)));
+	} else {
+		size_t i;
+		json_t *w;
+		json_array_foreach(cmd, i, w)
+			tgi_strv_push(argv, tgi_strdup(json_string_value(w) ? json_string_value(w) : ""));
+	}
+	if (!argv->n) {
+		tgi_snprintf(out->message, sizeof out->message, "\"command\" is empty");
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+	}
+	return 0;
+}
+
+/* What the handler and the plan check first: the workdir (absolute in cwd,
+ * relative in rel; PATH_MAX each), the timeout (capped by the config) and
+ * argv.  0, or -1 with out set (argv left empty). */
+static int prepare(const tgi_exec_ctx *ctx, const json_t *args, char *cwd, char *rel,
+                   long long *timeout, tgi_strv *argv, tgi_tool_out *out)
+{
+	const tgi_shell_cfg *sh = &ctx->cfg->shell;
+	if (workdir_path(ctx, args, cwd, PATH_MAX, rel, out) < 0)
+		return -1;
+	if (tgi_arg_int(args, "timeout_s", ctx->timeout_s > 0 ? ctx->timeout_s : 120, 1, 86400,
+	                timeout, out->message, sizeof out->message) < 0)
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+	if (*timeout > sh->max_timeout_s)
+		*timeout = sh->max_timeout_s;
+	if (command_argv(args, argv, out) < 0) {
+		tgi_strv_free(argv);
+		return -1;
+	}
+	return 0;
+}
+
 static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
 	const tgi_shell_cfg *sh = &ctx->cfg->shell;
-	const json_t *cmd = json_object_get(args, "command");
-	char cwd[PATH_MAX], tmpdir[PATH_MAX], err[512];
+	char cwd[PATH_MAX], rel[PATH_MAX], tmpdir[PATH_MAX], err[512];
 	long long timeout;
 	tgi_strv argv = {0}, env = {0}, prot = {0};
 	tgi_sb_exec sb = {0};
 	tgi_limits_run lim;
 	int rc = -1, have_lim = 0, have_sb = 0;
 
-	if (workdir_path(ctx, args, cwd, sizeof cwd, out) < 0)
+	if (prepare(ctx, args, cwd, rel, &timeout, &argv, out) < 0)
 		return -1;
-	if (tgi_arg_int(args, "timeout_s", ctx->timeout_s > 0 ? ctx->timeout_s : 120, 1, 86400,
-	                &timeout, out->message, sizeof out->message) < 0)
-		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
-	if (timeout > sh->max_timeout_s)
-		timeout = sh->max_timeout_s;
-
-	if (json_is_string(cmd)) {
-		tgi_strv_push(&argv, tgi_strdup("/bin/sh"));
-		tgi_strv_push(&argv, tgi_strdup("-c"));
-		tgi_strv_push(&argv, tgi_strdup(json_string_value(cmd)));
-	} else {
-		size_t i;
-		json_t *w;
-		json_array_foreach(cmd, i, w)
-			tgi_strv_push(&argv, tgi_strdup(json_string_value(w)));
-	}
-	if (!argv.n) {
-		tgi_snprintf(out->message, sizeof out->message, "\"command\" is empty");
-		tgi_strv_free(&argv);
-		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
-	}
 
 	const char *tbase = getenv("TMPDIR");
 	tgi_snprintf(tmpdir, sizeof tmpdir, "%s/toolgate-shell-XXXXXX",
@@ -430,6 +456,62 @@ done:
 	return rc;
 }
 
+/* TMPDIR as a plan shows it: the directory is made only when it runs. */
+#define PLAN_TMPDIR "(a private directory made for the run)"
+
+/*
+ * The plan: {argv (what runs, before the sandbox's wrapper), workdir
+ * (relative to the workspace), sandbox {mode, backend, network}, env
+ * {name: value} as the command would get it, timeout_s}.  Nothing is made
+ * or started: the sandbox backend is the probe's answer (a sandboxed mode
+ * without one would refuse to run: would_fail).
+ */
+static json_t *shell_plan(const tgi_exec_ctx *ctx, const json_t *args)
+{
+	char cwd[PATH_MAX], rel[PATH_MAX];
+	long long timeout;
+	tgi_strv argv = {0}, env = {0};
+	tgi_tool_out out;
+
+	memset(&out, 0, sizeof out);
+	if (prepare(ctx, args, cwd, rel, &timeout, &argv, &out) < 0)
+		return tgi_plan_fail(NULL, out.kind, out.message);
+
+	json_t *plan = json_object(), *jargv = json_array(), *jenv = json_object();
+	for (size_t i = 0; i < argv.n; i++)
+		json_array_append_new(jargv, tgi_json_text(argv.v[i], strlen(argv.v[i])));
+	tgi_strv_free(&argv);
+	json_object_set_new(plan, "argv", jargv);
+	json_object_set_new(plan, "workdir", tgi_json_text(rel, strlen(rel)));
+
+	tgi_sandbox mode = ctx->cfg->sandbox;
+	int sandboxed = mode != TGI_SANDBOX_FULL;
+	tgi_sb_backend backend = sandboxed ? tgi_sandbox_probe()->backend : TGI_SB_NONE;
+	json_object_set_new(plan, "sandbox",
+	                    json_pack("{s:s, s:s, s:b}", "mode", tgi_sandbox_name(mode), "backend",
+	                              tgi_sb_backend_name(backend), "network",
+	                              ctx->cfg->sandbox_network != 0));
+	int env_ok = build_env(ctx, args, PLAN_TMPDIR, &env, &out) == 0;
+	for (size_t i = 0; env_ok && i < env.n; i++) {
+		const char *eq = strchr(env.v[i], '=');
+		char *name = tgi_strndup(env.v[i], (size_t)(eq - env.v[i]));
+		json_object_set_new(jenv, name, tgi_json_text(eq + 1, strlen(eq + 1)));
+		free(name);
+	}
+	tgi_strv_free(&env);
+	json_object_set_new(plan, "env", jenv);
+	json_object_set_new(plan, "timeout_s", json_integer(timeout));
+	if (!env_ok)
+		return tgi_plan_fail(plan, TG_ERR_INVALID_INPUT, out.message);
+	if (sandboxed && backend == TGI_SB_NONE) {
+		tgi_snprintf(out.message, sizeof out.message,
+		             "no sandbox backend works here (toolgate doctor says why); refusing to run "
+		             "commands in %s mode; nothing was run", tgi_sandbox_name(mode));
+		return tgi_plan_fail(plan, TG_ERR_NOT_PERMITTED, out.message);
+	}
+	return plan;
+}
+
 const tgi_tool tgi_tool_shell = {
 	.name = "shell",
 	.description =
@@ -442,4 +524,5 @@ const tgi_tool tgi_tool_shell = {
 	.flags = TGI_T_DESTRUCTIVE,
 	.commands = shell_commands,
 	.handler = shell_run,
+	.plan = shell_plan,
 };

@@ -68,4 +68,5 @@ eq "$(echo "$json" | jq -r '.events | map(.type) | index("tool.call.denied") != 
 # the denial's args are in the ledger as data; the file stayed untouched by prod
 eq "$(sql "select status from ops where tool='deploy_service' and args_redacted like '%prod%'")" denied \
 	"the prod call's row"
-finish
+# five_call_middleware.sh goes on from here with its own checks
+[ "${FIVE_CALL_MIDDLEWARE:-0}" = 1 ] || finish

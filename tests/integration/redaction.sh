@@ -1,32 +1,194 @@
-# What the ledger keeps of the arguments: configured secret keys masked
-# (whatever their length), long strings cut to a prefix + sha256, the raw
-# args' sha256 always; a dry run's plan shows the masked args too.
+# Redaction: secrets of every kind planted in arguments, in a command
+# tool's output, in a file read_file returns, in an error message, in a
+# queued approval and in a dry run never reach the audit trail — the
+# whole ledger (database, WAL, shared memory) and the JSONL event sink are
+# grepped for each raw secret — while the model still gets the real
+# values.  Masks are «redacted:<first 8 hex of sha256>»; long strings in
+# the logged args are cut to a prefix + length + sha256; a bad pattern is
+# refused with file:line.
 . "$(dirname "$0")/lib.sh"
 cd "$WS"
-cat > toolgate.yaml <<'YAML'
+
+rnd() { LC_ALL=C tr -dc "$1" < /dev/urandom | head -c "$2"; }
+mask() { printf '«redacted:%s»' "$(printf %s "$1" | sha256sum | cut -c1-8)"; }
+
+# fresh made-up secrets each run, so that a hit can only be ours
+AWS_ID=AKIA$(rnd 'A-Z0-9' 16)
+AWS_SECRET=Q7$(rnd 'A-Za-z0-9/+' 38)
+BEARER=Bt9$(rnd 'A-Za-z0-9' 29)
+PEM_BODY=MIIEpQ$(rnd 'A-Za-z0-9' 58)
+OPENAI=sk-proj-Q7$(rnd 'A-Za-z0-9' 46)
+ANTHROPIC=sk-ant-api03-Q7$(rnd 'A-Za-z0-9' 80)AA
+GITHUB=ghp_$(rnd 'A-Za-z0-9' 36)
+SLACK=xoxb-$(rnd '0-9' 12)-$(rnd '0-9' 13)-$(rnd 'A-Za-z0-9' 24)
+JWT=eyJ$(rnd 'A-Za-z0-9' 30).eyJ$(rnd 'A-Za-z0-9' 40).$(rnd 'A-Za-z0-9_-' 43)
+URL_PW=Pw$(rnd 'A-Za-z0-9' 14)
+ERR_PW=Ep$(rnd 'A-Za-z0-9' 14)
+KEY_PW=hunter$(rnd 'a-z' 6)
+CARD=4$(rnd '0-9' 15)
+ACME=ACME-$(rnd '0-9' 6)
+ASK_PW=Ak$(rnd 'A-Za-z0-9' 14)
+ENUM_SECRET=sk-proj-Q8$(rnd 'A-Za-z0-9' 40)
+MARKER=marker-$(rnd 'a-z0-9' 20)   # not a secret: the grep below must find it
+SECRETS=(AWS_ID AWS_SECRET BEARER PEM_BODY OPENAI ANTHROPIC GITHUB SLACK JWT URL_PW ERR_PW KEY_PW
+         CARD ACME ASK_PW ENUM_SECRET)
+
+cat > toolgate.yaml <<YAML
 mode: bypassPermissions
-redact: {keys: [password, api_key]}
+permissions:
+  ask: [approve_me]
+redact:
+  keys: [password, api_key, token, authorization]
+  patterns: ["ACME-[0-9]{6}"]
+events: {jsonl: events.jsonl}
 tools:
   login:
     description: Log in.
-    input_schema: {type: object, properties: {user: {type: string}, password: {type: string}, note: {type: string}}}
+    input_schema:
+      type: object
+      properties:
+        user: {type: string}
+        password: {type: string}
+        note: {type: string}
+        card: {type: string, x-sensitive: true}
     command: [/bin/sh, -c, "cat > /dev/null; echo ok"]
     read_only: true
+  leak:
+    description: Print what a misbehaving service prints.
+    input_schema: {type: object}
+    command: [/bin/sh, -c, "cat > /dev/null; cat service.json"]
+    read_only: true
+  fail:
+    description: Fail with a secret in the error.
+    input_schema: {type: object}
+    command: [/bin/sh, -c, "cat > /dev/null; echo \"cannot connect to postgres://app:$ERR_PW@db/x\" >&2; exit 1"]
+    read_only: true
+  pick:
+    description: Pick an environment.
+    input_schema: {type: object, properties: {env: {type: string, enum: [staging, prod]}}}
+    command: [/bin/sh, -c, "cat > /dev/null; echo ok"]
+    read_only: true
+  approve_me:
+    description: Something that needs approval.
+    input_schema: {type: object, properties: {password: {type: string}, note: {type: string}}}
+    command: [/bin/sh, -c, "cat > /dev/null; echo ok"]
 YAML
 export TOOLGATE_CONFIG=$WS/toolgate.yaml
-long=$(head -c 6000 /dev/zero | tr '\0' 'S')
-note=$(head -c 9000 /dev/zero | tr '\0' 'n')
-tgcall login login "{\"user\":\"ann\",\"password\":\"$long\",\"note\":\"$note\"}"
-eq "$(jqv login.json .status)" persisted "the call runs"
-row=$(sql "select args_redacted from ops where op_id='$(jqv login.json .op_id)'")
-eq "$(echo "$row" | jq -r .password)" "[redacted]" "a long secret is masked, not cut"
-eq "$(echo "$row" | grep -c SSSS)" 0 "no part of the secret is in the ledger"
-contains "$(echo "$row" | jq -r .note)" "9000 bytes, sha256" "a long string is cut with its length and hash"
-[ "$(echo "$row" | jq -r .note | wc -c)" -lt 600 ] || fail "the cut string is short"
+
+# what the command tool prints: JSON with secrets under a key and in text
+jq -n --arg k "$OPENAI" --arg g "$GITHUB" --arg a "$AWS_ID" --arg s "$AWS_SECRET" --arg b "$BEARER" \
+	'{status: "ok", api_key: $k, log: ("pushed with " + $g + "; aws " + $a + " aws_secret_access_key=" + $s
+	  + "; curl -H \"Authorization: Bearer " + $b + "\"")}' > service.json
+# a file read_file returns
+cat > secrets.txt <<EOF
+# service config
+SLACK_BOT=$SLACK
+ANTHROPIC_API_KEY=$ANTHROPIC
+session cookie $JWT
+-----BEGIN RSA PRIVATE KEY-----
+$PEM_BODY
+-----END RSA PRIVATE KEY-----
+the end
+EOF
+
+# ---- arguments ----
+tgcall login login "$(jq -n --arg p "$KEY_PW" --arg c "$CARD" \
+	--arg n "deploy $AWS_ID via postgres://admin:$URL_PW@db/app, ticket $ACME, $MARKER" \
+	'{user: "ann", password: $p, card: $c, note: $n}')"
+eq "$(jqv login.json .status)" persisted "the login call runs"
+op=$(jqv login.json .op_id)
+row=$(sql "select args_redacted from ops where op_id='$op'")
+eq "$(echo "$row" | jq -r .password)" "$(mask "$KEY_PW")" "a configured key is masked with the sha256 of its value"
+eq "$(echo "$row" | jq -r .card)" "$(mask "$CARD")" "an x-sensitive property is masked"
 eq "$(echo "$row" | jq -r .user)" ann "other values are kept"
-[ "$(sql "select length(args_sha256) from ops where op_id='$(jqv login.json .op_id)'")" = 64 ] || fail "args sha256 kept"
-tgcall dry --dry-run login '{"user":"ann","password":"hunter2"}'
-eq "$(jqv dry.json .output.args.password)" "[redacted]" "the dry-run plan masks secrets"
-eq "$(sql "select count(*) from ops where envelope like '%hunter2%' or args_redacted like '%hunter2%'")" 0 \
-	"the secret is nowhere in the ledger"
+note=$(echo "$row" | jq -r .note)
+contains "$note" "postgres://admin:$(mask "$URL_PW")@db/app" "only the password of a URL is masked"
+contains "$note" "deploy $(mask "$AWS_ID") via" "an AWS key id in a value is masked"
+contains "$note" "ticket $(mask "$ACME")" "a configured pattern is masked"
+[ "$(sql "select length(args_sha256) from ops where op_id='$op'")" = 64 ] || fail "args sha256 kept"
+
+# ---- a command tool's output: the model gets it all, the ledger none ----
+tgcall leak leak '{}'
+eq "$(jqv leak.json .status)" persisted "the leaking tool runs"
+eq "$(jqv leak.json .output.api_key)" "$OPENAI" "the model gets the real output"
+contains "$(jqv leak.json .output.log)" "$GITHUB" "the model gets the real text"
+stored=$(sql "select envelope from ops where op_id='$(jqv leak.json .op_id)'")
+eq "$(echo "$stored" | jq -r .output.api_key)" "$(mask "$OPENAI")" "a secret key in the output is masked"
+contains "$(echo "$stored" | jq -r .output.log)" "aws_secret_access_key=«redacted:" \
+	"an aws_secret_access_key assignment keeps its name"
+contains "$(echo "$stored" | jq -r .output.log)" "Authorization: Bearer $(mask "$BEARER")" \
+	"a bearer token is masked, its scheme kept"
+
+# ---- read_file of a file holding secrets ----
+tgcall read read_file '{"path":"secrets.txt"}'
+eq "$(jqv read.json .status)" persisted "read_file runs"
+contains "$(jq -c . read.json)" "$PEM_BODY" "the model reads the real file"
+contains "$(jq -c . read.json)" "$SLACK" "the model reads the real token"
+stored=$(sql "select envelope from ops where op_id='$(jqv read.json .op_id)'")
+contains "$stored" "the end" "the rest of the file is kept"
+contains "$stored" "ANTHROPIC_API_KEY=$(mask "$ANTHROPIC")" "an API key assignment is masked"
+
+# ---- an error message ----
+tgcall fail fail '{}'
+eq "$(jqv fail.json .status)" failed "the failing tool fails"
+contains "$(jqv fail.json .error.message)" "$ERR_PW" "the model gets the real error"
+contains "$(sql "select envelope from ops where op_id='$(jqv fail.json .op_id)'")" \
+	"postgres://app:$(mask "$ERR_PW")@db" "the stored error is masked"
+
+# ---- a validation error that echoes the value ----
+tgcall pick pick "$(jq -n --arg e "$ENUM_SECRET" '{env: $e}')"
+eq "$(jqv pick.json .status)" invalid "a value outside the enum is invalid"
+contains "$(jqv pick.json .error.message)" "$ENUM_SECRET" "the model is told the value it sent"
+
+# ---- a queued approval ----
+tgcall ask approve_me "$(jq -n --arg p "$ASK_PW" '{password: $p, note: "please"}')"
+eq "$(jqv ask.json .status)" pending "the call waits for approval"
+eq "$(sql "select args from approvals" | jq -r .password)" "$(mask "$ASK_PW")" \
+	"the approval row masks the secret"
+
+# ---- long strings: a long secret masked whole, a long string cut ----
+long=$(head -c 6000 /dev/zero | tr '\0' 'S')
+text=$(head -c 9000 /dev/zero | tr '\0' 'n')
+tgcall long login "{\"user\":\"ann\",\"password\":\"$long\",\"note\":\"$text\"}"
+row=$(sql "select args_redacted from ops where op_id='$(jqv long.json .op_id)'")
+eq "$(echo "$row" | jq -r .password)" "$(mask "$long")" "a long secret is masked, not cut"
+eq "$(echo "$row" | grep -c SSSS)" 0 "no part of the long secret is in the ledger"
+contains "$(echo "$row" | jq -r .note)" "9000 bytes, sha256 $(printf %s "$text" | sha256sum | cut -c1-64)" \
+	"a long string is cut with its length and hash"
+[ "$(echo "$row" | jq -r .note | wc -c)" -lt 600 ] || fail "the cut string is short"
+
+# ---- a dry run ----
+tgcall dry --dry-run login "$(jq -n --arg p "$KEY_PW" '{user: "ann", password: $p}')"
+eq "$(jqv dry.json .status)" dry_run "the dry run stops before execute"
+eq "$(jqv dry.json .output.args.password)" "$(mask "$KEY_PW")" "the dry-run plan masks secrets"
+
+# ---- nothing raw anywhere in the audit trail ----
+trail=(.toolgate/ledger.db)
+for f in .toolgate/ledger.db-wal .toolgate/ledger.db-shm events.jsonl; do
+	[ -f "$f" ] && trail+=("$f")
+done
+[ -s events.jsonl ] || fail "the JSONL sink got events"
+for name in "${SECRETS[@]}"; do
+	CHECKS=$((CHECKS + 1))
+	hits=$(grep -a -l -F -- "${!name}" "${trail[@]}" 2>/dev/null)
+	[ -z "$hits" ] || fail "the raw $name secret is in: $hits"
+done
+grep -a -q -F -- "$MARKER" "${trail[@]}" || fail "the grep reads the ledger (a plain value is found)"
+# and the masks are there instead
+[ "$(sql "select count(*) from ops where envelope like '%«redacted:%'")" -ge 3 ] || \
+	fail "the stored envelopes carry masks"
+grep -q '«redacted:' events.jsonl || fail "the streamed events carry masks"
+
+# ---- configuration ----
+cat > bad.yaml <<'YAML'
+mode: default
+redact:
+  keys: [password]
+  patterns: ["ok-[0-9]+", "(unclosed"]
+YAML
+(cd "$WS" && "$TG" call --config "$WS/bad.yaml" --json read_file '{"path":"secrets.txt"}' \
+	> bad.out 2> bad.err < /dev/null)
+eq "$?" 1 "a pattern that does not compile is a configuration error"
+contains "$(cat bad.err)" "bad.yaml:4:" "the error names the line"
+contains "$(cat bad.err)" "redact.patterns[1]: does not compile" "the error names the pattern"
 finish

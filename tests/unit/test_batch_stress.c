@@ -175,6 +175,7 @@ static const char append_sh[] =
 
 static const char config_yaml[] =
 	"mode: bypassPermissions\n"
+	"loop_detection: {enabled: false}\n"   /* the same calls again and again on purpose */
 	"tools:\n"
 	"  append:\n"
 	"    description: Appends its key to a log; a side effect that may run beside others.\n"

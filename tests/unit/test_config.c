@@ -373,6 +373,7 @@ static void test_every_enum_value(void **state)
 	static const struct { const char *name; tgi_mode v; } modes[] = {
 		{ "default", TGI_MODE_DEFAULT }, { "acceptEdits", TGI_MODE_ACCEPT_EDITS },
 		{ "plan", TGI_MODE_PLAN }, { "bypassPermissions", TGI_MODE_BYPASS },
+		{ "dryRun", TGI_MODE_DRY_RUN },
 	};
 	static const struct { const char *name; tgi_approval v; } approvals[] = {
 		{ "on-request", TGI_APPROVAL_ON_REQUEST }, { "never", TGI_APPROVAL_NEVER },
@@ -951,7 +952,7 @@ static void test_from_json_directly(void **state)
 	assert_int_equal(tgi_config_from_json(root, NULL, "inline.yaml", NULL, &c, err, sizeof err), -1);
 	assert_null(c);
 	assert_string_equal(err, "inline.yaml: mode: expected one of default, acceptEdits, plan, "
-	                         "bypassPermissions, got \"yolo\"");
+	                         "bypassPermissions, dryRun, got \"yolo\"");
 
 	tgi_srcmap *map = NULL;
 	static const char text[] = "limits:\n  timeout_s: -1\n";
@@ -1004,7 +1005,7 @@ static void test_json_file_errors(void **state)
 	write_text("c.json", "{\"mode\": \"plan\", \"mode\": \"plan\"}");
 	load_err("c.json", "c.json:1:23: duplicate object key");
 	write_text("c.json", "{\n  \"mode\": 1.5\n}");
-	load_err("c.json", "c.json:2:11: mode: expected one of default, acceptEdits, plan, bypassPermissions, got 1.5");
+	load_err("c.json", "c.json:2:11: mode: expected one of default, acceptEdits, plan, bypassPermissions, dryRun, got 1.5");
 	write_text("c.json", "{\"limits\": {\"timeout_s\": 99999999999999999999}}");
 	load_err("c.json", "c.json:1:");
 	write_text("c.json", "{\"mode\": \"plan\"} trailing");

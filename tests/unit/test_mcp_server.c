@@ -177,6 +177,7 @@ static void put(const char *name, const char *text)
 
 static const char config_yaml[] =
 	"sandbox: danger-full-access\n"
+	"loop_detection: {enabled: false}\n"   /* the same calls at once on purpose */
 	"permissions:\n"
 	"  allow: [\"shell(sleep *)\"]\n"
 	"  deny: [\"search_files\", \"read_file(./secret.txt)\", \"list_dir(./private/**)\"]\n";
@@ -186,7 +187,8 @@ static const char shown_yaml[] =
 	"permissions:\n"
 	"  deny: [\"search_files\"]\n";
 
-static const char bypass_yaml[] = "mode: bypassPermissions\nsandbox: danger-full-access\n";
+static const char bypass_yaml[] = "mode: bypassPermissions\nsandbox: danger-full-access\n"
+                                  "loop_detection: {enabled: false}\n"; /* repeats on purpose */
 
 static int setup(void **state)
 {

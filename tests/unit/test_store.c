@@ -28,6 +28,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +46,8 @@
 #include "util/util.h"
 
 #define NOBODY 65534
+#define DIGEST_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define DIGEST_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 struct fx {
 	char       dir[64];   /* a fresh temporary directory */
@@ -178,10 +182,10 @@ static int record(tgi_store *s, const char *op_id, const char *tool, const char 
 		.started_ms = started, .duration_ms = 1.5,
 	};
 	tgi_event ev[4] = {
-		{ "tool.call.received", "decode", d, started },
-		{ "tool.call.started", "execute", NULL, started + 1 },
-		{ "tool.call.progress", NULL, d, started + 2 },
-		{ status[0] == 'p' ? "tool.call.persisted" : "tool.call.denied", "persist", d, started + 3 },
+		{ "tool.call.received", "decode", d, started, 0 },
+		{ "tool.call.started", "execute", NULL, started + 1, 0 },
+		{ "tool.call.progress", NULL, d, started + 2, 0 },
+		{ status[0] == 'p' ? "tool.call.persisted" : "tool.call.denied", "persist", d, started + 3, 0 },
 	};
 	int rc = tgi_store_record(s, &op, ev, 4, scope, how, err, errlen);
 	json_decref(d);
@@ -357,6 +361,48 @@ static void test_record_read_back(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 2), "op_id")), c);
 	json_decref(v);
 
+	/* each event carries its op's columns */
+	assert_int_equal(tgi_store_events(f->s, NULL, 0, &v, err, sizeof err), 0);
+	e0 = json_array_get(v, 0);
+	assert_string_equal(json_string_value(json_object_get(e0, "session")), "s1");
+	assert_string_equal(json_string_value(json_object_get(e0, "principal")), "local");
+	assert_string_equal(json_string_value(json_object_get(e0, "tool")), "read_file");
+	assert_string_equal(json_string_value(json_object_get(e0, "status")), "persisted");
+	assert_true(json_is_null(json_object_get(e0, "error_kind")));
+	assert_true(json_is_null(json_object_get(e0, "message"))); /* its envelope has no error */
+	assert_string_equal(json_string_value(json_object_get(e0, "args")), "{\"path\":\"a\"}");
+	json_t *e8 = json_array_get(v, 8);
+	assert_string_equal(json_string_value(json_object_get(e8, "session")), "s2");
+	assert_string_equal(json_string_value(json_object_get(e8, "status")), "invalid");
+	json_decref(v);
+
+	/* sessions: ops and events of one session, alone or with other filters */
+	flt = (tgi_log_filter){ .session = "s1" };
+	assert_int_equal(count_ops(f->s, &flt), 2);
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 8);
+	for (size_t i = 0; i < 8; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(v, i), "session")), "s1");
+	json_decref(v);
+	flt = (tgi_log_filter){ .session = "s2", .tool = "read_file" };
+	assert_int_equal(count_ops(f->s, &flt), 1);
+	flt = (tgi_log_filter){ .session = "s2", .tool = "write_file" };
+	assert_int_equal(count_ops(f->s, &flt), 0);
+	flt = (tgi_log_filter){ .session = "s1", .since_ms = t0 + 1 };
+	assert_int_equal(count_ops(f->s, &flt), 1);
+	flt = (tgi_log_filter){ .session = "nope" };
+	assert_int_equal(count_ops(f->s, &flt), 0);
+	flt = (tgi_log_filter){ .session = "s1", .limit = 3 };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(v, i), "op_id")), b);
+	json_decref(v);
+	flt = (tgi_log_filter){ .session = "s2" };
+	assert_int_equal(tgi_store_events(f->s, &flt, seq4 + 4, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 4);
+	json_decref(v);
+
 	/* sessions: first/last seen and call count */
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 2);
 	assert_int_equal(raw_int(f->db, "SELECT first_ms FROM sessions WHERE id = 's1'"), t0);
@@ -423,11 +469,11 @@ static void test_log_filters(void **state)
 	struct fx *f = *state;
 	static const struct {
 		int64_t     at;
-		const char *tool, *status;
+		const char *tool, *status, *session;
 	} rows[] = {
-		{ 30, "read_file", "persisted" }, { 10, "shell", "failed" },
-		{ 20, "read_file", "denied" },    { 40, "shell", "persisted" },
-		{ 41, "read_file", "persisted" }, { 40, "list_dir", "invalid" },
+		{ 30, "read_file", "persisted", "sa" }, { 10, "shell", "failed", "sb" },
+		{ 20, "read_file", "denied", "sa" },    { 40, "shell", "persisted", "sb" },
+		{ 41, "read_file", "persisted", "sa" }, { 40, "list_dir", "invalid", NULL },
 	};
 	enum { N = sizeof rows / sizeof rows[0] };
 	char ids[N][37], err[512];
@@ -436,7 +482,7 @@ static void test_log_filters(void **state)
 
 	for (int i = 0; i < N; i++) {
 		uuid_at(t0 + rows[i].at, ids[i]);
-		record_ok(f->s, ids[i], rows[i].tool, rows[i].status, NULL, t0 + rows[i].at);
+		record_ok(f->s, ids[i], rows[i].tool, rows[i].status, rows[i].session, t0 + rows[i].at);
 	}
 	/* oldest first, whatever the order of recording */
 	assert_int_equal(tgi_store_ops(f->s, NULL, &v, err, sizeof err), 0);
@@ -521,6 +567,28 @@ static void test_log_filters(void **state)
 	assert_int_equal(json_array_size(v), 4); /* row 3's, recorded just before row 4 */
 	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "op_id")), ids[3]);
 	json_decref(v);
+	/* sessions: in op_id order, with since and status, and their newest
+	 * events whether found among the newest events or through the ops */
+	flt = (tgi_log_filter){ .session = "sa" };
+	assert_int_equal(tgi_store_ops(f->s, &flt, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "op_id")), ids[2]);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 2), "op_id")), ids[4]);
+	json_decref(v);
+	flt = (tgi_log_filter){ .session = "sa", .since_ms = t0 + 21 };
+	assert_int_equal(count_ops(f->s, &flt), 2);
+	flt = (tgi_log_filter){ .session = "sb", .status = "failed" };
+	assert_int_equal(count_ops(f->s, &flt), 1);
+	flt = (tgi_log_filter){ .session = "sa", .limit = 2 };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(v, 0), "seq")), s0);
+	json_decref(v);
+	flt = (tgi_log_filter){ .session = "sb", .limit = 10 };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 8);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "op_id")), ids[1]);
+	json_decref(v);
 
 	/* seq is the rowid and only grows, also after a failed (rolled back) record */
 	int64_t top = raw_int(f->db, "SELECT max(seq) FROM events");
@@ -531,6 +599,496 @@ static void test_log_filters(void **state)
 	record_ok(f->s, e, "t", "persisted", NULL, t0 + 50);
 	assert_int_equal(raw_int(f->db, "SELECT min(seq) FROM events WHERE seq > (SELECT max(seq) - 4"
 	                                " FROM events)"), top + 1);
+}
+
+/* Every event a record writes gets its seq, the one read back. */
+static void test_record_sets_seqs(void **state)
+{
+	struct fx *f = *state;
+	char a[37], b[37], err[512];
+	tgi_event ev[19];
+	json_t *v;
+	int64_t last = -1;
+
+	assert_int_equal(tgi_store_last_seq(f->s, &last, err, sizeof err), 0);
+	assert_int_equal(last, 0);
+	uuid_at(1760000000000, a);
+	uuid_at(1760000000001, b);
+	/* more than one INSERT's worth: the seqs run on across batches */
+	for (int i = 0; i < 19; i++)
+		ev[i] = (tgi_event){ .type = "tool.call.progress", .ts_ms = 1760000000000 + i, .seq = -1 };
+	tgi_op_record op = { .op_id = a, .tool = "shell", .status = "persisted", .envelope = "{}",
+	                     .started_ms = 1760000000000 };
+	assert_int_equal(tgi_store_record(f->s, &op, ev, 19, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+	record_ok(f->s, b, "read_file", "persisted", NULL, 1760000000001);
+	tgi_event more[3] = { { "tool.call.received", "decode", NULL, 1, -1 },
+	                      { "tool.call.denied", "persist", NULL, 2, -1 },
+	                      { "tool.call.progress", NULL, NULL, 3, -1 } };
+	char c[37];
+	uuid_at(1760000000002, c);
+	op = (tgi_op_record){ .op_id = c, .tool = "shell", .status = "denied", .envelope = "{}",
+	                      .started_ms = 1760000000002 };
+	assert_int_equal(tgi_store_record(f->s, &op, more, 3, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+
+	tgi_log_filter flt = { .op_id = a };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 19);
+	for (size_t i = 0; i < 19; i++) {
+		json_t *e = json_array_get(v, i);
+		assert_int_equal(json_integer_value(json_object_get(e, "seq")), ev[i].seq);
+	}
+	json_decref(v);
+	flt = (tgi_log_filter){ .op_id = c };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 3);
+	for (size_t i = 0; i < 3; i++) {
+		json_t *e = json_array_get(v, i);
+		assert_int_equal(json_integer_value(json_object_get(e, "seq")), more[i].seq);
+		assert_string_equal(json_string_value(json_object_get(e, "type")), more[i].type);
+	}
+	json_decref(v);
+	assert_int_equal(more[0].seq, ev[18].seq + 5); /* b's four events came between */
+	assert_int_equal(tgi_store_last_seq(f->s, &last, err, sizeof err), 0);
+	assert_int_equal(last, more[2].seq);
+
+	/* a record that fails leaves no seq behind */
+	tgi_event again[2] = { { "tool.call.received", "decode", NULL, 1, -1 },
+	                       { "tool.call.persisted", "persist", NULL, 2, -1 } };
+	assert_int_equal(tgi_store_record(f->s, &op, again, 2, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
+	assert_int_equal(again[0].seq, 0);
+	assert_int_equal(again[1].seq, 0);
+	assert_int_equal(tgi_store_last_seq(f->s, &last, err, sizeof err), 0);
+	assert_int_equal(last, more[2].seq);
+}
+
+/* A call's message comes from its envelope's error; an envelope that is not
+ * JSON gives none instead of failing the read. */
+static void test_events_message(void **state)
+{
+	struct fx *f = *state;
+	char a[37], b[37], err[512];
+	json_t *v;
+
+	uuid_at(1760000000000, a);
+	uuid_at(1760000000001, b);
+	tgi_event ev = { "tool.call.denied", "persist", NULL, 1760000000000, 0 };
+	tgi_op_record op = {
+		.op_id = a, .session = "s", .tool = "shell", .principal = "dev", .status = "denied",
+		.error_kind = "not_permitted", .args_redacted = "{\"command\":\"rm -rf /\"}",
+		.envelope = "{\"error\":{\"kind\":\"not_permitted\",\"message\":\"denied by rule; do not retry\"}}",
+		.started_ms = 1760000000000,
+	};
+	assert_int_equal(tgi_store_record(f->s, &op, &ev, 1, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+	tgi_event ev2 = { "tool.call.denied", "persist", NULL, 1760000000001, 0 };
+	op.op_id = b;
+	op.envelope = "{not json";
+	assert_int_equal(tgi_store_record(f->s, &op, &ev2, 1, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+
+	assert_int_equal(tgi_store_events(f->s, NULL, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	json_t *e = json_array_get(v, 0);
+	assert_string_equal(json_string_value(json_object_get(e, "message")), "denied by rule; do not retry");
+	assert_string_equal(json_string_value(json_object_get(e, "error_kind")), "not_permitted");
+	assert_string_equal(json_string_value(json_object_get(e, "principal")), "dev");
+	assert_string_equal(json_string_value(json_object_get(e, "args")), "{\"command\":\"rm -rf /\"}");
+	assert_true(json_is_null(json_object_get(json_array_get(v, 1), "message")));
+	json_decref(v);
+	tgi_log_filter flt = { .status = "denied", .limit = 5 };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	json_decref(v);
+}
+
+/* ---- what middleware keeps ---- */
+
+static void record_mw(tgi_store *s, const char *op_id, const char *session, const char *principal,
+                      int64_t at, const char *loop, const char *manifest, const tgi_bucket *b)
+{
+	char err[512] = "";
+	tgi_op_record op = { .op_id = op_id, .session = session, .tool = "read_file",
+	                     .principal = principal, .status = "persisted", .envelope = "{}",
+	                     .started_ms = at, .loop = loop, .manifest = manifest, .bucket = b };
+	if (tgi_store_record(s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err) < 0)
+		fail_msg("record: %s", err);
+}
+
+/* The entries of a window, newest first, joined by spaces. */
+static void window(tgi_store *s, const char *session, size_t limit, char *out, size_t cap)
+{
+	char err[512] = "";
+	tgi_strv w = { 0 };
+	if (tgi_store_loop_window(s, session, limit, &w, err, sizeof err) < 0)
+		fail_msg("loop window: %s", err);
+	out[0] = '\0';
+	for (size_t i = 0; i < w.n; i++)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "", w.v[i]);
+	tgi_strv_free(&w);
+}
+
+/* Loop windows: per session, whoever the principal, newest first (by when
+ * the call started, not when it was recorded), at most limit, calls without
+ * an entry skipped; calls without a session are in no window. */
+static void test_loop_windows(void **state)
+{
+	struct fx *f = *state;
+	static const struct {
+		int64_t     at;
+		const char *session, *principal, *loop;
+	} rows[] = {
+		{ 1, "s1", "dev", "L1" }, { 3, "s1", "dev", "L3" }, { 2, "s1", "dev", "L2" },
+		{ 4, "s1", "dev", NULL }, { 5, "s1", "ops", "L5" }, { 6, "s2", "dev", "M6" },
+		{ 7, NULL, "dev", "D7" }, { 8, NULL, "ci", "C8" },  { 9, NULL, "dev", "D9" },
+		{ 10, NULL, NULL, "N10" }, { 11, NULL, "dev", NULL },
+	};
+	char id[37], got[256], err[512];
+	int64_t t0 = 1760000000000;
+
+	for (size_t i = 0; i < TGI_ARRAY_LEN(rows); i++) {
+		uuid_at(t0 + rows[i].at, id);
+		record_mw(f->s, id, rows[i].session, rows[i].principal, t0 + rows[i].at, rows[i].loop,
+		          NULL, NULL);
+	}
+	window(f->s, "s1", 30, got, sizeof got);
+	assert_string_equal(got, "L5 L3 L2 L1");
+	window(f->s, "s1", 2, got, sizeof got);
+	assert_string_equal(got, "L5 L3");
+	window(f->s, "s1", 0, got, sizeof got);
+	assert_string_equal(got, "");
+	window(f->s, "s2", 30, got, sizeof got);
+	assert_string_equal(got, "M6");
+	window(f->s, "s3", 30, got, sizeof got);
+	assert_string_equal(got, "");
+
+	/* no session: refused with a sentence, the list untouched */
+	tgi_strv w = { 0 };
+	tgi_strv_push(&w, tgi_strdup("mine"));
+	err[0] = '\0';
+	assert_int_equal(tgi_store_loop_window(f->s, NULL, 30, &w, err, sizeof err), -1);
+	assert_non_null(strstr(err, "session"));
+	err[0] = '\0';
+	assert_int_equal(tgi_store_loop_window(f->s, "", 30, &w, err, sizeof err), -1);
+	assert_non_null(strstr(err, "session"));
+	assert_int_equal(w.n, 1);
+
+	/* appended to what the list holds */
+	assert_int_equal(tgi_store_loop_window(f->s, "s2", 30, &w, err, sizeof err), 0);
+	assert_int_equal(w.n, 2);
+	assert_string_equal(w.v[0], "mine");
+	assert_string_equal(w.v[1], "M6");
+	assert_null(w.v[2]);
+	tgi_strv_free(&w);
+
+	/* kept as written */
+	uuid_at(t0 + 20, id);
+	record_mw(f->s, id, "s1", "dev", t0 + 20, "{\"sig\":\"a b\",\"out\":\"\xc3\xa9\"}", NULL, NULL);
+	window(f->s, "s1", 1, got, sizeof got);
+	assert_string_equal(got, "{\"sig\":\"a b\",\"out\":\"\xc3\xa9\"}");
+}
+
+static void manifest_is(tgi_store *s, const char *session, const char *want)
+{
+	char err[512] = "", got[65] = "x";
+	if (tgi_store_session_manifest(s, session, got, err, sizeof err) < 0)
+		fail_msg("manifest: %s", err);
+	assert_string_equal(got, want);
+}
+
+static void bucket_is(tgi_store *s, const char *principal, const char *tool, int found,
+                      double tokens, int64_t at)
+{
+	char err[512] = "";
+	double t = -1;
+	int64_t u = -1;
+	int fnd = -1;
+	if (tgi_store_bucket_get(s, principal, tool, &t, &u, &fnd, err, sizeof err) < 0)
+		fail_msg("bucket: %s", err);
+	assert_int_equal(fnd, found);
+	if (found) {
+		assert_true(t == tokens);
+		assert_int_equal(u, at);
+	}
+}
+
+/* Manifests and buckets are saved with the call's row, in its transaction:
+ * a record that fails leaves both as they were. */
+static void test_manifest_and_buckets(void **state)
+{
+	struct fx *f = *state;
+	char id[37], err[512];
+	int64_t t0 = 1760000000000;
+	const char *dig_c = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+
+	manifest_is(f->s, "s1", "");
+	manifest_is(f->s, NULL, "");
+	bucket_is(f->s, "dev", "read_file", 0, 0, 0);
+
+	tgi_bucket b1 = { "dev", "read_file", 3.5, t0 };
+	uuid_at(t0, id);
+	record_mw(f->s, id, "s1", "dev", t0, NULL, DIGEST_A, &b1);
+	manifest_is(f->s, "s1", DIGEST_A);
+	bucket_is(f->s, "dev", "read_file", 1, 3.5, t0);
+	/* a call that does not say keeps the manifest; another one replaces it */
+	tgi_bucket b2 = { "dev", "read_file", 2.25, t0 + 10 };
+	uuid_at(t0 + 1, id);
+	record_mw(f->s, id, "s1", "dev", t0 + 1, NULL, NULL, &b2);
+	manifest_is(f->s, "s1", DIGEST_A);
+	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
+	uuid_at(t0 + 2, id);
+	record_mw(f->s, id, "s1", "dev", t0 + 2, NULL, DIGEST_B, NULL);
+	manifest_is(f->s, "s1", DIGEST_B);
+	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
+	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 3);
+	/* a bucket never goes back in time (a process that read it earlier) */
+	tgi_bucket old = { "dev", "read_file", 9, t0 + 5 };
+	uuid_at(t0 + 3, id);
+	record_mw(f->s, id, "s1", "dev", t0 + 3, NULL, NULL, &old);
+	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
+	/* per (principal, tool); a bucket without a tool is none */
+	tgi_bucket other = { "ci", "read_file", 0, t0 + 11 }, none = { "ci", NULL, 1, t0 };
+	uuid_at(t0 + 4, id);
+	record_mw(f->s, id, NULL, "ci", t0 + 4, NULL, DIGEST_A, &other);
+	uuid_at(t0 + 5, id);
+	record_mw(f->s, id, NULL, "ci", t0 + 5, NULL, NULL, &none);
+	bucket_is(f->s, "ci", "read_file", 1, 0, t0 + 11);
+	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
+	bucket_is(f->s, "ci", "shell", 0, 0, 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM rate_buckets"), 2);
+
+	/* all or nothing: the same op again fails, and changes neither */
+	tgi_bucket b3 = { "dev", "read_file", 0.5, t0 + 20 };
+	tgi_op_record op = { .op_id = id, .session = "s1", .tool = "read_file", .principal = "dev",
+	                     .status = "persisted", .envelope = "{}", .started_ms = t0 + 20,
+	                     .loop = "L", .manifest = dig_c, .bucket = &b3 };
+	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
+	assert_non_null(strstr(err, "already in the ledger"));
+	manifest_is(f->s, "s1", DIGEST_B);
+	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
+
+	/* and they outlive the handle */
+	tgi_store_close(f->s);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	manifest_is(f->s, "s1", DIGEST_B);
+	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
+
+	/* refusals: nothing of the call is written */
+	tgi_bucket nop = { NULL, "read_file", 1, t0 }, nan_tokens = { "dev", "read_file", NAN, t0 };
+	char fresh[37];
+	tgi_uuidv7(fresh);
+	op.op_id = fresh;
+	op.bucket = &nop;
+	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
+	assert_non_null(strstr(err, "rate-limit bucket"));
+	assert_non_null(strstr(err, "has no principal"));
+	op.bucket = &nan_tokens;
+	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
+	assert_non_null(strstr(err, "has no token count"));
+	char sql[128];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM ops WHERE op_id = '%s'", fresh);
+	assert_int_equal(raw_int(f->db, sql), 0);
+	double t;
+	int64_t u;
+	int found = 7;
+	assert_int_equal(tgi_store_bucket_get(f->s, NULL, "read_file", &t, &u, &found, err, sizeof err), -1);
+	assert_string_equal(err, "a rate-limit bucket is found by principal and tool");
+	assert_int_equal(found, 0);
+}
+
+/* The file the handle writes, for watching its WAL. */
+static void test_store_path(void **state)
+{
+	struct fx *f = *state;
+	char real[PATH_MAX], want[PATH_MAX + 16];
+	assert_non_null(realpath(f->dir, real));
+	snprintf(want, sizeof want, "%s/ledger.db", real);
+	assert_string_equal(tgi_store_path(f->s), want);
+	assert_null(tgi_store_path(NULL));
+}
+
+/* ---- stats ---- */
+
+static void record_stat(tgi_store *s, int64_t at, const char *tool, const char *status,
+                        const char *kind, const char *rule, double ms)
+{
+	char id[37], env[256], err[512] = "";
+	uuid_at(at, id);
+	if (rule && !strcmp(rule, "(not json)"))
+		snprintf(env, sizeof env, "{\"error\":");
+	else if (rule)
+		snprintf(env, sizeof env, "{\"status\":\"%s\",\"error\":{\"kind\":\"%s\",\"rule\":\"%s\"}}",
+		         status, kind, rule);
+	else if (kind)
+		snprintf(env, sizeof env, "{\"status\":\"%s\",\"error\":{\"kind\":\"%s\",\"rule\":null}}",
+		         status, kind);
+	else
+		snprintf(env, sizeof env, "{\"status\":\"%s\",\"error\":null}", status);
+	tgi_op_record op = { .op_id = id, .tool = tool, .principal = "dev", .status = status,
+	                     .error_kind = kind, .envelope = env, .started_ms = at, .duration_ms = ms };
+	if (tgi_store_record(s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err) < 0)
+		fail_msg("record: %s", err);
+}
+
+static json_t *stats(tgi_store *s, int64_t since)
+{
+	char err[512] = "";
+	json_t *v = NULL;
+	if (tgi_store_stats(s, since, &v, err, sizeof err) < 0)
+		fail_msg("stats: %s", err);
+	return v;
+}
+
+static json_int_t by_status(json_t *tool, const char *status)
+{
+	json_t *n = json_object_get(json_object_get(tool, "by_status"), status);
+	return n ? json_integer_value(n) : -1;
+}
+
+#define R_RM "deny: shell(rm *)"
+#define R_ETC "deny: list_dir(/etc)"
+
+/* Per tool: calls, calls by status, nearest-rank p50/p99 of the calls
+ * whose tool ran (persisted, committed, failed); denials by rule and kind;
+ * both ordered by count; `since` exact to the millisecond. */
+static void test_stats(void **state)
+{
+	struct fx *f = *state;
+	static const struct {
+		int         at;
+		const char *tool, *status, *kind, *rule;
+		double      ms;
+	} rows[] = {
+		{ 1, "read_file", "persisted", NULL, NULL, 4 },
+		{ 2, "read_file", "persisted", NULL, NULL, 1 },
+		{ 3, "read_file", "failed", "tool_error", NULL, 10 },
+		{ 4, "read_file", "persisted", NULL, NULL, 3 },
+		{ 5, "read_file", "invalid", "invalid_input", NULL, 0.1 },
+		{ 6, "read_file", "replayed", NULL, NULL, 0.05 },
+		{ 7, "read_file", "persisted", NULL, NULL, 2 },
+		{ 8, "shell", "denied", "not_permitted", R_RM, 0.2 },
+		{ 9, "shell", "committed", NULL, NULL, 7 },
+		{ 10, "shell", "denied", "loop_detected", NULL, 0.3 },
+		{ 11, "shell", "denied", "not_permitted", R_RM, 0.2 },
+		{ 12, "list_dir", "denied", "not_permitted", R_ETC, 0.2 },
+		{ 13, "list_dir", "pending", "needs_approval", "ask: list_dir(*)", 0.2 },
+		{ 14, "list_dir", "denied", "not_permitted", "(not json)", 0.2 },
+		{ 15, NULL, "invalid", "unknown_tool", NULL, 0.1 },
+		{ 16, "apply_patch", "dry_run", NULL, NULL, 0.4 },
+	};
+	int64_t t0 = 1760000000000;
+	char iso[32];
+
+	/* an empty ledger */
+	json_t *v = stats(f->s, 0);
+	assert_int_equal(json_integer_value(json_object_get(v, "calls")), 0);
+	assert_true(json_is_null(json_object_get(v, "since")));
+	assert_int_equal(json_array_size(json_object_get(v, "tools")), 0);
+	assert_int_equal(json_array_size(json_object_get(v, "denials")), 0);
+	json_decref(v);
+
+	for (size_t i = 0; i < TGI_ARRAY_LEN(rows); i++)
+		record_stat(f->s, t0 + rows[i].at, rows[i].tool, rows[i].status, rows[i].kind,
+		            rows[i].rule, rows[i].ms);
+	v = stats(f->s, 0);
+	assert_int_equal(json_integer_value(json_object_get(v, "calls")), 16);
+	json_t *tools = json_object_get(v, "tools");
+	assert_int_equal(json_array_size(tools), 5);
+	/* by calls, then by name; a call with no tool named is a tool of its own */
+	json_t *rf = json_array_get(tools, 0), *sh = json_array_get(tools, 1),
+	       *ld = json_array_get(tools, 2), *ap = json_array_get(tools, 3),
+	       *nt = json_array_get(tools, 4);
+	assert_string_equal(json_string_value(json_object_get(rf, "tool")), "read_file");
+	assert_string_equal(json_string_value(json_object_get(sh, "tool")), "shell");
+	assert_string_equal(json_string_value(json_object_get(ld, "tool")), "list_dir");
+	assert_string_equal(json_string_value(json_object_get(ap, "tool")), "apply_patch");
+	assert_true(json_is_null(json_object_get(nt, "tool")));
+
+	assert_int_equal(json_integer_value(json_object_get(rf, "calls")), 7);
+	assert_int_equal(by_status(rf, "persisted"), 4);
+	assert_int_equal(by_status(rf, "failed"), 1);
+	assert_int_equal(by_status(rf, "invalid"), 1);
+	assert_int_equal(by_status(rf, "replayed"), 1);
+	assert_int_equal(by_status(rf, "denied"), -1);
+	assert_int_equal(json_object_size(json_object_get(rf, "by_status")), 4);
+	/* ran: 1 2 3 4 10 → p50 the 3rd, p99 the 5th */
+	assert_true(json_real_value(json_object_get(rf, "p50_ms")) == 3);
+	assert_true(json_real_value(json_object_get(rf, "p99_ms")) == 10);
+
+	assert_int_equal(json_integer_value(json_object_get(sh, "calls")), 4);
+	assert_int_equal(by_status(sh, "denied"), 3);
+	assert_int_equal(by_status(sh, "committed"), 1);
+	assert_true(json_real_value(json_object_get(sh, "p50_ms")) == 7);
+	assert_true(json_real_value(json_object_get(sh, "p99_ms")) == 7);
+	/* nothing ran: no durations */
+	assert_int_equal(json_integer_value(json_object_get(ld, "calls")), 3);
+	assert_true(json_is_null(json_object_get(ld, "p50_ms")));
+	assert_true(json_is_null(json_object_get(ld, "p99_ms")));
+	assert_int_equal(by_status(ap, "dry_run"), 1);
+	assert_true(json_is_null(json_object_get(ap, "p50_ms")));
+	assert_int_equal(by_status(nt, "invalid"), 1);
+
+	/* denials: by count, then rule (none first), then kind; an envelope
+	 * that is not JSON counts under no rule rather than failing */
+	json_t *d = json_object_get(v, "denials");
+	assert_int_equal(json_array_size(d), 4);
+	static const struct {
+		const char *rule, *kind;
+		int         n;
+	} want[] = { { R_RM, "not_permitted", 2 }, { NULL, "loop_detected", 1 },
+	             { NULL, "not_permitted", 1 }, { R_ETC, "not_permitted", 1 } };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(want); i++) {
+		json_t *e = json_array_get(d, i);
+		if (want[i].rule)
+			assert_string_equal(json_string_value(json_object_get(e, "rule")), want[i].rule);
+		else
+			assert_true(json_is_null(json_object_get(e, "rule")));
+		assert_string_equal(json_string_value(json_object_get(e, "kind")), want[i].kind);
+		assert_int_equal(json_integer_value(json_object_get(e, "count")), want[i].n);
+	}
+	json_decref(v);
+
+	/* since: inclusive, to the millisecond */
+	v = stats(f->s, t0 + 9);
+	tgi_iso8601(t0 + 9, iso);
+	assert_string_equal(json_string_value(json_object_get(v, "since")), iso);
+	assert_int_equal(json_integer_value(json_object_get(v, "calls")), 8);
+	sh = json_array_get(json_object_get(v, "tools"), 0);
+	assert_string_equal(json_string_value(json_object_get(sh, "tool")), "list_dir");
+	assert_int_equal(json_integer_value(json_object_get(sh, "calls")), 3);
+	sh = json_array_get(json_object_get(v, "tools"), 1);
+	assert_string_equal(json_string_value(json_object_get(sh, "tool")), "shell");
+	assert_int_equal(json_integer_value(json_object_get(sh, "calls")), 3);
+	d = json_object_get(v, "denials");
+	assert_int_equal(json_array_size(d), 4);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(d, 0), "count")), 1);
+	json_decref(v);
+	v = stats(f->s, t0 + 10);
+	assert_int_equal(json_integer_value(json_object_get(v, "calls")), 7);
+	json_decref(v);
+	v = stats(f->s, t0 + 17);
+	assert_int_equal(json_integer_value(json_object_get(v, "calls")), 0);
+	assert_int_equal(json_array_size(json_object_get(v, "tools")), 0);
+	json_decref(v);
+}
+
+/* Nearest rank over many calls: p50 and p99 of 1..1000 ms are 500 and 990. */
+static void test_stats_percentiles(void **state)
+{
+	struct fx *f = *state;
+	int64_t t0 = 1760000000000;
+	/* recorded out of order, so that the durations are not sorted by id */
+	for (int i = 0; i < 1000; i++)
+		record_stat(f->s, t0 + i, "search_files", "persisted", NULL, NULL, (double)((i * 7) % 1000 + 1));
+	record_stat(f->s, t0 + 2000, "search_files", "failed", "timeout", NULL, 30000);
+	json_t *v = stats(f->s, 0);
+	json_t *t = json_array_get(json_object_get(v, "tools"), 0);
+	assert_int_equal(json_integer_value(json_object_get(t, "calls")), 1001);
+	/* 1001 ran: ranks 501 and 991 */
+	assert_true(json_real_value(json_object_get(t, "p50_ms")) == 501);
+	assert_true(json_real_value(json_object_get(t, "p99_ms")) == 991);
+	json_decref(v);
+	v = stats(f->s, t0 + 1000);
+	t = json_array_get(json_object_get(v, "tools"), 0);
+	assert_true(json_real_value(json_object_get(t, "p50_ms")) == 30000);
+	json_decref(v);
 }
 
 /* ---- checkpoints ---- */
@@ -600,9 +1158,9 @@ static void record_sized(tgi_store *s, size_t env_kb)
 	tgi_op_record op = { .op_id = id, .tool = "read_file", .principal = "local",
 	                     .status = "persisted", .args_redacted = "{\"path\":\"small.txt\"}",
 	                     .envelope = env, .started_ms = t };
-	tgi_event ev[3] = { { "tool.call.received", "decode", NULL, t },
-	                    { "tool.call.started", "execute", NULL, t },
-	                    { "tool.call.persisted", "persist", NULL, t } };
+	tgi_event ev[3] = { { "tool.call.received", "decode", NULL, t, 0 },
+	                    { "tool.call.started", "execute", NULL, t, 0 },
+	                    { "tool.call.persisted", "persist", NULL, t, 0 } };
 	if (tgi_store_record(s, &op, ev, 3, NULL, TGI_SETTLE_NONE, err, sizeof err) < 0)
 		fail_msg("record: %s", err);
 }
@@ -1109,7 +1667,7 @@ static void test_concurrent_open_new_ledger(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), N);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 4 * N);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's'"), N);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 2);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 3);
 }
 
 /* ---- approvals ---- */
@@ -1548,7 +2106,7 @@ static void test_schema_versions(void **state)
 	f->s = NULL;
 	raw_exec(f->db, "PRAGMA user_version = 7");
 	assert_int_equal(tgi_store_open(f->db, 0, &s, err, sizeof err), -1);
-	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (2)"));
+	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (3)"));
 
 	/* another program's database is not a ledger */
 	path_in(f, "foreign.db", p, sizeof p);
@@ -1562,7 +2120,7 @@ static void test_schema_versions(void **state)
 	write_file(p, "", 0);
 	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), 0);
 	tgi_store_close(s);
-	assert_int_equal(raw_int(p, "PRAGMA user_version"), 2);
+	assert_int_equal(raw_int(p, "PRAGMA user_version"), 3);
 	assert_int_equal(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
 	                            " IN ('ops_tool', 'ops_status', 'events_op', 'approvals_binding')"), 4);
 	/* the lean schema: no started_ms index (since is an op_id range), no
@@ -1690,8 +2248,8 @@ static void test_disk_full(void **state)
 		snprintf(env + 11 + n, 21, "\"}");
 		tgi_op_record op = { .op_id = big_id, .tool = "t", .status = "persisted", .envelope = env,
 		                     .session = "s", .started_ms = 99 };
-		tgi_event ev[2] = { { "tool.call.received", "decode", NULL, 99 },
-		                    { "tool.call.persisted", "persist", NULL, 99 } };
+		tgi_event ev[2] = { { "tool.call.received", "decode", NULL, 99, 0 },
+		                    { "tool.call.persisted", "persist", NULL, 99, 0 } };
 		int rc = tgi_store_record(s, &op, ev, 2, NULL, TGI_SETTLE_NONE, e, sizeof e);
 		dprintf(p[1], "%s", rc ? e : "recorded");
 		/* the handle is still usable for reads after the failure */
@@ -1827,8 +2385,8 @@ static void test_record_speed(void **state)
 			tgi_op_record op = { .op_id = id, .call_id = "c", .session = "s", .tool = "read_file",
 			                     .principal = "local", .status = "persisted", .envelope = env,
 			                     .args_redacted = "{}", .args_sha256 = "00", .started_ms = i };
-			tgi_event ev[4] = { { "a", "decode", d, i }, { "b", "decide", d, i },
-			                    { "c", "execute", d, i }, { "d", "persist", d, i } };
+			tgi_event ev[4] = { { "a", "decode", d, i, 0 }, { "b", "decide", d, i, 0 },
+			                    { "c", "execute", d, i, 0 }, { "d", "persist", d, i, 0 } };
 			assert_int_equal(tgi_store_record(s, &op, ev, 4, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
 		}
 		double rec = (tgi_now_ms() - t0) * 1000.0 / N;
@@ -1850,8 +2408,6 @@ static void test_record_speed(void **state)
 
 /* ---- pins of bridged MCP tools ---- */
 
-#define DIGEST_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define DIGEST_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 static tgi_pin_state pin_check(tgi_store *s, const char *name, const char *digest,
                                char pinned[65])
@@ -1974,21 +2530,162 @@ static void test_pin_one_winner(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 1);
 }
 
+/* ---- older ledgers ----
+ *
+ * The schemas older toolgates wrote, frozen here as they shipped: an
+ * upgrade is tested on a ledger of that shape, not on today's schema with
+ * its version number turned back. */
+
+static const char schema_v1[] =
+	"CREATE TABLE ops("
+	"  op_id TEXT PRIMARY KEY, tool TEXT, status TEXT NOT NULL, started_ms INTEGER NOT NULL,"
+	"  duration_ms REAL, call_id TEXT, session TEXT, principal TEXT, error_kind TEXT,"
+	"  idem_scope TEXT, args_sha256 TEXT, args_redacted TEXT, envelope TEXT NOT NULL);"
+	"CREATE INDEX ops_tool ON ops(tool, op_id);"
+	"CREATE INDEX ops_status ON ops(status, op_id) WHERE status <> 'persisted';"
+	"CREATE TABLE idem("
+	"  scope TEXT PRIMARY KEY, op_id TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('in_flight', 'done', 'unknown')),"
+	"  owner_host TEXT, owner_pid INTEGER, owner_start INTEGER, lease_until_ms INTEGER,"
+	"  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, binding TEXT);"
+	"CREATE INDEX idem_op ON idem(op_id);"
+	"CREATE TABLE events("
+	"  seq INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, op_id TEXT,"
+	"  type TEXT NOT NULL, stage TEXT, data TEXT);"
+	"CREATE INDEX events_op ON events(op_id);"
+	"CREATE TABLE approvals("
+	"  id TEXT PRIMARY KEY, op_id TEXT, tool TEXT NOT NULL, principal TEXT NOT NULL,"
+	"  binding TEXT NOT NULL, state TEXT NOT NULL, args TEXT, reason TEXT,"
+	"  created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, decided_by TEXT,"
+	"  decided_ms INTEGER);"
+	"CREATE INDEX approvals_binding ON approvals(binding, principal, created_ms);"
+	"CREATE TABLE sessions("
+	"  id TEXT PRIMARY KEY, first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL,"
+	"  calls INTEGER NOT NULL);"
+	"PRAGMA user_version = 1;";
+
+static const char schema_v2_more[] =
+	"CREATE TABLE pins("
+	"  name TEXT PRIMARY KEY, digest TEXT NOT NULL, first_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL) WITHOUT ROWID;"
+	"PRAGMA user_version = 2;";
+
+/* Two calls of session s1 and their events, a call without a session, an
+ * idempotency row and a pin, as a version 2 toolgate wrote them. */
+static const char rows_v2[] =
+	"INSERT INTO ops(op_id, tool, status, started_ms, duration_ms, session, principal,"
+	" error_kind, args_redacted, envelope) VALUES"
+	" ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'read_file', 'persisted', 1000, 2.5, 's1',"
+	"  'local', NULL, '{\"path\":\"a\"}', '{\"status\":\"persisted\",\"error\":null}'),"
+	" ('0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'shell', 'denied', 1001, 0.5, 's1',"
+	"  'local', 'not_permitted', '{\"command\":\"rm\"}',"
+	"  '{\"status\":\"denied\",\"error\":{\"rule\":\"deny: shell(rm)\",\"message\":\"no\"}}'),"
+	" ('0193a5f0-7c20-7d2a-9b1e-4f0c2a9d1e77', 'read_file', 'persisted', 1002, 1.5, NULL,"
+	"  'ci', NULL, '{}', '{}');"
+	"INSERT INTO events(ts_ms, op_id, type, stage) VALUES"
+	" (1000, '0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'tool.call.received', 'decode'),"
+	" (1001, '0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'tool.call.denied', 'persist'),"
+	" (1003, NULL, 'mcp.server.exited', 'bridge');"
+	"INSERT INTO sessions(id, first_ms, last_ms, calls) VALUES ('s1', 1000, 1001, 2);"
+	"INSERT INTO idem(scope, op_id, state, created_ms, updated_ms) VALUES"
+	" ('local:deploy:k', '0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'done', 1000, 1000);"
+	"INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES"
+	" ('fs__x', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 1, 1);";
+
 /* A ledger made before pins existed (schema version 1) gains the table. */
 static void test_pins_migration(void **state)
 {
 	struct fx *f = *state;
 	char err[512], pinned[65];
 
-	record_ok(f->s, "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77", "read_file", "persisted", "s1", 1000);
-	tgi_store_close(f->s);
-	f->s = NULL;
-	raw_exec(f->db, "DROP TABLE pins; PRAGMA user_version = 1");
-	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sqlite_master WHERE name = 'pins'"), 0);
+	raw_exec(f->db, schema_v1);
+	raw_exec(f->db, "INSERT INTO ops(op_id, status, started_ms, envelope)"
+	                " VALUES ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'persisted', 1000, '{}')");
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 2);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 3);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 1);
 	assert_int_equal(pin_check(f->s, "fs__x", DIGEST_A, pinned), TGI_PIN_NEW);
+}
+
+/* A version 2 ledger upgrades in place to version 3: its rows stay and
+ * read back as before, the new columns are empty, the new table and
+ * indexes are there, and a call records its middleware state next to the
+ * old ones. */
+static void test_schema_upgrade_v2(void **state)
+{
+	struct fx *f = *state;
+	char err[512], text[256], manifest[65];
+	json_t *v;
+
+	raw_exec(f->db, schema_v1);
+	raw_exec(f->db, schema_v2_more);
+	raw_exec(f->db, rows_v2);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 3);
+
+	/* every row is still there and reads back */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 3);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 3);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem"), 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 1);
+	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 2);
+	tgi_log_filter flt = { .tool = "shell" };
+	assert_int_equal(tgi_store_ops(f->s, &flt, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "status")), "denied");
+	json_decref(v);
+	flt = (tgi_log_filter){ .session = "s1" };
+	assert_int_equal(count_ops(f->s, &flt), 2);
+	assert_int_equal(tgi_store_events(f->s, NULL, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 1), "message")), "no");
+	json_decref(v);
+	tgi_idem_info info;
+	char id[37];
+	tgi_uuidv7(id);
+	assert_int_equal(claim(f->s, "local:deploy:k", id, 10, &info), TGI_IDEM_DONE);
+	free(info.envelope);
+
+	/* the new columns are empty for the old rows */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops WHERE loop IS NULL"), 3);
+	assert_int_equal(tgi_store_session_manifest(f->s, "s1", manifest, err, sizeof err), 0);
+	assert_string_equal(manifest, "");
+	tgi_strv w = { 0 };
+	assert_int_equal(tgi_store_loop_window(f->s, "s1", 30, &w, err, sizeof err), 0);
+	assert_int_equal(w.n, 0);
+
+	/* the new table and indexes; ops_tool now carries what stats reads */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM rate_buckets"), 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
+	                                " = 'ops_session'"), 1);
+	raw_text(f->db, "SELECT sql FROM sqlite_master WHERE name = 'ops_tool'", text, sizeof text);
+	assert_non_null(strstr(text, "duration_ms"));
+	raw_text(f->db, "PRAGMA integrity_check", text, sizeof text);
+	assert_string_equal(text, "ok");
+	assert_int_equal(tgi_store_stats(f->s, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_integer_value(json_object_get(v, "calls")), 3);
+	json_decref(v);
+
+	/* and new calls keep their state */
+	char a[37];
+	tgi_uuidv7(a);
+	tgi_bucket b = { "local", "read_file", 4.5, 2000 };
+	tgi_op_record op = { .op_id = a, .session = "s1", .tool = "read_file", .principal = "local",
+	                     .status = "persisted", .envelope = "{}", .started_ms = 2000,
+	                     .loop = "L1", .manifest = DIGEST_A, .bucket = &b };
+	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+	assert_int_equal(tgi_store_loop_window(f->s, "s1", 30, &w, err, sizeof err), 0);
+	assert_int_equal(w.n, 1);
+	assert_string_equal(w.v[0], "L1");
+	tgi_strv_free(&w);
+	assert_int_equal(tgi_store_session_manifest(f->s, "s1", manifest, err, sizeof err), 0);
+	assert_string_equal(manifest, DIGEST_A);
+	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 3);
+
+	/* opened again: nothing more to do */
+	tgi_store_close(f->s);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 4);
 }
 
 /* ---- events that belong to no call ---- */
@@ -2001,14 +2698,14 @@ static void test_store_event(void **state)
 
 	json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "tool", "fs__read_text_file", "server", "fs",
 	                      "pinned", DIGEST_A, "now", DIGEST_B);
-	tgi_event ev = { "mcp.tool.changed", NULL, d, 1234 };
-	assert_int_equal(tgi_store_event(f->s, &ev, err, sizeof err), 0);
+	tgi_event ev = { "mcp.tool.changed", NULL, d, 1234, 0 };
+	assert_int_equal(tgi_store_event(f->s, NULL, &ev, err, sizeof err), 0);
 	json_decref(d);
 	record_ok(f->s, "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77", "read_file", "persisted", "s1", 2000);
 	/* no data, no time: now */
 	int64_t t0 = tgi_unix_ms();
-	tgi_event bare = { "mcp.server.exited", "bridge", NULL, 0 };
-	assert_int_equal(tgi_store_event(f->s, &bare, err, sizeof err), 0);
+	tgi_event bare = { "mcp.server.exited", "bridge", NULL, 0, 0 };
+	assert_int_equal(tgi_store_event(f->s, NULL, &bare, err, sizeof err), 0);
 
 	assert_int_equal(tgi_store_events(f->s, NULL, 0, &a, err, sizeof err), 0);
 	assert_int_equal(json_array_size(a), 6);
@@ -2026,6 +2723,17 @@ static void test_store_event(void **state)
 	assert_true(json_is_null(json_object_get(last, "data")));
 	assert_true(json_integer_value(json_object_get(last, "seq")) >
 	            json_integer_value(json_object_get(json_array_get(a, 4), "seq")));
+	/* the seqs the store gave them are those read back */
+	assert_int_equal(json_integer_value(json_object_get(first, "seq")), ev.seq);
+	assert_int_equal(json_integer_value(json_object_get(last, "seq")), bare.seq);
+	/* an event without an op has no op columns; a call's event has them */
+	static const char *const from_op[] = { "session", "principal", "tool", "status",
+	                                       "error_kind", "message", "args" };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(from_op); i++) {
+		assert_null(json_object_get(first, from_op[i]));
+		assert_null(json_object_get(last, from_op[i]));
+		assert_non_null(json_object_get(json_array_get(a, 1), from_op[i]));
+	}
 	json_decref(a);
 	assert_true(raw_int(f->db, "SELECT ts_ms FROM events WHERE type = 'mcp.server.exited'") >= t0);
 
@@ -2036,13 +2744,56 @@ static void test_store_event(void **state)
 	json_decref(a);
 
 	/* refusals */
-	tgi_event untyped = { NULL, NULL, NULL, 0 };
-	assert_int_equal(tgi_store_event(f->s, &untyped, err, sizeof err), -1);
+	tgi_event untyped = { NULL, NULL, NULL, 0, 0 };
+	assert_int_equal(tgi_store_event(f->s, NULL, &untyped, err, sizeof err), -1);
 	assert_string_equal(err, "an event needs a type");
-	tgi_event empty = { "", NULL, NULL, 0 };
-	assert_int_equal(tgi_store_event(f->s, &empty, err, sizeof err), -1);
-	assert_int_equal(tgi_store_event(f->s, NULL, err, sizeof err), -1);
+	tgi_event empty = { "", NULL, NULL, 0, 0 };
+	assert_int_equal(tgi_store_event(f->s, NULL, &empty, err, sizeof err), -1);
+	assert_int_equal(tgi_store_event(f->s, NULL, NULL, err, sizeof err), -1);
+	tgi_event bad_op = { "tool.hook.failed", "after", NULL, 0, 77 };
+	assert_int_equal(tgi_store_event(f->s, "../x", &bad_op, err, sizeof err), -1);
+	assert_string_equal(err, "op id '../x' is not a UUID");
+	assert_int_equal(bad_op.seq, 0);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 6);
+}
+
+/* An event written after its call's row (an after-hook that failed) joins
+ * that call's events, with the call's columns, and takes the next seq. */
+static void test_store_event_of_op(void **state)
+{
+	struct fx *f = *state;
+	char err[512], a[37];
+	json_t *v;
+	int64_t last = -1;
+
+	uuid_at(1760000000000, a);
+	record_ok(f->s, a, "shell", "persisted", "s1", 1760000000000);
+	assert_int_equal(tgi_store_last_seq(f->s, &last, err, sizeof err), 0);
+	assert_int_equal(last, 4);
+	json_t *d = json_pack("{s:s}", "hook", "./hooks/after.sh");
+	tgi_event ev = { "tool.hook.failed", "after", d, 1760000000100, 0 };
+	assert_int_equal(tgi_store_event(f->s, a, &ev, err, sizeof err), 0);
+	json_decref(d);
+	assert_int_equal(ev.seq, 5);
+	assert_int_equal(tgi_store_last_seq(f->s, &last, err, sizeof err), 0);
+	assert_int_equal(last, 5);
+
+	tgi_log_filter flt = { .op_id = a };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 5);
+	json_t *e = json_array_get(v, 4);
+	assert_string_equal(json_string_value(json_object_get(e, "type")), "tool.hook.failed");
+	assert_string_equal(json_string_value(json_object_get(e, "op_id")), a);
+	assert_string_equal(json_string_value(json_object_get(e, "tool")), "shell");
+	assert_string_equal(json_string_value(json_object_get(e, "session")), "s1");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(e, "data"), "hook")),
+	                    "./hooks/after.sh");
+	json_decref(v);
+	/* and it follows the call's filters */
+	flt = (tgi_log_filter){ .tool = "shell", .limit = 1 };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(v, 0), "seq")), 5);
+	json_decref(v);
 }
 
 int main(void)
@@ -2051,6 +2802,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_read_back, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_record_refusals, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_log_filters, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_record_sets_seqs, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_events_message, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_loop_windows, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_manifest_and_buckets, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_store_path, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_stats, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_percentiles, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_checkpointed_by_thread, setup_store_mem, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_checkpointed_by_short_handles, setup_store_mem, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_lifecycle, setup_store, teardown),
@@ -2073,8 +2831,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pins, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_pin_refusals, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_pin_one_winner, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_pins_migration, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_pins_migration, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_upgrade_v2, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_store_event, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_store_event_of_op, setup_store, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,9 @@
  * reaching the Nth allocation.  After every run: no crash, every SQLite
  * allocation given back once the handle is closed, and the ledger
  * consistent — quick_check passes, a call's record is all or nothing (its
- * ops row and all its events, or neither), and a call or claim that
- * reported success is really there.
+ * ops row with its loop entry, all its events, its session's manifest and
+ * its rate-limit bucket, or none of them; its events' seqs set only when
+ * written), and a call or claim that reported success is really there.
  *
  * Two sweeps: a new ledger with a transient fault (only the Nth allocation
  * fails), and an existing ledger with a persistent fault (the Nth and
@@ -174,9 +175,46 @@ struct outcome {
 	char op[37], claimer[37], scope[48];
 };
 
+/* What the middleware and the operator read: each answers or fails with a
+ * sentence, and gives back what it allocated either way. */
+static void read_back(tgi_store *s, const struct outcome *o)
+{
+	char err[512], manifest[65];
+	tgi_strv w = { 0 };
+	json_t *v = NULL;
+	double tokens;
+	int64_t at, seq;
+	int found;
+	tgi_log_filter flt = { .session = o->op, .limit = 2 };
+
+	err[0] = '\0';
+	if (tgi_store_stats(s, 0, &v, err, sizeof err) < 0)
+		assert_true(strlen(err) > 0 && !v);
+	json_decref(v);
+	v = NULL;
+	err[0] = '\0';
+	if (tgi_store_events(s, &flt, 0, &v, err, sizeof err) < 0)
+		assert_true(strlen(err) > 0 && !v);
+	json_decref(v);
+	err[0] = '\0';
+	if (tgi_store_loop_window(s, o->op, 30, &w, err, sizeof err) < 0)
+		assert_true(strlen(err) > 0);
+	tgi_strv_free(&w);
+	err[0] = '\0';
+	if (tgi_store_session_manifest(s, o->op, manifest, err, sizeof err) < 0)
+		assert_true(strlen(err) > 0);
+	err[0] = '\0';
+	if (tgi_store_bucket_get(s, "p", o->op, &tokens, &at, &found, err, sizeof err) < 0)
+		assert_true(strlen(err) > 0);
+	err[0] = '\0';
+	if (tgi_store_last_seq(s, &seq, err, sizeof err) < 0)
+		assert_true(strlen(err) > 0);
+}
+
 /* The work under test: open (creating the tables in a new ledger), then,
- * unless open_only, record one call (4 events, a session) and claim a
- * scope; a step after a failed one still runs on the same handle. */
+ * unless open_only, record one call (4 events, a session, what middleware
+ * keeps), claim a scope and read what middleware and operators read; a
+ * step after a failed one still runs on the same handle. */
 static void run_once(const char *db, struct outcome *o)
 {
 	char err[512];
@@ -188,22 +226,28 @@ static void run_once(const char *db, struct outcome *o)
 		assert_true(strlen(err) > 0);
 		assert_null(s);
 	} else if (!o->open_only) {
-		tgi_op_record op = { .op_id = o->op, .call_id = "c1", .session = "s1", .tool = "t",
+		tgi_bucket b = { "p", o->op, 2.5, 1 };
+		tgi_op_record op = { .op_id = o->op, .call_id = "c1", .session = o->op, .tool = "t",
 		                     .principal = "p", .status = "persisted", .envelope = "{\"ok\":true}",
-		                     .args_redacted = "{}", .started_ms = 1 };
-		tgi_event ev[4] = { { "tool.call.received", "decode", d, 1 },
-		                    { "tool.call.started", "execute", NULL, 2 },
-		                    { "tool.call.progress", NULL, d, 3 },
-		                    { "tool.call.persisted", "persist", d, 4 } };
+		                     .args_redacted = "{}", .started_ms = 1, .loop = "loop-entry",
+		                     .manifest = "m", .bucket = &b };
+		tgi_event ev[4] = { { "tool.call.received", "decode", d, 1, 0 },
+		                    { "tool.call.started", "execute", NULL, 2, 0 },
+		                    { "tool.call.progress", NULL, d, 3, 0 },
+		                    { "tool.call.persisted", "persist", d, 4, 0 } };
 		o->recorded = tgi_store_record(s, &op, ev, 4, NULL, TGI_SETTLE_NONE, err, sizeof err) == 0;
 		if (!o->recorded)
 			assert_true(strlen(err) > 0);
+		for (int i = 0; i < 4; i++) /* seqs only when written, and in order */
+			assert_true(o->recorded ? ev[i].seq > 0 && (!i || ev[i].seq == ev[i - 1].seq + 1)
+			                        : ev[i].seq == 0);
 		tgi_idem_info info;
 		o->claimed = tgi_store_idem_claim(s, o->scope, o->claimer, NULL, 30, &info, err, sizeof err) == 0;
 		if (o->claimed)
 			assert_int_equal(info.state, TGI_IDEM_CLAIMED);
 		else
 			assert_true(strlen(err) > 0);
+		read_back(s, o);
 	}
 	tgi_store_close(s);
 	json_decref(d);
@@ -235,10 +279,21 @@ static void check_consistent(const char *db, const struct outcome *o, int reopen
 		int64_t evs = query_int(h, "SELECT count(*) FROM events WHERE op_id = '%s'", o->op);
 		int64_t claims = query_int(h, "SELECT count(*) FROM idem WHERE scope = '%s'"
 		                              " AND state = 'in_flight'", o->scope);
+		/* the call's row, its events, its loop entry, its session's
+		 * manifest and its bucket: all or nothing */
+		int64_t loops = query_int(h, "SELECT count(*) FROM ops WHERE op_id = '%s'"
+		                             " AND loop = 'loop-entry'", o->op);
+		int64_t mans = query_int(h, "SELECT count(*) FROM sessions WHERE id = '%s'"
+		                            " AND manifest = 'm'", o->op);
+		int64_t buckets = query_int(h, "SELECT count(*) FROM rate_buckets WHERE tool = '%s'",
+		                            o->op);
 		assert_true((ops == 1 && evs == 4) || (ops == 0 && evs == 0));
 		assert_int_equal(ops, o->recorded);
+		assert_int_equal(loops, ops);
+		assert_int_equal(mans, ops);
+		assert_int_equal(buckets, ops);
 		assert_int_equal(claims, o->claimed);
-		assert_int_equal(query_int(h, "PRAGMA user_version"), 2);
+		assert_int_equal(query_int(h, "PRAGMA user_version"), 3);
 	} else {
 		/* failed while creating the tables: nothing was reported done */
 		assert_false(o->opened);
@@ -302,7 +357,7 @@ static void test_fault_existing_ledger(void **state)
 		tgi_uuidv7(id);
 		tgi_op_record op = { .op_id = id, .tool = "t", .status = "persisted", .envelope = "{}",
 		                     .session = "s0", .started_ms = i };
-		tgi_event ev = { "tool.call.received", "decode", NULL, i };
+		tgi_event ev = { "tool.call.received", "decode", NULL, i, 0 };
 		assert_int_equal(tgi_store_record(s, &op, &ev, 1, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
 	}
 	tgi_store_close(s);

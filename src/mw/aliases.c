@@ -1,0 +1,44 @@
+/*
+ * aliases.c — deprecated field names (mw.h): a step between decode and
+ * validate, in the chain only when some configured tool declares aliases.
+ *
+ * A call that uses an old top-level name is rewritten to the new one before
+ * validation and told so in `warnings` (the model reads them beside the
+ * result, so it learns the new name).  A call that sends both names is
+ * ambiguous: nothing is guessed.
+ *
+ * Owns: the rewrite and its warnings.  Must not: validate the arguments
+ * (validate does, on the rewritten ones).  Stops with `invalid`.
+ */
+#include <string.h>
+
+#include "mw/mw.h"
+
+tgi_verdict tgi_aliases_step(tgi_call *c)
+{
+	const json_t *aliases = c->entry->aliases;
+	const char *old;
+	json_t *nw;
+	if (!aliases)
+		return TGI_NEXT;
+	json_object_foreach((json_t *)aliases, old, nw) {
+		json_t *v = json_object_get(c->args, old);
+		const char *to = json_string_value(nw);
+		if (!v || !to)
+			continue;
+		if (json_object_get(c->args, to))
+			return tgi_stop(c, TG_INVALID, TG_ERR_AMBIGUOUS, NULL,
+			                "both '%s' and '%s' were given; '%s' is deprecated: send only '%s'",
+			                old, to, old, to);
+		json_object_set(c->args, to, v);
+		json_object_del(c->args, old);
+		char w[600];
+		tgi_snprintf(w, sizeof w, "'%s' is deprecated; use '%s'", old, to);
+		if (!c->warnings)
+			c->warnings = json_array();
+		json_array_append_new(c->warnings, json_string(w));
+	}
+	if (c->warnings)
+		tgi_trace(c, "aliases", 1, json_pack("{s:O}", "warnings", c->warnings));
+	return TGI_NEXT;
+}

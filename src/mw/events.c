@@ -1,0 +1,999 @@
+/*
+ * events.c — the event sinks (mw.h, DESIGN §4): a JSONL file and a Unix
+ * socket that any number of subscribers read line by line.
+ *
+ * Configuration, checked at open (file:line for a bad shape):
+ *
+ *   events:
+ *     jsonl: PATH        appended, one write() per line (O_APPEND: several
+ *                        processes may share the file); created 0600; a
+ *                        symlink or anything but a regular file is refused
+ *     fsync: always | never (default) | N   seconds between syncs
+ *     socket: PATH       a Unix stream socket (a file there that is not a
+ *                        socket is refused, never removed)
+ *     queue: BYTES       how far one subscriber may fall behind (default
+ *                        1 MiB, 4 KiB to 64 MiB)
+ *
+ * Relative paths are relative to the workspace.
+ *
+ * The socket.  One gate serves it: the first to bind it.  A gate that finds
+ * a live socket (a connect succeeds) says so once and leaves it alone,
+ * checking again every few seconds so that it takes over when the other
+ * process is gone; a stale one (nobody accepts) is unlinked and bound.
+ * One thread per gate accepts subscribers and writes to them with poll(),
+ * non-blocking.  Emitting threads only append a line to each subscriber's
+ * queue under the mutex and, when needed, wake the thread (an eventfd):
+ * they never wait for a subscriber.
+ *
+ *   subscriber:  queued → (queue over `queue` bytes) overflow
+ *                → dropping: the line being written is finished, then one
+ *                  {"type":"sink.dropped","reason":...} line, best effort,
+ *                  for at most SINK_GRACE_MS → closed
+ *
+ * A line is one allocation shared by every queue that holds it (counted
+ * references, under the mutex).  Every queue holds the newest lines, so
+ * together they hold no more than the furthest-behind one: at most `queue`
+ * bytes of lines whatever the number of subscribers (at most
+ * SINK_MAX_SUBS), plus a pointer per line in each queue (at most `queue` /
+ * SINK_LINE_MIN lines).  Emitters wake the thread only when a queue gets
+ * its first line or overflows: a socket the thread is already writing to
+ * wakes it by becoming writable, so a stuck subscriber costs no wake-ups.
+ * What subscribers send is read and thrown away; EOF means the subscriber
+ * is gone.
+ *
+ * Owns: the JSONL descriptor, the socket, its thread and the subscribers.
+ * Must not: write the ledger (persist does), redact anything but the lines
+ * it builds from a call, or block an emitting thread on a subscriber.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "mw/mw.h"
+#include "util/util.h"
+
+#define SINK_QUEUE_DEFAULT (1u << 20)
+#define SINK_QUEUE_MIN     4096u
+#define SINK_QUEUE_MAX     (64u << 20)
+#define SINK_LINE_MIN      16u      /* lines one subscriber may hold: queue / this */
+#define SINK_MAX_SUBS      64
+#define SINK_GRACE_MS      5000     /* a dropped subscriber's time to take its last line */
+#define SINK_RETRY_MS      2000     /* a gate that does not serve the socket looks again */
+#define SINK_IOV           64
+#define SINK_FSYNC_MAX_S   86400.0
+#define SUMMARY_HEAD_CPS   160      /* "tool {args…}" */
+#define SUMMARY_MSG_CPS    240      /* the error message */
+
+typedef enum { FSYNC_NEVER, FSYNC_ALWAYS, FSYNC_EVERY } fsync_mode;
+
+/* One line, shared by every queue that holds it. */
+typedef struct sink_msg {
+	size_t refs;      /* queues holding it (under mu) */
+	size_t len;       /* bytes, the '\n' included */
+	char   data[];
+} sink_msg;
+
+typedef struct sink_sub {
+	int        fd;
+	sink_msg **ring;       /* queued lines, oldest at head */
+	size_t     cap, head, n;
+	size_t     bytes;      /* queued bytes (the head line whole) */
+	size_t     off;        /* bytes of the head line already written */
+	int        overflow;   /* an emitter found the queue full */
+	int        dropping;   /* the thread is sending the last line */
+	double     deadline;   /* dropping: close at this monotonic ms */
+	char       last[320];  /* dropping: the sink.dropped line */
+	size_t     last_len, last_off;
+} sink_sub;
+
+struct tgi_sinks {
+	tgi_strv   paths;          /* absolute: the JSONL file, the socket */
+
+	/* JSONL */
+	int        jsonl_fd;       /* -1: none */
+	char      *jsonl_path;
+	fsync_mode fsync;
+	double     fsync_every_ms;
+	double     synced_at;      /* monotonic ms of the last sync (jsonl_mu) */
+	int        jsonl_failed;   /* the error was said (jsonl_mu) */
+	pthread_mutex_t jsonl_mu;
+
+	/* socket */
+	char      *sock_path;      /* NULL: none */
+	int        dir_fd;         /* the socket's directory, for a path too long for sun_path */
+	char      *sock_base;
+	size_t     queue_max;
+	int        listen_fd;      /* -1: not serving (the thread's, and close's after join) */
+	dev_t      sock_dev;       /* what we bound, to unlink only our own */
+	ino_t      sock_ino;
+	double     retry_at;
+	int        wake_fd;
+	pthread_t  thread;
+	int        thread_started;
+
+	pthread_mutex_t mu;        /* guards what follows */
+	sink_sub  *subs[SINK_MAX_SUBS];
+	size_t     nsubs;
+	int        woken;          /* the eventfd was written since the thread last looked */
+	int        stop;
+	int        yield;          /* stop serving the socket for good */
+};
+
+/* ---- configuration ---- */
+
+static int cfg_fail(const tgi_config *cfg, const char *key, char *err, size_t errlen,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int cfg_fail(const tgi_config *cfg, const char *key, char *err, size_t errlen,
+                    const char *fmt, ...)
+{
+	char ptr[64], where[300], raw[512], msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	va_end(ap);
+	tgi_sanitize(msg, sizeof msg, raw);   /* a path may hold anything */
+	tgi_snprintf(ptr, sizeof ptr, "/events%s%s", key ? "/" : "", key ? key : "");
+	tgi_config_where(cfg, ptr, where, sizeof where);
+	tgi_snprintf(err, errlen, "%s: events%s%s: %s", where, key ? "." : "", key ? key : "", msg);
+	return -1;
+}
+
+static int cfg_type(const tgi_config *cfg, const char *key, const json_t *v, const char *expected,
+                    char *err, size_t errlen)
+{
+	char got[96];
+	return cfg_fail(cfg, key, err, errlen, "expected %s, got %s", expected,
+	                tgi_json_describe(v, got, sizeof got));
+}
+
+/* events.<key>: a path, made absolute against the workspace.  Caller frees. */
+static char *cfg_path(const tgi_config *cfg, const char *key, const json_t *v, char *err,
+                      size_t errlen)
+{
+	if (!json_is_string(v) || !json_string_length(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v) ||
+	    json_string_length(v) >= PATH_MAX) {
+		cfg_type(cfg, key, v, "a file path", err, errlen);
+		return NULL;
+	}
+	const char *p = json_string_value(v);
+	if (p[strlen(p) - 1] == '/') {
+		cfg_fail(cfg, key, err, errlen, "expected a file path, got a directory \"%s\"", p);
+		return NULL;
+	}
+	size_t n = strlen(cfg->workspace) + strlen(p) + 2;
+	char *abs = tgi_xmalloc(n);
+	if (p[0] == '/')
+		tgi_snprintf(abs, n, "%s", p);
+	else
+		tgi_snprintf(abs, n, "%s/%s", cfg->workspace, p);
+	return abs;
+}
+
+static int cfg_fsync(tgi_sinks *s, const tgi_config *cfg, const json_t *v, char *err,
+                     size_t errlen)
+{
+	static const char expected[] = "always, never or a number of seconds between syncs";
+	if (json_is_string(v) && !strcmp(json_string_value(v), "always"))
+		s->fsync = FSYNC_ALWAYS;
+	else if (json_is_string(v) && !strcmp(json_string_value(v), "never"))
+		s->fsync = FSYNC_NEVER;
+	else if (json_is_number(v) && json_number_value(v) > 0 &&
+	         json_number_value(v) <= SINK_FSYNC_MAX_S) {
+		s->fsync = FSYNC_EVERY;
+		s->fsync_every_ms = json_number_value(v) * 1000.0;
+	} else if (json_is_number(v)) {
+		return cfg_fail(cfg, "fsync", err, errlen, "expected seconds from more than 0 to %.0f, "
+		                "got %g", SINK_FSYNC_MAX_S, json_number_value(v));
+	} else {
+		return cfg_type(cfg, "fsync", v, expected, err, errlen);
+	}
+	return 0;
+}
+
+static int cfg_queue(tgi_sinks *s, const tgi_config *cfg, const json_t *v, char *err,
+                     size_t errlen)
+{
+	if (!json_is_integer(v))
+		return cfg_type(cfg, "queue", v, "a number of bytes", err, errlen);
+	json_int_t q = json_integer_value(v);
+	if (q < (json_int_t)SINK_QUEUE_MIN || q > (json_int_t)SINK_QUEUE_MAX)
+		return cfg_fail(cfg, "queue", err, errlen, "expected bytes from %u to %u, got %lld",
+		                SINK_QUEUE_MIN, SINK_QUEUE_MAX, (long long)q);
+	s->queue_max = (size_t)q;
+	return 0;
+}
+
+/* Read cfg->events into s (nothing opened yet). */
+static int cfg_read(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errlen)
+{
+	static const char *const keys[] = {"jsonl", "fsync", "socket", "queue"};
+	json_t *ev = cfg->events, *v;
+	const char *key;
+	if (!json_is_object(ev))
+		return cfg_type(cfg, NULL, ev, "a mapping with jsonl, fsync, socket or queue", err,
+		                errlen);
+	json_object_foreach(ev, key, v) {
+		size_t i = 0;
+		while (i < TGI_ARRAY_LEN(keys) && strcmp(keys[i], key))
+			i++;
+		if (i == TGI_ARRAY_LEN(keys)) {
+			char name[80];
+			tgi_sanitize_n(name, sizeof name, key, strlen(key), 64);
+			return cfg_fail(cfg, NULL, err, errlen, "unknown key \"%s\"; expected jsonl, fsync, "
+			                "socket or queue", name);
+		}
+	}
+	if ((v = json_object_get(ev, "jsonl")) &&
+	    !(s->jsonl_path = cfg_path(cfg, "jsonl", v, err, errlen)))
+		return -1;
+	if ((v = json_object_get(ev, "socket")) &&
+	    !(s->sock_path = cfg_path(cfg, "socket", v, err, errlen)))
+		return -1;
+	if ((v = json_object_get(ev, "fsync"))) {
+		if (!s->jsonl_path)
+			return cfg_fail(cfg, "fsync", err, errlen, "applies to the JSONL file; set "
+			                "events.jsonl too");
+		if (cfg_fsync(s, cfg, v, err, errlen) < 0)
+			return -1;
+	}
+	if ((v = json_object_get(ev, "queue"))) {
+		if (!s->sock_path)
+			return cfg_fail(cfg, "queue", err, errlen, "applies to socket subscribers; set "
+			                "events.socket too");
+		if (cfg_queue(s, cfg, v, err, errlen) < 0)
+			return -1;
+	}
+	if (s->jsonl_path && s->sock_path && !strcmp(s->jsonl_path, s->sock_path))
+		return cfg_fail(cfg, "socket", err, errlen, "is the same file as events.jsonl");
+	return 0;
+}
+
+/* ---- JSONL ---- */
+
+static int jsonl_open(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errlen)
+{
+	/* O_NONBLOCK: a FIFO planted there must not hang the open */
+	int fd = open(s->jsonl_path,
+	              O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+	              0600);
+	if (fd < 0 && errno == ELOOP)
+		return cfg_fail(cfg, "jsonl", err, errlen, "\"%s\" is a symbolic link; the event log "
+		                "must be a regular file", s->jsonl_path);
+	if (fd < 0)
+		return cfg_fail(cfg, "jsonl", err, errlen, "cannot open \"%s\": %s", s->jsonl_path,
+		                strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return cfg_fail(cfg, "jsonl", err, errlen, "\"%s\" is not a regular file",
+		                s->jsonl_path);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	s->jsonl_fd = fd;
+	s->synced_at = tgi_now_ms();
+	return 0;
+}
+
+/* Append one line with one write(), so that lines of several processes
+ * never interleave.  An error is said once and never stops a call. */
+static void jsonl_write(tgi_sinks *s, const char *line, size_t len)
+{
+	pthread_mutex_lock(&s->jsonl_mu);
+	ssize_t w;
+	do
+		w = write(s->jsonl_fd, line, len);
+	while (w < 0 && errno == EINTR);
+	int bad = w != (ssize_t)len;
+	const char *why = w < 0 ? strerror(errno) : "a short write (is the disk full?)";
+	double now = tgi_now_ms();
+	if (!bad && (s->fsync == FSYNC_ALWAYS ||
+	             (s->fsync == FSYNC_EVERY && now - s->synced_at >= s->fsync_every_ms))) {
+		if (fdatasync(s->jsonl_fd) < 0) {
+			bad = 1;
+			why = strerror(errno);
+		}
+		s->synced_at = now;
+	}
+	if (bad && !s->jsonl_failed) {
+		char shown[PATH_MAX];
+		tgi_sanitize(shown, sizeof shown, s->jsonl_path);
+		s->jsonl_failed = 1;
+		fprintf(stderr, "toolgate: events: cannot write \"%s\": %s; events still go to the "
+		        "ledger\n", shown, why);
+	}
+	pthread_mutex_unlock(&s->jsonl_mu);
+}
+
+/* ---- the socket: binding and taking over ---- */
+
+/* The socket's address; a path too long for sun_path goes through the
+ * directory's descriptor.  -1 when even that does not fit. */
+static int sock_addr(const tgi_sinks *s, struct sockaddr_un *sa, socklen_t *len)
+{
+	memset(sa, 0, sizeof *sa);
+	sa->sun_family = AF_UNIX;
+	size_t n = strlen(s->sock_path);
+	if (n < sizeof sa->sun_path) {
+		memcpy(sa->sun_path, s->sock_path, n);
+	} else {
+		int w = snprintf(sa->sun_path, sizeof sa->sun_path, "/proc/self/fd/%d/%s", s->dir_fd,
+		                 s->sock_base);
+		if (s->dir_fd < 0 || w < 0 || (size_t)w >= sizeof sa->sun_path)
+			return -1;
+		n = (size_t)w;
+	}
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+	return 0;
+}
+
+/* Does something accept on the socket file?  1 yes (or it is too busy to
+ * say: its backlog is full), 0 no (stale), -1 cannot tell (errno). */
+static int sock_live(const tgi_sinks *s)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	if (sock_addr(s, &sa, &len) < 0)
+		return -1;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int rc = connect(fd, (struct sockaddr *)&sa, len);
+	int e = errno;
+	close(fd);
+	if (rc == 0 || e == EAGAIN || e == EINPROGRESS)
+		return 1;
+	if (e == ECONNREFUSED)
+		return 0;
+	errno = e;
+	return -1;
+}
+
+/* Bind and listen.  1 serving, 0 someone else got there first, -1 (err). */
+static int sock_bind(tgi_sinks *s, char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	struct stat st;
+	if (sock_addr(s, &sa, &len) < 0) {
+		tgi_snprintf(err, errlen, "the socket path \"%s\" is too long", s->sock_path);
+		return -1;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		tgi_snprintf(err, errlen, "cannot make a socket: %s", strerror(errno));
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == EADDRINUSE)
+			return 0;
+		tgi_snprintf(err, errlen, "cannot bind \"%s\": %s", s->sock_path, strerror(e));
+		return -1;
+	}
+	/* subscribers of another user have no business here */
+	if (chmod(s->sock_path, 0600) < 0 || lstat(s->sock_path, &st) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
+		tgi_snprintf(err, errlen, "cannot listen on \"%s\": %s", s->sock_path, strerror(errno));
+		unlink(s->sock_path);
+		close(fd);
+		return -1;
+	}
+	s->sock_dev = st.st_dev;
+	s->sock_ino = st.st_ino;
+	s->listen_fd = fd;
+	return 1;
+}
+
+/* Serve the socket if nobody does.  1 serving, 0 another process serves it
+ * (or a file appeared there since open), -1 (err). */
+static int sock_take(tgi_sinks *s, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(s->sock_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return 0;
+		int live = sock_live(s);
+		if (live == 1)
+			return 0;
+		if (live < 0) {
+			tgi_snprintf(err, errlen, "cannot tell whether \"%s\" is in use: %s", s->sock_path,
+			             strerror(errno));
+			return -1;
+		}
+		if (unlink(s->sock_path) < 0 && errno != ENOENT) {
+			tgi_snprintf(err, errlen, "cannot remove the stale socket \"%s\": %s",
+			             s->sock_path, strerror(errno));
+			return -1;
+		}
+	} else if (errno != ENOENT) {
+		tgi_snprintf(err, errlen, "cannot stat \"%s\": %s", s->sock_path, strerror(errno));
+		return -1;
+	}
+	return sock_bind(s, err, errlen);
+}
+
+/* Close the listening socket and remove the file if it is still ours. */
+static void sock_release(tgi_sinks *s)
+{
+	struct stat st;
+	if (s->listen_fd < 0)
+		return;
+	if (lstat(s->sock_path, &st) == 0 && st.st_dev == s->sock_dev && st.st_ino == s->sock_ino)
+		unlink(s->sock_path);
+	close(s->listen_fd);
+	s->listen_fd = -1;
+}
+
+/* ---- subscribers ---- */
+
+static void msg_unref(sink_msg *m)
+{
+	if (--m->refs == 0)
+		free(m);
+}
+
+/* Under mu. */
+static void sub_pop(sink_sub *u)
+{
+	sink_msg *m = u->ring[u->head];
+	u->bytes -= m->len;
+	u->head = (u->head + 1) % u->cap;
+	u->n--;
+	u->off = 0;
+	msg_unref(m);
+}
+
+/* Under mu: 0, or -1 when the queue is full. */
+static int sub_push(sink_sub *u, sink_msg *m, size_t max)
+{
+	if (u->bytes + m->len > max || u->n >= max / SINK_LINE_MIN)
+		return -1;
+	if (u->n == u->cap) {
+		size_t ncap = u->cap ? u->cap * 2 : 64;
+		sink_msg **r = tgi_xmalloc(ncap * sizeof *r);
+		for (size_t i = 0; i < u->n; i++)
+			r[i] = u->ring[(u->head + i) % u->cap];
+		free(u->ring);
+		u->ring = r;
+		u->cap = ncap;
+		u->head = 0;
+	}
+	u->ring[(u->head + u->n) % u->cap] = m;
+	u->n++;
+	u->bytes += m->len;
+	m->refs++;
+	return 0;
+}
+
+static void last_line(sink_sub *u, const char *reason)
+{
+	char ts[32];
+	tgi_iso8601(tgi_unix_ms(), ts);
+	int n = snprintf(u->last, sizeof u->last,
+	                 "{\"type\":\"sink.dropped\",\"ts\":\"%s\",\"reason\":\"%s\"}\n", ts, reason);
+	u->last_len = n > 0 && (size_t)n < sizeof u->last ? (size_t)n : 0;
+	u->last_off = 0;
+}
+
+/* Under mu: the queue overflowed; keep only the line being written. */
+static void sub_start_drop(sink_sub *u)
+{
+	size_t keep = u->off > 0;
+	while (u->n > keep) {
+		size_t last = (u->head + u->n - 1) % u->cap;
+		sink_msg *m = u->ring[last];
+		u->bytes -= m->len;
+		u->n--;
+		msg_unref(m);
+	}
+	last_line(u, "this subscriber fell too far behind (its queue is full); reconnect to "
+	             "follow again, and use toolgate log for what was missed");
+	u->dropping = 1;
+	u->deadline = tgi_now_ms() + SINK_GRACE_MS;
+}
+
+/* Thread only: remove u (index i) and close it. */
+static void sub_remove(tgi_sinks *s, size_t i)
+{
+	pthread_mutex_lock(&s->mu);
+	sink_sub *u = s->subs[i];
+	s->subs[i] = s->subs[--s->nsubs];
+	s->subs[s->nsubs] = NULL;
+	while (u->n)
+		sub_pop(u);
+	pthread_mutex_unlock(&s->mu);
+	close(u->fd);
+	free(u->ring);
+	free(u);
+}
+
+/* Write what u has queued, without blocking.  0, or -1 when it is gone. */
+static int sub_flush(tgi_sinks *s, sink_sub *u)
+{
+	for (int round = 0; round < 16; round++) {   /* then the others get a turn */
+		struct iovec iov[SINK_IOV];
+		int cnt = 0;
+		pthread_mutex_lock(&s->mu);
+		for (size_t i = 0; i < u->n && cnt < SINK_IOV; i++) {
+			sink_msg *m = u->ring[(u->head + i) % u->cap];
+			size_t skip = i == 0 ? u->off : 0;
+			iov[cnt].iov_base = m->data + skip;
+			iov[cnt++].iov_len = m->len - skip;
+		}
+		int drop = u->dropping;
+		pthread_mutex_unlock(&s->mu);
+		if (!cnt && drop && u->last_off < u->last_len) {
+			iov[cnt].iov_base = u->last + u->last_off;
+			iov[cnt++].iov_len = u->last_len - u->last_off;
+		}
+		if (!cnt)
+			return 0;
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+		ssize_t w = sendmsg(u->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+		size_t left = (size_t)w;
+		pthread_mutex_lock(&s->mu);
+		while (left && u->n) {
+			sink_msg *m = u->ring[u->head];
+			size_t rem = m->len - u->off;
+			if (left < rem) {
+				u->off += left;
+				left = 0;
+				break;
+			}
+			left -= rem;
+			sub_pop(u);
+		}
+		pthread_mutex_unlock(&s->mu);
+		u->last_off += left;   /* what went past the queue was the last line */
+	}
+	return 0;
+}
+
+/* Read and discard what the subscriber sent.  -1 at EOF or an error. */
+static int sub_drain(sink_sub *u)
+{
+	char buf[4096];
+	for (int i = 0; i < 16; i++) {
+		ssize_t r = recv(u->fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (r > 0)
+			continue;
+		if (r == 0)
+			return -1;
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+	}
+	return 0;
+}
+
+/* Say one line to a connection we will not keep, and close it. */
+static void refuse_sub(int fd, const char *reason)
+{
+	sink_sub tmp = {.fd = fd};
+	last_line(&tmp, reason);
+	ssize_t w = send(fd, tmp.last, tmp.last_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)w;
+	close(fd);
+}
+
+static void sinks_accept(tgi_sinks *s)
+{
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		pthread_mutex_lock(&s->mu);
+		int full = s->nsubs == SINK_MAX_SUBS;
+		if (!full) {
+			sink_sub *u = tgi_xcalloc(1, sizeof *u);
+			u->fd = fd;
+			s->subs[s->nsubs++] = u;
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (full)
+			refuse_sub(fd, "too many subscribers");
+	}
+}
+
+/* Thread only: every subscriber closed, the socket given up. */
+static void sinks_unserve(tgi_sinks *s)
+{
+	while (s->nsubs) {
+		sub_flush(s, s->subs[0]);   /* what can go without waiting */
+		sub_remove(s, 0);
+	}
+	sock_release(s);
+}
+
+/* ---- the thread ---- */
+
+static void *sinks_main(void *arg)
+{
+	tgi_sinks *s = arg;
+	struct pollfd pfd[SINK_MAX_SUBS + 2];
+	sink_sub *ps[SINK_MAX_SUBS];
+	char err[512];
+
+	for (;;) {
+		size_t np = 0, nu = 0;
+		double now = tgi_now_ms(), wait = -1;
+		pthread_mutex_lock(&s->mu);
+		int stop = s->stop, yield = s->yield;
+		s->woken = 0;
+		pthread_mutex_unlock(&s->mu);
+		if (stop)
+			break;
+		if (yield && s->listen_fd >= 0)
+			sinks_unserve(s);
+		if (!yield && s->listen_fd < 0 && now >= s->retry_at) {
+			/* a failure now was not one at open: the ledger and the JSONL
+			 * file still get every event, so it is not worth a line */
+			sock_take(s, err, sizeof err);
+			s->retry_at = now + SINK_RETRY_MS;
+		}
+
+		pfd[np++] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
+		if (s->listen_fd >= 0)
+			pfd[np++] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+		else if (!yield)
+			wait = s->retry_at - now;
+		pthread_mutex_lock(&s->mu);
+		for (size_t i = 0; i < s->nsubs; i++) {
+			sink_sub *u = s->subs[i];
+			if (u->overflow && !u->dropping)
+				sub_start_drop(u);
+			short ev = POLLIN;
+			if (u->n || (u->dropping && u->last_off < u->last_len))
+				ev |= POLLOUT;
+			if (u->dropping) {
+				double left = u->deadline - now;
+				wait = wait < 0 || left < wait ? left : wait;
+			}
+			ps[nu++] = u;
+			pfd[np++] = (struct pollfd){.fd = u->fd, .events = ev};
+		}
+		pthread_mutex_unlock(&s->mu);
+
+		int timeout = wait < 0 ? -1 : wait < 1 ? 1 : (int)wait + 1;
+		if (poll(pfd, (nfds_t)np, timeout) < 0) {
+			if (errno != EINTR)
+				usleep(10 * 1000);   /* never spin on an error that stays */
+			continue;
+		}
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+			ssize_t r = read(s->wake_fd, &v, sizeof v);
+			(void)r;
+		}
+		size_t base = np - nu;
+		if (base == 2 && (pfd[1].revents & POLLIN))
+			sinks_accept(s);
+		/* from the end, so that removing one leaves the others' indexes */
+		now = tgi_now_ms();
+		for (size_t k = nu; k-- > 0;) {
+			sink_sub *u = ps[k];
+			short re = pfd[base + k].revents;
+			int gone = (re & (POLLERR | POLLNVAL)) ||
+			           ((re & (POLLIN | POLLHUP)) && sub_drain(u) < 0);
+			if (!gone && (re & POLLOUT))
+				gone = sub_flush(s, u) < 0;
+			pthread_mutex_lock(&s->mu);
+			int done = u->dropping && !u->n && u->last_off >= u->last_len;
+			int late = u->dropping && now >= u->deadline;
+			pthread_mutex_unlock(&s->mu);
+			if (gone || done || late) {
+				size_t i = 0;
+				while (s->subs[i] != u)   /* only this thread removes: it is there */
+					i++;
+				sub_remove(s, i);
+			}
+		}
+	}
+	sinks_unserve(s);
+	return NULL;
+}
+
+/* ---- open, close ---- */
+
+static int sock_open(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errlen)
+{
+	char why[512];
+	struct stat st;
+	if (!s->queue_max)
+		s->queue_max = SINK_QUEUE_DEFAULT;
+	const char *slash = strrchr(s->sock_path, '/');
+	s->sock_base = tgi_strdup(slash + 1);
+	char *dir = tgi_strndup(s->sock_path, (size_t)(slash - s->sock_path));
+	s->dir_fd = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int e = errno;
+	free(dir);
+	if (s->dir_fd < 0)
+		return cfg_fail(cfg, "socket", err, errlen, "cannot open the directory of \"%s\": %s",
+		                s->sock_path, strerror(e));
+	if (lstat(s->sock_path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return cfg_fail(cfg, "socket", err, errlen, "\"%s\" exists and is not a socket; "
+		                "refusing to replace it", s->sock_path);
+	int rc = sock_take(s, why, sizeof why);
+	if (rc < 0)
+		return cfg_fail(cfg, "socket", err, errlen, "%s", why);
+	/* rc == 0: another live gate serves it (a `serve` while this is a
+	 * `toolgate call` or `log`): the normal case, not worth a line; this
+	 * gate's events reach subscribers through the ledger (log --follow) */
+	s->retry_at = tgi_now_ms() + SINK_RETRY_MS;
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->wake_fd < 0)
+		return cfg_fail(cfg, "socket", err, errlen, "cannot make an eventfd: %s",
+		                strerror(errno));
+	if ((e = pthread_create(&s->thread, NULL, sinks_main, s)) != 0)
+		return cfg_fail(cfg, "socket", err, errlen, "cannot start its thread: %s", strerror(e));
+	s->thread_started = 1;
+	return 0;
+}
+
+int tgi_sinks_open(const tgi_config *cfg, tgi_sinks **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!cfg->events || json_is_null(cfg->events) ||
+	    (json_is_object(cfg->events) && !json_object_size(cfg->events)))
+		return 0;
+	tgi_sinks *s = tgi_xcalloc(1, sizeof *s);
+	s->jsonl_fd = s->listen_fd = s->wake_fd = s->dir_fd = -1;
+	pthread_mutex_init(&s->jsonl_mu, NULL);
+	pthread_mutex_init(&s->mu, NULL);
+	if (cfg_read(s, cfg, err, errlen) < 0 ||
+	    (s->jsonl_path && jsonl_open(s, cfg, err, errlen) < 0) ||
+	    (s->sock_path && sock_open(s, cfg, err, errlen) < 0)) {
+		tgi_sinks_close(s);
+		return -1;
+	}
+	if (s->jsonl_path)
+		tgi_strv_push(&s->paths, tgi_strdup(s->jsonl_path));
+	if (s->sock_path)
+		tgi_strv_push(&s->paths, tgi_strdup(s->sock_path));
+	*out = s;
+	return 0;
+}
+
+void tgi_sinks_close(tgi_sinks *s)
+{
+	if (!s)
+		return;
+	if (s->thread_started) {
+		pthread_mutex_lock(&s->mu);
+		s->stop = 1;
+		uint64_t one = 1;
+		ssize_t w = write(s->wake_fd, &one, sizeof one);
+		(void)w;
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->thread, NULL);
+	}
+	sock_release(s);   /* bound, but the thread never ran */
+	if (s->jsonl_fd >= 0) {
+		if (s->fsync == FSYNC_EVERY)
+			fdatasync(s->jsonl_fd);
+		close(s->jsonl_fd);
+	}
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
+	pthread_mutex_destroy(&s->jsonl_mu);
+	pthread_mutex_destroy(&s->mu);
+	tgi_strv_free(&s->paths);
+	free(s->jsonl_path);
+	free(s->sock_path);
+	free(s->sock_base);
+	free(s);
+}
+
+const tgi_strv *tgi_sinks_paths(const tgi_sinks *s)
+{
+	return s ? &s->paths : NULL;
+}
+
+void tgi_sinks_yield_socket(tgi_sinks *s)
+{
+	if (!s || !s->thread_started)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->yield = 1;
+	uint64_t one = 1;
+	ssize_t w = write(s->wake_fd, &one, sizeof one);
+	(void)w;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- emitting ---- */
+
+/* Hand one line (m, taken) to every sink. */
+static void sinks_put(tgi_sinks *s, sink_msg *m)
+{
+	if (s->jsonl_fd >= 0)
+		jsonl_write(s, m->data, m->len);
+	if (!s->thread_started) {
+		free(m);
+		return;
+	}
+	int wake = 0;
+	pthread_mutex_lock(&s->mu);
+	m->refs = 1;   /* ours, until every queue has it */
+	for (size_t i = 0; i < s->nsubs; i++) {
+		sink_sub *u = s->subs[i];
+		if (u->overflow || u->dropping)
+			continue;
+		/* the thread needs a word when it has something new to do: a queue
+		 * that was empty (it did not wait to write there), or one that is
+		 * full; a queue it is already writing wakes it when the socket can
+		 * take more, so a subscriber that never reads costs no wake-ups */
+		if (sub_push(u, m, s->queue_max) < 0) {
+			u->overflow = 1;
+			wake = 1;
+		} else if (u->n == 1) {
+			wake = 1;
+		}
+	}
+	if (wake && !s->woken) {
+		s->woken = 1;
+		uint64_t one = 1;
+		ssize_t w = write(s->wake_fd, &one, sizeof one);
+		(void)w;
+	}
+	msg_unref(m);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* json as one line ending in '\n' (NULL when it cannot be encoded). */
+static sink_msg *msg_of(const json_t *json)
+{
+	char *text = json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+	if (!text)
+		return NULL;
+	size_t n = strlen(text);
+	sink_msg *m = tgi_xmalloc(sizeof *m + n + 1);
+	m->refs = 0;
+	m->len = n + 1;
+	memcpy(m->data, text, n);
+	m->data[n] = '\n';
+	free(text);
+	return m;
+}
+
+void tgi_sinks_emit(tgi_sinks *s, const json_t *event)
+{
+	if (!s || !event)
+		return;
+	sink_msg *m = msg_of(event);
+	if (m)
+		sinks_put(s, m);
+}
+
+/* The call's error message as it may be streamed, or NULL. */
+static char *call_message(const tgi_call *c)
+{
+	json_t *e = c->envelope ? json_object_get(c->envelope, "error") : NULL;
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	if (!msg && c->kind)
+		msg = c->message;
+	return msg && *msg ? tgi_redact_text(c->g->redact, msg, strlen(msg)) : NULL;
+}
+
+/* A string or null (empty: null); text that may not be UTF-8 made so. */
+static json_t *str_or_null(const char *v)
+{
+	return v && *v ? tgi_json_text(v, strlen(v)) : json_null();
+}
+
+/* The line of one of c's events (new reference). */
+static json_t *call_line(const tgi_call *c, const tgi_event *ev, const char *summary)
+{
+	const tgi_strv *keys = c->entry ? &c->entry->sensitive : NULL;
+	char ts[32];
+	tgi_iso8601(ev->ts_ms, ts);
+	json_t *o = json_object();
+	json_object_set_new(o, "seq", json_integer(ev->seq));
+	json_object_set_new(o, "ts", json_string(ts));
+	json_object_set_new(o, "type", str_or_null(ev->type));
+	json_object_set_new(o, "stage", str_or_null(ev->stage));
+	json_object_set_new(o, "op_id", str_or_null(c->op_id));
+	json_object_set_new(o, "session", str_or_null(c->session));
+	json_object_set_new(o, "principal", str_or_null(c->principal_name));
+	json_object_set_new(o, "tool", str_or_null(c->tool));
+	json_object_set_new(o, "status", json_string(tg_status_name(c->status)));
+	json_object_set_new(o, "summary", str_or_null(summary));
+	/* persist redacted the data already; this is the sinks' own guarantee */
+	json_object_set_new(o, "data", ev->data ? tgi_redact_json(c->g->redact, ev->data, keys)
+	                                        : json_null());
+	return o;
+}
+
+void tgi_sinks_emit_call(tgi_sinks *s, const tgi_call *c)
+{
+	if (!s || !c->nevents)
+		return;
+	char *args = tgi_redacted_args(c);
+	char *message = call_message(c);
+	char *summary = tgi_event_summary(c->tool, args, tg_status_name(c->status),
+	                                  c->kind ? tg_errkind_name(c->kind) : NULL, message);
+	for (size_t i = 0; i < c->nevents; i++) {
+		json_t *line = call_line(c, &c->events[i], summary);
+		tgi_sinks_emit(s, line);
+		json_decref(line);
+	}
+	free(summary);
+	free(message);
+	free(args);
+}
+
+/* ---- the summary ---- */
+
+/* Append the first max_cps code points of text, control characters as
+ * spaces and invalid bytes as U+FFFD (tgi_sanitize), "…" when it went on. */
+static void put_cut(tgi_buf *b, const char *text, size_t max_cps)
+{
+	size_t n = strlen(text);
+	size_t cut = tgi_utf8_offset(text, n, max_cps);
+	char *part = tgi_strndup(text, cut);
+	char *clean = tgi_xmalloc(cut * 3 + 1);   /* an invalid byte becomes U+FFFD */
+	tgi_sanitize(clean, cut * 3 + 1, part);
+	tgi_buf_puts(b, clean);
+	if (cut < n)
+		tgi_buf_puts(b, "…");
+	free(clean);
+	free(part);
+}
+
+static int succeeded(const char *status)
+{
+	return !strcmp(status, "persisted") || !strcmp(status, "replayed") ||
+	       !strcmp(status, "dry_run");
+}
+
+char *tgi_event_summary(const char *tool, const char *args_redacted, const char *status,
+                        const char *kind, const char *message)
+{
+	tgi_buf head, b;
+	tgi_buf_init(&head, 4096);
+	tgi_buf_init(&b, 4096);
+	if (tool && *tool)
+		tgi_buf_puts(&head, tool);
+	if (args_redacted && *args_redacted && strcmp(args_redacted, "null")) {
+		if (head.len)
+			tgi_buf_puts(&head, " ");
+		/* cut before copying: the args may be long */
+		size_t n = strlen(args_redacted);
+		size_t cut = tgi_utf8_offset(args_redacted, n, SUMMARY_HEAD_CPS + 1);
+		tgi_buf_append(&head, args_redacted, cut);
+	}
+	if (head.len)
+		put_cut(&b, head.p, SUMMARY_HEAD_CPS);
+	if (status && *status && !succeeded(status)) {
+		tgi_buf_puts(&b, b.len ? " → " : "→ ");
+		put_cut(&b, status, 32);
+		if (kind && *kind) {
+			tgi_buf_puts(&b, " ");
+			put_cut(&b, kind, 32);
+		}
+		if (message && *message) {
+			tgi_buf_puts(&b, ": ");
+			put_cut(&b, message, SUMMARY_MSG_CPS);
+		}
+	}
+	tgi_buf_free(&head);
+	char *out = tgi_buf_steal(&b);
+	return out ? out : tgi_strdup("");
+}

@@ -1,0 +1,899 @@
+/*
+ * hooks.c — before- and after-hooks around every call (DESIGN §4, mw.h).
+ *
+ *   hooks:
+ *     before_tool_call: [{command: [argv...], tools: [globs], timeout_s: 30}]
+ *     after_tool_call:  [...]
+ *
+ * A hook is a program the operator configured.  It gets the call as one
+ * JSON object on stdin (the real arguments: toolgate's fields and Claude
+ * Code's PreToolUse / PostToolUse fields, so its hook scripts work as they
+ * are), runs in the workspace with the gate's environment, in its own
+ * process group, with a timeout and capped output (exec/spawn.c).
+ *
+ * Before-hooks run after identify, in registration order.  The first deny
+ * stops the call; an ask makes decide ask at least (c->hook_ask); an allow
+ * changes nothing, since hooks tighten and never loosen; rewritten
+ * arguments replace the call's, are validated again, and decide judges
+ * them.  Whatever a hook does that is not one of the answers (another exit
+ * code, a signal, a timeout, output in no known shape or over the cap)
+ * denies the call, naming the hook: fail closed.
+ *
+ * After-hooks run after persist with the envelope.  What they print is
+ * ignored; a failure is an event (tool.hook.failed) and a log line, never a
+ * change to the result.
+ *
+ * Owns: the hook lists built at open, running hooks, reading their answers.
+ * Must not: decide permission (it only tightens, through c->hook_ask or a
+ * stop), or touch a call's result.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mw/mw.h"
+#include "exec/spawn.h"
+#include "policy/policy.h"
+#include "util/util.h"
+
+extern char **environ;
+
+#define TIMEOUT_DEFAULT_S 30
+#define TIMEOUT_MAX_S     600
+#define ARGV0_SHOWN       160              /* bytes of argv[0] a label shows */
+#define TEXT_MAX          300              /* bytes of a hook's own text kept */
+#define OUT_EXTRA         (64u * 1024)     /* a before-hook's stdout: args + this */
+#define AFTER_OUT_MAX     (64u * 1024)     /* an after-hook's stdout is read and dropped */
+#define ERR_MAX           (64u * 1024)
+
+typedef struct hook {
+	char     label[256];  /* "before_tool_call[0] (./hooks/check.sh)", printable */
+	char   **argv;        /* owned, NULL-terminated; argv[0] resolved */
+	size_t   argc;
+	tgi_strv tools;       /* globs; n == 0: every tool */
+	int      timeout_s;
+} hook;
+
+typedef struct hook_list {
+	hook  *v;
+	size_t n;
+} hook_list;
+
+struct tgi_hooks {
+	hook_list before, after;
+	tgi_strv  programs;   /* files the hooks run, for the gate to protect */
+	size_t    max_out;    /* a before-hook's stdout cap */
+};
+
+static const char *const decision_names[] = {"none", "allow", "ask", "deny"};
+
+/* ---- loading: the `hooks` section, checked once at open ---- */
+
+typedef struct loader {
+	const tgi_config *cfg;
+	char  *err;
+	size_t errlen;
+} loader;
+
+/* "file:line:col: hooks.before_tool_call[0].timeout_s: what was expected". */
+static int bad(loader *x, const char *ptr, const char *keypath, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int bad(loader *x, const char *ptr, const char *keypath, const char *fmt, ...)
+{
+	char where[300], msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	tgi_config_where(x->cfg, ptr, where, sizeof where);
+	tgi_snprintf(x->err, x->errlen, "%s: %s: %s", where, keypath, msg);
+	return -1;
+}
+
+static const char *describe(const json_t *v, char *out, size_t cap)
+{
+	return tgi_json_describe(v, out, cap);
+}
+
+/* A non-empty list of strings without NUL bytes into out; the first (or,
+ * unless may_be_empty, every one) not empty. */
+static int load_strings(loader *x, json_t *v, const char *ptr, const char *kp,
+                        const char *expected, int may_be_empty, tgi_strv *out)
+{
+	char got[96];
+	size_t i;
+	json_t *s;
+	if (!json_is_array(v) || !json_array_size(v))
+		return bad(x, ptr, kp, "expected %s, got %s", expected, describe(v, got, sizeof got));
+	json_array_foreach(v, i, s) {
+		char ep[300], ekp[300];
+		tgi_snprintf(ep, sizeof ep, "%s/%zu", ptr, i);
+		tgi_snprintf(ekp, sizeof ekp, "%s[%zu]", kp, i);
+		if (!json_is_string(s) || (!json_string_length(s) && (i == 0 || !may_be_empty)) ||
+		    strlen(json_string_value(s)) != json_string_length(s))
+			return bad(x, ep, ekp, "expected a %sstring without NUL bytes, got %s",
+			           i == 0 || !may_be_empty ? "non-empty " : "",
+			           describe(s, got, sizeof got));
+		tgi_strv_push(out, tgi_strdup(json_string_value(s)));
+	}
+	return 0;
+}
+
+/* argv[0] relative with a '/' is the config directory's, as for command
+ * tools; a bare name is looked up in PATH when the hook runs. */
+static int resolve_argv0(loader *x, hook *hk, const char *ptr, const char *kp)
+{
+	const char *p0 = hk->argv[0];
+	if (p0[0] == '/' || !strchr(p0, '/'))
+		return 0;
+	const char *dir = x->cfg->dir ? x->cfg->dir : x->cfg->workspace;
+	size_t n = strlen(dir) + strlen(p0) + 2;
+	if (n > PATH_MAX)
+		return bad(x, ptr, kp, "expected a shorter path, got one over %d bytes", PATH_MAX);
+	char *abs = tgi_xmalloc(n);
+	snprintf(abs, n, "%s/%s", dir, p0);
+	free(hk->argv[0]);
+	hk->argv[0] = abs;
+	return 0;
+}
+
+/* The files a hook runs: argv[0] when it is a path, and any argument that
+ * names a regular file (a script given to an interpreter), relative to the
+ * workspace, where the hook runs. */
+static void note_programs(tgi_hooks *h, const hook *hk, const char *ws)
+{
+	if (strchr(hk->argv[0], '/'))
+		tgi_strv_push(&h->programs, tgi_strdup(hk->argv[0]));
+	for (size_t i = 1; i < hk->argc; i++) {
+		const char *a = hk->argv[i];
+		char path[PATH_MAX];
+		struct stat st;
+		if (a[0] == '-')
+			continue;
+		if (a[0] == '/')
+			tgi_snprintf(path, sizeof path, "%s", a);
+		else
+			tgi_snprintf(path, sizeof path, "%s/%s", ws, a);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+			tgi_strv_push(&h->programs, tgi_strdup(path));
+	}
+}
+
+static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t idx, json_t *v)
+{
+	static const char *const keys[] = {"command", "tools", "timeout_s"};
+	char ptr[300], kp[300], fp[340], fkp[340], got[96];
+	const char *key;
+	json_t *f;
+
+	tgi_snprintf(ptr, sizeof ptr, "/hooks/%s/%zu", list, idx);
+	tgi_snprintf(kp, sizeof kp, "hooks.%s[%zu]", list, idx);
+	hk->timeout_s = TIMEOUT_DEFAULT_S;
+	if (!json_is_object(v))
+		return bad(x, ptr, kp, "expected a mapping {command: [program, args...], tools: "
+		           "[globs], timeout_s: N}, got %s", describe(v, got, sizeof got));
+	json_object_foreach(v, key, f) {
+		size_t k = 0;
+		while (k < TGI_ARRAY_LEN(keys) && strcmp(keys[k], key))
+			k++;
+		if (k == TGI_ARRAY_LEN(keys)) {
+			char clean[80];
+			tgi_sanitize(clean, sizeof clean, key);
+			return bad(x, ptr, kp, "unknown key \"%s\"; expected command, tools or timeout_s",
+			           clean);
+		}
+	}
+
+	tgi_strv argv = {0};
+	tgi_snprintf(fp, sizeof fp, "%s/command", ptr);
+	tgi_snprintf(fkp, sizeof fkp, "%s.command", kp);
+	if (!(f = json_object_get(v, "command")))
+		return bad(x, ptr, kp, "missing required key \"command\"");
+	if (load_strings(x, f, fp, fkp, "a non-empty list of strings (the program and its "
+	                 "arguments)", 1, &argv) < 0) {
+		tgi_strv_free(&argv);
+		return -1;
+	}
+	hk->argv = argv.v;
+	hk->argc = argv.n;
+	char shown[ARGV0_SHOWN + 8];
+	tgi_sanitize_n(shown, sizeof shown, hk->argv[0], strlen(hk->argv[0]), ARGV0_SHOWN);
+	tgi_snprintf(hk->label, sizeof hk->label, "%s[%zu] (%s)", list, idx, shown);
+	if (resolve_argv0(x, hk, fp, fkp) < 0)
+		return -1;
+
+	if ((f = json_object_get(v, "tools"))) {
+		tgi_snprintf(fp, sizeof fp, "%s/tools", ptr);
+		tgi_snprintf(fkp, sizeof fkp, "%s.tools", kp);
+		if (load_strings(x, f, fp, fkp, "a non-empty list of tool-name globs (leave tools "
+		                 "out for every tool)", 0, &hk->tools) < 0)
+			return -1;
+	}
+	if ((f = json_object_get(v, "timeout_s"))) {
+		tgi_snprintf(fp, sizeof fp, "%s/timeout_s", ptr);
+		tgi_snprintf(fkp, sizeof fkp, "%s.timeout_s", kp);
+		if (!json_is_integer(f) || json_integer_value(f) < 1 ||
+		    json_integer_value(f) > TIMEOUT_MAX_S)
+			return bad(x, fp, fkp, "expected an integer from 1 to %d (seconds), got %s",
+			           TIMEOUT_MAX_S, describe(f, got, sizeof got));
+		hk->timeout_s = (int)json_integer_value(f);
+	}
+	note_programs(h, hk, x->cfg->workspace);
+	return 0;
+}
+
+static int load_list(loader *x, tgi_hooks *h, const char *list, json_t *v, hook_list *l)
+{
+	char ptr[300], kp[300], got[96];
+	size_t i;
+	json_t *e;
+	tgi_snprintf(ptr, sizeof ptr, "/hooks/%s", list);
+	tgi_snprintf(kp, sizeof kp, "hooks.%s", list);
+	if (!json_is_array(v))
+		return bad(x, ptr, kp, "expected a list of hooks, got %s", describe(v, got, sizeof got));
+	l->v = tgi_xcalloc(json_array_size(v) + 1, sizeof *l->v);
+	json_array_foreach(v, i, e) {
+		l->n++;
+		if (load_hook(x, h, &l->v[i], list, i, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void free_list(hook_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		tgi_strv argv = {.v = l->v[i].argv, .n = l->v[i].argc};
+		tgi_strv_free(&argv);
+		tgi_strv_free(&l->v[i].tools);
+	}
+	free(l->v);
+}
+
+int tgi_hooks_new(const tgi_config *cfg, tgi_hooks **out, char *err, size_t errlen)
+{
+	loader x = {.cfg = cfg, .err = err, .errlen = errlen};
+	char got[96];
+	const char *key;
+	json_t *v;
+	*out = NULL;
+	if (!cfg->hooks)
+		return 0;
+	if (!json_is_object(cfg->hooks))
+		return bad(&x, "/hooks", "hooks", "expected a mapping with before_tool_call and "
+		           "after_tool_call lists, got %s", describe(cfg->hooks, got, sizeof got));
+	tgi_hooks *h = tgi_xcalloc(1, sizeof *h);
+	h->max_out = cfg->max_args_bytes + OUT_EXTRA;
+	json_object_foreach(cfg->hooks, key, v) {
+		hook_list *l = !strcmp(key, "before_tool_call") ? &h->before
+		             : !strcmp(key, "after_tool_call")  ? &h->after : NULL;
+		if (!l) {
+			char clean[80], ptr[200];
+			tgi_sanitize(clean, sizeof clean, key);
+			tgi_json_pointer_join(ptr, sizeof ptr, "/hooks", key);
+			bad(&x, ptr, "hooks", "unknown key \"%s\"; expected before_tool_call or "
+			    "after_tool_call", clean);
+			goto fail;
+		}
+		if (load_list(&x, h, key, v, l) < 0)
+			goto fail;
+	}
+	if (!h->before.n && !h->after.n) {
+		tgi_hooks_free(h);
+		return 0;
+	}
+	*out = h;
+	return 0;
+fail:
+	tgi_hooks_free(h);
+	return -1;
+}
+
+void tgi_hooks_free(tgi_hooks *h)
+{
+	if (!h)
+		return;
+	free_list(&h->before);
+	free_list(&h->after);
+	tgi_strv_free(&h->programs);
+	free(h);
+}
+
+int tgi_hooks_any_before(const tgi_hooks *h)
+{
+	return h && h->before.n;
+}
+
+int tgi_hooks_any_after(const tgi_hooks *h)
+{
+	return h && h->after.n;
+}
+
+const tgi_strv *tgi_hooks_programs(const tgi_hooks *h)
+{
+	return &h->programs;
+}
+
+/* ---- reading an answer ---- */
+
+/* A hook's own text as one printable line: trimmed, at most TEXT_MAX bytes. */
+static void hook_text(char *out, size_t cap, const char *s, size_t n)
+{
+	if (!s)
+		n = 0;
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	size_t start = 0;
+	while (start < n && isspace((unsigned char)s[start]))
+		start++;
+	tgi_sanitize_n(out, cap, s ? s + start : "", n - start, TEXT_MAX);
+}
+
+/* The last line of a failed hook's stderr (an error's last line says what
+ * went wrong: "SyntaxError: ..."), as hook_text makes it. */
+static void last_line(char *out, size_t cap, const char *s, size_t n)
+{
+	if (!s)
+		n = 0;
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	size_t start = n;
+	while (start && s[start - 1] != '\n')
+		start--;
+	hook_text(out, cap, s ? s + start : "", n - start);
+}
+
+static int reply_fail(tgi_hook_reply *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int reply_fail(tgi_hook_reply *r, const char *fmt, ...)
+{
+	char raw[sizeof r->reason];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	va_end(ap);
+	tgi_sanitize(r->reason, sizeof r->reason, raw);
+	r->decision = TGI_HOOK_DENY;
+	r->failed = 1;
+	json_decref(r->updated_args);
+	r->updated_args = NULL;
+	return -1;
+}
+
+static int key_in(const char *key, const char *const *keys, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(keys[i], key))
+			return 1;
+	return 0;
+}
+
+/* Every key of o is one of keys; where names o in messages. */
+static int known_keys(tgi_hook_reply *r, json_t *o, const char *where,
+                      const char *const *keys, size_t n)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v) {
+		if (key_in(key, keys, n))
+			continue;
+		char clean[64];
+		tgi_sanitize_n(clean, sizeof clean, key, strlen(key), 40);
+		return reply_fail(r, "answered with an unknown key \"%s\"%s", clean, where);
+	}
+	return 0;
+}
+
+/* o[key] as a string: absent or null is NULL. */
+static int opt_string(tgi_hook_reply *r, json_t *o, const char *key, const char **out)
+{
+	json_t *v = json_object_get(o, key);
+	char got[96];
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return reply_fail(r, "answered with \"%s\" as %s, not a string", key,
+		                  describe(v, got, sizeof got));
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int opt_bool(tgi_hook_reply *r, json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	char got[96];
+	if (!v || json_is_null(v) || json_is_boolean(v))
+		return 0;
+	return reply_fail(r, "answered with \"%s\" as %s, not true or false", key,
+	                  describe(v, got, sizeof got));
+}
+
+/* A decision word: toolgate's allow/ask/deny, or (legacy Claude Code, top
+ * level only) approve/block. */
+static int decision_of(tgi_hook_reply *r, const char *key, const char *s, int legacy,
+                       tgi_hook_decision *out)
+{
+	static const struct { const char *name; tgi_hook_decision d; int legacy; } words[] = {
+		{"allow", TGI_HOOK_ALLOW, 0}, {"ask", TGI_HOOK_ASK, 0}, {"deny", TGI_HOOK_DENY, 0},
+		{"approve", TGI_HOOK_ALLOW, 1}, {"block", TGI_HOOK_DENY, 1},
+	};
+	*out = TGI_HOOK_NONE;
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(words); i++)
+		if (!strcmp(words[i].name, s) && (legacy || !words[i].legacy)) {
+			*out = words[i].d;
+			return 0;
+		}
+	char clean[64];
+	tgi_sanitize_n(clean, sizeof clean, s, strlen(s), 40);
+	return reply_fail(r, "answered with \"%s\": \"%s\"; expected allow, ask or deny", key,
+	                  clean);
+}
+
+/* The new arguments: an object, or absent/null. */
+static int opt_args(tgi_hook_reply *r, json_t *o, const char *key, json_t **out)
+{
+	json_t *v = json_object_get(o, key);
+	char got[96];
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return reply_fail(r, "answered with \"%s\" as %s; the new arguments must be a JSON "
+		                  "object", key, describe(v, got, sizeof got));
+	*out = v;
+	return 0;
+}
+
+/* Claude Code's hookSpecificOutput for PreToolUse. */
+static int read_specific(tgi_hook_reply *r, json_t *s, tgi_hook_decision *d,
+                         const char **reason, json_t **args)
+{
+	static const char *const keys[] = {"hookEventName", "permissionDecision",
+	                                   "permissionDecisionReason", "updatedInput",
+	                                   "additionalContext"};
+	const char *event, *word, *ctx;
+	char got[96];
+	if (!json_is_object(s))
+		return reply_fail(r, "answered with \"hookSpecificOutput\" as %s, not an object",
+		                  describe(s, got, sizeof got));
+	if (known_keys(r, s, " in hookSpecificOutput", keys, TGI_ARRAY_LEN(keys)) < 0 ||
+	    opt_string(r, s, "hookEventName", &event) < 0 ||
+	    opt_string(r, s, "permissionDecision", &word) < 0 ||
+	    opt_string(r, s, "permissionDecisionReason", reason) < 0 ||
+	    opt_string(r, s, "additionalContext", &ctx) < 0 ||
+	    opt_args(r, s, "updatedInput", args) < 0)
+		return -1;
+	if (event && strcmp(event, "PreToolUse")) {
+		char clean[64];
+		tgi_sanitize_n(clean, sizeof clean, event, strlen(event), 40);
+		return reply_fail(r, "answered for the event \"%s\", not PreToolUse", clean);
+	}
+	return decision_of(r, "permissionDecision", word, 0, d);
+}
+
+static tgi_hook_decision stricter(tgi_hook_decision a, tgi_hook_decision b)
+{
+	return a > b ? a : b;   /* none < allow < ask < deny */
+}
+
+/* An exit-0 JSON object in toolgate's shape, Claude Code's, or both. */
+static void read_answer(tgi_hook_reply *r, json_t *v)
+{
+	static const char *const keys[] = {"decision", "reason", "updated_args",
+	                                   "hookSpecificOutput", "continue", "stopReason",
+	                                   "suppressOutput", "systemMessage"};
+	const char *word, *reason, *stop_reason, *sys, *sreason = NULL;
+	tgi_hook_decision d, sd = TGI_HOOK_NONE;
+	json_t *args, *sargs = NULL, *spec;
+	if (known_keys(r, v, "", keys, TGI_ARRAY_LEN(keys)) < 0 ||
+	    opt_string(r, v, "decision", &word) < 0 || opt_string(r, v, "reason", &reason) < 0 ||
+	    opt_string(r, v, "stopReason", &stop_reason) < 0 ||
+	    opt_string(r, v, "systemMessage", &sys) < 0 ||
+	    opt_bool(r, v, "continue") < 0 || opt_bool(r, v, "suppressOutput") < 0 ||
+	    opt_args(r, v, "updated_args", &args) < 0 || decision_of(r, "decision", word, 1, &d) < 0)
+		return;
+	if ((spec = json_object_get(v, "hookSpecificOutput")) && !json_is_null(spec) &&
+	    read_specific(r, spec, &sd, &sreason, &sargs) < 0)
+		return;
+	if (args && sargs) {
+		reply_fail(r, "answered with both updated_args and hookSpecificOutput.updatedInput; "
+		           "give one");
+		return;
+	}
+	int stop = json_is_false(json_object_get(v, "continue"));
+	r->decision = stricter(stricter(d, sd), stop ? TGI_HOOK_DENY : TGI_HOOK_NONE);
+	/* the reason of what decided, else any reason given */
+	const char *why;
+	if (stop && d != TGI_HOOK_DENY && sd != TGI_HOOK_DENY)
+		why = stop_reason;
+	else if (sd != TGI_HOOK_NONE && sd == r->decision)
+		why = sreason;
+	else
+		why = reason;
+	if (!why)
+		why = sreason ? sreason : reason ? reason : stop_reason;
+	if (why)
+		hook_text(r->reason, sizeof r->reason, why, strlen(why));
+	json_t *na = args ? args : sargs;
+	if (na && r->decision != TGI_HOOK_DENY)
+		r->updated_args = json_deep_copy(na);
+}
+
+static int blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isspace((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+void tgi_hook_reply_parse(int exit_code, const char *out, size_t out_len, const char *err,
+                          size_t err_len, tgi_hook_reply *r)
+{
+	char text[TEXT_MAX + 8], got[96];
+	memset(r, 0, sizeof *r);
+	if (!out)
+		out_len = 0;
+	if (exit_code == 2) {
+		r->decision = TGI_HOOK_DENY;
+		hook_text(r->reason, sizeof r->reason, err, err ? err_len : 0);
+		return;
+	}
+	if (exit_code != 0) {
+		last_line(text, sizeof text, err, err ? err_len : 0);
+		reply_fail(r, "exited with status %d%s%s%s", exit_code, *text ? " (" : "", text,
+		           *text ? ")" : "");
+		return;
+	}
+	if (blank(out, out_len))
+		return;
+	json_error_t je;
+	json_t *v = json_loadb(out, out_len, JSON_REJECT_DUPLICATES, &je);
+	if (!v) {
+		reply_fail(r, "answered with something that is not JSON (at byte %d: %s)",
+		           je.position, je.text);
+		return;
+	}
+	if (!json_is_object(v))
+		reply_fail(r, "answered with %s, not a JSON object", describe(v, got, sizeof got));
+	else
+		read_answer(r, v);
+	json_decref(v);
+}
+
+/* ---- running a hook ---- */
+
+static json_t *text_or_null(const char *s)
+{
+	return s && *s ? tgi_json_text(s, strlen(s)) : json_null();
+}
+
+static int own_var(const char *entry)
+{
+	static const char *const names[] = {"TOOLGATE_HOOK_EVENT", "TOOLGATE_OP_ID",
+	                                    "TOOLGATE_WORKSPACE", "CLAUDE_PROJECT_DIR"};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++) {
+		size_t n = strlen(names[i]);
+		if (!strncmp(entry, names[i], n) && entry[n] == '=')
+			return 1;
+	}
+	return 0;
+}
+
+static char *env_pair(const char *name, const char *value)
+{
+	size_t n = strlen(name) + strlen(value) + 2;
+	char *s = tgi_xmalloc(n);
+	snprintf(s, n, "%s=%s", name, value);
+	return s;
+}
+
+/* The gate's environment and the hook's own variables; caller frees. */
+static tgi_strv hook_env(const char *event, const char *op_id, const char *ws)
+{
+	tgi_strv env = {0};
+	for (char **e = environ; e && *e; e++)
+		if (!own_var(*e))
+			tgi_strv_push(&env, tgi_strdup(*e));
+	tgi_strv_push(&env, env_pair("TOOLGATE_HOOK_EVENT", event));
+	tgi_strv_push(&env, env_pair("TOOLGATE_OP_ID", op_id));
+	tgi_strv_push(&env, env_pair("TOOLGATE_WORKSPACE", ws));
+	tgi_strv_push(&env, env_pair("CLAUDE_PROJECT_DIR", ws));
+	return env;
+}
+
+/* Run hk with in on stdin: 0 with res filled (free it), or -1 (errno). */
+static int run_hook(const tgi_call *c, const hook *hk, const char *event, const char *in,
+                    size_t max_out, tgi_spawn_result *res)
+{
+	const char *ws = c->g->cfg->workspace;
+	tgi_strv env = hook_env(event, c->op_id, ws);
+	tgi_spawn_opts o = {
+		.cwd = ws,
+		.envp = env.v,
+		.in = in,
+		.in_len = strlen(in),
+		.timeout_s = hk->timeout_s,
+		.max_out = max_out,
+		.max_err = ERR_MAX,
+		.cancel = c->req ? c->req->cancel : NULL,
+	};
+	int rc = tgi_spawn_run(hk->argv, &o, res);
+	int saved = errno;
+	tgi_strv_free(&env);
+	errno = saved;
+	return rc;
+}
+
+/* A sentence for a hook whose process did not end with an exit code we
+ * read: could not start, cancelled, timed out, killed.  0 when it exited. */
+static int process_failed(const hook *hk, int rc, const tgi_spawn_result *res, char *out,
+                          size_t cap)
+{
+	if (rc < 0)
+		tgi_snprintf(out, cap, "could not be started (%s)", strerror(errno));
+	else if (res->spawn_errno)
+		tgi_snprintf(out, cap, "could not be started (%s)", strerror(res->spawn_errno));
+	else if (res->cancelled)
+		tgi_snprintf(out, cap, "was stopped because the call was cancelled");
+	else if (res->timed_out)
+		tgi_snprintf(out, cap, "timed out after %d s", hk->timeout_s);
+	else if (!res->exited)
+		tgi_snprintf(out, cap, "was killed by signal %d", res->signal);
+	else
+		return 0;
+	return 1;
+}
+
+static int matches(const hook *hk, const char *tool)
+{
+	if (!hk->tools.n)
+		return 1;
+	for (size_t i = 0; i < hk->tools.n; i++)
+		if (tgi_text_glob(hk->tools.v[i], tool))
+			return 1;
+	return 0;
+}
+
+/* The fields every hook reads: toolgate's and Claude Code's. */
+static json_t *hook_input(const tgi_call *c, const char *cc_event)
+{
+	const tgi_config *cfg = c->g->cfg;
+	const char *mode = tgi_mode_name(cfg->mode);
+	json_t *args = c->args ? json_incref(c->args) : json_null();
+	json_t *in = json_object();
+	json_object_set_new(in, "op_id", json_string(c->op_id));
+	json_object_set_new(in, "session", text_or_null(c->session));
+	json_object_set_new(in, "principal", text_or_null(c->principal_name));
+	json_object_set_new(in, "tool", text_or_null(c->tool));
+	json_object_set(in, "args", args);
+	json_object_set_new(in, "mode", json_string(mode));
+	json_object_set_new(in, "hook_event_name", json_string(cc_event));
+	json_object_set_new(in, "tool_name", text_or_null(c->tool));
+	json_object_set_new(in, "tool_input", args);
+	json_object_set_new(in, "tool_use_id", text_or_null(c->call_id));
+	json_object_set_new(in, "session_id", text_or_null(c->session));
+	json_object_set_new(in, "cwd", tgi_json_text(cfg->workspace, strlen(cfg->workspace)));
+	json_object_set_new(in, "permission_mode", json_string(mode));
+	return in;
+}
+
+static char *dump(json_t *in)
+{
+	char *s = json_dumps(in, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	json_decref(in);
+	return s;
+}
+
+/* Run one before-hook on the call as it now is; its answer into r. */
+static double ask_hook(const tgi_call *c, const hook *hk, tgi_hook_reply *r)
+{
+	const tgi_hooks *h = c->g->hooks;
+	char why[256];
+	char *in = dump(hook_input(c, "PreToolUse"));
+	memset(r, 0, sizeof *r);
+	if (!in) {
+		reply_fail(r, "could not be given the call (its arguments do not encode)");
+		return 0;
+	}
+	tgi_spawn_result res;
+	int rc = run_hook(c, hk, "before_tool_call", in, h->max_out, &res);
+	free(in);
+	if (process_failed(hk, rc, &res, why, sizeof why))
+		reply_fail(r, "%s", why);
+	else if (res.out_truncated)
+		reply_fail(r, "printed more than %zu bytes", h->max_out);
+	else
+		tgi_hook_reply_parse(res.exit_code, res.out, res.out_len, res.err, res.err_len, r);
+	double ms = rc < 0 ? 0 : res.duration_ms;
+	if (rc == 0)
+		tgi_spawn_result_free(&res);
+	return ms;
+}
+
+static tgi_verdict hook_denied(tgi_call *c, const hook *hk, const tgi_hook_reply *r)
+{
+	tgi_snprintf(c->rule, sizeof c->rule, "hook: %s", hk->label);
+	tgi_snprintf(c->error_rule, sizeof c->error_rule, "hook: %s", hk->label);
+	c->decision = TGI_DENY;
+	tgi_event_add(c, "tool.hook.denied", "hooks",
+	              json_pack("{s:s, s:s, s:b}", "hook", hk->label, "reason", r->reason,
+	                        "failed", r->failed));
+	if (r->failed)
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "hook %s %s; the call is denied (fail closed); do not retry; ask the "
+		                "owner to fix the hook", hk->label, r->reason);
+	if (r->reason[0])
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL, "hook %s denied the call: %s",
+		                hk->label, r->reason);
+	return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+	                "hook %s denied the call; do not retry with these arguments", hk->label);
+}
+
+/* What validate derived from the old arguments. */
+static void forget_args(tgi_call *c)
+{
+	free(c->args_canon);
+	c->args_canon = NULL;
+	c->args_sha256[0] = '\0';
+	for (size_t i = 0; i < c->npaths; i++) {
+		free(c->paths[i]);
+		free(c->resolved[i]);
+	}
+	free(c->paths);
+	free(c->resolved);
+	c->paths = c->resolved = NULL;
+	c->npaths = 0;
+	tgi_cmdline_free(&c->cmds);
+	memset(&c->cmds, 0, sizeof c->cmds);
+	c->has_cmds = 0;
+	c->contract = 0;
+}
+
+/* The new arguments (taken) replace the call's and are validated again.
+ * The idempotency key stays the call's: one a hook sets, changes or drops
+ * is put back as it was. */
+static tgi_verdict rewrite(tgi_call *c, const hook *hk, json_t *args)
+{
+	json_t *key = json_object_get(c->args, "idempotency_key");
+	if (key)
+		json_object_set(args, "idempotency_key", key);
+	else
+		json_object_del(args, "idempotency_key");
+	char *text = json_dumps(args, JSON_COMPACT);
+	size_t len = text ? strlen(text) : SIZE_MAX;
+	free(text);
+	json_decref(c->args);
+	c->args = args;
+	forget_args(c);
+	tgi_event_add(c, "tool.hook.rewrote", "hooks", json_pack("{s:s}", "hook", hk->label));
+
+	size_t max = c->g->cfg->max_args_bytes;
+	if (len > max)
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
+		                "hook %s rewrote the arguments into more than %zu bytes, the limit; "
+		                "ask the owner to fix the hook", hk->label, max);
+	size_t nstages = json_array_size(c->stages);
+	if (tgi_validate(c) == TGI_STOP) {
+		char msg[sizeof c->message], field[sizeof c->field];
+		int has_field = c->has_field;
+		memcpy(msg, c->message, sizeof msg);
+		memcpy(field, c->field, sizeof field);
+		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, has_field ? field : NULL,
+		                "hook %s rewrote the arguments into something the schema refuses: %s "
+		                "(ask the owner to fix the hook)", hk->label, msg);
+	}
+	/* one validate record in the trace: the hooks' record says it ran again */
+	if (json_array_size(c->stages) > nstages)
+		json_array_remove(c->stages, nstages);
+	return TGI_NEXT;
+}
+
+static double round_ms(double ms)
+{
+	return (double)(long long)(ms * 1000 + 0.5) / 1000;
+}
+
+static tgi_verdict before_one(tgi_call *c, const hook *hk, json_t *done)
+{
+	tgi_hook_reply r;
+	double ms = ask_hook(c, hk, &r);
+	json_t *rec = json_pack("{s:s, s:s, s:f}", "hook", hk->label, "decision",
+	                        decision_names[r.decision], "ms", round_ms(ms));
+	if (r.reason[0])
+		json_object_set_new(rec, "reason", json_string(r.reason));
+	if (r.failed)
+		json_object_set_new(rec, "failed", json_true());
+	if (r.updated_args)
+		json_object_set_new(rec, "rewrote", json_true());
+	json_array_append_new(done, rec);
+
+	if (r.decision == TGI_HOOK_DENY) {
+		json_decref(r.updated_args);
+		return hook_denied(c, hk, &r);
+	}
+	if (r.decision == TGI_HOOK_ASK && !c->hook_ask) {
+		c->hook_ask = 1;
+		tgi_snprintf(c->hook_rule, sizeof c->hook_rule, "hook: %s", hk->label);
+	}
+	return r.updated_args ? rewrite(c, hk, r.updated_args) : TGI_NEXT;
+}
+
+tgi_verdict tgi_hooks_before(tgi_call *c)
+{
+	const tgi_hooks *h = c->g->hooks;
+	json_t *done = json_array();
+	tgi_verdict v = TGI_NEXT;
+	for (size_t i = 0; i < h->before.n && v == TGI_NEXT; i++)
+		if (matches(&h->before.v[i], c->tool))
+			v = before_one(c, &h->before.v[i], done);
+	if (json_array_size(done))
+		tgi_trace(c, "hooks", v == TGI_NEXT, json_pack("{s:o}", "hooks", done));
+	else
+		json_decref(done);
+	return v;
+}
+
+/* ---- after the call ---- */
+
+static void after_failed(tgi_call *c, const hook *hk, const char *why)
+{
+	tg_gate *g = c->g;
+	char err[256], line[768];
+	json_t *data = json_pack("{s:s, s:s}", "hook", hk->label, "reason", why);
+	if (tgi_gate_event(g, c->op_id, "tool.hook.failed", "hooks", data, err, sizeof err) < 0)
+		fprintf(stderr, "toolgate: recording a hook's failure: %s\n", err);
+	json_decref(data);
+	tgi_snprintf(line, sizeof line, "hook %s %s (op %s); the result stands", hk->label, why,
+	             c->op_id);
+	char *safe = tgi_redact_text(g->redact, line, strlen(line));
+	fprintf(stderr, "toolgate: %s\n", safe ? safe : line);
+	free(safe);
+}
+
+void tgi_hooks_after(tgi_call *c, const json_t *envelope)
+{
+	const tgi_hooks *h = c->g->hooks;
+	char *in = NULL;
+	for (size_t i = 0; i < h->after.n; i++) {
+		const hook *hk = &h->after.v[i];
+		char why[512], text[TEXT_MAX + 8];
+		if (!c->tool[0] || !matches(hk, c->tool))
+			continue;
+		if (!in) {
+			json_t *j = hook_input(c, "PostToolUse");
+			json_t *out = json_object_get(envelope, "output");
+			json_object_set_new(j, "tool_response", out ? json_incref(out) : json_null());
+			json_object_set_new(j, "envelope", envelope ? json_incref((json_t *)envelope)
+			                                            : json_null());
+			in = dump(j);
+			if (!in) {
+				after_failed(c, hk, "could not be given the call (it does not encode)");
+				return;
+			}
+		}
+		tgi_spawn_result res;
+		int rc = run_hook(c, hk, "after_tool_call", in, AFTER_OUT_MAX, &res);
+		int failed = process_failed(hk, rc, &res, why, sizeof why);
+		if (!failed && res.exit_code != 0) {
+			last_line(text, sizeof text, res.err, res.err_len);
+			tgi_snprintf(why, sizeof why, "exited with status %d%s%s%s", res.exit_code,
+			             *text ? " (" : "", text, *text ? ")" : "");
+			failed = 1;
+		}
+		if (rc == 0)
+			tgi_spawn_result_free(&res);
+		if (failed)
+			after_failed(c, hk, why);
+	}
+	free(in);
+}

@@ -1,0 +1,212 @@
+/*
+ * mw.h — around every call (DESIGN §4): hooks, loop detection, rate limits,
+ * redaction, event sinks, deprecated-field aliases.
+ *
+ * Each part is built once when the gate opens, from its configuration
+ * section (a bad section is refused there, with file:line), and then runs
+ * as steps of the gate's chain (gate.c), which is also built at open and
+ * holds a step only when its part is configured: a gate without hooks has
+ * no hook step and pays nothing for it (nginx's phase handlers).
+ *
+ *   decode → [aliases] → validate → identify → [loop check] → [before-hooks]
+ *   → decide → [rate limit] → approve → execute → shape
+ *   → [loop record] → persist → sinks → [after-hooks]
+ *
+ * A part's per-gate state (windows, buckets, subscribers) lives in its own
+ * struct behind its own lock.  A step touches only its call and that state.
+ *
+ * Owns: nothing itself; the parts are src/mw/<part>.c.  Must not: decide
+ * permission (decide does) or run tools (execute does).
+ */
+#ifndef TGI_MW_H
+#define TGI_MW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "gate.h"
+#include "util/util.h"
+
+/* ---- redaction (redact.c) ----
+ *
+ * What is persisted or streamed never holds a secret: values under the
+ * configured keys (`redact.keys`, case-insensitive, any depth; a default
+ * list when the section is absent), values of properties a tool's schema
+ * marks `x-sensitive: true`, and every match of the secret patterns (AWS
+ * access keys, bearer tokens, private key blocks, `sk-…` API keys, JWTs,
+ * passwords in URLs, plus `redact.patterns`) become «redacted:<first 8 hex
+ * of the secret's sha256>».  The model still gets the real values.
+ */
+typedef struct tgi_redactor tgi_redactor;
+
+/* Built from cfg->redact (never NULL on success: the patterns are always
+ * on).  -1 with err naming file:line for a bad key list or a pattern that
+ * does not compile. */
+int  tgi_redactor_new(const tgi_config *cfg, tgi_redactor **out, char *err,
+                      size_t errlen);
+void tgi_redactor_free(tgi_redactor *r);
+
+/* v with every secret masked: a new reference to v itself when nothing in it
+ * needs masking (no copy made), else a masked deep copy.  keys (may be NULL)
+ * are more key names to mask (a tool's x-sensitive properties). */
+json_t *tgi_redact_json(const tgi_redactor *r, json_t *v, const tgi_strv *keys);
+
+/* text with every secret pattern masked: a new string (caller frees). */
+char *tgi_redact_text(const tgi_redactor *r, const char *text, size_t len);
+
+/* The mask of one secret: "«redacted:" + 8 hex + "»" into out. */
+void tgi_redact_mask(const char *secret, size_t len, char out[32]);
+
+/* The property names a JSON Schema marks x-sensitive: true, at any depth
+ * (properties, items, $defs, combinators), appended to out. */
+void tgi_schema_sensitive_keys(const json_t *schema, tgi_strv *out);
+
+/* ---- event sinks (events.c) ----
+ *
+ * Every event of a call goes to the ledger (persist writes it, which
+ * assigns seq) and then to the sinks configured under `events:`:
+ *   jsonl: PATH            appended one line per event (O_APPEND: several
+ *                          processes may share the file); fsync: always |
+ *                          never (default) | seconds between syncs
+ *   socket: PATH           a Unix stream socket; each subscriber gets every
+ *                          event as a JSON line through a bounded queue;
+ *                          one that falls behind is told so and dropped;
+ *                          the gate never waits for one
+ * An event line: {seq, ts, type, stage, op_id, session, principal, tool,
+ * status, summary, data}, redacted.
+ */
+typedef struct tgi_sinks tgi_sinks;
+
+/* NULL *out (and 0) when no sink is configured.  -1 with err (file:line)
+ * for a bad section or a path that cannot be opened. */
+int  tgi_sinks_open(const tgi_config *cfg, tgi_sinks **out, char *err, size_t errlen);
+void tgi_sinks_close(tgi_sinks *s);
+
+/* Workspace files the sinks write (the JSONL file, the socket), so the gate
+ * can keep tools from touching them; borrowed. */
+const tgi_strv *tgi_sinks_paths(const tgi_sinks *s);
+
+/* Fan out a call's events after persist (their seq set, 0 when the ledger
+ * write failed).  Never blocks on a subscriber. */
+void tgi_sinks_emit_call(tgi_sinks *s, const tgi_call *c);
+
+/* Fan out one event that belongs to no call (seq may be 0). */
+void tgi_sinks_emit(tgi_sinks *s, const json_t *event);
+
+/* Stop serving the socket for good (its subscribers closed, the file
+ * removed if ours), so that a gate that only reads the log (`toolgate log
+ * --follow`) leaves it to a process that makes calls.  s may be NULL. */
+void tgi_sinks_yield_socket(tgi_sinks *s);
+
+/* One line for people: "tool {args…}" cut to ~160 characters, then
+ * " → status kind: message" when the call did not succeed.  All inputs
+ * already redacted; any may be NULL.  Caller frees. */
+char *tgi_event_summary(const char *tool, const char *args_redacted, const char *status,
+                        const char *kind, const char *message);
+
+/* ---- loop detection (loop.c) ----
+ *
+ * Per session, a window of the last `loop_detection.window` calls (calls
+ * without a session are not tracked): signature (tool + sha256 of the
+ * canonical args) and outcome (status, error kind and message, or output,
+ * with volatile fields — timestamps, durations, ids — left out).  The same
+ * call with the same outcome `warn` times gets a hint; the `block`th is
+ * denied `loop_detected` (and counts itself).  A ping-pong between two
+ * calls, at least one not read-only, counts the same way.  A call with
+ * side effects that succeeded in between breaks a read's streak.
+ * Windows start from the ledger the first time a process sees a session.
+ */
+typedef struct tgi_loop tgi_loop;
+
+/* NULL *out when loop_detection.enabled is false.  -1 with err (file:line). */
+int  tgi_loop_new(const tgi_config *cfg, tgi_loop **out, char *err, size_t errlen);
+void tgi_loop_free(tgi_loop *l);
+
+/* Admit step: deny with loop_detected when this call would repeat a loop
+ * `block` times (observe mode: record an event only). */
+tgi_verdict tgi_loop_check(tgi_call *c);
+/* Before persist, every call: add the call to its window, set c->hint at
+ * `warn` and c->loop_entry (what the ledger keeps for windows). */
+void tgi_loop_record(tgi_call *c);
+
+/* Exposed for the tests and fuzz/fuzz_loop.c: the outcome digest (sha256
+ * hex) the window compares, and a window entry read back from the ledger
+ * ("v1 SIG OUTCOME FLAGS TOOL"): 0 with its parts, -1 if it is not one. */
+void tgi_loop_outcome(tg_status st, tg_errkind kind, const char *message, const json_t *output,
+                      char out[65]);
+int  tgi_loop_entry_parse(const char *text, char sig[65], char outcome[65], char flags[4],
+                          char tool[129]);
+
+/* ---- rate limits (ratelimit.c) ----
+ *
+ * `rate_limits: {"tool-glob": "N/sec|min|hour"}`: a token bucket per
+ * (principal, tool), the first matching glob's rate.  Buckets live in
+ * memory, start from the ledger the first time a process uses one, and go
+ * back to the ledger with the call's row, so a restart does not reset them.
+ */
+typedef struct tgi_ratelimit tgi_ratelimit;
+
+/* NULL *out when no limit is configured.  -1 with err (file:line). */
+int  tgi_ratelimit_new(const tgi_config *cfg, tgi_ratelimit **out, char *err,
+                       size_t errlen);
+void tgi_ratelimit_free(tgi_ratelimit *r);
+
+/* Admit step after decide: take a token, or deny `rate_limited` with
+ * retry_after_s.  Sets c->bucket for persist. */
+tgi_verdict tgi_ratelimit_step(tgi_call *c);
+
+/* ---- hooks (hooks.c) ----
+ *
+ * `hooks: {before_tool_call: [{command: [argv], tools: [globs], timeout_s}],
+ * after_tool_call: [...]}`.  See docs/MIDDLEWARE.md for what a hook reads
+ * and may answer (toolgate's shape and Claude Code's).
+ */
+typedef struct tgi_hooks tgi_hooks;
+
+/* NULL *out when no hook is configured.  -1 with err (file:line). */
+int  tgi_hooks_new(const tgi_config *cfg, tgi_hooks **out, char *err, size_t errlen);
+void tgi_hooks_free(tgi_hooks *h);
+int  tgi_hooks_any_before(const tgi_hooks *h);
+int  tgi_hooks_any_after(const tgi_hooks *h);
+
+/* Admit step after identify: run the matching before-hooks in order; the
+ * first deny stops the call; an ask sets c->hook_ask; rewritten args are
+ * validated again (tgi_validate) before decide sees them. */
+tgi_verdict tgi_hooks_before(tgi_call *c);
+/* After persist: the matching after-hooks get the envelope; a failure is
+ * an event and a log line, never a change to the result. */
+void tgi_hooks_after(tgi_call *c, const json_t *envelope);
+
+/* The files the configured hooks run (argv[0] when it is a path, and any
+ * argument naming a regular file), so the gate can keep tools from
+ * rewriting them; borrowed. */
+const tgi_strv *tgi_hooks_programs(const tgi_hooks *h);
+
+/* What one before-hook answered. */
+typedef enum { TGI_HOOK_NONE, TGI_HOOK_ALLOW, TGI_HOOK_ASK, TGI_HOOK_DENY } tgi_hook_decision;
+
+typedef struct tgi_hook_reply {
+	tgi_hook_decision decision;
+	int     failed;       /* the hook failed or answered in no known shape: decision
+	                         is TGI_HOOK_DENY (fail closed) and reason says what went wrong */
+	char    reason[512];  /* one printable line, capped; "" when none was given */
+	json_t *updated_args; /* owned: an object, or NULL */
+} tgi_hook_reply;
+
+/* Turn a before-hook's exit code, stdout and stderr (any bytes) into its
+ * answer: exit 0 with nothing = no opinion, exit 0 with toolgate's or Claude
+ * Code's JSON, exit 2 = deny with stderr as the reason, anything else =
+ * failed.  Never fails itself; caller frees r->updated_args. */
+void tgi_hook_reply_parse(int exit_code, const char *out, size_t out_len, const char *err,
+                          size_t err_len, tgi_hook_reply *r);
+
+/* ---- deprecated fields (aliases.c) ----
+ *
+ * A configured tool may declare `aliases: {old_field: new_field}`: a call
+ * that uses an old top-level name is rewritten before validation, and its
+ * result carries warnings: ["'due' is deprecated; use 'due_date'"].
+ */
+tgi_verdict tgi_aliases_step(tgi_call *c);
+
+#endif
