@@ -62,6 +62,8 @@ static figures run_gate(const char *ws, int sync_full, double seconds, const cha
 	/* warm up */
 	for (int i = 0; i < 200; i++) {
 		tg_result *r;
+		if (config)
+			snprintf(args, sizeof args, "{\"path\":\"small.txt\",\"offset\":%u}", 1 + part++ % 20);
 		tg_call(g, &req, &r);
 		if (tg_result_status(r) != TG_PERSISTED) {
 			fprintf(stderr, "pipeline: unexpected status %s\n%s\n",

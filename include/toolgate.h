@@ -251,7 +251,7 @@ int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
  * calls started at or after since_ms (0: all), as JSON: {"since", "calls",
  * "tools": [{"tool", "calls", "by_status": {...}, "p50_ms", "p99_ms"}],
  * "denials": [{"rule", "kind", "count"}]} (rule null: denied by no rule,
- * e.g. loop_detected).  Caller frees; NULL with *errmsg.
+ * e.g. an unknown principal).  Caller frees; NULL with *errmsg.
  */
 char *tg_stats(tg_gate *g, long long since_ms, char **errmsg);
 

@@ -320,6 +320,62 @@ static const char *join_names(const char *const *names, size_t n, char *out, siz
 	return out;
 }
 
+/* "where: key.path: message" into err for a problem located at the node
+ * loc, under the key path of path; -1.  Every configuration error, the
+ * loader's and the middleware's, is said here. */
+__attribute__((format(printf, 6, 0)))
+static int vfail(const tgi_config *c, const char *loc, const char *path, char *err,
+                 size_t errlen, const char *fmt, va_list ap)
+{
+	char raw[512], msg[512], where[300], kp[256];
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	tgi_sanitize(msg, sizeof msg, raw);   /* a value or a path may hold anything */
+	tgi_config_where(c, loc, where, sizeof where);
+	keypath(c->root, path, kp, sizeof kp);
+	if (kp[0])
+		tgi_snprintf(err, errlen, "%s: %s: %s", where, kp, msg);
+	else
+		tgi_snprintf(err, errlen, "%s: %s", where, msg);
+	return -1;
+}
+
+int tgi_config_fail(const tgi_config *cfg, const char *ptr, char *err, size_t errlen,
+                    const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(cfg, ptr, ptr, err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int tgi_config_strings(const tgi_config *cfg, const json_t *v, const char *ptr, size_t max,
+                       size_t maxlen, int argv, char *err, size_t errlen)
+{
+	char ip[PTR_MAX], tok[24], got[96];
+	size_t i;
+	const json_t *s;
+	if (!json_is_array(v))
+		return tgi_config_fail(cfg, ptr, err, errlen, "expected a list of strings, got %s",
+		                       tgi_json_describe(v, got, sizeof got));
+	if (json_array_size(v) > max)
+		return tgi_config_fail(cfg, ptr, err, errlen, "more than %zu entries", max);
+	json_array_foreach(v, i, s) {
+		int may_be_empty = argv && i > 0;
+		snprintf(tok, sizeof tok, "%zu", i);
+		tgi_json_pointer_join(ip, sizeof ip, ptr, tok);
+		if (!json_is_string(s) || (!json_string_length(s) && !may_be_empty))
+			return tgi_config_fail(cfg, ip, err, errlen, "expected a %sstring, got %s",
+			                       may_be_empty ? "" : "non-empty ",
+			                       tgi_json_describe(s, got, sizeof got));
+		if (json_string_length(s) > maxlen)
+			return tgi_config_fail(cfg, ip, err, errlen, "longer than %zu bytes", maxlen);
+		if (strlen(json_string_value(s)) != json_string_length(s))
+			return tgi_config_fail(cfg, ip, err, errlen, "contains a NUL character");
+	}
+	return 0;
+}
+
 /* The loader's state for one document. */
 typedef struct ld {
 	tgi_config *c;
@@ -331,17 +387,10 @@ typedef struct ld {
 __attribute__((format(printf, 4, 5)))
 static int fail_at(ld *x, const char *loc, const char *path, const char *fmt, ...)
 {
-	char msg[512], where[300], kp[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vfail(x->c, loc, path, x->err, x->errlen, fmt, ap);
 	va_end(ap);
-	tgi_config_where(x->c, loc, where, sizeof where);
-	keypath(x->c->root, path, kp, sizeof kp);
-	if (kp[0])
-		tgi_snprintf(x->err, x->errlen, "%s: %s: %s", where, kp, msg);
-	else
-		tgi_snprintf(x->err, x->errlen, "%s: %s", where, msg);
 	return -1;
 }
 

@@ -129,6 +129,24 @@ void tgi_config_free(tgi_config *c);
 void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap);
 
 /*
+ * A problem with the node at JSON pointer ptr, for the sections checked
+ * elsewhere (the middleware): "file:line:col: key.path: message" into err
+ * (the key path as tools.x.command[0]; the message made printable), the
+ * way tgi_config_load says its own.  Returns -1.
+ */
+int tgi_config_fail(const tgi_config *cfg, const char *ptr, char *err, size_t errlen,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/*
+ * v at ptr must be a list of at most max strings, each of 1 to maxlen
+ * bytes and without a NUL; argv 1: v is a command line, whose arguments
+ * after the program may be empty.  0, or -1 with tgi_config_fail's
+ * sentence about the list or the first bad entry.
+ */
+int tgi_config_strings(const tgi_config *cfg, const json_t *v, const char *ptr, size_t max,
+                       size_t maxlen, int argv, char *err, size_t errlen);
+
+/*
  * The semantic half of tgi_config_load: check an already parsed document
  * and build the config from it.  Takes root and map (map may be NULL) and
  * frees them on error.  name is the file name used in messages; dir is the

@@ -7,10 +7,12 @@
  * arguments mean (validate), who is calling (identify) or what is allowed
  * (decide).  Stops with `invalid`.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gate.h"
 #include "mcp/bridge.h"
+#include "mw/mw.h"
 #include "util/util.h"
 
 /* Copy an optional caller-supplied label (call id, session, key): at most
@@ -25,6 +27,17 @@ static int copy_label(char *out, size_t cap, const char *in)
 		return -1;
 	tgi_sanitize(out, cap, in);
 	return strcmp(out, in) ? -1 : 0;
+}
+
+/* A name that names no tool is the model's text: the message (to the
+ * model) has said it as it was; what is kept of the call (the ledger's tool
+ * column, events, the loop window) gets it with its secrets masked. */
+static tgi_verdict unknown_tool(tgi_call *c)
+{
+	char *kept = tgi_redact_text(c->g->redact, c->tool, strlen(c->tool));
+	tgi_sanitize(c->tool, sizeof c->tool, kept);
+	free(kept);
+	return TGI_STOP;
 }
 
 static int tool_name_ok(const char *s)
@@ -56,19 +69,24 @@ tgi_verdict tgi_decode(tgi_call *c)
 		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "no tool name was given");
 	if (!tool_name_ok(req->tool)) {
 		tgi_sanitize(c->tool, 64, req->tool);
-		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL,
-		                "\"%s\" is not a valid tool name", c->tool);
+		tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "\"%s\" is not a valid tool name",
+		         c->tool);
+		return unknown_tool(c);
 	}
 	tgi_snprintf(c->tool, sizeof c->tool, "%s", req->tool);
 
 	const tgi_entry *e = tgi_registry_find(g->reg, c->tool);
 	char why[512];
-	if (!e && g->bridge && tgi_bridge_explain(g->bridge, c->tool, why, sizeof why))
-		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "%s", why);
-	if (!e || tgi_registry_in_profile(g->cfg, g->profile, e) != 1)
-		return tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL,
-		                "unknown tool \"%s\"%s; use one of the tools you were given", c->tool,
-		                e ? " in this profile" : "");
+	if (!e && g->bridge && tgi_bridge_explain(g->bridge, c->tool, why, sizeof why)) {
+		tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "%s", why);
+		return unknown_tool(c);
+	}
+	if (!e || tgi_registry_in_profile(g->cfg, g->profile, e) != 1) {
+		tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL,
+		         "unknown tool \"%s\"%s; use one of the tools you were given", c->tool,
+		         e ? " in this profile" : "");
+		return unknown_tool(c);
+	}
 	c->entry = e;
 
 	if (req->invalid)       /* the caller could not decode the call: data, never run */

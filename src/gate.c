@@ -72,13 +72,12 @@ void tgi_event_add(tgi_call *c, const char *type, const char *stage, json_t *dat
 		json_decref(data);
 		return;
 	}
+	if (c->nevents == c->events_cap) {
+		c->events_cap = c->events_cap ? c->events_cap * 2 : 8;
+		c->events = tgi_xrealloc(c->events, c->events_cap * sizeof *c->events);
+	}
 	c->events[c->nevents++] = (tgi_event){
 		.type = type, .stage = stage, .data = data, .ts_ms = tgi_unix_ms()};
-}
-
-static json_t *str_or_null(const char *s)
-{
-	return s && *s ? json_string(s) : json_null();
 }
 
 json_t *tgi_envelope(const tgi_call *c)
@@ -87,8 +86,8 @@ json_t *tgi_envelope(const tgi_call *c)
 	json_t *err = json_null();
 	if (c->kind != TG_ERR_NONE) {
 		err = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "kind", tg_errkind_name(c->kind),
-		                "message", c->message, "rule", str_or_null(c->error_rule), "field",
-		                c->has_field ? json_string(c->field) : json_null(),
+		                "message", c->message, "rule", tgi_json_str_or_null(c->error_rule),
+		                "field", c->has_field ? json_string(c->field) : json_null(),
 		                "retry_after_s",
 		                c->retry_after_s > 0 ? json_real(c->retry_after_s) : json_null(),
 		                "applied", applied[c->applied]);
@@ -97,15 +96,15 @@ json_t *tgi_envelope(const tgi_call *c)
 	}
 	json_t *env = json_object();
 	json_object_set_new(env, "op_id", json_string(c->op_id));
-	json_object_set_new(env, "call_id", str_or_null(c->call_id));
-	json_object_set_new(env, "session", str_or_null(c->session));
-	json_object_set_new(env, "tool", str_or_null(c->tool));
+	json_object_set_new(env, "call_id", tgi_json_str_or_null(c->call_id));
+	json_object_set_new(env, "session", tgi_json_str_or_null(c->session));
+	json_object_set_new(env, "tool", tgi_json_str_or_null(c->tool));
 	json_object_set_new(env, "status", json_string(tg_status_name(c->status)));
 	json_object_set_new(env, "error", err);
 	json_object_set_new(env, "output", c->output ? json_incref(c->output) : json_null());
 	json_object_set_new(env, "truncated", c->truncated ? json_incref(c->truncated) : json_null());
-	json_object_set_new(env, "idempotency_key", str_or_null(c->idem_key));
-	json_object_set_new(env, "principal", str_or_null(c->principal_name));
+	json_object_set_new(env, "idempotency_key", tgi_json_str_or_null(c->idem_key));
+	json_object_set_new(env, "principal", tgi_json_str_or_null(c->principal_name));
 	json_object_set_new(env, "stages", json_incref(c->stages));
 	json_object_set_new(env, "duration_ms", json_real((double)(long)(c->duration_ms * 1000) / 1000));
 	if (c->warnings)
@@ -151,6 +150,7 @@ static tg_result *call_end(tgi_call *c)
 	json_decref(c->stages);
 	json_decref(c->warnings);
 	free(c->hint);
+	free(c->args_logged);
 	free(c->loop_entry);
 	free(c->args_canon);
 	free(c->idem_scope);
@@ -163,6 +163,7 @@ static tg_result *call_end(tgi_call *c)
 	tgi_cmdline_free(&c->cmds);
 	for (size_t i = 0; i < c->nevents; i++)
 		json_decref(c->events[i].data);
+	free(c->events);
 	return r;
 }
 

@@ -72,7 +72,7 @@ struct tg_gate {
 typedef enum { TGI_ALLOW, TGI_ASK, TGI_DENY } tgi_decision;
 
 #define TGI_MAX_PATHS 8192   /* paths one call may touch (a patch: 2 per file) */
-#define TGI_MAX_EVENTS 16
+#define TGI_MAX_EVENTS 256  /* events one call keeps at most (it has ~4) */
 
 struct tgi_call {
 	tg_gate          *g;
@@ -135,12 +135,14 @@ struct tgi_call {
 
 	/* trace */
 	json_t           *stages;          /* owned: [{stage, ok, ...}] */
-	tgi_event         events[TGI_MAX_EVENTS];
-	size_t            nevents;         /* events[i].data owned */
+	tgi_event        *events;          /* owned, grows (events[i].data owned) */
+	size_t            events_cap;
+	size_t            nevents;
 	int64_t           started_ms;
 	double            t0;
 	double            duration_ms;
 	json_t           *envelope;        /* owned: built once by persist */
+	char             *args_logged;     /* owned: the redacted args persist wrote */
 };
 
 /* Stage entry points, in order (src/<stage>.c). */
@@ -186,6 +188,13 @@ void tgi_event_add(tgi_call *c, const char *type, const char *stage, json_t *dat
 /* The arguments as they may be logged (redacted), canonical text; caller
  * frees.  (src/mw/redact.c) */
 char *tgi_redacted_args(const tgi_call *c);
+
+/* The error message as it may be logged (caller frees; NULL when the call
+ * has none): secret patterns masked, and the whole of it masked when the
+ * error's field lies under a masked key (validation quotes the value it
+ * refused: "/password must be one of ...; got \"hunter2\"").
+ * (src/mw/redact.c) */
+char *tgi_redacted_message(const tgi_call *c);
 
 /* What the gate tells the model beside a result, from its envelope: one
  * line per warning ("warning: 'due' is deprecated; use 'due_date'") and the

@@ -35,6 +35,24 @@ static const char *final_event(tg_status st)
 	}
 }
 
+/* stored (taken) with its error message as it may be kept (tgi_redacted_message):
+ * a new top level where it differs, so that the caller's envelope stays as it is. */
+static json_t *kept_message(const tgi_call *c, json_t *stored)
+{
+	json_t *err = json_object_get(stored, "error");
+	const char *have = json_string_value(json_object_get(err, "message"));
+	char *msg = have ? tgi_redacted_message(c) : NULL;
+	if (msg && strcmp(msg, have)) {
+		json_t *top = json_copy(stored), *e = json_copy(err);
+		json_object_set_new(e, "message", tgi_json_text(msg, strlen(msg)));
+		json_object_set_new(top, "error", e);
+		json_decref(stored);
+		stored = top;
+	}
+	free(msg);
+	return stored;
+}
+
 void tgi_persist(tgi_call *c)
 {
 	tg_gate *g = c->g;
@@ -62,7 +80,7 @@ void tgi_persist(tgi_call *c)
 	 * below shows in what the caller gets, not in the stored copy */
 	json_t *env = c->envelope = tgi_envelope(c);
 	const tgi_strv *keys = c->entry ? &c->entry->sensitive : NULL;
-	json_t *stored = tgi_redact_json(g->redact, env, keys);
+	json_t *stored = kept_message(c, tgi_redact_json(g->redact, env, keys));
 	char *env_text = json_dumps(stored, JSON_COMPACT | JSON_REAL_PRECISION(6));
 	json_decref(stored);
 	for (size_t i = 0; i < c->nevents; i++) {
@@ -72,7 +90,7 @@ void tgi_persist(tgi_call *c)
 		json_decref(c->events[i].data);
 		c->events[i].data = d;
 	}
-	char *args = tgi_redacted_args(c);
+	char *args = c->args_logged = tgi_redacted_args(c);  /* the sinks reuse it */
 	char sha[65];
 	if (!c->args_canon) {
 		/* stopped before validate: hash what was sent */
@@ -102,7 +120,6 @@ void tgi_persist(tgi_call *c)
 	int rc = tgi_store_record(g->store, &op, c->events, c->nevents, c->idem_scope, c->settle, err,
 	                          sizeof err);
 	tgi_store_unlock(g);
-	free(args);
 	free(env_text);
 
 	if (rc == 0) {

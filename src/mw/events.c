@@ -49,7 +49,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -134,44 +133,29 @@ struct tgi_sinks {
 
 /* ---- configuration ---- */
 
-static int cfg_fail(const tgi_config *cfg, const char *key, char *err, size_t errlen,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int cfg_fail(const tgi_config *cfg, const char *key, char *err, size_t errlen,
-                    const char *fmt, ...)
-{
-	char ptr[64], where[300], raw[512], msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof raw, fmt, ap);
-	va_end(ap);
-	tgi_sanitize(msg, sizeof msg, raw);   /* a path may hold anything */
-	tgi_snprintf(ptr, sizeof ptr, "/events%s%s", key ? "/" : "", key ? key : "");
-	tgi_config_where(cfg, ptr, where, sizeof where);
-	tgi_snprintf(err, errlen, "%s: events%s%s: %s", where, key ? "." : "", key ? key : "", msg);
-	return -1;
-}
-
-static int cfg_type(const tgi_config *cfg, const char *key, const json_t *v, const char *expected,
+static int cfg_type(const tgi_config *cfg, const char *ptr, const json_t *v, const char *expected,
                     char *err, size_t errlen)
 {
 	char got[96];
-	return cfg_fail(cfg, key, err, errlen, "expected %s, got %s", expected,
-	                tgi_json_describe(v, got, sizeof got));
+	return tgi_config_fail(cfg, ptr, err, errlen, "expected %s, got %s", expected,
+	                       tgi_json_describe(v, got, sizeof got));
 }
 
-/* events.<key>: a path, made absolute against the workspace.  Caller frees. */
-static char *cfg_path(const tgi_config *cfg, const char *key, const json_t *v, char *err,
+/* The path at ptr (events/<key>), made absolute against the workspace.
+ * Caller frees. */
+static char *cfg_path(const tgi_config *cfg, const char *ptr, const json_t *v, char *err,
                       size_t errlen)
 {
 	if (!json_is_string(v) || !json_string_length(v) ||
 	    strlen(json_string_value(v)) != json_string_length(v) ||
 	    json_string_length(v) >= PATH_MAX) {
-		cfg_type(cfg, key, v, "a file path", err, errlen);
+		cfg_type(cfg, ptr, v, "a file path", err, errlen);
 		return NULL;
 	}
 	const char *p = json_string_value(v);
 	if (p[strlen(p) - 1] == '/') {
-		cfg_fail(cfg, key, err, errlen, "expected a file path, got a directory \"%s\"", p);
+		tgi_config_fail(cfg, ptr, err, errlen, "expected a file path, got a directory "
+		                "\"%s\"", p);
 		return NULL;
 	}
 	size_t n = strlen(cfg->workspace) + strlen(p) + 2;
@@ -196,10 +180,11 @@ static int cfg_fsync(tgi_sinks *s, const tgi_config *cfg, const json_t *v, char 
 		s->fsync = FSYNC_EVERY;
 		s->fsync_every_ms = json_number_value(v) * 1000.0;
 	} else if (json_is_number(v)) {
-		return cfg_fail(cfg, "fsync", err, errlen, "expected seconds from more than 0 to %.0f, "
-		                "got %g", SINK_FSYNC_MAX_S, json_number_value(v));
+		return tgi_config_fail(cfg, "/events/fsync", err, errlen, "expected seconds from "
+		                       "more than 0 to %.0f, got %g", SINK_FSYNC_MAX_S,
+		                       json_number_value(v));
 	} else {
-		return cfg_type(cfg, "fsync", v, expected, err, errlen);
+		return cfg_type(cfg, "/events/fsync", v, expected, err, errlen);
 	}
 	return 0;
 }
@@ -208,11 +193,12 @@ static int cfg_queue(tgi_sinks *s, const tgi_config *cfg, const json_t *v, char 
                      size_t errlen)
 {
 	if (!json_is_integer(v))
-		return cfg_type(cfg, "queue", v, "a number of bytes", err, errlen);
+		return cfg_type(cfg, "/events/queue", v, "a number of bytes", err, errlen);
 	json_int_t q = json_integer_value(v);
 	if (q < (json_int_t)SINK_QUEUE_MIN || q > (json_int_t)SINK_QUEUE_MAX)
-		return cfg_fail(cfg, "queue", err, errlen, "expected bytes from %u to %u, got %lld",
-		                SINK_QUEUE_MIN, SINK_QUEUE_MAX, (long long)q);
+		return tgi_config_fail(cfg, "/events/queue", err, errlen, "expected bytes from %u "
+		                       "to %u, got %lld", SINK_QUEUE_MIN, SINK_QUEUE_MAX,
+		                       (long long)q);
 	s->queue_max = (size_t)q;
 	return 0;
 }
@@ -224,8 +210,8 @@ static int cfg_read(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errle
 	json_t *ev = cfg->events, *v;
 	const char *key;
 	if (!json_is_object(ev))
-		return cfg_type(cfg, NULL, ev, "a mapping with jsonl, fsync, socket or queue", err,
-		                errlen);
+		return cfg_type(cfg, "/events", ev, "a mapping with jsonl, fsync, socket or queue",
+		                err, errlen);
 	json_object_foreach(ev, key, v) {
 		size_t i = 0;
 		while (i < TGI_ARRAY_LEN(keys) && strcmp(keys[i], key))
@@ -233,32 +219,33 @@ static int cfg_read(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errle
 		if (i == TGI_ARRAY_LEN(keys)) {
 			char name[80];
 			tgi_sanitize_n(name, sizeof name, key, strlen(key), 64);
-			return cfg_fail(cfg, NULL, err, errlen, "unknown key \"%s\"; expected jsonl, fsync, "
-			                "socket or queue", name);
+			return tgi_config_fail(cfg, "/events", err, errlen, "unknown key \"%s\"; "
+			                       "expected jsonl, fsync, socket or queue", name);
 		}
 	}
 	if ((v = json_object_get(ev, "jsonl")) &&
-	    !(s->jsonl_path = cfg_path(cfg, "jsonl", v, err, errlen)))
+	    !(s->jsonl_path = cfg_path(cfg, "/events/jsonl", v, err, errlen)))
 		return -1;
 	if ((v = json_object_get(ev, "socket")) &&
-	    !(s->sock_path = cfg_path(cfg, "socket", v, err, errlen)))
+	    !(s->sock_path = cfg_path(cfg, "/events/socket", v, err, errlen)))
 		return -1;
 	if ((v = json_object_get(ev, "fsync"))) {
 		if (!s->jsonl_path)
-			return cfg_fail(cfg, "fsync", err, errlen, "applies to the JSONL file; set "
-			                "events.jsonl too");
+			return tgi_config_fail(cfg, "/events/fsync", err, errlen, "applies to the "
+			                       "JSONL file; set events.jsonl too");
 		if (cfg_fsync(s, cfg, v, err, errlen) < 0)
 			return -1;
 	}
 	if ((v = json_object_get(ev, "queue"))) {
 		if (!s->sock_path)
-			return cfg_fail(cfg, "queue", err, errlen, "applies to socket subscribers; set "
-			                "events.socket too");
+			return tgi_config_fail(cfg, "/events/queue", err, errlen, "applies to "
+			                       "socket subscribers; set events.socket too");
 		if (cfg_queue(s, cfg, v, err, errlen) < 0)
 			return -1;
 	}
 	if (s->jsonl_path && s->sock_path && !strcmp(s->jsonl_path, s->sock_path))
-		return cfg_fail(cfg, "socket", err, errlen, "is the same file as events.jsonl");
+		return tgi_config_fail(cfg, "/events/socket", err, errlen, "is the same file as "
+		                       "events.jsonl");
 	return 0;
 }
 
@@ -271,16 +258,16 @@ static int jsonl_open(tgi_sinks *s, const tgi_config *cfg, char *err, size_t err
 	              O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
 	              0600);
 	if (fd < 0 && errno == ELOOP)
-		return cfg_fail(cfg, "jsonl", err, errlen, "\"%s\" is a symbolic link; the event log "
-		                "must be a regular file", s->jsonl_path);
+		return tgi_config_fail(cfg, "/events/jsonl", err, errlen, "\"%s\" is a symbolic "
+		                       "link; the event log must be a regular file", s->jsonl_path);
 	if (fd < 0)
-		return cfg_fail(cfg, "jsonl", err, errlen, "cannot open \"%s\": %s", s->jsonl_path,
-		                strerror(errno));
+		return tgi_config_fail(cfg, "/events/jsonl", err, errlen, "cannot open \"%s\": %s",
+		                       s->jsonl_path, strerror(errno));
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return cfg_fail(cfg, "jsonl", err, errlen, "\"%s\" is not a regular file",
-		                s->jsonl_path);
+		return tgi_config_fail(cfg, "/events/jsonl", err, errlen, "\"%s\" is not a regular "
+		                       "file", s->jsonl_path);
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	s->jsonl_fd = fd;
@@ -723,24 +710,25 @@ static int sock_open(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errl
 	int e = errno;
 	free(dir);
 	if (s->dir_fd < 0)
-		return cfg_fail(cfg, "socket", err, errlen, "cannot open the directory of \"%s\": %s",
-		                s->sock_path, strerror(e));
+		return tgi_config_fail(cfg, "/events/socket", err, errlen, "cannot open the "
+		                       "directory of \"%s\": %s", s->sock_path, strerror(e));
 	if (lstat(s->sock_path, &st) == 0 && !S_ISSOCK(st.st_mode))
-		return cfg_fail(cfg, "socket", err, errlen, "\"%s\" exists and is not a socket; "
-		                "refusing to replace it", s->sock_path);
+		return tgi_config_fail(cfg, "/events/socket", err, errlen, "\"%s\" exists and is "
+		                       "not a socket; refusing to replace it", s->sock_path);
 	int rc = sock_take(s, why, sizeof why);
 	if (rc < 0)
-		return cfg_fail(cfg, "socket", err, errlen, "%s", why);
+		return tgi_config_fail(cfg, "/events/socket", err, errlen, "%s", why);
 	/* rc == 0: another live gate serves it (a `serve` while this is a
 	 * `toolgate call` or `log`): the normal case, not worth a line; this
 	 * gate's events reach subscribers through the ledger (log --follow) */
 	s->retry_at = tgi_now_ms() + SINK_RETRY_MS;
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->wake_fd < 0)
-		return cfg_fail(cfg, "socket", err, errlen, "cannot make an eventfd: %s",
-		                strerror(errno));
+		return tgi_config_fail(cfg, "/events/socket", err, errlen, "cannot make an "
+		                       "eventfd: %s", strerror(errno));
 	if ((e = pthread_create(&s->thread, NULL, sinks_main, s)) != 0)
-		return cfg_fail(cfg, "socket", err, errlen, "cannot start its thread: %s", strerror(e));
+		return tgi_config_fail(cfg, "/events/socket", err, errlen, "cannot start its "
+		                       "thread: %s", strerror(e));
 	s->thread_started = 1;
 	return 0;
 }
@@ -882,58 +870,106 @@ void tgi_sinks_emit(tgi_sinks *s, const json_t *event)
 		sinks_put(s, m);
 }
 
-/* The call's error message as it may be streamed, or NULL. */
-static char *call_message(const tgi_call *c)
+/* Append s as a JSON string, or null when NULL or empty.  Text that is not
+ * plain ASCII goes through tgi_sanitize first (invalid UTF-8 as U+FFFD,
+ * controls as spaces); then only quotes and backslashes need escaping. */
+static void put_str(tgi_buf *b, const char *s)
 {
-	json_t *e = c->envelope ? json_object_get(c->envelope, "error") : NULL;
-	const char *msg = json_string_value(json_object_get(e, "message"));
-	if (!msg && c->kind)
-		msg = c->message;
-	return msg && *msg ? tgi_redact_text(c->g->redact, msg, strlen(msg)) : NULL;
+	char clean[2048];
+	if (!s || !*s) {
+		tgi_buf_puts(b, "null");
+		return;
+	}
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p >= 0x80) {
+			tgi_sanitize(clean, sizeof clean, s);
+			s = clean;
+			break;
+		}
+	tgi_buf_append(b, "\"", 1);
+	for (const char *run = s;; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch && ch >= 0x20 && ch != '"' && ch != '\\')
+			continue;
+		tgi_buf_append(b, run, (size_t)(s - run));
+		if (!ch)
+			break;
+		if (ch == '"' || ch == '\\')
+			tgi_buf_printf(b, "\\%c", ch);
+		else
+			tgi_buf_printf(b, "\\u%04x", ch);
+		run = s + 1;
+	}
+	tgi_buf_append(b, "\"", 1);
 }
 
-/* A string or null (empty: null); text that may not be UTF-8 made so. */
-static json_t *str_or_null(const char *v)
-{
-	return v && *v ? tgi_json_text(v, strlen(v)) : json_null();
-}
-
-/* The line of one of c's events (new reference). */
-static json_t *call_line(const tgi_call *c, const tgi_event *ev, const char *summary)
+/* Append the line of one of c's events, '\n' included.  Written by hand:
+ * this runs for every event of every call while a sink listens. */
+static void put_line(tgi_buf *b, const tgi_call *c, const tgi_event *ev, const char *summary)
 {
 	const tgi_strv *keys = c->entry ? &c->entry->sensitive : NULL;
 	char ts[32];
 	tgi_iso8601(ev->ts_ms, ts);
-	json_t *o = json_object();
-	json_object_set_new(o, "seq", json_integer(ev->seq));
-	json_object_set_new(o, "ts", json_string(ts));
-	json_object_set_new(o, "type", str_or_null(ev->type));
-	json_object_set_new(o, "stage", str_or_null(ev->stage));
-	json_object_set_new(o, "op_id", str_or_null(c->op_id));
-	json_object_set_new(o, "session", str_or_null(c->session));
-	json_object_set_new(o, "principal", str_or_null(c->principal_name));
-	json_object_set_new(o, "tool", str_or_null(c->tool));
-	json_object_set_new(o, "status", json_string(tg_status_name(c->status)));
-	json_object_set_new(o, "summary", str_or_null(summary));
+	tgi_buf_printf(b, "{\"seq\":%lld,\"ts\":\"%s\",\"type\":", (long long)ev->seq, ts);
+	put_str(b, ev->type);
+	tgi_buf_puts(b, ",\"stage\":");
+	put_str(b, ev->stage);
+	tgi_buf_puts(b, ",\"op_id\":");
+	put_str(b, c->op_id);
+	tgi_buf_puts(b, ",\"session\":");
+	put_str(b, c->session);
+	tgi_buf_puts(b, ",\"principal\":");
+	put_str(b, c->principal_name);
+	tgi_buf_puts(b, ",\"tool\":");
+	put_str(b, c->tool);
+	tgi_buf_printf(b, ",\"status\":\"%s\",\"summary\":", tg_status_name(c->status));
+	put_str(b, summary);
+	tgi_buf_puts(b, ",\"data\":");
 	/* persist redacted the data already; this is the sinks' own guarantee */
-	json_object_set_new(o, "data", ev->data ? tgi_redact_json(c->g->redact, ev->data, keys)
-	                                        : json_null());
-	return o;
+	json_t *d = ev->data ? tgi_redact_json(c->g->redact, ev->data, keys) : NULL;
+	char *text = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6)) : NULL;
+	tgi_buf_puts(b, text ? text : "null");
+	free(text);
+	json_decref(d);
+	tgi_buf_puts(b, "}\n");
 }
 
+/* Is anyone listening: the JSONL file, or a subscriber on the socket? */
+static int listened(tgi_sinks *s)
+{
+	if (s->jsonl_fd >= 0)
+		return 1;
+	if (!s->thread_started)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	int n = s->nsubs > 0;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+/* Every event of the call as one message of lines: one write() to the
+ * JSONL file and one queue entry per subscriber, whatever the count. */
 void tgi_sinks_emit_call(tgi_sinks *s, const tgi_call *c)
 {
-	if (!s || !c->nevents)
+	if (!s || !c->nevents || !listened(s))
 		return;
-	char *args = tgi_redacted_args(c);
-	char *message = call_message(c);
-	char *summary = tgi_event_summary(c->tool, args, tg_status_name(c->status),
+	char *args = c->args_logged ? NULL : tgi_redacted_args(c);
+	char *message = tgi_redacted_message(c);
+	char *summary = tgi_event_summary(c->tool, c->args_logged ? c->args_logged : args,
+	                                  tg_status_name(c->status),
 	                                  c->kind ? tg_errkind_name(c->kind) : NULL, message);
-	for (size_t i = 0; i < c->nevents; i++) {
-		json_t *line = call_line(c, &c->events[i], summary);
-		tgi_sinks_emit(s, line);
-		json_decref(line);
+	tgi_buf b;
+	tgi_buf_init(&b, SIZE_MAX / 2);
+	for (size_t i = 0; i < c->nevents; i++)
+		put_line(&b, c, &c->events[i], summary);
+	if (b.len) {
+		sink_msg *m = tgi_xmalloc(sizeof *m + b.len);
+		m->refs = 0;
+		m->len = b.len;
+		memcpy(m->data, b.p, b.len);
+		sinks_put(s, m);
 	}
+	tgi_buf_free(&b);
 	free(summary);
 	free(message);
 	free(args);

@@ -81,53 +81,27 @@ typedef struct loader {
 	size_t errlen;
 } loader;
 
-/* "file:line:col: hooks.before_tool_call[0].timeout_s: what was expected". */
-static int bad(loader *x, const char *ptr, const char *keypath, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int bad(loader *x, const char *ptr, const char *keypath, const char *fmt, ...)
-{
-	char where[300], msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	tgi_config_where(x->cfg, ptr, where, sizeof where);
-	tgi_snprintf(x->err, x->errlen, "%s: %s: %s", where, keypath, msg);
-	return -1;
-}
-
-static const char *describe(const json_t *v, char *out, size_t cap)
-{
-	return tgi_json_describe(v, out, cap);
-}
-
-/* A non-empty list of strings without NUL bytes into out; the first (or,
- * unless may_be_empty, every one) not empty. */
-static int load_strings(loader *x, json_t *v, const char *ptr, const char *kp,
-                        const char *expected, int may_be_empty, tgi_strv *out)
+/* A non-empty list of strings into out (argv: a command line, whose
+ * arguments may be empty; tgi_config_strings). */
+static int load_strings(loader *x, json_t *v, const char *ptr, const char *expected, int argv,
+                        tgi_strv *out)
 {
 	char got[96];
 	size_t i;
 	json_t *s;
 	if (!json_is_array(v) || !json_array_size(v))
-		return bad(x, ptr, kp, "expected %s, got %s", expected, describe(v, got, sizeof got));
-	json_array_foreach(v, i, s) {
-		char ep[300], ekp[300];
-		tgi_snprintf(ep, sizeof ep, "%s/%zu", ptr, i);
-		tgi_snprintf(ekp, sizeof ekp, "%s[%zu]", kp, i);
-		if (!json_is_string(s) || (!json_string_length(s) && (i == 0 || !may_be_empty)) ||
-		    strlen(json_string_value(s)) != json_string_length(s))
-			return bad(x, ep, ekp, "expected a %sstring without NUL bytes, got %s",
-			           i == 0 || !may_be_empty ? "non-empty " : "",
-			           describe(s, got, sizeof got));
+		return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "expected %s, got %s",
+		                       expected, tgi_json_describe(v, got, sizeof got));
+	if (tgi_config_strings(x->cfg, v, ptr, SIZE_MAX, SIZE_MAX, argv, x->err, x->errlen) < 0)
+		return -1;
+	json_array_foreach(v, i, s)
 		tgi_strv_push(out, tgi_strdup(json_string_value(s)));
-	}
 	return 0;
 }
 
 /* argv[0] relative with a '/' is the config directory's, as for command
  * tools; a bare name is looked up in PATH when the hook runs. */
-static int resolve_argv0(loader *x, hook *hk, const char *ptr, const char *kp)
+static int resolve_argv0(loader *x, hook *hk, const char *ptr)
 {
 	const char *p0 = hk->argv[0];
 	if (p0[0] == '/' || !strchr(p0, '/'))
@@ -135,7 +109,8 @@ static int resolve_argv0(loader *x, hook *hk, const char *ptr, const char *kp)
 	const char *dir = x->cfg->dir ? x->cfg->dir : x->cfg->workspace;
 	size_t n = strlen(dir) + strlen(p0) + 2;
 	if (n > PATH_MAX)
-		return bad(x, ptr, kp, "expected a shorter path, got one over %d bytes", PATH_MAX);
+		return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "expected a shorter path, "
+		                       "got one over %d bytes", PATH_MAX);
 	char *abs = tgi_xmalloc(n);
 	snprintf(abs, n, "%s/%s", dir, p0);
 	free(hk->argv[0]);
@@ -168,16 +143,17 @@ static void note_programs(tgi_hooks *h, const hook *hk, const char *ws)
 static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t idx, json_t *v)
 {
 	static const char *const keys[] = {"command", "tools", "timeout_s"};
-	char ptr[300], kp[300], fp[340], fkp[340], got[96];
+	char ptr[300], fp[340], got[96];
 	const char *key;
 	json_t *f;
 
 	tgi_snprintf(ptr, sizeof ptr, "/hooks/%s/%zu", list, idx);
-	tgi_snprintf(kp, sizeof kp, "hooks.%s[%zu]", list, idx);
 	hk->timeout_s = TIMEOUT_DEFAULT_S;
 	if (!json_is_object(v))
-		return bad(x, ptr, kp, "expected a mapping {command: [program, args...], tools: "
-		           "[globs], timeout_s: N}, got %s", describe(v, got, sizeof got));
+		return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "expected a mapping "
+		                       "{command: [program, args...], tools: [globs], "
+		                       "timeout_s: N}, got %s",
+		                       tgi_json_describe(v, got, sizeof got));
 	json_object_foreach(v, key, f) {
 		size_t k = 0;
 		while (k < TGI_ARRAY_LEN(keys) && strcmp(keys[k], key))
@@ -185,18 +161,19 @@ static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t
 		if (k == TGI_ARRAY_LEN(keys)) {
 			char clean[80];
 			tgi_sanitize(clean, sizeof clean, key);
-			return bad(x, ptr, kp, "unknown key \"%s\"; expected command, tools or timeout_s",
-			           clean);
+			return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "unknown key "
+			                       "\"%s\"; expected command, tools or timeout_s",
+			                       clean);
 		}
 	}
 
 	tgi_strv argv = {0};
 	tgi_snprintf(fp, sizeof fp, "%s/command", ptr);
-	tgi_snprintf(fkp, sizeof fkp, "%s.command", kp);
 	if (!(f = json_object_get(v, "command")))
-		return bad(x, ptr, kp, "missing required key \"command\"");
-	if (load_strings(x, f, fp, fkp, "a non-empty list of strings (the program and its "
-	                 "arguments)", 1, &argv) < 0) {
+		return tgi_config_fail(x->cfg, ptr, x->err, x->errlen,
+		                       "missing required key \"command\"");
+	if (load_strings(x, f, fp, "a non-empty list of strings (the program and its arguments)",
+	                 1, &argv) < 0) {
 		tgi_strv_free(&argv);
 		return -1;
 	}
@@ -205,23 +182,22 @@ static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t
 	char shown[ARGV0_SHOWN + 8];
 	tgi_sanitize_n(shown, sizeof shown, hk->argv[0], strlen(hk->argv[0]), ARGV0_SHOWN);
 	tgi_snprintf(hk->label, sizeof hk->label, "%s[%zu] (%s)", list, idx, shown);
-	if (resolve_argv0(x, hk, fp, fkp) < 0)
+	if (resolve_argv0(x, hk, fp) < 0)
 		return -1;
 
 	if ((f = json_object_get(v, "tools"))) {
 		tgi_snprintf(fp, sizeof fp, "%s/tools", ptr);
-		tgi_snprintf(fkp, sizeof fkp, "%s.tools", kp);
-		if (load_strings(x, f, fp, fkp, "a non-empty list of tool-name globs (leave tools "
+		if (load_strings(x, f, fp, "a non-empty list of tool-name globs (leave tools "
 		                 "out for every tool)", 0, &hk->tools) < 0)
 			return -1;
 	}
 	if ((f = json_object_get(v, "timeout_s"))) {
 		tgi_snprintf(fp, sizeof fp, "%s/timeout_s", ptr);
-		tgi_snprintf(fkp, sizeof fkp, "%s.timeout_s", kp);
 		if (!json_is_integer(f) || json_integer_value(f) < 1 ||
 		    json_integer_value(f) > TIMEOUT_MAX_S)
-			return bad(x, fp, fkp, "expected an integer from 1 to %d (seconds), got %s",
-			           TIMEOUT_MAX_S, describe(f, got, sizeof got));
+			return tgi_config_fail(x->cfg, fp, x->err, x->errlen, "expected an integer "
+			                       "from 1 to %d (seconds), got %s", TIMEOUT_MAX_S,
+			                       tgi_json_describe(f, got, sizeof got));
 		hk->timeout_s = (int)json_integer_value(f);
 	}
 	note_programs(h, hk, x->cfg->workspace);
@@ -230,13 +206,13 @@ static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t
 
 static int load_list(loader *x, tgi_hooks *h, const char *list, json_t *v, hook_list *l)
 {
-	char ptr[300], kp[300], got[96];
+	char ptr[300], got[96];
 	size_t i;
 	json_t *e;
 	tgi_snprintf(ptr, sizeof ptr, "/hooks/%s", list);
-	tgi_snprintf(kp, sizeof kp, "hooks.%s", list);
 	if (!json_is_array(v))
-		return bad(x, ptr, kp, "expected a list of hooks, got %s", describe(v, got, sizeof got));
+		return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "expected a list of hooks, "
+		                       "got %s", tgi_json_describe(v, got, sizeof got));
 	l->v = tgi_xcalloc(json_array_size(v) + 1, sizeof *l->v);
 	json_array_foreach(v, i, e) {
 		l->n++;
@@ -266,8 +242,9 @@ int tgi_hooks_new(const tgi_config *cfg, tgi_hooks **out, char *err, size_t errl
 	if (!cfg->hooks)
 		return 0;
 	if (!json_is_object(cfg->hooks))
-		return bad(&x, "/hooks", "hooks", "expected a mapping with before_tool_call and "
-		           "after_tool_call lists, got %s", describe(cfg->hooks, got, sizeof got));
+		return tgi_config_fail(cfg, "/hooks", err, errlen, "expected a mapping with "
+		                       "before_tool_call and after_tool_call lists, got %s",
+		                       tgi_json_describe(cfg->hooks, got, sizeof got));
 	tgi_hooks *h = tgi_xcalloc(1, sizeof *h);
 	h->max_out = cfg->max_args_bytes + OUT_EXTRA;
 	json_object_foreach(cfg->hooks, key, v) {
@@ -277,8 +254,8 @@ int tgi_hooks_new(const tgi_config *cfg, tgi_hooks **out, char *err, size_t errl
 			char clean[80], ptr[200];
 			tgi_sanitize(clean, sizeof clean, key);
 			tgi_json_pointer_join(ptr, sizeof ptr, "/hooks", key);
-			bad(&x, ptr, "hooks", "unknown key \"%s\"; expected before_tool_call or "
-			    "after_tool_call", clean);
+			tgi_config_fail(cfg, ptr, err, errlen, "unknown key \"%s\"; expected "
+			                "before_tool_call or after_tool_call", clean);
 			goto fail;
 		}
 		if (load_list(&x, h, key, v, l) < 0)
@@ -400,7 +377,7 @@ static int opt_string(tgi_hook_reply *r, json_t *o, const char *key, const char 
 		return 0;
 	if (!json_is_string(v))
 		return reply_fail(r, "answered with \"%s\" as %s, not a string", key,
-		                  describe(v, got, sizeof got));
+		                  tgi_json_describe(v, got, sizeof got));
 	*out = json_string_value(v);
 	return 0;
 }
@@ -412,7 +389,7 @@ static int opt_bool(tgi_hook_reply *r, json_t *o, const char *key)
 	if (!v || json_is_null(v) || json_is_boolean(v))
 		return 0;
 	return reply_fail(r, "answered with \"%s\" as %s, not true or false", key,
-	                  describe(v, got, sizeof got));
+	                  tgi_json_describe(v, got, sizeof got));
 }
 
 /* A decision word: toolgate's allow/ask/deny, or (legacy Claude Code, top
@@ -448,7 +425,7 @@ static int opt_args(tgi_hook_reply *r, json_t *o, const char *key, json_t **out)
 		return 0;
 	if (!json_is_object(v))
 		return reply_fail(r, "answered with \"%s\" as %s; the new arguments must be a JSON "
-		                  "object", key, describe(v, got, sizeof got));
+		                  "object", key, tgi_json_describe(v, got, sizeof got));
 	*out = v;
 	return 0;
 }
@@ -464,7 +441,7 @@ static int read_specific(tgi_hook_reply *r, json_t *s, tgi_hook_decision *d,
 	char got[96];
 	if (!json_is_object(s))
 		return reply_fail(r, "answered with \"hookSpecificOutput\" as %s, not an object",
-		                  describe(s, got, sizeof got));
+		                  tgi_json_describe(s, got, sizeof got));
 	if (known_keys(r, s, " in hookSpecificOutput", keys, TGI_ARRAY_LEN(keys)) < 0 ||
 	    opt_string(r, s, "hookEventName", &event) < 0 ||
 	    opt_string(r, s, "permissionDecision", &word) < 0 ||
@@ -564,18 +541,14 @@ void tgi_hook_reply_parse(int exit_code, const char *out, size_t out_len, const 
 		return;
 	}
 	if (!json_is_object(v))
-		reply_fail(r, "answered with %s, not a JSON object", describe(v, got, sizeof got));
+		reply_fail(r, "answered with %s, not a JSON object",
+		           tgi_json_describe(v, got, sizeof got));
 	else
 		read_answer(r, v);
 	json_decref(v);
 }
 
 /* ---- running a hook ---- */
-
-static json_t *text_or_null(const char *s)
-{
-	return s && *s ? tgi_json_text(s, strlen(s)) : json_null();
-}
 
 static int own_var(const char *entry)
 {
@@ -672,16 +645,16 @@ static json_t *hook_input(const tgi_call *c, const char *cc_event)
 	json_t *args = c->args ? json_incref(c->args) : json_null();
 	json_t *in = json_object();
 	json_object_set_new(in, "op_id", json_string(c->op_id));
-	json_object_set_new(in, "session", text_or_null(c->session));
-	json_object_set_new(in, "principal", text_or_null(c->principal_name));
-	json_object_set_new(in, "tool", text_or_null(c->tool));
+	json_object_set_new(in, "session", tgi_json_str_or_null(c->session));
+	json_object_set_new(in, "principal", tgi_json_str_or_null(c->principal_name));
+	json_object_set_new(in, "tool", tgi_json_str_or_null(c->tool));
 	json_object_set(in, "args", args);
 	json_object_set_new(in, "mode", json_string(mode));
 	json_object_set_new(in, "hook_event_name", json_string(cc_event));
-	json_object_set_new(in, "tool_name", text_or_null(c->tool));
+	json_object_set_new(in, "tool_name", tgi_json_str_or_null(c->tool));
 	json_object_set_new(in, "tool_input", args);
-	json_object_set_new(in, "tool_use_id", text_or_null(c->call_id));
-	json_object_set_new(in, "session_id", text_or_null(c->session));
+	json_object_set_new(in, "tool_use_id", tgi_json_str_or_null(c->call_id));
+	json_object_set_new(in, "session_id", tgi_json_str_or_null(c->session));
 	json_object_set_new(in, "cwd", tgi_json_text(cfg->workspace, strlen(cfg->workspace)));
 	json_object_set_new(in, "permission_mode", json_string(mode));
 	return in;

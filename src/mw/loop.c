@@ -96,28 +96,18 @@ struct tgi_loop {
 
 /* ---- configuration ---- */
 
-/* "file:line:col: loop_detection.KEY: what"; -1. */
-static int bad(const tgi_config *cfg, const char *key, char *err, size_t errlen,
-               const char *what)
-{
-	char ptr[64], where[300];
-	tgi_snprintf(ptr, sizeof ptr, "/loop_detection/%s", key);
-	tgi_config_where(cfg, ptr, where, sizeof where);
-	tgi_snprintf(err, errlen, "%s: loop_detection.%s: %s", where, key, what);
-	return -1;
-}
-
 static int get_int(const tgi_config *cfg, const json_t *sec, const char *key, int lo, int hi,
                    int *out, char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(sec, key);
-	char what[200], got[80];
+	char ptr[64], got[80];
 	if (!v)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-		tgi_snprintf(what, sizeof what, "expected a whole number from %d to %d, got %s", lo, hi,
-		             tgi_json_describe(v, got, sizeof got));
-		return bad(cfg, key, err, errlen, what);
+		tgi_json_pointer_join(ptr, sizeof ptr, "/loop_detection", key);
+		return tgi_config_fail(cfg, ptr, err, errlen, "expected a whole number from %d "
+		                       "to %d, got %s", lo, hi,
+		                       tgi_json_describe(v, got, sizeof got));
 	}
 	*out = (int)json_integer_value(v);
 	return 0;
@@ -133,13 +123,12 @@ static int check_keys(const tgi_config *cfg, const json_t *sec, char *err, size_
 		while (i < TGI_ARRAY_LEN(keys) && strcmp(k, keys[i]))
 			i++;
 		if (i == TGI_ARRAY_LEN(keys)) {
-			char ptr[200], where[300], clean[100];
+			char ptr[200], clean[100];
 			tgi_json_pointer_join(ptr, sizeof ptr, "/loop_detection", k);
-			tgi_config_where(cfg, ptr, where, sizeof where);
 			tgi_sanitize(clean, sizeof clean, k);
-			tgi_snprintf(err, errlen, "%s: loop_detection: unknown key \"%s\"; expected enabled, "
-			             "window, warn, block or mode", where, clean);
-			return -1;
+			return tgi_config_fail(cfg, ptr, err, errlen, "unknown key \"%s\"; "
+			                       "expected enabled, window, warn, block or mode",
+			                       clean);
 		}
 	}
 	return 0;
@@ -150,14 +139,15 @@ static int check_keys(const tgi_config *cfg, const json_t *sec, char *err, size_
 static int order(const tgi_config *cfg, const json_t *sec, const char *lo_key, int lo,
                  const char *hi_key, int hi, char *err, size_t errlen)
 {
-	char what[200];
+	char ptr[64];
 	if (json_object_get(sec, hi_key)) {
-		tgi_snprintf(what, sizeof what, "must be at least %s (%d), got %d", lo_key, lo, hi);
-		return bad(cfg, hi_key, err, errlen, what);
+		tgi_json_pointer_join(ptr, sizeof ptr, "/loop_detection", hi_key);
+		return tgi_config_fail(cfg, ptr, err, errlen, "must be at least %s (%d), got %d",
+		                       lo_key, lo, hi);
 	}
-	tgi_snprintf(what, sizeof what, "must be at most %s (%d, its default), got %d", hi_key, hi,
-	             lo);
-	return bad(cfg, lo_key, err, errlen, what);
+	tgi_json_pointer_join(ptr, sizeof ptr, "/loop_detection", lo_key);
+	return tgi_config_fail(cfg, ptr, err, errlen, "must be at most %s (%d, its default), "
+	                       "got %d", hi_key, hi, lo);
 }
 
 /* The settings of cfg->loop_detection (absent: the defaults, on).
@@ -165,7 +155,7 @@ static int order(const tgi_config *cfg, const json_t *sec, const char *lo_key, i
 static int settings(const tgi_config *cfg, tgi_loop *l, int *enabled, char *err, size_t errlen)
 {
 	const json_t *sec = cfg->loop_detection, *v;
-	char what[200], got[80];
+	char got[80];
 	l->window = 30, l->warn = 3, l->block = 5, l->observe = 0;
 	*enabled = 1;
 	if (!sec)
@@ -173,20 +163,18 @@ static int settings(const tgi_config *cfg, tgi_loop *l, int *enabled, char *err,
 	if (check_keys(cfg, sec, err, errlen) < 0)
 		return -1;
 	if ((v = json_object_get(sec, "enabled"))) {
-		if (!json_is_boolean(v)) {
-			tgi_snprintf(what, sizeof what, "expected true or false, got %s",
-			             tgi_json_describe(v, got, sizeof got));
-			return bad(cfg, "enabled", err, errlen, what);
-		}
+		if (!json_is_boolean(v))
+			return tgi_config_fail(cfg, "/loop_detection/enabled", err, errlen,
+			                       "expected true or false, got %s",
+			                       tgi_json_describe(v, got, sizeof got));
 		*enabled = json_is_true(v);
 	}
 	if ((v = json_object_get(sec, "mode"))) {
 		const char *m = json_string_value(v);
-		if (!m || (strcmp(m, "enforce") && strcmp(m, "observe"))) {
-			tgi_snprintf(what, sizeof what, "expected enforce or observe, got %s",
-			             tgi_json_describe(v, got, sizeof got));
-			return bad(cfg, "mode", err, errlen, what);
-		}
+		if (!m || (strcmp(m, "enforce") && strcmp(m, "observe")))
+			return tgi_config_fail(cfg, "/loop_detection/mode", err, errlen,
+			                       "expected enforce or observe, got %s",
+			                       tgi_json_describe(v, got, sizeof got));
 		l->observe = !strcmp(m, "observe");
 	}
 	if (get_int(cfg, sec, "window", 2, LOOP_MAX_WINDOW, &l->window, err, errlen) < 0 ||

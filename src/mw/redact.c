@@ -36,7 +36,6 @@
 #include <pcre2.h>
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,58 +571,6 @@ static int compile(const char *src, size_t len, uint32_t opts, pattern *p, char 
 	return 0;
 }
 
-/* "file:line:col: redact.patterns[0]: why" for the node at ptr. */
-__attribute__((format(printf, 5, 6)))
-static int bad(const tgi_config *cfg, const char *ptr, char *err, size_t errlen,
-               const char *fmt, ...)
-{
-	char where[256], why[512];
-	tgi_buf kp;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	tgi_config_where(cfg, ptr, where, sizeof where);
-	tgi_buf_init(&kp, 256);
-	for (const char *p = ptr; *p == '/';) {
-		size_t n = strcspn(++p, "/");
-		if (n && strspn(p, "0123456789") >= n)
-			tgi_buf_printf(&kp, "[%.*s]", (int)n, p);
-		else
-			tgi_buf_printf(&kp, "%s%.*s", kp.len ? "." : "", (int)n, p);
-		p += n;
-	}
-	tgi_snprintf(err, errlen, "%s: %s: %s", where, kp.p ? kp.p : "redact", why);
-	tgi_buf_free(&kp);
-	return -1;
-}
-
-/* A list of non-empty strings at cfg /redact/<name>; NULL when absent. */
-static int string_list(const tgi_config *cfg, const json_t *v, const char *name, size_t max,
-                       size_t maxlen, char *err, size_t errlen)
-{
-	char ptr[64], got[96];
-	tgi_snprintf(ptr, sizeof ptr, "/redact/%s", name);
-	if (!json_is_array(v))
-		return bad(cfg, ptr, err, errlen, "expected a list of strings, got %s",
-		           tgi_json_describe(v, got, sizeof got));
-	if (json_array_size(v) > max)
-		return bad(cfg, ptr, err, errlen, "more than %zu entries", max);
-	size_t i;
-	const json_t *s;
-	json_array_foreach(v, i, s) {
-		tgi_snprintf(ptr, sizeof ptr, "/redact/%s/%zu", name, i);
-		if (!json_is_string(s) || !json_string_length(s))
-			return bad(cfg, ptr, err, errlen, "expected a non-empty string, got %s",
-			           tgi_json_describe(s, got, sizeof got));
-		if (json_string_length(s) > maxlen)
-			return bad(cfg, ptr, err, errlen, "longer than %zu bytes", maxlen);
-		if (strlen(json_string_value(s)) != json_string_length(s))
-			return bad(cfg, ptr, err, errlen, "contains a NUL character");
-	}
-	return 0;
-}
-
 static int add_pattern(tgi_redactor *r, const tgi_config *cfg, size_t i, const char *src,
                        char *err, size_t errlen)
 {
@@ -631,15 +578,15 @@ static int add_pattern(tgi_redactor *r, const tgi_config *cfg, size_t i, const c
 	pattern *p = &r->pats[r->npats];
 	tgi_snprintf(ptr, sizeof ptr, "/redact/patterns/%zu", i);
 	if (compile(src, strlen(src), PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, p, why, sizeof why) < 0)
-		return bad(cfg, ptr, err, errlen, "%s", why);
+		return tgi_config_fail(cfg, ptr, err, errlen, "%s", why);
 	r->npats++;
 	/* one that matches nothing at all would mask between every character */
 	pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->code, NULL);
 	int rc = md ? pcre2_match(p->code, (PCRE2_SPTR) "", 0, 0, 0, md, r->mctx) : -1;
 	pcre2_match_data_free(md);
 	if (rc >= 0)
-		return bad(cfg, ptr, err, errlen, "matches the empty string; a pattern must match "
-		           "the secret itself");
+		return tgi_config_fail(cfg, ptr, err, errlen, "matches the empty string; a pattern "
+		                       "must match the secret itself");
 	uint32_t groups = 0;
 	pcre2_pattern_info(p->code, PCRE2_INFO_CAPTURECOUNT, &groups);
 	if (groups > r->groups)
@@ -654,8 +601,8 @@ static int configure(tgi_redactor *r, const tgi_config *cfg, char *err, size_t e
 	if (sec && !json_is_null(sec)) {
 		char got[96];
 		if (!json_is_object(sec))
-			return bad(cfg, "/redact", err, errlen, "expected a mapping, got %s",
-			           tgi_json_describe(sec, got, sizeof got));
+			return tgi_config_fail(cfg, "/redact", err, errlen, "expected a mapping, got %s",
+			                       tgi_json_describe(sec, got, sizeof got));
 		const char *k;
 		const json_t *v;
 		json_object_foreach((json_t *)sec, k, v) {
@@ -663,8 +610,8 @@ static int configure(tgi_redactor *r, const tgi_config *cfg, char *err, size_t e
 				char ptr[256], shown[72];
 				tgi_json_pointer_join(ptr, sizeof ptr, "/redact", k);
 				tgi_sanitize(shown, sizeof shown, k);
-				return bad(cfg, ptr, err, errlen,
-				           "unknown key \"%s\"; expected one of keys, patterns", shown);
+				return tgi_config_fail(cfg, ptr, err, errlen, "unknown key \"%s\"; expected "
+				                       "one of keys, patterns", shown);
 			}
 		}
 		keys = json_object_get(sec, "keys");
@@ -674,10 +621,11 @@ static int configure(tgi_redactor *r, const tgi_config *cfg, char *err, size_t e
 		if (json_is_null(pats))
 			pats = NULL;
 	}
-	if (keys && string_list(cfg, keys, "keys", MAX_KEYS, MAX_KEY_LEN, err, errlen) < 0)
+	if (keys && tgi_config_strings(cfg, keys, "/redact/keys", MAX_KEYS, MAX_KEY_LEN, 0, err,
+	                               errlen) < 0)
 		return -1;
-	if (pats && string_list(cfg, pats, "patterns", MAX_PATTERNS, MAX_PATTERN_LEN, err,
-	                        errlen) < 0)
+	if (pats && tgi_config_strings(cfg, pats, "/redact/patterns", MAX_PATTERNS,
+	                               MAX_PATTERN_LEN, 0, err, errlen) < 0)
 		return -1;
 
 	if (keys) {
@@ -943,6 +891,39 @@ char *tgi_redacted_args(const tgi_call *c)
 	char *s = tgi_json_canonical(out);
 	json_decref(out);
 	return s;
+}
+
+/* Does the JSON pointer ptr go through a masked key (listed or extra)? */
+static int pointer_sensitive(const tgi_redactor *r, const tgi_strv *extra, const char *ptr)
+{
+	char tok[sizeof ((tgi_call *)0)->field];   /* a token is shorter than its pointer */
+	while (*ptr == '/') {
+		size_t n = 0;
+		for (ptr++; *ptr && *ptr != '/'; ptr++) {
+			char ch = *ptr;
+			if (ch == '~' && (ptr[1] == '0' || ptr[1] == '1'))
+				ch = *++ptr == '0' ? '~' : '/';
+			if (n < sizeof tok)
+				tok[n++] = ch;
+		}
+		if (n < sizeof tok && key_listed(r, extra, tok, n))
+			return 1;
+	}
+	return 0;
+}
+
+char *tgi_redacted_message(const tgi_call *c)
+{
+	if (c->kind == TG_ERR_NONE || !c->message[0])
+		return NULL;
+	const tgi_redactor *r = or_builtin(c->g ? c->g->redact : NULL);
+	const tgi_strv *extra = c->entry ? &c->entry->sensitive : NULL;
+	if (c->has_field && pointer_sensitive(r, extra, c->field)) {
+		char *m = tgi_xmalloc(32);
+		tgi_redact_mask(c->message, strlen(c->message), m);
+		return m;
+	}
+	return tgi_redact_text(r, c->message, strlen(c->message));
 }
 
 /* ---- x-sensitive ------------------------------------------------------------ */

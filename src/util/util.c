@@ -501,6 +501,11 @@ json_t *tgi_json_text(const char *s, size_t n)
 	return j;
 }
 
+json_t *tgi_json_str_or_null(const char *s)
+{
+	return s && *s ? tgi_json_text(s, strlen(s)) : json_null();
+}
+
 size_t tgi_utf8_len(const char *s, size_t n)
 {
 	size_t cps = 0;

@@ -72,6 +72,8 @@ void    tgi_iso8601(int64_t unix_ms, char out[32]); /* 2026-11-30T03:49:36.123Z 
 /* A JSON string from bytes that may not be valid UTF-8: invalid sequences
  * (and NULs) become U+FFFD.  New reference. */
 json_t *tgi_json_text(const char *s, size_t n);
+/* s as by tgi_json_text, or JSON null when s is NULL or empty.  New reference. */
+json_t *tgi_json_str_or_null(const char *s);
 /* Number of UTF-8 code points in s (invalid bytes count one each). */
 size_t tgi_utf8_len(const char *s, size_t n);
 /* Byte offset of code point index cp in s (n if past the end). */

@@ -29,9 +29,11 @@ CARD=4$(rnd '0-9' 15)
 ACME=ACME-$(rnd '0-9' 6)
 ASK_PW=Ak$(rnd 'A-Za-z0-9' 14)
 ENUM_SECRET=sk-proj-Q8$(rnd 'A-Za-z0-9' 40)
+ENUM_PW=Ev$(rnd 'A-Za-z0-9' 14)      # matches no pattern: masked for its key alone
+TOOL_ID=AKIA$(rnd 'A-Z0-9' 16)       # in the name of a tool that does not exist
 MARKER=marker-$(rnd 'a-z0-9' 20)   # not a secret: the grep below must find it
 SECRETS=(AWS_ID AWS_SECRET BEARER PEM_BODY OPENAI ANTHROPIC GITHUB SLACK JWT URL_PW ERR_PW KEY_PW
-         CARD ACME ASK_PW ENUM_SECRET)
+         CARD ACME ASK_PW ENUM_SECRET ENUM_PW TOOL_ID)
 
 cat > toolgate.yaml <<YAML
 mode: bypassPermissions
@@ -65,7 +67,11 @@ tools:
     read_only: true
   pick:
     description: Pick an environment.
-    input_schema: {type: object, properties: {env: {type: string, enum: [staging, prod]}}}
+    input_schema:
+      type: object
+      properties:
+        env: {type: string, enum: [staging, prod]}
+        password: {type: string, enum: [letmein]}
     command: [/bin/sh, -c, "cat > /dev/null; echo ok"]
     read_only: true
   approve_me:
@@ -139,6 +145,19 @@ contains "$(sql "select envelope from ops where op_id='$(jqv fail.json .op_id)'"
 tgcall pick pick "$(jq -n --arg e "$ENUM_SECRET" '{env: $e}')"
 eq "$(jqv pick.json .status)" invalid "a value outside the enum is invalid"
 contains "$(jqv pick.json .error.message)" "$ENUM_SECRET" "the model is told the value it sent"
+# under a masked key the value is no pattern's: the kept message is masked whole
+tgcall pickpw pick "$(jq -n --arg p "$ENUM_PW" '{password: $p}')"
+eq "$(jqv pickpw.json .status)" invalid "a password outside the enum is invalid"
+contains "$(jqv pickpw.json .error.message)" "$ENUM_PW" "the model is told the password it sent"
+eq "$(sql "select json_extract(envelope, '$.error.message') from ops where op_id='$(jqv pickpw.json .op_id)'")" \
+	"$(mask "$(jqv pickpw.json .error.message)")" "the kept message quoting a password is masked"
+
+# ---- a tool name that names no tool ----
+tgcall notool "deploy_$TOOL_ID" '{}'
+eq "$(jqv notool.json .error.kind)" unknown_tool "a made-up tool is unknown"
+contains "$(jqv notool.json .error.message)" "$TOOL_ID" "the model is told the name it sent"
+eq "$(sql "select tool from ops where op_id='$(jqv notool.json .op_id)'")" "deploy_$(mask "$TOOL_ID")" \
+	"the ledger keeps the name with its secret masked"
 
 # ---- a queued approval ----
 tgcall ask approve_me "$(jq -n --arg p "$ASK_PW" '{password: $p, note: "please"}')"

@@ -931,6 +931,63 @@ static void test_where(void **state)
 	tgi_config_free(c);
 }
 
+/* The middleware's errors read as the loader's own: where, key path, message. */
+static void test_fail_and_strings(void **state)
+{
+	tgi_config *c = yaml_ok("redact:\n"
+	                        "  keys: [a, \"\", b]\n"
+	                        "  patterns: {x: 1}\n"
+	                        "rate_limits: {\"a/b~c\": 3/sec, \"7\": 1/min}\n"
+	                        "events: {argv: [\"\", x]}\n");
+	char err[256];
+	assert_int_equal(tgi_config_fail(c, "/redact/keys/1", err, sizeof err, "bad %s", "one"), -1);
+	assert_string_equal(err, "toolgate.yaml:2:13: redact.keys[1]: bad one");
+	/* a token is unescaped; a number is an index only in a list */
+	tgi_config_fail(c, "/rate_limits/a~1b~0c", err, sizeof err, "x");
+	assert_string_equal(err, "toolgate.yaml:4:24: rate_limits.a/b~c: x");
+	tgi_config_fail(c, "/rate_limits/7", err, sizeof err, "x");
+	assert_string_equal(err, "toolgate.yaml:4:36: rate_limits.7: x");
+	/* a node that is not there: its nearest ancestor's place */
+	tgi_config_fail(c, "/redact/missing", err, sizeof err, "x");
+	assert_string_equal(err, "toolgate.yaml:2:3: redact.missing: x");
+	/* the message is made printable */
+	tgi_config_fail(c, "/events", err, sizeof err, "got \"%s\"", "a\nb\x1b[1m\xff");
+	assert_string_equal(err, "toolgate.yaml:5:9: events: got \"a b [1m\xef\xbf\xbd\"");
+	/* a small buffer is cut, never overrun */
+	char tiny[10];
+	tgi_config_fail(c, "/events", tiny, sizeof tiny, "x");
+	assert_string_equal(tiny, "toolgate.");
+
+	const json_t *keys = json_object_get(c->redact, "keys");
+	assert_int_equal(tgi_config_strings(c, keys, "/redact/keys", 8, 64, 0, err, sizeof err), -1);
+	assert_string_equal(err, "toolgate.yaml:2:13: redact.keys[1]: expected a non-empty string, "
+	                         "got \"\"");
+	/* a command line: only the program must not be empty */
+	assert_int_equal(tgi_config_strings(c, keys, "/redact/keys", 8, 64, 1, err, sizeof err), 0);
+	assert_int_equal(tgi_config_strings(c, json_object_get(c->events, "argv"), "/events/argv", 8,
+	                                    64, 1, err, sizeof err), -1);
+	assert_string_equal(err, "toolgate.yaml:5:17: events.argv[0]: expected a non-empty string, "
+	                         "got \"\"");
+	assert_int_equal(tgi_config_strings(c, keys, "/redact/keys", 2, 64, 1, err, sizeof err), -1);
+	assert_string_equal(err, "toolgate.yaml:2:9: redact.keys: more than 2 entries");
+	assert_int_equal(tgi_config_strings(c, keys, "/redact/keys", 8, 0, 1, err, sizeof err), -1);
+	assert_string_equal(err, "toolgate.yaml:2:10: redact.keys[0]: longer than 0 bytes");
+	assert_int_equal(tgi_config_strings(c, json_object_get(c->redact, "patterns"),
+	                                    "/redact/patterns", 8, 64, 0, err, sizeof err), -1);
+	assert_string_equal(err, "toolgate.yaml:3:13: redact.patterns: expected a list of strings, "
+	                         "got a mapping");
+	tgi_config_free(c);
+
+	/* no source map: the file only; a NUL inside a string is refused */
+	json_t *root = json_pack("{s:{s:[s,o]}}", "redact", "keys", "a",
+	                         json_stringn("b\0c", 3));
+	assert_int_equal(tgi_config_from_json(root, NULL, "inline.yaml", NULL, &c, err, sizeof err), 0);
+	assert_int_equal(tgi_config_strings(c, json_object_get(c->redact, "keys"), "/redact/keys",
+	                                    8, 64, 0, err, sizeof err), -1);
+	assert_string_equal(err, "inline.yaml: redact.keys[1]: contains a NUL character");
+	tgi_config_free(c);
+}
+
 static void test_from_json_directly(void **state)
 {
 	fixture *fx = *state;
@@ -1056,6 +1113,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_profiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_principals_and_roles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_where, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fail_and_strings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_from_json_directly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_opaque_sections_kept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_json_file_errors, setup, teardown),

@@ -541,6 +541,57 @@ static void test_args_sensitive_entry(void **state)
 	tgi_strv_free(&e.sensitive);
 }
 
+/* The kept error message of a call that stopped with msg at field (NULL:
+ * no field), under the default keys and e's x-sensitive ones.  Caller frees. */
+static char *kept_message(const tgi_entry *e, const char *field, const char *msg)
+{
+	tgi_call c;
+	memset(&c, 0, sizeof c);
+	c.entry = e;
+	c.kind = TG_ERR_INVALID_INPUT;
+	snprintf(c.message, sizeof c.message, "%s", msg);
+	if (field) {
+		snprintf(c.field, sizeof c.field, "%s", field);
+		c.has_field = 1;
+	}
+	return tgi_redacted_message(&c);
+}
+
+/* Validation quotes the value it refused: under a masked key the kept
+ * message is masked whole, as no pattern need match the value. */
+static void test_message_under_sensitive_field(void **state)
+{
+	static const char quoted[] = "must be one of \"a\"; got \"hunter2xyz\"";
+	char m[32], *s;
+	tgi_redact_mask(quoted, strlen(quoted), m);
+	const char *masked[] = {"/password", "/db/password", "/creds/0/api_key", "/x~1y/token",
+	                        "/card"};
+	tgi_entry e;
+	memset(&e, 0, sizeof e);
+	tgi_strv_push(&e.sensitive, strdup("card"));
+	for (size_t i = 0; i < sizeof masked / sizeof *masked; i++) {
+		s = kept_message(&e, masked[i], quoted);
+		if (strcmp(s, m))
+			fail_msg("at %s the kept message is \"%s\"", masked[i], s);
+		free(s);
+	}
+	/* elsewhere, or with no field, only the patterns apply */
+	const char *kept[] = {"/user", "/password_hint/x~0", NULL};
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+		s = kept_message(&e, kept[i], quoted);
+		assert_string_equal(s, quoted);
+		free(s);
+	}
+	s = kept_message(&e, "/user", "got \"AKIAIOSFODNN7EXAMPLE\"");
+	assert_null(strstr(s, "AKIAIOSFODNN7EXAMPLE"));
+	free(s);
+	/* no error, no message */
+	tgi_call c;
+	memset(&c, 0, sizeof c);
+	assert_null(tgi_redacted_message(&c));
+	tgi_strv_free(&e.sensitive);
+}
+
 /* ---- x-sensitive ---- */
 
 static int has(const tgi_strv *v, const char *name)
@@ -801,6 +852,7 @@ int main(void)
 		cmocka_unit_test(test_json_deep),
 		cmocka_unit_test(test_args_cut),
 		cmocka_unit_test(test_args_sensitive_entry),
+		cmocka_unit_test(test_message_under_sensitive_field),
 		cmocka_unit_test(test_schema_sensitive),
 		cmocka_unit_test(test_config_keys_replace_defaults),
 		cmocka_unit_test(test_config_patterns),
