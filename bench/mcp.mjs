@@ -101,15 +101,19 @@ for (let i = 1; i <= 20; i++)
 	lines.push(`line ${i} of a small file read through the gate`);
 const smallText = lines.join('\n') + '\n';
 writeFileSync(join(ws, 'small.txt'), smallText);
+/* The same read a thousand times in one session is exactly what loop
+ * detection stops (at the 5th); everything else stays at its default. */
+writeFileSync(join(ws, 'toolgate.yaml'), 'loop_detection: {enabled: false}\n');
 
 /* Both children get the SDK's default environment (PATH, HOME, ...) and run
- * in the workspace; toolgate finds no toolgate.yaml there and uses its
- * built-in defaults (profile coding, mode default: read_file is allowed). */
+ * in the workspace; toolgate reads the toolgate.yaml there: built-in
+ * defaults (profile coding, mode default: read_file is allowed) but for
+ * loop detection. */
 const servers = [
 	{
 		name: 'toolgate serve',
 		command: toolgate,
-		args: ['serve', '--workspace', ws],
+		args: ['serve', '--workspace', ws, '--config', join(ws, 'toolgate.yaml')],
 		tool: 'read_file',
 		arguments: { path: 'small.txt' },
 		/* the gate's own time for the call (decode up to the ledger write), from the envelope */
