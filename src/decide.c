@@ -179,38 +179,39 @@ static const tgi_rule *path_rule(const tgi_call *c, tgi_rule_kind kind, tgi_matc
 	return r;
 }
 
-int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
+/* May relpath be read, judged as tool with args (the floor, protected paths,
+ * then deny and ask rules: an entry that would need asking is left out
+ * too, as a walk or a plan cannot ask)?  as_read: judge it as read_file
+ * itself rather than as c's tool borrowing read_file's rules. */
+static int may_read_as(const tgi_call *c, const char *relpath, const char *tool,
+                       const json_t *args, int as_read)
 {
-	const tgi_call *c = ctx->policy;
 	char msg[512];
 	const char *why;
-	(void)is_dir;
 	if (path_refused(c, relpath, 0, msg, sizeof msg, &why))
 		return 0;
 	const char *paths[1] = {relpath};
 	tgi_match_input in = {
-		.tool = c->tool, .args = c->args, .paths = paths, .resolved = paths,
+		.tool = tool, .args = args, .paths = paths, .resolved = paths,
 		.npaths = 1, .has_paths = 1,
 	};
-	/* an entry that would need asking is left out too: a walk cannot ask */
+	if (as_read)
+		return !first_rule(c, TGI_RULE_DENY, &in) && !first_rule(c, TGI_RULE_ASK, &in);
 	return !path_rule(c, TGI_RULE_DENY, &in) && !path_rule(c, TGI_RULE_ASK, &in);
+}
+
+int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
+{
+	const tgi_call *c = ctx->policy;
+	(void)is_dir;
+	return may_read_as(c, relpath, c->tool, c->args, 0);
 }
 
 int tgi_may_read_file(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
 {
-	const tgi_call *c = ctx->policy;
-	char msg[512];
-	const char *why;
 	(void)is_dir;
-	if (path_refused(c, relpath, 0, msg, sizeof msg, &why))
-		return 0;
-	const char *paths[1] = {relpath};
 	json_t *args = json_pack("{s:s}", "path", relpath);
-	tgi_match_input in = {
-		.tool = "read_file", .args = args, .paths = paths, .resolved = paths,
-		.npaths = 1, .has_paths = 1,
-	};
-	int ok = args && !first_rule(c, TGI_RULE_DENY, &in) && !first_rule(c, TGI_RULE_ASK, &in);
+	int ok = args && may_read_as(ctx->policy, relpath, "read_file", args, 1);
 	json_decref(args);
 	return ok;
 }
