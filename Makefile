@@ -2,7 +2,7 @@
 #
 #   make            build/toolgate and build/libtoolgate.a (optimised)
 #   make check      install deps if missing, build with ASan+UBSan, run every test
-#   make demo       the five-call experiment on a fresh temporary workspace
+#   make demo       the agent demo (toolgate agent, scripted model) on a fresh temporary workspace
 #   make bench      pipeline, validator, apply_patch, shell, dispatch and MCP benchmarks
 #   make fuzz       libFuzzer targets (clang), each run briefly
 #   make tsan       the threaded tests under ThreadSanitizer
@@ -76,7 +76,7 @@ check:
 
 # the optimised build too: -O2 finds warnings -O1 does not; each fuzzer 5 s from its
 # corpus (make fuzz runs them longer)
-test: build/toolgate build/asan/toolgate $(UNIT_BIN_ASAN) $(TSAN_TESTS) $(FUZZ_BIN)
+test: build/toolgate build/asan/toolgate build/asan/fake_provider $(UNIT_BIN_ASAN) $(TSAN_TESTS) $(FUZZ_BIN)
 	@TSAN_TESTS="$(TSAN_TESTS)" FUZZ_SMOKE="$(FUZZ_BIN)" FUZZ_SMOKE_SECONDS=$${FUZZ_SMOKE_SECONDS:-5} tests/run build/asan
 
 # the threaded tests alone, under ThreadSanitizer (make check runs them too)
@@ -86,12 +86,22 @@ tsan: $(TSAN_TESTS)
 demo: all
 	@scripts/demo build/toolgate
 
-bench: all build/bench/pipeline build/bench/redact build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
+bench: all build/bench/pipeline build/bench/redact build/bench/agent build/fake_provider build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(BASE) -o $@ $< build/libtoolgate.a $(PKG_LIBS) -lpthread
+
+# the fake model API that test_agent_http (and the bench) talk to: tests/fake_provider.c
+build/fake_provider: tests/fake_provider.c
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT) $(BASE) -o $@ $< $(PKG_LIBS)
+build/asan/fake_provider: tests/fake_provider.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(BASE) -o $@ $< $(PKG_LIBS)
+build/tests/test_agent_http: build/fake_provider
+build/asan/tests/test_agent_http: build/asan/fake_provider
 
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 fuzz: $(FUZZ_BIN)

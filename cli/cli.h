@@ -59,5 +59,6 @@ int cmd_policy(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 
 #endif

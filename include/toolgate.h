@@ -198,6 +198,37 @@ char *tg_tools_format(tg_gate *g, const char *profile, const char *api, int gemi
 char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int stream,
                   const char *session, const char *principal, char **summary, char **errmsg);
 
+/* ---- toolgate agent: a model using tools through the gate ---------------- */
+
+typedef struct tg_agent_options {
+	const char *provider;  /* scripted (NULL: the default) | openai-chat | openai-responses |
+	                          anthropic | gemini */
+	const char *model;     /* NULL: the provider's default */
+	const char *base_url;  /* NULL: the API's own (an OpenAI-compatible local server) */
+	const char *script;    /* scripted: a script file; NULL: the built-in demo script */
+	const char *prompt;    /* the user's message (may be NULL only with resume) */
+	const char *session;   /* NULL: a new one, "agent-<UUIDv7>"; with resume: required */
+	int         resume;    /* continue session's saved conversation (prompt, if any,
+	                          becomes a new user message) */
+	int         max_turns; /* model replies at most (0: 20) */
+	int         json;      /* print one JSON line per event instead of the transcript */
+	const char *principal; /* the principal of every call (--as), or NULL */
+	void       *out;       /* FILE * of the transcript; NULL: stdout */
+} tg_agent_options;
+
+/*
+ * Run the agent loop: each turn sends the conversation and the tool
+ * definitions (in the provider's API shape) to the model, runs every call
+ * of its reply through the gate as one batch (session o->session on each,
+ * so `toolgate log --session` shows them), appends the results, and saves
+ * the turn's conversation entries (redacted) in the ledger.  Returns 0
+ * when the model answered without calls, 1 when max_turns stopped it, -1
+ * with *errmsg (caller frees) for a provider error, a reply that is not
+ * the API's, a session to resume that has no conversation, ...  API keys
+ * are read by the HTTP providers from the environment and never printed.
+ */
+int tg_agent(tg_gate *g, const tg_agent_options *o, char **errmsg);
+
 /* Decide a queued approval.  0 on success, -1 with *errmsg. */
 int tg_approval_decide(tg_gate *g, const char *approval_id, int approve,
                        const char *by, char **errmsg);

@@ -164,34 +164,26 @@ static char *result_body(const json_t *env, int is_error)
 	return s ? s : tgi_strdup("");
 }
 
-char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int stream,
-                  const char *session, const char *principal, char **summary, char **errmsg)
+/* invalid, denied, pending or failed: the model reads an error */
+static int status_is_error(tg_status st)
 {
-	char err[1024];
-	tgi_pcalls calls = {0};
-	const tgi_protocol *p = tgi_protocol_find(api);
-	if (summary)
-		*summary = NULL;
-	if (!p) {
-		tgi_fail(errmsg, "unknown API \"%s\"; expected openai-chat, openai-responses, "
-		         "anthropic or gemini", api ? api : "");
-		return NULL;
-	}
-	if ((stream ? p->decode_stream : p->decode)(text, len, &calls, err, sizeof err) < 0) {
-		tgi_fail(errmsg, "%s", err);
-		tgi_pcalls_free(&calls);
-		return NULL;
-	}
+	return st == TG_INVALID || st == TG_DENIED || st == TG_PENDING || st == TG_FAILED;
+}
 
-	size_t n = calls.n;
+json_t *tgi_dispatch_calls(struct tg_gate *g, const tgi_protocol *p, const tgi_pcalls *calls,
+                           const char *const *call_ids, const char *session,
+                           const char *principal, json_t **envelopes)
+{
+	size_t n = calls->n;
 	tg_request *rq = tgi_xcalloc(n + 1, sizeof *rq);
 	tg_result **rs = tgi_xcalloc(n + 1, sizeof *rs);
 	char **wrapped = tgi_xcalloc(n + 1, sizeof *wrapped);
 	for (size_t i = 0; i < n; i++) {
-		const tgi_pcall *c = &calls.v[i];
+		const tgi_pcall *c = &calls->v[i];
 		rq[i] = (tg_request){
 			.tool = c->name, .args = c->args, .args_len = c->args ? c->args_len : 0,
-			.call_id = c->id, .session = session, .principal = principal,
+			.call_id = call_ids && call_ids[i] ? call_ids[i] : c->id,
+			.session = session, .principal = principal,
 			.invalid = c->error,
 		};
 		if (!c->raw && !c->error && !strncmp(p->name, "openai-", 7) &&
@@ -219,32 +211,18 @@ char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int
 	tgi_presult *res = tgi_xcalloc(n + 1, sizeof *res);
 	json_t **envs = tgi_xcalloc(n + 1, sizeof *envs);
 	char **texts = tgi_xcalloc(n + 1, sizeof *texts);
-	tgi_buf sum;
-	tgi_buf_init(&sum, 1u << 24);
+	if (envelopes)
+		*envelopes = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_error_t je;
 		tg_status st = tg_result_status(rs[i]);
 		envs[i] = json_loads(tg_result_json(rs[i], 0), 0, &je);
-		int is_error = st == TG_INVALID || st == TG_DENIED || st == TG_PENDING || st == TG_FAILED;
-		texts[i] = result_text(envs[i], is_error);
-		res[i] = (tgi_presult){tg_status_name(st), is_error, texts[i], envs[i]};
-		const json_t *e = json_object_get(envs[i], "error");
-		const char *kind = json_string_value(json_object_get(e, "kind"));
-		const char *msg = json_string_value(json_object_get(e, "message"));
-		char shown[300] = "";
-		tgi_sanitize(shown, sizeof shown, msg ? msg : "");
-		tgi_buf_printf(&sum, "%s %s %s", calls.v[i].id ? calls.v[i].id : "-",
-		               calls.v[i].name ? calls.v[i].name : "-", tg_status_name(st));
-		if (is_error)
-			tgi_buf_printf(&sum, " %s: %s", kind ? kind : "error", shown);
-		tgi_buf_puts(&sum, "\n");
+		texts[i] = result_text(envs[i], status_is_error(st));
+		res[i] = (tgi_presult){tg_status_name(st), status_is_error(st), texts[i], envs[i]};
+		if (envelopes)
+			json_array_append(*envelopes, envs[i] ? envs[i] : json_null());
 	}
-	json_t *msgs = p->results(&calls, res);
-	char *out = json_dumps(msgs, JSON_INDENT(2));
-	json_decref(msgs);
-	if (summary)
-		*summary = sum.p ? tgi_buf_steal(&sum) : tgi_strdup("");
-	tgi_buf_free(&sum);
+	json_t *msgs = p->results(calls, res);
 	for (size_t i = 0; i < n; i++) {
 		tg_result_free(rs[i]);
 		json_decref(envs[i]);
@@ -257,6 +235,57 @@ char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int
 	free(res);
 	free(envs);
 	free(texts);
+	return msgs;
+}
+
+/* The line per call of tg_dispatch's summary: "call_id tool status [kind: message]". */
+static void summary_line(tgi_buf *sum, const tgi_pcall *c, const json_t *env)
+{
+	const char *status = json_string_value(json_object_get(env, "status"));
+	const json_t *e = json_object_get(env, "error");
+	const char *kind = json_string_value(json_object_get(e, "kind"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	char shown[300] = "";
+	tgi_sanitize(shown, sizeof shown, msg ? msg : "");
+	tgi_buf_printf(sum, "%s %s %s", c->id ? c->id : "-", c->name ? c->name : "-",
+	               status ? status : "?");
+	if (status && (!strcmp(status, "invalid") || !strcmp(status, "denied") ||
+	               !strcmp(status, "pending") || !strcmp(status, "failed")))
+		tgi_buf_printf(sum, " %s: %s", kind ? kind : "error", shown);
+	tgi_buf_puts(sum, "\n");
+}
+
+char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int stream,
+                  const char *session, const char *principal, char **summary, char **errmsg)
+{
+	char err[1024];
+	tgi_pcalls calls = {0};
+	const tgi_protocol *p = tgi_protocol_find(api);
+	if (summary)
+		*summary = NULL;
+	if (!p) {
+		tgi_fail(errmsg, "unknown API \"%s\"; expected openai-chat, openai-responses, "
+		         "anthropic or gemini", api ? api : "");
+		return NULL;
+	}
+	if ((stream ? p->decode_stream : p->decode)(text, len, &calls, err, sizeof err) < 0) {
+		tgi_fail(errmsg, "%s", err);
+		tgi_pcalls_free(&calls);
+		return NULL;
+	}
+	json_t *envs = NULL;
+	json_t *msgs = tgi_dispatch_calls(g, p, &calls, NULL, session, principal, &envs);
+	char *out = json_dumps(msgs, JSON_INDENT(2));
+	json_decref(msgs);
+	if (summary) {
+		tgi_buf sum;
+		tgi_buf_init(&sum, 1u << 24);
+		for (size_t i = 0; i < calls.n; i++)
+			summary_line(&sum, &calls.v[i], json_array_get(envs, i));
+		*summary = sum.p ? tgi_buf_steal(&sum) : tgi_strdup("");
+		tgi_buf_free(&sum);
+	}
+	json_decref(envs);
 	tgi_pcalls_free(&calls);
 	return out;
 }

@@ -90,6 +90,24 @@ extern const tgi_protocol tgi_protocol_gemini;
 /* By name; NULL if unknown. */
 const tgi_protocol *tgi_protocol_find(const char *name);
 
+/* ---- dispatch.c: decoded calls through the gate ---------------------- */
+
+struct tg_gate;
+
+/*
+ * Run every call of `calls` through the gate as one batch (session and
+ * principal, either may be NULL, applied to each), as tg_dispatch does,
+ * and return the results in api's shape (api->results: a new JSON array,
+ * one result per call in call order).  call_ids (NULL, or NULL entries:
+ * the calls' own ids) are the call ids the gate records, which scope a
+ * call's idempotency within its session: the results still answer the
+ * API's ids.  *envelopes (if not NULL) gets a new JSON array of the calls'
+ * envelopes, in call order.
+ */
+json_t *tgi_dispatch_calls(struct tg_gate *g, const tgi_protocol *api, const tgi_pcalls *calls,
+                           const char *const *call_ids, const char *session,
+                           const char *principal, json_t **envelopes);
+
 /* ---- dialect.c: schemas per API ---------------------------------------- */
 
 /*

@@ -7,7 +7,7 @@
  * approvals, sessions (with the tool manifest each last ran with), pins
  * (the first-seen digest of each bridged MCP tool's description),
  * rate_buckets (the rate limiter's token buckets, so a restart does not
- * refill them).  The schema version lives in PRAGMA user_version; an older
+ * refill them), messages (an agent session's conversation).  The schema version lives in PRAGMA user_version; an older
  * ledger is upgraded in place, a newer one is refused.
  *
  * Many toolgate processes share one ledger at once, so every write is one
@@ -56,7 +56,7 @@
 
 #include <sqlite3.h>
 
-#define TGI_SCHEMA_VERSION 3
+#define TGI_SCHEMA_VERSION 4
 #define TGI_BUSY_MS        5000   /* many processes share the ledger */
 #define TGI_SCOPE_MAX      1024   /* bytes of an idempotency scope */
 #define TGI_RETRY_MIN_S    1.0
@@ -116,6 +116,11 @@
  * small rows looked up by their key.  The upgrade rebuilds ops_tool, once,
  * in the migration's transaction (seconds for a million calls).
  *
+ * Version 4 (toolgate agent).  messages: a session's conversation, one
+ * row per history entry in the shape of one model API, numbered from 1 in
+ * the session; WITHOUT ROWID so that an append and a resume read one range
+ * of the primary key.  The entries are redacted before they get here.
+ *
  * Migration i takes user_version i to i + 1.
  */
 static const char *const migrations[TGI_SCHEMA_VERSION] = {
@@ -156,6 +161,10 @@ static const char *const migrations[TGI_SCHEMA_VERSION] = {
 	"CREATE INDEX ops_tool ON ops(tool, op_id, status, started_ms, duration_ms);"
 	"CREATE INDEX IF NOT EXISTS ops_session ON ops(session, op_id, loop)"
 	"  WHERE session IS NOT NULL;",
+	"CREATE TABLE IF NOT EXISTS messages("
+	"  session TEXT NOT NULL, seq INTEGER NOT NULL, api TEXT NOT NULL,"
+	"  ts_ms INTEGER NOT NULL, entry TEXT NOT NULL,"
+	"  PRIMARY KEY(session, seq)) WITHOUT ROWID;",
 };
 
 /* One quick query per table at open: every column we use must exist and
@@ -171,6 +180,7 @@ static const char *const verify_sql[] = {
 	"SELECT id, first_ms, last_ms, calls, manifest FROM sessions LIMIT 1",
 	"SELECT name, digest, first_ms, updated_ms FROM pins LIMIT 1",
 	"SELECT principal, tool, tokens, updated_ms FROM rate_buckets LIMIT 1",
+	"SELECT session, seq, api, ts_ms, entry FROM messages LIMIT 1",
 };
 
 /* The cached statements.  Approval states are derived at read time: a
@@ -243,6 +253,11 @@ static const char *const verify_sql[] = {
 	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
 	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
 	  " ORDER BY created_ms DESC, id DESC")                                                 \
+	X(ST_MSG_LAST,                                                                          \
+	  "SELECT seq, api FROM messages WHERE session = ?1 ORDER BY seq DESC LIMIT 1")        \
+	X(ST_MSG_INSERT,                                                                        \
+	  "INSERT INTO messages(session, seq, api, ts_ms, entry) VALUES(?1, ?2, ?3, ?4, ?5)")  \
+	X(ST_MSG_LIST, "SELECT api, entry FROM messages WHERE session = ?1 ORDER BY seq")       \
 	X(ST_PIN_GET, "SELECT digest FROM pins WHERE name = ?1")                                \
 	X(ST_PIN_ADD,                                                                           \
 	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES(?1, ?2, ?3, ?3)"        \
@@ -1761,6 +1776,123 @@ int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot move the pin of '%s'", quoted(q, sizeof q, name));
+	return 0;
+}
+
+/* ---- an agent's conversation (toolgate agent) ---- */
+
+#define TGI_MSG_API_MAX 32
+
+static int check_messages_args(const char *session, const char *api, char *err, size_t errlen)
+{
+	if (!session || !*session) {
+		tgi_snprintf(err, errlen, "a conversation is kept by session, and none was given");
+		return -1;
+	}
+	if (api && (!*api || strlen(api) >= TGI_MSG_API_MAX)) {
+		tgi_snprintf(err, errlen, "a conversation needs the name of its API");
+		return -1;
+	}
+	return 0;
+}
+
+int tgi_store_messages_append(tgi_store *s, const char *session, const char *api,
+                              const json_t *entries, char *err, size_t errlen)
+{
+	char q[80];
+	if (check_messages_args(session, api ? api : "", err, errlen) < 0)
+		return -1;
+	if (!json_is_array(entries)) {
+		tgi_snprintf(err, errlen, "the entries of a conversation come as a JSON array");
+		return -1;
+	}
+	if (!json_array_size(entries))
+		return 0;
+	size_t n = json_array_size(entries);
+	char **text = tgi_xcalloc(n, sizeof *text);
+	for (size_t i = 0; i < n; i++)
+		if (!(text[i] = json_dumps(json_array_get(entries, i), JSON_COMPACT | JSON_ENCODE_ANY))) {
+			for (size_t j = 0; j < i; j++)
+				free(text[j]);
+			free(text);
+			tgi_snprintf(err, errlen, "cannot encode entry %zu of the conversation", i);
+			return -1;
+		}
+
+	int64_t seq = 0, now = tgi_unix_ms();
+	char have[TGI_MSG_API_MAX] = "";
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK) {
+		rc = st_step(s, ST_MSG_LAST, "t", session);
+		if (rc == SQLITE_ROW) {
+			seq = sqlite3_column_int64(s->st[ST_MSG_LAST], 0);
+			col_copy(s->st[ST_MSG_LAST], 1, have, sizeof have);
+			st_reset(s, ST_MSG_LAST);
+			rc = SQLITE_DONE;
+		}
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+	}
+	if (rc == SQLITE_OK && have[0] && strcmp(have, api)) {
+		tx_rollback(s);
+		for (size_t i = 0; i < n; i++)
+			free(text[i]);
+		free(text);
+		tgi_snprintf(err, errlen, "session '%s' is a conversation in the %s API, not %s",
+		             quoted(q, sizeof q, session), have, api);
+		return -1;
+	}
+	for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
+		rc = st_run(s, ST_MSG_INSERT, "titit", session, seq + 1 + (int64_t)i, api, now, text[i]);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	for (size_t i = 0; i < n; i++)
+		free(text[i]);
+	free(text);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot save the conversation of session '%s'",
+		            quoted(q, sizeof q, session));
+	return 0;
+}
+
+int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api[32],
+                       char *err, size_t errlen)
+{
+	char q[80];
+	enum st id = ST_MSG_LIST;
+	*out = NULL;
+	api[0] = '\0';
+	if (check_messages_args(session, NULL, err, errlen) < 0)
+		return -1;
+	json_t *arr = json_array();
+	int bad = 0;
+	int rc = st_step(s, id, "t", session);
+	for (; rc == SQLITE_ROW; rc = sqlite3_step(s->st[id])) {
+		const char *entry = (const char *)sqlite3_column_text(s->st[id], 1);
+		json_error_t je;
+		json_t *v = entry ? json_loads(entry, JSON_DECODE_ANY, &je) : NULL;
+		if (!v) {
+			bad = 1;
+			break;
+		}
+		if (!api[0])
+			col_copy(s->st[id], 0, api, TGI_MSG_API_MAX);
+		json_array_append_new(arr, v);
+	}
+	st_reset(s, id);
+	if (bad) {
+		json_decref(arr);
+		api[0] = '\0';
+		tgi_snprintf(err, errlen, "the conversation of session '%s' holds an entry that is "
+		             "not JSON", quoted(q, sizeof q, session));
+		return -1;
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		json_decref(arr);
+		api[0] = '\0';
+		return fail(s, rc, err, errlen, "cannot read the conversation of session '%s'",
+		            quoted(q, sizeof q, session));
+	}
+	*out = arr;
 	return 0;
 }
 

@@ -6,7 +6,8 @@
  * src/store/ sees SQL.  Many processes share one ledger at once.
  *
  * Tables: ops (one row per call), idem (scope -> op, in_flight/done),
- * events (append-only, sequence numbered), approvals, sessions.
+ * events (append-only, sequence numbered), approvals, sessions, messages
+ * (an agent session's conversation).
  *
  * Owns: the database handle and the on-disk state directory checks.
  * Must not: decide policy, run tools, or build envelopes.
@@ -206,6 +207,20 @@ int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_
 /* Move the pin of name to digest (a change was approved). */
 int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
                       size_t errlen);
+
+/* ---- an agent's conversation (toolgate agent) ---- */
+
+/* Append entries (a JSON array of history entries in the shape of the model
+ * API named api, already redacted) to session's conversation, after the
+ * ones it has, in one transaction.  A session's entries all have one API:
+ * appending in another is refused. */
+int tgi_store_messages_append(tgi_store *s, const char *session, const char *api,
+                              const json_t *entries, char *err, size_t errlen);
+
+/* Session's conversation, oldest first: *out a new JSON array (empty when
+ * the session has none), api[32] the API of its entries ("" when none). */
+int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api[32],
+                       char *err, size_t errlen);
 
 /* An event written on its own: one that belongs to no call (op_id NULL:
  * mcp.tool.changed, mcp.server.down, ...) or one that comes after a call's

@@ -1667,7 +1667,7 @@ static void test_concurrent_open_new_ledger(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), N);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 4 * N);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's'"), N);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 3);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
 }
 
 /* ---- approvals ---- */
@@ -2106,7 +2106,7 @@ static void test_schema_versions(void **state)
 	f->s = NULL;
 	raw_exec(f->db, "PRAGMA user_version = 7");
 	assert_int_equal(tgi_store_open(f->db, 0, &s, err, sizeof err), -1);
-	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (3)"));
+	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (4)"));
 
 	/* another program's database is not a ledger */
 	path_in(f, "foreign.db", p, sizeof p);
@@ -2120,7 +2120,7 @@ static void test_schema_versions(void **state)
 	write_file(p, "", 0);
 	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), 0);
 	tgi_store_close(s);
-	assert_int_equal(raw_int(p, "PRAGMA user_version"), 3);
+	assert_int_equal(raw_int(p, "PRAGMA user_version"), 4);
 	assert_int_equal(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
 	                            " IN ('ops_tool', 'ops_status', 'events_op', 'approvals_binding')"), 4);
 	/* the lean schema: no started_ms index (since is an op_id range), no
@@ -2602,7 +2602,7 @@ static void test_pins_migration(void **state)
 	raw_exec(f->db, "INSERT INTO ops(op_id, status, started_ms, envelope)"
 	                " VALUES ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'persisted', 1000, '{}')");
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 3);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 1);
 	assert_int_equal(pin_check(f->s, "fs__x", DIGEST_A, pinned), TGI_PIN_NEW);
 }
@@ -2621,7 +2621,7 @@ static void test_schema_upgrade_v2(void **state)
 	raw_exec(f->db, schema_v2_more);
 	raw_exec(f->db, rows_v2);
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 3);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
 
 	/* every row is still there and reads back */
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 3);
@@ -2796,6 +2796,70 @@ static void test_store_event_of_op(void **state)
 	json_decref(v);
 }
 
+/* An agent session's conversation: appended turn by turn, read back in
+ * order with its API; one session holds one API; other sessions apart. */
+static void test_messages(void **state)
+{
+	struct fx *f = *state;
+	char err[512], api[32];
+	json_t *v;
+
+	/* a session that has none reads as empty */
+	assert_int_equal(tgi_store_messages(f->s, "agent-1", &v, api, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 0);
+	assert_string_equal(api, "");
+	json_decref(v);
+
+	json_t *t1 = json_pack("[{s:s, s:s}]", "role", "user", "content", "hi");
+	json_t *t2 = json_pack("[{s:s, s:[]}, {s:s, s:i}]", "role", "assistant", "content",
+	                       "role", "user", "n", 2);
+	assert_int_equal(tgi_store_messages_append(f->s, "agent-1", "anthropic", t1, err, sizeof err), 0);
+	assert_int_equal(tgi_store_messages_append(f->s, "agent-1", "anthropic", t2, err, sizeof err), 0);
+	assert_int_equal(tgi_store_messages_append(f->s, "agent-2", "gemini", t1, err, sizeof err), 0);
+	/* another API in the same session is refused, nothing written */
+	assert_int_equal(tgi_store_messages_append(f->s, "agent-1", "gemini", t1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "anthropic"));
+	/* an empty batch writes nothing; no session, no API, not an array: refused */
+	json_t *none = json_array();
+	assert_int_equal(tgi_store_messages_append(f->s, "agent-1", "anthropic", none, err, sizeof err), 0);
+	assert_int_equal(tgi_store_messages_append(f->s, "", "anthropic", t1, err, sizeof err), -1);
+	assert_int_equal(tgi_store_messages_append(f->s, "agent-1", NULL, t1, err, sizeof err), -1);
+	assert_int_equal(tgi_store_messages_append(f->s, "agent-1", "anthropic", json_object_get(
+	                 json_array_get(t1, 0), "role"), err, sizeof err), -1);
+	assert_int_equal(tgi_store_messages(f->s, NULL, &v, api, err, sizeof err), -1);
+	json_decref(none);
+
+	assert_int_equal(tgi_store_messages(f->s, "agent-1", &v, api, err, sizeof err), 0);
+	assert_string_equal(api, "anthropic");
+	assert_int_equal(json_array_size(v), 3);
+	assert_true(json_equal(json_array_get(v, 0), json_array_get(t1, 0)));
+	assert_true(json_equal(json_array_get(v, 1), json_array_get(t2, 0)));
+	assert_true(json_equal(json_array_get(v, 2), json_array_get(t2, 1)));
+	json_decref(v);
+	assert_int_equal(tgi_store_messages(f->s, "agent-2", &v, api, err, sizeof err), 0);
+	assert_string_equal(api, "gemini");
+	assert_int_equal(json_array_size(v), 1);
+	json_decref(v);
+	assert_int_equal(raw_int(f->db, "SELECT max(seq) FROM messages WHERE session = 'agent-1'"), 3);
+
+	/* another handle (another process) appends after what is there */
+	tgi_store *s2 = NULL;
+	assert_int_equal(tgi_store_open(f->db, 0, &s2, err, sizeof err), 0);
+	assert_int_equal(tgi_store_messages_append(s2, "agent-1", "anthropic", t1, err, sizeof err), 0);
+	tgi_store_close(s2);
+	assert_int_equal(tgi_store_messages(f->s, "agent-1", &v, api, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 4);
+	json_decref(v);
+
+	/* a damaged row is an error with a sentence, not a crash */
+	raw_exec(f->db, "UPDATE messages SET entry = '{not json' WHERE session = 'agent-2'");
+	assert_int_equal(tgi_store_messages(f->s, "agent-2", &v, api, err, sizeof err), -1);
+	assert_null(v);
+	assert_non_null(strstr(err, "not JSON"));
+	json_decref(t1);
+	json_decref(t2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2833,6 +2897,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pin_one_winner, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_pins_migration, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_upgrade_v2, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_messages, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_store_event, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_store_event_of_op, setup_store, teardown),
 	};

@@ -1,0 +1,138 @@
+/*
+ * cmd_agent.c — `toolgate agent [--provider P] [--model M] [--base-url URL]
+ * [--script FILE] [--max-turns N] [--session S | --resume S] [--json]
+ * [--as P] [gate options] PROMPT`: a model using tools through the gate
+ * (tg_agent).  Offline by default: the scripted provider replays the
+ * built-in demo script, or --script FILE.
+ * Exit 0 when the model finished, 2 when --max-turns stopped it, 1 for a
+ * usage, configuration or provider error.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define PROMPT_MAX (1u << 20)
+
+static const char usage_text[] =
+	"usage: toolgate agent [--provider P] [--model M] [--base-url URL] [--script FILE]\n"
+	"                      [--max-turns N] [--session S | --resume S] [--json] [--as P]\n"
+	"                      [options] PROMPT...\n\n"
+	"Runs a model with the gate's tools: every turn's tool calls go through the gate as\n"
+	"one batch, their results go back to the model, until it answers without calls.\n"
+	"The conversation is kept in the ledger under the session: `toolgate log --session S`\n"
+	"shows its calls, `toolgate agent --resume S [PROMPT]` continues it.\n\n"
+	"  --provider P         scripted (default: offline, replays a script) | openai-chat |\n"
+	"                       openai-responses | anthropic | gemini (keys from OPENAI_API_KEY,\n"
+	"                       ANTHROPIC_API_KEY, GEMINI_API_KEY)\n"
+	"  --model M            the provider's model (default: the provider's own)\n"
+	"  --base-url URL       an OpenAI-compatible server (llama.cpp, vLLM, Ollama) or a proxy\n"
+	"  --script FILE        scripted: the script of model turns (default: the built-in demo)\n"
+	"  --max-turns N        model replies at most (default 20); exit 2 when reached\n"
+	"  --session S          the session of a new conversation (default: agent-<uuid>)\n"
+	"  --resume S           continue session S; PROMPT, if given, is a new user message\n"
+	"  --json               one JSON line per event instead of the transcript\n"
+	"  --as P               the principal every call is made as\n\n"
+	"options:\n" CLI_GATE_OPTIONS_HELP;
+
+/* The words after the options, joined by spaces (caller frees), or NULL. */
+static char *join_prompt(int argc, char **argv)
+{
+	size_t n = 0;
+	for (int i = 0; i < argc; i++)
+		n += strlen(argv[i]) + 1;
+	if (!argc || n > PROMPT_MAX)
+		return NULL;
+	char *s = malloc(n + 1), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		size_t l = strlen(argv[i]);
+		if (i)
+			*p++ = ' ';
+		memcpy(p, argv[i], l);
+		p += l;
+	}
+	*p = '\0';
+	return s;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"provider", 1, 0, 'P'}, {"model", 1, 0, 'm'}, {"base-url", 1, 0, 'u'},
+		{"script", 1, 0, 'f'},   {"max-turns", 1, 0, 't'}, {"session", 1, 0, 'S'},
+		{"resume", 1, 0, 'r'},   {"json", 0, 0, 'j'},     {"as", 1, 0, 'a'},
+		{"help", 0, 0, 'h'},     CLI_GATE_LONGOPTS,       {0, 0, 0, 0},
+	};
+	cli_gate_opts go;
+	tg_agent_options ao = {0};
+	const char *resume = NULL;
+	int opt;
+	cli_gate_opts_init(&go);
+	go.o.bridge = 1;
+	go.o.interactive = 1;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case 'P': ao.provider = optarg; break;
+		case 'm': ao.model = optarg; break;
+		case 'u': ao.base_url = optarg; break;
+		case 'f': ao.script = optarg; break;
+		case 'S': ao.session = optarg; break;
+		case 'r': resume = optarg; break;
+		case 'j': ao.json = 1; break;
+		case 'a': ao.principal = optarg; break;
+		case 't': {
+			long v = strtol(optarg, &end, 10);
+			if (end == optarg || *end || v < 1 || v > 10000)
+				return cli_error("agent: --max-turns takes a number from 1 to 10000, not "
+				                 "\"%s\"", optarg);
+			ao.max_turns = (int)v;
+			break;
+		}
+		case 'h': fputs(usage_text, stdout); return 0;
+		default:
+			if (cli_gate_opt(&go, opt, optarg) == 1)
+				break;
+			fputs(usage_text, stderr);
+			return 1;
+		}
+	}
+	if (resume && ao.session && strcmp(resume, ao.session))
+		return cli_error("agent: --session and --resume name different sessions");
+	if (resume) {
+		ao.session = resume;
+		ao.resume = 1;
+	}
+	char *prompt = join_prompt(argc - optind, argv + optind);
+	if (!prompt && optind < argc)
+		return cli_error("agent: the prompt is too long (at most %u bytes)", PROMPT_MAX);
+	if (!resume && (!prompt || !*prompt)) {
+		free(prompt);
+		fputs(usage_text, stderr);
+		return cli_error("agent: say what the agent should do (a PROMPT)");
+	}
+	if (ao.script && ao.provider && strcmp(ao.provider, "scripted")) {
+		free(prompt);
+		return cli_error("agent: --script is for --provider scripted");
+	}
+	ao.prompt = prompt;
+	tg_gate *g = cli_gate_open(&go);
+	if (!g) {
+		free(prompt);
+		return 1;
+	}
+	char *err = NULL;
+	int rc = tg_agent(g, &ao, &err);
+	fflush(stdout);
+	if (rc < 0)
+		cli_error("agent: %s", err ? err : "stopped");
+	free(err);
+	free(prompt);
+	tg_gate_close(g);
+	return rc < 0 ? 1 : rc == 1 ? 2 : 0;
+}
