@@ -598,14 +598,42 @@ static void scrub_key(const http_provider *hp, char *s)
 	}
 }
 
+/* The same over the raw bytes of a body, before any of it is cut (a key
+ * that a cut would split is masked whole); *n is the new length. */
+static void scrub_key_bytes(const http_provider *hp, char *p, size_t *n)
+{
+	static const char mark[] = "[redacted]";
+	size_t klen = hp->key ? strlen(hp->key) : 0, mlen = sizeof mark - 1, left = *n;
+	char *at, *from = p;
+
+	if (klen == 0 || !p)
+		return;
+	while (left >= klen && (at = memmem(from, left, hp->key, klen))) {
+		size_t after = left - (size_t)(at - from) - klen;
+		if (klen >= mlen) {
+			memcpy(at, mark, mlen);
+			memmove(at + mlen, at + klen, after);
+			*n -= klen - mlen;
+			from = at + mlen;
+		} else {
+			memset(at, '*', klen);
+			from = at + klen;
+		}
+		left = after;
+	}
+	if (from != p && klen >= mlen)
+		p[*n] = '\0';  /* the buffer's end stays a string's end */
+}
+
 /* "API: 401 Unauthorized: message" into err. */
-static void status_error(const http_provider *hp, const rx *r, int attempts, char *err,
+static void status_error(const http_provider *hp, rx *r, int attempts, char *err,
                          size_t errlen)
 {
 	size_t cap = r->body.len + 64;
 	char *msg = tgi_xmalloc(cap), shown[MESSAGE_SHOWN * 4 + 8], after[48] = "";
 	const char *reason = status_reason(r->status);
 
+	scrub_key_bytes(hp, r->body.p, &r->body.len);
 	tgi_http_error_message(r->body.p, r->body.len, msg, cap);
 	scrub_key(hp, msg);
 	tgi_sanitize_n(shown, sizeof shown, msg, strlen(msg), MESSAGE_SHOWN);
@@ -993,6 +1021,14 @@ int tgi_provider_http(const tgi_provider_opts *o, tgi_provider **out, char *err,
 		hp->timeout_s = TIMEOUT_MAX_S;
 	hp->retries = o->retries == 0 ? DEFAULT_RETRIES : o->retries < 0 ? 0 : o->retries;
 	hp->loopback = url_is_loopback(hp->url);
+	if (hp->key && !hp->loopback && strncmp(hp->url, "http://", 7) == 0) {
+		/* a key in clear text to another machine is a key given away */
+		tgi_snprintf(err, errlen, "refusing to send %s over plain http to %s; use an "
+		             "https:// URL, or unset the key for a server that needs none", var,
+		             hp->shown_url);
+		http_free(&hp->base);
+		return -1;
+	}
 	hp->multi = C->multi_init();
 	hp->easy = C->easy_init();
 	if (!hp->base.api || !hp->multi || !hp->easy) {

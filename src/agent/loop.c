@@ -491,10 +491,11 @@ static int make_session(agent *a, char **errmsg)
 	if (o->session && *o->session) {
 		if (strlen(o->session) > SESSION_MAX)
 			return tgi_fail(errmsg, "a session name is at most %d bytes", SESSION_MAX);
-		for (const char *p = o->session; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				return tgi_fail(errmsg, "a session name may not hold control characters");
-		tgi_snprintf(a->session, sizeof a->session, "%s", o->session);
+		/* as the gate takes labels: printable UTF-8, refused rather than rewritten */
+		tgi_sanitize(a->session, sizeof a->session, o->session);
+		if (strcmp(a->session, o->session))
+			return tgi_fail(errmsg, "a session name is printable UTF-8, without control "
+			                "characters");
 		return 0;
 	}
 	if (o->resume)

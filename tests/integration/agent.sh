@@ -239,4 +239,12 @@ contains "$(cat loop.out)" "loop_detected" "loop: the repeats are blocked in the
 eq "$(sql "SELECT count(*) FROM ops WHERE session = 'looping' AND error_kind = 'loop_detected'")" \
 	"$(grep -c 'loop_detected' loop.out)" "loop: the ledger agrees with the transcript"
 
+# a key is never sent in clear text to another machine (refused before any connection)
+(OPENAI_API_KEY=sk-not-for-the-wire-0123456789 "$TG" agent --provider openai-chat \
+	--base-url http://192.0.2.1:9/v1 "x" > clear.out 2> clear.err < /dev/null; echo $? > clear.exit)
+eq "$(cat clear.exit)" 1 "a key over plain http to another host: refused"
+contains "$(cat clear.err)" "refusing to send OPENAI_API_KEY over plain http" "and says why"
+eq "$(grep -c 'sk-not-for-the-wire' clear.err clear.out | awk -F: '{s+=$2} END {print s}')" 0 \
+	"without printing the key"
+
 finish

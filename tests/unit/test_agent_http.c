@@ -642,6 +642,22 @@ static void test_401_one_line_without_key(void **state)
 	outcome_free(&o);
 }
 
+/* A body that is not JSON is quoted only in part: a key the cut would
+ * split is masked before the cut, not a prefix of it left. */
+static void test_key_cut_by_quote_is_masked(void **state)
+{
+	fake f;
+	outcome o;
+	json_t *reqs;
+
+	exchange("openai-chat", "key_cut", 0, 10, 0, &f, &o, &reqs);
+	assert_int_equal(o.rc, -1);
+	assert_non_null(strstr(o.err, "401 Unauthorized: The gateway"));
+	assert_null(strstr(o.err, "sk-test-fake"));
+	json_decref(reqs);
+	outcome_free(&o);
+}
+
 static void test_error_bodies_of_each_api(void **state)
 {
 	static const struct { const char *api, *scenario, *want; } t[] = {
@@ -993,6 +1009,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_arguments),
 		cmocka_unit_test(test_malformed_event),
 		cmocka_unit_test(test_401_one_line_without_key),
+		cmocka_unit_test(test_key_cut_by_quote_is_masked),
 		cmocka_unit_test(test_error_bodies_of_each_api),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_nobody_there),
