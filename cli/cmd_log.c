@@ -5,6 +5,7 @@
  */
 #include <getopt.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,23 @@ static int list(tg_gate *g, const tg_log_query *q, int as_json)
 	return 0;
 }
 
+/* --limit N: digits only, 1 or more, no overflow. */
+static int parse_limit(const char *s, size_t *out)
+{
+	size_t n = 0;
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || n > (SIZE_MAX - 9) / 10)
+			return -1;
+		n = n * 10 + (size_t)(*s - '0');
+	}
+	if (n == 0)
+		return -1;
+	*out = n;
+	return 0;
+}
+
 int cmd_log(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -187,7 +205,12 @@ int cmd_log(int argc, char **argv)
 			only_list = "--since";
 			break;
 		case 'o': q.op_id = optarg; only_list = "--op"; break;
-		case 'l': q.limit = (size_t)strtoul(optarg, NULL, 10); only_list = "--limit"; break;
+		case 'l':
+			if (parse_limit(optarg, &q.limit) < 0)
+				return cli_error("--limit: expected a number of calls (1 or more), got \"%s\"",
+				                 optarg);
+			only_list = "--limit";
+			break;
 		case 'j': as_json = 1; break;
 		case 'f': following = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;

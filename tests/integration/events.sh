@@ -218,6 +218,13 @@ eq "$("$TG" log --json --session s-follow | jq -r .op_id | grep -c "$op_rf")" 1 
 "$TG" log --follow --limit 3 > lim.out 2> lim.err
 eq "$?" 1 "--follow with --limit is a usage error"
 contains "$(cat lim.err)" "--limit does not apply" "and says why"
+for bad in abc -3 0 99999999999999999999999 ""; do
+	"$TG" log --json --limit "$bad" > lim.out 2> lim.err
+	eq "$?" 1 "--limit \"$bad\" is a usage error"
+	contains "$(cat lim.err)" "--limit: expected a number of calls" "--limit \"$bad\": says what it takes"
+	eq "$(wc -c < lim.out | tr -d ' ')" 0 "--limit \"$bad\": nothing listed"
+done
+eq "$("$TG" log --json --limit 2 | wc -l | tr -d ' ')" 2 "--limit 2 lists two calls"
 cp toolgate.yaml good.yaml
 sed -i 's#socket: .toolgate/events.sock#socket: a.txt#' toolgate.yaml
 tgcall refused list_dir '{}'
