@@ -63,8 +63,10 @@ int cli_parse_since(const char *s, long long *out)
 	if (end != s && *end && !end[1]) {
 		double mult = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600
 		            : *end == 'd'  ? 86400 : 0;
+		/* at most back to the epoch (larger durations, inf: every call) */
+		double now = (double)time(NULL);
 		if (mult > 0 && v >= 0) {
-			*out = (long long)time(NULL) * 1000 - (long long)(v * mult * 1000);
+			*out = v * mult < now ? (long long)((now - v * mult) * 1000) : 1;
 			return 0;
 		}
 	}

@@ -114,6 +114,9 @@ stats hour --since 1h --json
 eq "$(jqv hour.out .calls)" 11 "--since 1h: every call"
 stats future --since 2099-01-01 --json
 eq "$(jqv future.out .calls)" 0 "--since the future: none"
+stats ages --since 99999999999999999999d --json
+eq "$(cat ages.exit)" 0 "--since longer ago than the epoch"
+eq "$(jqv ages.out .calls)" 11 "--since longer ago than the epoch: every call"
 stats since_h --since "$T"
 eq "$(head -n 1 since_h.out)" "1 call since ${T%Z}.000Z" "human: since"
 
