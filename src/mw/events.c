@@ -907,7 +907,6 @@ static void put_str(tgi_buf *b, const char *s)
  * this runs for every event of every call while a sink listens. */
 static void put_line(tgi_buf *b, const tgi_call *c, const tgi_event *ev, const char *summary)
 {
-	const tgi_strv *keys = c->entry ? &c->entry->sensitive : NULL;
 	char ts[32];
 	tgi_iso8601(ev->ts_ms, ts);
 	tgi_buf_printf(b, "{\"seq\":%lld,\"ts\":\"%s\",\"type\":", (long long)ev->seq, ts);
@@ -925,12 +924,12 @@ static void put_line(tgi_buf *b, const tgi_call *c, const tgi_event *ev, const c
 	tgi_buf_printf(b, ",\"status\":\"%s\",\"summary\":", tg_status_name(c->status));
 	put_str(b, summary);
 	tgi_buf_puts(b, ",\"data\":");
-	/* persist redacted the data already; this is the sinks' own guarantee */
-	json_t *d = ev->data ? tgi_redact_json(c->g->redact, ev->data, keys) : NULL;
-	char *text = d ? json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6)) : NULL;
+	/* persist, which always runs just before (tgi_call_finish), replaced
+	 * each event's data with its redacted copy: not walked a second time */
+	char *text = ev->data ? json_dumps(ev->data, JSON_COMPACT | JSON_ENCODE_ANY |
+	                                   JSON_REAL_PRECISION(6)) : NULL;
 	tgi_buf_puts(b, text ? text : "null");
 	free(text);
-	json_decref(d);
 	tgi_buf_puts(b, "}\n");
 }
 

@@ -88,7 +88,8 @@ void tgi_sinks_close(tgi_sinks *s);
 const tgi_strv *tgi_sinks_paths(const tgi_sinks *s);
 
 /* Fan out a call's events after persist (their seq set, 0 when the ledger
- * write failed).  Never blocks on a subscriber. */
+ * write failed; their data already redacted by it).  Never blocks on a
+ * subscriber. */
 void tgi_sinks_emit_call(tgi_sinks *s, const tgi_call *c);
 
 /* Fan out one event that belongs to no call (seq may be 0). */
