@@ -16,9 +16,11 @@
  * (c->bucket), which saves it with the call's row, whenever the tokens
  * taken since the last save reach 1% of N — that is every call for a limit
  * under 100, and a write saved on most calls of a generous limit (60,000
- * a minute) — so what a crash can give back is under 1% of a limit and
- * never a whole call of a small one.  A clock that goes backwards refills
- * nothing and never empties a bucket.
+ * a minute) — and on the first token a process takes from a bucket, so
+ * that one-call processes (`toolgate call`) each leave their mark; what
+ * a crash can give back is under 1% of a limit and never a whole call of
+ * a small one.  A clock that goes backwards refills nothing and never
+ * empties a bucket.
  *
  *   lookup (map lock) ─ miss ─▶ ledger read (store lock, map lock not held)
  *        │                          │
@@ -66,6 +68,7 @@ typedef struct bucket {
 	double            tokens;    /* 0..limit->n at updated_ms */
 	int64_t           updated_ms;
 	double            unsaved;   /* tokens taken since a call's row last saved it */
+	int               loaded;    /* read from the ledger, nothing taken from it yet */
 } bucket;
 
 struct tgi_ratelimit {
@@ -325,6 +328,7 @@ static bucket *bucket_insert(tgi_ratelimit *r, const char *principal, const char
 	b->limit = l;
 	b->tokens = isfinite(tokens) ? tokens : 0;
 	b->updated_ms = updated_ms;
+	b->loaded = 1;
 	size_t s = slot_of(principal, tool);
 	b->next = r->slots[s];
 	r->slots[s] = b;
@@ -382,7 +386,10 @@ static take_result take(tgi_ratelimit *r, tgi_call *c, const rate_limit *l, int6
 	if (ok && !c->dry_run) {
 		b->tokens = b->tokens >= 1 ? b->tokens - 1 : 0;
 		b->unsaved += 1;
-		if (b->unsaved >= (l->n < 100 ? 1 : (double)l->n / 100)) {
+		/* the first take of a process saves, whatever N: a process that
+		 * makes one call (`toolgate call`) would otherwise save nothing */
+		if (b->loaded || b->unsaved >= (l->n < 100 ? 1 : (double)l->n / 100)) {
+			b->loaded = 0;
 			b->unsaved = 0;
 			*save = 1;
 		}

@@ -14,6 +14,7 @@ roles:
 rate_limits:
   read_file: 3/hour
   "list_*": 2/hour
+  write_file: 500/hour
 YAML
 export TOOLGATE_CONFIG=$WS/toolgate.yaml
 READ='{"path":"hello.txt"}'
@@ -61,6 +62,14 @@ eq "$(jqv "$WS/l3.json" .error.rule)" "rate_limits: list_* 2/hour" "by the glob'
 # a tool no entry names is free
 tgcall s1 search_files '{"pattern":"one"}'
 eq "$(jqv "$WS/s1.json" .error.kind)" null "search_files has no limit"
+
+# a generous limit (saved every 1% of N in a long-lived process) still
+# carries each one-call process's token to the next
+for i in 1 2 3; do
+	tgcall "w$i" write_file "{\"path\":\"w.txt\",\"content\":\"$i\"}"
+done
+eq "$(for i in 1 2 3; do jqv "$WS/w$i.json" '.stages[] | select(.stage == "rate_limit") | .remaining'; done | tr '\n' ' ')" \
+	"499 498 497 " "each process starts from the token the last one took"
 
 # the ledger and the log show the refusals
 out=$("$TG" log --status denied 2>&1)

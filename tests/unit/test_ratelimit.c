@@ -440,6 +440,29 @@ static void test_restart(void **state)
 	tg_gate_close(g);
 }
 
+/* The token a call takes from a generous limit (saved every 1% of N) is
+ * not lost when the process ends after that one call, as `toolgate call`
+ * does: three one-call gates leave 197 of 200. */
+static void test_restart_one_call_each(void **state)
+{
+	const char *yaml = "rate_limits:\n  read_file: 200/hour\n";
+	for (int i = 0; i < 3; i++) {
+		tg_gate *g = open_with(yaml);
+		json_t *env = call_as(g, NULL, "read_file", READ, 0);
+		assert_string_equal(status_of(env), "persisted");
+		json_t *st = json_object_get(env, "stages"), *rec = NULL;
+		for (size_t k = 0; k < json_array_size(st); k++) {
+			json_t *s = json_array_get(st, k);
+			if (!strcmp(json_string_value(json_object_get(s, "stage")), "rate_limit"))
+				rec = s;
+		}
+		assert_non_null(rec);
+		assert_int_equal(json_integer_value(json_object_get(rec, "remaining")), 199 - i);
+		json_decref(env);
+		tg_gate_close(g);
+	}
+}
+
 /* The buckets in memory are bounded; one that had to make room starts
  * again from the ledger, not from full. */
 #define MANY 4200
@@ -479,6 +502,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_one_call_each, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
