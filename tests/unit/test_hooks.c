@@ -562,15 +562,15 @@ static void test_rewrite_valid(void **state)
 	tg_gate_close(g);
 
 	/* Claude Code's updatedInput, for a shell command */
-	g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	g = open_gate("mode: bypassPermissions\nsandbox: danger-full-access\nhooks:\n"
+	              "  before_tool_call:\n"
 	              "    - {command: [./hooks/say.sh, '{\"hookSpecificOutput\":{\"hookEventName\":"
 	              "\"PreToolUse\",\"permissionDecision\":\"allow\",\"updatedInput\":{\"command\":"
 	              "\"echo rewritten\"}}}'], tools: [shell]}\n");
 	env = call(g, "shell", "{\"command\":\"echo original\"}");
-	if (!strcmp(str(env, "status"), "persisted"))
-		assert_string_equal(str(env, "output/stdout"), "rewritten\n");
-	else   /* no sandbox here: still the hook ran first and the args were rewritten */
-		assert_int_equal(ledger_events(str(env, "op_id"), "tool.hook.rewrote"), 1);
+	assert_status(env, "persisted");
+	assert_string_equal(str(env, "output/stdout"), "rewritten\n");
+	assert_int_equal(ledger_events(str(env, "op_id"), "tool.hook.rewrote"), 1);
 	json_decref(env);
 	tg_gate_close(g);
 }
