@@ -5,8 +5,8 @@
  * status poll), a result that differs only by a timestamp or an id, the
  * ping-pong, observe mode, the window's size, calls that do not count,
  * calls without a session (not tracked), the configuration's checks, and
- * a second gate continuing a session from the ledger.  The outcome digest and the ledger entry are also tested on
- * their own.
+ * a second gate continuing a session from the ledger.  The outcome digest
+ * and the ledger entry are also tested on their own.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,8 +92,9 @@ static const char tools_yaml[] =
 	"  busy:\n    description: Always busy.\n"
 	"    input_schema: {type: object}\n    command: [./bin/busy.sh]\n    read_only: true\n";
 
-/* Open a gate on ws with tools_yaml followed by extra (may be ""). */
-static tg_gate *open_with(const char *extra)
+/* Open a gate on ws with tools_yaml followed by extra (may be ""): 0, or
+ * -1 with the error (caller frees). */
+static int try_open(const char *extra, tg_gate **g, char **err)
 {
 	char cfg[128], *text;
 	snprintf(cfg, sizeof cfg, "%s/toolgate.yaml", ws);
@@ -101,9 +102,16 @@ static tg_gate *open_with(const char *extra)
 	put("toolgate.yaml", text, 0644);
 	free(text);
 	tg_options o = {.config_path = cfg, .workspace = ws, .sync_full = 0};
-	tg_gate *g = NULL;
-	char *err = NULL;
-	int rc = tg_gate_open(&o, &g, &err);
+	*g = NULL;
+	*err = NULL;
+	return tg_gate_open(&o, g, err);
+}
+
+static tg_gate *open_with(const char *extra)
+{
+	tg_gate *g;
+	char *err;
+	int rc = try_open(extra, &g, &err);
 	if (rc)
 		fprintf(stderr, "open: %s\n", err);
 	assert_int_equal(rc, 0);
@@ -113,15 +121,9 @@ static tg_gate *open_with(const char *extra)
 /* The error tg_gate_open gives for extra (caller frees). */
 static char *open_error(const char *extra)
 {
-	char cfg[128], *text;
-	snprintf(cfg, sizeof cfg, "%s/toolgate.yaml", ws);
-	assert_true(asprintf(&text, "%s%s", tools_yaml, extra) > 0);
-	put("toolgate.yaml", text, 0644);
-	free(text);
-	tg_options o = {.config_path = cfg, .workspace = ws, .sync_full = 0};
-	tg_gate *g = NULL;
-	char *err = NULL;
-	assert_int_equal(tg_gate_open(&o, &g, &err), -1);
+	tg_gate *g;
+	char *err;
+	assert_int_equal(try_open(extra, &g, &err), -1);
 	assert_null(g);
 	assert_non_null(err);
 	return err;
@@ -750,6 +752,17 @@ static void test_outcome(void **state)
 	assert_non_null(d);
 	tgi_loop_outcome(TG_PERSISTED, TG_ERR_NONE, NULL, d, x);
 	json_decref(d);
+	/* ... and what lies below the cut still counts */
+	char deep1[4096] = "", deep2[4096];
+	for (int i = 0; i < 200; i++)
+		strcat(deep1, "[");
+	strcat(deep1, "1");
+	for (int i = 0; i < 200; i++)
+		strcat(deep1, "]");
+	strcpy(deep2, deep1);
+	deep2[200] = '2';
+	same(deep1, deep1);
+	differ(deep1, deep2);
 }
 
 static void test_entry_parse(void **state)
