@@ -570,7 +570,6 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		if (g->bridge)
 			tgi_bridge_wait_ready(g->bridge);
 	}
-	tgi_manifest_update(g);
 	*out = g;
 	return 0;
 fail:
@@ -705,19 +704,33 @@ static int manifest_of(tg_gate *g, const char *profile, char out[65], char **err
 
 void tgi_manifest_update(tg_gate *g)
 {
-	char d[65];
-	if (manifest_of(g, NULL, d, NULL) < 0)
-		return;
 	pthread_mutex_lock(&g->manifest_mu);
-	memcpy(g->manifest, d, sizeof d);
+	g->manifest_gen++;
+	g->manifest_fresh = 0;
 	pthread_mutex_unlock(&g->manifest_mu);
 }
 
+/* Computed outside the lock (listing the tools takes the bridge's and the
+ * registry's locks, and the bridge says a change while holding none); kept
+ * only when the tools did not change meanwhile.  Two first calls may both
+ * compute it: the same answer. */
 void tgi_manifest_get(tg_gate *g, char out[65])
 {
+	char d[65];
 	pthread_mutex_lock(&g->manifest_mu);
-	memcpy(out, g->manifest, 65);
+	int fresh = g->manifest_fresh;
+	unsigned gen = g->manifest_gen;
+	memcpy(out, g->manifest, sizeof d);
 	pthread_mutex_unlock(&g->manifest_mu);
+	if (fresh || manifest_of(g, NULL, d, NULL) < 0)
+		return;
+	pthread_mutex_lock(&g->manifest_mu);
+	if (g->manifest_gen == gen) {
+		memcpy(g->manifest, d, sizeof d);
+		g->manifest_fresh = 1;
+	}
+	pthread_mutex_unlock(&g->manifest_mu);
+	memcpy(out, d, sizeof d);
 }
 
 int tg_tools_digest(tg_gate *g, const char *profile, char out[65], char **errmsg)

@@ -62,7 +62,9 @@ struct tg_gate {
 	struct tgi_ratelimit *rate;    /* owned */
 	struct tgi_hooks     *hooks;   /* owned */
 	char          manifest[65];   /* sha256 of the active profile's definitions */
-	pthread_mutex_t manifest_mu;  /* guards manifest (bridged tools change it) */
+	int           manifest_fresh; /* manifest is for the tools as they are now */
+	unsigned      manifest_gen;   /* counts changes of the tools (bridged servers) */
+	pthread_mutex_t manifest_mu;  /* guards the three above */
 
 	/* the chain, built at open from what is configured (see src/mw/mw.h) */
 	tgi_step      admit[12], run[4];
@@ -241,8 +243,12 @@ int tgi_tool_hidden(tg_gate *g, const tgi_principal_cfg *p, const tgi_entry *e);
  * default principal).  (src/identify.c) */
 const tgi_principal_cfg *tgi_principal_of(tg_gate *g, const char *principal, const char *token);
 
-/* The manifest digest of the gate's profile: computed again when the tools
- * change (bridged servers), read by persist for each call. */
+/* The manifest digest of the gate's profile, read by persist for each call
+ * with a session: computed on the first such call (listing the tools asks
+ * each one whether it is available, which may run a configured tool's
+ * check command: a gate whose calls have no session never pays for it),
+ * and again after tgi_manifest_update says the tools changed (bridged
+ * servers). */
 void tgi_manifest_update(tg_gate *g);
 void tgi_manifest_get(tg_gate *g, char out[65]);
 

@@ -65,9 +65,9 @@ void tgi_persist(tgi_call *c)
 		              c->kind ? json_pack("{s:s}", "kind", tg_errkind_name(c->kind)) : NULL);
 
 	/* the session ran with other tools before: the tools changed under it */
-	char manifest[65], before[65] = "";
-	tgi_manifest_get(g, manifest);
+	char manifest[65] = "", before[65] = "";
 	if (c->session[0]) {
+		tgi_manifest_get(g, manifest);
 		tgi_store_lock(g);
 		int mr = tgi_store_session_manifest(g->store, c->session, before, err, sizeof err);
 		tgi_store_unlock(g);

@@ -168,4 +168,24 @@ done
 "$TG" nonsense > /dev/null 2>&1 && fail "unknown command accepted"
 echo '{"path":"long.txt","limit":1}' | (cd "$WS" && "$TG" call --json read_file - > stdin.json)
 eq "$(jqv stdin.json .output.lines)" 1 "ARGS from stdin"
+
+# a tool's check command runs when that tool is used (or listed), once per
+# process: never for the calls of other tools
+cat > check.yaml <<'YAML'
+tools:
+  checked:
+    description: Counts its checks.
+    input_schema: {type: object}
+    command: [./echo.sh]
+    check: [/bin/sh, -c, "echo x >> check.log"]
+    read_only: true
+YAML
+TOOLGATE_CONFIG=$WS/check.yaml tgcall other list_dir '{}'
+eq "$(jqv other.json .status)" persisted "another tool's call runs"
+[ ! -e check.log ] || fail "another tool's call ran the check command"
+CHECKS=$((CHECKS + 1))
+TOOLGATE_CONFIG=$WS/check.yaml tgcall other2 --session S list_dir '{}'
+TOOLGATE_CONFIG=$WS/check.yaml tgcall own --session S checked '{}'
+eq "$(jqv own.json .status)" persisted "the tool's own call passes its check"
+eq "$(wc -l < check.log)" 2 "the check ran once for each process that needed it"
 finish
