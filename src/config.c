@@ -1039,8 +1039,10 @@ static int load_argv(ld *x, json_t *v, const char *ptr, int may_be_empty, tgi_st
 }
 
 /* aliases: {old_field: new_field}, both top-level property names; a new
- * name is not itself an old one, and no old name is a property of the
- * schema (it would never be rewritten). */
+ * name is not itself an old one, no old name is a property of the schema
+ * (it would never be rewritten), and where the schema lists its
+ * properties the new name is one of them (else the rewritten value would
+ * go unchecked, or be refused under a name the model never sent). */
 static int load_aliases(ld *x, json_t *f, const char *ptr, tgi_tool_cfg *t)
 {
 	char ep[PTR_MAX];
@@ -1051,7 +1053,10 @@ static int load_aliases(ld *x, json_t *f, const char *ptr, tgi_tool_cfg *t)
 	json_t *props = json_object_get(t->input_schema, "properties");
 	json_object_foreach(f, old, nw) {
 		tgi_json_pointer_join(ep, sizeof ep, ptr, old);
-		if (!json_is_string(nw) || !json_string_length(nw))
+		if (!old[0])
+			return fail(x, ptr, "an old field's name is empty");
+		if (!json_is_string(nw) || !json_string_length(nw) ||
+		    strlen(json_string_value(nw)) != json_string_length(nw))
 			return fail_type(x, ep, nw, "the new field's name (a string)");
 		if (!strcmp(old, json_string_value(nw)) || json_object_get(f, json_string_value(nw)))
 			return fail(x, ep, "the new name \"%s\" is itself an old name",
@@ -1059,6 +1064,9 @@ static int load_aliases(ld *x, json_t *f, const char *ptr, tgi_tool_cfg *t)
 		if (json_object_get(props, old))
 			return fail(x, ep, "\"%s\" is still a property of input_schema; an alias names a "
 			            "field that was renamed", old);
+		if (json_is_object(props) && !json_object_get(props, json_string_value(nw)))
+			return fail(x, ep, "the new name \"%s\" is not a property of input_schema",
+			            json_string_value(nw));
 	}
 	t->aliases = json_incref(f);
 	return 0;
