@@ -160,7 +160,8 @@ eq "$(st sh)" dry_run "shell: dry_run"
 eq "$(plan sh '.argv | join("|")')" "/bin/sh|-c|touch ran.txt" "argv: the wrapper and the script"
 eq "$(plan sh .workdir)" src "workdir"
 eq "$(plan sh .sandbox.mode)/$(plan sh .sandbox.network)" "workspace-write/false" "sandbox mode and network"
-contains "bubblewrap landlock none" "$(plan sh .sandbox.backend)" "sandbox backend"
+case "$(plan sh .sandbox.backend)" in bubblewrap | landlock | none) ;; *) fail "sandbox backend: $(plan sh .sandbox.backend)" ;; esac
+CHECKS=$((CHECKS + 1))
 eq "$(plan sh .env.GREETING)" hi "the env the call sets"
 eq "$(plan sh .env.TERM)" dumb "and the base env"
 eq "$(plan sh .env.TOOLGATE_OP_ID)" "$(jqv sh.json .op_id)" "with the op id"
@@ -232,6 +233,16 @@ eq "$(st mcli)" dry_run "--mode dryRun on the command line"
 "$TG" call --mode dryrun read_file '{"path":"x"}' > /dev/null 2> badmode.err
 contains "$(cat badmode.err)" "dryRun" "an unknown mode lists dryRun"
 unchanged "mode dryRun"
+
+# ---- --dry-run with --batch: every call of the batch is a dry run
+printf '%s' '[{"tool":"write_file","args":{"path":"src/b.c","content":"batch\n"}},{"tool":"shell","args":{"command":"touch ran4.txt"}}]' > batch.json
+tgcall bt --dry-run --batch batch.json
+eq "$(jq -r '[.[].status] | join(",")' bt.json)" "dry_run,dry_run" "a batch: every call a dry run"
+contains "$(jq -r '.[0].output.plan.diff' bt.json)" $'-int b = 3;\n+batch' "each with its plan"
+[ ! -e ran4.txt ] || fail "a dry-run batch ran a command"
+CHECKS=$((CHECKS + 1))
+rm -f batch.json
+unchanged "dry-run batch"
 
 # ---- MCP: _meta.dry_run through toolgate serve --stdio
 mcp=$({

@@ -236,6 +236,16 @@ static void test_dry_run(void **state)
 	char p[128];
 	snprintf(p, sizeof p, "%s/d.txt", ws);
 	assert_int_not_equal(access(p, F_OK), 0);
+	/* the plan: the path and the diff that would create it */
+	json_t *env = envelope(r);
+	json_t *plan = json_object_get(json_object_get(env, "output"), "plan");
+	assert_string_equal(json_string_value(json_object_get(plan, "path")), "d.txt");
+	assert_true(json_is_false(json_object_get(plan, "exists")));
+	assert_string_equal(json_string_value(json_object_get(plan, "diff")),
+	                    "--- /dev/null\n+++ b/d.txt\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(env, "output"),
+	                                                      "would_run")), "write_file");
+	json_decref(env);
 	tg_result_free(r);
 	tg_gate_close(g);
 }
@@ -289,6 +299,19 @@ static void test_tools_json(void **state)
 	json_decref(a);
 	free(s);
 	assert_null(tg_tools_json(g, "nope", &err));
+	assert_non_null(strstr(err, "nope"));
+	free(err);
+
+	/* the manifest digest: sha256 hex, stable, one per set of definitions */
+	char d1[65], d2[65], d3[65];
+	assert_int_equal(tg_tools_digest(g, "minimal", d1, &err), 0);
+	assert_int_equal(strlen(d1), 64);
+	assert_int_equal(strspn(d1, "0123456789abcdef"), 64);
+	assert_int_equal(tg_tools_digest(g, "minimal", d2, &err), 0);
+	assert_string_equal(d1, d2);
+	assert_int_equal(tg_tools_digest(g, "coding", d3, &err), 0);
+	assert_string_not_equal(d1, d3);
+	assert_int_equal(tg_tools_digest(g, "nope", d3, &err), -1);
 	assert_non_null(strstr(err, "nope"));
 	free(err);
 	tg_gate_close(g);
