@@ -1,15 +1,16 @@
 /*
  * sha256.c — SHA-256 (FIPS 180-4), for the ledger's argument digests,
- * approval bindings and description pins.
+ * approval bindings, description pins and redaction's masks (the
+ * «redacted:<prefix>» of a secret is its hash's first hex digits).
  *
  * Small and self-contained: the gate hashes a few short texts per call,
  * and a general crypto library would cost more to load and to initialise
  * than all of those hashes together.  Checked against the FIPS 180-4
  * examples and sha256sum (tests/unit/test_sha256.c).
  *
- * Owns: nothing but the context it is given.  Must not: be used for
- * anything that needs a secret (it is not constant-time by design; nothing
- * here hashes secrets).
+ * Owns: nothing but the context it is given.  Must not: branch on or
+ * index memory by the bytes it hashes (it hashes secrets: the rounds are
+ * fixed arithmetic, so its time depends on the length alone).
  */
 #include <string.h>
 
