@@ -481,22 +481,12 @@ static void outcome_raw(tg_status st, tg_errkind kind, const char *message, cons
 	tgi_sha256_final(&h, md);
 }
 
-static void to_hex(const unsigned char *md, size_t n, char *out)
-{
-	static const char digitset[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digitset[md[i] >> 4];
-		out[2 * i + 1] = digitset[md[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 void tgi_loop_outcome(tg_status st, tg_errkind kind, const char *message, const json_t *output,
                       char out[65])
 {
 	unsigned char md[32];
 	outcome_raw(st, kind, message, output, md);
-	to_hex(md, sizeof md, out);
+	tgi_hex(md, sizeof md, out);
 }
 
 /* ---- window entries as the ledger keeps them ---- */
@@ -586,8 +576,8 @@ int tgi_loop_entry_parse(const char *text, char sig[65], char outcome[65], char 
 	const char *t;
 	if (!text || entry_parse(text, s, o, &f, &t) < 0)
 		return -1;
-	to_hex(s, 32, sig);
-	to_hex(o, 32, outcome);
+	tgi_hex(s, 32, sig);
+	tgi_hex(o, 32, outcome);
 	flags_text(f, flags);
 	tgi_snprintf(tool, LOOP_TOOL_MAX + 1, "%s", t);
 	return 0;
@@ -604,8 +594,8 @@ static void clean_tool(const char *tool, char out[LOOP_TOOL_MAX + 1])
 static char *entry_text(const loop_entry *e)
 {
 	char sig[65], out[65], fl[4];
-	to_hex(e->sig, 32, sig);
-	to_hex(e->out, 32, out);
+	tgi_hex(e->sig, 32, sig);
+	tgi_hex(e->out, 32, out);
 	flags_text(e->flags, fl);
 	size_t n = 3 + 65 + 65 + strlen(fl) + 1 + strlen(e->tool) + 1;
 	char *s = tgi_xmalloc(n);
@@ -865,7 +855,7 @@ static void signature(tgi_call *c, unsigned char md[32])
 	tgi_sha256_update(&h, "\n", 1);
 	tgi_sha256_update(&h, args, n);
 	tgi_sha256_final(&h, md);
-	to_hex(md, 32, c->loop_sig);
+	tgi_hex(md, 32, c->loop_sig);
 }
 
 /* The call's signature: set once, from the arguments as they arrived. */

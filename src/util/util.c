@@ -187,7 +187,7 @@ static void fill_random(void *p, size_t n)
 
 static const char hexdig[] = "0123456789abcdef";
 
-static void hex(const unsigned char *in, size_t n, char *out)
+void tgi_hex(const unsigned char *in, size_t n, char *out)
 {
 	for (size_t i = 0; i < n; i++) {
 		out[2 * i] = hexdig[in[i] >> 4];
@@ -232,7 +232,7 @@ void tgi_uuidv7(char out[37])
 	u[7] = (unsigned char)(ctr & 0xff);
 	u[8] = (unsigned char)(0x80 | (u[8] & 0x3f));
 	char h[33];
-	hex(u, 16, h);
+	tgi_hex(u, 16, h);
 	snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16, h + 20);
 }
 
@@ -243,7 +243,7 @@ void tgi_sha256_hex(const void *data, size_t n, char out[65])
 	tgi_sha256_init(&s);
 	tgi_sha256_update(&s, data, n);
 	tgi_sha256_final(&s, md);
-	hex(md, sizeof md, out);
+	tgi_hex(md, sizeof md, out);
 }
 
 void tgi_sha256_lines(const char *const *parts, size_t n, char out[65])
@@ -257,7 +257,7 @@ void tgi_sha256_lines(const char *const *parts, size_t n, char out[65])
 		tgi_sha256_update(&s, parts[i], strlen(parts[i]));
 	}
 	tgi_sha256_final(&s, md);
-	hex(md, sizeof md, out);
+	tgi_hex(md, sizeof md, out);
 }
 
 void tgi_random_hex(char *out, size_t nbytes)
@@ -266,7 +266,7 @@ void tgi_random_hex(char *out, size_t nbytes)
 	if (nbytes > sizeof buf)
 		nbytes = sizeof buf;
 	fill_random(buf, nbytes);
-	hex(buf, nbytes, out);
+	tgi_hex(buf, nbytes, out);
 }
 
 /* ---- time ---- */

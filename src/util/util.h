@@ -62,6 +62,8 @@ void tgi_sha256_hex(const void *data, size_t n, char out[65]);
 /* sha256 of the n strings joined by "\n", without building the joined text. */
 void tgi_sha256_lines(const char *const *parts, size_t n, char out[65]);
 void tgi_random_hex(char *out, size_t nbytes); /* writes 2*nbytes hex + NUL */
+/* n bytes as 2n lowercase hex digits + NUL into out. */
+void tgi_hex(const unsigned char *in, size_t n, char *out);
 
 /* time */
 double  tgi_now_ms(void);        /* monotonic, milliseconds */
