@@ -607,7 +607,8 @@ static void *worker_main(void *arg)
 			if (rc == ETIMEDOUT && !s->qhead)
 				break;
 		}
-		call_run *cr = *at;
+		/* look again: the link found before a wait may be gone with its call */
+		call_run *cr = *(at = next_eligible(s));
 		if (!cr)
 			break;
 		*at = cr->qnext;
@@ -634,8 +635,10 @@ static int submit(tgi_mcp_server *s, call_run *cr)
 {
 	int rc = 0;
 	pthread_mutex_lock(&s->pool_mu);
-	/* every idle thread may already be promised to a queued call */
-	if (s->nidle <= s->qlen && s->nworkers < MAX_WORKERS) {
+	/* every idle thread may already be promised to a queued call; a call of
+	 * a session at its share waits for one of that session's threads */
+	if (cr->ss->running < SESSION_THREADS && s->nidle <= s->qlen &&
+	    s->nworkers < MAX_WORKERS) {
 		pthread_attr_t at;
 		pthread_t th;
 		pthread_attr_init(&at);
@@ -705,14 +708,15 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 
 	pthread_mutex_lock(&ss->mu);
 	/* back-pressure: with MAX_CALLS in flight the reader waits for one to end,
-	 * unless every one waits for the client (whose answers it must read) */
-	while (ss->ncalls >= MAX_CALLS && ss->nasking < ss->ncalls && !ss->closing)
+	 * unless a call waits for the client: its answer may be the next line,
+	 * and the calls queued behind it cannot run before it ends */
+	while (ss->ncalls >= MAX_CALLS && !ss->nasking && !ss->closing)
 		pthread_cond_wait(&ss->cv, &ss->mu);
 	if (ss->ncalls >= MAX_CALLS || ss->closing) {
 		pthread_mutex_unlock(&ss->mu);
 		reply_error(ss, id, TGI_RPC_INTERNAL_ERROR,
-		            "%d calls are already waiting for your answers in this session; answer "
-		            "them first", MAX_CALLS);
+		            "%d calls are in flight in this session and some wait for your answers; "
+		            "answer them before sending more", MAX_CALLS);
 		goto drop;
 	}
 	cr->next = ss->calls;

@@ -9,7 +9,9 @@
  * elicitation (accept runs the call, decline denies it, no capability
  * queues it), heartbeat progress and cancellation of a running command
  * (no response, the ledger says failed with applied unknown), calls in
- * parallel, and freeing a session while a call runs.
+ * parallel, freeing a session while a call runs, distinct request ids, a
+ * token session never asked, one session's share of the call threads, and
+ * back-pressure that never stops the reader while calls wait for answers.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,10 +86,10 @@ static int matches(const json_t *m, const json_t *id, const char *method)
 	return !mm && json_equal(json_object_get(m, "id"), id);
 }
 
-/* Wait up to ms for a message; a new reference, or NULL. */
-static json_t *wait_for(rec *r, json_int_t id, const char *method, int ms)
+/* Wait up to ms for the response to jid (method NULL) or a message with
+ * this method; a new reference, or NULL. */
+static json_t *wait_for_id(rec *r, const json_t *jid, const char *method, int ms)
 {
-	json_t *jid = json_integer(id);
 	json_t *found = NULL;
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -110,6 +112,15 @@ static json_t *wait_for(rec *r, json_int_t id, const char *method, int ms)
 			break;
 	}
 	pthread_mutex_unlock(&r->mu);
+	return found;
+}
+
+/* Wait up to ms for the response to an integer id, or a message with this
+ * method (id ignored); a new reference, or NULL. */
+static json_t *wait_for(rec *r, json_int_t id, const char *method, int ms)
+{
+	json_t *jid = json_integer(id);
+	json_t *found = wait_for_id(r, jid, method, ms);
 	json_decref(jid);
 	return found;
 }
@@ -627,18 +638,7 @@ static void test_ids_distinct(void **state)
 		             "{\"name\":\"write_file\",\"arguments\":{\"path\":\"ids.txt\",\"content\":"
 		             "\"%d\"}}}", ids[i], i);
 		json_t *jid = json_string(ids[i]);
-		json_t *m = NULL;
-		for (int k = 0; k < 400 && !m; k++) {
-			pthread_mutex_lock(&f.r.mu);
-			size_t j;
-			json_t *x;
-			json_array_foreach(f.r.msgs, j, x)
-				if (json_equal(json_object_get(x, "id"), jid))
-					m = json_incref(x);
-			pthread_mutex_unlock(&f.r.mu);
-			if (!m)
-				usleep(50 * 1000);
-		}
+		json_t *m = wait_for_id(&f.r, jid, NULL, 20000);
 		json_decref(jid);
 		assert_non_null(m);
 		assert_string_equal(status_of(m), "persisted");
@@ -651,7 +651,12 @@ static void test_ids_distinct(void **state)
 	json_decref(m);
 	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"method\":\"tools/call\",\"params\":{\"name\":"
 	             "\"write_file\",\"arguments\":{\"path\":\"one.txt\",\"content\":\"b\"}}}");
-	usleep(500 * 1000);
+	json_t *jid = json_string("7");
+	m = wait_for_id(&f.r, jid, NULL, 20000);
+	json_decref(jid);
+	assert_non_null(m);
+	assert_string_equal(status_of(m), "persisted");   /* not "replayed" as the integer 7 */
+	json_decref(m);
 	char p[128], got[8] = "";
 	snprintf(p, sizeof p, "%s/one.txt", ws);
 	FILE *fp = fopen(p, "r");
@@ -731,6 +736,79 @@ static void test_session_thread_share(void **state)
 	fx_close(&a);
 }
 
+/*
+ * Back-pressure never stops the reader while a call waits for the client's
+ * answer: with 1,024 calls in flight (the session's limit), 32 of them
+ * asking and the rest queued behind them, one more call is refused at once
+ * with a sentence, the reader goes on to read the answers, and every call
+ * ends with the client's answer (denied, nothing written).
+ */
+static void test_backpressure_asks(void **state)
+{
+	enum { N = 1024 };
+	fx f;
+	char p[128];
+	snprintf(p, sizeof p, "%s/pressed.txt", ws);
+	fx_open(&f, "toolgate.yaml", 0);
+	fx_init(&f, "{\"elicitation\":{}}");
+	for (int i = 0; i < N; i++)
+		handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+		             "\"name\":\"write_file\",\"arguments\":{\"path\":\"pressed.txt\","
+		             "\"content\":\"x\"}}}", 10000 + i);
+	json_t *q = wait_for(&f.r, 0, "elicitation/create", 20000);
+	assert_non_null(q);
+	json_decref(q);
+
+	struct timespec s0, s1;
+	clock_gettime(CLOCK_MONOTONIC, &s0);
+	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+	             "\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}}", 10000 + N);
+	clock_gettime(CLOCK_MONOTONIC, &s1);
+	/* well under the 20 s the questions would take to time out */
+	assert_true((s1.tv_sec - s0.tv_sec) + (s1.tv_nsec - s0.tv_nsec) / 1e9 < 5.0);
+	json_t *m = wait_for(&f.r, 10000 + N, NULL, 1000);
+	assert_non_null(m);
+	assert_int_equal(error_code(m), -32603);
+	const char *msg = json_string_value(json_object_get(json_object_get(m, "error"), "message"));
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "answer"));
+	json_decref(m);
+
+	/* the client declines every question as it comes */
+	size_t seen = 0;
+	int answered = 0;
+	time_t t0 = time(NULL);
+	while (answered < N && time(NULL) - t0 < 300) {
+		json_t *ids = json_array();
+		pthread_mutex_lock(&f.r.mu);
+		for (; seen < json_array_size(f.r.msgs); seen++) {
+			json_t *x = json_array_get(f.r.msgs, seen);
+			if (matches(x, NULL, "elicitation/create"))
+				json_array_append(ids, json_object_get(x, "id"));
+		}
+		pthread_mutex_unlock(&f.r.mu);
+		size_t i;
+		json_t *id;
+		json_array_foreach(ids, i, id) {
+			handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"action\":\"decline\"}}",
+			       (long long)json_integer_value(id));
+			answered++;
+		}
+		if (!json_array_size(ids))
+			usleep(10 * 1000);
+		json_decref(ids);
+	}
+	assert_int_equal(answered, N);
+	for (int i = 0; i < N; i++) {
+		m = wait_for(&f.r, 10000 + i, NULL, 20000);
+		assert_non_null(m);
+		assert_string_equal(status_of(m), "denied");
+		json_decref(m);
+	}
+	assert_int_equal(access(p, F_OK), -1);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -743,6 +821,7 @@ int main(void)
 		cmocka_unit_test(test_ids_distinct),
 		cmocka_unit_test(test_token_session_not_asked),
 		cmocka_unit_test(test_session_thread_share),
+		cmocka_unit_test(test_backpressure_asks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
