@@ -13,6 +13,9 @@
  *   JSON-RPC error         -> tool_error with the server's message, applied
  *                             no for -32601/-32602 (nothing ran), else unknown
  *   no answer in time      -> timeout, applied unknown
+ *   the exchange failed    -> tool_error with the client's sentence (an
+ *   (connection still up)     HTTP error status, an answer too long),
+ *                             applied unknown
  *   cancelled              -> tool_error "cancelled", applied unknown
  *   connection lost        -> tool_error, applied unknown
  *   server not running     -> transient with retry_after_s, applied no
@@ -129,6 +132,7 @@ int tgi_bridged_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 	int timeout_ms = ctx->timeout_s > 0 ? ctx->timeout_s * 1000 : 0;
 	json_t *result = NULL, *error = NULL;
 	int cancelled = 0;
+	double started_ms = tgi_now_ms();
 	int rc = tgi_mcp_client_request(t.client, "tools/call", params, timeout_ms, ctx->cancel,
 	                                progress ? on_progress : NULL, (void *)ctx, &result, &error,
 	                                &cancelled, err, sizeof err);
@@ -156,10 +160,16 @@ int tgi_bridged_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 		set_error(out, TG_ERR_TOOL_ERROR, TGI_APPLIED_UNKNOWN,
 		          "the MCP server \"%s\" went away during the call of %s (%s); it may have taken "
 		          "effect in part; toolgate is restarting the server", t.server, t.remote, err);
-	} else {
+	} else if (timeout_ms > 0 && tgi_now_ms() - started_ms >= timeout_ms) {
 		set_error(out, TG_ERR_TIMEOUT, TGI_APPLIED_UNKNOWN,
 		          "the MCP server \"%s\" did not answer the call of %s within %d s; it may have "
 		          "taken effect in part", t.server, t.remote, ctx->timeout_s);
+	} else {
+		/* the exchange failed with the connection still up (an HTTP error
+		 * status, an answer over the size limit): the client's sentence */
+		set_error(out, TG_ERR_TOOL_ERROR, TGI_APPLIED_UNKNOWN,
+		          "the call of %s on the MCP server \"%s\" failed: %s; it may have taken effect "
+		          "in part", t.remote, t.server, err[0] ? err : "no answer came");
 	}
 	json_decref(result);
 	json_decref(error);

@@ -44,6 +44,52 @@ kill "$down_pid" 2> /dev/null
 wait "$down_pid" 2> /dev/null
 sanitizers down.err "downstream serve"
 
+# ---- an HTTP server that refuses a call with a status: said so, not a timeout ----
+if command -v python3 > /dev/null; then
+	cat > http500.py <<'PY'
+import http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        m = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if "id" not in m:
+            self.send_response(202); self.end_headers(); return
+        if m.get("method") == "initialize":
+            r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                 "serverInfo": {"name": "h", "version": "1"}}
+        elif m.get("method") == "tools/list":
+            r = {"tools": [{"name": "boom", "inputSchema": {"type": "object"}}]}
+        else:
+            self.send_response(500); self.send_header("Content-Type", "text/plain")
+            self.end_headers(); self.wfile.write(b"internal trouble"); return
+        body = json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_port, flush=True)
+s.serve_forever()
+PY
+	python3 http500.py > http500.port &
+	h500_pid=$!
+	for i in $(seq 1 50); do [ -s http500.port ] && break; sleep 0.1; done
+	printf 'mcp_servers:\n  h:\n    url: http://127.0.0.1:%s/mcp\n    timeout_s: 30\n' \
+		"$(cat http500.port)" > toolgate.yaml
+	t0=$(date +%s)
+	tgcall h500 --mode bypassPermissions h__boom '{}'
+	eq "$(jqv h500.json .status)" failed "an HTTP 500 to a bridged call: failed"
+	eq "$(jqv h500.json .error.kind)" tool_error "an HTTP 500: a tool_error, not a timeout"
+	contains "$(jqv h500.json .error.message)" "answered \"tools/call\" with HTTP 500" \
+		"an HTTP 500: the message says what the server answered"
+	eq "$(jqv h500.json .error.applied)" unknown "an HTTP 500: the effect is unknown"
+	[ $(($(date +%s) - t0)) -lt 20 ] || fail "an HTTP 500: answered at once, not after the timeout"
+	kill "$h500_pid" 2> /dev/null
+	wait "$h500_pid" 2> /dev/null
+	rm -f toolgate.yaml
+else
+	echo "SKIPPED: python3 is not installed: the HTTP 500 check did not run" >&2
+fi
+
 MODS=$ROOT/tests/mcp/node_modules
 FS_JS=$MODS/@modelcontextprotocol/server-filesystem/dist/index.js
 EV_JS=$MODS/@modelcontextprotocol/server-everything/dist/index.js
