@@ -5,6 +5,7 @@
  * cancelled, bridged servers shut down.  Exit 0; 1 on a usage or startup
  * error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,12 +37,17 @@ static void on_signal(int sig)
 	tg_serve_stop();
 }
 
-static int positive(const char *s, long max, long *out)
+/* The value s of --name as a whole number from 1 to max; -1, said on
+ * stderr, when it is not one. */
+static int positive(const char *name, const char *s, long max, long *out)
 {
 	char *end;
+	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end || v < 1 || v > max)
+	if (*s < '0' || *s > '9' || *end || errno || v < 1 || v > max) {
+		cli_error("serve: --%s takes a whole number from 1 to %ld, not \"%s\"", name, max, s);
 		return -1;
+	}
 	*out = v;
 	return 0;
 }
@@ -74,23 +80,23 @@ int cmd_serve(int argc, char **argv)
 		case O_ORIGIN: origins[so.norigins++] = optarg; break;
 		case O_AS:     so.principal = optarg; break;
 		case O_PAGE:
-			if (positive(optarg, 100000, &v) < 0)
-				goto bad;
+			if (positive("page-size", optarg, 100000, &v) < 0)
+				goto out;
 			so.page_size = (size_t)v;
 			break;
 		case O_LINE:
-			if (positive(optarg, 1L << 30, &v) < 0)
-				goto bad;
+			if (positive("max-line", optarg, 1L << 30, &v) < 0)
+				goto out;
 			so.max_line = (size_t)v;
 			break;
 		case O_ELICIT:
-			if (positive(optarg, 86400, &v) < 0)
-				goto bad;
+			if (positive("elicitation-timeout", optarg, 86400, &v) < 0)
+				goto out;
 			so.elicit_timeout_s = (int)v;
 			break;
 		case O_PROGRESS:
-			if (positive(optarg, 3600000, &v) < 0)
-				goto bad;
+			if (positive("progress-ms", optarg, 3600000, &v) < 0)
+				goto out;
 			so.progress_ms = (int)v;
 			break;
 		case 'h':

@@ -7,7 +7,8 @@
 # bearer token, 503 past 256 sessions), bearer tokens mapped to principals
 # (the token's owner, never the serving process's $TOOLGATE_PRINCIPAL), a
 # non-loopback address serving token holders only, the refusals at startup
-# (a non-loopback address, a taken port) and a clean stop.
+# (a non-loopback address, a taken port, a bad number, a libmicrohttpd that
+# cannot be loaded) and a clean stop.
 #
 # Not here: the end of idle sessions (30 minutes, or 60 s when the table is
 # full), which no test can wait for quickly; fresh sessions are never
@@ -347,6 +348,24 @@ contains "$(cat taken.err)" "cannot listen on 127.0.0.1:$PORT: Address already i
 "$TG" serve --workspace "$WS" --http "localhost" < /dev/null > noport.out 2> noport.err
 eq "$?" 1 "an address without a port: exit 1"
 contains "$(cat noport.err)" "is not HOST:PORT" "an address without a port: says why"
+# a libmicrohttpd that cannot be loaded: one sentence naming the library and its package
+mkdir -p fakelib
+: > fakelib/libmicrohttpd.so.12
+LD_LIBRARY_PATH=$WS/fakelib "$TG" serve --workspace "$WS" --http 127.0.0.1:0 < /dev/null \
+	> nomhd.out 2> nomhd.err
+eq "$?" 1 "no usable libmicrohttpd: exit 1"
+contains "$(cat nomhd.err)" "Streamable HTTP needs libmicrohttpd (Debian package libmicrohttpd12): " \
+	"no usable libmicrohttpd: says which library and package"
+contains "$(cat nomhd.err)" "file too short" "no usable libmicrohttpd: says what the loader said"
+eq "$(cat nomhd.out)" "" "no usable libmicrohttpd: nothing on stdout"
+rm -rf fakelib
+for bad in "--page-size 0" "--max-line 1x" "--progress-ms -5" "--elicitation-timeout 86401"; do
+	# shellcheck disable=SC2086 # the option and its value are two words
+	"$TG" serve --workspace "$WS" $bad < /dev/null > badnum.out 2> badnum.err
+	eq "$?" 1 "serve $bad: exit 1"
+	contains "$(cat badnum.err)" "${bad%% *} takes a whole number from 1 to" "serve $bad: names the option"
+	eq "$(cat badnum.out)" "" "serve $bad: nothing on stdout"
+done
 
 # ---- a clean stop
 kill -TERM "$MAIN_PID"
