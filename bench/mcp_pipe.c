@@ -26,20 +26,27 @@ static double now_ms(void)
 static char buf[1 << 22];
 static size_t blen;
 
-/* Read one line (the next message) into the void; exit on EOF. */
-static void read_line(int fd, const char *want)
+/* Read one line (the next message) into the void; exit on EOF, or when it
+ * is not a result or is a tool's error (a denied or failed call is not one
+ * to count, as bench/mcp.mjs does not count it either). */
+static void read_line(int fd)
 {
+	static const char want[] = "\"result\"", error[] = "\"isError\":true";
 	for (;;) {
 		char *nl = memchr(buf, '\n', blen);
 		if (nl) {
 			size_t k = (size_t)(nl - buf) + 1;
-			if (want && !memmem(buf, k, want, strlen(want))) {
+			if (!memmem(buf, k, want, strlen(want)) || memmem(buf, k, error, strlen(error))) {
 				fprintf(stderr, "mcp_pipe: unexpected answer: %.300s\n", buf);
 				exit(1);
 			}
 			memmove(buf, buf + k, blen - k);
 			blen -= k;
 			return;
+		}
+		if (blen == sizeof buf) {
+			fprintf(stderr, "mcp_pipe: an answer longer than %zu bytes\n", sizeof buf);
+			exit(1);
 		}
 		ssize_t n = read(fd, buf + blen, sizeof buf - blen);
 		if (n <= 0) {
@@ -96,7 +103,7 @@ int main(int argc, char **argv)
 	                   "{\"name\":\"mcp_pipe\",\"version\":\"1\"}}}\n"
 	                   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 	put(in[1], init, strlen(init));
-	read_line(out[0], "\"result\"");
+	read_line(out[0]);
 	double *lat = malloc((size_t)n * sizeof *lat);
 	size_t cap = strlen(params) + 128;
 	char *req = malloc(cap);
@@ -106,7 +113,7 @@ int main(int argc, char **argv)
 		                   "\"params\":%s}\n", i + 1, params);
 		double a = now_ms();
 		put(in[1], req, (size_t)len);
-		read_line(out[0], "\"result\"");
+		read_line(out[0]);
 		lat[i] = now_ms() - a;
 	}
 	double dt = now_ms() - t0;
