@@ -53,7 +53,9 @@
 #include "agent/agent.h"
 #include "util/util.h"
 
-#define ANTHROPIC_MAX_TOKENS 4096
+/* Anthropic's required cap on a reply: room for a tool call that writes a
+ * file (a cut call is an invalid one). */
+#define ANTHROPIC_MAX_TOKENS 8192
 
 /* ---- small pieces ---------------------------------------------------------- */
 
@@ -256,20 +258,10 @@ static json_t *gemini_user(const char *prompt)
 	return json_pack("{s:s, s:[{s:o}]}", "role", "user", "parts", "text", text_of(prompt));
 }
 
-/* Did the decoder make this id up ("gemini-<index>-<name>", as gemini.c
- * does), so that the API never saw it? */
-static int gemini_made_up(const tgi_pcall *c, size_t index)
-{
-	char want[64];
-	int n = snprintf(want, sizeof want, "gemini-%zu-", index);
-	return c->id && !strncmp(c->id, want, (size_t)n) &&
-	       !strcmp(c->id + n, c->name ? c->name : "");
-}
-
 static json_t *gemini_call(const tgi_pcall *c, size_t index)
 {
 	json_t *fc = json_pack("{s:o, s:o}", "name", text_of(c->name), "args", args_object(c));
-	if (c->id && *c->id && !gemini_made_up(c, index))
+	if (c->id && *c->id && !tgi_gemini_id_made_up(c, index))
 		json_object_set_new(fc, "id", text_of(c->id));
 	json_t *part = json_pack("{s:o}", "functionCall", fc);
 	/* the echo is what the part carried beside the call: its thoughtSignature */

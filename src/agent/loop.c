@@ -5,10 +5,9 @@
  *   history = [user prompt]                    (or the saved one, --resume)
  *   turn:  request(history, tools) ──► provider ──► reply bytes
  *          decode (the API's decoder; JSON or SSE)
- *          history += assistant entries
- *          no calls?  ──► done (0)
+ *          no calls?  ──► history += assistant entries; done (0)
  *          every call through the gate as one batch (tgi_dispatch_calls)
- *          history += the API's result entries
+ *          history += assistant entries, then the API's result entries
  *          save the turn's entries (redacted) to the ledger
  *          turn == max_turns?  ──► stopped (1)
  *
@@ -194,12 +193,6 @@ static const char *stopped_at(const json_t *env)
 	return NULL;
 }
 
-static int status_stopped(const char *status)
-{
-	return !status || !strcmp(status, "invalid") || !strcmp(status, "denied") ||
-	       !strcmp(status, "pending") || !strcmp(status, "failed");
-}
-
 /* What a call came to, in one short line: "kind: message" for a call that
  * was stopped, else its output (a string, an object's summary, or compact
  * JSON).  Redacted, control characters made spaces, at most SHORT_RESULT
@@ -210,7 +203,7 @@ static char *short_result(agent *a, const json_t *env)
 	const json_t *e = json_object_get(env, "error");
 	const json_t *out = json_object_get(env, "output");
 	char *raw;
-	if (status_stopped(status) || json_is_object(e)) {
+	if (tgi_status_is_error(status) || json_is_object(e)) {
 		const char *kind = json_string_value(json_object_get(e, "kind"));
 		const char *msg = json_string_value(json_object_get(e, "message"));
 		size_t n = 16 + (kind ? strlen(kind) : 5) + (msg ? strlen(msg) : 0);
@@ -241,13 +234,13 @@ static char *short_result(agent *a, const json_t *env)
 static void show_call(agent *a, const tgi_pcall *c, const json_t *env)
 {
 	const char *status = json_string_value(json_object_get(env, "status"));
-	const char *stage = status_stopped(status) ? stopped_at(env) : NULL;
+	const char *stage = tgi_status_is_error(status) ? stopped_at(env) : NULL;
 	const char *tool = json_string_value(json_object_get(env, "tool"));
 	char *res = short_result(a, env);
 	char name[160];
 	tgi_sanitize(name, sizeof name, tool ? tool : c->name ? c->name : "?");
 	a->calls++;
-	a->stopped += status_stopped(status);
+	a->stopped += tgi_status_is_error(status);
 	if (a->o->json) {
 		const json_t *e = json_object_get(env, "error");
 		json_t *err = json_is_object(e)
@@ -552,36 +545,10 @@ static int ask(agent *a, tgi_pcalls *reply, char **errmsg)
 	return 0;
 }
 
-/*
- * The call ids the gate records.  A call id scopes a call's idempotency in
- * its session (a repeat of session:call_id is replayed, not run again), so
- * it must not repeat across turns.  The ids an API gives are unique; the
- * ones made up for Gemini calls without one ("gemini-<index>-<name>") are
- * the same every turn, so the gate gets them with this turn's own token
- * appended (the results still answer Gemini by name and order).  Entries
- * NULL: the call's own id.  Caller frees each and the array.
- */
-static char **gate_ids(agent *a, const tgi_pcalls *reply)
-{
-	char **ids = tgi_xcalloc(reply->n + 1, sizeof *ids);
-	char turn_id[37] = "";
-	for (size_t i = 0; i < reply->n; i++) {
-		const tgi_pcall *c = &reply->v[i];
-		char want[32];
-		int n = snprintf(want, sizeof want, "gemini-%zu-", i);
-		if (strcmp(a->api->name, "gemini") || !c->id || !c->name ||
-		    strncmp(c->id, want, (size_t)n) || strcmp(c->id + n, c->name))
-			continue;
-		if (!turn_id[0])
-			tgi_uuidv7(turn_id);
-		size_t len = strlen(c->id) + sizeof turn_id + 2;
-		ids[i] = tgi_xmalloc(len);
-		snprintf(ids[i], len, "%s@%s", c->id, turn_id);
-	}
-	return ids;
-}
-
-/* One turn: 0 the model answered without calls, 1 it made calls, -1 error. */
+/* One turn: 0 the model answered without calls, 1 it made calls, -1 error.
+ * The history gets the turn whole or not at all: the model's calls only
+ * with their results, since an API refuses a conversation with a call left
+ * unanswered (and a resume would start from one). */
 static int turn(agent *a, char **errmsg)
 {
 	tgi_pcalls reply = {0};
@@ -596,27 +563,27 @@ static int turn(agent *a, char **errmsg)
 		tgi_pcalls_free(&reply);
 		return tgi_fail(errmsg, "turn %d: cannot rebuild the model's reply", a->turn);
 	}
-	json_array_extend(a->history, said);
-	json_decref(said);
 	if (!reply.n) {
+		json_array_extend(a->history, said);
+		json_decref(said);
 		tgi_pcalls_free(&reply);
 		return 0;
 	}
 	json_t *envs = NULL;
-	char **ids = gate_ids(a, &reply);
-	json_t *results = tgi_dispatch_calls(a->g, a->api, &reply, (const char *const *)ids,
-	                                     a->session, a->principal, &envs);
-	for (size_t i = 0; i < reply.n; i++) {
+	json_t *results = tgi_dispatch_calls(a->g, a->api, &reply, a->session, a->principal,
+	                                     &envs);
+	for (size_t i = 0; i < reply.n; i++)
 		show_call(a, &reply.v[i], json_array_get(envs, i));
-		free(ids[i]);
-	}
-	free(ids);
 	json_decref(envs);
 	tgi_pcalls_free(&reply);
-	if (!results)
+	if (!results) {
+		json_decref(said);
 		return tgi_fail(errmsg, "turn %d: the results cannot be written in the %s shape",
 		                a->turn, a->api->name);
+	}
+	json_array_extend(a->history, said);
 	json_array_extend(a->history, results);
+	json_decref(said);
 	json_decref(results);
 	return 1;
 }
@@ -644,7 +611,7 @@ static int run(agent *a, char **errmsg)
 	for (a->turn = 1;; a->turn++) {
 		int rc = turn(a, errmsg);
 		if (rc < 0) {
-			save(a, NULL);   /* what the turn added is kept: a resume starts there */
+			save(a, NULL);   /* the complete turns are kept: a resume starts there */
 			return -1;
 		}
 		if (save(a, errmsg) < 0)

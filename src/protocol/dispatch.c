@@ -170,19 +170,48 @@ static int status_is_error(tg_status st)
 	return st == TG_INVALID || st == TG_DENIED || st == TG_PENDING || st == TG_FAILED;
 }
 
+int tgi_status_is_error(const char *status)
+{
+	for (int st = 0; status && st < TG_STATUS__COUNT; st++)
+		if (!strcmp(status, tg_status_name((tg_status)st)))
+			return status_is_error((tg_status)st);
+	return 1;
+}
+
+/*
+ * The call id the gate records for call i, when it is not the call's own:
+ * an id the Gemini decoder made up ("gemini-<index>-<name>") is the same in
+ * every reply, and would make a later call a replay (or a conflict) of an
+ * earlier one in the session, so it gets token, drawn once per batch,
+ * appended.  NULL: the call's own id.  Caller frees.
+ */
+static char *gate_id(const tgi_protocol *p, const tgi_pcall *c, size_t i, char token[37])
+{
+	if (strcmp(p->name, "gemini") || !tgi_gemini_id_made_up(c, i))
+		return NULL;
+	if (!token[0])
+		tgi_uuidv7(token);
+	size_t len = strlen(c->id) + 39;
+	char *s = tgi_xmalloc(len);
+	snprintf(s, len, "%s@%s", c->id, token);
+	return s;
+}
+
 json_t *tgi_dispatch_calls(struct tg_gate *g, const tgi_protocol *p, const tgi_pcalls *calls,
-                           const char *const *call_ids, const char *session,
-                           const char *principal, json_t **envelopes)
+                           const char *session, const char *principal, json_t **envelopes)
 {
 	size_t n = calls->n;
 	tg_request *rq = tgi_xcalloc(n + 1, sizeof *rq);
 	tg_result **rs = tgi_xcalloc(n + 1, sizeof *rs);
 	char **wrapped = tgi_xcalloc(n + 1, sizeof *wrapped);
+	char **ids = tgi_xcalloc(n + 1, sizeof *ids);
+	char token[37] = "";
 	for (size_t i = 0; i < n; i++) {
 		const tgi_pcall *c = &calls->v[i];
+		ids[i] = gate_id(p, c, i, token);
 		rq[i] = (tg_request){
 			.tool = c->name, .args = c->args, .args_len = c->args ? c->args_len : 0,
-			.call_id = call_ids && call_ids[i] ? call_ids[i] : c->id,
+			.call_id = ids[i] ? ids[i] : c->id,
 			.session = session, .principal = principal,
 			.invalid = c->error,
 		};
@@ -228,10 +257,12 @@ json_t *tgi_dispatch_calls(struct tg_gate *g, const tgi_protocol *p, const tgi_p
 		json_decref(envs[i]);
 		free(texts[i]);
 		free(wrapped[i]);
+		free(ids[i]);
 	}
 	free(rq);
 	free(rs);
 	free(wrapped);
+	free(ids);
 	free(res);
 	free(envs);
 	free(texts);
@@ -249,8 +280,7 @@ static void summary_line(tgi_buf *sum, const tgi_pcall *c, const json_t *env)
 	tgi_sanitize(shown, sizeof shown, msg ? msg : "");
 	tgi_buf_printf(sum, "%s %s %s", c->id ? c->id : "-", c->name ? c->name : "-",
 	               status ? status : "?");
-	if (status && (!strcmp(status, "invalid") || !strcmp(status, "denied") ||
-	               !strcmp(status, "pending") || !strcmp(status, "failed")))
+	if (status && tgi_status_is_error(status))
 		tgi_buf_printf(sum, " %s: %s", kind ? kind : "error", shown);
 	tgi_buf_puts(sum, "\n");
 }
@@ -274,7 +304,7 @@ char *tg_dispatch(tg_gate *g, const char *api, const char *text, size_t len, int
 		return NULL;
 	}
 	json_t *envs = NULL;
-	json_t *msgs = tgi_dispatch_calls(g, p, &calls, NULL, session, principal, &envs);
+	json_t *msgs = tgi_dispatch_calls(g, p, &calls, session, principal, &envs);
 	char *out = json_dumps(msgs, JSON_INDENT(2));
 	json_decref(msgs);
 	if (summary) {

@@ -188,15 +188,15 @@ static tgi_pcall *new_call(decoder *d)
 }
 
 /* Did we make this id up, so that the API never saw it?  (An id the API
- * gave that reads exactly like ours is left out of the answer too: the API
- * then matches that response by name and order, as for any call without
- * an id.) */
-static int synthesized(const tgi_pcall *c, size_t index)
+ * gave that reads exactly like ours is taken as made up too: the API then
+ * matches that response by name and order, as for any call without an
+ * id.) */
+int tgi_gemini_id_made_up(const tgi_pcall *c, size_t index)
 {
 	char want[64];
 	const char *name = c->name ? c->name : "";
 	int n = snprintf(want, sizeof want, "gemini-%zu-", index);
-	return !strncmp(c->id, want, (size_t)n) && !strcmp(c->id + n, name);
+	return c->id && !strncmp(c->id, want, (size_t)n) && !strcmp(c->id + n, name);
 }
 
 /* Is this functionCall a piece of a call streamed in parts (Vertex AI's
@@ -221,7 +221,7 @@ static void continue_call(decoder *d, const json_t *part, const json_t *fc)
 	tgi_pcall *c = &d->calls.v[d->open];
 	keep_signature(c, part);
 	const char *id = json_string_value(json_object_get(fc, "id"));
-	if (id && *id && synthesized(c, d->open)) {
+	if (id && *id && tgi_gemini_id_made_up(c, d->open)) {
 		free(c->id);
 		c->id = tgi_strdup(id);
 	}
@@ -494,7 +494,7 @@ static json_t *gemini_results(const tgi_pcalls *calls, const tgi_presult *res)
 		const char *name = c->name ? c->name : "";
 		json_t *fr = json_object();
 		json_object_set_new(fr, "name", tgi_json_text(name, strlen(name)));
-		if (c->id && !synthesized(c, i))
+		if (c->id && !tgi_gemini_id_made_up(c, i))
 			json_object_set_new(fr, "id", tgi_json_text(c->id, strlen(c->id)));
 		json_object_set_new(fr, "response", json_pack("{s:o}", res[i].is_error ? "error" : "output",
 		                                              tgi_json_text(text, strlen(text))));

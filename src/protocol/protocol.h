@@ -90,6 +90,10 @@ extern const tgi_protocol tgi_protocol_gemini;
 /* By name; NULL if unknown. */
 const tgi_protocol *tgi_protocol_find(const char *name);
 
+/* Is call number index of a Gemini reply's id one the decoder made up
+ * ("gemini-<index>-<name>"), so that the API never gave it (gemini.c)? */
+int tgi_gemini_id_made_up(const tgi_pcall *c, size_t index);
+
 /* ---- dispatch.c: decoded calls through the gate ---------------------- */
 
 struct tg_gate;
@@ -98,15 +102,19 @@ struct tg_gate;
  * Run every call of `calls` through the gate as one batch (session and
  * principal, either may be NULL, applied to each), as tg_dispatch does,
  * and return the results in api's shape (api->results: a new JSON array,
- * one result per call in call order).  call_ids (NULL, or NULL entries:
- * the calls' own ids) are the call ids the gate records, which scope a
- * call's idempotency within its session: the results still answer the
- * API's ids.  *envelopes (if not NULL) gets a new JSON array of the calls'
- * envelopes, in call order.
+ * one result per call in call order).  The gate records each call under
+ * the API's id, which scopes its idempotency within the session; an id
+ * the Gemini decoder made up is the same in every reply, so the gate gets
+ * it with this batch's own token appended (the results still answer the
+ * API by name and order).  *envelopes (if not NULL) gets a new JSON array
+ * of the calls' envelopes, in call order.
  */
 json_t *tgi_dispatch_calls(struct tg_gate *g, const tgi_protocol *api, const tgi_pcalls *calls,
-                           const char *const *call_ids, const char *session,
-                           const char *principal, json_t **envelopes);
+                           const char *session, const char *principal, json_t **envelopes);
+
+/* Is status (an envelope's) one the model reads as an error: invalid,
+ * denied, pending or failed?  NULL or an unknown name: yes. */
+int tgi_status_is_error(const char *status);
 
 /* ---- dialect.c: schemas per API ---------------------------------------- */
 

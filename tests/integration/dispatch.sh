@@ -90,6 +90,20 @@ dispatch gemini gemini.json
 eq "$(jq -r '[.[0].parts[].functionResponse.name] | join(",")' gemini.out)" "read_file,list_dir" "gemini: functionResponse parts in order"
 contains "$(jq -r '.[0].parts[0].functionResponse.response.output' gemini.out)" "alpha" "gemini: output"
 
+# the made-up ids repeat in every response: in one session a later response's
+# write is not a replay (or a conflict) of an earlier one's
+for n in one two; do
+	printf '{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"write_file","args":{"path":"g.txt","content":"%s"}}}]}}]}' "$n" > "gw-$n.json"
+	"$TG" dispatch --protocol gemini --session gsess "gw-$n.json" > "gw-$n.out" 2> "gw-$n.err"
+	eq "$?" 0 "gemini $n: exit 0"
+done
+eq "$(cat g.txt)" "two" "gemini: the second response's write ran"
+eq "$(sql "SELECT group_concat(status, ',') FROM (SELECT status FROM ops WHERE session = 'gsess' ORDER BY op_id)")" \
+	"persisted,persisted" "gemini: both writes persisted, none replayed"
+eq "$(sql "SELECT count(DISTINCT call_id) FROM ops WHERE session = 'gsess' AND call_id LIKE 'gemini-0-write_file@%'")" 2 \
+	"gemini: each response's call has its own gate id"
+eq "$(jq -r '.[0].parts[0].functionResponse | has("id")' gw-two.out)" false "gemini: the made-up id is not sent back"
+
 # ---- a stream cut inside a call: that call is invalid, never run
 cat > cut.sse <<'SSE'
 data: {"id":"c2","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_cut","type":"function","function":{"name":"write_file","arguments":""}}]}}]}

@@ -516,7 +516,7 @@ static void test_anthropic_request_and_user(void **state)
 	json_t *tools = json_pack("[{s:s, s:{s:s}}]", "name", "x", "input_schema", "type", "object");
 	json_t *b = tgi_dialogue_request(ANTH, "claude-sonnet-4-5", hist, tools, 0);
 	assert_string_equal(str_at(b, "model"), "claude-sonnet-4-5");
-	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 4096);
+	assert_int_equal(json_integer_value(json_object_get(b, "max_tokens")), 8192);
 	assert_json_equal(json_object_get(b, "messages"), hist);
 	assert_json_equal(json_object_get(b, "tools"), tools);
 	assert_true(json_is_false(json_object_get(b, "stream")));
