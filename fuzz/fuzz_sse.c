@@ -7,7 +7,9 @@
  * the last event.  A stream is refused (-1, one printable sentence, no
  * event delivered) exactly when it holds a NUL byte.  The same stream with
  * every line end rewritten as LF must give the same events; a callback
- * that stops at event k must get k events and its own value back.  Any
+ * that stops at event k must get k events and its own value back.  The
+ * cutter (tgi_sse_cut), fed the stream in pieces, must cut where it cuts
+ * the whole stream, never backwards, and before a blank line.  Any
  * crash, leak, hang or sanitizer report is a bug.
  *
  * Owns: nothing beyond one input.  Must not: touch the filesystem.
@@ -110,6 +112,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(run(in, size, &c, &truncated2, err, sizeof err) == 9);
 		check(c.n == k);
 		tgi_buf_free(&c.log);
+	}
+
+	/* the cutter: fed in pieces it cuts where it cuts the whole, never
+	 * backwards, and what is before a cut holds whole events only */
+	tgi_sse_cutter once = { 0 }, step = { 0 };
+	size_t whole = tgi_sse_cut(&once, in, size), last = 0, got = 0;
+	size_t piece = 1 + (size ? data[size - 1] % 13 : 0);
+	for (size_t end = 0; end < size;) {
+		end = end + piece < size ? end + piece : size;
+		size_t cut = tgi_sse_cut(&step, in, end);
+		check(cut <= end);
+		if (cut) {
+			check(cut >= last);
+			last = got = cut;
+		}
+	}
+	check(got == whole && whole <= size);
+	if (whole) {
+		seen d = { 0 };
+		check(run(in, whole, &d, &truncated2, err, sizeof err) == 0);
+		check(truncated2 == 0);
+		tgi_buf_free(&d.log);
 	}
 	tgi_buf_free(&a.log);
 	return 0;

@@ -20,7 +20,8 @@
  * for Gemini.  A body without "model" gets the provider's; Gemini names
  * the model in the URL, so its body's "model" and "stream" members are
  * taken out and choose the URL ("stream":true: the SSE endpoint).
- * Anthropic's required max_tokens is added (8192) when the body has none.
+ * Anything else in the body (Anthropic's required max_tokens included) is
+ * dialogue.c's: the body is sent as it is given.
  *
  * Keys: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY (else
  * GOOGLE_API_KEY).  An OpenAI API with --base-url needs none (a local
@@ -79,7 +80,6 @@
 #define MESSAGE_SHOWN      300       /* characters of a provider message in an error */
 #define POLL_MS            100
 #define ANTHROPIC_VERSION  "2023-06-01"
-#define ANTHROPIC_MAX_TOKENS 8192
 
 /* What each API needs: where, which key, how it is sent. */
 typedef struct api_spec {
@@ -359,41 +359,14 @@ typedef struct rx {
 	int               ok;          /* a 2xx */
 	tgi_buf           body;
 	int               overflow;    /* a 2xx body went past REPLY_MAX */
-	size_t            scan, line, done; /* SSE: cutting position; bytes given out */
+	tgi_sse_cutter    cutter;      /* SSE: where the complete events end */
+	size_t            done;        /* SSE: bytes whose text was given out */
 	int               shown;       /* text went to on_text */
 	tgi_agent_text_fn on_text;
 	void             *arg;
 	int64_t           retry_ms;    /* retry-after-ms, -1: none */
 	int64_t           retry_s_ms;  /* retry-after, -1: none */
 } rx;
-
-/* The end of the last complete event in p[0..n) (after a blank line), as
- * src/mcp/client.c cuts: lines end in LF, CRLF or CR, a CR at the very end
- * waits for the next byte.  Resumes at r->scan. */
-static size_t sse_cut(rx *r, const char *p, size_t n)
-{
-	size_t i = r->scan, cut = 0;
-
-	while (i < n) {
-		size_t end;
-		if (p[i] != '\n' && p[i] != '\r') {
-			i++;
-			continue;
-		}
-		end = i + 1;
-		if (p[i] == '\r') {
-			if (end == n)
-				break;
-			if (p[end] == '\n')
-				end++;
-		}
-		if (i == r->line)
-			cut = end;
-		r->line = i = end;
-	}
-	r->scan = i;
-	return cut;
-}
 
 static void on_piece(void *arg, const char *text, size_t len)
 {
@@ -412,7 +385,7 @@ static int sse_event(const tgi_sse_event *ev, void *arg)
 /* Give the text of the events complete since the last call. */
 static void sse_show(rx *r)
 {
-	size_t cut = sse_cut(r, r->body.p, r->body.len);
+	size_t cut = tgi_sse_cut(&r->cutter, r->body.p, r->body.len);
 	char perr[128];
 	int truncated;
 
@@ -786,8 +759,6 @@ static int prepare(http_provider *hp, const json_t *body, char **url, char **pay
 	} else {
 		if (!json_is_string(json_object_get(b, "model")))
 			json_object_set_new(b, "model", json_string(hp->model));
-		if (strcmp(hp->spec->name, "anthropic") == 0 && !json_object_get(b, "max_tokens"))
-			json_object_set_new(b, "max_tokens", json_integer(ANTHROPIC_MAX_TOKENS));
 		*url = tgi_strdup(hp->url);
 	}
 	*payload = json_dumps(b, JSON_COMPACT);
@@ -888,22 +859,6 @@ static const tgi_provider_ops ops[] = {
 	{"gemini", http_send, http_free},
 };
 
-/* Does url name this machine (localhost, 127.0.0.0/8, ::1)? */
-static int url_is_loopback(const char *url)
-{
-	CURLU *u = C->url();
-	char *host = NULL;
-	int yes = 0;
-
-	if (u && C->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    C->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
-		yes = strcasecmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
-		      strcmp(host, "[::1]") == 0;
-	C->free(host);
-	C->url_cleanup(u);
-	return yes;
-}
-
 /* url for messages: without user:password@ and without the query. */
 static char *url_for_messages(const char *url)
 {
@@ -997,13 +952,16 @@ int tgi_provider_http(const tgi_provider_opts *o, tgi_provider **out, char *err,
 		             var);
 		return -1;
 	}
-	if (base_url && strncmp(base_url, "http://", 7) != 0 &&
-	    strncmp(base_url, "https://", 8) != 0) {
-		char shown[128];
-		tgi_sanitize_n(shown, sizeof shown, base_url, strlen(base_url), 80);
-		tgi_snprintf(err, errlen, "--base-url \"%s\" is not an http:// or https:// URL",
-		             shown);
-		return -1;
+	if (base_url) {
+		const char *host = !strncmp(base_url, "http://", 7)    ? base_url + 7
+		                 : !strncmp(base_url, "https://", 8)   ? base_url + 8 : NULL;
+		if (!host || !*host || strchr("/?#@:", *host)) {
+			char shown[128];
+			tgi_sanitize_n(shown, sizeof shown, base_url, strlen(base_url), 80);
+			tgi_snprintf(err, errlen, "--base-url \"%s\" is not an http:// or https:// URL "
+			             "with a host", shown);
+			return -1;
+		}
 	}
 	if (tgi_curl_load(err, errlen) < 0)
 		return -1;
@@ -1020,7 +978,7 @@ int tgi_provider_http(const tgi_provider_opts *o, tgi_provider **out, char *err,
 	if (hp->timeout_s > TIMEOUT_MAX_S)
 		hp->timeout_s = TIMEOUT_MAX_S;
 	hp->retries = o->retries == 0 ? DEFAULT_RETRIES : o->retries < 0 ? 0 : o->retries;
-	hp->loopback = url_is_loopback(hp->url);
+	hp->loopback = tgi_curl_url_is_loopback(hp->url);
 	if (hp->key && !hp->loopback && strncmp(hp->url, "http://", 7) == 0) {
 		/* a key in clear text to another machine is a key given away */
 		tgi_snprintf(err, errlen, "refusing to send %s over plain http to %s; use an "

@@ -908,43 +908,11 @@ typedef struct http_rx {
 	rx_kind         kind;
 	long            status;
 	tgi_buf         buf;       /* a JSON body, an error body, or SSE not yet cut */
-	size_t          scan;      /* SSE: next byte to look at */
-	size_t          line;      /* SSE: where the unfinished line begins */
+	tgi_sse_cutter  cutter;    /* SSE: where the complete events end */
 	int             overflow;  /* a message went past the cap */
 	int             listen;    /* the GET stream: open sets c->listening */
 	char           *session;   /* initialize: Mcp-Session-Id goes here */
 } http_rx;
-
-/*
- * The end of the last complete event in p[0..n): the byte after a blank
- * line.  Lines end in LF, CRLF or CR; a CR at the very end waits for the
- * next byte.  Scanning resumes at rx->scan, so a long line arriving in many
- * pieces is read once.
- */
-static size_t sse_cut(http_rx *rx, const char *p, size_t n)
-{
-	size_t i = rx->scan, cut = 0;
-
-	while (i < n) {
-		size_t end;
-		if (p[i] != '\n' && p[i] != '\r') {
-			i++;
-			continue;
-		}
-		end = i + 1;
-		if (p[i] == '\r') {
-			if (end == n)
-				break;
-			if (p[end] == '\n')
-				end++;
-		}
-		if (i == rx->line)
-			cut = end;
-		rx->line = i = end;
-	}
-	rx->scan = i;
-	return cut;
-}
 
 static int sse_event(const tgi_sse_event *ev, void *arg)
 {
@@ -964,7 +932,7 @@ static int sse_event(const tgi_sse_event *ev, void *arg)
  * stream) and keep the rest. */
 static void sse_drain(http_rx *rx, int at_end)
 {
-	size_t cut = at_end ? rx->buf.len : sse_cut(rx, rx->buf.p, rx->buf.len);
+	size_t cut = at_end ? rx->buf.len : tgi_sse_cut(&rx->cutter, rx->buf.p, rx->buf.len);
 	char perr[160];
 	int truncated = 0;
 
@@ -975,8 +943,8 @@ static void sse_drain(http_rx *rx, int at_end)
 	memmove(rx->buf.p, rx->buf.p + cut, rx->buf.len - cut);
 	rx->buf.len -= cut;
 	rx->buf.p[rx->buf.len] = '\0';
-	rx->scan -= cut;
-	rx->line -= cut;
+	rx->cutter.scan -= cut;
+	rx->cutter.line -= cut;
 }
 
 /* The first bytes of a body: what kind is it? */
@@ -1053,22 +1021,6 @@ static size_t rx_header(char *data, size_t size, size_t nmemb, void *arg)
 		}
 	}
 	return n;
-}
-
-/* Does url name this machine (localhost, 127.0.0.0/8, ::1)? */
-static int url_is_loopback(const char *url)
-{
-	CURLU *u = C->url();
-	char *host = NULL;
-	int yes = 0;
-
-	if (u && C->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-	    C->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
-		yes = strcasecmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
-		      strcmp(host, "[::1]") == 0;
-	C->free(host);
-	C->url_cleanup(u);
-	return yes;
 }
 
 /* A request's headers: ours, then the configured ones.  Caller frees. */
@@ -1729,7 +1681,7 @@ int tgi_mcp_client_open(const tgi_mcp_client_cfg *cfg, const tgi_mcp_client_hand
 		c->headers = tgi_xcalloc(cfg->nheaders + 1, sizeof *c->headers);
 		for (size_t i = 0; i < cfg->nheaders; i++)
 			c->headers[c->nheaders++] = tgi_strdup(cfg->headers[i]);
-		c->loopback = url_is_loopback(c->url);
+		c->loopback = tgi_curl_url_is_loopback(c->url);
 		rc = 0;
 	}
 	if (rc != 0) {

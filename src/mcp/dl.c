@@ -12,13 +12,15 @@
  *
  * Owns: the handles (never closed: the tables point into them), the
  * tables, each load's answer.  Must not: call the libraries beyond
- * curl_global_init, or know who needs them.
+ * curl_global_init and the one URL question its two HTTP clients share
+ * (tgi_curl_url_is_loopback), or know who needs them.
  */
 #include "mcp/dl.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util/util.h"
 
@@ -142,4 +144,20 @@ int tgi_mhd_load(char *err, size_t errlen)
 {
 	pthread_once(&mhd_lib.once, mhd_load_once);
 	return answer(&mhd_lib, err, errlen);
+}
+
+int tgi_curl_url_is_loopback(const char *url)
+{
+	const tgi_curl_api *c = &tgi_curl;
+	CURLU *u = c->url();
+	char *host = NULL;
+	int yes = 0;
+
+	if (u && c->url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    c->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+		yes = strcasecmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
+		      strcmp(host, "[::1]") == 0;
+	c->free(host);
+	c->url_cleanup(u);
+	return yes;
 }

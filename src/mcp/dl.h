@@ -67,4 +67,8 @@ extern tgi_mhd_api  tgi_mhd;
 int tgi_curl_load(char *err, size_t errlen);
 int tgi_mhd_load(char *err, size_t errlen);
 
+/* Does url name this machine (localhost, 127.0.0.0/8, [::1])?  0 for a URL
+ * curl cannot parse.  After tgi_curl_load returned 0. */
+int tgi_curl_url_is_loopback(const char *url);
+
 #endif

@@ -168,3 +168,28 @@ out:
 	tgi_buf_free(&e.data);
 	return rc;
 }
+
+size_t tgi_sse_cut(tgi_sse_cutter *c, const char *p, size_t n)
+{
+	size_t i = c->scan, cut = 0;
+
+	while (i < n) {
+		size_t end;
+		if (p[i] != '\n' && p[i] != '\r') {
+			i++;
+			continue;
+		}
+		end = i + 1;
+		if (p[i] == '\r') {
+			if (end == n)
+				break;
+			if (p[end] == '\n')
+				end++;
+		}
+		if (i == c->line)
+			cut = end;
+		c->line = i = end;
+	}
+	c->scan = i;
+	return cut;
+}

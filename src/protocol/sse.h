@@ -39,4 +39,21 @@ typedef int (*tgi_sse_cb)(const tgi_sse_event *ev, void *arg);
 int tgi_sse_parse(const char *text, size_t len, tgi_sse_cb cb, void *arg, int *truncated,
                   char *err, size_t errlen);
 
+/*
+ * A stream arriving in pieces: where the events complete so far end.  The
+ * caller keeps one cutter per stream (zeroed at its start) and asks again
+ * after each piece with the whole of what it holds, p[0..n); scanning
+ * resumes where it stopped, so a long line arriving in many pieces is read
+ * once.  Returns the byte after the last blank line (0: no event is
+ * complete); a CR at the very end waits for the next byte (it may be a
+ * CRLF).  A caller that drops the first k bytes subtracts k from scan and
+ * line.
+ */
+typedef struct tgi_sse_cutter {
+	size_t scan;   /* the next byte to look at */
+	size_t line;   /* where the unfinished line begins */
+} tgi_sse_cutter;
+
+size_t tgi_sse_cut(tgi_sse_cutter *c, const char *p, size_t n);
+
 #endif

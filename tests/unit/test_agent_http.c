@@ -867,6 +867,15 @@ static void test_bad_options(void **state)
 	tgi_provider_opts o = {.provider = "openai-chat", .base_url = "ftp://example.com"};
 	assert_int_equal(tgi_provider_http(&o, &p, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not an http:// or https:// URL"));
+	assert_null(p);
+	/* a URL with no host is refused at once, not retried against a host made of its path */
+	static const char *const hostless[] = {"http://", "https:///v1", "http://?x", "http://:8080"};
+	for (size_t i = 0; i < sizeof hostless / sizeof *hostless; i++) {
+		o = (tgi_provider_opts){.provider = "openai-chat", .base_url = hostless[i]};
+		assert_int_equal(tgi_provider_http(&o, &p, err, sizeof err), -1);
+		assert_null(p);
+		assert_non_null(strstr(err, "URL with a host"));
+	}
 
 	/* a Gemini model name that would change the URL is refused before anything is sent */
 	o = (tgi_provider_opts){.provider = "gemini", .model = "x/../../evil?key=1",
