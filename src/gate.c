@@ -443,11 +443,18 @@ static void protect_own_files(tg_gate *g)
 	}
 }
 
-/* Does any configured tool declare deprecated field names? */
+/* Does any configured tool or MCP server declare deprecated field names?
+ * (A server's section is checked by the bridge; a malformed one refuses
+ * the gate there.) */
 static int any_aliases(const tgi_config *cfg)
 {
+	const char *name;
+	json_t *v;
 	for (size_t i = 0; i < cfg->ntools; i++)
 		if (cfg->tools[i].aliases)
+			return 1;
+	json_object_foreach(cfg->mcp_servers, name, v)
+		if (json_object_size(json_object_get(v, "aliases")))
 			return 1;
 	return 0;
 }

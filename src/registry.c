@@ -241,11 +241,13 @@ const tgi_entry *tgi_registry_at(tgi_registry *r, size_t i)
 }
 
 int tgi_registry_put(tgi_registry *r, const tgi_tool *row, const json_t *input_schema,
-                     const json_t *output_schema, int assert_formats, char *err, size_t errlen)
+                     const json_t *output_schema, const json_t *aliases, int assert_formats,
+                     char *err, size_t errlen)
 {
 	tgi_entry *e = make_entry(row, input_schema, output_schema, assert_formats, err, errlen);
 	if (!e)
 		return -1;
+	e->aliases = aliases; /* set before the entry is published under r->mu */
 	pthread_rwlock_wrlock(&r->mu);
 	long i = find_locked(r, row->name);
 	if (i >= 0 && (size_t)i < r->nfixed) {

@@ -164,7 +164,8 @@ typedef struct tgi_entry {
 	struct tgi_schema  *schema;        /* owned: compiled */
 	tgi_strv            sensitive;     /* owned: property names the schema marks
 	                                      x-sensitive (masked in what is logged) */
-	const json_t       *aliases;       /* borrowed from the config or NULL:
+	const json_t       *aliases;       /* borrowed from the config (a bridged
+	                                      tool: its row's) or NULL:
 	                                      {old_field: new_field} */
 	int                 avail_checked; /* availability is computed lazily, once */
 	int                 available;
@@ -189,11 +190,14 @@ const tgi_entry *tgi_registry_at(tgi_registry *r, size_t i);
  * built-in or configured tool's name is refused.  The row (and all it
  * points to) must outlive the registry.  A replaced or dropped entry stays
  * allocated until the registry is freed (a running call may hold it), so a
- * pointer from find stays valid.  -1 with err (the schema does not
- * compile, the name is taken).
+ * pointer from find stays valid.  aliases ({old_field: new_field}, or
+ * NULL) is borrowed like the row and must outlive the registry too; it is
+ * part of the entry before the entry can be found.  -1 with err (the
+ * schema does not compile, the name is taken).
  */
 int  tgi_registry_put(tgi_registry *r, const tgi_tool *row, const json_t *input_schema,
-                      const json_t *output_schema, int assert_formats, char *err, size_t errlen);
+                      const json_t *output_schema, const json_t *aliases, int assert_formats,
+                      char *err, size_t errlen);
 void tgi_registry_drop(tgi_registry *r, const char *name);
 
 /* The exposed title: row->title, else the name with '_' as spaces and the

@@ -108,6 +108,8 @@ typedef struct btool {
 	char      *description;
 	char      *annotations;     /* canonical, or NULL; shown in a pin's approval */
 	char      *def;             /* canonical downstream definition: same text, same row */
+	json_t    *aliases;         /* owned or NULL: the configured ones its schema allows;
+	                               the registry entry borrows it */
 	char       digest[65];      /* the pin: see pin_digest */
 	/* under b->mu */
 	int        current;         /* the registry finds this row under its name */
@@ -142,6 +144,7 @@ struct srv {
 	char       *url;                /* or Streamable HTTP */
 	char       *token_env;
 	tgi_strv    include, exclude;
+	json_t     *aliases;            /* owned or NULL: {remote tool: {old_field: new_field}} */
 	int         trusted, pin;
 	int         timeout_s, startup_timeout_s;
 
@@ -169,6 +172,7 @@ struct srv {
 	/* the server's thread alone */
 	btool     **all;                /* every row made, kept until free */
 	size_t      nall, capall;
+	tgi_strv    unlisted;           /* aliased tools said to be unlisted (once each) */
 };
 
 struct tgi_bridge {
@@ -267,7 +271,7 @@ static void push_ptr(void ***v, size_t *n, size_t *cap, void *p)
 
 static const char *const server_keys[] = {
 	"command", "args", "env", "cwd", "url", "token_env", "trusted", "pin", "prefix",
-	"category", "tools", "timeout_s", "startup_timeout_s",
+	"category", "tools", "timeout_s", "startup_timeout_s", "aliases",
 };
 static const char *const filter_keys[] = { "include", "exclude" };
 
@@ -450,6 +454,73 @@ static int parse_filters(const tgi_config *cfg, const char *name, const json_t *
 	return 0;
 }
 
+/* A field's place under aliases/<tool> for bad(): its own key when the
+ * name can be a pointer token as it is, else the tool's mapping. */
+static void alias_sub(char *out, size_t cap, const char *tool, const char *field)
+{
+	if (field && !strpbrk(field, "/~") && field[strspn(field, "0123456789")])
+		tgi_snprintf(out, cap, "aliases/%s/%s", tool, field);
+	else
+		tgi_snprintf(out, cap, "aliases/%s", tool);
+}
+
+/* One tool's {old_field: new_field}: non-empty names without NUL, a new
+ * name neither the old one nor itself an old one.  What the server's
+ * schema allows is known only at listing (tool_aliases). */
+static int parse_tool_aliases(const tgi_config *cfg, const char *name, const char *tool,
+                              const json_t *v, char *err, size_t errlen)
+{
+	const char *old;
+	json_t *nw;
+	char sub[300], shown[72];
+
+	alias_sub(sub, sizeof sub, tool, NULL);
+	if (!json_is_object(v) || !json_object_size(v))
+		return bad_type(cfg, name, sub, v, "a mapping of old field names to new ones", err,
+		                errlen);
+	json_object_foreach((json_t *)v, old, nw) {
+		const char *to = json_string_value(nw);
+		alias_sub(sub, sizeof sub, tool, old);
+		if (!old[0])
+			return bad(cfg, name, sub, err, errlen, "an old field's name is empty");
+		if (!to || !json_string_length(nw) || strlen(to) != json_string_length(nw))
+			return bad_type(cfg, name, sub, nw, "the new field's name (a non-empty string)", err,
+			                errlen);
+		if (!strcmp(old, to) || json_object_get(v, to)) {
+			tgi_sanitize_n(shown, sizeof shown, to, strlen(to), 64);
+			return bad(cfg, name, sub, err, errlen, "the new name \"%s\" is itself an old name",
+			           shown);
+		}
+	}
+	return 0;
+}
+
+/* aliases: {<tool as the server lists it>: {old_field: new_field}}. */
+static int parse_aliases(const tgi_config *cfg, const char *name, const json_t *v, srv *s,
+                         char *err, size_t errlen)
+{
+	const char *tool;
+	json_t *x;
+
+	if (!json_is_object(v))
+		return bad_type(cfg, name, "aliases", v,
+		                "a mapping of tool names to {old_field: new_field}", err, errlen);
+	json_object_foreach((json_t *)v, tool, x) {
+		if (!tool[0] || strlen(tool) > TOOL_NAME_MAX || !name_ok(tool, strlen(tool), 1)) {
+			char shown[72];
+			tgi_sanitize_n(shown, sizeof shown, tool, strlen(tool), 64);
+			return bad(cfg, name, "aliases", err, errlen,
+			           "expected tool names as the server lists them (at most %d letters, "
+			           "digits, '_', '-' or '.'), got \"%s\"", TOOL_NAME_MAX, shown);
+		}
+		if (parse_tool_aliases(cfg, name, tool, x, err, errlen) < 0)
+			return -1;
+	}
+	if (json_object_size(v))
+		s->aliases = json_incref((json_t *)v);
+	return 0;
+}
+
 static int parse_command(const tgi_config *cfg, const char *name, const json_t *cmd,
                          const json_t *args, srv *s, char *err, size_t errlen)
 {
@@ -537,7 +608,7 @@ static int parse_server(tgi_bridge *b, const char *name, const json_t *v, srv *s
 			return bad(cfg, name, k, err, errlen,
 			           "unknown key \"%s\"; expected one of command, args, env, cwd, url, "
 			           "token_env, trusted, pin, prefix, category, tools, timeout_s, "
-			           "startup_timeout_s", shown);
+			           "startup_timeout_s, aliases", shown);
 		}
 	}
 
@@ -599,6 +670,8 @@ static int parse_server(tgi_bridge *b, const char *name, const json_t *v, srv *s
 		return -1;
 	s->category = tgi_strdup(str);
 	if ((x = json_object_get(v, "tools")) && parse_filters(cfg, name, x, s, err, errlen) < 0)
+		return -1;
+	if ((x = json_object_get(v, "aliases")) && parse_aliases(cfg, name, x, s, err, errlen) < 0)
 		return -1;
 	if ((x = json_object_get(v, "timeout_s")) &&
 	    parse_int(cfg, name, "timeout_s", x, 1, TIMEOUT_MAX_S, &s->timeout_s, err, errlen) < 0)
@@ -893,6 +966,7 @@ static void btool_free(btool *t)
 	free(t->description);
 	free(t->annotations);
 	free(t->def);
+	json_decref(t->aliases);
 	free(t);
 }
 
@@ -909,6 +983,50 @@ static unsigned contract_of(const srv *s, const json_t *ann)
 	if (json_is_true(json_object_get(ann, "idempotentHint")))
 		f |= TGI_T_IDEMPOTENT;
 	return f;
+}
+
+/*
+ * The configured aliases of remote that its listed input schema allows (a
+ * new reference, or NULL): an old name must not be one of its properties
+ * (it would never be rewritten), a new one must be (else the rewritten
+ * value would go unchecked).  The schema is the server's, not the
+ * operator's: an alias it breaks is left out with one line on stderr.
+ */
+static json_t *tool_aliases(const srv *s, const char *remote, const json_t *in)
+{
+	const json_t *want = json_object_get(s->aliases, remote);
+	const json_t *props = json_object_get(in, "properties");
+	const char *old;
+	json_t *nw, *out;
+
+	if (!want)
+		return NULL;
+	out = json_object();
+	json_object_foreach((json_t *)want, old, nw) {
+		const char *to = json_string_value(nw);
+		char so[72], sn[72], st[TOOL_NAME_MAX + 8];
+		const char *why = NULL;
+		if (json_object_get(props, old))
+			why = "the old name is still a property of its input schema";
+		else if (!json_is_object(props))
+			why = "its input schema lists no properties";
+		else if (!json_object_get(props, to))
+			why = "the new name is not a property of its input schema";
+		if (!why) {
+			json_object_set_new(out, old, json_string(to));
+			continue;
+		}
+		tgi_sanitize_n(so, sizeof so, old, strlen(old), 64);
+		tgi_sanitize_n(sn, sizeof sn, to, strlen(to), 64);
+		tgi_sanitize_n(st, sizeof st, remote, strlen(remote), TOOL_NAME_MAX);
+		say("the MCP server \"%s\": the alias \"%s\" -> \"%s\" of its tool \"%s\" is left out: %s",
+		    s->name, so, sn, st, why);
+	}
+	if (!json_object_size(out)) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
 }
 
 /* The row for one listed tool, or NULL with why it is not offered. */
@@ -970,6 +1088,7 @@ static btool *btool_new(srv *s, const json_t *tool, const char *remote, char *wh
 	t->row.data = t;
 	t->row.available = tool_available;
 	t->row.mcp_result = 1;
+	t->aliases = tool_aliases(s, remote, in);
 	return t;
 }
 
@@ -1120,7 +1239,7 @@ static void take_tool(srv *s, listing *l, const json_t *tool)
 	unlock(b);
 	json_t *outs = output_schema(tool);
 	int rc = tgi_registry_put(b->g->reg, &t->row, json_object_get(tool, "inputSchema"), outs,
-	                          b->g->cfg->assert_formats, err, sizeof err);
+	                          t->aliases, b->g->cfg->assert_formats, err, sizeof err);
 	json_decref(outs);
 	if (rc < 0) {
 		skip(s, l, remote, 0, "%s", err);
@@ -1143,6 +1262,30 @@ static void skips_free(skipped *v, size_t n)
 	free(v);
 }
 
+/* Aliases configured for tools the server does not list are ignored: said
+ * once per tool for the server's life.  (The server's thread.) */
+static void unlisted_aliases(srv *s, const json_t *tools)
+{
+	const char *remote;
+	json_t *x, *tool;
+	size_t i;
+
+	json_object_foreach(s->aliases, remote, x) {
+		int listed = 0, said = 0;
+		json_array_foreach(tools, i, tool) {
+			const char *n = json_string_value(json_object_get(tool, "name"));
+			listed |= n && !strcmp(n, remote);
+		}
+		for (i = 0; i < s->unlisted.n && !said; i++)
+			said = !strcmp(s->unlisted.v[i], remote);
+		if (listed || said)
+			continue;
+		tgi_strv_push(&s->unlisted, tgi_strdup(remote));
+		say("the MCP server \"%s\" lists no tool \"%s\": its aliases are ignored", s->name,
+		    remote);
+	}
+}
+
 /* Put a listing into the registry: new and changed rows put, the rows that
  * went away dropped.  Returns the number of changes. */
 static int apply_listing(srv *s, const json_t *tools)
@@ -1152,6 +1295,8 @@ static int apply_listing(srv *s, const json_t *tools)
 	size_t i;
 	json_t *tool;
 
+	if (s->aliases)
+		unlisted_aliases(s, tools);
 	pthread_mutex_lock(&b->list_mu);
 	json_array_foreach(tools, i, tool)
 		take_tool(s, &l, tool);
@@ -1638,6 +1783,8 @@ static void srv_free(srv *s)
 	free(s->category);
 	tgi_strv_free(&s->include);
 	tgi_strv_free(&s->exclude);
+	json_decref(s->aliases);
+	tgi_strv_free(&s->unlisted);
 	for (size_t i = 0; i < s->nall; i++)
 		btool_free(s->all[i]);
 	free(s->all);

@@ -17,6 +17,8 @@
  *                                    # with another server's non-empty prefix
  *       category: mcp                # for profiles (default mcp)
  *       tools: {include: [globs], exclude: [globs]}
+ *       aliases: {tool: {old_field: new_field}}  # tool as the server lists it; what its
+ *                                    # listed schema does not allow is left out (stderr)
  *       timeout_s: 120               # per call
  *       startup_timeout_s: 30        # spawn to tools listed
  *

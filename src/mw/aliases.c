@@ -1,6 +1,7 @@
 /*
  * aliases.c — deprecated field names (mw.h): a step between decode and
- * validate, in the chain only when some configured tool declares aliases.
+ * validate, in the chain only when some configured tool or MCP server
+ * declares aliases.
  *
  * A call that uses an old top-level name is rewritten to the new one before
  * validation and told so in `warnings` (the model reads them beside the

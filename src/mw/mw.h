@@ -204,7 +204,8 @@ void tgi_hook_reply_parse(int exit_code, const char *out, size_t out_len, const 
 
 /* ---- deprecated fields (aliases.c) ----
  *
- * A configured tool may declare `aliases: {old_field: new_field}`: a call
+ * A configured tool may declare `aliases: {old_field: new_field}` (a
+ * bridged one: mcp_servers.<server>.aliases.<tool>): a call
  * that uses an old top-level name is rewritten before validation, and its
  * result carries warnings: ["'due' is deprecated; use 'due_date'"].
  */

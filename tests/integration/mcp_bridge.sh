@@ -9,8 +9,9 @@
 # run pins; a change of the description or of the annotations alone is an
 # event and disables the tool until its approval is approved); sampling is
 # relayed only for trusted servers; a server's requests and log messages
-# reach a client only while one call to it is in flight; a killed child
-# comes back; config errors name file:line.
+# reach a client only while one call to it is in flight; deprecated field
+# names of a bridged tool (aliases); a killed child comes back; config
+# errors name file:line.
 . "$(dirname "$0")/lib.sh"
 cd "$WS"
 
@@ -307,6 +308,44 @@ tgcall sample2 --mode bypassPermissions pins__sample '{"text":"hi"}'
 contains "$(jqv sample2.json .error.message)" "the client of the call in progress cannot be asked" \
 	"a trusted server's sampling goes on to the call's client (toolgate call has none to ask)"
 
+# ---- deprecated fields of a bridged tool (aliases per tool, as the server lists it) ----
+config "mode: bypassPermissions" "$(PINNED=false pins_entry "    aliases:
+      greet: {who: name}
+      tell: {text: message}
+      slow: {duration: ms, pause: nothing}
+      vanished: {a: b}
+")"
+tgcall al-old pins__greet '{"who":"bob"}'
+eq "$(jqv al-old.json .status)" persisted "a bridged call with an old field name runs"
+eq "$(jqv al-old.json '.output.content[0].text')" "hello bob" \
+	"the downstream server received the value under the new name"
+eq "$(jqv al-old.json '.warnings | join("|")')" "'who' is deprecated; use 'name'" \
+	"the envelope carries the warning"
+eq "$(sql "select json_extract(args_redacted, '$.name') || '|' || ifnull(json_extract(args_redacted, '$.who'), '-')
+           from ops where op_id = '$(jqv al-old.json .op_id)'")" "bob|-" \
+	"the ledger has the rewritten args"
+tgcall al-both pins__greet '{"who":"ann","name":"bob"}'
+eq "$(jqv al-both.json .status)" invalid "a bridged call with both names is refused"
+eq "$(jqv al-both.json .error.kind)" ambiguous "as ambiguous"
+tgcall al-new pins__greet '{"name":"cy"}'
+eq "$(jqv al-new.json .status)" persisted "the new name works"
+eq "$(jqv al-new.json 'has("warnings")')" false "without a warning"
+tgcall al-slow pins__slow '{"duration":10}'
+eq "$(jqv al-slow.json .status)" persisted "an alias the schema allows is kept beside one it does not"
+contains "$(jqv al-slow.json '.warnings | join("|")')" "'duration' is deprecated; use 'ms'" \
+	"with its warning"
+contains "$(cat al-slow.err)" \
+	'the MCP server "pins": the alias "pause" -> "nothing" of its tool "slow" is left out: the new name is not a property of its input schema' \
+	"an alias to a name the server's schema does not list is left out, on stderr"
+contains "$(cat al-slow.err)" \
+	'the MCP server "pins": the alias "text" -> "message" of its tool "tell" is left out: the old name is still a property of its input schema' \
+	"an alias from a name still in the server's schema is left out, on stderr"
+eq "$(grep -c 'lists no tool "vanished": its aliases are ignored' al-slow.err)" 1 \
+	"an alias for a tool the server does not list is ignored, said once"
+tgcall al-tell pins__tell '{"message":"hi"}'
+eq "$(jqv al-tell.json .status)" invalid "a left-out alias is not applied"
+eq "$(jqv al-tell.json 'has("warnings")')" false "and warns of nothing"
+
 # ---- serve: a killed child comes back ----
 config "" "$(fs_entry "    trusted: true
 ")"
@@ -410,6 +449,18 @@ printf 'mcp_servers:\n  fs:\n    command: x\n    url: http://127.0.0.1:9/mcp\n' 
 "$TG" tools > /dev/null 2> cfg2.err && fail "command and url together are refused"
 contains "$(cat cfg2.err)" "toolgate.yaml:4:10: mcp_servers.fs.url: expected either command" \
 	"both command and url"
+printf 'mcp_servers:\n  fs:\n    command: x\n    aliases:\n      read: {old: 3}\n' > toolgate.yaml
+"$TG" tools > /dev/null 2> cfg4.err && fail "an alias to a non-string is refused"
+contains "$(cat cfg4.err)" "toolgate.yaml:5:19: mcp_servers.fs.aliases.read.old: expected the new field's name" \
+	"a bad alias names file:line:col and the key"
+printf 'mcp_servers:\n  fs:\n    command: x\n    aliases: [read]\n' > toolgate.yaml
+"$TG" tools > /dev/null 2> cfg5.err && fail "aliases that are not a mapping are refused"
+contains "$(cat cfg5.err)" "toolgate.yaml:4:14: mcp_servers.fs.aliases: expected a mapping of tool names" \
+	"aliases as a list"
+printf 'mcp_servers:\n  fs:\n    command: x\n    aliases:\n      read: {a: b, b: c}\n' > toolgate.yaml
+"$TG" tools > /dev/null 2> cfg6.err && fail "a new name that is itself an old name is refused"
+contains "$(cat cfg6.err)" "toolgate.yaml:5:" "a chained alias names file:line"
+contains "$(cat cfg6.err)" 'the new name "b" is itself an old name' "and says why"
 printf 'mcp_servers:\n  "a__b": {command: x}\n' > toolgate.yaml
 "$TG" tools > /dev/null 2> cfg3.err && fail "a server name with __ is refused"
 contains "$(cat cfg3.err)" 'without "__"' "a name with __"
