@@ -12,7 +12,7 @@ PREFIX  ?= /usr/local
 comma   := ,
 CC      ?= cc
 PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libseccomp libutf8proc
-# headers only: loaded with dlopen() when HTTP is first spoken (src/mcp/dl.c)
+# headers only: loaded with dlopen() when HTTP is first spoken (src/util/dl.c)
 PKGS_DL := libmicrohttpd libcurl
 VERSION := 0.1.0
 

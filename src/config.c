@@ -19,6 +19,7 @@
  */
 #include "config.h"
 #include "registry.h"
+#include "store/store.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -646,12 +647,17 @@ static int load_workspace(ld *x, json_t *root)
 		return fail(x, ptr, "expected %s, got %s", missing ? "an existing directory" : "a directory",
 		            tgi_json_describe(v, got, sizeof got));
 
+	/* $TOOLGATE_STORE names the ledger over the file's `store` (a
+	 * deployment sets it once for every gate); a URL is kept as it is */
 	v = child(root, "", "store", ptr);
 	if (v && check_str(x, v, ptr) < 0)
 		return -1;
-	c->store = path_join(c->workspace, v ? json_string_value(v) : ".toolgate/ledger.db");
+	const char *env = getenv("TOOLGATE_STORE");
+	const char *store = env && *env ? env : v ? json_string_value(v) : ".toolgate/ledger.db";
+	c->store = tgi_store_is_url(store) ? tgi_strdup(store) : path_join(c->workspace, store);
 	if (!c->store)
-		return fail(x, ptr, "expected a shorter path, got one over %d bytes", PATH_MAX);
+		return fail(x, env && *env ? "" : ptr, "expected a shorter %s path, got one over %d bytes",
+		            env && *env ? "$TOOLGATE_STORE" : "store", PATH_MAX);
 	return 0;
 }
 

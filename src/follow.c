@@ -4,98 +4,28 @@
  *
  * Every process that makes calls writes the ledger, so following it needs
  * nothing from them: ask the store for the events after the last seq seen,
- * then wait until the ledger's files change.  The wait is inotify on the
- * WAL (where a commit lands) and on the database file, with a 250 ms
- * timeout as the fallback (no inotify, a watch that could not be added)
- * and to look at *stop; it never spins.  After each wait one indexed
- * lookup of the newest seq says whether there is anything to read.  The WAL may not exist yet, or be
- * removed and made again: its directory is watched for it to appear.
+ * then wait on a store watch (store.h: inotify on an SQLite ledger's files,
+ * LISTEN on a PostgreSQL one), which may wake early and never spins.  After
+ * each wait one indexed lookup of the newest seq says whether there is
+ * anything to read.  Seqs are gap-free and in commit order in both stores,
+ * so "after the last seq seen" misses nothing.
  *
  * Each event becomes the line the sinks write (events.c): {seq, ts, type,
  * stage, op_id, session, principal, tool, status, summary, data}, with the
  * summary made from what the store returns of the event's op.
  *
- * Owns: the follow loop and its watches.  Must not: write the ledger, or
+ * Owns: the follow loop and its watch.  Must not: write the ledger, or
  * hold the store lock while it waits or while fn runs.
  */
-#include <errno.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
-#include <unistd.h>
 
 #include "gate.h"
 #include "mw/mw.h"
 #include "util/util.h"
 
-#define FOLLOW_WAIT_MS 250
+#define FOLLOW_WAIT_MS 1000  /* to look at *stop; a change wakes the wait sooner */
 #define FOLLOW_BATCH   512   /* events per query once the start is known */
-
-typedef struct follow_watch {
-	int   fd;              /* inotify, or -1: poll every FOLLOW_WAIT_MS */
-	int   wal_wd;          /* -1 while the WAL is not watched */
-	char  wal[PATH_MAX];
-	const char *wal_base;  /* in wal */
-} follow_watch;
-
-static void watch_wal(follow_watch *w)
-{
-	if (w->fd >= 0 && w->wal_wd < 0)
-		w->wal_wd = inotify_add_watch(w->fd, w->wal, IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF);
-}
-
-/* Watch the ledger at path; without inotify the wait is a plain timeout. */
-static void watch_open(follow_watch *w, const char *path)
-{
-	w->fd = -1;
-	w->wal_wd = -1;
-	if (!path || strlen(path) + sizeof "-wal" > sizeof w->wal)
-		return;
-	tgi_snprintf(w->wal, sizeof w->wal, "%s-wal", path);
-	const char *slash = strrchr(w->wal, '/');
-	w->wal_base = slash ? slash + 1 : w->wal;
-	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (w->fd < 0)
-		return;
-	inotify_add_watch(w->fd, path, IN_MODIFY);
-	if (slash) {
-		char dir[PATH_MAX];
-		tgi_snprintf(dir, sizeof dir, "%.*s", (int)(slash - w->wal), w->wal);
-		inotify_add_watch(w->fd, *dir ? dir : "/", IN_CREATE | IN_MOVED_TO);
-	}
-	watch_wal(w);
-}
-
-/* Read the queued notifications: the WAL's watch ends when it is removed. */
-static void watch_drain(follow_watch *w)
-{
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t n;
-	while ((n = read(w->fd, buf, sizeof buf)) > 0) {
-		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *e = (const struct inotify_event *)p;
-			if (e->wd == w->wal_wd && (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))) {
-				if (!(e->mask & IN_IGNORED))
-					inotify_rm_watch(w->fd, w->wal_wd);
-				w->wal_wd = -1;
-			}
-			p += sizeof *e + e->len;
-		}
-	}
-	watch_wal(w);
-}
-
-/* Until the ledger's files change, or FOLLOW_WAIT_MS. */
-static void watch_wait(follow_watch *w)
-{
-	struct pollfd p = {.fd = w->fd, .events = POLLIN};
-	if (poll(&p, w->fd >= 0, FOLLOW_WAIT_MS) > 0)
-		watch_drain(w);
-	else
-		watch_wal(w);   /* it may have appeared without a word to the directory's watch */
-}
 
 /* The JSON text of v: a string as it is, anything else canonical.  Caller frees. */
 static char *text_of(const json_t *v)
@@ -195,13 +125,11 @@ int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
 		if (rc < 0)
 			return tgi_fail(errmsg, "%s", err);
 	}
-	follow_watch w;
-	watch_open(&w, tgi_store_path(g->store));
-	/* After each wait, the newest seq (one indexed lookup) says whether to
-	 * read: a commit writes the WAL (the notification) before it makes the
-	 * transaction visible (the WAL index, in shared memory, after a sync),
-	 * so a look on the notification may come too early, and the next one,
-	 * FOLLOW_WAIT_MS later at most, sees it. */
+	/* opened before the first look: nothing between the two is missed */
+	tgi_watch *w;
+	if (tgi_store_watch_open(g->store, TGI_WATCH_EVENTS, &w, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	/* after each wait, the newest seq (one indexed lookup) says whether to read */
 	int rc = 0, first = 1;
 	int64_t newest = 0;
 	while (!tgi_flag_get(stop)) {
@@ -221,10 +149,9 @@ int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
 		}
 		if (tgi_flag_get(stop))
 			break;
-		watch_wait(&w);
+		tgi_store_watch_wait(w, FOLLOW_WAIT_MS);
 	}
-	if (w.fd >= 0)
-		close(w.fd);
+	tgi_store_watch_close(w);
 	if (rc < 0)
 		return tgi_fail(errmsg, "%s", err);
 	return 0;

@@ -563,7 +563,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "unknown profile \"%s\"", g->profile);
 		goto fail;
 	}
-	if (tgi_store_open(g->cfg->store, g->cfg->sync_full, &g->store, err, sizeof err) < 0) {
+	if (tgi_store_open(g->cfg->store, g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0, &g->store, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}

@@ -11,7 +11,7 @@
  *   scripted.c  the offline provider: replays a script of assistant turns
  *               written in one of the four APIs' response shapes; the demo
  *               script is compiled in
- *   http.c      the HTTP providers over libcurl (src/mcp/dl.h): keys from
+ *   http.c      the HTTP providers over libcurl (src/util/dl.h): keys from
  *               the environment, streaming SSE shown live, timeouts,
  *               retries with backoff on 429/5xx honouring retry-after, one
  *               line for 400/401/403/404 with the provider's own message

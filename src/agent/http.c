@@ -1,6 +1,6 @@
 /*
  * http.c — the HTTP providers: one model API over libcurl (loaded at run
- * time, src/mcp/dl.h), a request body in, the reply's bytes out.
+ * time, src/util/dl.h), a request body in, the reply's bytes out.
  *
  *   openai-chat       POST {base}/v1/chat/completions   Authorization: Bearer
  *   openai-responses  POST {base}/v1/responses          Authorization: Bearer
@@ -64,7 +64,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "mcp/dl.h"
+#include "util/dl.h"
 #include "protocol/sse.h"
 #include "util/util.h"
 

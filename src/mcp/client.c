@@ -71,7 +71,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mcp/dl.h"
+#include "util/dl.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"
 #include "protocol/sse.h"

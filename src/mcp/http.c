@@ -73,7 +73,7 @@
 #include <unistd.h>
 
 #include "gate.h"
-#include "mcp/dl.h"
+#include "util/dl.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"
 #include "util/util.h"

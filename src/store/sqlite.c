@@ -36,7 +36,7 @@
  * when the process that ran it left no row).
  * A database error is -1 with a sentence, never an abort.
  */
-#include "store/store.h"
+#include "store/impl.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -51,12 +51,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
-#define TGI_SCHEMA_VERSION 4
 #define TGI_BUSY_MS        5000   /* many processes share the ledger */
 #define TGI_SCOPE_MAX      1024   /* bytes of an idempotency scope */
 #define TGI_RETRY_MIN_S    1.0
@@ -123,7 +124,7 @@
  *
  * Migration i takes user_version i to i + 1.
  */
-static const char *const migrations[TGI_SCHEMA_VERSION] = {
+static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"CREATE TABLE IF NOT EXISTS ops("
 	"  op_id TEXT PRIMARY KEY, tool TEXT, status TEXT NOT NULL, started_ms INTEGER NOT NULL,"
 	"  duration_ms REAL, call_id TEXT, session TEXT, principal TEXT, error_kind TEXT,"
@@ -253,6 +254,13 @@ static const char *const verify_sql[] = {
 	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
 	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
 	  " ORDER BY created_ms DESC, id DESC")                                                 \
+	X(ST_APPROVAL_ONE,                                                                      \
+	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
+	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END, args, reason, created_ms,"      \
+	  " expires_ms, decided_by FROM approvals WHERE id = ?1")                                 \
+	X(ST_EXPORT_EVENTS,                                                                     \
+	  "SELECT ts_ms, type, stage, data FROM events WHERE op_id = ?1 ORDER BY seq")           \
+	X(ST_EXPORT_IDEM, "SELECT state FROM idem WHERE scope = ?1 AND op_id = ?2")             \
 	X(ST_MSG_LAST,                                                                          \
 	  "SELECT seq, api FROM messages WHERE session = ?1 ORDER BY seq DESC LIMIT 1")        \
 	X(ST_MSG_INSERT,                                                                        \
@@ -300,11 +308,13 @@ struct ckpt {
 	int             sync_full; /* the handle's synchronous level, for the checkpoint's syncs */
 };
 
-struct tgi_store {
+typedef struct sq {
+	tgi_store     base;           /* first: the handle callers hold */
 	sqlite3      *db;
 	sqlite3_stmt *st[ST__COUNT];  /* prepared on first use */
 	sqlite3_stmt *ev_st[TGI_EVENT_BATCH]; /* ev_st[k-1] inserts k events */
 	int           sync_full;      /* 1: FULL for every write; 0: NORMAL, claims FULL */
+	int           no_migrate;     /* TGI_STORE_NO_MIGRATE: leave a schema that is behind */
 	char          host[256];      /* this host, for claim owners */
 	pid_t         self_pid;       /* the process self_start belongs to (fork changes it) */
 	int64_t       self_start;     /* our start time in clock ticks since boot; -1 unknown */
@@ -314,7 +324,7 @@ struct tgi_store {
 	unsigned      wal_gen;        /* times we saw the WAL start over (WAL hook) */
 	unsigned      commits;        /* commits through this handle (saturating) */
 	struct ckpt   ckpt;           /* the checkpointer thread */
-};
+} sq;
 
 /* The owner of an idem row as read from it. */
 struct owner {
@@ -327,7 +337,7 @@ struct owner {
 /* Describe rc as a sentence a person can act on.  sys_errno is errno as
  * the failing call left it: SQLite does not always keep the system error
  * of a failed write to the WAL (EFBIG, ENOSPC), and it is what says why. */
-static void describe(const tgi_store *s, int rc, int sys_errno, char *out, size_t cap)
+static void describe(const sq *s, int rc, int sys_errno, char *out, size_t cap)
 {
 	int e = s->db ? sqlite3_system_errno(s->db) : 0;
 
@@ -382,12 +392,12 @@ static void describe(const tgi_store *s, int rc, int sys_errno, char *out, size_
 	}
 }
 
-static void tx_rollback(tgi_store *s);
+static void tx_rollback(sq *s);
 
 /* Fail with "<what>: <why>", rolling back any open transaction.  The
  * sentence is taken before the rollback, which resets the error state. */
 __attribute__((format(printf, 5, 6)))
-static int fail(tgi_store *s, int rc, char *err, size_t errlen, const char *fmt, ...)
+static int fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...)
 {
 	char what[512], why[PATH_MAX + 256];
 	int sys_errno = errno;
@@ -436,7 +446,7 @@ static int bind_v(sqlite3_stmt *st, const char *fmt, va_list ap)
 	return rc;
 }
 
-static void st_reset(tgi_store *s, enum st id)
+static void st_reset(sq *s, enum st id)
 {
 	if (s->st[id]) {
 		sqlite3_reset(s->st[id]);
@@ -444,7 +454,7 @@ static void st_reset(tgi_store *s, enum st id)
 	}
 }
 
-static int st_prepare(tgi_store *s, enum st id)
+static int st_prepare(sq *s, enum st id)
 {
 	if (s->st[id])
 		return SQLITE_OK;
@@ -454,7 +464,7 @@ static int st_prepare(tgi_store *s, enum st id)
 /* Bind and step a cached statement once.  On SQLITE_ROW the row stays
  * readable until the caller's st_reset; any other result is reset here.
  * Returns SQLITE_ROW, SQLITE_DONE or an error code. */
-static int st_stepv(tgi_store *s, enum st id, const char *fmt, va_list ap)
+static int st_stepv(sq *s, enum st id, const char *fmt, va_list ap)
 {
 	int rc = st_prepare(s, id);
 	if (rc != SQLITE_OK)
@@ -467,7 +477,7 @@ static int st_stepv(tgi_store *s, enum st id, const char *fmt, va_list ap)
 	return rc;
 }
 
-static int st_step(tgi_store *s, enum st id, const char *fmt, ...)
+static int st_step(sq *s, enum st id, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -477,7 +487,7 @@ static int st_step(tgi_store *s, enum st id, const char *fmt, ...)
 }
 
 /* Run a statement to completion (no row wanted): SQLITE_OK or an error. */
-static int st_run(tgi_store *s, enum st id, const char *fmt, ...)
+static int st_run(sq *s, enum st id, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -533,7 +543,7 @@ static void col_copy(sqlite3_stmt *st, int i, char *out, size_t cap)
 /* The WAL hook: runs in the committing thread after each commit. */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	tgi_store *s = arg;
+	sq *s = arg;
 	unsigned n = frames > 0 ? (unsigned)frames : 0;
 	if (n < s->wal_frames)
 		s->wal_gen++; /* it started over */
@@ -542,7 +552,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 }
 
 /* A checkpoint on the handle's own connection, by the committing call. */
-static void ckpt_here(tgi_store *s)
+static void ckpt_here(sq *s)
 {
 	sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
@@ -550,7 +560,7 @@ static void ckpt_here(tgi_store *s)
 /* The checkpointer's connection: the ledger file opened again, read once
  * so that it has the WAL open (a checkpoint on a connection that never read
  * does nothing).  NULL when it cannot be opened now; the next wake retries. */
-static sqlite3 *ckpt_connect(const tgi_store *s)
+static sqlite3 *ckpt_connect(const sq *s)
 {
 	sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(s->file, &db,
@@ -621,7 +631,7 @@ static void ckpt_presync(sqlite3 *db)
  * belongs to whoever holds the handle. */
 static void *ckpt_main(void *arg)
 {
-	tgi_store *s = arg;
+	sq *s = arg;
 	struct ckpt *k = &s->ckpt;
 	sqlite3 *db = NULL;
 
@@ -649,7 +659,7 @@ static void *ckpt_main(void *arg)
 
 /* Wake the thread, starting it on first need (with every signal blocked:
  * signals are the caller's).  0 when none can be started. */
-static int ckpt_wake(tgi_store *s)
+static int ckpt_wake(sq *s)
 {
 	struct ckpt *k = &s->ckpt;
 
@@ -678,7 +688,7 @@ static int ckpt_wake(tgi_store *s)
 }
 
 /* After each commit: does the WAL need copying, and by whom? */
-static void ckpt_after_commit(tgi_store *s)
+static void ckpt_after_commit(sq *s)
 {
 	struct ckpt *k = &s->ckpt;
 
@@ -700,7 +710,7 @@ static void ckpt_after_commit(tgi_store *s)
 	}
 }
 
-static void ckpt_stop(tgi_store *s)
+static void ckpt_stop(sq *s)
 {
 	struct ckpt *k = &s->ckpt;
 
@@ -716,19 +726,19 @@ static void ckpt_stop(tgi_store *s)
 
 /* ---- transactions ---- */
 
-static void tx_rollback(tgi_store *s)
+static void tx_rollback(sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		st_run(s, ST_ROLLBACK, "");
 }
 
-static int tx_begin(tgi_store *s)
+static int tx_begin(sq *s)
 {
 	tx_rollback(s); /* finish a rollback that failed earlier (out of memory) */
 	return st_run(s, ST_BEGIN, "");
 }
 
-static int tx_commit(tgi_store *s)
+static int tx_commit(sq *s)
 {
 	int rc = st_run(s, ST_COMMIT, "");
 	if (rc == SQLITE_OK)
@@ -737,7 +747,7 @@ static int tx_commit(tgi_store *s)
 }
 
 /* Claims commit with FULL; a handle opened FULL stays FULL. */
-static int set_sync_full(tgi_store *s, int full)
+static int set_sync_full(sq *s, int full)
 {
 	if (s->sync_full)
 		return SQLITE_OK;
@@ -770,7 +780,7 @@ static int query_one(sqlite3 *db, const char *sql, int64_t *num, char *text, siz
  * through the directory's real path (SQLITE_OPEN_NOFOLLOW refuses a
  * symlink anywhere in the path; the ledger's own directory and file were
  * just checked, the directories above belong to the user). */
-static int open_db(tgi_store *s, const char *path, char *err, size_t errlen)
+static int open_db(sq *s, const char *path, char *err, size_t errlen)
 {
 	static const char *const side[] = { "", "-wal", "-shm", "-journal" };
 	char dir[PATH_MAX], real[PATH_MAX], file[PATH_MAX], what[PATH_MAX + 32];
@@ -839,7 +849,7 @@ static int open_db(tgi_store *s, const char *path, char *err, size_t errlen)
 
 /* The file is an SQLite database, but not a ledger (or one damaged by
  * hand): another program's tables, or ours without the columns we use. */
-static int not_a_ledger(tgi_store *s, char *err, size_t errlen)
+static int not_a_ledger(sq *s, char *err, size_t errlen)
 {
 	tgi_snprintf(err, errlen,
 	             "the ledger '%s' does not have the tables toolgate expects (%s); move it aside and run again to start a new ledger",
@@ -848,46 +858,95 @@ static int not_a_ledger(tgi_store *s, char *err, size_t errlen)
 	return -1;
 }
 
-/* Bring the schema to TGI_SCHEMA_VERSION, or refuse a newer one. */
-static int migrate(tgi_store *s, char *err, size_t errlen)
+static int schema_ahead(sq *s, int64_t v, char *err, size_t errlen)
 {
+	tgi_snprintf(err, errlen,
+	             "the ledger '%s' has schema version %lld, newer than this toolgate understands (%d); upgrade toolgate or use another ledger",
+	             s->shown, (long long)v, TGI_STORE_SCHEMA_VERSION);
+	return -1;
+}
+
+static int sq_schema_version(tgi_store *base, int *version, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
 	int64_t v = 0;
 	int rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
-	if (rc == SQLITE_OK && v == TGI_SCHEMA_VERSION)
-		return 0;
-	if (rc == SQLITE_OK && v >= 0 && v < TGI_SCHEMA_VERSION) {
-		/* again under the writer lock: another process may have done it */
-		rc = tx_begin(s);
-		if (rc == SQLITE_OK)
-			rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
-	}
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot read the ledger schema");
-	if (v > TGI_SCHEMA_VERSION || v < 0) {
-		tx_rollback(s);
-		tgi_snprintf(err, errlen,
-		             "the ledger '%s' has schema version %lld, newer than this toolgate understands (%d); upgrade toolgate or use another ledger",
-		             s->shown, (long long)v, TGI_SCHEMA_VERSION);
-		return -1;
-	}
-	for (; rc == SQLITE_OK && v < TGI_SCHEMA_VERSION; v++)
-		rc = sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL);
-	if (rc == SQLITE_OK) {
-		char sql[64];
-		tgi_snprintf(sql, sizeof sql, "PRAGMA user_version = %d", TGI_SCHEMA_VERSION);
-		rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-	}
-	if (rc == SQLITE_OK)
-		rc = tx_commit(s);
-	if ((rc & 0xff) == SQLITE_ERROR)
-		return not_a_ledger(s, err, errlen);
-	if (rc != SQLITE_OK)
-		return fail(s, sqlite3_extended_errcode(s->db), err, errlen,
-		            "cannot create the ledger tables");
+	*version = (int)(v < 0 || v > INT_MAX ? -1 : v);
 	return 0;
 }
 
-static int verify(tgi_store *s, char *err, size_t errlen)
+/* Migrations i < to, one transaction each (taken with the writer lock, so
+ * that two processes opening one ledger at once apply each once), told to
+ * fn before each; dry_run tells without applying. */
+static int sq_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, int), void *arg,
+                      char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	int64_t v = 0;
+	int rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot read the ledger schema");
+	if (v > TGI_STORE_SCHEMA_VERSION || v < 0)
+		return schema_ahead(s, v, err, errlen);
+	if (to < v) {
+		tgi_snprintf(err, errlen,
+		             "the ledger '%s' is at schema version %lld; migrations only go forward",
+		             s->shown, (long long)v);
+		return -1;
+	}
+	for (; v < to; v++) {
+		if (dry_run) {
+			if (fn)
+				fn(arg, (int)v + 1);
+			continue;
+		}
+		/* again under the writer lock: another process may have done it */
+		int64_t now = 0;
+		rc = tx_begin(s);
+		if (rc == SQLITE_OK)
+			rc = query_one(s->db, "PRAGMA user_version", &now, NULL, 0);
+		if (rc != SQLITE_OK)
+			return fail(s, rc, err, errlen, "cannot read the ledger schema");
+		if (now > v) {   /* done by another process meanwhile */
+			tx_rollback(s);
+			v = now - 1;
+			continue;
+		}
+		if (fn)
+			fn(arg, (int)v + 1);
+		char sql[64];
+		tgi_snprintf(sql, sizeof sql, "PRAGMA user_version = %d", (int)v + 1);
+		rc = sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+		if (rc == SQLITE_OK)
+			rc = tx_commit(s);
+		if ((rc & 0xff) == SQLITE_ERROR)
+			return not_a_ledger(s, err, errlen);
+		if (rc != SQLITE_OK)
+			return fail(s, sqlite3_extended_errcode(s->db), err, errlen,
+			            "cannot apply migration %d to the ledger", (int)v + 1);
+	}
+	return 0;
+}
+
+/* At open: bring the schema up to date (unless told not to), or refuse a
+ * newer one. */
+static int migrate(sq *s, char *err, size_t errlen)
+{
+	int v;
+	if (sq_schema_version(&s->base, &v, err, errlen) < 0)
+		return -1;
+	if (v < 0 || v > TGI_STORE_SCHEMA_VERSION)
+		return schema_ahead(s, v, err, errlen);
+	if (v == TGI_STORE_SCHEMA_VERSION || s->no_migrate)
+		return 0;
+	return sq_migrate(&s->base, TGI_STORE_SCHEMA_VERSION, 0, NULL, NULL, err, errlen);
+}
+
+static int verify(sq *s, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < TGI_ARRAY_LEN(verify_sql); i++) {
 		sqlite3_stmt *st = NULL;
@@ -908,7 +967,7 @@ static int verify(tgi_store *s, char *err, size_t errlen)
 	return 0;
 }
 
-static int setup(tgi_store *s, char *err, size_t errlen)
+static int setup(sq *s, char *err, size_t errlen)
 {
 	static const enum st eager[] = { ST_BEGIN, ST_COMMIT, ST_ROLLBACK };
 	char mode[16];
@@ -946,24 +1005,27 @@ static int setup(tgi_store *s, char *err, size_t errlen)
 		rc = st_prepare(s, eager[i]);
 	if (rc != SQLITE_OK)
 		return fail(s, sqlite3_extended_errcode(s->db), err, errlen, "cannot open the ledger");
-	if (migrate(s, err, errlen) < 0 || verify(s, err, errlen) < 0)
+	int v;
+	if (migrate(s, err, errlen) < 0 || sq_schema_version(&s->base, &v, err, errlen) < 0)
 		return -1;
-	return 0;
+	/* a schema left behind (TGI_STORE_NO_MIGRATE) has not all the columns yet */
+	return v == TGI_STORE_SCHEMA_VERSION ? verify(s, err, errlen) : 0;
 }
 
-int tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, size_t errlen)
+static const tgi_store_impl sqlite_impl;
+static void sq_close(tgi_store *base);
+
+int tgi_sqlite_open(const char *path, int flags, tgi_store **out, char *err, size_t errlen)
 {
 	*out = NULL;
-	if (!path || !*path) {
-		tgi_snprintf(err, errlen, "the ledger path is empty");
-		return -1;
-	}
 	if (strlen(path) >= PATH_MAX - 16) {
 		tgi_snprintf(err, errlen, "the ledger path is too long (at most %d bytes)", PATH_MAX - 16);
 		return -1;
 	}
-	tgi_store *s = tgi_xcalloc(1, sizeof *s);
-	s->sync_full = sync_full ? 1 : 0;
+	sq *s = tgi_xcalloc(1, sizeof *s);
+	s->base.impl = &sqlite_impl;
+	s->sync_full = flags & TGI_STORE_SYNC_FULL ? 1 : 0;
+	s->no_migrate = flags & TGI_STORE_NO_MIGRATE ? 1 : 0;
 	pthread_mutex_init(&s->ckpt.mu, NULL);
 	pthread_cond_init(&s->ckpt.cv, NULL);
 	s->ckpt.sync_full = s->sync_full;
@@ -974,17 +1036,16 @@ int tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, 
 	if (gethostname(s->host, sizeof s->host - 1) < 0)
 		tgi_snprintf(s->host, sizeof s->host, "localhost");
 	if (open_db(s, path, err, errlen) < 0 || setup(s, err, errlen) < 0) {
-		tgi_store_close(s);
+		sq_close(&s->base);
 		return -1;
 	}
-	*out = s;
+	*out = &s->base;
 	return 0;
 }
 
-void tgi_store_close(tgi_store *s)
+static void sq_close(tgi_store *base)
 {
-	if (!s)
-		return;
+	sq *s = (sq *)base;
 	ckpt_stop(s);
 	if (s->db && s->wal_frames >= TGI_CKPT_FRAMES)
 		ckpt_here(s);
@@ -1001,9 +1062,11 @@ void tgi_store_close(tgi_store *s)
 	free(s);
 }
 
-const char *tgi_store_path(const tgi_store *s)
+/* A file does not go away and come back: no failure is transient. */
+static int sq_transient(const tgi_store *base)
 {
-	return s ? s->file : NULL;
+	(void)base;
+	return 0;
 }
 
 /* ---- checks on arguments ---- */
@@ -1060,7 +1123,7 @@ static int64_t uuid_ms(const char *id)
  * set their seqs.  The rows of one INSERT get consecutive rowids in the
  * order of its VALUES (each max(rowid) + 1: no other writer runs inside
  * our write transaction), so the last one's rowid gives them all. */
-static int insert_events(tgi_store *s, const char *op_id, tgi_event *ev, size_t n)
+static int insert_events(sq *s, const char *op_id, tgi_event *ev, size_t n)
 {
 	sqlite3_stmt **stp = &s->ev_st[n - 1];
 	char *data[TGI_EVENT_BATCH] = { 0 };
@@ -1107,7 +1170,7 @@ static int insert_events(tgi_store *s, const char *op_id, tgi_event *ev, size_t 
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int settle(tgi_store *s, const char *scope, const char *op_id, tgi_idem_settle how,
+static int settle(sq *s, const char *scope, const char *op_id, tgi_idem_settle how,
                   int64_t now)
 {
 	switch (how) {
@@ -1123,9 +1186,10 @@ static int settle(tgi_store *s, const char *scope, const char *op_id, tgi_idem_s
 	return SQLITE_OK;
 }
 
-int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
+static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	if (!op) {
 		tgi_snprintf(err, errlen, "no op to record");
 		return -1;
@@ -1192,9 +1256,10 @@ int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_
 
 /* ---- what middleware keeps across processes and restarts ---- */
 
-int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], char *err,
+static int sq_session_manifest(tgi_store *base, const char *session, char out[65], char *err,
                                size_t errlen)
 {
+	sq *s = (sq *)base;
 	out[0] = '\0';
 	if (!session)
 		return 0;
@@ -1214,9 +1279,10 @@ int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], 
 
 /* Served by ops_session (see the schema): the newest entries of one index
  * range, no sort. */
-int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_strv *out,
+static int sq_loop_window(tgi_store *base, const char *session, size_t limit, tgi_strv *out,
                           char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	enum st id = ST_LOOP_SESSION;
 	if (!session || !session[0]) {
 		tgi_snprintf(err, errlen, "a loop window is found by session, and none was given");
@@ -1242,9 +1308,10 @@ int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_s
 	return 0;
 }
 
-int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
+static int sq_bucket_get(tgi_store *base, const char *principal, const char *tool, double *tokens,
                          int64_t *updated_ms, int *found, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	*found = 0;
 	if (!principal || !tool) {
 		tgi_snprintf(err, errlen, "a rate-limit bucket is found by principal and tool");
@@ -1304,7 +1371,7 @@ static int proc_stat(pid_t pid, char *state, int64_t *start)
 	return 0;
 }
 
-static int64_t self_start(tgi_store *s)
+static int64_t self_start(sq *s)
 {
 	pid_t me = getpid();
 	if (me != s->self_pid) {
@@ -1320,7 +1387,7 @@ static int64_t self_start(tgi_store *s)
  * pid exists and has the recorded start time (so a reused pid is not
  * mistaken for the owner; a zombie is dead).  Where that cannot be read,
  * and for other hosts, the lease decides. */
-static int owner_alive(const tgi_store *s, const struct owner *o, int64_t now)
+static int owner_alive(const sq *s, const struct owner *o, int64_t now)
 {
 	char state;
 	int64_t start;
@@ -1347,7 +1414,7 @@ static void read_owner(sqlite3_stmt *st, int col, struct owner *o)
 	o->lease_until = sqlite3_column_int64(st, col + 3);
 }
 
-static int load_envelope(tgi_store *s, const char *op_id, char **out)
+static int load_envelope(sq *s, const char *op_id, char **out)
 {
 	int rc = st_step(s, ST_OP_ENVELOPE, "t", op_id);
 	if (rc == SQLITE_ROW) {
@@ -1360,7 +1427,7 @@ static int load_envelope(tgi_store *s, const char *op_id, char **out)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int claim_tx(tgi_store *s, const char *scope, const char *op_id, const char *binding,
+static int claim_tx(sq *s, const char *scope, const char *op_id, const char *binding,
                     int lease_s, tgi_idem_info *info)
 {
 	int64_t now = tgi_unix_ms();
@@ -1410,9 +1477,10 @@ static int claim_tx(tgi_store *s, const char *scope, const char *op_id, const ch
 	return rc;
 }
 
-int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
+static int sq_idem_claim(tgi_store *base, const char *scope, const char *op_id, const char *binding,
                          int lease_s, tgi_idem_info *info, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char q[96];
 
 	memset(info, 0, sizeof *info);
@@ -1433,7 +1501,7 @@ int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, con
 /* The op was applied: make its stored envelope say so, or, when the
  * process that ran it died before writing a row, insert a minimal one so
  * that a replay has something to return. */
-static int mark_applied(tgi_store *s, const char *op_id, const char *scope, int64_t now)
+static int mark_applied(sq *s, const char *op_id, const char *scope, int64_t now)
 {
 	char *text = NULL;
 	int rc = load_envelope(s, op_id, &text);
@@ -1468,8 +1536,9 @@ static int mark_applied(tgi_store *s, const char *op_id, const char *scope, int6
 	return rc;
 }
 
-int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen)
+static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char scope[TGI_SCOPE_MAX + 1], state[16];
 	struct owner o;
 
@@ -1525,8 +1594,9 @@ static int field_ok(const char *f, size_t cap)
 	return f[0] && memchr(f, '\0', cap) != NULL;
 }
 
-int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen)
+static int sq_approval_add(tgi_store *base, tgi_approval_row *row, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	if (!field_ok(row->tool, sizeof row->tool) || !field_ok(row->principal, sizeof row->principal) ||
 	    !memchr(row->binding, '\0', sizeof row->binding) || strlen(row->binding) != 64) {
 		tgi_snprintf(err, errlen, "an approval needs a tool, a principal and a 64-character binding");
@@ -1552,9 +1622,10 @@ static int expired(int64_t expires_ms, int64_t now)
 	return expires_ms <= now; /* every approval expires; 0 is long past */
 }
 
-int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
+static int sq_approval_decide(tgi_store *base, const char *id, int approve, const char *by,
                               char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char q[64], state[16], when[32];
 
 	if (!tgi_uuid_ok(id)) {
@@ -1599,9 +1670,10 @@ int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const c
 	return 0;
 }
 
-int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
+static int sq_approval_take(tgi_store *base, const char *binding, const char *principal,
                             int *found, char pending_id[37], char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char id[37] = "", state[16] = "";
 
 	*found = 0;
@@ -1659,9 +1731,10 @@ static void approval_row(sqlite3_stmt *st, tgi_approval_row *r)
 	col_copy(st, 10, r->decided_by, sizeof r->decided_by);
 }
 
-int tgi_store_approval_list(tgi_store *s, const char *state, tgi_approval_row **rows, size_t *n,
+static int sq_approval_list(tgi_store *base, const char *state, tgi_approval_row **rows, size_t *n,
                             char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	tgi_approval_row *v = NULL;
 	size_t len = 0, cap = 0;
 	int rc;
@@ -1683,6 +1756,24 @@ int tgi_store_approval_list(tgi_store *s, const char *state, tgi_approval_row **
 	}
 	*rows = v;
 	*n = len;
+	return 0;
+}
+
+static int sq_approval_get(tgi_store *base, const char *id, tgi_approval_row *row, int *found,
+                           char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	memset(row, 0, sizeof *row);
+	*found = 0;
+	int rc = st_step(s, ST_APPROVAL_ONE, "ti", id, tgi_unix_ms());
+	if (rc == SQLITE_ROW) {
+		approval_row(s->st[ST_APPROVAL_ONE], row);
+		*found = 1;
+		rc = SQLITE_DONE;
+	}
+	st_reset(s, ST_APPROVAL_ONE);
+	if (rc != SQLITE_DONE)
+		return fail(s, rc, err, errlen, "cannot read approval %s", id);
 	return 0;
 }
 
@@ -1717,7 +1808,7 @@ static int check_pin_args(const char *name, const char *digest, char *err, size_
 
 /* The pinned digest of name into pinned[65]: SQLITE_ROW, SQLITE_DONE when
  * there is none, or an error. */
-static int pin_get(tgi_store *s, const char *name, char pinned[65])
+static int pin_get(sq *s, const char *name, char pinned[65])
 {
 	int rc = st_step(s, ST_PIN_GET, "t", name);
 	if (rc == SQLITE_ROW) {
@@ -1730,9 +1821,10 @@ static int pin_get(tgi_store *s, const char *name, char pinned[65])
 /* A pin is read without a transaction (the common case: it is there and
  * the same); only a tool seen for the first time takes the writer lock,
  * and then reads again, since another process may have pinned it first. */
-int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_pin_state *st,
+static int sq_pin_check(tgi_store *base, const char *name, const char *digest, tgi_pin_state *st,
                         char pinned[65], char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char q[80];
 
 	pinned[0] = '\0';
@@ -1762,9 +1854,10 @@ int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_
 	return 0;
 }
 
-int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
+static int sq_pin_set(tgi_store *base, const char *name, const char *digest, char *err,
                       size_t errlen)
 {
+	sq *s = (sq *)base;
 	char q[80];
 
 	if (check_pin_args(name, digest, err, errlen) < 0)
@@ -1796,9 +1889,10 @@ static int check_messages_args(const char *session, const char *api, char *err, 
 	return 0;
 }
 
-int tgi_store_messages_append(tgi_store *s, const char *session, const char *api,
+static int sq_messages_append(tgi_store *base, const char *session, const char *api,
                               const json_t *entries, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char q[80];
 	if (check_messages_args(session, api ? api : "", err, errlen) < 0)
 		return -1;
@@ -1854,9 +1948,10 @@ int tgi_store_messages_append(tgi_store *s, const char *session, const char *api
 	return 0;
 }
 
-int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api[32],
+static int sq_messages(tgi_store *base, const char *session, json_t **out, char api[32],
                        char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char q[80];
 	enum st id = ST_MSG_LIST;
 	*out = NULL;
@@ -1898,8 +1993,9 @@ int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api
 
 /* ---- events written on their own ---- */
 
-int tgi_store_event(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen)
+static int sq_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	if (!ev || !ev->type || !*ev->type) {
 		tgi_snprintf(err, errlen, "an event needs a type");
 		return -1;
@@ -1998,7 +2094,7 @@ static int bind_named(sqlite3_stmt *st, const char *name, const char *text, int6
 }
 
 /* Run a log query built from the filter and collect its rows with row(). */
-static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int64_t after_seq,
+static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t after_seq,
                      json_t *(*row)(sqlite3_stmt *), json_t **out)
 {
 	char since_id[37];
@@ -2057,8 +2153,9 @@ static int log_query(tgi_store *s, const char *sql, const tgi_log_filter *f, int
  * after after_seq are the next `limit` instead (for --follow, so none is
  * skipped).
  */
-int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
+static int sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	static const tgi_log_filter all;
 	char sql[1024];
 
@@ -2140,9 +2237,10 @@ static void events_sql(char *sql, size_t cap, const tgi_log_filter *f, int64_t a
 		             f->limit ? " LIMIT :limit" : "");
 }
 
-int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+static int sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
                      char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	static const tgi_log_filter all;
 	char sql[2048];
 	int rc;
@@ -2169,8 +2267,9 @@ int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, j
 	return 0;
 }
 
-int tgi_store_last_seq(tgi_store *s, int64_t *seq, char *err, size_t errlen)
+static int sq_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	*seq = 0;
 	int rc = st_step(s, ST_LAST_SEQ, "");
 	if (rc == SQLITE_ROW) {
@@ -2319,7 +2418,7 @@ static int cmp_tools(const void *a, const void *b)
 }
 
 /* Prepare sql with the since bounds bound. */
-static int stats_prepare(tgi_store *s, const char *sql, int64_t since_ms, const char since_id[37],
+static int stats_prepare(sq *s, const char *sql, int64_t since_ms, const char since_id[37],
                          sqlite3_stmt **st)
 {
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
@@ -2331,7 +2430,7 @@ static int stats_prepare(tgi_store *s, const char *sql, int64_t since_ms, const 
 }
 
 /* The tools array, by calls descending, and the number of calls. */
-static int stats_tools(tgi_store *s, int64_t since_ms, const char since_id[37], json_t *tools,
+static int stats_tools(sq *s, int64_t since_ms, const char since_id[37], json_t *tools,
                        json_int_t *total)
 {
 	sqlite3_stmt *st = NULL;
@@ -2388,7 +2487,7 @@ static int stats_tools(tgi_store *s, int64_t since_ms, const char since_id[37], 
 }
 
 /* The denials array: by rule (and error kind), count descending. */
-static int stats_denials(tgi_store *s, int64_t since_ms, const char since_id[37], json_t *denials)
+static int stats_denials(sq *s, int64_t since_ms, const char since_id[37], json_t *denials)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = stats_prepare(s, stats_denials_sql, since_ms, since_id, &st);
@@ -2408,8 +2507,9 @@ static int stats_denials(tgi_store *s, int64_t since_ms, const char since_id[37]
 	return rc;
 }
 
-int tgi_store_stats(tgi_store *s, int64_t since_ms, json_t **out, char *err, size_t errlen)
+static int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
 {
+	sq *s = (sq *)base;
 	char since_id[37], iso[32];
 	json_int_t calls = 0;
 	json_t *tools = json_array(), *denials = json_array();
@@ -2435,3 +2535,236 @@ int tgi_store_stats(tgi_store *s, int64_t since_ms, json_t **out, char *err, siz
 	                 "calls", calls, "tools", tools, "denials", denials);
 	return 0;
 }
+
+/* ---- export ---- */
+
+/* The export row of the op at the ops statement's current row (columns as
+ * sq_export selects them), with its events and idempotency state. */
+static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
+{
+	static const char *const text[] = { "op_id", "call_id", "session", "tool", "principal",
+	                                    "status", "error_kind", "idem_scope" };
+	const char *op_id = (const char *)sqlite3_column_text(st, 0);
+	const char *scope = (const char *)sqlite3_column_text(st, 7);
+	json_t *o = json_object();
+	for (int i = 0; i < (int)TGI_ARRAY_LEN(text); i++)
+		json_object_set_new(o, text[i], col_string(st, i));
+
+	int rc = SQLITE_DONE;
+	json_t *state = json_null();
+	if (scope && op_id) {
+		rc = st_step(s, ST_EXPORT_IDEM, "tt", scope, op_id);
+		if (rc == SQLITE_ROW) {
+			json_decref(state);
+			state = col_string(s->st[ST_EXPORT_IDEM], 0);
+			rc = SQLITE_DONE;
+		}
+		st_reset(s, ST_EXPORT_IDEM);
+	}
+	json_object_set_new(o, "idem_state", state);
+	json_object_set_new(o, "args", col_parsed(st, 8));
+	json_object_set_new(o, "args_sha256", col_string(st, 9));
+	json_object_set_new(o, "envelope", col_parsed(st, 10));
+	json_object_set_new(o, "started_ms", json_integer(sqlite3_column_int64(st, 11)));
+	json_object_set_new(o, "duration_ms", json_real(sqlite3_column_double(st, 12)));
+	json_object_set_new(o, "loop", col_string(st, 13));
+
+	json_t *events = json_array();
+	if (rc == SQLITE_DONE && op_id) {
+		sqlite3_stmt *ev = NULL;
+		for (rc = st_step(s, ST_EXPORT_EVENTS, "t", op_id); rc == SQLITE_ROW;
+		     rc = sqlite3_step(ev)) {
+			ev = s->st[ST_EXPORT_EVENTS];
+			json_array_append_new(events, json_pack("{s:I, s:o, s:o, s:o}", "ts_ms",
+			                                        (json_int_t)sqlite3_column_int64(ev, 0),
+			                                        "type", col_string(ev, 1), "stage",
+			                                        col_string(ev, 2), "data", col_parsed(ev, 3)));
+		}
+		st_reset(s, ST_EXPORT_EVENTS);
+	}
+	json_object_set_new(o, "events", events);
+	if (rc != SQLITE_DONE) {
+		json_decref(o);
+		return rc;
+	}
+	*out = o;
+	return SQLITE_OK;
+}
+
+static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
+                     char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	static const char *const ops_sql =
+		"SELECT op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
+		" args_redacted, args_sha256, envelope, started_ms, duration_ms, loop FROM ops"
+		" WHERE op_id >= ?1 AND started_ms >= ?2 ORDER BY op_id";
+	static const char *const lone_sql =
+		"SELECT ts_ms, type, stage, data FROM events WHERE op_id IS NULL AND ts_ms >= ?1"
+		" ORDER BY seq";
+	char floor_id[37];
+	sqlite3_stmt *st = NULL;
+	int stop = 0;
+
+	uuid_floor(since_ms, floor_id);
+	int rc = sqlite3_prepare_v2(s->db, ops_sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, floor_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, since_ms);
+	}
+	while (rc == SQLITE_OK && !stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *row = NULL;
+		if ((rc = export_row(s, st, &row)) == SQLITE_OK) {
+			stop = fn(arg, row);
+			json_decref(row);
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc == SQLITE_DONE && !stop)
+		rc = sqlite3_prepare_v2(s->db, lone_sql, -1, &st, NULL);
+	if (st) {
+		sqlite3_bind_int64(st, 1, since_ms);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			json_t *row = json_pack("{s:{s:I, s:o, s:o, s:o}}", "event", "ts_ms",
+			                        (json_int_t)sqlite3_column_int64(st, 0), "type",
+			                        col_string(st, 1), "stage", col_string(st, 2), "data",
+			                        col_parsed(st, 3));
+			stop = fn(arg, row);
+			json_decref(row);
+		}
+		sqlite3_finalize(st);
+	}
+	if (stop)
+		return stop;
+	if (rc != SQLITE_DONE)
+		return fail(s, rc, err, errlen, "cannot read the ledger for export");
+	return 0;
+}
+
+/* ---- watches ----
+ *
+ * A commit lands in the WAL, so a watch is inotify on the WAL and on the
+ * database file, and on their directory for a WAL made anew (it may not
+ * exist yet, or be removed and made again).  A commit writes the WAL before
+ * it makes the transaction visible (the WAL index, after a sync), so a
+ * look on the notification may come too early: a wait is never longer
+ * than WATCH_SLICE_MS, and the caller looks again.  Without inotify the
+ * wait is that timeout alone.  Approvals are commits too: both kinds watch
+ * the same files. */
+
+#define WATCH_SLICE_MS 250
+
+typedef struct sq_watch {
+	tgi_watch   base;
+	int         fd;            /* inotify, or -1 */
+	int         wal_wd;        /* -1 while the WAL is not watched */
+	char        wal[PATH_MAX];
+} sq_watch;
+
+static void watch_wal(sq_watch *w)
+{
+	if (w->fd >= 0 && w->wal_wd < 0)
+		w->wal_wd = inotify_add_watch(w->fd, w->wal, IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF);
+}
+
+static int sq_watch_open(tgi_store *base, tgi_watch_what what, tgi_watch **out, char *err,
+                         size_t errlen)
+{
+	sq *s = (sq *)base;
+	(void)what;
+	(void)err;
+	(void)errlen;
+	sq_watch *w = tgi_xcalloc(1, sizeof *w);
+	w->base.impl = &sqlite_impl;
+	w->fd = -1;
+	w->wal_wd = -1;
+	*out = &w->base;
+	if (strlen(s->file) + sizeof "-wal" > sizeof w->wal)
+		return 0;
+	tgi_snprintf(w->wal, sizeof w->wal, "%s-wal", s->file);
+	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+		return 0;
+	inotify_add_watch(w->fd, s->file, IN_MODIFY);
+	const char *slash = strrchr(w->wal, '/');
+	if (slash) {
+		char dir[PATH_MAX];
+		tgi_snprintf(dir, sizeof dir, "%.*s", (int)(slash - w->wal), w->wal);
+		inotify_add_watch(w->fd, *dir ? dir : "/", IN_CREATE | IN_MOVED_TO);
+	}
+	watch_wal(w);
+	return 0;
+}
+
+/* Read the queued notifications: the WAL's watch ends when it is removed. */
+static void watch_drain(sq_watch *w)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	while ((n = read(w->fd, buf, sizeof buf)) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *e = (const struct inotify_event *)p;
+			if (e->wd == w->wal_wd && (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))) {
+				if (!(e->mask & IN_IGNORED))
+					inotify_rm_watch(w->fd, w->wal_wd);
+				w->wal_wd = -1;
+			}
+			p += sizeof *e + e->len;
+		}
+	}
+}
+
+static int sq_watch_wait(tgi_watch *base, int timeout_ms)
+{
+	sq_watch *w = (sq_watch *)base;
+	struct pollfd p = {.fd = w->fd, .events = POLLIN};
+	int slice = timeout_ms < WATCH_SLICE_MS ? timeout_ms : WATCH_SLICE_MS;
+	int rc = poll(&p, w->fd >= 0, slice < 0 ? 0 : slice);
+	if (rc > 0)
+		watch_drain(w);
+	watch_wal(w);   /* it may have appeared without a word to the directory's watch */
+	/* a slice that ran out is not the caller's timeout: look again */
+	return rc != 0 || slice < timeout_ms;
+}
+
+static void sq_watch_close(tgi_watch *base)
+{
+	sq_watch *w = (sq_watch *)base;
+	if (w->fd >= 0)
+		close(w->fd);
+	free(w);
+}
+
+static const tgi_store_impl sqlite_impl = {
+	.kind = "sqlite",
+	.shared = 0,
+	.close = sq_close,
+	.transient = sq_transient,
+	.schema_version = sq_schema_version,
+	.migrate = sq_migrate,
+	.record = sq_record,
+	.session_manifest = sq_session_manifest,
+	.loop_window = sq_loop_window,
+	.bucket_get = sq_bucket_get,
+	.bucket_take = NULL,
+	.idem_claim = sq_idem_claim,
+	.op_resolve = sq_op_resolve,
+	.approval_add = sq_approval_add,
+	.approval_decide = sq_approval_decide,
+	.approval_take = sq_approval_take,
+	.approval_get = sq_approval_get,
+	.approval_list = sq_approval_list,
+	.pin_check = sq_pin_check,
+	.pin_set = sq_pin_set,
+	.messages_append = sq_messages_append,
+	.messages = sq_messages,
+	.event = sq_event,
+	.ops = sq_ops,
+	.events = sq_events,
+	.last_seq = sq_last_seq,
+	.stats = sq_stats,
+	.export = sq_export,
+	.watch_open = sq_watch_open,
+	.watch_wait = sq_watch_wait,
+	.watch_close = sq_watch_close,
+};

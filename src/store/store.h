@@ -1,9 +1,12 @@
 /*
  * store.h — the ledger interface (DESIGN §5).
  *
- * One implementation now (SQLite, WAL, src/store/sqlite.c); the interface
- * is what a PostgreSQL store will implement later, so nothing outside
- * src/store/ sees SQL.  Many processes share one ledger at once.
+ * Two implementations behind one interface, chosen at open by where the
+ * ledger is: a path is SQLite in WAL mode (src/store/sqlite.c, the
+ * default), a postgres:// or postgresql:// URL is PostgreSQL through libpq
+ * (src/store/postgres.c), shared by gates on many hosts.  store.c
+ * dispatches; nothing outside src/store/ sees SQL.  Many processes share
+ * one ledger at once.
  *
  * Tables: ops (one row per call), idem (scope -> op, in_flight/done),
  * events (append-only, sequence numbered), approvals, sessions, messages
@@ -35,18 +38,71 @@ typedef struct tgi_store tgi_store;
  */
 int tgi_state_dir_open(int ws_fd, const char *ws_path, char *err, size_t errlen);
 
+/* Flags of tgi_store_open. */
+#define TGI_STORE_SYNC_FULL  1  /* SQLite: synchronous=FULL for every write (else NORMAL;
+                                 * in_flight claims are always FULL) */
+#define TGI_STORE_NO_MIGRATE 2  /* open a schema that is behind as it is (toolgate migrate);
+                                 * only the schema functions below may be used then */
+
+/* Does where name a PostgreSQL ledger (postgres:// or postgresql://)? */
+int tgi_store_is_url(const char *where);
+
 /*
- * Open (creating if needed) the ledger at path.  The file and its
- * directory get the same ownership/symlink checks.  sync_full: 1 FULL,
- * 0 NORMAL for ordinary writes (in_flight records are always FULL).
- * A corrupt or unreadable file is an error with a sentence, never a crash.
- * A handle that has written a lot starts one thread of its own, which
- * checkpoints the WAL (its commits never wait for it); tgi_store_close
- * stops it.  As with an SQLite connection, a handle is not used across
- * fork().
+ * Open (creating if needed) the ledger at where: a file path (SQLite) or a
+ * PostgreSQL URL.  The schema is brought to TGI_STORE_SCHEMA_VERSION by
+ * the migrations when it is behind (unless TGI_STORE_NO_MIGRATE); a schema
+ * ahead of this program is refused with a sentence saying so.
+ *
+ * SQLite: the file and its directory get the ownership/symlink checks
+ * above; a corrupt or unreadable file is an error with a sentence, never a
+ * crash.  A handle that has written a lot starts one thread of its own,
+ * which checkpoints the WAL (its commits never wait for it);
+ * tgi_store_close stops it.
+ *
+ * PostgreSQL: a server that cannot be reached is an error naming the host
+ * (never the password).  A connection lost later is reopened with backoff
+ * by the next function that needs it; until then they fail with a sentence
+ * and tgi_store_transient() says so.
+ *
+ * As with a database connection, a handle is not used across fork(), and
+ * by one thread at a time (the gate's store lock), except tgi_store_watch_*.
  */
-int  tgi_store_open(const char *path, int sync_full, tgi_store **out, char *err, size_t errlen);
+int  tgi_store_open(const char *where, int flags, tgi_store **out, char *err, size_t errlen);
 void tgi_store_close(tgi_store *s);
+
+/* "sqlite" or "postgres". */
+const char *tgi_store_kind(const tgi_store *s);
+
+/* 1 when several gates on several hosts share this store at once
+ * (PostgreSQL): middleware then keeps no private copy of what lives in the
+ * store (rate-limit buckets are taken in the store, loop windows read from
+ * it on every call). */
+int tgi_store_shared(const tgi_store *s);
+
+/* 1 when the last failure of this handle was the database being out of
+ * reach (connection lost, server shutting down, reconnect backoff): a retry
+ * later may succeed.  0 after a success or any other failure. */
+int tgi_store_transient(const tgi_store *s);
+
+/* ---- schema: versioned migrations, numbered alike for both stores ---- */
+
+/* Migration n (1-based) takes the schema from version n - 1 to n. */
+#define TGI_STORE_SCHEMA_VERSION 4
+
+/* A one-line description of migration n (1..TGI_STORE_SCHEMA_VERSION). */
+const char *tgi_store_migration_title(int n);
+
+/* The schema version of the open ledger (0: empty). */
+int tgi_store_schema_version(tgi_store *s, int *version, char *err, size_t errlen);
+
+/* Apply migrations from the current version up to `to` (0: the latest),
+ * each in its own transaction, in order; fn (may be NULL) is told each
+ * migration's number before it is applied (or, with dry_run, instead).
+ * A `to` below the current version is refused (migrations only go
+ * forward), as is a schema ahead of this program.  A failed migration
+ * leaves the schema at the version before it. */
+int tgi_store_migrate(tgi_store *s, int to, int dry_run, void (*fn)(void *arg, int n), void *arg,
+                      char *err, size_t errlen);
 
 /* ---- ops + events: one call's record, written in one transaction ---- */
 
@@ -116,6 +172,14 @@ int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_s
 int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
                          int64_t *updated_ms, int *found, char *err, size_t errlen);
 
+/* A shared store only (tgi_store_shared): take one token from the bucket
+ * of (principal, tool), refilled at rate tokens a second up to burst, in
+ * one atomic statement on the store's clock, so that every gate draws from
+ * one bucket.  *ok 1: taken; 0: empty, *retry_after_s says when the next
+ * token comes.  A store that is not shared refuses (-1). */
+int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool, double rate,
+                          double burst, int *ok, double *retry_after_s, char *err, size_t errlen);
+
 /* ---- idempotency ---- */
 
 typedef enum {
@@ -183,6 +247,12 @@ int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const c
  */
 int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
                             int *found, char pending_id[37], char *err, size_t errlen);
+
+/* The approval id: *found 0 when there is none.  The caller frees
+ * row->args and row->reason; its state is as the list shows it
+ * (a pending or approved one past its expiry is "expired"). */
+int tgi_store_approval_get(tgi_store *s, const char *id, tgi_approval_row *row, int *found,
+                           char *err, size_t errlen);
 
 /* List approvals, newest first: state NULL: all not yet used/expired;
  * "*": every approval; else those in that state (a pending or approved one
@@ -266,8 +336,41 @@ int tgi_store_last_seq(tgi_store *s, int64_t *seq, char *err, size_t errlen);
  * decrefs. */
 int tgi_store_stats(tgi_store *s, int64_t since_ms, json_t **out, char *err, size_t errlen);
 
-/* The ledger file being written (for inotify: the WAL beside it), or NULL. */
-const char *tgi_store_path(const tgi_store *s);
+/* ---- waiting for other processes ---- */
+
+typedef enum {
+	TGI_WATCH_EVENTS,     /* new events (toolgate log --follow) */
+	TGI_WATCH_APPROVALS,  /* an approval was decided */
+} tgi_watch_what;
+
+typedef struct tgi_watch tgi_watch;
+
+/* A watch on s for what: SQLite watches the ledger's files (inotify, a
+ * plain timeout where it cannot), PostgreSQL LISTENs on a connection of
+ * its own, so a watch is used without the gate's store lock, by one
+ * thread, and never touches s's connection.  Open the watch before the
+ * first look at the store, so that no change between the two is missed. */
+int  tgi_store_watch_open(tgi_store *s, tgi_watch_what what, tgi_watch **out, char *err,
+                          size_t errlen);
+/* Wait up to timeout_ms for a change: 1 something may have changed (look
+ * again), 0 the time ran out.  A wait may return 1 early or spuriously, and
+ * a lost PostgreSQL connection returns 1 at once after its reconnect wait:
+ * callers always look again. */
+int  tgi_store_watch_wait(tgi_watch *w, int timeout_ms);
+void tgi_store_watch_close(tgi_watch *w);
+
+/* ---- moving history between ledgers (toolgate ledger export/import) ---- */
+
+/* Every op started at or after since_ms (0: all), oldest first, to fn one
+ * at a time as {op_id, call_id, session, tool, principal, status,
+ * error_kind, idem_scope, idem_state ("done", "unknown", or null), args
+ * (redacted, parsed), args_sha256, envelope (object), started_ms,
+ * duration_ms, loop, events: [{ts_ms, type, stage, data}] (oldest
+ * first)}; then each event of no op at or after since_ms as {event: {ts_ms,
+ * type, stage, data}}.  fn owns nothing; a non-zero return stops the
+ * export (and is returned). */
+int tgi_store_export(tgi_store *s, int64_t since_ms, int (*fn)(void *arg, json_t *row), void *arg,
+                     char *err, size_t errlen);
 
 /* ---- spill files (src/store/spill.c) ---- */
 

@@ -893,15 +893,170 @@ static void test_manifest_and_buckets(void **state)
 	assert_int_equal(found, 0);
 }
 
-/* The file the handle writes, for watching its WAL. */
-static void test_store_path(void **state)
+/* A watch wakes when another handle commits, within a slice, and a wait
+ * with nothing written comes back "look again" no later than its slice. */
+static void test_watch(void **state)
 {
 	struct fx *f = *state;
-	char real[PATH_MAX], want[PATH_MAX + 16];
-	assert_non_null(realpath(f->dir, real));
-	snprintf(want, sizeof want, "%s/ledger.db", real);
-	assert_string_equal(tgi_store_path(f->s), want);
-	assert_null(tgi_store_path(NULL));
+	char err[512];
+	tgi_watch *w = NULL;
+	assert_int_equal(tgi_store_watch_open(f->s, TGI_WATCH_EVENTS, &w, err, sizeof err), 0);
+	assert_non_null(w);
+	/* nothing written: a zero wait times out */
+	assert_int_equal(tgi_store_watch_wait(w, 0), 0);
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		tgi_store *s2;
+		usleep(100 * 1000);
+		if (tgi_store_open(f->db, 0, &s2, err, sizeof err) < 0)
+			_exit(1);
+		char id[37];
+		uuid_at(tgi_unix_ms(), id);
+		int rc = record(s2, id, "read_file", "persisted", NULL, tgi_unix_ms(), NULL,
+		                TGI_SETTLE_NONE, err, sizeof err);
+		tgi_store_close(s2);
+		_exit(rc ? 1 : 0);
+	}
+	int64_t seq = 0;
+	double t0 = tgi_now_ms();
+	while (seq == 0 && tgi_now_ms() - t0 < 5000) {
+		tgi_store_watch_wait(w, 2000);
+		assert_int_equal(tgi_store_last_seq(f->s, &seq, err, sizeof err), 0);
+	}
+	assert_int_equal(wait_child(pid), 0);
+	assert_true(seq > 0);
+	assert_true(tgi_now_ms() - t0 < 1500);
+	tgi_store_watch_close(w);
+}
+
+/* Counts the migrations a dry run names in told[0], the last in told[1]. */
+static void note(void *arg, int num)
+{
+	int *told = arg;
+	told[0]++;
+	told[1] = num;
+}
+
+/* Migrations one at a time: a ledger left at version 2 reads as 2, is
+ * upgraded by the next open, and never goes back. */
+static void test_migrate_steps(void **state)
+{
+	struct fx *f = *state;
+	char err[512];
+	int v = -1, told[2] = {0, 0};
+	tgi_store *s;
+
+	assert_int_equal(tgi_store_open(f->db, TGI_STORE_NO_MIGRATE, &s, err, sizeof err), 0);
+	assert_int_equal(tgi_store_schema_version(s, &v, err, sizeof err), 0);
+	assert_int_equal(v, 0);
+	/* a dry run names 1..4 and changes nothing */
+	assert_int_equal(tgi_store_migrate(s, 0, 1, note, told, err, sizeof err), 0);
+	assert_int_equal(told[0], TGI_STORE_SCHEMA_VERSION);
+	assert_int_equal(told[1], TGI_STORE_SCHEMA_VERSION);
+	assert_int_equal(tgi_store_schema_version(s, &v, err, sizeof err), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(tgi_store_migrate(s, 2, 0, NULL, NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_store_schema_version(s, &v, err, sizeof err), 0);
+	assert_int_equal(v, 2);
+	assert_int_equal(tgi_store_migrate(s, 1, 0, NULL, NULL, err, sizeof err), -1);
+	assert_non_null(strstr(err, "only go forward"));
+	assert_int_equal(tgi_store_migrate(s, 9, 0, NULL, NULL, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no schema version 9"));
+	tgi_store_close(s);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 2);
+	/* the pins table of migration 2 is there, migration 3's column is not */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pragma_table_info('ops') WHERE name = 'loop'"), 0);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pragma_table_info('ops') WHERE name = 'loop'"), 1);
+	for (int i = 1; i <= TGI_STORE_SCHEMA_VERSION; i++)
+		assert_non_null(tgi_store_migration_title(i));
+	assert_null(tgi_store_migration_title(0));
+	assert_null(tgi_store_migration_title(TGI_STORE_SCHEMA_VERSION + 1));
+}
+
+/* One approval by id, with the state the list would show. */
+static void test_approval_get(void **state)
+{
+	struct fx *f = *state;
+	char err[512];
+	tgi_approval_row row, got;
+	int found = -1;
+	memset(&row, 0, sizeof row);
+	snprintf(row.tool, sizeof row.tool, "write_file");
+	snprintf(row.principal, sizeof row.principal, "local");
+	snprintf(row.binding, sizeof row.binding, "%064d", 7);
+	row.args = "{\"path\":\"a\"}";
+	row.reason = "ask rule";
+	row.expires_ms = tgi_unix_ms() + 60000;
+	assert_int_equal(tgi_store_approval_add(f->s, &row, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, row.id, &got, &found, err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_string_equal(got.state, "pending");
+	assert_string_equal(got.args, "{\"path\":\"a\"}");
+	assert_string_equal(got.tool, "write_file");
+	free(got.args);
+	free(got.reason);
+	assert_int_equal(tgi_store_approval_decide(f->s, row.id, 0, "ops", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, row.id, &got, &found, err, sizeof err), 0);
+	assert_string_equal(got.state, "denied");
+	assert_string_equal(got.decided_by, "ops");
+	free(got.args);
+	free(got.reason);
+	assert_int_equal(tgi_store_approval_get(f->s, "01890000-0000-7000-8000-000000000000", &got,
+	                                        &found, err, sizeof err), 0);
+	assert_int_equal(found, 0);
+}
+
+static int collect(void *arg, json_t *row)
+{
+	json_array_append(arg, row);
+	return 0;
+}
+
+/* Export: each op with its events and idempotency state, oldest first,
+ * from `since`; then the events of no op. */
+static void test_export(void **state)
+{
+	struct fx *f = *state;
+	char err[512], a[37], b[37], c[37];
+	int64_t t = 1700000000000;
+	uuid_at(t, a);
+	uuid_at(t + 1000, b);
+	uuid_at(t + 2000, c);
+	record_ok(f->s, a, "read_file", "persisted", "s1", t);
+	tgi_idem_info info;
+	assert_int_equal(claim(f->s, "key:k1", b, 60, &info), TGI_IDEM_CLAIMED);
+	assert_int_equal(record(f->s, b, "write_file", "persisted", "s1", t + 1000, "key:k1",
+	                        TGI_SETTLE_DONE, err, sizeof err), 0);
+	record_ok(f->s, c, "shell", "denied", NULL, t + 2000);
+	tgi_event lone = { "mcp.server.down", NULL, NULL, t + 3000, 0 };
+	assert_int_equal(tgi_store_event(f->s, NULL, &lone, err, sizeof err), 0);
+
+	json_t *rows = json_array();
+	assert_int_equal(tgi_store_export(f->s, 0, collect, rows, err, sizeof err), 0);
+	assert_int_equal(json_array_size(rows), 4);
+	json_t *r0 = json_array_get(rows, 0), *r1 = json_array_get(rows, 1);
+	assert_string_equal(json_string_value(json_object_get(r0, "op_id")), a);
+	assert_true(json_is_null(json_object_get(r0, "idem_state")));
+	assert_int_equal(json_array_size(json_object_get(r0, "events")), 4);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r0, "args"), "path")), "a");
+	assert_int_equal(json_integer_value(json_object_get(r0, "started_ms")), t);
+	assert_string_equal(json_string_value(json_object_get(r1, "idem_state")), "done");
+	assert_string_equal(json_string_value(json_object_get(r1, "idem_scope")), "key:k1");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r1, "envelope"), "status")),
+	                    "persisted");
+	json_t *ev = json_object_get(json_array_get(rows, 3), "event");
+	assert_string_equal(json_string_value(json_object_get(ev, "type")), "mcp.server.down");
+	json_decref(rows);
+
+	/* since: the first op is left out */
+	rows = json_array();
+	assert_int_equal(tgi_store_export(f->s, t + 500, collect, rows, err, sizeof err), 0);
+	assert_int_equal(json_array_size(rows), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "op_id")), b);
+	json_decref(rows);
 }
 
 /* ---- stats ---- */
@@ -2870,7 +3025,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_events_message, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_windows, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_and_buckets, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_store_path, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_watch, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_steps, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_approval_get, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_export, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_stats, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_percentiles, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_wal_checkpointed_by_thread, setup_store_mem, teardown),

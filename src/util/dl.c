@@ -15,7 +15,7 @@
  * curl_global_init and the one URL question its two HTTP clients share
  * (tgi_curl_url_is_loopback), or know who needs them.
  */
-#include "mcp/dl.h"
+#include "util/dl.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

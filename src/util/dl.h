@@ -19,8 +19,8 @@
  * Owns: the two library handles (never closed) and their tables.  Must
  * not: know MCP, HTTP sessions or anything of the callers.
  */
-#ifndef TGI_MCP_DL_H
-#define TGI_MCP_DL_H
+#ifndef TGI_UTIL_DL_H
+#define TGI_UTIL_DL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,240 @@
+/*
+ * store.c — the ledger interface's one front (DESIGN §5): picks the
+ * implementation at open by where the ledger is, and passes each call to
+ * the handle's table (impl.h).  No SQL here.
+ *
+ * Owns: the choice of implementation, the migrations' titles (one
+ * numbering for both stores), and the checks every implementation would
+ * make alike.  Must not: know either database.
+ */
+#include "store/impl.h"
+#include "util/util.h"
+
+#include <string.h>
+#include <strings.h>
+
+int tgi_store_is_url(const char *where)
+{
+	return where && (!strncasecmp(where, "postgres://", 11) ||
+	                 !strncasecmp(where, "postgresql://", 13));
+}
+
+int tgi_store_open(const char *where, int flags, tgi_store **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (!where || !*where) {
+		tgi_snprintf(err, errlen, "the ledger is empty: give a file path or a postgres:// URL");
+		return -1;
+	}
+	if (tgi_store_is_url(where))
+		return tgi_pg_open(where, flags, out, err, errlen);
+	return tgi_sqlite_open(where, flags, out, err, errlen);
+}
+
+void tgi_store_close(tgi_store *s)
+{
+	if (s)
+		s->impl->close(s);
+}
+
+const char *tgi_store_kind(const tgi_store *s)
+{
+	return s->impl->kind;
+}
+
+int tgi_store_shared(const tgi_store *s)
+{
+	return s->impl->shared;
+}
+
+int tgi_store_transient(const tgi_store *s)
+{
+	return s->impl->transient(s);
+}
+
+/* ---- schema ---- */
+
+static const char *const titles[TGI_STORE_SCHEMA_VERSION] = {
+	"ops, idempotency claims, events, approvals and sessions",
+	"pinned descriptions of bridged MCP tools",
+	"middleware: loop-detection entries, session manifests, rate-limit buckets, "
+	"the tool/status/session indexes of ops",
+	"agent conversations (messages)",
+};
+
+const char *tgi_store_migration_title(int n)
+{
+	return n >= 1 && n <= TGI_STORE_SCHEMA_VERSION ? titles[n - 1] : NULL;
+}
+
+int tgi_store_schema_version(tgi_store *s, int *version, char *err, size_t errlen)
+{
+	return s->impl->schema_version(s, version, err, errlen);
+}
+
+int tgi_store_migrate(tgi_store *s, int to, int dry_run, void (*fn)(void *arg, int n), void *arg,
+                      char *err, size_t errlen)
+{
+	if (to < 0 || to > TGI_STORE_SCHEMA_VERSION) {
+		tgi_snprintf(err, errlen, "there is no schema version %d; this program knows 1 to %d",
+		             to, TGI_STORE_SCHEMA_VERSION);
+		return -1;
+	}
+	return s->impl->migrate(s, to ? to : TGI_STORE_SCHEMA_VERSION, dry_run, fn, arg, err,
+	                        errlen);
+}
+
+/* ---- shared-store operations ---- */
+
+int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool, double rate,
+                          double burst, int *ok, double *retry_after_s, char *err, size_t errlen)
+{
+	if (!s->impl->bucket_take) {
+		tgi_snprintf(err, errlen, "the %s ledger keeps no shared rate-limit buckets",
+		             s->impl->kind);
+		return -1;
+	}
+	return s->impl->bucket_take(s, principal, tool, rate, burst, ok, retry_after_s, err, errlen);
+}
+
+/* ---- watches ---- */
+
+int tgi_store_watch_open(tgi_store *s, tgi_watch_what what, tgi_watch **out, char *err,
+                         size_t errlen)
+{
+	*out = NULL;
+	return s->impl->watch_open(s, what, out, err, errlen);
+}
+
+int tgi_store_watch_wait(tgi_watch *w, int timeout_ms)
+{
+	return w->impl->watch_wait(w, timeout_ms);
+}
+
+void tgi_store_watch_close(tgi_watch *w)
+{
+	if (w)
+		w->impl->watch_close(w);
+}
+
+/* ---- everything else: straight to the implementation ---- */
+
+int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
+                     const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen)
+{
+	return s->impl->record(s, op, ev, nev, idem_scope, settle, err, errlen);
+}
+
+int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], char *err,
+                               size_t errlen)
+{
+	return s->impl->session_manifest(s, session, out, err, errlen);
+}
+
+int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_strv *out,
+                          char *err, size_t errlen)
+{
+	return s->impl->loop_window(s, session, limit, out, err, errlen);
+}
+
+int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
+                         int64_t *updated_ms, int *found, char *err, size_t errlen)
+{
+	return s->impl->bucket_get(s, principal, tool, tokens, updated_ms, found, err, errlen);
+}
+
+int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
+                         int lease_s, tgi_idem_info *info, char *err, size_t errlen)
+{
+	return s->impl->idem_claim(s, scope, op_id, binding, lease_s, info, err, errlen);
+}
+
+int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen)
+{
+	return s->impl->op_resolve(s, op_id, applied, err, errlen);
+}
+
+int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen)
+{
+	return s->impl->approval_add(s, row, err, errlen);
+}
+
+int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
+                              char *err, size_t errlen)
+{
+	return s->impl->approval_decide(s, id, approve, by, err, errlen);
+}
+
+int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
+                            int *found, char pending_id[37], char *err, size_t errlen)
+{
+	return s->impl->approval_take(s, binding, principal, found, pending_id, err, errlen);
+}
+
+int tgi_store_approval_get(tgi_store *s, const char *id, tgi_approval_row *row, int *found,
+                           char *err, size_t errlen)
+{
+	return s->impl->approval_get(s, id, row, found, err, errlen);
+}
+
+int  tgi_store_approval_list(tgi_store *s, const char *state, tgi_approval_row **rows, size_t *n,
+                             char *err, size_t errlen)
+{
+	return s->impl->approval_list(s, state, rows, n, err, errlen);
+}
+
+int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_pin_state *st,
+                        char pinned[65], char *err, size_t errlen)
+{
+	return s->impl->pin_check(s, name, digest, st, pinned, err, errlen);
+}
+
+int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
+                      size_t errlen)
+{
+	return s->impl->pin_set(s, name, digest, err, errlen);
+}
+
+int tgi_store_messages_append(tgi_store *s, const char *session, const char *api,
+                              const json_t *entries, char *err, size_t errlen)
+{
+	return s->impl->messages_append(s, session, api, entries, err, errlen);
+}
+
+int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api[32],
+                       char *err, size_t errlen)
+{
+	return s->impl->messages(s, session, out, api, err, errlen);
+}
+
+int tgi_store_event(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen)
+{
+	return s->impl->event(s, op_id, ev, err, errlen);
+}
+
+int tgi_store_ops(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
+{
+	return s->impl->ops(s, f, out, err, errlen);
+}
+
+int tgi_store_events(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+                     char *err, size_t errlen)
+{
+	return s->impl->events(s, f, after_seq, out, err, errlen);
+}
+
+int tgi_store_last_seq(tgi_store *s, int64_t *seq, char *err, size_t errlen)
+{
+	return s->impl->last_seq(s, seq, err, errlen);
+}
+
+int tgi_store_stats(tgi_store *s, int64_t since_ms, json_t **out, char *err, size_t errlen)
+{
+	return s->impl->stats(s, since_ms, out, err, errlen);
+}
+
+int tgi_store_export(tgi_store *s, int64_t since_ms, int (*fn)(void *arg, json_t *row), void *arg,
+                     char *err, size_t errlen)
+{
+	return s->impl->export(s, since_ms, fn, arg, err, errlen);
+}
