@@ -21,16 +21,19 @@ typedef struct cli_gate_opts {
 	"  --approval POLICY    on-request | never | untrusted\n"                     \
 	"  --profile NAME       minimal | coding | messaging | full | a configured one\n" \
 	"  --sync LEVEL         ledger durability: normal | full\n"                 \
-	"  --max-parallel N     calls of a batch run at once (1: serial; default 8)\n"
+	"  --max-parallel N     calls of a batch run at once (1: serial; default 8)\n" \
+	"  --wait-approval S    a call queued for approval waits up to S seconds for the\n" \
+	"                       decision, made anywhere, then runs or is denied\n"
 
 /* getopt_long codes for the shared options */
 enum { OPT_CONFIG = 1000, OPT_WORKSPACE, OPT_MODE, OPT_APPROVAL, OPT_PROFILE, OPT_SYNC,
-       OPT_MAX_PARALLEL };
+       OPT_MAX_PARALLEL, OPT_WAIT_APPROVAL };
 #define CLI_GATE_LONGOPTS                                        \
 	{"config", 1, 0, OPT_CONFIG}, {"workspace", 1, 0, OPT_WORKSPACE}, \
 	{"mode", 1, 0, OPT_MODE}, {"approval", 1, 0, OPT_APPROVAL},   \
 	{"profile", 1, 0, OPT_PROFILE}, {"sync", 1, 0, OPT_SYNC},      \
-	{"max-parallel", 1, 0, OPT_MAX_PARALLEL}
+	{"max-parallel", 1, 0, OPT_MAX_PARALLEL},                   \
+	{"wait-approval", 1, 0, OPT_WAIT_APPROVAL}
 
 void cli_gate_opts_init(cli_gate_opts *g);
 /* Handle a shared option; 1 if it was one, 0 if not, -1 on a bad value. */
@@ -60,5 +63,7 @@ int cmd_doctor(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_migrate(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
 
 #endif

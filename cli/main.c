@@ -98,6 +98,9 @@ int cli_gate_opt(cli_gate_opts *g, int opt, const char *arg)
 	case OPT_MAX_PARALLEL:
 		g->o.max_parallel = atoi(arg);
 		return g->o.max_parallel >= 1 ? 1 : -1;
+	case OPT_WAIT_APPROVAL:
+		g->o.approval_wait_s = atoi(arg);
+		return g->o.approval_wait_s >= 1 && g->o.approval_wait_s <= 86400 ? 1 : -1;
 	case OPT_SYNC:
 		if (!strcmp(arg, "full"))
 			g->o.sync_full = 1;

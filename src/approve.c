@@ -39,6 +39,90 @@ static int prompt_tty(tgi_call *c)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
+/* What a decided approval did: taken (1), denied (-1), or 0: nothing yet. */
+static int decision(tgi_call *c, const char *binding, char by[128])
+{
+	tg_gate *g = c->g;
+	char err[512], pending_id[37];
+	tgi_approval_row row;
+	int found = 0, taken = 0;
+
+	tgi_store_lock(g);
+	int rc = tgi_store_approval_get(g->store, c->approval_id, &row, &found, err, sizeof err);
+	if (rc == 0 && found && !strcmp(row.state, "approved"))
+		rc = tgi_store_approval_take(g->store, binding, c->principal->name, &taken,
+		                             pending_id, err, sizeof err);
+	tgi_store_unlock(g);
+	if (rc < 0 || !found)
+		return 0;   /* a store that cannot answer now may later: the deadline decides */
+	memcpy(by, row.decided_by, sizeof row.decided_by);
+	free(row.args);
+	free(row.reason);
+	if (!strcmp(row.state, "denied") || taken == -1)
+		return -1;
+	return taken == 1;
+}
+
+/*
+ * approvals.wait_s: the call was queued (c->approval_id); wait for its
+ * decision, woken by the store's watch (LISTEN on a shared store, the
+ * ledger's files on SQLite) wherever it is made, until the deadline or the
+ * caller cancels.  Approved: the approval is taken (used, so it counts
+ * once) and the call runs; denied: denied; else pending as without a wait.
+ */
+static tgi_verdict await_decision(tgi_call *c, const char *binding)
+{
+	tg_gate *g = c->g;
+	char err[512], by[128] = "";
+	tgi_watch *w = NULL;
+	volatile const int *cancel = c->req->cancel;
+	double deadline = tgi_now_ms() + g->cfg->approval_wait_s * 1000.0;
+	int got = 0;
+
+	/* opened before the first look: no decision between the two is missed */
+	if (tgi_store_watch_open(g->store, TGI_WATCH_APPROVALS, &w, err, sizeof err) < 0)
+		w = NULL;   /* then the looks are a second apart */
+	for (;;) {
+		if ((got = decision(c, binding, by)) != 0 || (cancel && tgi_flag_get(cancel)))
+			break;
+		double left = deadline - tgi_now_ms();
+		if (left <= 0)
+			break;
+		int slice = left < 1000 ? (int)left + 1 : 1000;  /* to see cancel */
+		if (w)
+			tgi_store_watch_wait(w, slice);
+		else
+			usleep((useconds_t)slice * 1000);
+	}
+	tgi_store_watch_close(w);
+
+	if (got == 1) {
+		tgi_event_add(c, "tool.call.approved", "approve",
+		              json_pack("{s:s, s:s, s:s}", "by", "queue", "approval_id", c->approval_id,
+		                        "decided_by", by));
+		tgi_trace(c, "approve", 1,
+		          json_pack("{s:s, s:s}", "approval", "granted while waiting", "approval_id",
+		                    c->approval_id));
+		return TGI_NEXT;
+	}
+	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
+	if (got == -1) {
+		tgi_event_add(c, "tool.call.rejected", "approve",
+		              json_pack("{s:s, s:s, s:s}", "by", "queue", "approval_id", c->approval_id,
+		                        "decided_by", by));
+		tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "denied while waiting"));
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "the owner denied this call (approval %s%s%s); do not retry; ask the owner",
+		                c->approval_id, by[0] ? ", by " : "", by);
+	}
+	tgi_trace(c, "approve", 0,
+	          json_pack("{s:s, s:s}", "approval", "pending", "approval_id", c->approval_id));
+	return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
+	                "this call is still waiting for approval %s (waited %d s); retry the same "
+	                "call once the owner has approved it", c->approval_id,
+	                g->cfg->approval_wait_s);
+}
+
 tgi_verdict tgi_approve(tgi_call *c)
 {
 	tg_gate *g = c->g;
@@ -87,6 +171,8 @@ tgi_verdict tgi_approve(tgi_call *c)
 	}
 	if (found == 2) {
 		memcpy(c->approval_id, pending_id, sizeof c->approval_id);
+		if (g->cfg->approval_wait_s > 0)
+			return await_decision(c, binding);
 		tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
 		tgi_trace(c, "approve", 0,
 		          json_pack("{s:s, s:s}", "approval", "pending", "approval_id", c->approval_id));
@@ -149,9 +235,11 @@ tgi_verdict tgi_approve(tgi_call *c)
 		return tgi_stop(c, TG_DENIED, TG_ERR_NEEDS_APPROVAL, NULL,
 		                "this call needs approval but the approval could not be queued (%s)", err);
 	memcpy(c->approval_id, row.id, sizeof c->approval_id);
-	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
 	tgi_event_add(c, "tool.call.approval_requested", "approve",
 	              json_pack("{s:s, s:s}", "approval_id", c->approval_id, "rule", c->rule));
+	if (g->cfg->approval_wait_s > 0)
+		return await_decision(c, binding);
+	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
 	tgi_trace(c, "approve", 0,
 	          json_pack("{s:s, s:s}", "approval", "queued", "approval_id", c->approval_id));
 	return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,

@@ -118,7 +118,7 @@ static const char *const profile_keys[]   = { "categories", "read_only" };
 static const char *const limits_keys[]    = { "max_args_bytes", "max_result_chars", "timeout_s",
                                               "max_parallel" };
 static const char *const formats_keys[]   = { "assert" };
-static const char *const approvals_keys[] = { "ttl_s" };
+static const char *const approvals_keys[] = { "ttl_s", "wait_s" };
 static const char *const ledger_keys[]    = { "sync" };
 
 static const struct {
@@ -647,18 +647,27 @@ static int load_workspace(ld *x, json_t *root)
 		return fail(x, ptr, "expected %s, got %s", missing ? "an existing directory" : "a directory",
 		            tgi_json_describe(v, got, sizeof got));
 
-	/* $TOOLGATE_STORE names the ledger over the file's `store` (a
-	 * deployment sets it once for every gate); a URL is kept as it is */
 	v = child(root, "", "store", ptr);
 	if (v && check_str(x, v, ptr) < 0)
 		return -1;
 	const char *env = getenv("TOOLGATE_STORE");
-	const char *store = env && *env ? env : v ? json_string_value(v) : ".toolgate/ledger.db";
+	const char *store = tgi_config_store_given(c);
 	c->store = tgi_store_is_url(store) ? tgi_strdup(store) : path_join(c->workspace, store);
 	if (!c->store)
 		return fail(x, env && *env ? "" : ptr, "expected a shorter %s path, got one over %d bytes",
 		            env && *env ? "$TOOLGATE_STORE" : "store", PATH_MAX);
 	return 0;
+}
+
+/* $TOOLGATE_STORE names the ledger over the file's `store` (a deployment
+ * sets it once for every gate), else the default. */
+const char *tgi_config_store_given(const tgi_config *c)
+{
+	const char *env = getenv("TOOLGATE_STORE");
+	json_t *v = c->root ? json_object_get(c->root, "store") : NULL;
+	if (env && *env)
+		return env;
+	return json_is_string(v) ? json_string_value(v) : ".toolgate/ledger.db";
 }
 
 static int load_scalars(ld *x, json_t *root)
@@ -696,6 +705,7 @@ static int load_limits(ld *x, json_t *root)
 	json_t *s;
 	long long args = (long long)c->max_args_bytes, chars = (long long)c->max_result_chars;
 	long long timeout = c->timeout_s, ttl = c->approval_ttl_s, par = c->max_parallel;
+	long long wait = c->approval_wait_s;
 	int sync = c->sync_full;
 
 	if (section(x, root, "", "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), &s, ptr) < 0 ||
@@ -710,7 +720,8 @@ static int load_limits(ld *x, json_t *root)
 	if (opt_bool(x, root, "", "hide_denied", &c->hide_denied) < 0)
 		return -1;
 	if (section(x, root, "", "approvals", approvals_keys, TGI_ARRAY_LEN(approvals_keys), &s, ptr) < 0 ||
-	    (s && opt_int(x, s, ptr, "ttl_s", 1, MAX_TTL_S, &ttl) < 0))
+	    (s && (opt_int(x, s, ptr, "ttl_s", 1, MAX_TTL_S, &ttl) < 0 ||
+	           opt_int(x, s, ptr, "wait_s", 0, MAX_TTL_S, &wait) < 0)))
 		return -1;
 	if (section(x, root, "", "ledger", ledger_keys, TGI_ARRAY_LEN(ledger_keys), &s, ptr) < 0 ||
 	    (s && opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0))
@@ -720,6 +731,7 @@ static int load_limits(ld *x, json_t *root)
 	c->timeout_s = (int)timeout;
 	c->max_parallel = (int)par;
 	c->approval_ttl_s = (int)ttl;
+	c->approval_wait_s = (int)wait;
 	c->sync_full = sync;
 	return 0;
 }

@@ -101,6 +101,8 @@ typedef struct tgi_config {
 	int     max_parallel;        /* calls of one batch run at once (default 8; 1: serial) */
 	int     assert_formats;      /* default 1 */
 	int     approval_ttl_s;      /* default 3600 */
+	int     approval_wait_s;     /* approvals.wait_s: how long a queued call waits for its
+	                              * decision before answering pending (default 0) */
 	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */
 	int     hide_denied;         /* MCP tools/list leaves out what a bare deny rule forbids
 	                                (default 1) */
@@ -136,6 +138,11 @@ void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t ca
  */
 int tgi_config_fail(const tgi_config *cfg, const char *ptr, char *err, size_t errlen,
                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Where the ledger was given: $TOOLGATE_STORE, else the file's `store`, else
+ * the default (".toolgate/ledger.db"); a path may be relative to the
+ * workspace, a postgres:// URL is used as it is. */
+const char *tgi_config_store_given(const tgi_config *c);
 
 /*
  * v at ptr must be a list of at most max strings, each of 1 to maxlen

@@ -3,9 +3,12 @@
  *
  * Idempotency sits around the handler (DESIGN §1, §5).  The scope is
  * principal:tool:idempotency_key when the call has a key, else
- * session:call_id when the provider gave a call id, else none; read-only
- * calls need none.  Before a side-effecting tool runs, its scope is
- * claimed `in_flight` durably (synchronous=FULL).  Then:
+ * session:call_id when the provider gave a call id, else none — except
+ * in a shared store (several gates), where such a call claims its own op
+ * id, so that no side effect runs while the ledger cannot record it;
+ * read-only calls need none.  Before a side-effecting tool runs, its scope
+ * is claimed `in_flight` durably (synchronous=FULL); a claim that cannot
+ * be written refuses the call (`failed`, transient, applied no).  Then:
  *   done       → `replayed`, the original result, nothing runs
  *   in flight  → `pending` (transient, retry_after_s)
  *   owner gone → `pending` (unknown_outcome): never re-run silently
@@ -37,6 +40,8 @@ static char *make_scope(tgi_call *c)
 		               c->principal->name, strlen(c->tool), c->tool, c->idem_key);
 	else if (c->call_id[0])
 		tgi_buf_printf(&b, "call:%zu:%s:%s", strlen(c->session), c->session, c->call_id);
+	else if (tgi_store_shared(c->g->store))
+		tgi_buf_printf(&b, "op:%s", c->op_id);
 	else
 		return NULL;
 	return tgi_buf_steal(&b);
@@ -150,6 +155,7 @@ tgi_verdict tgi_execute(tgi_call *c)
 		if (rc < 0) {
 			free(c->idem_scope);
 			c->idem_scope = NULL; /* not ours: persist must not settle it */
+			c->retry_after_s = 1;
 			tgi_trace(c, "execute", 0, NULL);
 			return tgi_stop(c, TG_FAILED, TG_ERR_TRANSIENT, NULL,
 			                "the ledger could not record the call before running it (%s); "

@@ -356,6 +356,8 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 	}
 	if (o->sync_full >= 0)
 		cfg->sync_full = o->sync_full;
+	if (o->approval_wait_s > 0)
+		cfg->approval_wait_s = o->approval_wait_s;
 	if (o->max_parallel > 0)
 		cfg->max_parallel = o->max_parallel;
 	if (o->workspace) {
@@ -365,9 +367,8 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 		free(cfg->workspace);
 		cfg->workspace = tgi_strdup(real);
 		/* a store that was not given as an absolute path follows the workspace */
-		json_t *st = cfg->root ? json_object_get(cfg->root, "store") : NULL;
-		const char *rel = json_is_string(st) ? json_string_value(st) : ".toolgate/ledger.db";
-		if (rel[0] != '/') {
+		const char *rel = tgi_config_store_given(cfg);
+		if (!tgi_store_is_url(rel) && rel[0] != '/') {
 			size_t n = strlen(real) + strlen(rel) + 2;
 			free(cfg->store);
 			cfg->store = tgi_xmalloc(n);

@@ -39,7 +39,8 @@
  * entries in all); the least recently used goes first.  The first
  * time this process meets a session, its window is read back from the
  * ledger (ops.loop, which persist writes from c->loop_entry), so separate
- * `toolgate call` processes continue one another's streaks.
+ * `toolgate call` processes continue one another's streaks; with a shared
+ * store (several gates) it is read back on every call of a session.
  *
  * The window entry as the ledger keeps it, one line:
  *   v1 <sig: 64 hex> <outcome: 64 hex> <flags> <tool>
@@ -692,9 +693,9 @@ static loop_window *insert(tgi_loop *l, const char *key)
 }
 
 
-/* What the ledger holds of this window, newest first (nothing when it
- * cannot be read: the window then starts empty). */
-static void ledger_window(tgi_call *c, tgi_strv *out)
+/* What the ledger holds of this window, newest first: -1 when it cannot
+ * be read (a new window then starts empty). */
+static int ledger_window(tgi_call *c, tgi_strv *out)
 {
 	tg_gate *g = c->g;
 	char err[256];
@@ -704,8 +705,10 @@ static void ledger_window(tgi_call *c, tgi_strv *out)
 	tgi_store_unlock(g);
 	if (rc < 0)
 		tgi_strv_free(out);
+	return rc;
 }
 
+/* Fill w from the ledger's rows (newest first), after what it holds. */
 static void warm(tgi_loop *l, loop_window *w, const tgi_strv *rows)
 {
 	for (size_t i = rows->n; i-- > 0;) {
@@ -718,22 +721,38 @@ static void warm(tgi_loop *l, loop_window *w, const tgi_strv *rows)
 	}
 }
 
+/* Empty w, to be warmed again. */
+static void window_clear(const tgi_loop *l, loop_window *w)
+{
+	for (size_t i = 0; i < (size_t)l->window; i++) {
+		free(w->e[i].tool);
+		w->e[i].tool = NULL;
+	}
+	w->n = 0;
+	w->head = 0;
+}
+
 /* The session's window with l->mu held (the caller unlocks), read back
- * from the ledger the first time this process meets it; the call has a
- * session.  The ledger is read without l->mu held. */
+ * from the ledger the first time this process meets it — and on every
+ * call when the store is shared, since other gates add to the session
+ * too; the call has a session.  The ledger is read without l->mu held. */
 static loop_window *lock_window(tgi_call *c)
 {
 	tgi_loop *l = c->g->loop;
 	const char *key = c->session;
+	int shared = tgi_store_shared(c->g->store);
 	pthread_mutex_lock(&l->mu);
 	loop_window *w = find(l, key);
-	if (!w) {
+	if (!w || shared) {
 		tgi_strv rows = {0};
 		pthread_mutex_unlock(&l->mu);
-		ledger_window(c, &rows);
+		int rc = ledger_window(c, &rows);
 		pthread_mutex_lock(&l->mu);
 		if (!(w = find(l, key))) {   /* another thread may have read it meanwhile */
 			w = insert(l, key);
+			warm(l, w, &rows);
+		} else if (shared && rc == 0) {
+			window_clear(l, w);
 			warm(l, w, &rows);
 		}
 		tgi_strv_free(&rows);

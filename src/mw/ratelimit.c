@@ -27,6 +27,10 @@
  *        ▼                          ▼
  *   refill, take or refuse (map lock) ◀─ insert unless another thread did
  *
+ * A shared store (PostgreSQL, several gates: tgi_store_shared) keeps no
+ * bucket here: every gate draws from the one bucket in the store, a token
+ * taken in one statement on the store's clock (tgi_store_bucket_take).
+ *
  * Dry runs are checked but take nothing.  Calls without a rate take the
  * step's only cost: walking the globs.
  *
@@ -399,6 +403,37 @@ static take_result take(tgi_ratelimit *r, tgi_call *c, const rate_limit *l, int6
 	return ok ? TAKE_OK : TAKE_EMPTY;
 }
 
+/* The same in a shared store.  *left is what refuse() needs to say the
+ * store's wait (or -1 after a take: the store does not say what is left).
+ * A dry run looks at the saved bucket, refilled by this host's clock. */
+static take_result take_shared(tgi_call *c, const rate_limit *l, double *left, char *err,
+                               size_t errlen)
+{
+	double rate = (double)l->n * 1000 / (double)l->period_ms;   /* tokens a second */
+	double retry = 0, tokens = 0;
+	int64_t updated = 0;
+	int ok = 0, found = 0, rc;
+
+	tgi_store_lock(c->g);
+	if (c->dry_run)
+		rc = tgi_store_bucket_get(c->g->store, c->principal_name, c->tool, &tokens, &updated,
+		                          &found, err, errlen);
+	else
+		rc = tgi_store_bucket_take(c->g->store, c->principal_name, c->tool, rate,
+		                           (double)l->n, &ok, &retry, err, errlen);
+	tgi_store_unlock(c->g);
+	if (rc < 0)
+		return TAKE_ERROR;
+	if (c->dry_run) {
+		bucket b = {.limit = l, .tokens = found ? tokens : (double)l->n, .updated_ms = updated};
+		bucket_refill(&b, tgi_unix_ms());
+		*left = b.tokens;
+		return b.tokens >= 1 - RATE_EPSILON ? TAKE_OK : TAKE_EMPTY;
+	}
+	*left = ok ? -1 : 1 - retry * rate;
+	return ok ? TAKE_OK : TAKE_EMPTY;
+}
+
 /* Seconds until the bucket holds a whole token again, up to the next
  * millisecond (a caller that waits this long finds one). */
 static double retry_after(const rate_limit *l, double left)
@@ -436,7 +471,9 @@ tgi_verdict tgi_ratelimit_step(tgi_call *c)
 		return TGI_NEXT;
 	int64_t now = 0;
 	int save = 0;
-	take_result t = take(r, c, l, &now, &left, &save, err, sizeof err);
+	take_result t = tgi_store_shared(c->g->store)
+	                        ? take_shared(c, l, &left, err, sizeof err)
+	                        : take(r, c, l, &now, &left, &save, err, sizeof err);
 	if (t == TAKE_ERROR) {
 		/* fail closed: an unknown bucket may be empty */
 		char clean[256];
@@ -453,7 +490,9 @@ tgi_verdict tgi_ratelimit_step(tgi_call *c)
 	if (t == TAKE_EMPTY)
 		return refuse(c, l, left);
 	tgi_snprintf(text, sizeof text, "%ld/%s", l->n, l->unit);
-	tgi_trace(c, "rate_limit", 1, json_pack("{s:s, s:I}", "limit", text, "remaining",
-	                                        (json_int_t)floor(left + RATE_EPSILON)));
+	json_t *trace = json_pack("{s:s}", "limit", text);
+	if (left >= 0)
+		json_object_set_new(trace, "remaining", json_integer((json_int_t)floor(left + RATE_EPSILON)));
+	tgi_trace(c, "rate_limit", 1, trace);
 	return TGI_NEXT;
 }

@@ -58,7 +58,44 @@ tgcall planted write_file "$P"
 eq "$(jqv planted.json .status)" pending "a planted approval is not honoured"
 [ -e planted.txt ] && fail "the planted approval let the write run"
 
+# --wait-approval: the call waits for the decision made by another process,
+# woken by the ledger's watch, then runs (or is denied)
+waited() { # name, args JSON: a call that waits in the background
+	(cd "$WS" && "$TG" call --json --wait-approval 20 write_file "$2" > "$WS/$1.json" \
+		2> "$WS/$1.err" < /dev/null; echo $? > "$WS/$1.exit") &
+}
+pending_id() { # the approval queued for args $1, once there is one
+	local b i
+	b=$(printf 'write_file\n%s' "$(echo "$1" | jq -cS .)" | sha256sum | cut -d' ' -f1)
+	for i in $(seq 1 100); do
+		id=$(sql "select id from approvals where binding='$b' and state='pending'")
+		[ -n "$id" ] && { echo "$id"; return; }
+		sleep 0.1
+	done
+}
+WA='{"path":"waited.txt","content":"w"}'
+waited wa "$WA"
+wid=$(pending_id "$WA")
+[ -n "$wid" ] || fail "a waiting call queues its approval"
+sleep 0.5
+[ -e waited.txt ] && fail "nothing ran before the decision"
+t0=$(date +%s%N)
+"$TG" approvals approve "$wid" > /dev/null || fail "approve the waiting call"
+wait
+t1=$(date +%s%N)
+eq "$(jqv wa.json .status)" persisted "the waiting call ran once approved"
+eq "$(cat waited.txt)" w "its write happened"
+[ $(( (t1 - t0) / 1000000 )) -lt 2000 ] || fail "released $(( (t1 - t0) / 1000000 )) ms after the decision"
+WD='{"path":"waited2.txt","content":"d"}'
+waited wd "$WD"
+did2=$(pending_id "$WD")
+"$TG" approvals deny "$did2" > /dev/null || fail "deny the waiting call"
+wait
+eq "$(jqv wd.json .status)" denied "the waiting call is denied by the decision"
+contains "$(jqv wd.json .error.message)" "$did2" "the denial names the approval"
+[ -e waited2.txt ] && fail "a denied waiting call ran"
+
 # events
-eq "$(sql "select count(*) from events where type='tool.call.approval_requested'")" 4 "approval_requested events (none for the dry run)"
-eq "$(sql "select count(*) from events where type='tool.call.approved'")" 1 "approved event"
+eq "$(sql "select count(*) from events where type='tool.call.approval_requested'")" 6 "approval_requested events (none for the dry run)"
+eq "$(sql "select count(*) from events where type='tool.call.approved'")" 2 "approved events"
 finish

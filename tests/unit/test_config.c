@@ -742,6 +742,23 @@ static void test_relative_paths(void **state)
 	assert_string_equal(c->store, "/var/lib/toolgate/l.db");
 	tgi_config_free(c);
 
+	/* a PostgreSQL URL is kept as it is; $TOOLGATE_STORE names the ledger
+	 * over the file (a relative path against the workspace) */
+	write_text("conf/toolgate.yaml", "store: postgresql://gate@db.example/toolgate\n");
+	c = load_ok("conf/toolgate.yaml");
+	assert_string_equal(c->store, "postgresql://gate@db.example/toolgate");
+	tgi_config_free(c);
+	setenv("TOOLGATE_STORE", "postgres://other@db2/tg?sslmode=require", 1);
+	c = load_ok("conf/toolgate.yaml");
+	assert_string_equal(c->store, "postgres://other@db2/tg?sslmode=require");
+	tgi_config_free(c);
+	setenv("TOOLGATE_STORE", "state/l.db", 1);
+	c = load_ok("conf/toolgate.yaml");
+	snprintf(want, sizeof want, "%s/state/l.db", fx->tmp);
+	assert_string_equal(c->store, want);
+	tgi_config_free(c);
+	unsetenv("TOOLGATE_STORE");
+
 	/* workspace "." is the file's directory */
 	write_text("conf/toolgate.yaml", "workspace: .\n");
 	c = load_ok("conf/toolgate.yaml");
