@@ -86,7 +86,7 @@ tsan: $(TSAN_TESTS)
 demo: all
 	@scripts/demo build/toolgate
 
-bench: all build/bench/pipeline build/bench/redact build/bench/agent build/fake_provider build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
+bench: all build/bench/pipeline build/bench/shared build/bench/redact build/bench/agent build/fake_provider build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a

@@ -305,6 +305,84 @@ int tg_tools_digest(tg_gate *g, const char *profile, char out[65], char **errmsg
  */
 char *tg_approvals(tg_gate *g, int all, char **errmsg);
 
+/* ---- the ledger alone: toolgate migrate, toolgate ledger export|import ---- */
+
+typedef struct tg_ledger tg_ledger;
+
+/*
+ * Open the ledger a configuration names (config_path as for tg_options):
+ * its `store:`, or $TOOLGATE_STORE, which wins; a file path (SQLite) or a
+ * postgres:// URL.  No gate is opened: tools, policy and middleware are
+ * not compiled.  migrate 1: a schema that is behind is brought up to date
+ * (as a gate does at open); 0: it is left as it is, and only
+ * tg_ledger_version and tg_ledger_migrate may be used.  A schema ahead of
+ * this program is refused.  0, or -1 with *errmsg (caller frees).
+ */
+int  tg_ledger_open(const char *config_path, int migrate, tg_ledger **out, char **errmsg);
+void tg_ledger_close(tg_ledger *l);
+
+/* "sqlite" or "postgres"; where: the file, or the URL without its user,
+ * password and parameters.  Borrowed until tg_ledger_close. */
+const char *tg_ledger_kind(const tg_ledger *l);
+const char *tg_ledger_where(const tg_ledger *l);
+
+/* The schema version of the ledger (0: empty); 0, or -1 with *errmsg. */
+int tg_ledger_version(tg_ledger *l, int *version, char **errmsg);
+/* The newest schema version this program knows, and migration n's title
+ * (1..newest; NULL otherwise). */
+int         tg_ledger_latest(void);
+const char *tg_ledger_migration_title(int n);
+
+/*
+ * Apply the migrations from the ledger's version up to `to` (0: the
+ * newest), in order, each in its own transaction; fn (may be NULL) hears
+ * each one's number and title before it is applied (with dry_run: instead).
+ * A `to` below the ledger's version is refused: migrations only go
+ * forward.  A failed migration leaves the ledger at the version before it.
+ * 0, or -1 with *errmsg.
+ */
+int tg_ledger_migrate(tg_ledger *l, int to, int dry_run,
+                      void (*fn)(void *arg, int n, const char *title), void *arg, char **errmsg);
+
+/* What an export or an import went through. */
+typedef struct tg_ledger_counts {
+	size_t ops, events;                   /* exported, or imported (an op's own and
+	                                         events of no op) */
+	size_t claims;                        /* unknown outcomes of calls that left no op
+	                                         (their process died mid-call) */
+	size_t skipped_ops, skipped_events, skipped_claims; /* import: already there */
+	size_t lines;                         /* import: lines read (a failed one included) */
+} tg_ledger_counts;
+
+/*
+ * Export the calls started at or after since_ms (0: all) and the events of
+ * no op since then, as JSON lines to fn (each without its newline): a
+ * header {"toolgate_ledger": 1, "schema", "exported_at", "since", "store"},
+ * then one line per op, oldest first, with its events, then one
+ * {"event": ...} line per event of no op, then one {"claim": ...} line per
+ * idempotency claim in flight or unknown whose call left no op (a process
+ * that died while its tool ran).  fn returning nonzero stops the
+ * export (-1).  counts (may be NULL) gets what was exported.  0, or -1
+ * with *errmsg.
+ */
+int tg_ledger_export(tg_ledger *l, long long since_ms,
+                     int (*fn)(void *arg, const char *line, size_t len), void *arg,
+                     tg_ledger_counts *counts, char **errmsg);
+
+/*
+ * Import an export read from fd into the ledger, line by line: the header
+ * is checked, each op is written with its events in one transaction (an
+ * op already in the ledger is skipped whole), an op whose idempotency
+ * claim was done is done here too (so a repeat replays it) and one whose
+ * outcome was unknown stays unknown (never re-run), as does a claim whose
+ * call left no op; an event of no op or a claim that the ledger already
+ * holds is skipped.  Running it twice imports
+ * nothing the second time.  A line that is not an export line stops it:
+ * -1 with *errmsg ("line 7: ..."), everything before that line written,
+ * nothing of it or after.  counts (may be NULL) says how far it got.
+ */
+int tg_ledger_import(tg_ledger *l, int fd, tg_ledger_counts *counts, char **errmsg);
+
 /* ---- MCP: toolgate serve -------------------------------------------------- */
 
 typedef struct tg_serve_options {

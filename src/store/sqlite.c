@@ -2602,6 +2602,11 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 	static const char *const lone_sql =
 		"SELECT ts_ms, type, stage, data FROM events WHERE op_id IS NULL AND ts_ms >= ?1"
 		" ORDER BY seq";
+	static const char *const claims_sql =
+		"SELECT scope, op_id, state, created_ms FROM idem"
+		" WHERE state IN ('in_flight', 'unknown') AND created_ms >= ?1"
+		" AND NOT EXISTS (SELECT 1 FROM ops WHERE ops.op_id = idem.op_id)"
+		" ORDER BY created_ms, scope";
 	char floor_id[37];
 	sqlite3_stmt *st = NULL;
 	int stop = 0;
@@ -2630,6 +2635,22 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 			                        (json_int_t)sqlite3_column_int64(st, 0), "type",
 			                        col_string(st, 1), "stage", col_string(st, 2), "data",
 			                        col_parsed(st, 3));
+			stop = fn(arg, row);
+			json_decref(row);
+		}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	/* claims whose call left no row (its process died while the tool ran) */
+	if (rc == SQLITE_DONE && !stop)
+		rc = sqlite3_prepare_v2(s->db, claims_sql, -1, &st, NULL);
+	if (st) {
+		sqlite3_bind_int64(st, 1, since_ms);
+		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+			json_t *row = json_pack("{s:{s:o, s:o, s:o, s:I}}", "claim", "scope",
+			                        col_string(st, 0), "op_id", col_string(st, 1), "state",
+			                        col_string(st, 2), "created_ms",
+			                        (json_int_t)sqlite3_column_int64(st, 3));
 			stop = fn(arg, row);
 			json_decref(row);
 		}

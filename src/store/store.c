@@ -57,8 +57,7 @@ int tgi_store_transient(const tgi_store *s)
 static const char *const titles[TGI_STORE_SCHEMA_VERSION] = {
 	"ops, idempotency claims, events, approvals and sessions",
 	"pinned descriptions of bridged MCP tools",
-	"middleware: loop-detection entries, session manifests, rate-limit buckets, "
-	"the tool/status/session indexes of ops",
+	"middleware: loop entries, session manifests, rate-limit buckets, ops indexes",
 	"agent conversations (messages)",
 };
 

@@ -367,8 +367,10 @@ void tgi_store_watch_close(tgi_watch *w);
  * (redacted, parsed), args_sha256, envelope (object), started_ms,
  * duration_ms, loop, events: [{ts_ms, type, stage, data}] (oldest
  * first)}; then each event of no op at or after since_ms as {event: {ts_ms,
- * type, stage, data}}.  fn owns nothing; a non-zero return stops the
- * export (and is returned). */
+ * type, stage, data}}; then each idem row in_flight or unknown made at or
+ * after since_ms whose op_id has no ops row (its process died while the
+ * tool ran) as {claim: {scope, op_id, state, created_ms}}.  fn owns
+ * nothing; a non-zero return stops the export (and is returned). */
 int tgi_store_export(tgi_store *s, int64_t since_ms, int (*fn)(void *arg, json_t *row), void *arg,
                      char *err, size_t errlen);
 

@@ -1,0 +1,815 @@
+/*
+ * ledger.c — the ledger on its own, without a gate: `toolgate migrate`
+ * (the schema's versioned migrations), `toolgate ledger export` (the
+ * history as JSON lines, src/ledger.h) and `toolgate ledger import` (those
+ * lines into another ledger, SQLite or PostgreSQL).
+ *
+ * An import writes each op as the gate recorded it: one tgi_store_record
+ * per op (its row and events in one transaction), the op's idempotency
+ * claim settled done when it was done (so that a repeat of the call
+ * replays it in the new ledger) and left unknown when it was unknown (it
+ * is claimed first, then recorded as unknown: never run again).  What is
+ * already there is skipped, so an import can be run again after a failure
+ * or twice by mistake: an op by its op_id, an event of no op by its time,
+ * type, stage and data (looked up only when the ledger had events before
+ * the import began), a claim by its scope.  Event seqs are the new
+ * ledger's own.  A claim whose call left no row (the process died while
+ * the tool ran) comes too, and stays an unknown outcome (see import_claim).
+ *
+ * Owns: opening the ledger a configuration names (tgi_config_load finds
+ * it: the config's store, or $TOOLGATE_STORE) as a gate does, without the
+ * gate; the export lines and their parser.
+ * Must not: compile policy, run tools, or change what a call's record
+ * says.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "gate.h"
+#include "ledger.h"
+#include "store/store.h"
+#include "util/util.h"
+
+#define TGI_LEDGER_ID_MAX    1024        /* call_id, session, tool, principal, loop, stage */
+#define TGI_LEDGER_SCOPE_MAX 1024        /* an idempotency scope, as the store allows */
+#define TGI_LEDGER_MS_MAX    253402300799999LL  /* 9999-12-31T23:59:59.999Z */
+#define TGI_LEDGER_LEASE_S   60          /* the claim an unknown op is imported under */
+#define TGI_LEDGER_READ      (64u << 10) /* bytes read at a time */
+
+struct tg_ledger {
+	tgi_store *store;
+	char       where[1024];   /* fit for sentences: no user, password or parameters */
+};
+
+/* ---- parsing one line ---- */
+
+static int expected(char *err, size_t errlen, const char *field, const char *want,
+                    const json_t *got)
+{
+	char d[96];
+	tgi_snprintf(err, errlen, "%s: expected %s, got %s", field, want,
+	             got ? tgi_json_describe(got, d, sizeof d) : "nothing");
+	return -1;
+}
+
+/* o[key] as a string of at most max bytes: *out NULL when absent or null
+ * (unless required, when it must be a non-empty string). */
+static int get_string(json_t *o, const char *key, const char *field, size_t max, int required,
+                      const char **out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+	*out = NULL;
+	if (!required && (!v || json_is_null(v)))
+		return 0;
+	if (!json_is_string(v) || (required && !json_string_length(v)))
+		return expected(err, errlen, field,
+		                required ? "a non-empty string" : "a string or null", v);
+	if (json_string_length(v) > max) {
+		tgi_snprintf(err, errlen, "%s: longer than %zu bytes", field, max);
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+/* o[key] as unix ms (0 to the year 9999). */
+static int get_ms(json_t *o, const char *key, const char *field, int64_t *out, char *err,
+                  size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > TGI_LEDGER_MS_MAX)
+		return expected(err, errlen, field, "a time in unix milliseconds", v);
+	*out = (int64_t)json_integer_value(v);
+	return 0;
+}
+
+/* Is s one of the n names name(0..n-1) gives? */
+static int known_name(const char *s, int n, const char *(*name)(int))
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, name(i)))
+			return 1;
+	return 0;
+}
+
+static const char *status_name(int i) { return tg_status_name((tg_status)i); }
+static const char *errkind_name(int i) { return tg_errkind_name((tg_errkind)i); }
+
+static int sha256_hex(const char *s)
+{
+	if (strlen(s) != 64)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* {ts_ms, type, stage, data} into ev (strings and data borrowed from v). */
+static int parse_event(json_t *v, const char *field, tgi_event *ev, char *err, size_t errlen)
+{
+	char f[64];
+	memset(ev, 0, sizeof *ev);
+	if (!json_is_object(v))
+		return expected(err, errlen, field, "an object {ts_ms, type, stage, data}", v);
+	tgi_snprintf(f, sizeof f, "%s.ts_ms", field);
+	if (get_ms(v, "ts_ms", f, &ev->ts_ms, err, errlen) < 0)
+		return -1;
+	tgi_snprintf(f, sizeof f, "%s.type", field);
+	if (get_string(v, "type", f, 128, 1, &ev->type, err, errlen) < 0)
+		return -1;
+	tgi_snprintf(f, sizeof f, "%s.stage", field);
+	if (get_string(v, "stage", f, TGI_LEDGER_ID_MAX, 0, &ev->stage, err, errlen) < 0)
+		return -1;
+	json_t *data = json_object_get(v, "data");
+	ev->data = json_is_null(data) ? NULL : data;
+	return 0;
+}
+
+static int parse_header(json_t *root, tgi_ledger_line *out, char *err, size_t errlen)
+{
+	json_t *fmt = json_object_get(root, "toolgate_ledger");
+	json_t *schema = json_object_get(root, "schema");
+	if (!json_is_integer(fmt))
+		return expected(err, errlen, "toolgate_ledger", "the export format number", fmt);
+	if (json_integer_value(fmt) != TGI_LEDGER_FORMAT) {
+		tgi_snprintf(err, errlen,
+		             "the export is in format %" JSON_INTEGER_FORMAT
+		             "; this toolgate reads format %d",
+		             json_integer_value(fmt), TGI_LEDGER_FORMAT);
+		return -1;
+	}
+	if (!json_is_integer(schema) || json_integer_value(schema) < 0)
+		return expected(err, errlen, "schema", "a schema version", schema);
+	if (json_integer_value(schema) > TGI_STORE_SCHEMA_VERSION) {
+		tgi_snprintf(err, errlen,
+		             "the export comes from a ledger at schema version %" JSON_INTEGER_FORMAT
+		             ", newer than this toolgate understands (%d); import it with a newer "
+		             "toolgate",
+		             json_integer_value(schema), TGI_STORE_SCHEMA_VERSION);
+		return -1;
+	}
+	out->kind = TGI_LINE_HEADER;
+	out->schema = (int)json_integer_value(schema);
+	return 0;
+}
+
+/* The text columns of an op row: op_id and status are checked apart. */
+static int parse_op_strings(json_t *root, tgi_op_record *op, char *err, size_t errlen)
+{
+	static const struct { const char *key; size_t max; } cols[] = {
+		{"call_id", TGI_LEDGER_ID_MAX},   {"session", TGI_LEDGER_ID_MAX},
+		{"tool", TGI_LEDGER_ID_MAX},      {"principal", TGI_LEDGER_ID_MAX},
+		{"error_kind", 64},               {"idem_scope", TGI_LEDGER_SCOPE_MAX},
+		{"args_sha256", 64},              {"loop", TGI_LEDGER_ID_MAX},
+	};
+	const char **dst[] = { &op->call_id,    &op->session,     &op->tool, &op->principal,
+	                       &op->error_kind, &op->idem_scope,  &op->args_sha256, &op->loop };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(cols); i++)
+		if (get_string(root, cols[i].key, cols[i].key, cols[i].max, 0, dst[i], err, errlen) < 0)
+			return -1;
+	if (op->error_kind && !known_name(op->error_kind, TG_ERR__COUNT, errkind_name))
+		return expected(err, errlen, "error_kind", "an error kind toolgate has",
+		                json_object_get(root, "error_kind"));
+	if (op->args_sha256 && !sha256_hex(op->args_sha256))
+		return expected(err, errlen, "args_sha256", "64 lowercase hex digits",
+		                json_object_get(root, "args_sha256"));
+	if (op->idem_scope && !*op->idem_scope)
+		return expected(err, errlen, "idem_scope", "a non-empty scope or null",
+		                json_object_get(root, "idem_scope"));
+	return 0;
+}
+
+static int parse_op(json_t *root, tgi_ledger_line *out, char *err, size_t errlen)
+{
+	tgi_op_record *op = &out->op;
+	json_t *v;
+
+	v = json_object_get(root, "op_id");
+	if (!json_is_string(v) || !tgi_uuid_ok(json_string_value(v)))
+		return expected(err, errlen, "op_id", "a UUID", v);
+	op->op_id = json_string_value(v);
+	if (get_string(root, "status", "status", 32, 1, &op->status, err, errlen) < 0)
+		return -1;
+	if (!known_name(op->status, TG_STATUS__COUNT, status_name))
+		return expected(err, errlen, "status", "a status toolgate has",
+		                json_object_get(root, "status"));
+	if (parse_op_strings(root, op, err, errlen) < 0)
+		return -1;
+
+	if (get_string(root, "idem_state", "idem_state", 16, 0, &out->idem_state, err, errlen) < 0)
+		return -1;
+	if (out->idem_state && strcmp(out->idem_state, "done") &&
+	    strcmp(out->idem_state, "unknown") && strcmp(out->idem_state, "in_flight"))
+		return expected(err, errlen, "idem_state",
+		                "\"done\", \"unknown\", \"in_flight\" or null",
+		                json_object_get(root, "idem_state"));
+	if (out->idem_state && !op->idem_scope) {
+		tgi_snprintf(err, errlen, "idem_state: \"%s\" without an idem_scope", out->idem_state);
+		return -1;
+	}
+
+	if (get_ms(root, "started_ms", "started_ms", &op->started_ms, err, errlen) < 0)
+		return -1;
+	v = json_object_get(root, "duration_ms");
+	if (v && !json_is_null(v) && (!json_is_number(v) || !(json_number_value(v) >= 0) ||
+	                              !isfinite(json_number_value(v))))
+		return expected(err, errlen, "duration_ms", "a duration in milliseconds", v);
+	op->duration_ms = v ? json_number_value(v) : 0;
+
+	json_t *env = json_object_get(root, "envelope");
+	if (!json_is_object(env))
+		return expected(err, errlen, "envelope", "an object", env);
+	json_t *eid = json_object_get(env, "op_id");
+	if (eid && !(json_is_string(eid) && !strcmp(json_string_value(eid), op->op_id)))
+		return expected(err, errlen, "envelope.op_id", "the op's own op_id", eid);
+
+	json_t *events = json_object_get(root, "events");
+	if (events && !json_is_null(events) && !json_is_array(events))
+		return expected(err, errlen, "events", "a list of events", events);
+	size_t n = json_array_size(events);
+	if (n > TGI_LEDGER_EVENTS_MAX) {
+		tgi_snprintf(err, errlen, "events: %zu events; an op has at most %d", n,
+		             TGI_LEDGER_EVENTS_MAX);
+		return -1;
+	}
+	out->ev = n ? tgi_xcalloc(n, sizeof *out->ev) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		char f[32];
+		tgi_snprintf(f, sizeof f, "events[%zu]", i);
+		if (parse_event(json_array_get(events, i), f, &out->ev[i], err, errlen) < 0)
+			return -1;
+		out->nev++;
+	}
+
+	/* the texts the ledger keeps, as the gate writes them: canonical args,
+	 * the envelope compact with six significant digits (persist.c) */
+	json_t *args = json_object_get(root, "args");
+	op->args_redacted = tgi_json_canonical(args ? args : json_null());
+	op->envelope = json_dumps(env, JSON_COMPACT | JSON_REAL_PRECISION(6));
+	if (!op->envelope) {
+		tgi_snprintf(err, errlen, "envelope: cannot be encoded");
+		return -1;
+	}
+	out->kind = TGI_LINE_OP;
+	return 0;
+}
+
+/* {scope, op_id, state, created_ms}: a claim whose call left no row. */
+static int parse_claim(json_t *v, tgi_ledger_line *out, char *err, size_t errlen)
+{
+	tgi_op_record *op = &out->op;
+	if (!json_is_object(v))
+		return expected(err, errlen, "claim", "an object {scope, op_id, state, created_ms}", v);
+	json_t *id = json_object_get(v, "op_id");
+	if (!json_is_string(id) || !tgi_uuid_ok(json_string_value(id)))
+		return expected(err, errlen, "claim.op_id", "a UUID", id);
+	op->op_id = json_string_value(id);
+	if (get_string(v, "scope", "claim.scope", TGI_LEDGER_SCOPE_MAX, 1, &op->idem_scope, err,
+	               errlen) < 0 ||
+	    get_string(v, "state", "claim.state", 16, 1, &out->idem_state, err, errlen) < 0 ||
+	    get_ms(v, "created_ms", "claim.created_ms", &op->started_ms, err, errlen) < 0)
+		return -1;
+	if (strcmp(out->idem_state, "in_flight") && strcmp(out->idem_state, "unknown"))
+		return expected(err, errlen, "claim.state", "\"in_flight\" or \"unknown\"",
+		                json_object_get(v, "state"));
+	out->kind = TGI_LINE_CLAIM;
+	return 0;
+}
+
+void tgi_ledger_line_free(tgi_ledger_line *l)
+{
+	if (!l)
+		return;
+	free((char *)l->op.args_redacted);
+	free((char *)l->op.envelope);
+	free(l->ev);
+	json_decref(l->root);
+	memset(l, 0, sizeof *l);
+}
+
+static int blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+			return 0;
+	return 1;
+}
+
+int tgi_ledger_parse(const char *text, size_t len, tgi_ledger_line *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	if (blank(text, len))
+		return 0;   /* TGI_LINE_BLANK */
+	if (len > TGI_LEDGER_LINE_MAX) {
+		tgi_snprintf(err, errlen, "longer than %u MiB", TGI_LEDGER_LINE_MAX >> 20);
+		return -1;
+	}
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		char why[sizeof je.text];
+		tgi_sanitize(why, sizeof why, je.text);
+		tgi_snprintf(err, errlen, "not JSON: %s (column %d)", why, je.column);
+		return -1;
+	}
+	out->root = root;
+	int rc;
+	if (!json_is_object(root))
+		rc = expected(err, errlen, "the line", "a JSON object", root);
+	else if (json_object_get(root, "toolgate_ledger"))
+		rc = parse_header(root, out, err, errlen);
+	else if (json_object_get(root, "claim") && !json_object_get(root, "op_id"))
+		rc = parse_claim(json_object_get(root, "claim"), out, err, errlen);
+	else if (json_object_get(root, "event") && !json_object_get(root, "op_id")) {
+		out->ev = tgi_xcalloc(1, sizeof *out->ev);
+		rc = parse_event(json_object_get(root, "event"), "event", out->ev, err, errlen);
+		out->nev = rc == 0;
+		out->kind = TGI_LINE_EVENT;
+	} else if (json_object_get(root, "op_id"))
+		rc = parse_op(root, out, err, errlen);
+	else {
+		tgi_snprintf(err, errlen, "neither an export header, an op, an event nor a claim "
+		             "(no \"toolgate_ledger\", \"op_id\", \"event\" or \"claim\")");
+		rc = -1;
+	}
+	if (rc < 0)
+		tgi_ledger_line_free(out);
+	return rc;
+}
+
+/* ---- opening the ledger ---- */
+
+/* where, fit for a sentence: a URL loses its user and password (all before
+ * the last '@') and every parameter but host and port. */
+static void shown_where(const char *where, char *out, size_t cap)
+{
+	if (!tgi_store_is_url(where)) {
+		tgi_sanitize(out, cap, where);
+		return;
+	}
+	tgi_buf b;
+	tgi_buf_init(&b, 4096);
+	const char *rest = strstr(where, "://") + 3;
+	size_t qpos = strcspn(rest, "?#");
+	const char *at = NULL;
+	for (const char *p = rest; p < rest + qpos; p++)
+		if (*p == '@')
+			at = p;
+	tgi_buf_append(&b, where, (size_t)(rest - where));
+	const char *host = at ? at + 1 : rest;
+	tgi_buf_append(&b, host, (size_t)(rest + qpos - host));
+	const char *q = rest + qpos;
+	char sep = '?';
+	while (*q == '?' || *q == '&') {
+		q++;
+		size_t n = strcspn(q, "&#");
+		if (!strncmp(q, "host=", 5) || !strncmp(q, "port=", 5)) {
+			tgi_buf_append(&b, &sep, 1);
+			tgi_buf_append(&b, q, n);
+			sep = '&';
+		}
+		q += n;
+	}
+	tgi_sanitize(out, cap, b.p ? b.p : "");
+	tgi_buf_free(&b);
+}
+
+/* A SQLite ledger: check (and make) the workspace's state directory as a
+ * gate does before it opens its ledger. */
+static int state_dir(const char *workspace, char *err, size_t errlen)
+{
+	int ws = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws < 0) {
+		char shown[PATH_MAX];
+		tgi_sanitize(shown, sizeof shown, workspace);
+		tgi_snprintf(err, errlen, "workspace \"%s\": %s", shown, strerror(errno));
+		return -1;
+	}
+	int fd = tgi_state_dir_open(ws, workspace, err, errlen);
+	close(ws);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int tg_ledger_open(const char *config_path, int migrate, tg_ledger **out, char **errmsg)
+{
+	char err[1024];
+	tgi_config *cfg = NULL;
+
+	*out = NULL;
+	if (errmsg)
+		*errmsg = NULL;
+	if (tgi_config_load(config_path, &cfg, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	const char *where = cfg->store;   /* $TOOLGATE_STORE already applied */
+	int flags = (cfg->sync_full ? TGI_STORE_SYNC_FULL : 0) |
+	            (migrate ? 0 : TGI_STORE_NO_MIGRATE);
+	tg_ledger *l = tgi_xcalloc(1, sizeof *l);
+	if ((!tgi_store_is_url(where) && state_dir(cfg->workspace, err, sizeof err) < 0) ||
+	    tgi_store_open(where, flags, &l->store, err, sizeof err) < 0) {
+		tgi_config_free(cfg);
+		free(l);
+		return tgi_fail(errmsg, "%s", err);
+	}
+	shown_where(where, l->where, sizeof l->where);
+	tgi_config_free(cfg);
+	*out = l;
+	return 0;
+}
+
+void tg_ledger_close(tg_ledger *l)
+{
+	if (!l)
+		return;
+	tgi_store_close(l->store);
+	free(l);
+}
+
+const char *tg_ledger_kind(const tg_ledger *l)
+{
+	return tgi_store_kind(l->store);
+}
+
+const char *tg_ledger_where(const tg_ledger *l)
+{
+	return l->where;
+}
+
+/* ---- migrations ---- */
+
+int tg_ledger_version(tg_ledger *l, int *version, char **errmsg)
+{
+	char err[512];
+	if (tgi_store_schema_version(l->store, version, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	return 0;
+}
+
+int tg_ledger_latest(void)
+{
+	return TGI_STORE_SCHEMA_VERSION;
+}
+
+const char *tg_ledger_migration_title(int n)
+{
+	return tgi_store_migration_title(n);
+}
+
+struct told {
+	void (*fn)(void *arg, int n, const char *title);
+	void *arg;
+};
+
+static void tell(void *arg, int n)
+{
+	struct told *t = arg;
+	if (t->fn)
+		t->fn(t->arg, n, tgi_store_migration_title(n));
+}
+
+int tg_ledger_migrate(tg_ledger *l, int to, int dry_run,
+                      void (*fn)(void *arg, int n, const char *title), void *arg, char **errmsg)
+{
+	char err[512];
+	struct told t = {fn, arg};
+	if (tgi_store_migrate(l->store, to, dry_run, tell, &t, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	return 0;
+}
+
+/* ---- export ---- */
+
+struct exporter {
+	int (*fn)(void *arg, const char *line, size_t len);
+	void *arg;
+	tg_ledger_counts *c;
+	int stopped;      /* fn said stop */
+	int unencoded;    /* a row could not be written as JSON */
+};
+
+static int emit(struct exporter *x, json_t *v)
+{
+	/* full precision: a duration read back is the same double */
+	char *line = json_dumps(v, JSON_COMPACT);
+	if (!line) {
+		x->unencoded = 1;
+		return 1;
+	}
+	int rc = x->fn(x->arg, line, strlen(line));
+	free(line);
+	if (rc)
+		x->stopped = 1;
+	return rc ? 1 : 0;
+}
+
+static int export_row(void *arg, json_t *row)
+{
+	struct exporter *x = arg;
+	if (emit(x, row))
+		return 1;
+	if (json_object_get(row, "event")) {
+		x->c->events++;
+	} else if (json_object_get(row, "claim")) {
+		x->c->claims++;
+	} else {
+		x->c->ops++;
+		x->c->events += json_array_size(json_object_get(row, "events"));
+	}
+	return 0;
+}
+
+int tg_ledger_export(tg_ledger *l, long long since_ms,
+                     int (*fn)(void *arg, const char *line, size_t len), void *arg,
+                     tg_ledger_counts *counts, char **errmsg)
+{
+	char err[512], now[32], since[32];
+	tg_ledger_counts scratch;
+	struct exporter x = {fn, arg, counts ? counts : &scratch, 0, 0};
+	int schema;
+
+	memset(x.c, 0, sizeof *x.c);
+	if (since_ms < 0)
+		since_ms = 0;
+	if (tgi_store_schema_version(l->store, &schema, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	tgi_iso8601(tgi_unix_ms(), now);
+	tgi_iso8601(since_ms, since);
+	json_t *head = json_pack("{s:i, s:i, s:s, s:o, s:s}", "toolgate_ledger", TGI_LEDGER_FORMAT,
+	                         "schema", schema, "exported_at", now, "since",
+	                         since_ms ? json_string(since) : json_null(), "store",
+	                         tgi_store_kind(l->store));
+	int stop = emit(&x, head);
+	json_decref(head);
+	if (!stop)
+		stop = tgi_store_export(l->store, since_ms, export_row, &x, err, sizeof err);
+	if (stop < 0)
+		return tgi_fail(errmsg, "%s", err);
+	if (x.unencoded)
+		return tgi_fail(errmsg, "cannot encode a row of the ledger as JSON; the export stopped");
+	if (stop)
+		return tgi_fail(errmsg, "the export stopped before its end (its output could not be "
+		                "written)");
+	return 0;
+}
+
+/* ---- import ---- */
+
+/* Lines of fd, each at most TGI_LEDGER_LINE_MAX bytes. */
+struct reader {
+	int    fd;
+	char  *buf;
+	size_t cap, len, start;   /* bytes buf[start..len) are not yet returned */
+	int    eof;
+};
+
+/* The next line (without its newline) in *line, *n: 1; 0 at the end; -1
+ * with err when fd cannot be read, -2 when the line is too long. */
+static int next_line(struct reader *r, const char **line, size_t *n, char *err, size_t errlen)
+{
+	size_t scanned = 0;   /* bytes after start known to hold no newline */
+	for (;;) {
+		char *nl = !r->buf ? NULL
+		         : memchr(r->buf + r->start + scanned, '\n', r->len - r->start - scanned);
+		if (nl || (r->eof && r->len > r->start)) {
+			*line = r->buf + r->start;
+			*n = nl ? (size_t)(nl - *line) : r->len - r->start;
+			r->start += *n + (nl != NULL);
+			if (*n > TGI_LEDGER_LINE_MAX)
+				break;
+			return 1;
+		}
+		if (r->eof)
+			return 0;
+		scanned = r->len - r->start;
+		if (scanned > TGI_LEDGER_LINE_MAX)
+			break;
+		if (r->start) {   /* keep the unread part at the front */
+			memmove(r->buf, r->buf + r->start, scanned);
+			r->len = scanned;
+			r->start = 0;
+		}
+		if (r->cap - r->len < TGI_LEDGER_READ) {
+			r->cap = r->cap ? r->cap * 2 : 4 * TGI_LEDGER_READ;
+			r->buf = tgi_xrealloc(r->buf, r->cap);
+		}
+		ssize_t got = read(r->fd, r->buf + r->len, r->cap - r->len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			tgi_snprintf(err, errlen, "cannot read the export: %s", strerror(errno));
+			return -1;
+		}
+		if (got == 0)
+			r->eof = 1;
+		r->len += (size_t)got;
+	}
+	tgi_snprintf(err, errlen, "longer than %u MiB", TGI_LEDGER_LINE_MAX >> 20);
+	return -2;
+}
+
+struct importer {
+	tgi_store        *s;
+	tg_ledger_counts *c;
+	int64_t           seq0;      /* the ledger's newest event seq before the import */
+	json_t           *present;   /* events of no op it held then: key -> count (NULL: not
+	                                read yet) */
+	int               header;    /* a header was read */
+};
+
+/* What tells two events of no op apart: sha256 of [ts_ms, type, stage, data]. */
+static void event_key(int64_t ts_ms, const char *type, const char *stage, json_t *data,
+                      char out[65])
+{
+	json_t *k = json_pack("[I, s, o, O]", (json_int_t)ts_ms, type,
+	                      stage ? json_string(stage) : json_null(), data ? data : json_null());
+	char *text = k ? tgi_json_canonical(k) : NULL;
+	tgi_sha256_hex(text ? text : "", text ? strlen(text) : 0, out);
+	free(text);
+	json_decref(k);
+}
+
+static void count_key(json_t *map, const char *key, json_int_t by)
+{
+	json_int_t n = json_integer_value(json_object_get(map, key)) + by;
+	json_object_set_new(map, key, json_integer(n));
+}
+
+static int note_present(void *arg, json_t *row)
+{
+	json_t *ev = json_object_get(row, "event");
+	if (!ev)
+		return 0;
+	char key[65];
+	json_t *data = json_object_get(ev, "data");
+	event_key((int64_t)json_integer_value(json_object_get(ev, "ts_ms")),
+	          json_string_value(json_object_get(ev, "type")),
+	          json_string_value(json_object_get(ev, "stage")), json_is_null(data) ? NULL : data,
+	          key);
+	count_key(arg, key, 1);
+	return 0;
+}
+
+static int import_event(struct importer *im, tgi_event *ev, char *err, size_t errlen)
+{
+	if (im->seq0 > 0 && !im->present) {
+		im->present = json_object();
+		if (tgi_store_export(im->s, 0, note_present, im->present, err, errlen) != 0)
+			return -1;
+	}
+	if (im->present) {
+		char key[65];
+		event_key(ev->ts_ms, ev->type, ev->stage, ev->data, key);
+		if (json_integer_value(json_object_get(im->present, key)) > 0) {
+			count_key(im->present, key, -1);
+			im->c->skipped_events++;
+			return 0;
+		}
+	}
+	if (tgi_store_event(im->s, NULL, ev, err, errlen) < 0)
+		return -1;
+	im->c->events++;
+	return 0;
+}
+
+static int import_op(struct importer *im, tgi_ledger_line *ln, char *err, size_t errlen)
+{
+	const tgi_op_record *op = &ln->op;
+	tgi_log_filter one = {.op_id = op->op_id};
+	json_t *have = NULL;
+	if (tgi_store_ops(im->s, &one, &have, err, errlen) < 0)
+		return -1;
+	size_t there = json_array_size(have);
+	json_decref(have);
+	if (there) {
+		im->c->skipped_ops++;
+		return 0;
+	}
+
+	tgi_idem_settle how = TGI_SETTLE_NONE;
+	if (ln->idem_state && !strcmp(ln->idem_state, "done")) {
+		how = TGI_SETTLE_DONE;
+	} else if (ln->idem_state) {
+		/* unknown, or in flight (its owner is not here: as good as
+		 * unknown): claim the scope, then record the op as unknown with it.
+		 * Should the record fail, the claim is left in flight under this
+		 * process, and turns unknown when it ends: never run again either. */
+		tgi_idem_info info;
+		if (tgi_store_idem_claim(im->s, op->idem_scope, op->op_id, NULL, TGI_LEDGER_LEASE_S,
+		                         &info, err, errlen) < 0)
+			return -1;
+		free(info.envelope);
+		if (info.state == TGI_IDEM_CLAIMED)
+			how = TGI_SETTLE_UNKNOWN;
+	}
+	const char *scope = how != TGI_SETTLE_NONE ? op->idem_scope : NULL;
+	if (tgi_store_record(im->s, op, ln->ev, ln->nev, scope, how, err, errlen) < 0)
+		return -1;
+	im->c->ops++;
+	im->c->events += ln->nev;
+	return 0;
+}
+
+/* A claim whose call left no row (its process died while the tool ran):
+ * claimed here under this process, which leaves it in flight until this
+ * process ends, and so unknown from then on, as it was where it came from
+ * (a short lease: a gate elsewhere need not wait long to see that).  One
+ * already there is left as it is. */
+static int import_claim(struct importer *im, const tgi_ledger_line *ln, char *err,
+                        size_t errlen)
+{
+	tgi_idem_info info;
+	if (tgi_store_idem_claim(im->s, ln->op.idem_scope, ln->op.op_id, NULL, 1, &info, err,
+	                         errlen) < 0)
+		return -1;
+	free(info.envelope);
+	if (info.state == TGI_IDEM_CLAIMED)
+		im->c->claims++;
+	else
+		im->c->skipped_claims++;
+	return 0;
+}
+
+/* Before the first header: is this line blank or a header (right or
+ * wrong: the parser says what is wrong with it)? */
+static int is_header(const char *text, size_t len)
+{
+	if (blank(text, len))
+		return 1;
+	json_t *v = json_loadb(text, len, 0, NULL);
+	int yes = json_object_get(v, "toolgate_ledger") != NULL;
+	json_decref(v);
+	return yes;
+}
+
+/* One line: 0, or -1 with err. */
+static int import_line(struct importer *im, const char *text, size_t len, char *err,
+                       size_t errlen)
+{
+	tgi_ledger_line ln;
+	if (!im->header && !is_header(text, len)) {
+		tgi_snprintf(err, errlen, "expected the export's header {\"toolgate_ledger\": %d, ...} "
+		             "first; is this the output of toolgate ledger export?", TGI_LEDGER_FORMAT);
+		return -1;
+	}
+	if (tgi_ledger_parse(text, len, &ln, err, errlen) < 0)
+		return -1;
+	int rc = 0;
+	if (ln.kind == TGI_LINE_HEADER) {
+		im->header = 1;
+	} else if (ln.kind == TGI_LINE_OP) {
+		rc = import_op(im, &ln, err, errlen);
+	} else if (ln.kind == TGI_LINE_EVENT) {
+		rc = import_event(im, ln.ev, err, errlen);
+	} else if (ln.kind == TGI_LINE_CLAIM) {
+		rc = import_claim(im, &ln, err, errlen);
+	}
+	tgi_ledger_line_free(&ln);
+	return rc;
+}
+
+int tg_ledger_import(tg_ledger *l, int fd, tg_ledger_counts *counts, char **errmsg)
+{
+	char err[1024], why[900];
+	tg_ledger_counts scratch;
+	struct importer im = {.s = l->store, .c = counts ? counts : &scratch};
+	struct reader r = {.fd = fd};
+	const char *line;
+	size_t n;
+	int rc;
+
+	memset(im.c, 0, sizeof *im.c);
+	if (errmsg)
+		*errmsg = NULL;
+	if (tgi_store_last_seq(l->store, &im.seq0, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	while ((rc = next_line(&r, &line, &n, why, sizeof why)) != 0) {
+		if (rc == -1)   /* a read error: no line to name */
+			break;
+		im.c->lines++;
+		if (rc == -2 || import_line(&im, line, n, why, sizeof why) < 0) {
+			rc = -2;
+			break;
+		}
+	}
+	free(r.buf);
+	json_decref(im.present);
+	if (rc == -1)
+		return tgi_fail(errmsg, "%s", why);
+	if (rc == -2)
+		return tgi_fail(errmsg, "line %zu: %s", im.c->lines, why);
+	if (!im.header)
+		return tgi_fail(errmsg, "the input holds no export (expected the lines of toolgate "
+		                "ledger export, starting with its header)");
+	return 0;
+}

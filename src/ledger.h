@@ -1,0 +1,66 @@
+/*
+ * ledger.h — one line of a ledger export (`toolgate ledger export`, read
+ * back by `toolgate ledger import`), parsed without a store so that the
+ * parser stands alone (fuzz/fuzz_ledger_import.c).
+ *
+ * The export is JSON lines, version TGI_LEDGER_FORMAT:
+ *   {"toolgate_ledger": 1, "schema": N, "exported_at": "...", ...}   the header, first
+ *   {"op_id": ..., "status": ..., "envelope": {...}, "events": [...], ...}
+ *                                     one op with its events (tgi_store_export's row)
+ *   {"event": {"ts_ms": ..., "type": ..., "stage": ..., "data": ...}}
+ *                                     an event of no op
+ *   {"claim": {"scope": ..., "op_id": ..., "state": ..., "created_ms": ...}}
+ *                                     an idempotency claim in flight or unknown whose
+ *                                     call left no op row (its process died)
+ *
+ * Owns: the shape of those lines.  Must not: touch a store (src/ledger.c
+ * writes what this parses).
+ */
+#ifndef TGI_LEDGER_H
+#define TGI_LEDGER_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "store/store.h"
+
+#define TGI_LEDGER_FORMAT     1
+#define TGI_LEDGER_LINE_MAX   (64u << 20)  /* bytes of one line (an op with its envelope) */
+#define TGI_LEDGER_EVENTS_MAX 4096         /* events of one op line */
+
+typedef enum {
+	TGI_LINE_BLANK,    /* nothing but white space */
+	TGI_LINE_HEADER,   /* schema */
+	TGI_LINE_OP,       /* op, idem_state, ev[nev] */
+	TGI_LINE_EVENT,    /* ev[0], nev == 1 */
+	TGI_LINE_CLAIM,    /* op.idem_scope, op.op_id, idem_state ("in_flight" or "unknown"),
+	                      op.started_ms (when it was claimed) */
+} tgi_line_kind;
+
+typedef struct tgi_ledger_line {
+	tgi_line_kind kind;
+	int           schema;       /* HEADER: the exporting ledger's schema version */
+	tgi_op_record op;           /* OP: strings borrowed from root, except args_redacted
+	                               and envelope (owned: canonical args text, and the
+	                               envelope as the gate writes it) */
+	const char   *idem_state;   /* OP: "done", "unknown", "in_flight" or NULL (borrowed) */
+	tgi_event    *ev;           /* OP: its events, oldest first; EVENT: the event
+	                               (owned array; type, stage and data borrowed from root;
+	                               data NULL for JSON null) */
+	size_t        nev;
+	json_t       *root;         /* owned: the parsed line */
+} tgi_ledger_line;
+
+/*
+ * Parse one line (len bytes, without its newline; need not be
+ * NUL-terminated).  0 with *out filled (release it with
+ * tgi_ledger_line_free), or -1 with a printable sentence in err saying
+ * what is wrong ("op_id: expected a UUID, got \"x\"") and *out empty.
+ * Every string is checked for type and length, status and error_kind
+ * against the names toolgate has, a header's format and schema against
+ * this program's.
+ */
+int  tgi_ledger_parse(const char *text, size_t len, tgi_ledger_line *out, char *err, size_t errlen);
+void tgi_ledger_line_free(tgi_ledger_line *l);
+
+#endif
