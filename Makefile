@@ -12,8 +12,8 @@ PREFIX  ?= /usr/local
 comma   := ,
 CC      ?= cc
 PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libseccomp libutf8proc
-# headers only: loaded with dlopen() when HTTP is first spoken (src/util/dl.c)
-PKGS_DL := libmicrohttpd libcurl
+# headers only: loaded with dlopen() when first needed (HTTP, a PostgreSQL ledger: src/util/dl.c)
+PKGS_DL := libmicrohttpd libcurl libpq
 VERSION := 0.1.0
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(PKGS_DL) 2>/dev/null)

@@ -1,5 +1,5 @@
 /*
- * dl.c — loads libcurl and libmicrohttpd on first use (see dl.h).
+ * dl.c — loads libcurl, libmicrohttpd and libpq on first use (see dl.h).
  *
  * One `library` record per library: its soname, the sentence that names
  * what needs it and which Debian package brings it, and the answer of its
@@ -13,7 +13,8 @@
  * Owns: the handles (never closed: the tables point into them), the
  * tables, each load's answer.  Must not: call the libraries beyond
  * curl_global_init and the one URL question its two HTTP clients share
- * (tgi_curl_url_is_loopback), or know who needs them.
+ * (tgi_curl_url_is_loopback), or know who needs them (beyond the sentence
+ * that names what a missing library takes away).
  */
 #include "util/dl.h"
 
@@ -43,8 +44,14 @@ static library mhd_lib = {
 	"Streamable HTTP needs libmicrohttpd (Debian package libmicrohttpd12)", -1, "",
 };
 
+static library pq_lib = {
+	PTHREAD_ONCE_INIT, "libpq.so.5",
+	"a PostgreSQL ledger needs libpq (Debian package libpq5)", -1, "",
+};
+
 tgi_curl_api tgi_curl;
 tgi_mhd_api  tgi_mhd;
+tgi_pq_api   tgi_pq;
 
 /* The load of l failed: the sentence, with what the dynamic loader said. */
 static void failed(library *l, const char *detail)
@@ -126,6 +133,21 @@ static void mhd_load_once(void)
 	l->rc = 0;
 }
 
+static void pq_load_once(void)
+{
+	library *l = &pq_lib;
+	tgi_pq_api t;
+	void *h = open_library(l);
+
+	if (!h)
+		return;
+#define X(f) RESOLVE("PQ", f)
+	TGI_PQ_FUNCTIONS(X)
+#undef X
+	tgi_pq = t;
+	l->rc = 0;
+}
+
 /* l's answer, once its load has run. */
 static int answer(library *l, char *err, size_t errlen)
 {
@@ -144,6 +166,12 @@ int tgi_mhd_load(char *err, size_t errlen)
 {
 	pthread_once(&mhd_lib.once, mhd_load_once);
 	return answer(&mhd_lib, err, errlen);
+}
+
+int tgi_pq_load(char *err, size_t errlen)
+{
+	pthread_once(&pq_lib.once, pq_load_once);
+	return answer(&pq_lib, err, errlen);
 }
 
 int tgi_curl_url_is_loopback(const char *url)

@@ -1,11 +1,13 @@
 /*
- * dl.h — libcurl and libmicrohttpd, loaded at run time when first needed.
+ * dl.h — libcurl, libmicrohttpd and libpq, loaded at run time when first
+ * needed.
  *
  * Most runs of toolgate (`serve` on stdio, `call`, `dispatch`) never speak
- * HTTP, and these two libraries bring some thirty more with them (TLS,
+ * HTTP, and these libraries bring some thirty more with them (TLS,
  * Kerberos, LDAP, ssh, p11-kit): megabytes of resident memory for nothing.
  * So the program is not linked with them; the first HTTP client connection
- * loads libcurl, and `serve --http` loads libmicrohttpd, with dlopen().
+ * loads libcurl, `serve --http` loads libmicrohttpd, and a PostgreSQL
+ * ledger (src/store/postgres.c) loads libpq, with dlopen().
  *
  * Each library is one table of function pointers whose types are taken
  * from the library's own header (__typeof__ of the real declaration), so a
@@ -16,8 +18,8 @@
  * through the pointer as declared, with the same argument types as before:
  * the type-checking macros of curl.h no longer see those calls.
  *
- * Owns: the two library handles (never closed) and their tables.  Must
- * not: know MCP, HTTP sessions or anything of the callers.
+ * Owns: the library handles (never closed) and their tables.  Must not:
+ * know MCP, HTTP sessions, the ledger or anything of the callers.
  */
 #ifndef TGI_UTIL_DL_H
 #define TGI_UTIL_DL_H
@@ -28,6 +30,7 @@
 #include <sys/socket.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
+#include <libpq-fe.h>
 
 /* The libcurl functions we use; member f is curl_<f>. */
 #define TGI_CURL_FUNCTIONS(X)                                                     \
@@ -45,27 +48,43 @@
 	X(create_response_from_buffer) X(create_response_from_callback)               \
 	X(add_response_header) X(queue_response) X(destroy_response)
 
+/* The libpq functions we use; member f is PQ<f>. */
+#define TGI_PQ_FUNCTIONS(X)                                                           \
+	X(connectdbParams) X(finish) X(status) X(errorMessage) X(transactionStatus)   \
+	X(socket) X(setNoticeProcessor) X(host) X(port) X(db)                         \
+	X(conninfoParse) X(conninfoFree) X(freemem)                                   \
+	X(exec) X(sendQueryParams) X(sendPrepare) X(sendQueryPrepared) X(getResult)   \
+	X(setSingleRowMode) X(enterPipelineMode) X(exitPipelineMode) X(pipelineSync) \
+	X(resultStatus) X(resultErrorField) X(resultErrorMessage) X(clear)            \
+	X(ntuples) X(getvalue) X(getisnull)                                           \
+	X(consumeInput) X(notifies) X(getCancel) X(cancel) X(freeCancel)
+
 #define TGI_DL_CURL_MEMBER(f) __typeof__(curl_##f) *f;
 #define TGI_DL_MHD_MEMBER(f)  __typeof__(MHD_##f) *f;
+#define TGI_DL_PQ_MEMBER(f)   __typeof__(PQ##f) *f;
 typedef struct tgi_curl_api { TGI_CURL_FUNCTIONS(TGI_DL_CURL_MEMBER) } tgi_curl_api;
 typedef struct tgi_mhd_api  { TGI_MHD_FUNCTIONS(TGI_DL_MHD_MEMBER) } tgi_mhd_api;
+typedef struct tgi_pq_api   { TGI_PQ_FUNCTIONS(TGI_DL_PQ_MEMBER) } tgi_pq_api;
 #undef TGI_DL_CURL_MEMBER
 #undef TGI_DL_MHD_MEMBER
+#undef TGI_DL_PQ_MEMBER
 
 /* The tables: valid once their load function has returned 0; never changed after. */
 extern tgi_curl_api tgi_curl;
 extern tgi_mhd_api  tgi_mhd;
+extern tgi_pq_api   tgi_pq;
 
 /*
- * Load libcurl (libcurl.so.4) and call curl_global_init, or libmicrohttpd
- * (libmicrohttpd.so.12).  The first call in the process does the work
- * (concurrent first calls wait for it); every later call gives the same
- * answer.  0, or -1 with a sentence in err, e.g. "Streamable HTTP needs
- * libmicrohttpd (Debian package libmicrohttpd12): <what the loader said>".
- * Thread-safe.
+ * Load libcurl (libcurl.so.4) and call curl_global_init, libmicrohttpd
+ * (libmicrohttpd.so.12), or libpq (libpq.so.5).  The first call in the
+ * process does the work (concurrent first calls wait for it); every later
+ * call gives the same answer.  0, or -1 with a sentence in err, e.g.
+ * "Streamable HTTP needs libmicrohttpd (Debian package libmicrohttpd12):
+ * <what the loader said>".  Thread-safe.
  */
 int tgi_curl_load(char *err, size_t errlen);
 int tgi_mhd_load(char *err, size_t errlen);
+int tgi_pq_load(char *err, size_t errlen);
 
 /* Does url name this machine (localhost, 127.0.0.0/8, [::1])?  0 for a URL
  * curl cannot parse.  After tgi_curl_load returned 0. */
