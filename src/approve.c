@@ -39,7 +39,10 @@ static int prompt_tty(tgi_call *c)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
-/* What a decided approval did: taken (1), denied (-1), or 0: nothing yet. */
+/* What became of the approval the call waits on: 0 nothing yet (or the
+ * store cannot say now: the deadline decides), 1 approved and taken by
+ * this call, -1 denied, 2 gone (expired, or used by another identical
+ * call first). */
 static int decision(tgi_call *c, const char *binding, char by[128])
 {
 	tg_gate *g = c->g;
@@ -53,14 +56,18 @@ static int decision(tgi_call *c, const char *binding, char by[128])
 		rc = tgi_store_approval_take(g->store, binding, c->principal->name, &taken,
 		                             pending_id, err, sizeof err);
 	tgi_store_unlock(g);
-	if (rc < 0 || !found)
-		return 0;   /* a store that cannot answer now may later: the deadline decides */
-	memcpy(by, row.decided_by, sizeof row.decided_by);
-	free(row.args);
-	free(row.reason);
+	if (found) {
+		memcpy(by, row.decided_by, sizeof row.decided_by);
+		free(row.args);
+		free(row.reason);
+	}
+	if (rc < 0 || !found || !strcmp(row.state, "pending"))
+		return 0;
 	if (!strcmp(row.state, "denied") || taken == -1)
 		return -1;
-	return taken == 1;
+	if (taken == 1)
+		return 1;
+	return 2;   /* used, expired, or approved but taken by another call */
 }
 
 /*
@@ -116,7 +123,12 @@ static tgi_verdict await_decision(tgi_call *c, const char *binding)
 		                c->approval_id, by[0] ? ", by " : "", by);
 	}
 	tgi_trace(c, "approve", 0,
-	          json_pack("{s:s, s:s}", "approval", "pending", "approval_id", c->approval_id));
+	          json_pack("{s:s, s:s}", "approval", got == 2 ? "gone" : "pending", "approval_id",
+	                    c->approval_id));
+	if (got == 2)
+		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
+		                "approval %s expired or was used by another identical call before this "
+		                "one could use it; retry the same call to ask again", c->approval_id);
 	return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
 	                "this call is still waiting for approval %s (waited %d s); retry the same "
 	                "call once the owner has approved it", c->approval_id,

@@ -155,7 +155,8 @@ tgi_verdict tgi_execute(tgi_call *c)
 		if (rc < 0) {
 			free(c->idem_scope);
 			c->idem_scope = NULL; /* not ours: persist must not settle it */
-			c->retry_after_s = 1;
+			if (tgi_store_transient(g->store))
+				c->retry_after_s = 1;   /* the database is out of reach, for now */
 			tgi_trace(c, "execute", 0, NULL);
 			return tgi_stop(c, TG_FAILED, TG_ERR_TRANSIENT, NULL,
 			                "the ledger could not record the call before running it (%s); "

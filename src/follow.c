@@ -103,6 +103,15 @@ static int follow_round(tg_gate *g, const tgi_log_filter *f, int64_t *after,
 	}
 }
 
+/* Did the last store call fail because the database is out of reach? */
+static int store_lost(tg_gate *g)
+{
+	tgi_store_lock(g);
+	int lost = tgi_store_transient(g->store);
+	tgi_store_unlock(g);
+	return lost;
+}
+
 int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
                   int (*fn)(void *arg, const char *event_json), void *arg,
                   volatile const int *stop, char **errmsg)
@@ -137,11 +146,19 @@ int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
 		tgi_store_lock(g);
 		rc = tgi_store_last_seq(g->store, &top, err, sizeof err);
 		tgi_store_unlock(g);
-		if (rc < 0)
+		int fresh = rc == 0 && (first || top > newest);
+		if (fresh)
+			rc = follow_round(g, &f, &after, fn, arg, err, sizeof err);
+		if (rc < 0 && store_lost(g)) {
+			/* the database went away: the next look reconnects (with
+			 * backoff), and the seq says where to pick up */
+			rc = 0;
+			tgi_store_watch_wait(w, FOLLOW_WAIT_MS);
+			continue;
+		}
+		if (rc != 0)
 			break;
-		if (first || top > newest) {
-			if ((rc = follow_round(g, &f, &after, fn, arg, err, sizeof err)) != 0)
-				break;
+		if (fresh) {
 			if (after < top)   /* up to top, the rest did not match the filter */
 				after = top;
 			newest = top;

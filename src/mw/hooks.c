@@ -550,10 +550,14 @@ void tgi_hook_reply_parse(int exit_code, const char *out, size_t out_len, const 
 
 /* ---- running a hook ---- */
 
+/* Left out of a hook's environment: the variables the gate sets for it, and
+ * the ledger's credentials (a PostgreSQL URL may carry a password). */
 static int own_var(const char *entry)
 {
 	static const char *const names[] = {"TOOLGATE_HOOK_EVENT", "TOOLGATE_OP_ID",
-	                                    "TOOLGATE_WORKSPACE", "CLAUDE_PROJECT_DIR"};
+	                                    "TOOLGATE_WORKSPACE", "CLAUDE_PROJECT_DIR",
+	                                    "TOOLGATE_STORE", "PGPASSWORD", "PGPASSFILE",
+	                                    "PGSERVICEFILE"};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++) {
 		size_t n = strlen(names[i]);
 		if (!strncmp(entry, names[i], n) && entry[n] == '=')
@@ -570,7 +574,8 @@ static char *env_pair(const char *name, const char *value)
 	return s;
 }
 
-/* The gate's environment and the hook's own variables; caller frees. */
+/* The gate's environment (but its ledger credentials) and the hook's own
+ * variables; caller frees. */
 static tgi_strv hook_env(const char *event, const char *op_id, const char *ws)
 {
 	tgi_strv env = {0};

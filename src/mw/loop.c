@@ -40,7 +40,7 @@
  * time this process meets a session, its window is read back from the
  * ledger (ops.loop, which persist writes from c->loop_entry), so separate
  * `toolgate call` processes continue one another's streaks; with a shared
- * store (several gates) it is read back on every call of a session.
+ * store (several gates) it is read back at every call's check.
  *
  * The window entry as the ledger keeps it, one line:
  *   v1 <sig: 64 hex> <outcome: 64 hex> <flags> <tool>
@@ -733,14 +733,15 @@ static void window_clear(const tgi_loop *l, loop_window *w)
 }
 
 /* The session's window with l->mu held (the caller unlocks), read back
- * from the ledger the first time this process meets it — and on every
- * call when the store is shared, since other gates add to the session
- * too; the call has a session.  The ledger is read without l->mu held. */
-static loop_window *lock_window(tgi_call *c)
+ * from the ledger the first time this process meets it — and, with
+ * refresh, again when the store is shared, since other gates add to the
+ * session too (once a call: its check refreshes, its record does not); the
+ * call has a session.  The ledger is read without l->mu held. */
+static loop_window *lock_window(tgi_call *c, int refresh)
 {
 	tgi_loop *l = c->g->loop;
 	const char *key = c->session;
-	int shared = tgi_store_shared(c->g->store);
+	int shared = refresh && tgi_store_shared(c->g->store);
 	pthread_mutex_lock(&l->mu);
 	loop_window *w = find(l, key);
 	if (!w || shared) {
@@ -926,7 +927,7 @@ tgi_verdict tgi_loop_check(tgi_call *c)
 	if (!c->session[0])           /* not tracked: see the header */
 		return TGI_NEXT;
 	signature(c, sig);            /* before a hook may rewrite the arguments */
-	loop_window *w = lock_window(c);
+	loop_window *w = lock_window(c, 1);
 	count(l, w, 0, sig, 0, (c->contract & TGI_T_READ_ONLY) != 0, &cnt);
 	int over = cnt.n >= l->block;
 	clean_tool(c->tool, tool);
@@ -1000,7 +1001,7 @@ void tgi_loop_record(tgi_call *c)
 	memcpy(e.sig, sig, 32);
 	outcome_raw(c->status, c->kind, c->message, c->output, e.out);
 	memcpy(cnt.out, e.out, 32);
-	loop_window *w = lock_window(c);
+	loop_window *w = lock_window(c, 0);
 	e.tool = tgi_strdup(tool);
 	c->loop_entry = entry_text(&e);
 	push(l, w, &e);

@@ -9,12 +9,16 @@
  * tgi_store_<f>; store.c checks the arguments every implementation would
  * check alike (NULL handles, the schema number range) before calling.
  *
+ * Below the table, the helpers both implementations share (common.c).
+ *
  * Owns: nothing.  Must not: be included outside src/store/.
  */
 #ifndef TGI_STORE_IMPL_H
 #define TGI_STORE_IMPL_H
 
 #include "store/store.h"
+
+#include <sys/types.h>
 
 typedef struct tgi_store_impl {
 	const char *kind;    /* "sqlite", "postgres" */
@@ -86,5 +90,93 @@ struct tgi_watch {
 
 int tgi_sqlite_open(const char *path, int flags, tgi_store **out, char *err, size_t errlen);
 int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t errlen);
+
+/* ---- shared by the implementations (common.c) ---- */
+
+#define TGI_SCOPE_MAX   1024 /* bytes of an idempotency scope */
+#define TGI_MSG_API_MAX 32   /* bytes of a conversation's API name, with its NUL */
+
+/* A copy of s fit for a sentence (no control characters, at most cap-1);
+ * NULL is "".  Returns buf. */
+const char *tgi_quoted(char *buf, size_t cap, const char *s);
+
+/* The checks both stores make on their arguments: 0, or -1 with err set. */
+int tgi_check_op_id(const char *op_id, char *err, size_t errlen);
+int tgi_check_scope(const char *scope, char *err, size_t errlen);
+/* record's arguments: an op with an id, a status and an envelope, typed
+ * events, the scope when a settle is asked, a whole bucket if any. */
+int tgi_check_record(const tgi_op_record *op, const tgi_event *ev, size_t nev,
+                     const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen);
+int tgi_check_loop_window(const char *session, char *err, size_t errlen);
+int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t errlen);
+/* decide's id: a UUID, else "no approval". */
+int tgi_check_approval_id(const char *id, char *err, size_t errlen);
+int tgi_check_approval_take(const char *binding, const char *principal, char *err, size_t errlen);
+int tgi_check_pin(const char *name, const char *digest, char *err, size_t errlen);
+/* api NULL: not checked (reading). */
+int tgi_check_messages(const char *session, const char *api, char *err, size_t errlen);
+
+/* Check a new approval and fill what the store sets: id (UUIDv7), state
+ * pending, no decider, created_ms (now, unless given). */
+int tgi_approval_new(tgi_approval_row *row, char *err, size_t errlen);
+/* take's answer from the state of the row found ("" for none): *found 1
+ * approved, -1 denied, 2 pending (its id into pending_id, if not NULL),
+ * else left as it is. */
+void tgi_approval_answer(const char *state, const char *id, int *found, char pending_id[37]);
+
+/* A conversation's entries (a JSON array) as *n compact texts in *text,
+ * caller frees with tgi_texts_free; *n 0 and *text NULL for none. */
+int  tgi_messages_encode(const json_t *entries, char ***text, size_t *n, char *err,
+                         size_t errlen);
+void tgi_texts_free(char **v, size_t n);
+
+/* Check an event written on its own (a type; op_id, if any, a UUID), set
+ * its seq to 0, and encode its data into *data (NULL for none; caller
+ * frees). */
+int tgi_event_encode(const char *op_id, tgi_event *ev, char **data, char *err, size_t errlen);
+
+/* This process as a claim's owner: its host, and its start time (clock
+ * ticks since boot, -1 unknown) read once per pid, since a fork changes it. */
+typedef struct tgi_self {
+	char    host[256];
+	pid_t   pid;      /* the process start belongs to */
+	int64_t start;
+} tgi_self;
+
+void    tgi_self_init(tgi_self *me);
+int64_t tgi_self_start(tgi_self *me);
+/* Is the owner pid on this host still running its claim?  The pid exists
+ * and has the recorded start (so a reused pid is not mistaken for the
+ * owner; a zombie is dead).  Where that cannot be read, lease_live (the
+ * lease has not run out) decides. */
+int     tgi_owner_here_alive(int64_t pid, int64_t start, int lease_live);
+/* An in_flight answer's retry_after_s: what is left of the lease, within
+ * 1 to 30 seconds. */
+double  tgi_retry_after(int64_t lease_until, int64_t now);
+
+/* The envelope of an op an operator settled as applied: the stored one
+ * (had_row) marked so, or a minimal one when its process left no row.
+ * 1 with *out (caller frees), 0 to leave a stored text that is not an
+ * object as it is, -1 out of memory. */
+int tgi_applied_envelope(const char *op_id, int had_row, const char *stored, char **out);
+
+/* The smallest UUIDv7 made at unix ms `ms` (its 48-bit time, then zeros):
+ * the lower bound of the op ids of calls started since then. */
+void    tgi_uuid_floor(int64_t ms, char out[37]);
+/* The unix ms a UUIDv7 was made at, or -1 when id is not a version 7 UUID. */
+int64_t tgi_uuid_ms(const char *id);
+
+/* A column's text as JSON: a string (NULL: null; not UTF-8: a string that
+ * says so), parsed JSON (NULL or not JSON: null), an ISO 8601 time. */
+json_t *tgi_val_string(const char *t);
+json_t *tgi_val_parsed(const char *t);
+json_t *tgi_val_time(int64_t ms);
+
+/* tgi_store_stats: are a and b the same tool (NULL: none)?  v by calls
+ * descending, then by name, calls without a tool last.  The result
+ * object, taking tools and denials. */
+int     tgi_same_tool(const char *a, const char *b);
+void    tgi_tools_sort(json_t **v, size_t n);
+json_t *tgi_stats_json(int64_t since_ms, json_int_t calls, json_t *tools, json_t *denials);
 
 #endif

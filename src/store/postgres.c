@@ -28,10 +28,11 @@
  * read back in the same round trip.  An owner is its host, pid and process
  * start time, its PostgreSQL backend (pid and backend_start) and a lease on
  * the server's clock.  On this host the owner process itself is checked in
- * /proc; an owner on another host is alive while its backend still exists
- * with that start time and its lease has not run out.  A dead owner's row
- * becomes unknown by a conditional UPDATE (only if it is still that
- * in_flight row), so whoever asks next gets the same answer.
+ * /proc (common.c, as for sqlite.c); an owner on another host is alive
+ * while its backend still exists with that start time and its lease has
+ * not run out.  A dead owner's row becomes unknown by a conditional UPDATE
+ * (only if it is still that in_flight row), so whoever asks next gets the
+ * same answer.
  *
  * Events: seq comes from a one-row counter (event_seq), bumped by the
  * statement that inserts the events, the last one before the commit: its
@@ -54,7 +55,10 @@
  * the claim protocol, the reconnect backoff, the watches' connections.
  * Must not: decide policy, run tools, or build envelopes (the one it writes
  * itself is the minimal envelope of an op an operator settled as applied
- * when the process that ran it left no row), or show a password.
+ * when the process that ran it left no row, made by common.c), show a
+ * password, or keep its own copy of what common.c holds for both stores
+ * (the argument checks and their sentences, a claim owner's liveness on
+ * this host, UUIDv7 times, the values both build alike).
  * A database error is -1 with a sentence, never an abort.
  */
 #include "store/impl.h"
@@ -62,11 +66,9 @@
 #include "util/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,16 +79,11 @@
 #define PG_CONNECT_TIMEOUT "10"   /* seconds, unless the URL says otherwise */
 #define PG_BACKOFF_MIN_MS  100
 #define PG_BACKOFF_MAX_MS  5000
-#define PG_SCOPE_MAX       1024   /* bytes of an idempotency scope */
-#define PG_RETRY_MIN_S     1.0
-#define PG_RETRY_MAX_S     30.0
 #define PG_CLAIM_TRIES     8      /* a scope that changes hands this often is an error */
 #define PG_MAXP            16     /* parameters of one statement */
 #define PG_MAXQ            8      /* statements of one round trip */
 #define PG_HELD_MAX        64     /* claims remembered for a reconnect */
 #define PG_WHY_MAX         512
-#define PG_PIN_NAME_MAX    256
-#define PG_MSG_API_MAX     32
 
 /* pg_advisory_xact_lock(class, key) classes: "tg" and a number. */
 #define PG_LOCK_SCHEMA     1952907265 /* 0x74670001 */
@@ -347,9 +344,7 @@ typedef struct pg {
 	char         sqlstate[6];     /* ... its SQLSTATE ("" when none) */
 	char         constraint[64];  /* ... the constraint it broke, if any */
 	uint64_t     prepared;        /* bit i: statement i is prepared on this connection */
-	char         host[256];       /* this host, for claim owners */
-	pid_t        self_pid;        /* the process self_start belongs to (fork changes it) */
-	int64_t      self_start;      /* our start time in clock ticks since boot; -1 unknown */
+	tgi_self     me;              /* this process, as a claim's owner */
 	int64_t      backend_start;   /* our backend's start, microseconds */
 	struct held  held[PG_HELD_MAX];
 	size_t       nheld;
@@ -622,13 +617,6 @@ static int fail(pg *s, char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-/* A copy of s fit for a sentence (no control characters, at most cap-1). */
-static const char *quoted(char *buf, size_t cap, const char *s)
-{
-	tgi_sanitize(buf, cap, s ? s : "");
-	return buf;
-}
-
 /* Every public function starts here: transient says only what the last
  * call met. */
 static pg *enter(tgi_store *base)
@@ -676,9 +664,9 @@ static void describe_target(pg *s, PGconn *c, const char *host, const char *port
 	char h[128], p[16], d[128];
 	const char *ch = c ? tgi_pq.host(c) : NULL, *cp = c ? tgi_pq.port(c) : NULL;
 	const char *cd = c ? tgi_pq.db(c) : NULL;
-	quoted(h, sizeof h, ch && *ch ? ch : host && *host ? host : "localhost");
-	quoted(p, sizeof p, cp && *cp ? cp : port && *port ? port : "5432");
-	quoted(d, sizeof d, cd && *cd ? cd : db && *db ? db : "(default)");
+	tgi_quoted(h, sizeof h, ch && *ch ? ch : host && *host ? host : "localhost");
+	tgi_quoted(p, sizeof p, cp && *cp ? cp : port && *port ? port : "5432");
+	tgi_quoted(d, sizeof d, cd && *cd ? cd : db && *db ? db : "(default)");
 	tgi_snprintf(s->shown, sizeof s->shown, "database '%s' at %s:%s", d, h, p);
 }
 
@@ -1180,9 +1168,7 @@ int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t e
 	pg *s = tgi_xcalloc(1, sizeof *s);
 	s->base.impl = &postgres_impl;
 	s->no_migrate = flags & TGI_STORE_NO_MIGRATE ? 1 : 0;
-	s->self_start = -1;
-	if (gethostname(s->host, sizeof s->host - 1) < 0)
-		tgi_snprintf(s->host, sizeof s->host, "localhost");
+	tgi_self_init(&s->me);
 	if (parse_url(s, url, host, port, db, sizeof host, err, errlen) < 0) {
 		pg_close(&s->base);
 		return -1;
@@ -1214,53 +1200,6 @@ int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t e
 static int pg_transient(const tgi_store *base)
 {
 	return ((const pg *)base)->transient;
-}
-
-/* ---- checks on arguments (as sqlite.c) ---- */
-
-static int check_op_id(const char *op_id, char *err, size_t errlen)
-{
-	char qid[64];
-	if (tgi_uuid_ok(op_id))
-		return 0;
-	tgi_snprintf(err, errlen, "op id '%s' is not a UUID", quoted(qid, sizeof qid, op_id));
-	return -1;
-}
-
-static int check_scope(const char *scope, char *err, size_t errlen)
-{
-	if (!scope || !*scope) {
-		tgi_snprintf(err, errlen, "the idempotency scope is empty");
-		return -1;
-	}
-	size_t n = strlen(scope);
-	if (n > PG_SCOPE_MAX) {
-		tgi_snprintf(err, errlen, "the idempotency scope is too long (%zu bytes; at most %d)", n,
-		             PG_SCOPE_MAX);
-		return -1;
-	}
-	return 0;
-}
-
-/* The smallest UUIDv7 made at unix ms `ms` (its 48-bit time, then zeros):
- * the lower bound of the op ids of calls started since then. */
-static void uuid_floor(int64_t ms, char out[37])
-{
-	uint64_t t = ms <= 0 ? 0 : (uint64_t)ms > 0xffffffffffffu ? 0xffffffffffffu : (uint64_t)ms;
-	snprintf(out, 37, "%08llx-%04llx-0000-0000-000000000000", (unsigned long long)(t >> 16),
-	         (unsigned long long)(t & 0xffff));
-}
-
-/* The unix ms a UUIDv7 was made at, or -1 when id is not a version 7 UUID. */
-static int64_t uuid_ms(const char *id)
-{
-	char hex[13];
-	if (!tgi_uuid_ok(id) || id[14] != '7')
-		return -1;
-	memcpy(hex, id, 8);
-	memcpy(hex + 8, id + 9, 4);
-	hex[12] = '\0';
-	return (int64_t)strtoll(hex, NULL, 16);
 }
 
 /* ---- ops + events ---- */
@@ -1313,41 +1252,6 @@ static void settle_q(q *x, const char *scope, const char *op_id, tgi_idem_settle
 	q_text(x, op_id);
 }
 
-static int check_record(const tgi_op_record *op, const tgi_event *ev, size_t nev,
-                        const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
-{
-	if (!op) {
-		tgi_snprintf(err, errlen, "no op to record");
-		return -1;
-	}
-	if (check_op_id(op->op_id, err, errlen) < 0)
-		return -1;
-	if (!op->status || !op->envelope) {
-		tgi_snprintf(err, errlen, "op '%s' has no %s to record", op->op_id,
-		             op->status ? "envelope" : "status");
-		return -1;
-	}
-	if (nev && !ev) {
-		tgi_snprintf(err, errlen, "the events of op '%s' are missing", op->op_id);
-		return -1;
-	}
-	for (size_t i = 0; i < nev; i++) {
-		if (!ev[i].type) {
-			tgi_snprintf(err, errlen, "event %zu of op '%s' has no type", i, op->op_id);
-			return -1;
-		}
-	}
-	if (idem_scope && how != TGI_SETTLE_NONE && check_scope(idem_scope, err, errlen) < 0)
-		return -1;
-	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
-	if (b && (!b->principal || !isfinite(b->tokens))) {
-		tgi_snprintf(err, errlen, "the rate-limit bucket of op '%s' has no %s", op->op_id,
-		             b->principal ? "token count" : "principal");
-		return -1;
-	}
-	return 0;
-}
-
 /*
  * One round trip, one transaction: the ops row, the session, the bucket,
  * the idempotency row, and last the events with their seqs (and the
@@ -1363,7 +1267,7 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 
 	for (size_t i = 0; ev && i < nev; i++)
 		ev[i].seq = 0;
-	if (check_record(op, ev, nev, idem_scope, how, err, errlen) < 0)
+	if (tgi_check_record(op, ev, nev, idem_scope, how, err, errlen) < 0)
 		return -1;
 	char **data = nev ? tgi_xcalloc(nev, sizeof *data) : NULL;
 	if (nev && events_data(ev, nev, data) < 0) {
@@ -1450,7 +1354,7 @@ static int pg_session_manifest(tgi_store *base, const char *session, char out[65
 	if (rc < 0) {
 		char qs[80];
 		return fail(s, err, errlen, "cannot read the manifest of session '%s'",
-		            quoted(qs, sizeof qs, session));
+		            tgi_quoted(qs, sizeof qs, session));
 	}
 	return 0;
 }
@@ -1460,10 +1364,8 @@ static int pg_loop_window(tgi_store *base, const char *session, size_t limit, tg
 {
 	pg *s = enter(base);
 	q x;
-	if (!session || !session[0]) {
-		tgi_snprintf(err, errlen, "a loop window is found by session, and none was given");
+	if (tgi_check_loop_window(session, err, errlen) < 0)
 		return -1;
-	}
 	if (!limit)
 		return 0;
 	q_init(&x, ST_LOOP_SESSION, NULL);
@@ -1479,7 +1381,7 @@ static int pg_loop_window(tgi_store *base, const char *session, size_t limit, tg
 	if (rc < 0) {
 		char qs[80];
 		return fail(s, err, errlen, "cannot read the loop window of session '%s'",
-		            quoted(qs, sizeof qs, session));
+		            tgi_quoted(qs, sizeof qs, session));
 	}
 	return 0;
 }
@@ -1490,10 +1392,8 @@ static int pg_bucket_get(tgi_store *base, const char *principal, const char *too
 	pg *s = enter(base);
 	q x;
 	*found = 0;
-	if (!principal || !tool) {
-		tgi_snprintf(err, errlen, "a rate-limit bucket is found by principal and tool");
+	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	}
 	q_init(&x, ST_BUCKET_GET, NULL);
 	q_text(&x, principal);
 	q_text(&x, tool);
@@ -1507,7 +1407,7 @@ static int pg_bucket_get(tgi_store *base, const char *principal, const char *too
 	if (rc < 0) {
 		char qs[80];
 		return fail(s, err, errlen, "cannot read the rate-limit bucket of '%s'",
-		            quoted(qs, sizeof qs, tool));
+		            tgi_quoted(qs, sizeof qs, tool));
 	}
 	return 0;
 }
@@ -1523,10 +1423,8 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 	q x;
 	*ok = 0;
 	*retry_after_s = 0;
-	if (!principal || !tool) {
-		tgi_snprintf(err, errlen, "a rate-limit bucket is found by principal and tool");
+	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	}
 	if (!isfinite(rate) || rate <= 0 || !isfinite(burst) || burst < 1) {
 		tgi_snprintf(err, errlen,
 		             "a rate-limit bucket needs a rate above 0 and a burst of at least 1 token");
@@ -1553,84 +1451,22 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 	if (rc < 0) {
 		char qs[80];
 		return fail(s, err, errlen, "cannot take from the rate-limit bucket of '%s'",
-		            quoted(qs, sizeof qs, tool));
+		            tgi_quoted(qs, sizeof qs, tool));
 	}
 	return 0;
 }
 
 /* ---- idempotency ---- */
 
-/* State (field 3) and start time in clock ticks since boot (field 22) of
- * /proc/<pid>/stat.  Fields are counted after the last ')' since the
- * command name in field 2 may hold spaces and parentheses.  0 or -errno. */
-static int proc_stat(pid_t pid, char *state, int64_t *start)
-{
-	char path[64], buf[1024];
-	tgi_snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	int e = errno;
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -e : -EIO;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return -EIO;
-	for (int field = 3; field <= 22; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return -EIO;
-		p++;
-		if (field == 3)
-			*state = *p;
-	}
-	char *end;
-	errno = 0;
-	long long v = strtoll(p, &end, 10);
-	if (end == p || errno)
-		return -EIO;
-	*start = v;
-	return 0;
-}
-
-static int64_t self_start(pg *s)
-{
-	pid_t me = getpid();
-	if (me != s->self_pid) {
-		char state;
-		int64_t start;
-		s->self_pid = me;
-		s->self_start = proc_stat(me, &state, &start) == 0 ? start : -1;
-	}
-	return s->self_start;
-}
-
-/* Is the owner of an in_flight row still running it?  On this host: the
- * pid exists and has the recorded start time (so a reused pid is not
- * mistaken for the owner; a zombie is dead); where that cannot be read,
- * the lease decides.  On another host: its backend still exists with the
- * recorded start time, and its lease (on the server's clock) has not run
- * out. */
+/* Is the owner of an in_flight row still running it?  On this host, as
+ * tgi_owner_here_alive says.  On another host: its backend still exists
+ * with the recorded start time, and its lease (on the server's clock) has
+ * not run out. */
 static int owner_alive(const pg *s, const struct owner *o)
 {
-	char state;
-	int64_t start;
-
-	if (strcmp(o->host, s->host) != 0)
+	if (strcmp(o->host, s->me.host) != 0)
 		return o->backend_alive && o->lease_until > o->now;
-	if (o->pid <= 0 || o->pid > INT_MAX)
-		return 0;
-	if (kill((pid_t)o->pid, 0) < 0 && errno != EPERM)
-		return 0;
-	int rc = proc_stat((pid_t)o->pid, &state, &start);
-	if (rc == -ENOENT || rc == -ESRCH)
-		return 0;
-	if (rc < 0 || o->start < 0)
-		return o->lease_until > o->now;
-	return state != 'Z' && state != 'X' && start == o->start;
+	return tgi_owner_here_alive(o->pid, o->start, o->lease_until > o->now);
 }
 
 /* Columns col.. of r: owner_host, owner_pid, owner_start, lease_until_ms,
@@ -1670,11 +1506,8 @@ static enum claim_step claim_answer(pg *s, const PGresult *r, const char *bindin
 		info->state = TGI_IDEM_DONE;
 		info->envelope = env ? tgi_strdup(env) : NULL;
 	} else if (!strcmp(state, "in_flight") && owner_alive(s, &o)) {
-		double left = (double)(o.lease_until - o.now) / 1000.0;
 		info->state = TGI_IDEM_IN_FLIGHT;
-		info->retry_after_s = left < PG_RETRY_MIN_S ? PG_RETRY_MIN_S
-		                    : left > PG_RETRY_MAX_S ? PG_RETRY_MAX_S
-		                                            : left;
+		info->retry_after_s = tgi_retry_after(o.lease_until, o.now);
 	} else if (!strcmp(state, "in_flight")) {
 		return CLAIM_MARK;
 	} else {
@@ -1694,9 +1527,9 @@ static int claim(pg *s, const char *scope, const char *op_id, const char *bindin
 		q_init(&qs[0], ST_IDEM_CLAIM, NULL);
 		q_text(&qs[0], scope);
 		q_text(&qs[0], op_id);
-		q_text(&qs[0], s->host);
+		q_text(&qs[0], s->me.host);
 		q_i64(&qs[0], (int64_t)getpid());
-		q_i64(&qs[0], self_start(s));
+		q_i64(&qs[0], tgi_self_start(&s->me));
 		q_i64(&qs[0], s->backend_start);
 		q_i64(&qs[0], lease_s > 0 ? lease_s : 1);
 		q_text(&qs[0], binding);
@@ -1747,7 +1580,7 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 	char qs[96];
 
 	memset(info, 0, sizeof *info);
-	if (check_scope(scope, err, errlen) < 0 || check_op_id(op_id, err, errlen) < 0)
+	if (tgi_check_scope(scope, err, errlen) < 0 || tgi_check_op_id(op_id, err, errlen) < 0)
 		return -1;
 	if (claim(s, scope, op_id, binding, lease_s, info) < 0) {
 		/* the claim may have committed before the connection broke: its
@@ -1757,7 +1590,7 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 		free(info->envelope);
 		memset(info, 0, sizeof *info);
 		return fail(s, err, errlen, "cannot claim idempotency scope '%s'",
-		            quoted(qs, sizeof qs, scope));
+		            tgi_quoted(qs, sizeof qs, scope));
 	}
 	return 0;
 }
@@ -1776,24 +1609,12 @@ static int mark_applied(pg *s, const char *op_id, const char *scope, q *x)
 		return -1;
 	}
 	int had_row = rows(&e) == 1;
-	const char *text = had_row ? val(e.res, 0, 0) : NULL;
-	json_t *env = text ? json_loads(text, 0, NULL) : NULL;
+	char *out;
+	int made_env = tgi_applied_envelope(op_id, had_row, had_row ? val(e.res, 0, 0) : NULL, &out);
 	q_free(&e, 1);
-	if (!had_row) {
-		env = json_pack("{s:s, s:s, s:n, s:n, s:s}", "op_id", op_id, "status", "persisted",
-		                "error", "output", "note", "settled by operator: applied");
-	} else if (json_is_object(env)) {
-		json_t *er = json_object_get(env, "error");
-		if (json_is_object(er))
-			json_object_set_new(er, "applied", json_string("yes"));
-		json_object_set_new(env, "note", json_string("settled by operator: applied"));
-	} else {
-		json_decref(env);
+	if (made_env == 0)
 		return 0; /* not an object: leave the stored text as it is */
-	}
-	char *out = env ? json_dumps(env, JSON_COMPACT) : NULL;
-	json_decref(env);
-	if (!out) {
+	if (made_env < 0) {
 		tgi_snprintf(s->why, sizeof s->why, "out of memory");
 		return -1;
 	}
@@ -1803,7 +1624,7 @@ static int mark_applied(pg *s, const char *op_id, const char *scope, q *x)
 		q_owned(x, out);
 		return 1;
 	}
-	int64_t made = uuid_ms(op_id); /* the op started when its id was made, not now */
+	int64_t made = tgi_uuid_ms(op_id); /* the op started when its id was made, not now */
 	q_init(x, ST_OP_INSERT, NULL);
 	q_text(x, op_id);
 	for (int i = 0; i < 4; i++)
@@ -1842,11 +1663,11 @@ static int resolve_find(pg *s, const char *op_id, char *scope, size_t cap, char 
 static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	char scope[PG_SCOPE_MAX + 1], state[16];
+	char scope[TGI_SCOPE_MAX + 1], state[16];
 	struct owner o;
 	int none = 0;
 
-	if (check_op_id(op_id, err, errlen) < 0)
+	if (tgi_check_op_id(op_id, err, errlen) < 0)
 		return -1;
 	if (run_sql(s, "BEGIN") < 0)
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
@@ -1865,7 +1686,7 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		tx_abort(s);
 		tgi_snprintf(err, errlen,
 		             "op '%s' is still running (pid %lld on host '%s'); wait for it to finish before resolving it",
-		             op_id, (long long)o.pid, quoted(host, sizeof host, o.host));
+		             op_id, (long long)o.pid, tgi_quoted(host, sizeof host, o.host));
 		return -1;
 	}
 	q qs[4];
@@ -1895,28 +1716,12 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 
 /* ---- approvals ---- */
 
-/* Is the fixed field a NUL-terminated string of 1..cap-1 bytes? */
-static int field_ok(const char *f, size_t cap)
-{
-	return f[0] && memchr(f, '\0', cap) != NULL;
-}
-
 static int pg_approval_add(tgi_store *base, tgi_approval_row *row, char *err, size_t errlen)
 {
 	pg *s = enter(base);
 	q x;
-	if (!field_ok(row->tool, sizeof row->tool) || !field_ok(row->principal, sizeof row->principal) ||
-	    !memchr(row->binding, '\0', sizeof row->binding) || strlen(row->binding) != 64) {
-		tgi_snprintf(err, errlen, "an approval needs a tool, a principal and a 64-character binding");
+	if (tgi_approval_new(row, err, errlen) < 0)
 		return -1;
-	}
-	if (row->op_id[0] && check_op_id(row->op_id, err, errlen) < 0)
-		return -1;
-	tgi_uuidv7(row->id);
-	tgi_snprintf(row->state, sizeof row->state, "pending");
-	row->decided_by[0] = '\0';
-	if (!row->created_ms)
-		row->created_ms = tgi_unix_ms();
 	q_init(&x, ST_APPROVAL_INSERT, NULL);
 	q_text(&x, row->id);
 	q_text(&x, row->op_id[0] ? row->op_id : NULL);
@@ -1941,14 +1746,12 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
                               char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	char qid[64], state[16] = "", when[32];
+	char state[16] = "", when[32];
 	int64_t expires = 0;
 	q x;
 
-	if (!tgi_uuid_ok(id)) {
-		tgi_snprintf(err, errlen, "no approval '%s'", quoted(qid, sizeof qid, id));
+	if (tgi_check_approval_id(id, err, errlen) < 0)
 		return -1;
-	}
 	q_init(&x, ST_APPROVAL_DECIDE, NULL);
 	q_text(&x, id);
 	q_text(&x, approve ? "approved" : "denied");
@@ -1998,10 +1801,8 @@ static int pg_approval_take(tgi_store *base, const char *binding, const char *pr
 	*found = 0;
 	if (pending_id)
 		pending_id[0] = '\0';
-	if (!binding || !principal) {
-		tgi_snprintf(err, errlen, "an approval is taken by binding and principal");
+	if (tgi_check_approval_take(binding, principal, err, errlen) < 0)
 		return -1;
-	}
 	for (int tries = 0;; tries++) {
 		q x;
 		q_init(&x, ST_APPROVAL_TAKE, NULL);
@@ -2027,15 +1828,7 @@ static int pg_approval_take(tgi_store *base, const char *binding, const char *pr
 			return fail(s, err, errlen, "cannot take an approval");
 		}
 	}
-	if (!strcmp(state, "approved")) {
-		*found = 1;
-	} else if (!strcmp(state, "denied")) {
-		*found = -1;
-	} else if (!strcmp(state, "pending")) {
-		*found = 2;
-		if (pending_id)
-			tgi_snprintf(pending_id, 37, "%s", id);
-	}
+	tgi_approval_answer(state, id, found, pending_id);
 	return 0;
 }
 
@@ -2108,22 +1901,6 @@ static int pg_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 
 /* ---- pins of bridged MCP tools ---- */
 
-static int check_pin_args(const char *name, const char *digest, char *err, size_t errlen)
-{
-	if (!name || !*name || strlen(name) > PG_PIN_NAME_MAX) {
-		tgi_snprintf(err, errlen, "a pinned tool needs a name of 1 to %d bytes", PG_PIN_NAME_MAX);
-		return -1;
-	}
-	size_t n = digest ? strspn(digest, "0123456789abcdef") : 0;
-	if (n != 64 || digest[n]) {
-		char qn[80];
-		tgi_snprintf(err, errlen, "the pin of '%s' is not a sha256 digest in lowercase hex",
-		             quoted(qn, sizeof qn, name));
-		return -1;
-	}
-	return 0;
-}
-
 /* The pinned digest of name into pinned[65]; *found 0 when there is none. */
 static int pin_get(pg *s, const char *name, char pinned[65], int *found)
 {
@@ -2149,10 +1926,11 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 	int found = 0;
 
 	pinned[0] = '\0';
-	if (check_pin_args(name, digest, err, errlen) < 0)
+	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
 	if (pin_get(s, name, pinned, &found) < 0)
-		return fail(s, err, errlen, "cannot pin the description of '%s'", quoted(qn, sizeof qn, name));
+		return fail(s, err, errlen, "cannot pin the description of '%s'",
+		            tgi_quoted(qn, sizeof qn, name));
 	if (found) {
 		*st = strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
 		return 0;
@@ -2172,7 +1950,8 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 		rc = -1;
 	}
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot pin the description of '%s'", quoted(qn, sizeof qn, name));
+		return fail(s, err, errlen, "cannot pin the description of '%s'",
+		            tgi_quoted(qn, sizeof qn, name));
 	if (added) {
 		tgi_snprintf(pinned, 65, "%s", digest);
 		*st = TGI_PIN_NEW;
@@ -2188,7 +1967,7 @@ static int pg_pin_set(tgi_store *base, const char *name, const char *digest, cha
 	pg *s = enter(base);
 	char qn[80];
 	q x;
-	if (check_pin_args(name, digest, err, errlen) < 0)
+	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
 	q_init(&x, ST_PIN_SET, NULL);
 	q_text(&x, name);
@@ -2197,24 +1976,12 @@ static int pg_pin_set(tgi_store *base, const char *name, const char *digest, cha
 	int rc = run(s, &x, 1);
 	q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot move the pin of '%s'", quoted(qn, sizeof qn, name));
+		return fail(s, err, errlen, "cannot move the pin of '%s'",
+		            tgi_quoted(qn, sizeof qn, name));
 	return 0;
 }
 
 /* ---- an agent's conversation (toolgate agent) ---- */
-
-static int check_messages_args(const char *session, const char *api, char *err, size_t errlen)
-{
-	if (!session || !*session) {
-		tgi_snprintf(err, errlen, "a conversation is kept by session, and none was given");
-		return -1;
-	}
-	if (api && (!*api || strlen(api) >= PG_MSG_API_MAX)) {
-		tgi_snprintf(err, errlen, "a conversation needs the name of its API");
-		return -1;
-	}
-	return 0;
-}
 
 /* Under a lock of the session (two appends at once number their entries
  * one after the other), in one round trip: the entries go after the last
@@ -2224,26 +1991,13 @@ static int pg_messages_append(tgi_store *base, const char *session, const char *
                               const json_t *entries, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	char qn[80], have[PG_MSG_API_MAX] = "";
-	if (check_messages_args(session, api ? api : "", err, errlen) < 0)
+	char qn[80], have[TGI_MSG_API_MAX] = "", **text;
+	size_t n;
+	if (tgi_check_messages(session, api ? api : "", err, errlen) < 0 ||
+	    tgi_messages_encode(entries, &text, &n, err, errlen) < 0)
 		return -1;
-	if (!json_is_array(entries)) {
-		tgi_snprintf(err, errlen, "the entries of a conversation come as a JSON array");
-		return -1;
-	}
-	size_t n = json_array_size(entries);
 	if (!n)
 		return 0;
-	char **text = tgi_xcalloc(n, sizeof *text);
-	for (size_t i = 0; i < n; i++) {
-		if (!(text[i] = json_dumps(json_array_get(entries, i), JSON_COMPACT | JSON_ENCODE_ANY))) {
-			for (size_t j = 0; j < i; j++)
-				free(text[j]);
-			free(text);
-			tgi_snprintf(err, errlen, "cannot encode entry %zu of the conversation", i);
-			return -1;
-		}
-	}
 	q qs[2];
 	q_init(&qs[0], ST_MSG_LOCK, NULL);
 	q_text(&qs[0], session);
@@ -2256,15 +2010,13 @@ static int pg_messages_append(tgi_store *base, const char *session, const char *
 	if (rc == 0 && rows(&qs[1]) == 1)
 		val_copy(qs[1].res, 0, 0, have, sizeof have);
 	q_free(qs, 2);
-	for (size_t i = 0; i < n; i++)
-		free(text[i]);
-	free(text);
+	tgi_texts_free(text, n);
 	if (rc < 0)
 		return fail(s, err, errlen, "cannot save the conversation of session '%s'",
-		            quoted(qn, sizeof qn, session));
+		            tgi_quoted(qn, sizeof qn, session));
 	if (have[0] && strcmp(have, api)) {
 		tgi_snprintf(err, errlen, "session '%s' is a conversation in the %s API, not %s",
-		             quoted(qn, sizeof qn, session), have, api);
+		             tgi_quoted(qn, sizeof qn, session), have, api);
 		return -1;
 	}
 	return 0;
@@ -2278,14 +2030,14 @@ static int pg_messages(tgi_store *base, const char *session, json_t **out, char 
 	q x;
 	*out = NULL;
 	api[0] = '\0';
-	if (check_messages_args(session, NULL, err, errlen) < 0)
+	if (tgi_check_messages(session, NULL, err, errlen) < 0)
 		return -1;
 	q_init(&x, ST_MSG_LIST, NULL);
 	q_text(&x, session);
 	if (run(s, &x, 1) < 0) {
 		q_free(&x, 1);
 		return fail(s, err, errlen, "cannot read the conversation of session '%s'",
-		            quoted(qn, sizeof qn, session));
+		            tgi_quoted(qn, sizeof qn, session));
 	}
 	json_t *arr = json_array();
 	for (int i = 0; i < rows(&x); i++) {
@@ -2296,11 +2048,11 @@ static int pg_messages(tgi_store *base, const char *session, json_t **out, char 
 			json_decref(arr);
 			api[0] = '\0';
 			tgi_snprintf(err, errlen, "the conversation of session '%s' holds an entry that is "
-			             "not JSON", quoted(qn, sizeof qn, session));
+			             "not JSON", tgi_quoted(qn, sizeof qn, session));
 			return -1;
 		}
 		if (!api[0])
-			val_copy(x.res, i, 0, api, PG_MSG_API_MAX);
+			val_copy(x.res, i, 0, api, TGI_MSG_API_MAX);
 		json_array_append_new(arr, v);
 	}
 	q_free(&x, 1);
@@ -2313,18 +2065,9 @@ static int pg_messages(tgi_store *base, const char *session, json_t **out, char 
 static int pg_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	if (!ev || !ev->type || !*ev->type) {
-		tgi_snprintf(err, errlen, "an event needs a type");
+	char *data;
+	if (tgi_event_encode(op_id, ev, &data, err, errlen) < 0)
 		return -1;
-	}
-	ev->seq = 0;
-	if (op_id && check_op_id(op_id, err, errlen) < 0)
-		return -1;
-	char *data = NULL;
-	if (ev->data && !(data = json_dumps(ev->data, JSON_COMPACT | JSON_ENCODE_ANY))) {
-		tgi_snprintf(err, errlen, "cannot encode the data of event '%s'", ev->type);
-		return -1;
-	}
 	tgi_event e = *ev;
 	if (!e.ts_ms)
 		e.ts_ms = tgi_unix_ms();
@@ -2337,7 +2080,8 @@ static int pg_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err
 	free(data);
 	if (rc < 0) {
 		char qt[80];
-		return fail(s, err, errlen, "cannot record event '%s'", quoted(qt, sizeof qt, ev->type));
+		return fail(s, err, errlen, "cannot record event '%s'",
+		            tgi_quoted(qt, sizeof qt, ev->type));
 	}
 	return 0;
 }
@@ -2346,25 +2090,17 @@ static int pg_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err
 
 static json_t *col_string(const PGresult *r, int row, int col)
 {
-	const char *t = val(r, row, col);
-	if (!t)
-		return json_null();
-	json_t *j = json_string(t);
-	return j ? j : json_string("(not UTF-8)");
+	return tgi_val_string(val(r, row, col));
 }
 
 static json_t *col_parsed(const PGresult *r, int row, int col)
 {
-	const char *t = val(r, row, col);
-	json_t *j = t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
-	return j ? j : json_null();
+	return tgi_val_parsed(val(r, row, col));
 }
 
 static json_t *col_time(const PGresult *r, int row, int col)
 {
-	char iso[32];
-	tgi_iso8601(val_i64(r, row, col, 0), iso);
-	return json_string(iso);
+	return tgi_val_time(val_i64(r, row, col, 0));
 }
 
 static json_t *op_json(const PGresult *r, int i)
@@ -2454,7 +2190,7 @@ static int pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *
 	*out = NULL;
 	if (!f)
 		f = &all;
-	uuid_floor(f->since_ms, since_id);
+	tgi_uuid_floor(f->since_ms, since_id);
 	tgi_buf_init(&sql, 4096);
 	q_init(&x, ST_ADHOC, NULL);
 	q_text(&x, since_id);
@@ -2581,32 +2317,13 @@ static const char stats_denials_sql[] =
 	" count(*) AS n FROM ops WHERE status = 'denied' AND op_id >= $1 AND started_ms >= $2::bigint"
 	" GROUP BY 1, 2 ORDER BY n DESC, rule NULLS FIRST, error_kind NULLS FIRST";
 
-static int same_tool(const char *a, const char *b)
-{
-	return a && b ? !strcmp(a, b) : a == b;
-}
-
-static int cmp_tools(const void *a, const void *b)
-{
-	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t cx = json_integer_value(json_object_get(x, "calls"));
-	json_int_t cy = json_integer_value(json_object_get(y, "calls"));
-	if (cx != cy)
-		return cx > cy ? -1 : 1;
-	const char *nx = json_string_value(json_object_get(x, "tool"));
-	const char *ny = json_string_value(json_object_get(y, "tool"));
-	if (!nx || !ny)
-		return !nx - !ny; /* then by name, calls without a tool last */
-	return strcmp(nx, ny);
-}
-
 /* The percentiles of tool (NULL: calls without one) from the ranks query:
  * JSON null when none of its calls ran. */
 static void tool_ranks(const PGresult *ranks, const char *tool, json_t *o)
 {
 	json_t *p50 = NULL, *p99 = NULL;
 	for (int i = 0; i < tgi_pq.ntuples(ranks); i++) {
-		if (!same_tool(val(ranks, i, 0), tool))
+		if (!tgi_same_tool(val(ranks, i, 0), tool))
 			continue;
 		p50 = json_real(val_f64(ranks, i, 1));
 		p99 = json_real(val_f64(ranks, i, 2));
@@ -2628,7 +2345,7 @@ static json_t *stats_tools(const PGresult *by_status, const PGresult *ranks, jso
 	for (int i = 0; i <= tgi_pq.ntuples(by_status); i++) {
 		int end = i == tgi_pq.ntuples(by_status);
 		const char *tool = end ? NULL : val(by_status, i, 0);
-		if (cur && (end || !same_tool(tool, cur_tool))) {
+		if (cur && (end || !tgi_same_tool(tool, cur_tool))) {
 			json_object_set_new(cur, "calls", json_integer(calls));
 			json_object_set_new(cur, "by_status", by);
 			tool_ranks(ranks, cur_tool, cur);
@@ -2641,9 +2358,8 @@ static json_t *stats_tools(const PGresult *by_status, const PGresult *ranks, jso
 		if (end)
 			break;
 		if (!cur) {
-			json_t *jname = tool ? json_string(tool) : json_null();
 			cur = json_object();
-			json_object_set_new(cur, "tool", jname ? jname : json_string("(not UTF-8)"));
+			json_object_set_new(cur, "tool", tgi_val_string(tool));
 			by = json_object();
 			calls = 0;
 			cur_tool = tool;
@@ -2652,8 +2368,7 @@ static json_t *stats_tools(const PGresult *by_status, const PGresult *ranks, jso
 		json_object_set_new(by, val(by_status, i, 1), json_integer(k));
 		calls += k;
 	}
-	if (n)
-		qsort(v, n, sizeof *v, cmp_tools);
+	tgi_tools_sort(v, n);
 	json_t *tools = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(tools, v[i]);
@@ -2678,11 +2393,11 @@ static int pg_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, 
 {
 	pg *s = enter(base);
 	static const char *const sql[] = { stats_status_sql, stats_ranks_sql, stats_denials_sql };
-	char since_id[37], iso[32];
+	char since_id[37];
 	q qs[5];
 
 	*out = NULL;
-	uuid_floor(since_ms, since_id);
+	tgi_uuid_floor(since_ms, since_id);
 	q_init(&qs[0], ST_ADHOC, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 	for (int i = 0; i < 3; i++) {
 		q_init(&qs[1 + i], ST_ADHOC, sql[i]);
@@ -2698,10 +2413,7 @@ static int pg_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, 
 	json_t *tools = stats_tools(qs[1].res, qs[2].res, &calls);
 	json_t *denials = stats_denials(qs[3].res);
 	q_free(qs, 5);
-	if (since_ms > 0)
-		tgi_iso8601(since_ms, iso);
-	*out = json_pack("{s:o, s:I, s:o, s:o}", "since", since_ms > 0 ? json_string(iso) : json_null(),
-	                 "calls", calls, "tools", tools, "denials", denials);
+	*out = tgi_stats_json(since_ms, calls, tools, denials);
 	return 0;
 }
 
@@ -2845,7 +2557,7 @@ static int pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 	char floor_id[37];
 	q x;
 
-	uuid_floor(since_ms, floor_id);
+	tgi_uuid_floor(since_ms, floor_id);
 	q_init(&x, ST_ADHOC, NULL);
 	q_text(&x, floor_id);
 	q_i64(&x, since_ms);

@@ -33,7 +33,10 @@
  * the claim protocol, and the checkpointer thread with its own connection.
  * Must not: decide policy, run tools, or build envelopes (the one it writes
  * itself is the minimal envelope of an op an operator settled as applied
- * when the process that ran it left no row).
+ * when the process that ran it left no row, made by common.c); nor keep
+ * its own copy of what common.c holds for both stores (the argument checks
+ * and their sentences, a claim owner's liveness on this host, UUIDv7
+ * times, the values both build alike).
  * A database error is -1 with a sentence, never an abort.
  */
 #include "store/impl.h"
@@ -42,7 +45,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -59,9 +61,6 @@
 #include <sqlite3.h>
 
 #define TGI_BUSY_MS        5000   /* many processes share the ledger */
-#define TGI_SCOPE_MAX      1024   /* bytes of an idempotency scope */
-#define TGI_RETRY_MIN_S    1.0
-#define TGI_RETRY_MAX_S    30.0
 #define TGI_EVENT_BATCH    8      /* events per INSERT statement (one call has ~4) */
 #define TGI_LOG_WINDOW     256    /* events walked per event wanted before the ops lead */
 /* WAL frames (pages) past which a commit wakes the checkpointer (see
@@ -315,9 +314,7 @@ typedef struct sq {
 	sqlite3_stmt *ev_st[TGI_EVENT_BATCH]; /* ev_st[k-1] inserts k events */
 	int           sync_full;      /* 1: FULL for every write; 0: NORMAL, claims FULL */
 	int           no_migrate;     /* TGI_STORE_NO_MIGRATE: leave a schema that is behind */
-	char          host[256];      /* this host, for claim owners */
-	pid_t         self_pid;       /* the process self_start belongs to (fork changes it) */
-	int64_t       self_start;     /* our start time in clock ticks since boot; -1 unknown */
+	tgi_self      me;             /* this process, as a claim's owner */
 	char          shown[PATH_MAX]; /* the ledger path, fit for sentences */
 	char          file[PATH_MAX]; /* the path opened, for the checkpointer's connection */
 	unsigned      wal_frames;     /* frames in the WAL after our last commit (WAL hook) */
@@ -411,13 +408,6 @@ static int fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...)
 		tx_rollback(s);
 	tgi_snprintf(err, errlen, "%s: %s", what, why);
 	return -1;
-}
-
-/* A copy of s fit for a sentence (no control characters, at most cap-1). */
-static const char *quoted(char *buf, size_t cap, const char *s)
-{
-	tgi_sanitize(buf, cap, s ? s : "");
-	return buf;
 }
 
 /* ---- statements ---- */
@@ -800,7 +790,7 @@ static int open_db(sq *s, const char *path, char *err, size_t errlen)
 
 	char shown_dir[PATH_MAX];
 	tgi_snprintf(what, sizeof what, "the ledger directory '%s'",
-	             quoted(shown_dir, sizeof shown_dir, dir));
+	             tgi_quoted(shown_dir, sizeof shown_dir, dir));
 	if (tgi_state_check_path(dir, 1, 0, what, err, errlen) < 0)
 		return -1;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(side); i++) {
@@ -877,13 +867,14 @@ static int sq_schema_version(tgi_store *base, int *version, char *err, size_t er
 	return 0;
 }
 
-/* Migrations i < to, one transaction each (taken with the writer lock, so
- * that two processes opening one ledger at once apply each once), told to
- * fn before each; dry_run tells without applying. */
-static int sq_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, int), void *arg,
+/* Migrations from the current version up to `to`, told to fn before each;
+ * dry_run tells without applying.  Each step is one transaction taken with
+ * the writer lock (so that two processes upgrading one ledger apply each
+ * once) — or, with whole, all steps are one transaction, so that a ledger
+ * upgraded at open is either as it was or current. */
+static int migrate_to(sq *s, int to, int dry_run, int whole, void (*fn)(void *, int), void *arg,
                       char *err, size_t errlen)
 {
-	sq *s = (sq *)base;
 	int64_t v = 0;
 	int rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
 	if (rc != SQLITE_OK)
@@ -896,23 +887,27 @@ static int sq_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, i
 		             s->shown, (long long)v);
 		return -1;
 	}
+	int open_tx = 0;
 	for (; v < to; v++) {
 		if (dry_run) {
 			if (fn)
 				fn(arg, (int)v + 1);
 			continue;
 		}
-		/* again under the writer lock: another process may have done it */
-		int64_t now = 0;
-		rc = tx_begin(s);
-		if (rc == SQLITE_OK)
-			rc = query_one(s->db, "PRAGMA user_version", &now, NULL, 0);
-		if (rc != SQLITE_OK)
-			return fail(s, rc, err, errlen, "cannot read the ledger schema");
-		if (now > v) {   /* done by another process meanwhile */
-			tx_rollback(s);
-			v = now - 1;
-			continue;
+		if (!open_tx) {
+			/* again under the writer lock: another process may have done it */
+			int64_t now = 0;
+			rc = tx_begin(s);
+			if (rc == SQLITE_OK)
+				rc = query_one(s->db, "PRAGMA user_version", &now, NULL, 0);
+			if (rc != SQLITE_OK)
+				return fail(s, rc, err, errlen, "cannot read the ledger schema");
+			if (now > v) {   /* done by another process meanwhile */
+				tx_rollback(s);
+				v = now - 1;
+				continue;
+			}
+			open_tx = 1;
 		}
 		if (fn)
 			fn(arg, (int)v + 1);
@@ -921,8 +916,10 @@ static int sq_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, i
 		rc = sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-		if (rc == SQLITE_OK)
+		if (rc == SQLITE_OK && (!whole || v + 1 == to)) {
 			rc = tx_commit(s);
+			open_tx = 0;
+		}
 		if ((rc & 0xff) == SQLITE_ERROR)
 			return not_a_ledger(s, err, errlen);
 		if (rc != SQLITE_OK)
@@ -930,6 +927,12 @@ static int sq_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, i
 			            "cannot apply migration %d to the ledger", (int)v + 1);
 	}
 	return 0;
+}
+
+static int sq_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, int), void *arg,
+                      char *err, size_t errlen)
+{
+	return migrate_to((sq *)base, to, dry_run, 0, fn, arg, err, errlen);
 }
 
 /* At open: bring the schema up to date (unless told not to), or refuse a
@@ -943,7 +946,7 @@ static int migrate(sq *s, char *err, size_t errlen)
 		return schema_ahead(s, v, err, errlen);
 	if (v == TGI_STORE_SCHEMA_VERSION || s->no_migrate)
 		return 0;
-	return sq_migrate(&s->base, TGI_STORE_SCHEMA_VERSION, 0, NULL, NULL, err, errlen);
+	return migrate_to(s, TGI_STORE_SCHEMA_VERSION, 0, 1, NULL, NULL, err, errlen);
 }
 
 static int verify(sq *s, char *err, size_t errlen)
@@ -1031,10 +1034,8 @@ int tgi_sqlite_open(const char *path, int flags, tgi_store **out, char *err, siz
 	s->ckpt.sync_full = s->sync_full;
 	s->ckpt.wake_at = TGI_CKPT_FRAMES;
 	atomic_init(&s->ckpt.phase, CKPT_WAITING);
-	s->self_start = -1;
+	tgi_self_init(&s->me);
 	tgi_sanitize(s->shown, sizeof s->shown, path);
-	if (gethostname(s->host, sizeof s->host - 1) < 0)
-		tgi_snprintf(s->host, sizeof s->host, "localhost");
 	if (open_db(s, path, err, errlen) < 0 || setup(s, err, errlen) < 0) {
 		sq_close(&s->base);
 		return -1;
@@ -1067,53 +1068,6 @@ static int sq_transient(const tgi_store *base)
 {
 	(void)base;
 	return 0;
-}
-
-/* ---- checks on arguments ---- */
-
-static int check_op_id(const char *op_id, char *err, size_t errlen)
-{
-	char q[64];
-	if (tgi_uuid_ok(op_id))
-		return 0;
-	tgi_snprintf(err, errlen, "op id '%s' is not a UUID", quoted(q, sizeof q, op_id));
-	return -1;
-}
-
-static int check_scope(const char *scope, char *err, size_t errlen)
-{
-	if (!scope || !*scope) {
-		tgi_snprintf(err, errlen, "the idempotency scope is empty");
-		return -1;
-	}
-	size_t n = strlen(scope);
-	if (n > TGI_SCOPE_MAX) {
-		tgi_snprintf(err, errlen, "the idempotency scope is too long (%zu bytes; at most %d)", n,
-		             TGI_SCOPE_MAX);
-		return -1;
-	}
-	return 0;
-}
-
-/* The smallest UUIDv7 made at unix ms `ms` (its 48-bit time, then zeros):
- * the lower bound of the op ids of calls started since then. */
-static void uuid_floor(int64_t ms, char out[37])
-{
-	uint64_t t = ms <= 0 ? 0 : (uint64_t)ms > 0xffffffffffffu ? 0xffffffffffffu : (uint64_t)ms;
-	snprintf(out, 37, "%08llx-%04llx-0000-0000-000000000000", (unsigned long long)(t >> 16),
-	         (unsigned long long)(t & 0xffff));
-}
-
-/* The unix ms a UUIDv7 was made at, or -1 when id is not a version 7 UUID. */
-static int64_t uuid_ms(const char *id)
-{
-	char hex[13];
-	if (!tgi_uuid_ok(id) || id[14] != '7')
-		return -1;
-	memcpy(hex, id, 8);
-	memcpy(hex + 8, id + 9, 4);
-	hex[12] = '\0';
-	return (int64_t)strtoll(hex, NULL, 16);
 }
 
 /* ---- ops + events ---- */
@@ -1190,35 +1144,9 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
-	if (!op) {
-		tgi_snprintf(err, errlen, "no op to record");
-		return -1;
-	}
-	if (check_op_id(op->op_id, err, errlen) < 0)
-		return -1;
-	if (!op->status || !op->envelope) {
-		tgi_snprintf(err, errlen, "op '%s' has no %s to record", op->op_id,
-		             op->status ? "envelope" : "status");
-		return -1;
-	}
-	if (nev && !ev) {
-		tgi_snprintf(err, errlen, "the events of op '%s' are missing", op->op_id);
-		return -1;
-	}
-	for (size_t i = 0; i < nev; i++) {
-		if (!ev[i].type) {
-			tgi_snprintf(err, errlen, "event %zu of op '%s' has no type", i, op->op_id);
-			return -1;
-		}
-	}
-	if (idem_scope && how != TGI_SETTLE_NONE && check_scope(idem_scope, err, errlen) < 0)
+	if (tgi_check_record(op, ev, nev, idem_scope, how, err, errlen) < 0)
 		return -1;
 	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
-	if (b && (!b->principal || !isfinite(b->tokens))) {
-		tgi_snprintf(err, errlen, "the rate-limit bucket of op '%s' has no %s", op->op_id,
-		             b->principal ? "token count" : "principal");
-		return -1;
-	}
 
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
@@ -1272,7 +1200,7 @@ static int sq_session_manifest(tgi_store *base, const char *session, char out[65
 	if (rc != SQLITE_DONE) {
 		char q[80];
 		return fail(s, rc, err, errlen, "cannot read the manifest of session '%s'",
-		            quoted(q, sizeof q, session));
+		            tgi_quoted(q, sizeof q, session));
 	}
 	return 0;
 }
@@ -1284,10 +1212,8 @@ static int sq_loop_window(tgi_store *base, const char *session, size_t limit, tg
 {
 	sq *s = (sq *)base;
 	enum st id = ST_LOOP_SESSION;
-	if (!session || !session[0]) {
-		tgi_snprintf(err, errlen, "a loop window is found by session, and none was given");
+	if (tgi_check_loop_window(session, err, errlen) < 0)
 		return -1;
-	}
 	if (!limit)
 		return 0;
 	int rc = st_step(s, id, "ti", session, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
@@ -1303,7 +1229,7 @@ static int sq_loop_window(tgi_store *base, const char *session, size_t limit, tg
 	if (rc != SQLITE_DONE) {
 		char q[80];
 		return fail(s, rc, err, errlen, "cannot read the loop window of session '%s'",
-		            quoted(q, sizeof q, session));
+		            tgi_quoted(q, sizeof q, session));
 	}
 	return 0;
 }
@@ -1313,10 +1239,8 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 {
 	sq *s = (sq *)base;
 	*found = 0;
-	if (!principal || !tool) {
-		tgi_snprintf(err, errlen, "a rate-limit bucket is found by principal and tool");
+	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	}
 	int rc = st_step(s, ST_BUCKET_GET, "tt", principal, tool);
 	if (rc == SQLITE_ROW) {
 		*tokens = sqlite3_column_double(s->st[ST_BUCKET_GET], 0);
@@ -1328,82 +1252,20 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 	if (rc != SQLITE_DONE) {
 		char q[80];
 		return fail(s, rc, err, errlen, "cannot read the rate-limit bucket of '%s'",
-		            quoted(q, sizeof q, tool));
+		            tgi_quoted(q, sizeof q, tool));
 	}
 	return 0;
 }
 
 /* ---- idempotency ---- */
 
-/* State (field 3) and start time in clock ticks since boot (field 22) of
- * /proc/<pid>/stat.  Fields are counted after the last ')' since the
- * command name in field 2 may hold spaces and parentheses.  0 or -errno. */
-static int proc_stat(pid_t pid, char *state, int64_t *start)
-{
-	char path[64], buf[1024];
-	tgi_snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	int e = errno;
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -e : -EIO;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return -EIO;
-	for (int field = 3; field <= 22; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return -EIO;
-		p++;
-		if (field == 3)
-			*state = *p;
-	}
-	char *end;
-	errno = 0;
-	long long v = strtoll(p, &end, 10);
-	if (end == p || errno)
-		return -EIO;
-	*start = v;
-	return 0;
-}
-
-static int64_t self_start(sq *s)
-{
-	pid_t me = getpid();
-	if (me != s->self_pid) {
-		char state;
-		int64_t start;
-		s->self_pid = me;
-		s->self_start = proc_stat(me, &state, &start) == 0 ? start : -1;
-	}
-	return s->self_start;
-}
-
-/* Is the owner of an in_flight row still running it?  On this host: the
- * pid exists and has the recorded start time (so a reused pid is not
- * mistaken for the owner; a zombie is dead).  Where that cannot be read,
- * and for other hosts, the lease decides. */
+/* Is the owner of an in_flight row still running it?  On this host, as
+ * tgi_owner_here_alive says; for other hosts, the lease decides. */
 static int owner_alive(const sq *s, const struct owner *o, int64_t now)
 {
-	char state;
-	int64_t start;
-
-	if (strcmp(o->host, s->host) != 0)
+	if (strcmp(o->host, s->me.host) != 0)
 		return o->lease_until > now;
-	if (o->pid <= 0 || o->pid > INT_MAX)
-		return 0;
-	if (kill((pid_t)o->pid, 0) < 0 && errno != EPERM)
-		return 0;
-	int rc = proc_stat((pid_t)o->pid, &state, &start);
-	if (rc == -ENOENT || rc == -ESRCH)
-		return 0;
-	if (rc < 0 || o->start < 0)
-		return o->lease_until > now;
-	return state != 'Z' && state != 'X' && start == o->start;
+	return tgi_owner_here_alive(o->pid, o->start, o->lease_until > now);
 }
 
 static void read_owner(sqlite3_stmt *st, int col, struct owner *o)
@@ -1437,8 +1299,8 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 	rc = st_step(s, ST_IDEM_GET, "t", scope);
 	if (rc == SQLITE_DONE) {
 		int64_t lease_until = now + (int64_t)(lease_s > 0 ? lease_s : 1) * 1000;
-		rc = st_run(s, ST_IDEM_INSERT, "tttiiiit", scope, op_id, s->host, (int64_t)getpid(),
-		            self_start(s), lease_until, now, binding);
+		rc = st_run(s, ST_IDEM_INSERT, "tttiiiit", scope, op_id, s->me.host,
+		            (int64_t)getpid(), tgi_self_start(&s->me), lease_until, now, binding);
 		info->state = TGI_IDEM_CLAIMED;
 		tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
 	} else if (rc == SQLITE_ROW) {
@@ -1459,11 +1321,8 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 			info->state = TGI_IDEM_DONE;
 			rc = load_envelope(s, info->op_id, &info->envelope);
 		} else if (!strcmp(state, "in_flight") && owner_alive(s, &o, now)) {
-			double left = (double)(o.lease_until - now) / 1000.0;
 			info->state = TGI_IDEM_IN_FLIGHT;
-			info->retry_after_s = left < TGI_RETRY_MIN_S ? TGI_RETRY_MIN_S
-			                    : left > TGI_RETRY_MAX_S ? TGI_RETRY_MAX_S
-			                                             : left;
+			info->retry_after_s = tgi_retry_after(o.lease_until, now);
 		} else {
 			/* A dead owner's row turns unknown now, so the answer is
 			 * the same whoever asks next. */
@@ -1484,13 +1343,14 @@ static int sq_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 	char q[96];
 
 	memset(info, 0, sizeof *info);
-	if (check_scope(scope, err, errlen) < 0 || check_op_id(op_id, err, errlen) < 0)
+	if (tgi_check_scope(scope, err, errlen) < 0 || tgi_check_op_id(op_id, err, errlen) < 0)
 		return -1;
 	int rc = set_sync_full(s, 1);
 	if (rc == SQLITE_OK)
 		rc = claim_tx(s, scope, op_id, binding, lease_s, info);
 	if (rc != SQLITE_OK) {
-		fail(s, rc, err, errlen, "cannot claim idempotency scope '%s'", quoted(q, sizeof q, scope));
+		fail(s, rc, err, errlen, "cannot claim idempotency scope '%s'",
+		     tgi_quoted(q, sizeof q, scope));
 		free(info->envelope);
 		memset(info, 0, sizeof *info);
 	}
@@ -1503,30 +1363,18 @@ static int sq_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
  * that a replay has something to return. */
 static int mark_applied(sq *s, const char *op_id, const char *scope, int64_t now)
 {
-	char *text = NULL;
+	char *text = NULL, *out = NULL;
 	int rc = load_envelope(s, op_id, &text);
 	if (rc != SQLITE_OK)
 		return rc;
-	json_t *env = text ? json_loads(text, 0, NULL) : NULL;
 	int had_row = text != NULL;
+	int made_env = tgi_applied_envelope(op_id, had_row, text, &out);
 	free(text);
-	if (!had_row) {
-		env = json_pack("{s:s, s:s, s:n, s:n, s:s}", "op_id", op_id, "status", "persisted",
-		                "error", "output", "note", "settled by operator: applied");
-	} else if (json_is_object(env)) {
-		json_t *e = json_object_get(env, "error");
-		if (json_is_object(e))
-			json_object_set_new(e, "applied", json_string("yes"));
-		json_object_set_new(env, "note", json_string("settled by operator: applied"));
-	} else {
-		json_decref(env);
+	if (made_env == 0)
 		return SQLITE_OK; /* not an object: leave the stored text as it is */
-	}
-	char *out = env ? json_dumps(env, JSON_COMPACT) : NULL;
-	json_decref(env);
-	if (!out)
+	if (made_env < 0)
 		return SQLITE_NOMEM;
-	int64_t made = uuid_ms(op_id); /* the op started when its id was made, not now */
+	int64_t made = tgi_uuid_ms(op_id); /* the op started when its id was made, not now */
 	if (had_row)
 		rc = st_run(s, ST_OP_SET_ENVELOPE, "tt", op_id, out);
 	else
@@ -1542,7 +1390,7 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 	char scope[TGI_SCOPE_MAX + 1], state[16];
 	struct owner o;
 
-	if (check_op_id(op_id, err, errlen) < 0)
+	if (tgi_check_op_id(op_id, err, errlen) < 0)
 		return -1;
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
@@ -1566,7 +1414,7 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		tx_rollback(s);
 		tgi_snprintf(err, errlen,
 		             "op '%s' is still running (pid %lld on host '%s'); wait for it to finish before resolving it",
-		             op_id, (long long)o.pid, quoted(host, sizeof host, o.host));
+		             op_id, (long long)o.pid, tgi_quoted(host, sizeof host, o.host));
 		return -1;
 	}
 	if (applied) {
@@ -1588,27 +1436,11 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 
 /* ---- approvals ---- */
 
-/* Is the fixed field a NUL-terminated string of 1..cap-1 bytes? */
-static int field_ok(const char *f, size_t cap)
-{
-	return f[0] && memchr(f, '\0', cap) != NULL;
-}
-
 static int sq_approval_add(tgi_store *base, tgi_approval_row *row, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
-	if (!field_ok(row->tool, sizeof row->tool) || !field_ok(row->principal, sizeof row->principal) ||
-	    !memchr(row->binding, '\0', sizeof row->binding) || strlen(row->binding) != 64) {
-		tgi_snprintf(err, errlen, "an approval needs a tool, a principal and a 64-character binding");
+	if (tgi_approval_new(row, err, errlen) < 0)
 		return -1;
-	}
-	if (row->op_id[0] && check_op_id(row->op_id, err, errlen) < 0)
-		return -1;
-	tgi_uuidv7(row->id);
-	tgi_snprintf(row->state, sizeof row->state, "pending");
-	row->decided_by[0] = '\0';
-	if (!row->created_ms)
-		row->created_ms = tgi_unix_ms();
 	int rc = st_run(s, ST_APPROVAL_INSERT, "tttttttii", row->id, row->op_id[0] ? row->op_id : NULL,
 	                row->tool, row->principal, row->binding, row->args, row->reason,
 	                (int64_t)row->created_ms, (int64_t)row->expires_ms);
@@ -1626,12 +1458,10 @@ static int sq_approval_decide(tgi_store *base, const char *id, int approve, cons
                               char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
-	char q[64], state[16], when[32];
+	char state[16], when[32];
 
-	if (!tgi_uuid_ok(id)) {
-		tgi_snprintf(err, errlen, "no approval '%s'", quoted(q, sizeof q, id));
+	if (tgi_check_approval_id(id, err, errlen) < 0)
 		return -1;
-	}
 	int64_t now = tgi_unix_ms(), expires = 0;
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
@@ -1679,10 +1509,8 @@ static int sq_approval_take(tgi_store *base, const char *binding, const char *pr
 	*found = 0;
 	if (pending_id)
 		pending_id[0] = '\0';
-	if (!binding || !principal) {
-		tgi_snprintf(err, errlen, "an approval is taken by binding and principal");
+	if (tgi_check_approval_take(binding, principal, err, errlen) < 0)
 		return -1;
-	}
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
 		rc = st_step(s, ST_APPROVAL_NEWEST, "tti", binding, principal, tgi_unix_ms());
@@ -1700,15 +1528,7 @@ static int sq_approval_take(tgi_store *base, const char *binding, const char *pr
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot take an approval");
-	if (!strcmp(state, "approved")) {
-		*found = 1;
-	} else if (!strcmp(state, "denied")) {
-		*found = -1;
-	} else if (!strcmp(state, "pending")) {
-		*found = 2;
-		if (pending_id)
-			tgi_snprintf(pending_id, 37, "%s", id);
-	}
+	tgi_approval_answer(state, id, found, pending_id);
 	return 0;
 }
 
@@ -1777,34 +1597,7 @@ static int sq_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 	return 0;
 }
 
-void tgi_approval_rows_free(tgi_approval_row *rows, size_t n)
-{
-	for (size_t i = 0; rows && i < n; i++) {
-		free(rows[i].args);
-		free(rows[i].reason);
-	}
-	free(rows);
-}
-
 /* ---- pins of bridged MCP tools ---- */
-
-#define TGI_PIN_NAME_MAX 256 /* bytes of a pinned tool name */
-
-static int check_pin_args(const char *name, const char *digest, char *err, size_t errlen)
-{
-	if (!name || !*name || strlen(name) > TGI_PIN_NAME_MAX) {
-		tgi_snprintf(err, errlen, "a pinned tool needs a name of 1 to %d bytes", TGI_PIN_NAME_MAX);
-		return -1;
-	}
-	size_t n = digest ? strspn(digest, "0123456789abcdef") : 0;
-	if (n != 64 || digest[n]) {
-		char q[80];
-		tgi_snprintf(err, errlen, "the pin of '%s' is not a sha256 digest in lowercase hex",
-		             quoted(q, sizeof q, name));
-		return -1;
-	}
-	return 0;
-}
 
 /* The pinned digest of name into pinned[65]: SQLITE_ROW, SQLITE_DONE when
  * there is none, or an error. */
@@ -1828,7 +1621,7 @@ static int sq_pin_check(tgi_store *base, const char *name, const char *digest, t
 	char q[80];
 
 	pinned[0] = '\0';
-	if (check_pin_args(name, digest, err, errlen) < 0)
+	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
 	int rc = pin_get(s, name, pinned);
 	if (rc == SQLITE_ROW) {
@@ -1849,7 +1642,7 @@ static int sq_pin_check(tgi_store *base, const char *name, const char *digest, t
 		rc = SQLITE_CORRUPT; /* inserted or there, yet not found */
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot pin the description of '%s'",
-		            quoted(q, sizeof q, name));
+		            tgi_quoted(q, sizeof q, name));
 	*st = added ? TGI_PIN_NEW : strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
 	return 0;
 }
@@ -1860,7 +1653,7 @@ static int sq_pin_set(tgi_store *base, const char *name, const char *digest, cha
 	sq *s = (sq *)base;
 	char q[80];
 
-	if (check_pin_args(name, digest, err, errlen) < 0)
+	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
@@ -1868,50 +1661,24 @@ static int sq_pin_set(tgi_store *base, const char *name, const char *digest, cha
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot move the pin of '%s'", quoted(q, sizeof q, name));
+		return fail(s, rc, err, errlen, "cannot move the pin of '%s'",
+		            tgi_quoted(q, sizeof q, name));
 	return 0;
 }
 
 /* ---- an agent's conversation (toolgate agent) ---- */
 
-#define TGI_MSG_API_MAX 32
-
-static int check_messages_args(const char *session, const char *api, char *err, size_t errlen)
-{
-	if (!session || !*session) {
-		tgi_snprintf(err, errlen, "a conversation is kept by session, and none was given");
-		return -1;
-	}
-	if (api && (!*api || strlen(api) >= TGI_MSG_API_MAX)) {
-		tgi_snprintf(err, errlen, "a conversation needs the name of its API");
-		return -1;
-	}
-	return 0;
-}
-
 static int sq_messages_append(tgi_store *base, const char *session, const char *api,
                               const json_t *entries, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
-	char q[80];
-	if (check_messages_args(session, api ? api : "", err, errlen) < 0)
+	char q[80], **text;
+	size_t n;
+	if (tgi_check_messages(session, api ? api : "", err, errlen) < 0 ||
+	    tgi_messages_encode(entries, &text, &n, err, errlen) < 0)
 		return -1;
-	if (!json_is_array(entries)) {
-		tgi_snprintf(err, errlen, "the entries of a conversation come as a JSON array");
-		return -1;
-	}
-	if (!json_array_size(entries))
+	if (!n)
 		return 0;
-	size_t n = json_array_size(entries);
-	char **text = tgi_xcalloc(n, sizeof *text);
-	for (size_t i = 0; i < n; i++)
-		if (!(text[i] = json_dumps(json_array_get(entries, i), JSON_COMPACT | JSON_ENCODE_ANY))) {
-			for (size_t j = 0; j < i; j++)
-				free(text[j]);
-			free(text);
-			tgi_snprintf(err, errlen, "cannot encode entry %zu of the conversation", i);
-			return -1;
-		}
 
 	int64_t seq = 0, now = tgi_unix_ms();
 	char have[TGI_MSG_API_MAX] = "";
@@ -1928,23 +1695,19 @@ static int sq_messages_append(tgi_store *base, const char *session, const char *
 	}
 	if (rc == SQLITE_OK && have[0] && strcmp(have, api)) {
 		tx_rollback(s);
-		for (size_t i = 0; i < n; i++)
-			free(text[i]);
-		free(text);
+		tgi_texts_free(text, n);
 		tgi_snprintf(err, errlen, "session '%s' is a conversation in the %s API, not %s",
-		             quoted(q, sizeof q, session), have, api);
+		             tgi_quoted(q, sizeof q, session), have, api);
 		return -1;
 	}
 	for (size_t i = 0; i < n && rc == SQLITE_OK; i++)
 		rc = st_run(s, ST_MSG_INSERT, "titit", session, seq + 1 + (int64_t)i, api, now, text[i]);
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
-	for (size_t i = 0; i < n; i++)
-		free(text[i]);
-	free(text);
+	tgi_texts_free(text, n);
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot save the conversation of session '%s'",
-		            quoted(q, sizeof q, session));
+		            tgi_quoted(q, sizeof q, session));
 	return 0;
 }
 
@@ -1956,7 +1719,7 @@ static int sq_messages(tgi_store *base, const char *session, json_t **out, char 
 	enum st id = ST_MSG_LIST;
 	*out = NULL;
 	api[0] = '\0';
-	if (check_messages_args(session, NULL, err, errlen) < 0)
+	if (tgi_check_messages(session, NULL, err, errlen) < 0)
 		return -1;
 	json_t *arr = json_array();
 	int bad = 0;
@@ -1978,14 +1741,14 @@ static int sq_messages(tgi_store *base, const char *session, json_t **out, char 
 		json_decref(arr);
 		api[0] = '\0';
 		tgi_snprintf(err, errlen, "the conversation of session '%s' holds an entry that is "
-		             "not JSON", quoted(q, sizeof q, session));
+		             "not JSON", tgi_quoted(q, sizeof q, session));
 		return -1;
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		json_decref(arr);
 		api[0] = '\0';
 		return fail(s, rc, err, errlen, "cannot read the conversation of session '%s'",
-		            quoted(q, sizeof q, session));
+		            tgi_quoted(q, sizeof q, session));
 	}
 	*out = arr;
 	return 0;
@@ -1996,18 +1759,9 @@ static int sq_messages(tgi_store *base, const char *session, json_t **out, char 
 static int sq_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
-	if (!ev || !ev->type || !*ev->type) {
-		tgi_snprintf(err, errlen, "an event needs a type");
+	char *data;
+	if (tgi_event_encode(op_id, ev, &data, err, errlen) < 0)
 		return -1;
-	}
-	ev->seq = 0;
-	if (op_id && check_op_id(op_id, err, errlen) < 0)
-		return -1;
-	char *data = NULL;
-	if (ev->data && !(data = json_dumps(ev->data, JSON_COMPACT | JSON_ENCODE_ANY))) {
-		tgi_snprintf(err, errlen, "cannot encode the data of event '%s'", ev->type);
-		return -1;
-	}
 	int64_t seq = 0;
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
@@ -2022,7 +1776,8 @@ static int sq_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err
 	free(data);
 	if (rc != SQLITE_OK) {
 		char q[80];
-		return fail(s, rc, err, errlen, "cannot record event '%s'", quoted(q, sizeof q, ev->type));
+		return fail(s, rc, err, errlen, "cannot record event '%s'",
+		            tgi_quoted(q, sizeof q, ev->type));
 	}
 	return 0;
 }
@@ -2031,25 +1786,17 @@ static int sq_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err
 
 static json_t *col_string(sqlite3_stmt *st, int i)
 {
-	const unsigned char *t = sqlite3_column_text(st, i);
-	if (!t)
-		return json_null();
-	json_t *j = json_string((const char *)t);
-	return j ? j : json_string("(not UTF-8)");
+	return tgi_val_string((const char *)sqlite3_column_text(st, i));
 }
 
 static json_t *col_parsed(sqlite3_stmt *st, int i)
 {
-	const unsigned char *t = sqlite3_column_text(st, i);
-	json_t *j = t ? json_loads((const char *)t, JSON_DECODE_ANY, NULL) : NULL;
-	return j ? j : json_null();
+	return tgi_val_parsed((const char *)sqlite3_column_text(st, i));
 }
 
 static json_t *col_time(sqlite3_stmt *st, int i)
 {
-	char iso[32];
-	tgi_iso8601(sqlite3_column_int64(st, i), iso);
-	return json_string(iso);
+	return tgi_val_time(sqlite3_column_int64(st, i));
 }
 
 static json_t *op_json(sqlite3_stmt *st)
@@ -2099,7 +1846,7 @@ static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t af
 {
 	char since_id[37];
 	sqlite3_stmt *st = NULL;
-	uuid_floor(f->since_ms, since_id);
+	tgi_uuid_floor(f->since_ms, since_id);
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK)
 		rc = bind_named(st, ":since_id", since_id, 0);
@@ -2384,8 +2131,7 @@ static void tool_reset(struct tool_stats *t, int free_all)
 static json_t *tool_done(struct tool_stats *t, const char *name)
 {
 	json_t *o = json_object(), *by = json_object();
-	json_t *jname = name ? json_string(name) : json_null();
-	json_object_set_new(o, "tool", jname ? jname : json_string("(not UTF-8)"));
+	json_object_set_new(o, "tool", tgi_val_string(name));
 	json_object_set_new(o, "calls", json_integer(t->calls));
 	for (size_t i = 0; i < t->nst; i++)
 		json_object_set_new(by, t->st[i].name, json_integer(t->st[i].n));
@@ -2396,25 +2142,6 @@ static json_t *tool_done(struct tool_stats *t, const char *name)
 	json_object_set_new(o, "p99_ms", t->nran ? json_real(percentile(t->ran, t->nran, 99)) : json_null());
 	tool_reset(t, 0);
 	return o;
-}
-
-static int same_tool(const char *a, const char *b)
-{
-	return a && b ? !strcmp(a, b) : a == b;
-}
-
-static int cmp_tools(const void *a, const void *b)
-{
-	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t cx = json_integer_value(json_object_get(x, "calls"));
-	json_int_t cy = json_integer_value(json_object_get(y, "calls"));
-	if (cx != cy)
-		return cx > cy ? -1 : 1;
-	const char *nx = json_string_value(json_object_get(x, "tool"));
-	const char *ny = json_string_value(json_object_get(y, "tool"));
-	if (!nx || !ny)
-		return !nx - !ny; /* then by name, calls without a tool last */
-	return strcmp(nx, ny);
 }
 
 /* Prepare sql with the since bounds bound. */
@@ -2448,7 +2175,7 @@ static int stats_tools(sq *s, int64_t since_ms, const char since_id[37], json_t 
 			break;
 		}
 		rc = SQLITE_OK;
-		if (t.calls && !same_tool(cur, tool)) {
+		if (t.calls && !tgi_same_tool(cur, tool)) {
 			if (n == cap)
 				v = tgi_xrealloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
 			v[n++] = tool_done(&t, cur);
@@ -2472,8 +2199,7 @@ static int stats_tools(sq *s, int64_t since_ms, const char since_id[37], json_t 
 	sqlite3_finalize(st);
 	free(cur);
 	tool_reset(&t, 1);
-	if (n)
-		qsort(v, n, sizeof *v, cmp_tools);
+	tgi_tools_sort(v, n);
 	*total = 0;
 	for (size_t i = 0; i < n; i++) {
 		*total += json_integer_value(json_object_get(v[i], "calls"));
@@ -2510,12 +2236,12 @@ static int stats_denials(sq *s, int64_t since_ms, const char since_id[37], json_
 static int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
-	char since_id[37], iso[32];
+	char since_id[37];
 	json_int_t calls = 0;
 	json_t *tools = json_array(), *denials = json_array();
 
 	*out = NULL;
-	uuid_floor(since_ms, since_id);
+	tgi_uuid_floor(since_ms, since_id);
 	/* one read transaction: both parts see the same ledger */
 	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
@@ -2529,10 +2255,7 @@ static int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, 
 		json_decref(denials);
 		return fail(s, rc, err, errlen, "cannot read the ledger");
 	}
-	if (since_ms > 0)
-		tgi_iso8601(since_ms, iso);
-	*out = json_pack("{s:o, s:I, s:o, s:o}", "since", since_ms > 0 ? json_string(iso) : json_null(),
-	                 "calls", calls, "tools", tools, "denials", denials);
+	*out = tgi_stats_json(since_ms, calls, tools, denials);
 	return 0;
 }
 
@@ -2611,7 +2334,7 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 	sqlite3_stmt *st = NULL;
 	int stop = 0;
 
-	uuid_floor(since_ms, floor_id);
+	tgi_uuid_floor(since_ms, floor_id);
 	int rc = sqlite3_prepare_v2(s->db, ops_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, floor_id, -1, SQLITE_STATIC);

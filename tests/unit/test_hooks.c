@@ -88,9 +88,10 @@ static int setup(void **state)
 	/* never reads its stdin; answers after a moment */
 	write_file_at("hooks/noread.sh", "#!/bin/sh\nsleep 1\necho '{\"decision\":\"allow\"}'\n", 0755);
 	/* its environment and working directory */
-	write_file_at("hooks/env.sh", "#!/bin/sh\ncat > /dev/null\nprintf '%s|%s|%s|%s|%s' "
+	write_file_at("hooks/env.sh", "#!/bin/sh\ncat > /dev/null\nprintf '%s|%s|%s|%s|%s|%s%s' "
 	              "\"$TOOLGATE_HOOK_EVENT\" \"$TOOLGATE_OP_ID\" \"$TOOLGATE_WORKSPACE\" "
-	              "\"$CLAUDE_PROJECT_DIR\" \"$(pwd)\" > env.txt\n", 0755);
+	              "\"$CLAUDE_PROJECT_DIR\" \"$(pwd)\" \"$PGPASSWORD\" \"$PGPASSFILE\" > env.txt\n",
+	              0755);
 	/* a Claude Code script: denies shell commands that hold rm, from tool_input */
 	write_file_at("hooks/cc.sh", "#!/bin/sh\nin=$(cat)\ncase \"$in\" in\n"
 	              "*'\"tool_name\":\"shell\"'*'\"tool_input\":{\"command\":\"rm '*)\n"
@@ -711,7 +712,12 @@ static void test_before_input(void **state)
 	tg_gate *g = open_gate("mode: acceptEdits\nhooks:\n  before_tool_call:\n"
 	                       "    - {command: [./hooks/mark.sh, in.json]}\n"
 	                       "    - {command: [./hooks/env.sh]}\n");
+	/* the ledger's credentials are not the hook's business */
+	setenv("PGPASSWORD", "s3cret", 1);
+	setenv("PGPASSFILE", "/tmp/pgpass", 1);
 	json_t *env = call(g, "write_file", write_args);
+	unsetenv("PGPASSWORD");
+	unsetenv("PGPASSFILE");
 	assert_status(env, "persisted");
 	char *text = slurp("in.json");
 	assert_non_null(text);
@@ -735,7 +741,7 @@ static void test_before_input(void **state)
 	json_decref(in);
 
 	char want[PATH_MAX * 4];
-	snprintf(want, sizeof want, "before_tool_call|%s|%s|%s|%s", str(env, "op_id"), ws, ws, ws);
+	snprintf(want, sizeof want, "before_tool_call|%s|%s|%s|%s|", str(env, "op_id"), ws, ws, ws);
 	char *e = slurp("env.txt");
 	assert_non_null(e);
 	assert_string_equal(e, want);
