@@ -16,6 +16,9 @@
  * medians of rounds.
  *
  *   build/bench/shared STORE read|write PROCS [seconds] [rounds]
+ *
+ * STORE "-" takes $TOOLGATE_STORE (a URL with a password stays off the
+ * command line, which other users can read).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -157,12 +160,12 @@ int main(int argc, char **argv)
 {
 	if (argc < 4)
 		return fprintf(stderr, "usage: shared STORE read|write PROCS [seconds] [rounds]\n"), 2;
-	const char *store = argv[1];
+	const char *store = strcmp(argv[1], "-") ? argv[1] : getenv("TOOLGATE_STORE");
 	int write = !strcmp(argv[2], "write");
 	int procs = atoi(argv[3]);
 	double seconds = argc > 4 ? atof(argv[4]) : 2.0;
 	int rounds = argc > 5 ? atoi(argv[5]) : 3;
-	if (procs < 1 || procs > MAX_PROCS || rounds < 1 || rounds > 99 || seconds <= 0 ||
+	if (!store || procs < 1 || procs > MAX_PROCS || rounds < 1 || rounds > 99 || seconds <= 0 ||
 	    (!write && strcmp(argv[2], "read")))
 		return fprintf(stderr, "usage: shared STORE read|write PROCS [seconds] [rounds]\n"), 2;
 

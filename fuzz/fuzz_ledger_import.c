@@ -6,8 +6,9 @@
  * Every line ends as a record or a printable sentence; a record keeps what
  * the importer relies on (a UUID op_id, a status and error kind toolgate
  * has, canonical args, an envelope object, events with a type; a claim's
- * scope and state), and an op written back as an export line parses to
- * the same record.
+ * scope and state; a binding of 64 lowercase hex digits, only with a
+ * scope), and an op written back as an export line parses to the same
+ * record.
  *
  * Owns: nothing.  Must not: open a ledger or write files.
  */
@@ -48,13 +49,20 @@ static json_t *row_of(const tgi_ledger_line *ln)
 	                        json_loads(op->envelope, 0, NULL));
 	check(row != NULL);
 	const char *keys[] = {"call_id", "session", "tool", "principal", "error_kind",
-	                      "idem_scope", "idem_state", "args_sha256", "loop"};
+	                      "idem_scope", "idem_state", "idem_binding", "args_sha256", "loop"};
 	const char *vals[] = {op->call_id, op->session, op->tool, op->principal, op->error_kind,
-	                      op->idem_scope, ln->idem_state, op->args_sha256, op->loop};
+	                      op->idem_scope, ln->idem_state, ln->idem_binding, op->args_sha256,
+	                      op->loop};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(keys); i++)
 		json_object_set_new(row, keys[i], str_or_null(vals[i]));
 	json_object_set_new(row, "events", events);
 	return row;
+}
+
+/* NULL, or 64 lowercase hex digits. */
+static int binding_ok(const char *b)
+{
+	return !b || (strlen(b) == 64 && strspn(b, "0123456789abcdef") == 64);
 }
 
 static void check_op(const tgi_ledger_line *ln)
@@ -63,6 +71,7 @@ static void check_op(const tgi_ledger_line *ln)
 	check(tgi_uuid_ok(op->op_id));
 	check(op->status && *op->status && op->args_redacted && op->envelope);
 	check(!ln->idem_state || op->idem_scope);
+	check(binding_ok(ln->idem_binding) && (!ln->idem_binding || op->idem_scope));
 	check(ln->nev <= TGI_LEDGER_EVENTS_MAX);
 	for (size_t i = 0; i < ln->nev; i++)
 		check(ln->ev[i].type && *ln->ev[i].type && ln->ev[i].ts_ms >= 0);
@@ -89,7 +98,8 @@ static void check_op(const tgi_ledger_line *ln)
 	      same(back.op.call_id, op->call_id) && same(back.op.session, op->session) &&
 	      same(back.op.tool, op->tool) && same(back.op.principal, op->principal) &&
 	      same(back.op.error_kind, op->error_kind) && same(back.op.idem_scope, op->idem_scope) &&
-	      same(back.idem_state, ln->idem_state) && same(back.op.loop, op->loop) &&
+	      same(back.idem_state, ln->idem_state) && same(back.idem_binding, ln->idem_binding) &&
+	      same(back.op.loop, op->loop) &&
 	      same(back.op.args_sha256, op->args_sha256) &&
 	      same(back.op.args_redacted, op->args_redacted) &&
 	      same(back.op.envelope, op->envelope));
@@ -128,6 +138,7 @@ static void one_line(const char *text, size_t len)
 		check(tgi_uuid_ok(ln.op.op_id) && ln.op.idem_scope && *ln.op.idem_scope);
 		check(!strcmp(ln.idem_state, "in_flight") || !strcmp(ln.idem_state, "unknown"));
 		check(ln.op.started_ms >= 0 && !ln.ev && !ln.op.envelope);
+		check(binding_ok(ln.idem_binding));
 		break;
 	}
 	tgi_ledger_line_free(&ln);

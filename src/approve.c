@@ -46,15 +46,15 @@ static int prompt_tty(tgi_call *c)
 static int decision(tgi_call *c, const char *binding, char by[128])
 {
 	tg_gate *g = c->g;
-	char err[512], pending_id[37];
+	char err[512];
 	tgi_approval_row row;
 	int found = 0, taken = 0;
 
 	tgi_store_lock(g);
 	int rc = tgi_store_approval_get(g->store, c->approval_id, &row, &found, err, sizeof err);
-	if (rc == 0 && found && !strcmp(row.state, "approved"))
-		rc = tgi_store_approval_take(g->store, binding, c->principal->name, &taken,
-		                             pending_id, err, sizeof err);
+	if (rc == 0 && found && !strcmp(row.state, "approved"))   /* this one, not the newest */
+		rc = tgi_store_approval_use(g->store, c->approval_id, c->principal->name, binding,
+		                            &taken, err, sizeof err);
 	tgi_store_unlock(g);
 	if (found) {
 		memcpy(by, row.decided_by, sizeof row.decided_by);
@@ -63,7 +63,7 @@ static int decision(tgi_call *c, const char *binding, char by[128])
 	}
 	if (rc < 0 || !found || !strcmp(row.state, "pending"))
 		return 0;
-	if (!strcmp(row.state, "denied") || taken == -1)
+	if (!strcmp(row.state, "denied"))
 		return -1;
 	if (taken == 1)
 		return 1;

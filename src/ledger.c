@@ -6,9 +6,10 @@
  *
  * An import writes each op as the gate recorded it: one tgi_store_record
  * per op (its row and events in one transaction), the op's idempotency
- * claim settled done when it was done (so that a repeat of the call
- * replays it in the new ledger) and left unknown when it was unknown (it
- * is claimed first, then recorded as unknown: never run again).  What is
+ * claim made first with the binding it had (so that the same key with
+ * other arguments is refused, not replayed) and then settled done when it
+ * was done (so that a repeat of the call replays it in the new ledger) or
+ * unknown when it was unknown (never run again).  What is
  * already there is skipped, so an import can be run again after a failure
  * or twice by mistake: an op by its op_id, an event of no op by its time,
  * type, stage and data (looked up only when the ledger had events before
@@ -134,6 +135,18 @@ static int parse_event(json_t *v, const char *field, tgi_event *ev, char *err, s
 	return 0;
 }
 
+/* o[key]: a binding (64 lowercase hex digits) or null/absent (*out NULL). */
+static int get_binding(json_t *o, const char *key, const char *field, const char **out,
+                       char *err, size_t errlen)
+{
+	if (get_string(o, key, field, 64, 0, out, err, errlen) < 0)
+		return -1;
+	if (*out && !sha256_hex(*out))
+		return expected(err, errlen, field, "64 lowercase hex digits or null",
+		                json_object_get(o, key));
+	return 0;
+}
+
 static int parse_header(json_t *root, tgi_ledger_line *out, char *err, size_t errlen)
 {
 	json_t *fmt = json_object_get(root, "toolgate_ledger");
@@ -216,6 +229,12 @@ static int parse_op(json_t *root, tgi_ledger_line *out, char *err, size_t errlen
 		tgi_snprintf(err, errlen, "idem_state: \"%s\" without an idem_scope", out->idem_state);
 		return -1;
 	}
+	if (get_binding(root, "idem_binding", "idem_binding", &out->idem_binding, err, errlen) < 0)
+		return -1;
+	if (out->idem_binding && !op->idem_scope) {
+		tgi_snprintf(err, errlen, "idem_binding: a binding without an idem_scope");
+		return -1;
+	}
 
 	if (get_ms(root, "started_ms", "started_ms", &op->started_ms, err, errlen) < 0)
 		return -1;
@@ -276,6 +295,7 @@ static int parse_claim(json_t *v, tgi_ledger_line *out, char *err, size_t errlen
 	if (get_string(v, "scope", "claim.scope", TGI_LEDGER_SCOPE_MAX, 1, &op->idem_scope, err,
 	               errlen) < 0 ||
 	    get_string(v, "state", "claim.state", 16, 1, &out->idem_state, err, errlen) < 0 ||
+	    get_binding(v, "binding", "claim.binding", &out->idem_binding, err, errlen) < 0 ||
 	    get_ms(v, "created_ms", "claim.created_ms", &op->started_ms, err, errlen) < 0)
 		return -1;
 	if (strcmp(out->idem_state, "in_flight") && strcmp(out->idem_state, "unknown"))
@@ -348,26 +368,37 @@ int tgi_ledger_parse(const char *text, size_t len, tgi_ledger_line *out, char *e
 
 /* ---- opening the ledger ---- */
 
-/* where, fit for a sentence: a URL loses its user and password (all before
- * the last '@') and every parameter but host and port. */
-static void shown_where(const char *where, char *out, size_t cap)
+/* The last '@' of the n bytes at s, or NULL. */
+static const char *last_at(const char *s, size_t n)
 {
-	if (!tgi_store_is_url(where)) {
-		tgi_sanitize(out, cap, where);
+	const char *at = NULL;
+	for (const char *p = s; p < s + n; p++)
+		if (*p == '@')
+			at = p;
+	return at;
+}
+
+void tgi_ledger_shown_where(const char *where, char *out, size_t cap)
+{
+	if (!where || !tgi_store_is_url(where) || !strstr(where, "://")) {
+		tgi_sanitize(out, cap, where ? where : "");
 		return;
 	}
 	tgi_buf b;
 	tgi_buf_init(&b, 4096);
 	const char *rest = strstr(where, "://") + 3;
-	size_t qpos = strcspn(rest, "?#");
-	const char *at = NULL;
-	for (const char *p = rest; p < rest + qpos; p++)
-		if (*p == '@')
-			at = p;
-	tgi_buf_append(&b, where, (size_t)(rest - where));
+	/* the authority ends at the first '/' (a '?' or '#' in a password does
+	 * not end it, as libpq reads it); an '@' after it (a '/' in a password)
+	 * is cut at too, before the query: never show what came before it */
+	size_t alen = strcspn(rest, "/");
+	const char *at = last_at(rest, alen);
+	if (!at)
+		at = last_at(rest, alen + strcspn(rest + alen, "?#"));
 	const char *host = at ? at + 1 : rest;
-	tgi_buf_append(&b, host, (size_t)(rest + qpos - host));
-	const char *q = rest + qpos;
+	size_t hlen = strcspn(host, "?#");
+	tgi_buf_append(&b, where, (size_t)(rest - where));
+	tgi_buf_append(&b, host, hlen);
+	const char *q = host + hlen;
 	char sep = '?';
 	while (*q == '?' || *q == '&') {
 		q++;
@@ -422,7 +453,7 @@ int tg_ledger_open(const char *config_path, int migrate, tg_ledger **out, char *
 		free(l);
 		return tgi_fail(errmsg, "%s", err);
 	}
-	shown_where(where, l->where, sizeof l->where);
+	tgi_ledger_shown_where(where, l->where, sizeof l->where);
 	tgi_config_free(cfg);
 	*out = l;
 	return 0;
@@ -697,20 +728,21 @@ static int import_op(struct importer *im, tgi_ledger_line *ln, char *err, size_t
 	}
 
 	tgi_idem_settle how = TGI_SETTLE_NONE;
-	if (ln->idem_state && !strcmp(ln->idem_state, "done")) {
-		how = TGI_SETTLE_DONE;
-	} else if (ln->idem_state) {
-		/* unknown, or in flight (its owner is not here: as good as
-		 * unknown): claim the scope, then record the op as unknown with it.
-		 * Should the record fail, the claim is left in flight under this
-		 * process, and turns unknown when it ends: never run again either. */
+	if (ln->idem_state) {
+		/* claim the scope with the binding it had, then record the op
+		 * settling it: done, or unknown (in flight: its owner is not
+		 * here, as good as unknown).  A scope held by another op is left
+		 * as it is; one this op holds (an import that failed between the
+		 * claim and the record) is settled now.  Should the record fail,
+		 * the claim is left in flight under this process, and turns
+		 * unknown when it ends: never run again either. */
 		tgi_idem_info info;
-		if (tgi_store_idem_claim(im->s, op->idem_scope, op->op_id, NULL, TGI_LEDGER_LEASE_S,
-		                         &info, err, errlen) < 0)
+		if (tgi_store_idem_claim(im->s, op->idem_scope, op->op_id, ln->idem_binding,
+		                         TGI_LEDGER_LEASE_S, &info, err, errlen) < 0)
 			return -1;
 		free(info.envelope);
-		if (info.state == TGI_IDEM_CLAIMED)
-			how = TGI_SETTLE_UNKNOWN;
+		if (info.state == TGI_IDEM_CLAIMED || !strcmp(info.op_id, op->op_id))
+			how = !strcmp(ln->idem_state, "done") ? TGI_SETTLE_DONE : TGI_SETTLE_UNKNOWN;
 	}
 	const char *scope = how != TGI_SETTLE_NONE ? op->idem_scope : NULL;
 	if (tgi_store_record(im->s, op, ln->ev, ln->nev, scope, how, err, errlen) < 0)
@@ -729,8 +761,8 @@ static int import_claim(struct importer *im, const tgi_ledger_line *ln, char *er
                         size_t errlen)
 {
 	tgi_idem_info info;
-	if (tgi_store_idem_claim(im->s, ln->op.idem_scope, ln->op.op_id, NULL, 1, &info, err,
-	                         errlen) < 0)
+	if (tgi_store_idem_claim(im->s, ln->op.idem_scope, ln->op.op_id, ln->idem_binding, 1, &info,
+	                         err, errlen) < 0)
 		return -1;
 	free(info.envelope);
 	if (info.state == TGI_IDEM_CLAIMED)

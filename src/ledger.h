@@ -6,15 +6,19 @@
  * The export is JSON lines, version TGI_LEDGER_FORMAT:
  *   {"toolgate_ledger": 1, "schema": N, "exported_at": "...", ...}   the header, first
  *   {"op_id": ..., "status": ..., "envelope": {...}, "events": [...], ...}
- *                                     one op with its events (tgi_store_export's row)
+ *                                     one op with its events (tgi_store_export's row;
+ *                                     "idem_binding": what its key was bound to)
  *   {"event": {"ts_ms": ..., "type": ..., "stage": ..., "data": ...}}
  *                                     an event of no op
- *   {"claim": {"scope": ..., "op_id": ..., "state": ..., "created_ms": ...}}
+ *   {"claim": {"scope": ..., "op_id": ..., "state": ..., "binding": ...,
+ *              "created_ms": ...}}
  *                                     an idempotency claim in flight or unknown whose
  *                                     call left no op row (its process died)
+ * A binding (sha256 hex, or null) is what keeps a key from replaying
+ * another call's result; exports made before it existed have none.
  *
- * Owns: the shape of those lines.  Must not: touch a store (src/ledger.c
- * writes what this parses).
+ * Owns: the shape of those lines, and how a ledger's location is shown.
+ * Must not: touch a store (src/ledger.c writes what this parses).
  */
 #ifndef TGI_LEDGER_H
 #define TGI_LEDGER_H
@@ -44,6 +48,8 @@ typedef struct tgi_ledger_line {
 	                               and envelope (owned: canonical args text, and the
 	                               envelope as the gate writes it) */
 	const char   *idem_state;   /* OP: "done", "unknown", "in_flight" or NULL (borrowed) */
+	const char   *idem_binding; /* OP, CLAIM: the claim's binding, 64 hex digits, or NULL
+	                               (borrowed) */
 	tgi_event    *ev;           /* OP: its events, oldest first; EVENT: the event
 	                               (owned array; type, stage and data borrowed from root;
 	                               data NULL for JSON null) */
@@ -62,5 +68,11 @@ typedef struct tgi_ledger_line {
  */
 int  tgi_ledger_parse(const char *text, size_t len, tgi_ledger_line *out, char *err, size_t errlen);
 void tgi_ledger_line_free(tgi_ledger_line *l);
+
+/* A ledger's where (a path, or a URL) fit for a sentence into out: a URL
+ * keeps its scheme, host, port, database and its host and port
+ * parameters; never its user, password (whatever it holds: '?', '#', '/'
+ * or '@') or another parameter.  Control characters are stripped. */
+void tgi_ledger_shown_where(const char *where, char *out, size_t cap);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * common.c — what the two ledger implementations (sqlite.c, postgres.c)
  * share: the checks both make on their arguments, with their sentences;
- * who this process is as a claim's owner, and whether an owner on this
- * host still runs (/proc); the time inside a UUIDv7; and the values both
+ * who this process is as a claim's owner (hostname, boot id, pid
+ * namespace, start time), and whether an owner on this host still runs
+ * (/proc); the time inside a UUIDv7; and the values both
  * build alike (an applied op's envelope, an approval's answer, the
  * stats' tools order, a text column as JSON).
  *
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TGI_RETRY_MIN_S  1.0
@@ -156,6 +158,18 @@ int tgi_check_approval_take(const char *binding, const char *principal, char *er
 	return 0;
 }
 
+int tgi_check_approval_use(const char *id, const char *principal, const char *binding, char *err,
+                           size_t errlen)
+{
+	if (tgi_check_approval_id(id, err, errlen) < 0)
+		return -1;
+	if (!principal || !binding) {
+		tgi_snprintf(err, errlen, "an approval is used by its id, principal and binding");
+		return -1;
+	}
+	return 0;
+}
+
 int tgi_check_pin(const char *name, const char *digest, char *err, size_t errlen)
 {
 	if (!name || !*name || strlen(name) > TGI_PIN_NAME_MAX) {
@@ -271,12 +285,47 @@ static int proc_stat(pid_t pid, char *state, int64_t *start)
 	return 0;
 }
 
+/* The kernel's boot id (a UUID, 36 characters) into out[37]: 0, or -1
+ * when it cannot be read. */
+static int boot_id(char out[37])
+{
+	char buf[64];
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 36)
+		return -1;
+	buf[36] = '\0';
+	if (!tgi_uuid_ok(buf))
+		return -1;
+	memcpy(out, buf, 37);
+	return 0;
+}
+
+/* "<hostname>/<boot id>/<pid namespace inode>" into me->host; me->known 0
+ * (and "-" for what is missing) when the boot id or the namespace cannot
+ * be read: then no row counts as this host's. */
+static void self_host(tgi_self *me)
+{
+	char name[128] = "", boot[37] = "-", ns[24] = "-";
+	struct stat st;
+	if (gethostname(name, sizeof name - 1) < 0 || !name[0])
+		tgi_snprintf(name, sizeof name, "localhost");
+	int have_boot = boot_id(boot) == 0;
+	int have_ns = stat("/proc/self/ns/pid", &st) == 0;
+	if (have_ns)
+		tgi_snprintf(ns, sizeof ns, "%llu", (unsigned long long)st.st_ino);
+	tgi_snprintf(me->host, sizeof me->host, "%s/%s/%s", name, boot, ns);
+	me->known = have_boot && have_ns;
+}
+
 void tgi_self_init(tgi_self *me)
 {
 	memset(me, 0, sizeof *me);
 	me->start = -1;
-	if (gethostname(me->host, sizeof me->host - 1) < 0)
-		tgi_snprintf(me->host, sizeof me->host, "localhost");
+	tgi_self_start(me);
 }
 
 int64_t tgi_self_start(tgi_self *me)
@@ -287,8 +336,30 @@ int64_t tgi_self_start(tgi_self *me)
 		int64_t start;
 		me->pid = pid;
 		me->start = proc_stat(pid, &state, &start) == 0 ? start : -1;
+		self_host(me);   /* a child may be in another pid namespace */
 	}
 	return me->start;
+}
+
+int tgi_owner_same_host(tgi_self *me, const char *host)
+{
+	tgi_self_start(me);
+	return me->known && host && !strcmp(host, me->host);
+}
+
+const char *tgi_owner_host_shown(const char *host, char *buf, size_t cap)
+{
+	const char *h = host ? host : "";
+	size_t n = strlen(h);
+	/* ".../<36-character boot id or ->/<digits or ->": cut both off */
+	const char *ns = memrchr(h, '/', n);
+	const char *boot = ns ? memrchr(h, '/', (size_t)(ns - h)) : NULL;
+	if (boot && (ns - boot - 1 == 36 || ns - boot - 1 == 1) && ns[1] &&
+	    strspn(ns + 1, "0123456789-") == strlen(ns + 1))
+		n = (size_t)(boot - h);
+	char tmp[256];
+	tgi_snprintf(tmp, sizeof tmp, "%.*s", (int)(n < sizeof tmp ? n : sizeof tmp - 1), h);
+	return tgi_quoted(buf, cap, tmp);
 }
 
 int tgi_owner_here_alive(int64_t pid, int64_t start, int lease_live)

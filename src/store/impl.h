@@ -50,6 +50,8 @@ typedef struct tgi_store_impl {
 	                       size_t errlen);
 	int (*approval_take)(tgi_store *s, const char *binding, const char *principal, int *found,
 	                     char pending_id[37], char *err, size_t errlen);
+	int (*approval_use)(tgi_store *s, const char *id, const char *principal, const char *binding,
+	                    int *used, char *err, size_t errlen);
 	int (*approval_get)(tgi_store *s, const char *id, tgi_approval_row *row, int *found,
 	                    char *err, size_t errlen);
 	int (*approval_list)(tgi_store *s, const char *state, tgi_approval_row **rows, size_t *n,
@@ -112,6 +114,9 @@ int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t 
 /* decide's id: a UUID, else "no approval". */
 int tgi_check_approval_id(const char *id, char *err, size_t errlen);
 int tgi_check_approval_take(const char *binding, const char *principal, char *err, size_t errlen);
+/* use's arguments: an approval id, a principal and a binding. */
+int tgi_check_approval_use(const char *id, const char *principal, const char *binding, char *err,
+                           size_t errlen);
 int tgi_check_pin(const char *name, const char *digest, char *err, size_t errlen);
 /* api NULL: not checked (reading). */
 int tgi_check_messages(const char *session, const char *api, char *err, size_t errlen);
@@ -135,16 +140,33 @@ void tgi_texts_free(char **v, size_t n);
  * frees). */
 int tgi_event_encode(const char *op_id, tgi_event *ev, char **data, char *err, size_t errlen);
 
-/* This process as a claim's owner: its host, and its start time (clock
- * ticks since boot, -1 unknown) read once per pid, since a fork changes it. */
+/*
+ * This process as a claim's owner: its host and its start time (clock
+ * ticks since boot, -1 unknown), read again when the pid changes (a fork).
+ * The host is "<hostname>/<boot id>/<pid namespace inode>": a pid means
+ * something only in its pid namespace of one boot of one kernel, and gates
+ * of one hostname in two containers (a shared UTS namespace, pids apart)
+ * are two hosts.  A row whose host is a bare hostname (written before the
+ * host carried the other two) is another host's: its pid is never looked
+ * up here; the lease (and, for PostgreSQL, the backend) decide.
+ */
 typedef struct tgi_self {
 	char    host[256];
-	pid_t   pid;      /* the process start belongs to */
+	int     known;    /* boot id and pid namespace were read: host is whole */
+	pid_t   pid;      /* the process start and host belong to */
 	int64_t start;
 } tgi_self;
 
 void    tgi_self_init(tgi_self *me);
+/* The start time; renews me->host too when the pid changed, so call it
+ * before reading me->host for a claim. */
 int64_t tgi_self_start(tgi_self *me);
+/* Is host (a claim's owner_host) this very host and pid namespace?  Only
+ * when this process knows its whole identity and host is exactly it. */
+int     tgi_owner_same_host(tgi_self *me, const char *host);
+/* host as a sentence shows it: the hostname, without boot id and pid
+ * namespace.  Returns buf. */
+const char *tgi_owner_host_shown(const char *host, char *buf, size_t cap);
 /* Is the owner pid on this host still running its claim?  The pid exists
  * and has the recorded start (so a reused pid is not mistaken for the
  * owner; a zombie is dead).  Where that cannot be read, lease_live (the

@@ -20,19 +20,25 @@
  *                           |  \---record RELEASE--> (none)   (may run again)
  *                           |   \--record UNKNOWN--> unknown
  *                           +--owner seen dead---> unknown   (never re-run)
+ *                           +--its record failed--> unknown  (none for RELEASE)
  *     unknown | dead in_flight --resolve applied=1--> done
  *                              --resolve applied=0--> (none)
  *
  * The claim is one statement, INSERT ... ON CONFLICT DO NOTHING RETURNING,
  * committed (synchronous_commit on) before the tool may run; the row is
- * read back in the same round trip.  An owner is its host, pid and process
- * start time, its PostgreSQL backend (pid and backend_start) and a lease on
- * the server's clock.  On this host the owner process itself is checked in
- * /proc (common.c, as for sqlite.c); an owner on another host is alive
- * while its backend still exists with that start time and its lease has
- * not run out.  A dead owner's row becomes unknown by a conditional UPDATE
- * (only if it is still that in_flight row), so whoever asks next gets the
- * same answer.
+ * read back in the same round trip.  An owner is its host (hostname, boot
+ * id and pid namespace: common.c), pid and process start time, its
+ * PostgreSQL backend (pid and backend_start) and a lease on the server's
+ * clock.  On this host the owner process itself is checked in /proc
+ * (common.c, as for sqlite.c); an owner on another host is alive while its
+ * lease has not run out and its backend still exists with that start time
+ * or started before the server now running did (a server restart ends
+ * every backend and says nothing about the processes).  A dead owner's row
+ * becomes unknown by a conditional UPDATE (only if it is still that
+ * in_flight row), so whoever asks next gets the same answer; it keeps its
+ * owner, and `ops resolve` judges an unknown row's owner as an in-flight
+ * one's.  A row its owner settles unknown itself loses its owner (no
+ * process runs it any more).
  *
  * Events: seq comes from a one-row counter (event_seq), bumped by the
  * statement that inserts the events, the last one before the commit: its
@@ -47,9 +53,22 @@
  * makes the failing call's sentence say so and tgi_store_transient() 1.
  * The next call reconnects, but not before a backoff (100 ms, doubling to
  * 5 s, back to 100 ms after a success); in the backoff a call fails at
- * once.  After a reconnect the claims this handle holds are moved to its
- * new backend, and a claim whose commit was lost with the connection is
- * deleted (the call it was for was refused, so nothing ran under it).
+ * once.  A connection that died while idle (a restart, a killed backend,
+ * an idle timeout: the socket turned readable) is found before the next
+ * round trip and made again at once; a record whose connection broke under
+ * it is sent once more on a fresh one (its op_id is its key: a duplicate
+ * means the first commit landed).  Reconnects wait PG_RECONNECT_S for a
+ * server at most, and every connection has keepalives and a TCP user
+ * timeout, so a server host that vanished does not hold a call for long.
+ * After a reconnect the claims of calls still running are moved to the new
+ * backend; a claim whose commit was lost with the connection is deleted
+ * (its call was refused, so nothing ran under it), and one whose record
+ * failed is settled unknown (or deleted when nothing was applied), never
+ * moved: its call is over (struct held).  What is still unsettled when the
+ * handle closes gets one bounded attempt then.
+ *
+ * Approvals compare expiries with the server's clock, as leases and
+ * buckets do, not with each gate's.  An export reads one snapshot.
  *
  * Owns: the connection, schema and migrations, the prepared statements,
  * the claim protocol, the reconnect backoff, the watches' connections.
@@ -77,6 +96,10 @@
 #include <unistd.h>
 
 #define PG_CONNECT_TIMEOUT "10"   /* seconds, unless the URL says otherwise */
+#define PG_RECONNECT_S     3      /* a reconnect's (and a watch's) connect timeout, at most */
+#define PG_TCP_USER_TIMEOUT "30000" /* ms unacknowledged before the kernel gives a connection up */
+#define PG_CLOSE_WAIT_MS   2000   /* the close's one attempt at unsettled claims */
+#define PG_IDLE_CLOSE_MS   100    /* after a message on an idle connection: its close may follow */
 #define PG_BACKOFF_MIN_MS  100
 #define PG_BACKOFF_MAX_MS  5000
 #define PG_CLAIM_TRIES     8      /* a scope that changes hands this often is an error */
@@ -89,8 +112,10 @@
 #define PG_LOCK_SCHEMA     1952907265 /* 0x74670001 */
 #define PG_LOCK_MESSAGES   1952907266 /* 0x74670002 */
 
-/* The server's clock in unix ms (leases, rate-limit buckets). */
+/* The server's clock in unix ms (leases, rate-limit buckets); for
+ * approvals the statement's start on it, one value in a statement. */
 #define PG_NOW_MS "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+#define PG_STMT_MS "(extract(epoch from statement_timestamp()) * 1000)::bigint"
 /* A backend's start time in microseconds, as stored with a claim. */
 #define PG_START_US(col) "(extract(epoch from " col ") * 1000000)::bigint"
 /* bucket_take: the bucket's tokens now, refilled at $3 a second since it
@@ -99,6 +124,21 @@
 	"least($4::double precision, b.tokens + greatest(excluded.updated_ms"     \
 	" - b.updated_ms, 0) * $3::double precision / 1000)"
 #define PG_EPSILON "1e-9" /* tokens: float noise (as src/mw/ratelimit.c) */
+/* A claim's owner: its backend still runs (with the start recorded), or
+ * it started before the server now running did (it went with a server
+ * restart, not with its process: the lease alone decides then). */
+#define PG_BACKEND_ALIVE                                                          \
+	"i.owner_backend_pid IS NOT NULL AND EXISTS(SELECT 1"                     \
+	" FROM pg_stat_get_activity(i.owner_backend_pid) a WHERE a.backend_start" \
+	" IS NULL OR " PG_START_US("a.backend_start") " = i.owner_backend_start)"
+#define PG_BACKEND_BEFORE                                                         \
+	"coalesce(i.owner_backend_start < " PG_START_US("pg_postmaster_start_time()") \
+	", false)"
+/* A claim its owner settled itself (unknown): no process runs it any more,
+ * so nothing about an owner is left to judge (the host stays, for people). */
+#define PG_NO_OWNER                                                               \
+	"owner_pid = NULL, owner_start = NULL, owner_backend_pid = NULL,"         \
+	" owner_backend_start = NULL, lease_until_ms = NULL"
 #define PG_STR_(x) #x
 #define PG_STR(x)  PG_STR_(x)
 
@@ -231,9 +271,7 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " FROM (SELECT " PG_NOW_MS " AS ms) n ON CONFLICT(scope) DO NOTHING RETURNING op_id") \
 	X(ST_IDEM_GET, 1,                                                                       \
 	  "SELECT i.op_id, i.state, i.owner_host, i.owner_pid, i.owner_start, i.lease_until_ms," \
-	  " i.binding, " PG_NOW_MS ", i.owner_backend_pid IS NOT NULL AND EXISTS(SELECT 1"       \
-	  " FROM pg_stat_get_activity(i.owner_backend_pid) a WHERE a.backend_start IS NULL"     \
-	  " OR " PG_START_US("a.backend_start") " = i.owner_backend_start),"                    \
+	  " i.binding, " PG_NOW_MS ", " PG_BACKEND_ALIVE ", " PG_BACKEND_BEFORE ","              \
 	  " o.envelope FROM idem i LEFT JOIN ops o ON i.state = 'done' AND o.op_id = i.op_id"   \
 	  " WHERE i.scope = $1")                                                                \
 	X(ST_IDEM_MARK_UNKNOWN, 2,                                                              \
@@ -241,9 +279,7 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " WHERE scope = $1 AND op_id = $2 AND state = 'in_flight' RETURNING op_id")           \
 	X(ST_IDEM_BY_OP, 1,                                                                     \
 	  "SELECT i.scope, i.state, i.owner_host, i.owner_pid, i.owner_start, i.lease_until_ms," \
-	  " " PG_NOW_MS ", i.owner_backend_pid IS NOT NULL AND EXISTS(SELECT 1"                  \
-	  " FROM pg_stat_get_activity(i.owner_backend_pid) a WHERE a.backend_start IS NULL"     \
-	  " OR " PG_START_US("a.backend_start") " = i.owner_backend_start)"                     \
+	  " " PG_NOW_MS ", " PG_BACKEND_ALIVE ", " PG_BACKEND_BEFORE                             \
 	  " FROM idem i WHERE i.op_id = $1 AND i.state IN ('in_flight', 'unknown')"             \
 	  " LIMIT 1 FOR UPDATE OF i")                                                           \
 	X(ST_IDEM_DONE, 2,                                                                      \
@@ -252,44 +288,59 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " ON CONFLICT(scope) DO UPDATE SET state = 'done', updated_ms = excluded.updated_ms"  \
 	  " WHERE i.op_id = excluded.op_id")                                                    \
 	X(ST_IDEM_UNKNOWN, 2,                                                                   \
-	  "UPDATE idem SET state = 'unknown', updated_ms = " PG_NOW_MS                          \
+	  "UPDATE idem SET state = 'unknown', updated_ms = " PG_NOW_MS ", " PG_NO_OWNER          \
 	  " WHERE scope = $1 AND op_id = $2")                                                   \
 	X(ST_IDEM_RELEASE, 2, "DELETE FROM idem WHERE scope = $1 AND op_id = $2")               \
-	X(ST_IDEM_ORPHAN, 2,                                                                    \
-	  "DELETE FROM idem WHERE scope = $1 AND op_id = $2 AND state = 'in_flight'")           \
-	X(ST_IDEM_REBIND, 4,                                                                    \
-	  "UPDATE idem SET owner_backend_pid = pg_backend_pid(), owner_backend_start = $3::bigint" \
-	  " WHERE scope = $1 AND op_id = $2 AND state = 'in_flight' AND owner_pid = $4::bigint") \
-	X(ST_APPROVAL_INSERT, 9,                                                                \
+	X(ST_IDEM_SETTLE_HELD, 6,                                                               \
+	  "WITH h AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])"                 \
+	  " AS h(scope, op_id, how)),"                                                          \
+	  " del AS (DELETE FROM idem i USING h WHERE h.how = 'delete' AND i.scope = h.scope"    \
+	  " AND i.op_id = h.op_id AND i.state = 'in_flight' RETURNING 1),"                      \
+	  " unk AS (UPDATE idem i SET state = 'unknown', updated_ms = " PG_NOW_MS ","            \
+	  " " PG_NO_OWNER " FROM h WHERE h.how = 'unknown' AND i.scope = h.scope"               \
+	  " AND i.op_id = h.op_id AND i.state = 'in_flight' RETURNING 1),"                      \
+	  " reb AS (UPDATE idem i SET owner_backend_pid = pg_backend_pid(),"                    \
+	  " owner_backend_start = $4::bigint FROM h WHERE h.how = 'rebind'"                     \
+	  " AND i.scope = h.scope AND i.op_id = h.op_id AND i.state IN ('in_flight', 'unknown')" \
+	  " AND i.owner_pid = $5::bigint AND i.owner_host = $6 RETURNING 1)"                     \
+	  " SELECT (SELECT count(*) FROM del), (SELECT count(*) FROM unk),"                     \
+	  " (SELECT count(*) FROM reb)")                                                        \
+	X(ST_EVENT_SEQS, 2, "SELECT seq FROM events WHERE op_id = $1 ORDER BY seq LIMIT $2::bigint") \
+	X(ST_APPROVAL_INSERT, 8,                                                                \
 	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
-	  " created_ms, expires_ms) VALUES($1, $2, $3, $4, $5, 'pending', $6, $7, $8::bigint,"  \
-	  " $9::bigint)")                                                                        \
-	X(ST_APPROVAL_DECIDE, 4,                                                                \
+	  " created_ms, expires_ms) VALUES($1, $2, $3, $4, $5, 'pending', $6, $7, " PG_STMT_MS  \
+	  ", " PG_STMT_MS " + $8::bigint) RETURNING created_ms, expires_ms")                    \
+	X(ST_APPROVAL_DECIDE, 3,                                                                \
 	  "WITH u AS (UPDATE approvals SET"                                                     \
-	  " state = CASE WHEN expires_ms <= $4::bigint THEN 'expired' ELSE $2 END,"             \
-	  " decided_by = CASE WHEN expires_ms <= $4::bigint THEN decided_by ELSE $3 END,"       \
-	  " decided_ms = CASE WHEN expires_ms <= $4::bigint THEN decided_ms ELSE $4::bigint END" \
+	  " state = CASE WHEN expires_ms <= " PG_STMT_MS " THEN 'expired' ELSE $2 END,"         \
+	  " decided_by = CASE WHEN expires_ms <= " PG_STMT_MS " THEN decided_by ELSE $3 END,"   \
+	  " decided_ms = CASE WHEN expires_ms <= " PG_STMT_MS " THEN decided_ms"                \
+	  " ELSE " PG_STMT_MS " END"                                                            \
 	  " WHERE id = $1 AND state = 'pending' RETURNING id, state, expires_ms)"               \
 	  " SELECT state, expires_ms, pg_notify('toolgate_approvals', id) FROM u")              \
 	X(ST_APPROVAL_STATE, 1, "SELECT state FROM approvals WHERE id = $1")                    \
-	X(ST_APPROVAL_TAKE, 3,                                                                  \
+	X(ST_APPROVAL_TAKE, 2,                                                                  \
 	  "WITH c AS (SELECT id, state FROM approvals WHERE binding = $1 AND principal = $2"    \
-	  " AND state IN ('pending', 'approved', 'denied') AND expires_ms > $3::bigint"         \
+	  " AND state IN ('pending', 'approved', 'denied') AND expires_ms > " PG_STMT_MS        \
 	  " AND (state <> 'approved' OR decided_ms IS NOT NULL)"                                \
 	  " ORDER BY created_ms DESC, id DESC LIMIT 1),"                                        \
 	  " u AS (UPDATE approvals a SET state = 'used' FROM c WHERE a.id = c.id"              \
 	  " AND c.state = 'approved' AND a.state = 'approved' RETURNING a.id)"                  \
 	  " SELECT c.id, c.state, (SELECT count(*) FROM u) FROM c")                             \
-	X(ST_APPROVAL_LIST, 2,                                                                  \
+	X(ST_APPROVAL_USE, 3,                                                                   \
+	  "UPDATE approvals SET state = 'used' WHERE id = $1 AND principal = $2"                \
+	  " AND binding = $3 AND state = 'approved' AND decided_ms IS NOT NULL"                 \
+	  " AND expires_ms > " PG_STMT_MS " RETURNING id")                                      \
+	X(ST_APPROVAL_LIST, 1,                                                                  \
 	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
 	  " expires_ms, decided_by FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')" \
-	  " AND expires_ms <= $2::bigint THEN 'expired' ELSE state END AS st"                   \
+	  " AND expires_ms <= " PG_STMT_MS " THEN 'expired' ELSE state END AS st"               \
 	  " FROM approvals) a WHERE $1::text = '*' OR st = $1::text"                            \
 	  " OR ($1::text IS NULL AND st IN ('pending', 'approved'))"                            \
 	  " ORDER BY created_ms DESC, id DESC")                                                 \
-	X(ST_APPROVAL_ONE, 2,                                                                   \
+	X(ST_APPROVAL_ONE, 1,                                                                   \
 	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
-	  " AND expires_ms <= $2::bigint THEN 'expired' ELSE state END, args, reason,"          \
+	  " AND expires_ms <= " PG_STMT_MS " THEN 'expired' ELSE state END, args, reason,"      \
 	  " created_ms, expires_ms, decided_by FROM approvals WHERE id = $1")                   \
 	X(ST_MSG_LOCK, 1,                                                                       \
 	  "SELECT pg_advisory_xact_lock(" PG_STR(PG_LOCK_MESSAGES) ", hashtext($1))")          \
@@ -319,12 +370,22 @@ static const struct { const char *sql; int nparams; } st_def[ST__COUNT] = {
 };
 _Static_assert(ST__COUNT <= 64, "one bit per statement in pg.prepared");
 
-/* A claim this handle holds (to move to a new backend after a reconnect),
- * or one whose commit was lost with the connection (to delete then). */
+/* A claim this handle made and has not settled, and what the next
+ * connection (or the close) does with it:
+ *   HELD_RUNNING  its tool runs: moved to the new backend (a live owner);
+ *   HELD_DELETE   its commit reply was lost and its call refused, or its
+ *                 record (settling "nothing applied") failed: deleted, if
+ *                 still in flight;
+ *   HELD_UNKNOWN  its record failed after its tool ran (or may have):
+ *                 unknown, with no owner left, if still in flight.
+ * Neither of the last two is ever moved to a new backend: the call is
+ * over, and a live-looking claim would make every retry `pending`. */
+enum held_state { HELD_RUNNING, HELD_DELETE, HELD_UNKNOWN };
+
 struct held {
-	char *scope;
-	char  op_id[37];
-	int   unsure;
+	char            *scope;
+	char             op_id[37];
+	enum held_state  state;
 };
 
 typedef struct pg {
@@ -332,10 +393,14 @@ typedef struct pg {
 	PGconn      *conn;            /* NULL while lost */
 	char        *url;             /* as given, password and all: never shown */
 	char         password[256];   /* scrubbed from every sentence ("" if none) */
+	int          reconnect_s;     /* a reconnect's connect timeout: PG_RECONNECT_S, or the
+	                               * URL's connect_timeout when shorter */
 	char         shown[512];      /* "database 'db' at host:port", for sentences */
 	int          no_migrate;
 	int          transient;       /* tgi_store_transient */
 	int          lost;            /* the connection is gone: reconnect first */
+	int          tx;              /* an explicit transaction is open on it (tx_begin):
+	                               * no reconnect until tx_commit or tx_abort */
 	int          backoff_ms;      /* the wait before the next reconnect; 0 when connected */
 	double       retry_at;        /* monotonic ms of the next reconnect */
 	int          sent;            /* the last round trip sent something */
@@ -355,6 +420,7 @@ struct owner {
 	char    host[256];
 	int64_t pid, start, lease_until, now;
 	int     backend_alive;
+	int     backend_before;   /* its backend started before the server did */
 };
 
 /* One statement of a round trip: a prepared one (st) or an ad hoc text
@@ -420,12 +486,20 @@ static void q_f64(q *x, double v)
 	x->n++;
 }
 
-static void q_free(q *qs, int n)
+/* The results only: the statements can be run again. */
+static void q_results_free(q *qs, int n)
 {
 	for (int i = 0; i < n; i++) {
 		if (qs[i].res)
 			tgi_pq.clear(qs[i].res);
 		qs[i].res = NULL;
+	}
+}
+
+static void q_free(q *qs, int n)
+{
+	q_results_free(qs, n);
+	for (int i = 0; i < n; i++) {
 		for (int j = 0; j < PG_MAXP; j++) {
 			free(qs[i].owned[j]);
 			qs[i].owned[j] = NULL;
@@ -628,16 +702,26 @@ static pg *enter(tgi_store *base)
 
 /* ---- connecting ---- */
 
-/* Connect to url: connect_timeout, application_name, keepalives and the
- * client encoding are ours unless the URL says otherwise (it comes last,
- * expanded).  NULL with why (one line) on failure. */
-static PGconn *connect_url(const char *url, const char *password, char *why, size_t cap)
+/* Connect to url: connect_timeout, application_name, keepalives, the TCP
+ * user timeout (a server host that vanished does not hold a call, and the
+ * gate's store lock, for the kernel's quarter of an hour) and the client
+ * encoding are ours unless the URL says otherwise (it comes after them,
+ * expanded).  A reconnect (reconnect_s > 0) gives that connect timeout
+ * the last word instead: a gate that lost its server, or a watch waiting
+ * out a timeout, must not wait ten seconds a try.  NULL with why (one
+ * line) on failure. */
+static PGconn *connect_url(const char *url, const char *password, int reconnect_s, char *why,
+                           size_t cap)
 {
-	static const char *const keys[] = {
+	char rs[16];
+	const char *keys[] = {
 		"connect_timeout", "application_name", "client_encoding", "keepalives",
-		"keepalives_idle", "keepalives_interval", "keepalives_count", "dbname", NULL,
+		"keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+		"dbname", reconnect_s > 0 ? "connect_timeout" : NULL, NULL,
 	};
-	const char *vals[] = { PG_CONNECT_TIMEOUT, "toolgate", "UTF8", "1", "30", "10", "3", url, NULL };
+	snprintf(rs, sizeof rs, "%d", reconnect_s);
+	const char *vals[] = { PG_CONNECT_TIMEOUT, "toolgate", "UTF8", "1", "10", "5", "3",
+		               PG_TCP_USER_TIMEOUT, url, rs, NULL };
 	PGconn *c = tgi_pq.connectdbParams(keys, vals, 1);
 	if (!c) {
 		tgi_snprintf(why, cap, "out of memory");
@@ -655,6 +739,64 @@ static void no_notices(void *arg, const char *message)
 {
 	(void)arg;
 	(void)message;
+}
+
+/* A connection made without blocking past deadline (monotonic ms), for
+ * the close's last attempt: libpq's connect timeout is per host and at
+ * least two seconds, this is the whole.  NULL when it is not made in time. */
+static PGconn *connect_by(const char *url, double deadline)
+{
+	const char *keys[] = { "application_name", "client_encoding", "tcp_user_timeout", "dbname",
+		               NULL };
+	const char *vals[] = { "toolgate", "UTF8", "2000", url, NULL };
+	PGconn *c = tgi_pq.connectStartParams(keys, vals, 1);
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	while (c && tgi_pq.status(c) != CONNECTION_BAD && st != PGRES_POLLING_FAILED) {
+		if (st == PGRES_POLLING_OK) {
+			tgi_pq.setNoticeProcessor(c, no_notices, NULL);
+			return c;
+		}
+		int left = (int)ceil(deadline - tgi_now_ms());
+		struct pollfd p = { .fd = tgi_pq.socket(c),
+			            .events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT };
+		if (left <= 0 || p.fd < 0)
+			break;
+		int rc = poll(&p, 1, left);
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (rc > 0)
+			st = tgi_pq.connectPoll(c);
+	}
+	if (c)
+		tgi_pq.finish(c);
+	return NULL;
+}
+
+/* Run one statement on c without blocking past deadline.  0, or -1 when
+ * it failed or the time ran out (c is then not fit for more). */
+static int exec_by(PGconn *c, const char *sql, const q *x, double deadline)
+{
+	int ok = 1;
+	if (!tgi_pq.sendQueryParams(c, sql, x->n, NULL, x->v, NULL, NULL, 0))
+		return -1;
+	for (;;) {
+		if (!tgi_pq.consumeInput(c))
+			return -1;
+		while (!tgi_pq.isBusy(c)) {
+			PGresult *r = tgi_pq.getResult(c);
+			if (!r)
+				return ok ? 0 : -1;
+			ExecStatusType st = tgi_pq.resultStatus(r);
+			ok &= st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
+			tgi_pq.clear(r);
+		}
+		int left = (int)ceil(deadline - tgi_now_ms());
+		struct pollfd p = { .fd = tgi_pq.socket(c), .events = POLLIN };
+		if (left <= 0 || p.fd < 0)
+			return -1;
+		if (poll(&p, 1, left) < 0 && errno != EINTR)
+			return -1;
+	}
 }
 
 /* "database 'db' at host:port" from what the connection used (or, before
@@ -692,59 +834,123 @@ static int session_setup(pg *s)
 
 static int run_raw(pg *s, q *qs, int n);
 
-/* After a reconnect: claims this handle holds now belong to the new
- * backend; one whose commit was lost with the old connection is deleted
- * (its call was refused: nothing ran under it), and forgotten.  Best
- * effort: only the connection lost again is a failure (-1). */
-static int settle_held(pg *s)
+static const char *const held_how[] = {
+	[HELD_RUNNING] = "rebind", [HELD_DELETE] = "delete", [HELD_UNKNOWN] = "unknown",
+};
+
+/* The statement that settles the held claims (only the finished ones
+ * unless running), with this process and backend as the owner a running
+ * one moves to.  Returns how many claims it names. */
+static size_t held_q(pg *s, int running, q *x)
 {
-	for (size_t from = 0; from < s->nheld; from += PG_MAXQ) {
-		q qs[PG_MAXQ];
-		int n = 0;
-		for (size_t i = from; i < s->nheld && n < PG_MAXQ; i++, n++) {
-			const struct held *h = &s->held[i];
-			q_init(&qs[n], h->unsure ? ST_IDEM_ORPHAN : ST_IDEM_REBIND, NULL);
-			q_text(&qs[n], h->scope);
-			q_text(&qs[n], h->op_id);
-			if (!h->unsure) {
-				q_i64(&qs[n], s->backend_start);
-				q_i64(&qs[n], (int64_t)getpid());
-			}
-		}
-		int rc = run_raw(s, qs, n);
-		q_free(qs, n);
-		if (rc < 0 && s->lost)
-			return -1;
+	const char *scopes[PG_HELD_MAX], *ops[PG_HELD_MAX], *hows[PG_HELD_MAX];
+	size_t n = 0;
+	for (size_t i = 0; i < s->nheld; i++) {
+		if (s->held[i].state == HELD_RUNNING && !running)
+			continue;
+		scopes[n] = s->held[i].scope;
+		ops[n] = s->held[i].op_id;
+		hows[n++] = held_how[s->held[i].state];
 	}
+	q_init(x, ST_IDEM_SETTLE_HELD, NULL);
+	q_owned(x, text_array(scopes, n));
+	q_owned(x, text_array(ops, n));
+	q_owned(x, text_array(hows, n));
+	q_i64(x, s->backend_start);
+	q_i64(x, (int64_t)getpid());
+	tgi_self_start(&s->me);
+	q_text(x, s->me.host);
+	return n;
+}
+
+/* Forget the held claims a settle statement took care of (all but the
+ * running ones). */
+static void held_forget_settled(pg *s)
+{
 	size_t keep = 0;
 	for (size_t i = 0; i < s->nheld; i++) {
-		if (s->held[i].unsure)
-			free(s->held[i].scope);
-		else
+		if (s->held[i].state == HELD_RUNNING)
 			s->held[keep++] = s->held[i];
+		else
+			free(s->held[i].scope);
 	}
 	s->nheld = keep;
+}
+
+/* On a (new) connection, in one statement: running claims now belong to
+ * its backend, finished ones are settled (see struct held).  Best effort:
+ * only the connection lost again is a failure (-1); a settle that failed
+ * otherwise is tried again by the next connection or the close. */
+static int settle_held(pg *s)
+{
+	if (!s->nheld)
+		return 0;
+	q x;
+	int sent = s->sent;   /* the caller's statements were, or were not, sent */
+	held_q(s, 1, &x);
+	int rc = run_raw(s, &x, 1);
+	q_free(&x, 1);
+	s->sent = sent;
+	if (rc == 0)
+		held_forget_settled(s);
+	return rc < 0 && s->lost ? -1 : 0;
+}
+
+/* Is the connection, idle since the last call, still there?  A server
+ * restarted, this backend killed, an idle timeout: the server said why
+ * (when it could) and closed it, so the socket turned readable.  Read what
+ * came; when something did, give the close that follows it a moment.
+ * 0: it is there (or nothing says otherwise); -1 with why: it is gone. */
+static int conn_idle_ok(pg *s, char *why, size_t cap)
+{
+	int wait_ms = 0;
+	for (int round = 0; round < 2; round++) {
+		struct pollfd p = { .fd = tgi_pq.socket(s->conn), .events = POLLIN };
+		int rc = p.fd < 0 ? 1 : poll(&p, 1, wait_ms);
+		if (rc <= 0)
+			return 0;   /* nothing came (or a signal: the call finds out) */
+		if (p.fd < 0 || !tgi_pq.consumeInput(s->conn) ||
+		    tgi_pq.status(s->conn) != CONNECTION_OK) {
+			one_line(s->password, why, cap, tgi_pq.errorMessage(s->conn));
+			return -1;
+		}
+		wait_ms = PG_IDLE_CLOSE_MS;
+	}
 	return 0;
 }
 
-/* Before any statement: a lost connection is made again once its backoff
- * has passed; until then, and when that fails, -1 (transient). */
+/*
+ * Before any statement: a connection that died while idle is made again
+ * at once (no call has failed on it); a lost one once its backoff has
+ * passed; until then, and when that fails, -1 (transient).  Inside an
+ * explicit transaction nothing is made again: the transaction went with
+ * the connection, and the caller aborts it.
+ */
 static int conn_ready(pg *s)
 {
-	if (!s->lost)
-		return 0;
+	char why[PG_WHY_MAX];
+	if (!s->lost) {
+		if (s->tx || conn_idle_ok(s, why, sizeof why) == 0)
+			return 0;
+		conn_lost(s, why);
+		s->retry_at = 0;
+	}
+	if (s->tx) {
+		s->transient = 1;   /* s->why says it was lost */
+		return -1;
+	}
 	double now = tgi_now_ms();
 	if (now < s->retry_at) {
 		unreachable(s, s->retry_at - now);
 		return -1;
 	}
-	char why[PG_WHY_MAX];
-	s->conn = connect_url(s->url, s->password, why, sizeof why);
+	s->conn = connect_url(s->url, s->password, s->reconnect_s, why, sizeof why);
 	if (s->conn) {
 		s->lost = 0;
 		s->prepared = 0;
 		if (session_setup(s) == 0 && settle_held(s) == 0) {
 			s->backoff_ms = 0;
+			s->transient = 0;
 			return 0;
 		}
 		if (!s->lost)      /* the session could not be set up */
@@ -882,6 +1088,7 @@ static int run_raw(pg *s, q *qs, int n)
 			if (r)
 				tgi_pq.clear(r);
 		}
+		s->tx = 0;
 		return -1;
 	}
 	s->why[0] = '\0';
@@ -906,10 +1113,27 @@ static int run_sql(pg *s, const char *sql)
 	return rc;
 }
 
+/* Open an explicit transaction (sql: BEGIN ...): until tx_commit or
+ * tx_abort, a lost connection is not made again under it. */
+static int tx_begin(pg *s, const char *sql)
+{
+	int rc = run_sql(s, sql);
+	s->tx = rc == 0;
+	return rc;
+}
+
+static int tx_commit(pg *s)
+{
+	int rc = run_sql(s, "COMMIT");
+	s->tx = 0;
+	return rc;
+}
+
 /* Roll back the explicit transaction a failure left open (if the
  * connection is still there). */
 static void tx_abort(pg *s)
 {
+	s->tx = 0;
 	if (s->conn && !s->lost && tgi_pq.transactionStatus(s->conn) != PQTRANS_IDLE) {
 		char why[PG_WHY_MAX];
 		tgi_snprintf(why, sizeof why, "%s", s->why); /* the failure says why, not this */
@@ -922,12 +1146,21 @@ static void tx_abort(pg *s)
 
 /* ---- held claims ---- */
 
-static void held_add(pg *s, const char *scope, const char *op_id, int unsure)
+/* Remember (or change) what becomes of the claim of op_id on scope. */
+static void held_add(pg *s, const char *scope, const char *op_id, enum held_state state)
 {
+	for (size_t i = 0; i < s->nheld; i++) {
+		if (!strcmp(s->held[i].op_id, op_id) && !strcmp(s->held[i].scope, scope)) {
+			s->held[i].state = state;
+			return;
+		}
+	}
 	if (s->nheld == PG_HELD_MAX) {
-		/* the oldest sure claim only misses a move to a new backend */
+		/* the oldest running claim only misses a move to a new backend
+		 * (and turns unknown to others sooner); a finished one, to be
+		 * settled, goes only when all are */
 		size_t i = 0;
-		while (i < s->nheld && s->held[i].unsure)
+		while (i < s->nheld && s->held[i].state != HELD_RUNNING)
 			i++;
 		if (i == s->nheld)
 			i = 0;
@@ -938,7 +1171,16 @@ static void held_add(pg *s, const char *scope, const char *op_id, int unsure)
 	struct held *h = &s->held[s->nheld++];
 	h->scope = tgi_strdup(scope);
 	tgi_snprintf(h->op_id, sizeof h->op_id, "%s", op_id);
-	h->unsure = unsure;
+	h->state = state;
+}
+
+/* Any claim held that is not running (to settle before the handle goes)? */
+static int held_unsettled(const pg *s)
+{
+	for (size_t i = 0; i < s->nheld; i++)
+		if (s->held[i].state != HELD_RUNNING)
+			return 1;
+	return 0;
 }
 
 static void held_drop(pg *s, const char *scope, const char *op_id)
@@ -1096,9 +1338,35 @@ static int pg_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, i
 
 /* ---- open and close ---- */
 
+/* Claims this handle could not settle (a claim whose commit reply was
+ * lost, a record that failed with the connection): one attempt at them
+ * before the handle goes, on its connection or a new one, bounded by
+ * PG_CLOSE_WAIT_MS whatever the network does.  Left as they are, they
+ * would turn unknown once this process is gone (a refused call's claim
+ * too, though nothing ran under it), and only after their lease on
+ * another host when the server restarted meanwhile. */
+static void settle_at_close(pg *s)
+{
+	if (!held_unsettled(s))
+		return;
+	double deadline = tgi_now_ms() + PG_CLOSE_WAIT_MS;
+	PGconn *own = NULL, *c = s->lost ? NULL : s->conn;
+	if (!c)
+		c = own = connect_by(s->url, deadline);
+	if (c) {
+		q x;
+		held_q(s, 0, &x);
+		exec_by(c, st_def[ST_IDEM_SETTLE_HELD].sql, &x, deadline);
+		q_free(&x, 1);
+	}
+	if (own)
+		tgi_pq.finish(own);
+}
+
 static void pg_close(tgi_store *base)
 {
 	pg *s = (pg *)base;
+	settle_at_close(s);
 	if (s->conn)
 		tgi_pq.finish(s->conn);
 	for (size_t i = 0; i < s->nheld; i++)
@@ -1139,6 +1407,9 @@ static int parse_url(pg *s, const char *url, char *host, char *port, char *db, s
 			tgi_snprintf(port, cap, "%s", o->val);
 		else if (!strcmp(o->keyword, "dbname"))
 			tgi_snprintf(db, cap, "%s", o->val);
+		else if (!strcmp(o->keyword, "connect_timeout") && atoi(o->val) > 0 &&
+		         atoi(o->val) < s->reconnect_s)
+			s->reconnect_s = atoi(o->val);
 	}
 	tgi_pq.conninfoFree(opts);
 	return 0;
@@ -1168,6 +1439,7 @@ int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t e
 	pg *s = tgi_xcalloc(1, sizeof *s);
 	s->base.impl = &postgres_impl;
 	s->no_migrate = flags & TGI_STORE_NO_MIGRATE ? 1 : 0;
+	s->reconnect_s = PG_RECONNECT_S;
 	tgi_self_init(&s->me);
 	if (parse_url(s, url, host, port, db, sizeof host, err, errlen) < 0) {
 		pg_close(&s->base);
@@ -1175,7 +1447,7 @@ int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t e
 	}
 	s->url = tgi_strdup(url);
 	describe_target(s, NULL, host, port, db);
-	s->conn = connect_url(url, s->password, why, sizeof why);
+	s->conn = connect_url(url, s->password, 0, why, sizeof why);
 	if (!s->conn) {
 		tgi_snprintf(err, errlen, "cannot connect to the ledger %s: %s", s->shown, why);
 		pg_close(&s->base);
@@ -1252,6 +1524,51 @@ static void settle_q(q *x, const char *scope, const char *op_id, tgi_idem_settle
 	q_text(x, op_id);
 }
 
+/* Did the last failure refuse an ops row already there? */
+static int op_exists(const pg *s)
+{
+	return !s->transient && !strcmp(s->sqlstate, "23505") && !strcmp(s->constraint, "ops_pkey");
+}
+
+/* A record that committed though its reply was lost: the seqs its events
+ * were given, read back (its events are the op's first). */
+static int read_seqs(pg *s, const char *op_id, tgi_event *ev, size_t nev)
+{
+	if (!nev)
+		return 0;
+	q x;
+	q_init(&x, ST_EVENT_SEQS, NULL);
+	q_text(&x, op_id);
+	q_i64(&x, (int64_t)nev);
+	int rc = run(s, &x, 1);
+	for (int i = 0; rc == 0 && i < rows(&x) && (size_t)i < nev; i++)
+		ev[i].seq = val_i64(x.res, i, 0, 0);
+	q_free(&x, 1);
+	return rc;
+}
+
+/* The record of a call that held a claim failed: the call is over all the
+ * same (its tool ran, or was never to), so its claim must not look like a
+ * live one (struct held).  It is settled now when the connection is there
+ * (the record failed for another reason), else by the next connection or
+ * the close.  What the record's failure said is kept. */
+static void record_failed(pg *s, const char *scope, const char *op_id, tgi_idem_settle how)
+{
+	held_add(s, scope, op_id, how == TGI_SETTLE_RELEASE ? HELD_DELETE : HELD_UNKNOWN);
+	if (s->lost)
+		return;
+	char why[PG_WHY_MAX], code[6], cons[64];
+	int transient = s->transient;
+	memcpy(why, s->why, sizeof why);
+	memcpy(code, s->sqlstate, sizeof code);
+	memcpy(cons, s->constraint, sizeof cons);
+	settle_held(s);
+	memcpy(s->why, why, sizeof why);
+	memcpy(s->sqlstate, code, sizeof code);
+	memcpy(s->constraint, cons, sizeof cons);
+	s->transient = transient;
+}
+
 /*
  * One round trip, one transaction: the ops row, the session, the bucket,
  * the idempotency row, and last the events with their seqs (and the
@@ -1269,9 +1586,12 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 		ev[i].seq = 0;
 	if (tgi_check_record(op, ev, nev, idem_scope, how, err, errlen) < 0)
 		return -1;
+	const char *scope = idem_scope && how != TGI_SETTLE_NONE ? idem_scope : NULL;
 	char **data = nev ? tgi_xcalloc(nev, sizeof *data) : NULL;
 	if (nev && events_data(ev, nev, data) < 0) {
 		free(data);
+		if (scope)
+			record_failed(s, scope, op->op_id, how);
 		tgi_snprintf(err, errlen, "cannot encode the events of op '%s'", op->op_id);
 		return -1;
 	}
@@ -1308,12 +1628,21 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 		q_f64(x, b->tokens);
 		q_i64(x, b->updated_ms);
 	}
-	if (idem_scope && how != TGI_SETTLE_NONE)
-		settle_q(&qs[n++], idem_scope, op->op_id, how);
+	if (scope)
+		settle_q(&qs[n++], scope, op->op_id, how);
 	if (nev)
 		events_q(&qs[n++], op->op_id, ev, nev, data);
 
-	int rc = run(s, qs, n);
+	int rc = run(s, qs, n), landed = 0;
+	if (rc < 0 && s->lost && s->sent) {
+		/* the connection broke under it: once more, on a fresh one now;
+		 * the op_id is the record's key, so when the first one committed
+		 * after all this one is refused on it, and that is success */
+		q_results_free(qs, n);
+		s->retry_at = 0;
+		rc = run(s, qs, n);
+		landed = rc < 0 && op_exists(s);
+	}
 	if (rc == 0 && nev) {
 		int64_t last = val_i64(qs[n - 1].res, 0, 0, 0);
 		for (size_t i = 0; i < nev; i++)
@@ -1323,10 +1652,13 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	for (size_t i = 0; i < nev; i++)
 		free(data[i]);
 	free(data);
-	if (rc == 0 && idem_scope && how != TGI_SETTLE_NONE)
-		held_drop(s, idem_scope, op->op_id);
-	if (rc < 0 && !s->transient && !strcmp(s->sqlstate, "23505") &&
-	    !strcmp(s->constraint, "ops_pkey")) {
+	if (landed)
+		rc = read_seqs(s, op->op_id, ev, nev);
+	if (rc == 0 && scope)
+		held_drop(s, scope, op->op_id);
+	if (rc < 0 && scope)
+		record_failed(s, scope, op->op_id, how);
+	if (rc < 0 && op_exists(s)) {
 		tgi_snprintf(err, errlen, "op '%s' is already in the ledger", op->op_id);
 		return -1;
 	}
@@ -1458,19 +1790,23 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 
 /* ---- idempotency ---- */
 
-/* Is the owner of an in_flight row still running it?  On this host, as
- * tgi_owner_here_alive says.  On another host: its backend still exists
- * with the recorded start time, and its lease (on the server's clock) has
- * not run out. */
-static int owner_alive(const pg *s, const struct owner *o)
+/* Is the owner of an in_flight row (or of an unknown one another process
+ * marked so) still running it?  On this host (tgi_owner_same_host), as
+ * tgi_owner_here_alive says.  On another host: its lease (on the server's
+ * clock) has not run out, and its backend still exists with the recorded
+ * start time, or started before the server now running did (it went with
+ * a restart of the server, which says nothing about its process).  A row
+ * its owner settled unknown itself has no owner left: not running. */
+static int owner_alive(pg *s, const struct owner *o)
 {
-	if (strcmp(o->host, s->me.host) != 0)
-		return o->backend_alive && o->lease_until > o->now;
+	if (!tgi_owner_same_host(&s->me, o->host))
+		return (o->backend_alive || o->backend_before) && o->lease_until > o->now;
 	return tgi_owner_here_alive(o->pid, o->start, o->lease_until > o->now);
 }
 
 /* Columns col.. of r: owner_host, owner_pid, owner_start, lease_until_ms,
- * then (at now_col) the server's now and whether the backend lives. */
+ * then (at now_col) the server's now, whether the backend lives, and
+ * whether it started before the server did. */
 static void read_owner(const PGresult *r, int col, int now_col, struct owner *o)
 {
 	val_copy(r, 0, col, o->host, sizeof o->host);
@@ -1479,6 +1815,7 @@ static void read_owner(const PGresult *r, int col, int now_col, struct owner *o)
 	o->lease_until = val_i64(r, 0, col + 3, 0);
 	o->now = val_i64(r, 0, now_col, 0);
 	o->backend_alive = val_bool(r, 0, now_col + 1);
+	o->backend_before = val_bool(r, 0, now_col + 2);
 }
 
 enum claim_step { CLAIM_DONE, CLAIM_AGAIN, CLAIM_MARK };
@@ -1502,7 +1839,7 @@ static enum claim_step claim_answer(pg *s, const PGresult *r, const char *bindin
 		/* the same key for a different call: never someone else's result */
 		info->state = TGI_IDEM_CONFLICT;
 	} else if (!strcmp(state, "done")) {
-		const char *env = val(r, 0, 9);
+		const char *env = val(r, 0, 10);
 		info->state = TGI_IDEM_DONE;
 		info->envelope = env ? tgi_strdup(env) : NULL;
 	} else if (!strcmp(state, "in_flight") && owner_alive(s, &o)) {
@@ -1525,11 +1862,12 @@ static int claim(pg *s, const char *scope, const char *op_id, const char *bindin
 	for (int tries = 0; tries < PG_CLAIM_TRIES; tries++) {
 		q qs[2];
 		q_init(&qs[0], ST_IDEM_CLAIM, NULL);
+		int64_t start = tgi_self_start(&s->me);   /* first: it also renews me.host */
 		q_text(&qs[0], scope);
 		q_text(&qs[0], op_id);
 		q_text(&qs[0], s->me.host);
 		q_i64(&qs[0], (int64_t)getpid());
-		q_i64(&qs[0], tgi_self_start(&s->me));
+		q_i64(&qs[0], start);
 		q_i64(&qs[0], s->backend_start);
 		q_i64(&qs[0], lease_s > 0 ? lease_s : 1);
 		q_text(&qs[0], binding);
@@ -1543,7 +1881,7 @@ static int claim(pg *s, const char *scope, const char *op_id, const char *bindin
 			q_free(qs, 2);
 			info->state = TGI_IDEM_CLAIMED;
 			tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
-			held_add(s, scope, op_id, 0);
+			held_add(s, scope, op_id, HELD_RUNNING);
 			return 0;
 		}
 		enum claim_step step = claim_answer(s, qs[1].res, binding, info);
@@ -1586,7 +1924,7 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 		/* the claim may have committed before the connection broke: its
 		 * call is refused, so the next connection deletes it */
 		if (s->transient && s->sent)
-			held_add(s, scope, op_id, 1);
+			held_add(s, scope, op_id, HELD_DELETE);
 		free(info->envelope);
 		memset(info, 0, sizeof *info);
 		return fail(s, err, errlen, "cannot claim idempotency scope '%s'",
@@ -1669,7 +2007,7 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 
 	if (tgi_check_op_id(op_id, err, errlen) < 0)
 		return -1;
-	if (run_sql(s, "BEGIN") < 0)
+	if (tx_begin(s, "BEGIN") < 0)
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	if (resolve_find(s, op_id, scope, sizeof scope, state, &o, &none) < 0) {
 		tx_abort(s);
@@ -1681,12 +2019,13 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		             op_id);
 		return -1;
 	}
-	if (!strcmp(state, "in_flight") && owner_alive(s, &o)) {
+	/* unknown too: one marked so by another gate may still run */
+	if (owner_alive(s, &o)) {
 		char host[128];
 		tx_abort(s);
 		tgi_snprintf(err, errlen,
 		             "op '%s' is still running (pid %lld on host '%s'); wait for it to finish before resolving it",
-		             op_id, (long long)o.pid, tgi_quoted(host, sizeof host, o.host));
+		             op_id, (long long)o.pid, tgi_owner_host_shown(o.host, host, sizeof host));
 		return -1;
 	}
 	q qs[4];
@@ -1703,6 +2042,8 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		events_q(&qs[n++], op_id, &ev, 1, &data);
 		q_init(&qs[n++], ST_ADHOC, "COMMIT");
 		rc = run(s, qs, n);
+		if (rc == 0)
+			s->tx = 0;
 	}
 	q_free(qs, n);
 	free(data);
@@ -1730,9 +2071,12 @@ static int pg_approval_add(tgi_store *base, tgi_approval_row *row, char *err, si
 	q_text(&x, row->binding);
 	q_text(&x, row->args);
 	q_text(&x, row->reason);
-	q_i64(&x, row->created_ms);
-	q_i64(&x, row->expires_ms);
+	q_i64(&x, row->expires_ms - row->created_ms);
 	int rc = run(s, &x, 1);
+	if (rc == 0 && rows(&x) == 1) {
+		row->created_ms = val_i64(x.res, 0, 0, row->created_ms);
+		row->expires_ms = val_i64(x.res, 0, 1, row->expires_ms);
+	}
 	q_free(&x, 1);
 	if (rc < 0)
 		return fail(s, err, errlen, "cannot queue an approval for '%s'", row->tool);
@@ -1740,8 +2084,9 @@ static int pg_approval_add(tgi_store *base, tgi_approval_row *row, char *err, si
 }
 
 /* One statement: pending -> approved/denied (or expired, past its
- * expiry), with NOTIFY toolgate_approvals at commit.  When it changed
- * nothing, the row says why. */
+ * expiry on the server's clock, as every approval statement reads it:
+ * gates' clocks may differ), with NOTIFY toolgate_approvals at commit.
+ * When it changed nothing, the row says why. */
 static int pg_approval_decide(tgi_store *base, const char *id, int approve, const char *by,
                               char *err, size_t errlen)
 {
@@ -1756,7 +2101,6 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 	q_text(&x, id);
 	q_text(&x, approve ? "approved" : "denied");
 	q_text(&x, by);
-	q_i64(&x, tgi_unix_ms());
 	int rc = run(s, &x, 1);
 	int changed = rc == 0 && rows(&x) == 1;
 	if (changed) {
@@ -1808,7 +2152,6 @@ static int pg_approval_take(tgi_store *base, const char *binding, const char *pr
 		q_init(&x, ST_APPROVAL_TAKE, NULL);
 		q_text(&x, binding);
 		q_text(&x, principal);
-		q_i64(&x, tgi_unix_ms());
 		int rc = run(s, &x, 1);
 		int taken = 0;
 		id[0] = state[0] = '\0';
@@ -1829,6 +2172,25 @@ static int pg_approval_take(tgi_store *base, const char *binding, const char *pr
 		}
 	}
 	tgi_approval_answer(state, id, found, pending_id);
+	return 0;
+}
+
+/* The approval id, and only it, becomes used if it may (store.h). */
+static int pg_approval_use(tgi_store *base, const char *id, const char *principal,
+                           const char *binding, int *used, char *err, size_t errlen)
+{
+	pg *s = enter(base);
+	q x;
+	*used = 0;
+	q_init(&x, ST_APPROVAL_USE, NULL);
+	q_text(&x, id);
+	q_text(&x, principal);
+	q_text(&x, binding);
+	int rc = run(s, &x, 1);
+	*used = rc == 0 && rows(&x) == 1;
+	q_free(&x, 1);
+	if (rc < 0)
+		return fail(s, err, errlen, "cannot use approval '%s'", id);
 	return 0;
 }
 
@@ -1860,7 +2222,6 @@ static int pg_approval_list(tgi_store *base, const char *state, tgi_approval_row
 	*n = 0;
 	q_init(&x, ST_APPROVAL_LIST, NULL);
 	q_text(&x, state);
-	q_i64(&x, tgi_unix_ms());
 	int rc = run(s, &x, 1);
 	if (rc < 0) {
 		q_free(&x, 1);
@@ -1887,7 +2248,6 @@ static int pg_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 		return 0; /* not an approval id: there is none */
 	q_init(&x, ST_APPROVAL_ONE, NULL);
 	q_text(&x, id);
-	q_i64(&x, tgi_unix_ms());
 	int rc = run(s, &x, 1);
 	if (rc == 0 && rows(&x) == 1) {
 		approval_row(x.res, 0, row);
@@ -2419,19 +2779,22 @@ static int pg_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, 
 
 /* ---- export ----
  *
- * Ops (each with its events, gathered by the server into one JSON array),
- * then events of no op, then claims whose call left no row, as sqlite.c
- * gives them.  Streamed: each query runs in single-row mode, so one row is
- * in memory at a time.  A caller that stops the export cancels the query.
+ * Ops (each with its events, gathered by the server into one JSON array,
+ * and its idempotency claim's state and binding), then events of no op,
+ * then claims whose call left no row, as sqlite.c gives them, all read in
+ * one REPEATABLE READ transaction: one snapshot, so that what another
+ * gate writes meanwhile is in none of the three parts, or in the right
+ * one.  Streamed: each query runs in single-row mode, so one row is in
+ * memory at a time.  A caller that stops the export cancels the query.
  */
 
 static const char export_ops_sql[] =
 	"SELECT o.op_id, o.call_id, o.session, o.tool, o.principal, o.status, o.error_kind,"
-	" o.idem_scope, (SELECT i.state FROM idem i WHERE i.scope = o.idem_scope"
-	" AND i.op_id = o.op_id), o.args_redacted, o.args_sha256, o.envelope, o.started_ms,"
+	" o.idem_scope, i.state, o.args_redacted, o.args_sha256, o.envelope, o.started_ms,"
 	" o.duration_ms, o.loop, (SELECT json_agg(json_build_array(e.ts_ms, e.type, e.stage, e.data)"
-	" ORDER BY e.seq) FROM events e WHERE e.op_id = o.op_id)"
-	" FROM ops o WHERE o.op_id >= $1 AND o.started_ms >= $2::bigint ORDER BY o.op_id";
+	" ORDER BY e.seq) FROM events e WHERE e.op_id = o.op_id), i.binding"
+	" FROM ops o LEFT JOIN idem i ON i.scope = o.idem_scope AND i.op_id = o.op_id"
+	" WHERE o.op_id >= $1 AND o.started_ms >= $2::bigint ORDER BY o.op_id";
 
 static const char export_lone_sql[] =
 	"SELECT ts_ms, type, stage, data FROM events WHERE op_id IS NULL AND ts_ms >= $1::bigint"
@@ -2439,7 +2802,7 @@ static const char export_lone_sql[] =
 
 /* claims whose call left no row (its process died while the tool ran) */
 static const char export_claims_sql[] =
-	"SELECT scope, op_id, state, created_ms FROM idem i"
+	"SELECT scope, op_id, state, binding, created_ms FROM idem i"
 	" WHERE state IN ('in_flight', 'unknown') AND created_ms >= $1::bigint"
 	" AND NOT EXISTS (SELECT 1 FROM ops o WHERE o.op_id = i.op_id)"
 	" ORDER BY created_ms, scope";
@@ -2457,41 +2820,61 @@ static json_t *export_event(const json_t *a)
 	                 parsed ? parsed : json_null());
 }
 
-static json_t *export_op(const PGresult *r)
+/* The op's row; NULL (s->why says why) when its events cannot be read
+ * back: an export never says an op had none when it had some. */
+static json_t *export_op(pg *s, const PGresult *r)
 {
 	static const char *const text[] = { "op_id", "call_id", "session", "tool", "principal",
 	                                    "status", "error_kind", "idem_scope", "idem_state" };
 	json_t *o = json_object();
 	for (int i = 0; i < (int)TGI_ARRAY_LEN(text); i++)
 		json_object_set_new(o, text[i], col_string(r, 0, i));
+	json_object_set_new(o, "idem_binding", col_string(r, 0, 16));
 	json_object_set_new(o, "args", col_parsed(r, 0, 9));
 	json_object_set_new(o, "args_sha256", col_string(r, 0, 10));
 	json_object_set_new(o, "envelope", col_parsed(r, 0, 11));
 	json_object_set_new(o, "started_ms", json_integer(val_i64(r, 0, 12, 0)));
 	json_object_set_new(o, "duration_ms", json_real(val_f64(r, 0, 13)));
 	json_object_set_new(o, "loop", col_string(r, 0, 14));
-	json_t *events = json_array();
 	const char *agg = val(r, 0, 15);
-	json_t *arr = agg ? json_loads(agg, 0, NULL) : NULL;
-	for (size_t i = 0; i < json_array_size(arr); i++)
-		json_array_append_new(events, export_event(json_array_get(arr, i)));
+	json_error_t je;
+	memset(&je, 0, sizeof je);
+	json_t *arr = agg ? json_loads(agg, 0, &je) : json_array();
+	json_t *events = json_array();
+	for (size_t i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
+		json_t *e = export_event(json_array_get(arr, i));
+		if (!e || json_array_append_new(events, e) < 0)
+			break;
+	}
+	if (!json_is_array(arr) || json_array_size(events) != json_array_size(arr)) {
+		char id[64], why[160];
+		tgi_snprintf(s->why, sizeof s->why, "the events of op '%s' cannot be read back (%s)",
+		             tgi_quoted(id, sizeof id, val(r, 0, 0)),
+		             tgi_quoted(why, sizeof why, arr ? "out of memory" : je.text));
+		json_decref(arr);
+		json_decref(events);
+		json_decref(o);
+		return NULL;
+	}
 	json_decref(arr);
 	json_object_set_new(o, "events", events);
 	return o;
 }
 
-static json_t *export_lone(const PGresult *r)
+static json_t *export_lone(pg *s, const PGresult *r)
 {
+	(void)s;
 	return json_pack("{s:{s:I, s:o, s:o, s:o}}", "event", "ts_ms",
 	                 (json_int_t)val_i64(r, 0, 0, 0), "type", col_string(r, 0, 1), "stage",
 	                 col_string(r, 0, 2), "data", col_parsed(r, 0, 3));
 }
 
-static json_t *export_claim(const PGresult *r)
+static json_t *export_claim(pg *s, const PGresult *r)
 {
-	return json_pack("{s:{s:o, s:o, s:o, s:I}}", "claim", "scope", col_string(r, 0, 0), "op_id",
-	                 col_string(r, 0, 1), "state", col_string(r, 0, 2), "created_ms",
-	                 (json_int_t)val_i64(r, 0, 3, 0));
+	(void)s;
+	return json_pack("{s:{s:o, s:o, s:o, s:o, s:I}}", "claim", "scope", col_string(r, 0, 0),
+	                 "op_id", col_string(r, 0, 1), "state", col_string(r, 0, 2), "binding",
+	                 col_string(r, 0, 3), "created_ms", (json_int_t)val_i64(r, 0, 4, 0));
 }
 
 /* Stop the running query: cancel it on the server and read what is left. */
@@ -2509,8 +2892,8 @@ static void stream_cancel(pg *s)
 }
 
 /* Stream sql's rows to fn as made by row().  0, fn's non-zero answer, or
- * -1 with s->why. */
-static int stream(pg *s, const char *sql, q *x, json_t *(*row)(const PGresult *),
+ * -1 with s->why (a row that row() could not make stops it too). */
+static int stream(pg *s, const char *sql, q *x, json_t *(*row)(pg *, const PGresult *),
                   int (*fn)(void *, json_t *), void *arg)
 {
 	if (conn_ready(s) < 0)
@@ -2525,11 +2908,14 @@ static int stream(pg *s, const char *sql, q *x, json_t *(*row)(const PGresult *)
 	PGresult *r;
 	while (!stop && (r = tgi_pq.getResult(s->conn)) != NULL) {
 		ExecStatusType st = tgi_pq.resultStatus(r);
-		if (st == PGRES_SINGLE_TUPLE) {
-			json_t *j = row(r);
-			stop = fn(arg, j);
+		if (st == PGRES_SINGLE_TUPLE && !rc) {
+			json_t *j = row(s, r);
+			if (j)
+				stop = fn(arg, j);
+			else
+				rc = -1, stop = -1;
 			json_decref(j);
-		} else if (st != PGRES_TUPLES_OK && !rc) {
+		} else if (st != PGRES_TUPLES_OK && st != PGRES_SINGLE_TUPLE && !rc) {
 			result_why(s, r);
 			rc = conn_error(s, r) ? -2 : -1;
 		}
@@ -2547,7 +2933,7 @@ static int stream(pg *s, const char *sql, q *x, json_t *(*row)(const PGresult *)
 	r = tgi_pq.exec(s->conn, "");
 	if (r)
 		tgi_pq.clear(r);
-	return stop ? stop : rc;
+	return rc ? rc : stop;
 }
 
 static int pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
@@ -2558,6 +2944,8 @@ static int pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 	q x;
 
 	tgi_uuid_floor(since_ms, floor_id);
+	if (tx_begin(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") < 0)
+		return fail(s, err, errlen, "cannot read the ledger for export");
 	q_init(&x, ST_ADHOC, NULL);
 	q_text(&x, floor_id);
 	q_i64(&x, since_ms);
@@ -2568,6 +2956,10 @@ static int pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 		rc = stream(s, export_lone_sql, &x, export_lone, fn, arg);
 	if (rc == 0)
 		rc = stream(s, export_claims_sql, &x, export_claim, fn, arg);
+	if (rc == 0)
+		rc = tx_commit(s);
+	else
+		tx_abort(s);
 	if (rc < 0)
 		return fail(s, err, errlen, "cannot read the ledger for export");
 	return rc;
@@ -2588,14 +2980,18 @@ typedef struct pg_watch {
 	char        password[256];
 	char        why[PG_WHY_MAX];
 	const char *channel;
+	int         reconnect_s;     /* the handle's: a reconnect's connect timeout */
 	int         backoff_ms;
 	double      retry_at;
 } pg_watch;
 
-static int watch_listen(pg_watch *w)
+/* Connect and LISTEN (again, when reconnect: with the short connect
+ * timeout, so that a wait overruns its timeout by seconds, not tens). */
+static int watch_listen(pg_watch *w, int reconnect)
 {
 	char sql[64];
-	w->conn = connect_url(w->url, w->password, w->why, sizeof w->why);
+	w->conn = connect_url(w->url, w->password, reconnect ? w->reconnect_s : 0, w->why,
+	                      sizeof w->why);
 	if (!w->conn)
 		return -1;
 	tgi_pq.setNoticeProcessor(w->conn, no_notices, NULL);
@@ -2642,8 +3038,9 @@ static int pg_watch_open(tgi_store *base, tgi_watch_what what, tgi_watch **out, 
 	w->base.impl = &postgres_impl;
 	w->channel = what == TGI_WATCH_APPROVALS ? "toolgate_approvals" : "toolgate_events";
 	w->url = tgi_strdup(s->url);
+	w->reconnect_s = s->reconnect_s;
 	tgi_snprintf(w->password, sizeof w->password, "%s", s->password);
-	if (watch_listen(w) < 0) {
+	if (watch_listen(w, 0) < 0) {
 		tgi_snprintf(err, errlen, "cannot watch the ledger %s: %s", s->shown, w->why);
 		watch_free(w);
 		return -1;
@@ -2685,7 +3082,7 @@ static int watch_reconnect(pg_watch *w, int timeout_ms)
 		return 0;
 	}
 	sleep_ms(left);
-	if (watch_listen(w) == 0)
+	if (watch_listen(w, 1) == 0)
 		w->backoff_ms = 0;
 	else
 		watch_lost(w);
@@ -2744,6 +3141,7 @@ static const tgi_store_impl postgres_impl = {
 	.approval_add = pg_approval_add,
 	.approval_decide = pg_approval_decide,
 	.approval_take = pg_approval_take,
+	.approval_use = pg_approval_use,
 	.approval_get = pg_approval_get,
 	.approval_list = pg_approval_list,
 	.pin_check = pg_pin_check,

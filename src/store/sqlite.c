@@ -29,6 +29,11 @@
  *     unknown | dead in_flight --resolve applied=1--> done
  *                              --resolve applied=0--> (none)
  *
+ * A row marked unknown because its owner was seen dead keeps its owner
+ * (`ops resolve` judges it as an in-flight one's: an owner on another host
+ * may only have outrun its lease); one its owner settled unknown itself
+ * loses it (no process runs it any more).
+ *
  * Owns: the database connection, schema and migrations, cached statements,
  * the claim protocol, and the checkpointer thread with its own connection.
  * Must not: decide policy, run tools, or build envelopes (the one it writes
@@ -232,7 +237,11 @@ static const char *const verify_sql[] = {
 	  " VALUES(?1, ?2, 'done', ?3, ?3) ON CONFLICT(scope) DO UPDATE SET state = 'done',"   \
 	  " updated_ms = excluded.updated_ms WHERE op_id = excluded.op_id")                    \
 	X(ST_IDEM_UNKNOWN,                                                                      \
-	  "UPDATE idem SET state = 'unknown', updated_ms = ?3 WHERE scope = ?1 AND op_id = ?2") \
+	  "UPDATE idem SET state = 'unknown', updated_ms = ?3, owner_pid = NULL,"              \
+	  " owner_start = NULL, lease_until_ms = NULL WHERE scope = ?1 AND op_id = ?2")         \
+	X(ST_IDEM_MARK_UNKNOWN,                                                                 \
+	  "UPDATE idem SET state = 'unknown', updated_ms = ?3"                                  \
+	  " WHERE scope = ?1 AND op_id = ?2 AND state = 'in_flight'")                           \
 	X(ST_IDEM_RELEASE, "DELETE FROM idem WHERE scope = ?1 AND op_id = ?2")                  \
 	X(ST_APPROVAL_INSERT,                                                                   \
 	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
@@ -253,13 +262,17 @@ static const char *const verify_sql[] = {
 	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
 	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
 	  " ORDER BY created_ms DESC, id DESC")                                                 \
+	X(ST_APPROVAL_USE,                                                                      \
+	  "UPDATE approvals SET state = 'used' WHERE id = ?1 AND principal = ?2"                \
+	  " AND binding = ?3 AND state = 'approved' AND decided_ms IS NOT NULL"                 \
+	  " AND expires_ms > ?4")                                                               \
 	X(ST_APPROVAL_ONE,                                                                      \
 	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
 	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END, args, reason, created_ms,"      \
 	  " expires_ms, decided_by FROM approvals WHERE id = ?1")                                 \
 	X(ST_EXPORT_EVENTS,                                                                     \
 	  "SELECT ts_ms, type, stage, data FROM events WHERE op_id = ?1 ORDER BY seq")           \
-	X(ST_EXPORT_IDEM, "SELECT state FROM idem WHERE scope = ?1 AND op_id = ?2")             \
+	X(ST_EXPORT_IDEM, "SELECT state, binding FROM idem WHERE scope = ?1 AND op_id = ?2")    \
 	X(ST_MSG_LAST,                                                                          \
 	  "SELECT seq, api FROM messages WHERE session = ?1 ORDER BY seq DESC LIMIT 1")        \
 	X(ST_MSG_INSERT,                                                                        \
@@ -1259,11 +1272,13 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 
 /* ---- idempotency ---- */
 
-/* Is the owner of an in_flight row still running it?  On this host, as
- * tgi_owner_here_alive says; for other hosts, the lease decides. */
-static int owner_alive(const sq *s, const struct owner *o, int64_t now)
+/* Is the owner of an in_flight row (or of an unknown one another process
+ * marked so) still running it?  On this host, as tgi_owner_here_alive
+ * says; for other hosts (tgi_owner_same_host), the lease decides.  A row
+ * its owner settled unknown itself has no owner left: not running. */
+static int owner_alive(sq *s, const struct owner *o, int64_t now)
 {
-	if (strcmp(o->host, s->me.host) != 0)
+	if (!tgi_owner_same_host(&s->me, o->host))
 		return o->lease_until > now;
 	return tgi_owner_here_alive(o->pid, o->start, o->lease_until > now);
 }
@@ -1299,8 +1314,9 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 	rc = st_step(s, ST_IDEM_GET, "t", scope);
 	if (rc == SQLITE_DONE) {
 		int64_t lease_until = now + (int64_t)(lease_s > 0 ? lease_s : 1) * 1000;
+		int64_t start = tgi_self_start(&s->me);   /* first: it also renews me.host */
 		rc = st_run(s, ST_IDEM_INSERT, "tttiiiit", scope, op_id, s->me.host,
-		            (int64_t)getpid(), tgi_self_start(&s->me), lease_until, now, binding);
+		            (int64_t)getpid(), start, lease_until, now, binding);
 		info->state = TGI_IDEM_CLAIMED;
 		tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
 	} else if (rc == SQLITE_ROW) {
@@ -1328,7 +1344,7 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 			 * the same whoever asks next. */
 			info->state = TGI_IDEM_UNKNOWN;
 			if (!strcmp(state, "in_flight"))
-				rc = st_run(s, ST_IDEM_UNKNOWN, "tti", scope, info->op_id, now);
+				rc = st_run(s, ST_IDEM_MARK_UNKNOWN, "tti", scope, info->op_id, now);
 		}
 	}
 	if (rc == SQLITE_OK)
@@ -1409,12 +1425,13 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 	col_copy(st, 1, state, sizeof state);
 	read_owner(st, 2, &o);
 	st_reset(s, ST_IDEM_BY_OP);
-	if (!strcmp(state, "in_flight") && owner_alive(s, &o, now)) {
+	/* unknown too: one marked so by another process may still run */
+	if (owner_alive(s, &o, now)) {
 		char host[128];
 		tx_rollback(s);
 		tgi_snprintf(err, errlen,
 		             "op '%s' is still running (pid %lld on host '%s'); wait for it to finish before resolving it",
-		             op_id, (long long)o.pid, tgi_quoted(host, sizeof host, o.host));
+		             op_id, (long long)o.pid, tgi_owner_host_shown(o.host, host, sizeof host));
 		return -1;
 	}
 	if (applied) {
@@ -1529,6 +1546,18 @@ static int sq_approval_take(tgi_store *base, const char *binding, const char *pr
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot take an approval");
 	tgi_approval_answer(state, id, found, pending_id);
+	return 0;
+}
+
+static int sq_approval_use(tgi_store *base, const char *id, const char *principal,
+                           const char *binding, int *used, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	*used = 0;
+	int rc = st_run(s, ST_APPROVAL_USE, "ttti", id, principal, binding, tgi_unix_ms());
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot use approval '%s'", id);
+	*used = sqlite3_changes(s->db) == 1;
 	return 0;
 }
 
@@ -2274,17 +2303,20 @@ static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 		json_object_set_new(o, text[i], col_string(st, i));
 
 	int rc = SQLITE_DONE;
-	json_t *state = json_null();
+	json_t *state = json_null(), *binding = json_null();
 	if (scope && op_id) {
 		rc = st_step(s, ST_EXPORT_IDEM, "tt", scope, op_id);
 		if (rc == SQLITE_ROW) {
 			json_decref(state);
+			json_decref(binding);
 			state = col_string(s->st[ST_EXPORT_IDEM], 0);
+			binding = col_string(s->st[ST_EXPORT_IDEM], 1);
 			rc = SQLITE_DONE;
 		}
 		st_reset(s, ST_EXPORT_IDEM);
 	}
 	json_object_set_new(o, "idem_state", state);
+	json_object_set_new(o, "idem_binding", binding);
 	json_object_set_new(o, "args", col_parsed(st, 8));
 	json_object_set_new(o, "args_sha256", col_string(st, 9));
 	json_object_set_new(o, "envelope", col_parsed(st, 10));
@@ -2326,7 +2358,7 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 		"SELECT ts_ms, type, stage, data FROM events WHERE op_id IS NULL AND ts_ms >= ?1"
 		" ORDER BY seq";
 	static const char *const claims_sql =
-		"SELECT scope, op_id, state, created_ms FROM idem"
+		"SELECT scope, op_id, state, binding, created_ms FROM idem"
 		" WHERE state IN ('in_flight', 'unknown') AND created_ms >= ?1"
 		" AND NOT EXISTS (SELECT 1 FROM ops WHERE ops.op_id = idem.op_id)"
 		" ORDER BY created_ms, scope";
@@ -2335,7 +2367,10 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 	int stop = 0;
 
 	tgi_uuid_floor(since_ms, floor_id);
-	int rc = sqlite3_prepare_v2(s->db, ops_sql, -1, &st, NULL);
+	/* one read transaction: the three parts see one ledger */
+	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(s->db, ops_sql, -1, &st, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, floor_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, since_ms);
@@ -2370,17 +2405,22 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 	if (st) {
 		sqlite3_bind_int64(st, 1, since_ms);
 		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-			json_t *row = json_pack("{s:{s:o, s:o, s:o, s:I}}", "claim", "scope",
+			json_t *row = json_pack("{s:{s:o, s:o, s:o, s:o, s:I}}", "claim", "scope",
 			                        col_string(st, 0), "op_id", col_string(st, 1), "state",
-			                        col_string(st, 2), "created_ms",
-			                        (json_int_t)sqlite3_column_int64(st, 3));
+			                        col_string(st, 2), "binding", col_string(st, 3),
+			                        "created_ms", (json_int_t)sqlite3_column_int64(st, 4));
 			stop = fn(arg, row);
 			json_decref(row);
 		}
 		sqlite3_finalize(st);
 	}
-	if (stop)
+	if (stop) {
+		tx_rollback(s);
 		return stop;
+	}
+	if (rc == SQLITE_DONE)
+		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? SQLITE_DONE
+		                                                                : sqlite3_errcode(s->db);
 	if (rc != SQLITE_DONE)
 		return fail(s, rc, err, errlen, "cannot read the ledger for export");
 	return 0;
@@ -2496,6 +2536,7 @@ static const tgi_store_impl sqlite_impl = {
 	.approval_add = sq_approval_add,
 	.approval_decide = sq_approval_decide,
 	.approval_take = sq_approval_take,
+	.approval_use = sq_approval_use,
 	.approval_get = sq_approval_get,
 	.approval_list = sq_approval_list,
 	.pin_check = sq_pin_check,

@@ -170,6 +170,15 @@ int tgi_store_approval_take(tgi_store *s, const char *binding, const char *princ
 	return s->impl->approval_take(s, binding, principal, found, pending_id, err, errlen);
 }
 
+int tgi_store_approval_use(tgi_store *s, const char *id, const char *principal,
+                           const char *binding, int *used, char *err, size_t errlen)
+{
+	*used = 0;
+	if (tgi_check_approval_use(id, principal, binding, err, errlen) < 0)
+		return -1;
+	return s->impl->approval_use(s, id, principal, binding, used, err, errlen);
+}
+
 int tgi_store_approval_get(tgi_store *s, const char *id, tgi_approval_row *row, int *found,
                            char *err, size_t errlen)
 {

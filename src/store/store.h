@@ -202,10 +202,12 @@ typedef struct tgi_idem_info {
  * Claim scope for op_id.  binding (sha256 hex of what the call is: tool,
  * principal, canonical args; NULL: not compared) is kept with the claim; a
  * scope already held under a different binding answers CONFLICT, so one
- * key never returns another call's result.  Owner = this host, pid and process start time,
- * with a lease of lease_s seconds.  A row whose owner process is dead (or
- * whose start time differs: pid reuse), or whose lease expired on another
- * host, is UNKNOWN and is never re-run silently.  A row settled as not
+ * key never returns another call's result.  Owner = this host (hostname,
+ * boot id and pid namespace: a pid is looked up only by a process of that
+ * very host and namespace), pid and process start time, with a lease of
+ * lease_s seconds.  A row whose owner process is dead (or whose start time
+ * differs: pid reuse), or whose lease expired on another host, is UNKNOWN
+ * and is never re-run silently.  A row settled as not
  * applied (tgi_store_op_resolve applied=0, or TGI_SETTLE_RELEASE) is
  * claimed again; a row settled unknown is UNKNOWN.  The claim commits with synchronous=FULL before returning.
  */
@@ -214,7 +216,10 @@ int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, con
 
 /* Settle an unknown outcome (toolgate ops resolve).  applied=1: the scope
  * becomes done with that op (its envelope marked applied); applied=0: the
- * scope is released.  Error if op_id has no in_flight/unknown idem row. */
+ * scope is released.  Error if op_id has no in_flight/unknown idem row, or
+ * while its owner may still run it: an in_flight row's, or an unknown
+ * row's that another process marked so (a row the owner settled unknown
+ * itself has no owner left). */
 int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen);
 
 /* ---- approvals ---- */
@@ -232,7 +237,10 @@ typedef struct tgi_approval_row {
 	char    decided_by[128];
 } tgi_approval_row;
 
-/* Queue a new pending approval; id is generated (UUIDv7) into row->id. */
+/* Queue a new pending approval; id is generated (UUIDv7) into row->id.
+ * A shared store keeps approval times on its own clock (every gate
+ * compares expiries with it): created now there, expiring expires_ms -
+ * created_ms later; row->created_ms and expires_ms say what was stored. */
 int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen);
 
 /* pending -> approved/denied.  Error if not pending or expired. */
@@ -247,6 +255,18 @@ int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const c
  */
 int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
                             int *found, char pending_id[37], char *err, size_t errlen);
+
+/*
+ * Consume the approval id itself (a call waits on that one, not on the
+ * newest of its binding): in one statement it becomes `used` only if it
+ * is approved with its decision recorded, unexpired, not used yet, and of
+ * this principal and binding.  *used 1: consumed, by this caller alone;
+ * 0: not (pending, denied, expired, used, another principal's or another
+ * call's, or no such approval).  An id that is not a UUID, or a missing
+ * principal or binding, is refused (-1).
+ */
+int tgi_store_approval_use(tgi_store *s, const char *id, const char *principal,
+                           const char *binding, int *used, char *err, size_t errlen);
 
 /* The approval id: *found 0 when there is none.  The caller frees
  * row->args and row->reason; its state is as the list shows it
@@ -363,14 +383,16 @@ void tgi_store_watch_close(tgi_watch *w);
 
 /* Every op started at or after since_ms (0: all), oldest first, to fn one
  * at a time as {op_id, call_id, session, tool, principal, status,
- * error_kind, idem_scope, idem_state ("done", "unknown", or null), args
- * (redacted, parsed), args_sha256, envelope (object), started_ms,
- * duration_ms, loop, events: [{ts_ms, type, stage, data}] (oldest
- * first)}; then each event of no op at or after since_ms as {event: {ts_ms,
- * type, stage, data}}; then each idem row in_flight or unknown made at or
- * after since_ms whose op_id has no ops row (its process died while the
- * tool ran) as {claim: {scope, op_id, state, created_ms}}.  fn owns
- * nothing; a non-zero return stops the export (and is returned). */
+ * error_kind, idem_scope, idem_state ("done", "unknown", or null),
+ * idem_binding (its claim's binding, or null), args (redacted, parsed),
+ * args_sha256, envelope (object), started_ms, duration_ms, loop, events:
+ * [{ts_ms, type, stage, data}] (oldest first)}; then each event of no op at
+ * or after since_ms as {event: {ts_ms, type, stage, data}}; then each idem
+ * row in_flight or unknown made at or after since_ms whose op_id has no ops
+ * row (its process died while the tool ran) as {claim: {scope, op_id,
+ * state, binding, created_ms}}.  All of it from one snapshot of the
+ * ledger.  fn owns nothing; a non-zero return stops the export (and is
+ * returned); an op whose events cannot be read back fails it (-1). */
 int tgi_store_export(tgi_store *s, int64_t since_ms, int (*fn)(void *arg, json_t *row), void *arg,
                      char *err, size_t errlen);
 

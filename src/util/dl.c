@@ -46,7 +46,7 @@ static library mhd_lib = {
 
 static library pq_lib = {
 	PTHREAD_ONCE_INIT, "libpq.so.5",
-	"a PostgreSQL ledger needs libpq (Debian package libpq5)", -1, "",
+	"a PostgreSQL ledger needs libpq 14 or later (Debian package libpq5)", -1, "",
 };
 
 tgi_curl_api tgi_curl;

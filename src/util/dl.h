@@ -57,7 +57,8 @@
 	X(setSingleRowMode) X(enterPipelineMode) X(exitPipelineMode) X(pipelineSync) \
 	X(resultStatus) X(resultErrorField) X(resultErrorMessage) X(clear)            \
 	X(ntuples) X(getvalue) X(getisnull)                                           \
-	X(consumeInput) X(notifies) X(getCancel) X(cancel) X(freeCancel)
+	X(consumeInput) X(notifies) X(getCancel) X(cancel) X(freeCancel)            \
+	X(connectStartParams) X(connectPoll) X(isBusy)
 
 #define TGI_DL_CURL_MEMBER(f) __typeof__(curl_##f) *f;
 #define TGI_DL_MHD_MEMBER(f)  __typeof__(MHD_##f) *f;

@@ -138,7 +138,7 @@ check_run() {
 	eq "$(pgq "$db" "select count(*) from idem where state = 'done'")" $N "$tag: $N idempotency rows done"
 	# across hosts, both hosts won claims (each host name is its namespace's)
 	[ "$tag" != cross-host ] || [ "${UTS_OK:-0}" != 1 ] ||
-		eq "$(pgq "$db" "select string_agg(distinct owner_host, ' ' order by owner_host) from idem")" \
+		eq "$(pgq "$db" "select string_agg(distinct split_part(owner_host, '/', 1), ' ' order by split_part(owner_host, '/', 1)) from idem")" \
 			"${HOSTS:-}" "$tag: the keys were claimed by the gates of both hosts"
 }
 
@@ -173,7 +173,7 @@ cross_host() {
 	pg_own_cluster url "$dir" || { fail "cross-host: no server"; return; }
 	port=$(cat "$dir/port")
 	printf "listen_addresses = '127.0.0.1,%s.1,%s.5'\n" "$a" "$a" >> "$dir/data/postgresql.conf"
-	printf 'host all toolgate %s.0/29 trust\n' "$a" >> "$dir/data/pg_hba.conf"
+	printf 'host all toolgate %s.0/29 scram-sha-256\n' "$a" >> "$dir/data/pg_hba.conf"
 	"$PG_CLUSTER" restart "$dir" || { fail "cross-host: the server did not restart"; return; }
 	pgq "$url" "CREATE DATABASE xhost" || { fail "cross-host: CREATE DATABASE"; return; }
 	# each namespace reaches the server over its veth only, not over loopback
@@ -185,8 +185,8 @@ cross_host() {
 		fail "cross-host: host A reached the server on loopback: not a namespace of its own"
 	# each host has a name of its own (a UTS namespace) where unshare allows it
 	unshare --uts true 2> /dev/null && UTS_OK=1 HOSTS="$ns1-gate $ns2-gate"
-	hammer cross-host "$ns1" "postgresql://toolgate@$a.1:$port/xhost" \
-		"$ns2" "postgresql://toolgate@$a.5:$port/xhost" "${url%/*}/xhost"
+	hammer cross-host "$ns1" "postgresql://$(pg_userinfo "$url")@$a.1:$port/xhost" \
+		"$ns2" "postgresql://$(pg_userinfo "$url")@$a.5:$port/xhost" "${url%/*}/xhost"
 	[ "${UTS_OK:-0}" = 1 ] || echo "cross-host: the two namespaces share this machine's host name (unshare --uts refused)"
 }
 cross_host

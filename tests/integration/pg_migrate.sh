@@ -5,7 +5,10 @@
 # of the program is refused with a clear message.  Then a SQLite ledger with
 # varied history (calls of every status the gate records, approvals, events
 # of no call) exported and imported into PostgreSQL gives the same
-# `toolgate log --json` (event seqs are each ledger's own) and `toolgate stats`.
+# `toolgate log --json` (event seqs are each ledger's own) and `toolgate stats`;
+# a key done there replays, and stays bound to its call (the same key with
+# other arguments is refused as ambiguous, never answered with the first
+# call's result); an unknown outcome stays unknown.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/integration/support/pg/lib.sh"
 N=$(sed -n 's/^#define TGI_STORE_SCHEMA_VERSION \([0-9][0-9]*\).*/\1/p' "$ROOT/src/store/store.h")
@@ -214,11 +217,16 @@ eq "$(pgq "$P3" "select string_agg(type, ',' order by seq) from events where op_
 eq "$(jqv "$WS/p-replay.json" .status)" replayed "k1 replays from the imported ledger"
 eq "$(jqv "$WS/p-replay.json" '.stages[] | select(.replayed_from) | .replayed_from')" \
 	"$(jqv "$WS/h/h-mark.json" .op_id)" "the replay names the original op"
+grep -q '"idem_binding":"[0-9a-f]\{64\}"' "$WS/export.jsonl" || fail "the export carries the keys' bindings"
+CHECKS=$((CHECKS + 1))
+(cd "$WS/h" && TOOLGATE_STORE=$P3 "$TG" call --json --key k1 mark '{"key":"other"}' > "$WS/p-other.json" 2>/dev/null < /dev/null)
+eq "$(jqv "$WS/p-other.json" .status)/$(jqv "$WS/p-other.json" .error.kind)" invalid/ambiguous \
+	"k1 with other arguments is ambiguous in the imported ledger, not a replay"
 (cd "$WS/h" && TOOLGATE_STORE=$P3 "$TG" call --json --key u1 slow '{}' > "$WS/p-unknown.json" 2>/dev/null < /dev/null)
 eq "$(jqv "$WS/p-unknown.json" .status)/$(jqv "$WS/p-unknown.json" .error.kind)" pending/unknown_outcome \
 	"the unknown outcome stays unknown in the imported ledger"
 # an import run twice adds nothing
 (cd "$WS/h" && TOOLGATE_STORE=$P3 "$TG" ledger import "$WS/export.jsonl" > /dev/null 2>&1) || fail "a second import"
-eq "$(pgq "$P3" "select count(*) from ops")" "$(( $(wc -l < "$WS/log-sqlite") + 2 ))" \
-	"a second import adds no op (the two calls just made are the only new rows)"
+eq "$(pgq "$P3" "select count(*) from ops")" "$(( $(wc -l < "$WS/log-sqlite") + 3 ))" \
+	"a second import adds no op (the three calls just made are the only new rows)"
 finish

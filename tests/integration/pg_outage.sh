@@ -9,7 +9,12 @@
 # `persisted`, when its row could not be written.  Throughout: no key's side
 # effect twice, no `persisted` without its committed row, and both kinds of
 # gate resume once the server is back.  A server unreachable at start: a
-# clear error naming the host (never a password), exit non-zero.
+# clear error naming the host (never a password), exit non-zero.  Then, on
+# the long-lived gate: a server restarted while it is idle costs its next
+# call nothing (persisted at the first try); and a call whose tool ran but
+# whose record the outage took says `committed`, and its key, retried once
+# the server is back, is an unknown outcome (never `pending` as if the call
+# still ran) that `ops resolve` settles.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/integration/support/pg/lib.sh"
 CL=$(mktemp -d "${TMPDIR:-/tmp}/tg-pg.XXXXXX")
@@ -40,6 +45,17 @@ tools:
     command: [./mark.sh]
     category: runtime
     requires_idempotency_key: true
+  slowmark:
+    description: Record that a key was handled, after a while (one line per run).
+    input_schema:
+      type: object
+      properties:
+        key: {type: string, pattern: "^[a-z]+[0-9]+$"}
+      required: [key]
+      additionalProperties: false
+    command: [./slowmark.sh]
+    category: runtime
+    requires_idempotency_key: true
 YAML
 cat > "$WS/w/mark.sh" <<'SH'
 #!/bin/sh
@@ -48,7 +64,15 @@ key=$(sed -n 's/.*"key":"\([a-z]*[0-9]*\)".*/\1/p')
 printf '%s %s\n' "$key" "$TOOLGATE_OP_ID" >> marks.log
 printf '{"key":"%s","op":"%s"}\n' "$key" "$TOOLGATE_OP_ID"
 SH
-chmod +x "$WS/w/mark.sh"
+cat > "$WS/w/slowmark.sh" <<'SH'
+#!/bin/sh
+key=$(sed -n 's/.*"key":"\([a-z]*[0-9]*\)".*/\1/p')
+touch "$key.started"
+sleep 1.5
+printf '%s %s\n' "$key" "$TOOLGATE_OP_ID" >> marks.log
+printf '{"key":"%s","op":"%s"}\n' "$key" "$TOOLGATE_OP_ID"
+SH
+chmod +x "$WS/w/mark.sh" "$WS/w/slowmark.sh"
 export TOOLGATE_CONFIG=$WS/w/toolgate.yaml
 ns() { date +%s%N; }
 
@@ -219,6 +243,49 @@ done
 [ $n -gt 0 ] || fail "no serve call was refused during the outage"
 eq "$(cut -d' ' -f1 "$WS/w/marks.log" | sort | uniq -d | head -n 3 | tr '\n' ' ')" "" \
 	"no side effect twice after the retries"
+
+# ---- the server restarted while the long-lived gate is idle ----
+# (a fast shutdown: the server tells its sessions and closes them; the gate
+# finds its connection gone before its next call, not through it)
+scall idle0 mark '{"key":"idle0","idempotency_key":"idle0"}'
+eq "$(jqv "$WS/out/idle0.json" .status)" persisted "serve works before the idle restart"
+"$PG_CLUSTER" stop "$CL" || fail "pg_ctl stop (fast)"
+"$PG_CLUSTER" restart "$CL" || fail "the server did not come back after the idle stop"
+scall idle1 mark '{"key":"idle1","idempotency_key":"idle1"}'
+eq "$(jqv "$WS/out/idle1.json" .status)" persisted \
+	"after a restart while idle, the next call persists at the first try"
+scall idle2 read_file '{"path":"notes.txt"}'
+eq "$(jqv "$WS/out/idle2.json" .status)" persisted "and so does the one after it"
+
+# ---- a call whose record the outage took ----
+send '{"jsonrpc":"2.0","id":"slow1","method":"tools/call","params":{"name":"slowmark","arguments":{"key":"slow1","idempotency_key":"slow1"}}}'
+for _ in $(seq 200); do [ -e "$WS/w/slow1.started" ] && break; sleep 0.05; done
+[ -e "$WS/w/slow1.started" ] || fail "the slow tool did not start"
+"$PG_CLUSTER" stop "$CL" immediate || fail "pg_ctl stop -m immediate (slow call)"
+if r=$(reply slow1); then
+	jq -c '.result.structuredContent' <<< "$r" > "$WS/out/slow1.json"
+else
+	fail "serve did not answer the slow call"
+	echo '{}' > "$WS/out/slow1.json"
+fi
+eq "$(jqv "$WS/out/slow1.json" .status)" committed "the slow call ran, and its row could not be written: committed"
+eq "$(grep -c '^slow1 ' "$WS/w/marks.log")" 1 "the slow tool ran once"
+"$PG_CLUSTER" restart "$CL" || fail "the server did not come back after the slow call"
+# retried through the same gate (whose process still lives), and through a fresh one
+scall slow1-again slowmark '{"key":"slow1","idempotency_key":"slow1"}'
+eq "$(jqv "$WS/out/slow1-again.json" .status)/$(jqv "$WS/out/slow1-again.json" .error.kind)" \
+	pending/unknown_outcome "the key of a call whose record was lost is an unknown outcome, not still running"
+(cd "$WS/w" && "$TG" call --json --key slow1 slowmark '{"key":"slow1"}' > "$WS/slow1-fresh.json" 2> "$WS/slow1-fresh.err" < /dev/null)
+eq "$(jqv "$WS/slow1-fresh.json" .status)/$(jqv "$WS/slow1-fresh.json" .error.kind)" \
+	pending/unknown_outcome "and so it is to another gate"
+sanitizers "$WS/slow1-fresh.err" "fresh retry of the slow key"
+# the operator settles it (it ran): the key replays from then on, nothing runs again
+op=$(jqv "$WS/out/slow1.json" .op_id)
+(cd "$WS/w" && "$TG" ops resolve "$op" --applied yes > "$WS/resolve.out" 2> "$WS/resolve.err") ||
+	fail "ops resolve of the slow call: $(cat "$WS/resolve.err")"
+scall slow1-after slowmark '{"key":"slow1","idempotency_key":"slow1"}'
+eq "$(jqv "$WS/out/slow1-after.json" .status)" replayed "once resolved, the key replays"
+eq "$(grep -c '^slow1 ' "$WS/w/marks.log")" 1 "the slow tool still ran once"
 exec {SRV[1]}>&-
 wait "$SRV_PID" 2> /dev/null
 sanitizers "$WS/serve.err" serve

@@ -6,10 +6,12 @@
  * every status made by a real gate (with a replay, an approval left
  * pending, an unknown outcome, an event after its call's row, events of no
  * call) reads back the same through tg_log and tg_stats, keys done in the
- * old ledger replay in the new one and unknown ones stay unknown, a second
+ * old ledger replay in the new one (and stay bound: the same key with
+ * other arguments is ambiguous there) and unknown ones stay unknown, a second
  * import writes nothing, a bad line stops the import with its number and
  * nothing of it or after written, and the export line parser refuses what
- * is not an export line with a sentence.  (The PostgreSQL side is
+ * is not an export line with a sentence; a ledger URL is shown without its
+ * user and password whatever the password holds.  (The PostgreSQL side is
  * tests/integration/pg_migrate.sh.)
  *
  * Owns: nothing outside its temporary directories.
@@ -356,6 +358,26 @@ static void test_round_trip(void **state)
 	assert_int_equal(ex.claims, 2);
 	/* header, ops, events of no op, claims that left no op */
 	assert_int_equal(count_lines(f->file), 1 + 8 + 3 + 2);
+	/* the idempotent write's line carries what its key was bound to */
+	FILE *in = fopen(f->file, "r");
+	assert_non_null(in);
+	char *line = NULL;
+	size_t cap = 0;
+	int bound = 0;
+	while (getline(&line, &cap, in) > 0) {
+		json_t *row = json_loads(line, 0, NULL);
+		const char *b = json_string_value(json_object_get(row, "idem_binding"));
+		if (row && json_object_get(row, "op_id") &&
+		    !strcmp(json_string_value(json_object_get(row, "op_id")), done_op)) {
+			assert_non_null(b);
+			assert_int_equal(strlen(b), 64);
+			bound = 1;
+		}
+		json_decref(row);
+	}
+	free(line);
+	fclose(in);
+	assert_true(bound);
 
 	tg_ledger_counts c;
 	char *err;
@@ -400,6 +422,17 @@ static void test_round_trip(void **state)
 	char again[37];
 	assert_int_equal(call(g, "write_file", "{\"path\":\"out/a.txt\",\"content\":\"x\"}", "k1",
 	                      NULL, again), TG_REPLAYED);
+	/* and stays bound to that call: the key with other arguments is
+	 * refused as ambiguous, not answered with the first call's result */
+	tg_request other = {.tool = "write_file", .idempotency_key = "k1",
+	                    .args = "{\"path\":\"out/a.txt\",\"content\":\"other\"}"};
+	tg_result *res = NULL;
+	assert_int_equal(tg_call(g, &other, &res), TG_INVALID);
+	json_t *env = json_loads(tg_result_json(res, 0), 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(env, "error"), "kind")),
+	                    "ambiguous");
+	json_decref(env);
+	tg_result_free(res);
 	tg_gate_close(g);
 	char path[256];
 	snprintf(path, sizeof path, "%s/out/a.txt", f->dst);
@@ -765,13 +798,46 @@ static void test_store_from_env(void **state)
 
 /* ---- the line parser ---- */
 
+/* A ledger's location as sentences show it: never a user or password,
+ * whatever the password holds, nor a parameter but host and port. */
+static void test_shown_where(void **state)
+{
+	(void)state;
+	static const struct { const char *url, *shown; } cases[] = {
+		{"postgresql://u:pa?ss@db/x", "postgresql://db/x"},
+		{"postgresql://u:pa#ss@db:5433/x", "postgresql://db:5433/x"},
+		{"postgresql://u:p@ss@db/x", "postgresql://db/x"},
+		{"postgres://u:pw@db", "postgres://db"},
+		{"postgresql://u:pw@db?port=5433&password=s3cret&sslmode=require",
+		 "postgresql://db?port=5433"},
+		{"postgresql://u:pa/ss@db/x", "postgresql://db/x"},
+		{"postgresql://db/x?user=u&password=s3cret&host=h", "postgresql://db/x?host=h"},
+		{"postgresql:///x?host=/run/pg&password=p", "postgresql:///x?host=/run/pg"},
+		{"postgresql://db/x", "postgresql://db/x"},
+		{".toolgate/ledger.db", ".toolgate/ledger.db"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char out[256];
+		tgi_ledger_shown_where(cases[i].url, out, sizeof out);
+		if (strcmp(out, cases[i].shown))
+			fail_msg("%s: shown as %s, not %s", cases[i].url, out, cases[i].shown);
+	}
+	char out[64];
+	tgi_ledger_shown_where("postgresql://u:s3cret\x01@db/x\n", out, sizeof out);
+	assert_null(strstr(out, "s3cret"));
+	assert_null(strchr(out, '\n'));
+}
+
+#define BINDING "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 static void test_parse(void **state)
 {
 	(void)state;
 	static const char op_ok[] =
 		"{\"op_id\":\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\",\"status\":\"failed\","
 		"\"error_kind\":\"timeout\",\"tool\":\"t\",\"idem_scope\":\"p:t:k\","
-		"\"idem_state\":\"done\",\"args\":{\"b\":2,\"a\":1},\"envelope\":{\"op_id\":"
+		"\"idem_state\":\"done\",\"idem_binding\":\"" BINDING "\","
+		"\"args\":{\"b\":2,\"a\":1},\"envelope\":{\"op_id\":"
 		"\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\",\"x\":0.20999999999999999},"
 		"\"started_ms\":5,\"duration_ms\":1.25,\"events\":[{\"ts_ms\":6,\"type\":\"a\","
 		"\"stage\":null,\"data\":null},{\"ts_ms\":7,\"type\":\"b\",\"stage\":\"s\","
@@ -785,6 +851,7 @@ static void test_parse(void **state)
 	assert_string_equal(ln.op.envelope,
 	                    "{\"op_id\":\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\",\"x\":0.21}");
 	assert_string_equal(ln.idem_state, "done");
+	assert_string_equal(ln.idem_binding, BINDING);
 	assert_int_equal(ln.op.started_ms, 5);
 	assert_true(ln.op.duration_ms == 1.25);
 	assert_null(ln.op.call_id);
@@ -806,7 +873,14 @@ static void test_parse(void **state)
 	assert_int_equal(ln.kind, TGI_LINE_CLAIM);
 	assert_string_equal(ln.op.idem_scope, "k");
 	assert_string_equal(ln.idem_state, "in_flight");
+	assert_null(ln.idem_binding);   /* an export from before bindings came along */
 	assert_int_equal(ln.op.started_ms, 9);
+	tgi_ledger_line_free(&ln);
+	static const char claim_bound[] = "{\"claim\":{\"scope\":\"k\",\"op_id\":"
+		"\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\",\"state\":\"unknown\",\"binding\":\""
+		BINDING "\",\"created_ms\":9}}";
+	assert_int_equal(tgi_ledger_parse(claim_bound, strlen(claim_bound), &ln, err, sizeof err), 0);
+	assert_string_equal(ln.idem_binding, BINDING);
 	tgi_ledger_line_free(&ln);
 	assert_int_equal(tgi_ledger_parse(" \r", 2, &ln, err, sizeof err), 0);
 	assert_int_equal(ln.kind, TGI_LINE_BLANK);
@@ -827,6 +901,11 @@ static void test_parse(void **state)
 		{OP(OK_OP ",\"args_sha256\":\"ABC\""), "args_sha256: expected 64"},
 		{OP(OK_OP ",\"idem_state\":\"done\""), "without an idem_scope"},
 		{OP(OK_OP ",\"idem_scope\":\"s\",\"idem_state\":\"maybe\""), "idem_state: expected"},
+		{OP(OK_OP ",\"idem_scope\":\"s\",\"idem_binding\":\"ABC\""), "idem_binding: expected 64"},
+		{OP(OK_OP ",\"idem_scope\":\"s\",\"idem_binding\":7"), "idem_binding: expected"},
+		{OP(OK_OP ",\"idem_binding\":\"" BINDING "\""), "without an idem_scope"},
+		{"{\"claim\":{\"scope\":\"k\",\"op_id\":\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\","
+		 "\"state\":\"unknown\",\"binding\":\"xyz\",\"created_ms\":1}}", "claim.binding: expected"},
 		{OP("\"status\":\"persisted\",\"started_ms\":-1,\"envelope\":{}"), "started_ms: expected"},
 		{OP("\"status\":\"persisted\",\"started_ms\":1,\"envelope\":[]"), "envelope: expected an object"},
 		{OP("\"status\":\"persisted\",\"started_ms\":1,\"envelope\":{\"op_id\":\"other\"}"),
@@ -863,6 +942,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_shown_where),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_claims, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lone_events_counted, setup, teardown),

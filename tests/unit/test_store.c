@@ -5,7 +5,10 @@
  * events of filtered ops); the WAL kept bounded by the checkpointer thread
  * and by short handles' close, the thread stopped by close; the lean schema;
  * the idempotency claim lifecycle, dead owners (a forked child that dies
- * holding a claim), pid reuse, other hosts, operator resolution; exactly one
+ * holding a claim), pid reuse, other hosts (a bare hostname from an older
+ * toolgate, a container sharing the hostname: pid namespaces apart),
+ * operator resolution (refused while an unknown claim's owner may still
+ * run it); a waiter using exactly its own approval; exactly one
  * winner among concurrent claimers (threads and processes); approvals with
  * expiry and single use; the state-directory and ledger-file checks
  * (symlinks, owners, non-regular files); corrupt, foreign, newer, read-only
@@ -1636,17 +1639,41 @@ static void test_idem_resolve_marks_envelope(void **state)
 	assert_int_equal(count_ops(f->s, &flt), 1);
 }
 
+/* This process as a claim's owner host: hostname/boot id/pid namespace;
+ * name gets the hostname alone, boot the boot id. */
+static void self_identity(char *out, size_t cap, char name[256], char boot[64])
+{
+	struct stat st;
+	name[0] = boot[0] = '\0';
+	gethostname(name, 255);
+	FILE *b = fopen("/proc/sys/kernel/random/boot_id", "r");
+	assert_non_null(b);
+	assert_non_null(fgets(boot, 64, b));
+	fclose(b);
+	boot[strcspn(boot, "\n")] = '\0';
+	assert_int_equal(stat("/proc/self/ns/pid", &st), 0);
+	snprintf(out, cap, "%s/%s/%llu", name, boot, (unsigned long long)st.st_ino);
+}
+
 static void test_idem_pid_reuse_and_other_hosts(void **state)
 {
 	struct fx *f = *state;
 	tgi_idem_info info;
-	char host[256] = "", sql[512], a[37], b[37], c[37], err[512];
+	char host[512], name[256], boot[64], sql[1024], a[37], b[37], c[37], err[512];
 
-	gethostname(host, sizeof host - 1);
+	self_identity(host, sizeof host, name, boot);
 	tgi_uuidv7(a);
 	tgi_uuidv7(b);
 	tgi_uuidv7(c);
 	int64_t now = tgi_unix_ms();
+
+	/* a claim names this host by hostname, boot id and pid namespace */
+	char d[37];
+	tgi_uuidv7(d);
+	assert_int_equal(claim(f->s, "r:mine", d, 10, &info), TGI_IDEM_CLAIMED);
+	char got[512];
+	raw_text(f->db, "SELECT owner_host FROM idem WHERE scope = 'r:mine'", got, sizeof got);
+	assert_string_equal(got, host);
 
 	/* our own pid, but another start time: a reused pid, the owner is dead */
 	snprintf(sql, sizeof sql,
@@ -1655,6 +1682,43 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:reuse", b, 10, &info), TGI_IDEM_UNKNOWN);
 	assert_string_equal(info.op_id, a);
+
+	/* the same hostname and boot, another pid namespace (a gate in a
+	 * container sharing the hostname): its pid means nothing here, so it
+	 * is not looked up; the lease decides */
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem VALUES('r:container', '%s', 'in_flight', '%s/%s/1', %d, 1, %lld,"
+	         " 0, 0, NULL)", c, name, boot, (int)getpid(), (long long)now + 20000);
+	raw_exec(f->db, sql);
+	assert_int_equal(claim(f->s, "r:container", d, 10, &info), TGI_IDEM_IN_FLIGHT);
+	assert_string_equal(info.op_id, c);
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:container'");
+	assert_int_equal(claim(f->s, "r:container", d, 10, &info), TGI_IDEM_UNKNOWN);
+
+	/* a bare hostname (a row from before the host said more): another
+	 * host's too, whatever its pid; the lease decides */
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem VALUES('r:bare', '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", d,
+	         name, (int)getpid(), (long long)now + 20000);
+	raw_exec(f->db, sql);
+	assert_int_equal(claim(f->s, "r:bare", a, 10, &info), TGI_IDEM_IN_FLIGHT);
+	assert_string_equal(info.op_id, d);
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:bare'");
+	assert_int_equal(claim(f->s, "r:bare", a, 10, &info), TGI_IDEM_UNKNOWN);
+
+	/* unknown, marked so by another process while its owner (on another
+	 * host, within its lease) may still run it: not resolved under it */
+	char m[37];
+	tgi_uuidv7(m);
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem VALUES('r:marked', '%s', 'unknown', 'elsewhere.invalid/%s/7', 1, 1,"
+	         " %lld, 0, 0, NULL)", m, boot, (long long)now + 20000);
+	raw_exec(f->db, sql);
+	assert_int_equal(tgi_store_op_resolve(f->s, m, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "still running"));
+	assert_non_null(strstr(err, "host 'elsewhere.invalid'"));   /* the hostname alone */
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:marked'");
+	assert_int_equal(tgi_store_op_resolve(f->s, m, 0, err, sizeof err), 0);
 
 	/* another host: the lease decides */
 	snprintf(sql, sizeof sql,
@@ -1958,6 +2022,68 @@ static void test_approvals_lifecycle(void **state)
 	approval(&bad, "short", "ci", later);
 	assert_int_equal(tgi_store_approval_add(f->s, &bad, err, sizeof err), -1);
 	assert_non_null(strstr(err, "64-character binding"));
+}
+
+/* A waiter uses the approval it waits on, not the newest of its binding:
+ * of two queued for one call, approving the older one lets its waiter
+ * run, and only once, for its own principal and binding, unexpired. */
+static void test_approval_use(void **state)
+{
+	struct fx *f = *state;
+	char bind[65], bind2[65], pid[37], err[512], older[37];
+	tgi_approval_row r, got;
+	int found, used = 9;
+	int64_t later = tgi_unix_ms() + 3600 * 1000;
+
+	tgi_sha256_hex("deploy_service\n{\"env\":\"staging\"}", 32, bind);
+	tgi_sha256_hex("deploy_service\n{\"env\":\"prod\"}", 29, bind2);
+	approval(&r, bind, "ci", later);
+	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
+	memcpy(older, r.id, sizeof older);
+	approval(&r, bind, "ci", later);
+	r.created_ms = tgi_unix_ms() + 5;   /* newer */
+	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, older, 1, "alice", err, sizeof err), 0);
+	/* the newest of the binding is the pending one */
+	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
+	assert_int_equal(found, 2);
+	assert_string_equal(pid, r.id);
+
+	assert_int_equal(tgi_store_approval_use(f->s, r.id, "ci", bind, &used, err, sizeof err), 0);
+	assert_int_equal(used, 0);   /* pending */
+	assert_int_equal(tgi_store_approval_use(f->s, older, "other", bind, &used, err, sizeof err), 0);
+	assert_int_equal(used, 0);   /* another principal's */
+	assert_int_equal(tgi_store_approval_use(f->s, older, "ci", bind2, &used, err, sizeof err), 0);
+	assert_int_equal(used, 0);   /* another call's */
+	assert_int_equal(tgi_store_approval_use(f->s, older, "ci", bind, &used, err, sizeof err), 0);
+	assert_int_equal(used, 1);
+	assert_int_equal(tgi_store_approval_use(f->s, older, "ci", bind, &used, err, sizeof err), 0);
+	assert_int_equal(used, 0);   /* once */
+	assert_int_equal(tgi_store_approval_get(f->s, older, &got, &found, err, sizeof err), 0);
+	assert_string_equal(got.state, "used");
+	free(got.args);
+	free(got.reason);
+	assert_int_equal(tgi_store_approval_get(f->s, r.id, &got, &found, err, sizeof err), 0);
+	assert_string_equal(got.state, "pending");
+	free(got.args);
+	free(got.reason);
+
+	/* denied; approved but expired: not used */
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 0, "bob", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_use(f->s, r.id, "ci", bind, &used, err, sizeof err), 0);
+	assert_int_equal(used, 0);
+	approval(&r, bind2, "ci", later);
+	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", err, sizeof err), 0);
+	char sql[160];
+	snprintf(sql, sizeof sql, "UPDATE approvals SET expires_ms = 1 WHERE id = '%s'", r.id);
+	raw_exec(f->db, sql);
+	assert_int_equal(tgi_store_approval_use(f->s, r.id, "ci", bind2, &used, err, sizeof err), 0);
+	assert_int_equal(used, 0);
+	/* refusals */
+	assert_int_equal(tgi_store_approval_use(f->s, "nope", "ci", bind, &used, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no approval"));
+	assert_int_equal(tgi_store_approval_use(f->s, older, "ci", NULL, &used, err, sizeof err), -1);
 }
 
 static void test_approvals_single_use_across_processes(void **state)
@@ -3041,6 +3167,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idem_concurrent_threads, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_open_new_ledger, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_approvals_lifecycle, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_approval_use, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_approvals_single_use_across_processes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_state_dir, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_ledger_file_checks, setup_dir, teardown),

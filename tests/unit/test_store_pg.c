@@ -14,11 +14,22 @@
  * a record that fails leaves nothing; event seqs gap-free and in commit
  * order as a follower sees them while several processes write; rate-limit
  * buckets taken to empty and refilled on the server's clock; watches woken
- * by another process within a second; a connection killed under a handle
+ * by another process within a second, and after their connection is killed
+ * quiet again, then woken by the next write; a connection killed under a handle
  * (transient, the backoff, the reconnect, claims moved to the new backend);
  * an unreachable server named without its password; and ops, events,
  * stats and export giving exactly what the SQLite ledger gives for the
- * same records.
+ * same records.  Then what two reviews found: a connection that died
+ * while idle (killed, or the server's idle timeout) found before the next
+ * call, which goes through; a record whose connection broke under it sent
+ * again on a fresh one, written once; a claim whose record failed settled
+ * unknown (or deleted) after the reconnect or at once, never moved to the
+ * new backend as a live one; a claim whose commit reply was lost deleted
+ * by the close; reconnects, watches and the close bounded in time against
+ * a server that never answers; owners whose backend went with a server
+ * restart judged by their lease, and `ops resolve` judging an unknown
+ * claim's owner too; the owner's host as hostname/boot id/pid namespace;
+ * a waiter using its own approval; an export reading one snapshot.
  *
  * Owns: the databases it makes (dropped at the end of each case) and its
  * temporary directories.  Children of fork() report through exit codes
@@ -30,12 +41,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -426,6 +440,35 @@ static void kill_backend(struct fx *f, long long pid)
 		sleep_ms(10);
 }
 
+/* New connections to the case's database refused (yes 0), or let in
+ * again: a lost connection cannot come back until they are.  (Said on
+ * the server's own database: not on the one it is about.) */
+static void db_allow(struct fx *f, int yes)
+{
+	char sql[160];
+	PGconn *a = pq_connect(base_url);
+	assert_non_null(a);
+	snprintf(sql, sizeof sql, "ALTER DATABASE %s WITH ALLOW_CONNECTIONS %s", f->db,
+	         yes ? "true" : "false");
+	sqlx(a, sql, NULL, 0);
+	tgi_pq.finish(a);
+}
+
+/* This process as a claim's owner host: hostname/boot id/pid namespace. */
+static void self_identity(char *out, size_t cap)
+{
+	char host[256] = "", boot[64] = "";
+	struct stat st;
+	gethostname(host, sizeof host - 1);
+	FILE *b = fopen("/proc/sys/kernel/random/boot_id", "r");
+	assert_non_null(b);
+	assert_non_null(fgets(boot, sizeof boot, b));
+	fclose(b);
+	boot[strcspn(boot, "\n")] = '\0';
+	assert_int_equal(stat("/proc/self/ns/pid", &st), 0);
+	snprintf(out, cap, "%s/%s/%llu", host, boot, (unsigned long long)st.st_ino);
+}
+
 static void test_transient_and_reconnect(void **state)
 {
 	struct fx *f = *state;
@@ -442,6 +485,9 @@ static void test_transient_and_reconnect(void **state)
 	assert_true(old > 0);
 	assert_int_equal(sql_num(f->sql, "SELECT owner_backend_pid FROM idem WHERE scope = 'key:held'"), old);
 
+	/* the backend killed, and no new connection let in: the claim finds
+	 * the connection gone and cannot make another */
+	db_allow(f, 0);
 	kill_backend(f, old);
 	/* a claim meets the lost connection: refused, transient */
 	assert_int_equal(tgi_store_idem_claim(f->s, "key:lost", new_id(op2), BINDING_A, 30, &info, err,
@@ -461,7 +507,8 @@ static void test_transient_and_reconnect(void **state)
 	assert_int_equal(tgi_store_op_resolve(f->s, "not-a-uuid", 1, err, sizeof err), -1);
 	assert_int_equal(tgi_store_transient(f->s), 0);
 
-	sleep_ms(150);
+	db_allow(f, 1);
+	sleep_ms(250);   /* past the backoff (100 ms, then 200 ms after the failed reconnect) */
 	assert_int_equal(tgi_store_last_seq(f->s, &seq, err, sizeof err), 0);
 	assert_int_equal(tgi_store_transient(f->s), 0);
 	long long now_pid = handle_backend(f);
@@ -489,6 +536,7 @@ static void test_record_lost_connection(void **state)
 {
 	struct fx *f = *state;
 	char err[512] = "", op[37];
+	db_allow(f, 0);
 	kill_backend(f, handle_backend(f));
 	tgi_op_record r = rec(new_id(op), "echo", "persisted", NULL, "{}", tgi_unix_ms());
 	tgi_event ev = { .type = "tool.call.received", .ts_ms = r.started_ms, .seq = 99 };
@@ -497,6 +545,370 @@ static void test_record_lost_connection(void **state)
 	assert_int_equal(ev.seq, 0);
 	assert_non_null(strstr(err, "cannot record op"));
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops"), 0);
+}
+
+/* ---- connections lost and found again ---- */
+
+/* A backend killed, or closed by the server's idle timeout, while the
+ * handle is idle: the next call finds it gone before it sends anything,
+ * connects again at once (no backoff) and succeeds. */
+static void test_idle_connection_lost(void **state)
+{
+	struct fx *f = *state;
+	char err[512], op[37];
+	int64_t seq = -1;
+	tgi_idem_info info;
+
+	long long old = handle_backend(f);
+	kill_backend(f, old);
+	OK(tgi_store_last_seq(f->s, &seq, err, sizeof err));
+	assert_int_equal(tgi_store_transient(f->s), 0);
+	long long now_pid = handle_backend(f);
+	assert_true(now_pid > 0 && now_pid != old);
+	claim_ok(f->s, "key:idle", new_id(op), BINDING_A, &info);
+	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
+
+	/* the server closes sessions idle for 300 ms: every call comes after one */
+	char sql[160];
+	snprintf(sql, sizeof sql, "ALTER DATABASE %s SET idle_session_timeout = '300ms'", f->db);
+	sqlx(f->sql, sql, NULL, 0);
+	tgi_store *s2 = open_or_die(f->url);
+	for (int i = 0; i < 2; i++) {
+		sleep_ms(700);
+		tgi_op_record r = rec(new_id(op), "echo", "persisted", NULL, "{}", tgi_unix_ms());
+		tgi_event ev = { .type = "tool.call.received", .ts_ms = r.started_ms };
+		OK(tgi_store_record(s2, &r, &ev, 1, NULL, TGI_SETTLE_NONE, err, sizeof err));
+		assert_int_equal(tgi_store_transient(s2), 0);
+		assert_true(ev.seq > 0);
+	}
+	tgi_store_close(s2);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops"), 2);
+}
+
+/* A record whose connection breaks under it (its backend killed while it
+ * waits for a lock) is sent once more on a fresh connection: it is
+ * written once, its events numbered as one record's. */
+static void test_record_retried_on_fresh_connection(void **state)
+{
+	struct fx *f = *state;
+	char err[512], op[37];
+	int ready[2];
+	long long backend = handle_backend(f);
+	assert_true(backend > 0);
+	assert_int_equal(pipe(ready), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* hold the event counter's row, kill the handle's backend while
+		 * its record waits for it, then let go */
+		char sql[96];
+		close(ready[0]);
+		PGconn *c = pq_connect(f->url);
+		PGresult *r = c ? tgi_pq.exec(c, "BEGIN; SELECT last FROM event_seq FOR UPDATE") : NULL;
+		if (!r || tgi_pq.resultStatus(r) != PGRES_TUPLES_OK)
+			_exit(1);
+		tgi_pq.clear(r);
+		close(ready[1]);
+		sleep_ms(400);
+		snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)", backend);
+		r = tgi_pq.exec(c, sql);
+		int killed = r && tgi_pq.resultStatus(r) == PGRES_TUPLES_OK &&
+		             !strcmp(tgi_pq.getvalue(r, 0, 0), "t");
+		tgi_pq.clear(r);
+		sleep_ms(200);
+		r = tgi_pq.exec(c, "ROLLBACK");
+		tgi_pq.clear(r);
+		tgi_pq.finish(c);
+		_exit(killed ? 0 : 2);
+	}
+	close(ready[1]);
+	char ch;
+	assert_int_equal(read(ready[0], &ch, 1), 0); /* the lock is held */
+	close(ready[0]);
+	tgi_op_record r = rec(new_id(op), "echo", "persisted", "s1", "{}", tgi_unix_ms());
+	tgi_event ev[2] = {
+		{ .type = "tool.call.received", .ts_ms = r.started_ms },
+		{ .type = "tool.call.persisted", .ts_ms = r.started_ms },
+	};
+	OK(tgi_store_record(f->s, &r, ev, 2, NULL, TGI_SETTLE_NONE, err, sizeof err));
+	assert_int_equal(wait_child(pid), 0);
+	assert_int_equal(tgi_store_transient(f->s), 0);
+	assert_int_equal(ev[0].seq, 1);
+	assert_int_equal(ev[1].seq, 2);
+	assert_true(handle_backend(f) != backend);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops"), 1);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM events"), 2);
+	assert_int_equal(sql_num(f->sql, "SELECT calls FROM sessions WHERE id = 's1'"), 1);
+}
+
+/* The record that settles a claim fails with the connection gone: the
+ * call is over (its tool ran, or did not), so after the reconnect its
+ * claim is not moved to the new backend as a live one.  One settled done
+ * or unknown turns unknown (a retry is told so, and an operator can
+ * settle it); one released (nothing applied) is deleted.  A claim whose
+ * tool still runs moves to the new backend. */
+static void test_failed_settle_after_reconnect(void **state)
+{
+	struct fx *f = *state;
+	char err[512], fin[37], rel[37], run[37], b[37];
+	tgi_idem_info info;
+
+	claim_ok(f->s, "key:fin", new_id(fin), BINDING_A, &info);
+	claim_ok(f->s, "key:rel", new_id(rel), BINDING_A, &info);
+	claim_ok(f->s, "key:run", new_id(run), BINDING_A, &info);
+	db_allow(f, 0);
+	kill_backend(f, handle_backend(f));
+	tgi_op_record r = rec(fin, "write", "persisted", NULL, "{}", tgi_unix_ms());
+	assert_int_equal(tgi_store_record(f->s, &r, NULL, 0, "key:fin", TGI_SETTLE_DONE, err,
+	                                  sizeof err), -1);
+	assert_int_equal(tgi_store_transient(f->s), 1);
+	r = rec(rel, "write", "failed", NULL, "{}", tgi_unix_ms());
+	assert_int_equal(tgi_store_record(f->s, &r, NULL, 0, "key:rel", TGI_SETTLE_RELEASE, err,
+	                                  sizeof err), -1);
+	db_allow(f, 1);
+	sleep_ms(700);   /* past the backoff */
+	int64_t seq;
+	OK(tgi_store_last_seq(f->s, &seq, err, sizeof err));
+	long long now_pid = handle_backend(f);
+
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:fin'"
+	                                 " AND state = 'unknown' AND owner_pid IS NULL"), 1);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:rel'"), 0);
+	assert_int_equal(sql_num(f->sql, "SELECT owner_backend_pid FROM idem WHERE scope = 'key:run'"),
+	                 now_pid);
+	tgi_store *s2 = open_or_die(f->url);
+	claim_ok(s2, "key:fin", new_id(b), BINDING_A, &info);
+	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
+	assert_string_equal(info.op_id, fin);
+	claim_ok(s2, "key:rel", b, BINDING_A, &info);
+	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
+	claim_ok(s2, "key:run", new_id(b), BINDING_A, &info);
+	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
+	/* the operator may settle the finished one (its process still lives) */
+	OK(tgi_store_op_resolve(s2, fin, 0, err, sizeof err));
+	assert_int_equal(tgi_store_op_resolve(s2, run, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "still running"));
+	tgi_store_close(s2);
+}
+
+/* The record that settles a claim fails for another reason than the
+ * connection (here: the op is already in the ledger): the claim is
+ * settled at once, unknown (or deleted when nothing was applied), on the
+ * same connection. */
+static void test_failed_settle_at_once(void **state)
+{
+	struct fx *f = *state;
+	char err[512], a[37], c[37], b[37];
+	tgi_idem_info info;
+
+	claim_ok(f->s, "key:dup", new_id(a), BINDING_A, &info);
+	tgi_op_record r = rec(a, "write", "persisted", NULL, "{}", tgi_unix_ms());
+	record_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
+	assert_int_equal(tgi_store_record(f->s, &r, NULL, 0, "key:dup", TGI_SETTLE_DONE, err,
+	                                  sizeof err), -1);
+	assert_non_null(strstr(err, "already in the ledger"));
+	assert_int_equal(tgi_store_transient(f->s), 0);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:dup'"
+	                                 " AND state = 'unknown'"), 1);
+	claim_ok(f->s, "key:dup", new_id(b), BINDING_A, &info);
+	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
+
+	claim_ok(f->s, "key:dup2", new_id(c), BINDING_A, &info);
+	r = rec(c, "write", "failed", NULL, "{}", tgi_unix_ms());
+	record_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
+	assert_int_equal(tgi_store_record(f->s, &r, NULL, 0, "key:dup2", TGI_SETTLE_RELEASE, err,
+	                                  sizeof err), -1);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:dup2'"), 0);
+}
+
+/* A claim whose commit reply was lost with the connection (its call was
+ * refused, so nothing ran under it): the handle closed before it could
+ * reconnect makes one short attempt to delete it. */
+static void test_close_deletes_lost_claim(void **state)
+{
+	struct fx *f = *state;
+	char err[512], a[37], host[512], sql[1024];
+	tgi_idem_info info;
+	long long backend = handle_backend(f);
+
+	/* another transaction holds the scope: the claim waits for it, and
+	 * its backend is killed meanwhile */
+	sqlx(f->sql, "BEGIN", NULL, 0);
+	sqlx(f->sql, "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms) VALUES"
+	             " ('key:lostreply', '0190a000-0000-7000-8000-0000000000aa', 'in_flight', 0, 0)",
+	     NULL, 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char q[96];
+		PGconn *c = pq_connect(f->url);
+		sleep_ms(300);
+		snprintf(q, sizeof q, "SELECT pg_terminate_backend(%lld)", backend);
+		PGresult *r = c ? tgi_pq.exec(c, q) : NULL;
+		int ok = r && tgi_pq.resultStatus(r) == PGRES_TUPLES_OK;
+		tgi_pq.clear(r);
+		tgi_pq.finish(c);
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(tgi_store_idem_claim(f->s, "key:lostreply", new_id(a), BINDING_A, 30, &info,
+	                                      err, sizeof err), -1);
+	assert_int_equal(tgi_store_transient(f->s), 1);
+	assert_int_equal(wait_child(pid), 0);
+	sqlx(f->sql, "ROLLBACK", NULL, 0);
+	/* as if that claim had committed before its reply was lost */
+	self_identity(host, sizeof host);
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"
+	         " lease_until_ms, created_ms, updated_ms) VALUES ('key:lostreply', '%s', 'in_flight',"
+	         " '%s', %d, 1, (extract(epoch from now()) * 1000)::bigint + 60000, 0, 0)",
+	         a, host, (int)getpid());
+	sqlx(f->sql, sql, NULL, 0);
+	double t0 = tgi_now_ms();
+	tgi_store_close(f->s);
+	f->s = NULL;
+	assert_true(tgi_now_ms() - t0 < 2500);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:lostreply'"), 0);
+}
+
+/* base_url with host:port first in its host list (NULL: it names no
+ * host, a socket directory say). */
+static int url_with_first_host(char *out, size_t cap, const char *db, int port)
+{
+	char url[1024];
+	url_with_db(url, sizeof url, db);
+	const char *auth = strstr(url, "://");
+	if (!auth)
+		return -1;
+	auth += 3;
+	size_t alen = strcspn(auth, "/?");
+	const char *host = auth;
+	for (const char *p = auth; p < auth + alen; p++)
+		if (*p == '@')
+			host = p + 1;
+	if (host == auth + alen || *host == ':')
+		return -1;
+	snprintf(out, cap, "%.*s127.0.0.1:%d,%s", (int)(host - url), url, port, host);
+	return 0;
+}
+
+/* A server host that takes connections and never answers (a listening
+ * socket nobody accepts on), first in the URL's list: a reconnect gives it
+ * a short connect timeout (a few seconds, not ten) before the next host,
+ * and so does a watch's; the close's last attempt is bounded at 2 s. */
+static void test_reconnect_bounded(void **state)
+{
+	struct fx *f = *state;
+	char url[1100], err[512], a[37];
+	int64_t seq;
+	tgi_idem_info info;
+	int bh = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	assert_true(bh >= 0);
+	assert_int_equal(bind(bh, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(getsockname(bh, (struct sockaddr *)&sa, &len), 0);
+	if (url_with_first_host(url, sizeof url, f->db, ntohs(sa.sin_port)) < 0) {
+		close(bh);
+		skip();
+	}
+	/* bound, not listening: refused, so the open goes on to the server */
+	tgi_store *s = open_or_die(url);
+	tgi_watch *w = NULL;
+	OK(tgi_store_watch_open(s, TGI_WATCH_EVENTS, &w, err, sizeof err));
+	assert_int_equal(listen(bh, 16), 0);
+	sqlx(f->sql, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE"
+	             " application_name = 'toolgate' AND datname = current_database()", NULL, 0);
+	sleep_ms(200);
+
+	double t0 = tgi_now_ms();
+	OK(tgi_store_last_seq(s, &seq, err, sizeof err));
+	double took = tgi_now_ms() - t0;
+	assert_true(took >= 1500 && took < 6000);
+	t0 = tgi_now_ms();
+	tgi_store_watch_wait(w, 500);
+	took = tgi_now_ms() - t0;
+	assert_true(took < 500 + 4500);
+	tgi_store_watch_close(w);
+
+	/* a claim settled while the server is out of reach, then the close */
+	claim_ok(s, "key:bh", new_id(a), BINDING_A, &info);
+	db_allow(f, 0);
+	sqlx(f->sql, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE"
+	             " application_name = 'toolgate' AND datname = current_database()", NULL, 0);
+	sleep_ms(200);
+	tgi_op_record r = rec(a, "write", "persisted", NULL, "{}", tgi_unix_ms());
+	assert_int_equal(tgi_store_record(s, &r, NULL, 0, "key:bh", TGI_SETTLE_DONE, err, sizeof err),
+	                 -1);
+	t0 = tgi_now_ms();
+	tgi_store_close(s);
+	took = tgi_now_ms() - t0;
+	assert_true(took < 2500);
+	db_allow(f, 1);
+	close(bh);
+}
+
+/* ---- owners across a server restart ---- */
+
+/* An owner on another host whose backend started before the server now
+ * running did went away with the server, not with its process: the lease
+ * alone decides.  A backend gone since the server started is a dead
+ * owner.  `ops resolve` judges an unknown claim's owner as an in-flight
+ * one's: not while it may still run. */
+static void test_owner_through_server_restart(void **state)
+{
+	struct fx *f = *state;
+	char sql[2048], pid_s[32], start_s[32], b[37], err[512];
+	tgi_idem_info info;
+	PGconn *other = pq_connect(f->url);
+	assert_non_null(other);
+	sqlx(other, "SELECT pg_backend_pid()", pid_s, sizeof pid_s);
+	sqlx(other, "SELECT (extract(epoch from backend_start) * 1000000)::bigint"
+	            " FROM pg_stat_get_activity(pg_backend_pid())", start_s, sizeof start_s);
+	const char *now = "(extract(epoch from now()) * 1000)::bigint";
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"
+	         " owner_backend_pid, owner_backend_start, lease_until_ms, created_ms, updated_ms)"
+	         " VALUES"
+	         " ('key:restart', '0190a000-0000-7000-8000-000000000011', 'in_flight', 'far.example',"
+	         "  7, 1, 2147483000, 1000000, %s + 60000, 0, 0),"
+	         " ('key:restart-late', '0190a000-0000-7000-8000-000000000012', 'in_flight',"
+	         "  'far.example', 7, 1, 2147483000, 1000000, %s - 1000, 0, 0),"
+	         " ('key:gone', '0190a000-0000-7000-8000-000000000013', 'in_flight', 'far.example',"
+	         "  7, 1, 2147483000, (extract(epoch from now()) * 1000000)::bigint, %s + 60000, 0, 0),"
+	         " ('key:marked', '0190a000-0000-7000-8000-000000000014', 'unknown', 'far.example',"
+	         "  7, 1, %s, %s, %s + 60000, 0, 0)",
+	         now, now, now, pid_s, start_s, now);
+	sqlx(f->sql, sql, NULL, 0);
+
+	claim_ok(f->s, "key:restart", new_id(b), NULL, &info);
+	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
+	assert_int_equal(tgi_store_op_resolve(f->s, "0190a000-0000-7000-8000-000000000011", 0, err,
+	                                      sizeof err), -1);
+	assert_non_null(strstr(err, "still running"));
+	claim_ok(f->s, "key:restart-late", new_id(b), NULL, &info);
+	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
+	claim_ok(f->s, "key:gone", new_id(b), NULL, &info);
+	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
+
+	/* unknown (marked so by another gate), its owner still there */
+	assert_int_equal(tgi_store_op_resolve(f->s, "0190a000-0000-7000-8000-000000000014", 0, err,
+	                                      sizeof err), -1);
+	assert_non_null(strstr(err, "still running"));
+	assert_non_null(strstr(err, "far.example"));
+	sqlx(f->sql, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'key:marked'", NULL, 0);
+	OK(tgi_store_op_resolve(f->s, "0190a000-0000-7000-8000-000000000014", 0, err, sizeof err));
+	tgi_pq.finish(other);
+}
+
+/* A claim names its owner's host by hostname, boot id and pid namespace,
+ * so that gates of one hostname in two containers are two hosts. */
+static void test_owner_identity(void **state)
+{
+	struct fx *f = *state;
+	char a[37], want[512], got[512];
+	tgi_idem_info info;
+	claim_ok(f->s, "key:who", new_id(a), BINDING_A, &info);
+	self_identity(want, sizeof want);
+	sqlx(f->sql, "SELECT owner_host FROM idem WHERE scope = 'key:who'", got, sizeof got);
+	assert_string_equal(got, want);
 }
 
 /* ---- idempotency ---- */
@@ -631,9 +1043,9 @@ static void test_owner_other_host(void **state)
 	         " 'another-host.example', 4242, 1, %s, %s,"
 	         " (extract(epoch from now()) * 1000)::bigint - 1000, 0, 0),"
 	         " ('key:reused', '0190a000-0000-7000-8000-000000000003', 'in_flight',"
-	         " 'another-host.example', 4242, 1, %s, 12345,"
+	         " 'another-host.example', 4242, 1, %s, %s - 1,"
 	         " (extract(epoch from now()) * 1000)::bigint + 60000, 0, 0)",
-	         pid_s, start_s, pid_s, start_s, pid_s);
+	         pid_s, start_s, pid_s, start_s, pid_s, start_s);
 	sqlx(f->sql, sql, NULL, 0);
 
 	claim_ok(f->s, "key:far", new_id(b), NULL, &info);
@@ -642,7 +1054,8 @@ static void test_owner_other_host(void **state)
 	/* the lease ran out: unknown even though the backend lives */
 	claim_ok(f->s, "key:lease", new_id(b), NULL, &info);
 	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
-	/* that backend pid, but another start time: a reused pid */
+	/* that backend pid, but another start time (since the server started):
+	 * a reused pid */
 	claim_ok(f->s, "key:reused", new_id(b), NULL, &info);
 	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
 
@@ -1022,6 +1435,65 @@ static void test_approval_take_race(void **state)
 	assert_int_equal(none, RACERS - 1);
 }
 
+/* A waiter uses the approval it waits on, not the newest of its binding:
+ * of two queued for one call, approving the older one lets its waiter
+ * run, and only it; one approval counts once, for its own principal and
+ * binding, while it has not expired. */
+static void test_approval_use(void **state)
+{
+	struct fx *f = *state;
+	char err[512], pending[37], older[37];
+	int used = 9, found = 9;
+	tgi_approval_row a, got;
+	int64_t later = tgi_unix_ms() + 60000;
+
+	approval(&a, BINDING_A, later);
+	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
+	memcpy(older, a.id, sizeof older);
+	sleep_ms(2);
+	approval(&a, BINDING_A, later);
+	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
+	OK(tgi_store_approval_decide(f->s, older, 1, "alice", err, sizeof err));
+	/* the newest of the binding is still pending: a take finds that one */
+	OK(tgi_store_approval_take(f->s, BINDING_A, "ci", &found, pending, err, sizeof err));
+	assert_int_equal(found, 2);
+	assert_string_equal(pending, a.id);
+
+	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_A, &used, err, sizeof err));
+	assert_int_equal(used, 0);   /* pending */
+	OK(tgi_store_approval_use(f->s, older, "eve", BINDING_A, &used, err, sizeof err));
+	assert_int_equal(used, 0);   /* another principal's */
+	OK(tgi_store_approval_use(f->s, older, "ci", BINDING_B, &used, err, sizeof err));
+	assert_int_equal(used, 0);   /* another call's */
+	OK(tgi_store_approval_use(f->s, older, "ci", BINDING_A, &used, err, sizeof err));
+	assert_int_equal(used, 1);
+	OK(tgi_store_approval_use(f->s, older, "ci", BINDING_A, &used, err, sizeof err));
+	assert_int_equal(used, 0);   /* once */
+	OK(tgi_store_approval_get(f->s, older, &got, &found, err, sizeof err));
+	assert_string_equal(got.state, "used");
+	free(got.args);
+	free(got.reason);
+	OK(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err));
+	assert_string_equal(got.state, "pending");
+	free(got.args);
+	free(got.reason);
+
+	/* denied, and expired once approved: not used */
+	OK(tgi_store_approval_decide(f->s, a.id, 0, "bob", err, sizeof err));
+	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_A, &used, err, sizeof err));
+	assert_int_equal(used, 0);
+	approval(&a, BINDING_B, tgi_unix_ms() + 400);
+	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
+	OK(tgi_store_approval_decide(f->s, a.id, 1, "alice", err, sizeof err));
+	sleep_ms(600);
+	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_B, &used, err, sizeof err));
+	assert_int_equal(used, 0);
+	/* not an approval id */
+	assert_int_equal(tgi_store_approval_use(f->s, "nope", "ci", BINDING_A, &used, err, sizeof err), -1);
+	assert_non_null(strstr(err, "no approval"));
+	assert_int_equal(tgi_store_approval_use(f->s, older, NULL, BINDING_A, &used, err, sizeof err), -1);
+}
+
 /* ---- rate-limit buckets ---- */
 
 static void test_bucket_take(void **state)
@@ -1182,14 +1654,45 @@ static void test_watches(void **state)
 	t0 = tgi_now_ms();
 	assert_int_equal(tgi_store_watch_wait(we, 3000), 1);
 	assert_true(tgi_now_ms() - t0 < 2000);
-	/* and hears again after that */
-	tgi_event ev = { .type = "x.y" };
-	assert_int_equal(tgi_store_event(f->s, NULL, &ev, err, sizeof err), 0);
-	int woken = 0;
-	for (int i = 0; i < 3 && !woken; i++)
-		woken = tgi_store_watch_wait(we, 2000) == 1 &&
-		        sql_num(f->sql, "SELECT count(*) FROM events WHERE type = 'x.y'") == 1;
-	assert_true(woken);
+	/* it LISTENs again, on a backend of its own */
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_stat_activity WHERE query ="
+	                                 " 'LISTEN toolgate_events' AND datname = '%s' AND pid <> %lld",
+	                         f->db, wpid), 1);
+	/* once the wakes the reconnect may add are spent (a few at most),
+	 * nothing written means nothing heard: the time runs out */
+	int quiet = 0;
+	for (int i = 0; i < 5 && !quiet; i++)
+		quiet = tgi_store_watch_wait(we, 200) == 0;
+	assert_true(quiet);
+	t0 = tgi_now_ms();
+	assert_int_equal(tgi_store_watch_wait(we, 300), 0);
+	assert_true(tgi_now_ms() - t0 >= 250);
+	/* and it hears again: another process writes an event 200 ms into a
+	 * wait, which ends on it (well before the wait's own 3 s) */
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	if (pid == 0) {
+		tgi_store *s = NULL;
+		close(ready[0]);
+		if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0)
+			_exit(1);
+		close(ready[1]);
+		sleep_ms(200);
+		tgi_event ev = { .type = "x.y" };
+		if (tgi_store_event(s, NULL, &ev, err, sizeof err) < 0)
+			_exit(2);
+		tgi_store_close(s);
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 0); /* the child is connected */
+	close(ready[0]);
+	t0 = tgi_now_ms();
+	assert_int_equal(tgi_store_watch_wait(we, 3000), 1);
+	woke = tgi_now_ms() - t0;
+	assert_int_equal(wait_child(pid), 0);
+	assert_true(woke >= 150 && woke < 700);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM events WHERE type = 'x.y'"), 1);
 	tgi_store_watch_close(we);
 	tgi_store_watch_close(wa);
 }
@@ -1386,6 +1889,52 @@ static void test_same_as_sqlite(void **state)
 	OK(tgi_store_last_seq(f->s, &lb, err, sizeof err));
 }
 
+/* An export reads one snapshot: what another process writes while it
+ * runs (an event of no op, a claim that left no row) is not in it, though
+ * the parts that list those are read after it was written. */
+struct during {
+	tgi_store *other;
+	json_t    *rows;
+	int        wrote, failed;
+};
+
+static int write_during(void *arg, json_t *row)
+{
+	struct during *d = arg;
+	char err[512];
+	json_array_append(d->rows, row);
+	if (d->wrote++)
+		return 0;
+	tgi_event ev = { .type = "mcp.server.down", .ts_ms = tgi_unix_ms() };
+	tgi_idem_info info;
+	d->failed = tgi_store_event(d->other, NULL, &ev, err, sizeof err) < 0 ||
+	            tgi_store_idem_claim(d->other, "key:during", "0190a000-0000-7000-8000-0000000000dd",
+	                                 NULL, 30, &info, err, sizeof err) < 0;
+	return 0;
+}
+
+static void test_export_one_snapshot(void **state)
+{
+	struct fx *f = *state;
+	char err[512];
+	write_history(f->s);
+	struct during d = { .other = open_or_die(f->url), .rows = json_array() };
+	OK(tgi_store_export(f->s, 0, write_during, &d, err, sizeof err));
+	assert_int_equal(d.failed, 0);
+	assert_int_equal(json_array_size(d.rows), 12);   /* 10 ops, 1 event of no op, 1 claim */
+	json_decref(d.rows);
+	/* written, and in the next export */
+	d.rows = json_array();
+	d.wrote = 1;
+	OK(tgi_store_export(f->s, 0, write_during, &d, err, sizeof err));
+	assert_int_equal(json_array_size(d.rows), 14);
+	json_decref(d.rows);
+	tgi_store_close(d.other);
+	/* the handle goes on after it */
+	int64_t seq;
+	OK(tgi_store_last_seq(f->s, &seq, err, sizeof err));
+}
+
 int main(void)
 {
 	char err[512];
@@ -1424,6 +1973,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pins_and_messages, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_watches, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_same_as_sqlite, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_connection_lost, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_record_retried_on_fresh_connection, setup_store,
+		                                teardown),
+		cmocka_unit_test_setup_teardown(test_failed_settle_after_reconnect, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_settle_at_once, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_close_deletes_lost_claim, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_reconnect_bounded, setup_db, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_through_server_restart, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_identity, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_approval_use, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_export_one_snapshot, setup_store, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,10 @@
 # a cluster of this case's own when it is run alone), and
 #   pg_newdb VAR NAME      a fresh database; its URL in $VAR (dropped at exit)
 #   pgq URL SQL            one query, unaligned rows, '|' between columns
+#                          (the URL's password goes to psql in its
+#                          environment, not on its command line)
+#   pg_password URL        the URL's password ("" if none)
+#   pg_userinfo URL        what comes before its @ ("toolgate:PASSWORD")
 #   pg_own_cluster VAR DIR a cluster of this case's own in DIR (a new directory
 #                          made by mktemp, stopped and removed at exit); its
 #                          URL in $VAR
@@ -31,8 +35,24 @@ pg_exit() {
 trap pg_exit EXIT
 trap 'exit 130' INT TERM HUP
 
+# The cluster's URLs carry a password (scripts/pg-cluster): a command line is
+# readable by every local user, a process's environment only by its owner.
+# (A password with %-escapes is not decoded: pg-cluster's are hex.)
+PG_URL_RE='^(postgres(ql)?://)([^:@/]*)(:([^@/]*))?@(.*)$'
+pg_password() { [[ $1 =~ $PG_URL_RE ]] && printf '%s' "${BASH_REMATCH[5]}"; return 0; }
+pg_userinfo() { [[ $1 =~ $PG_URL_RE ]] && printf '%s%s' "${BASH_REMATCH[3]}" "${BASH_REMATCH[4]}"; return 0; }
+
 pgq() {
-	"$PG_BIN/psql" -X -q -A -t -v ON_ERROR_STOP=1 -d "$1" -c "$2"
+	local _pg_u=$1 _pg_pw=
+	if [[ $_pg_u =~ $PG_URL_RE ]]; then
+		_pg_pw=${BASH_REMATCH[5]}
+		_pg_u=${BASH_REMATCH[1]}${BASH_REMATCH[3]}@${BASH_REMATCH[6]}
+	fi
+	if [ -n "$_pg_pw" ]; then
+		PGPASSWORD=$_pg_pw "$PG_BIN/psql" -X -q -A -t -v ON_ERROR_STOP=1 -d "$_pg_u" -c "$2"
+	else
+		"$PG_BIN/psql" -X -q -A -t -v ON_ERROR_STOP=1 -d "$_pg_u" -c "$2"
+	fi
 }
 
 # (their locals are prefixed: VAR may be any name of the caller's)
