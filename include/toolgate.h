@@ -410,6 +410,34 @@ int  tg_serve(tg_gate *g, const tg_serve_options *o, char **errmsg);
 /* Ask a running tg_serve to stop; async-signal-safe. */
 void tg_serve_stop(void);
 
+/* ---- the console: toolgate console ------------------------------------ */
+
+typedef struct tg_console_options {
+	const char *listen;        /* "127.0.0.1:PORT" (NULL: 127.0.0.1:8760; port 0: any free);
+	                              a non-loopback address is refused unless allow_remote */
+	int         allow_remote;  /* nonzero: a non-loopback listen address is accepted */
+	const char *token;         /* the access token; NULL: console.token_env's variable,
+	                              else a random one */
+	/* called once the socket listens: the URL that logs a browser in (one use)
+	 * and the access token (for the login form); may be NULL */
+	void      (*ready)(void *arg, const char *login_url, const char *token);
+	void       *arg;
+} tg_console_options;
+
+/*
+ * Serve the console (server-rendered pages over HTTP: Live, Approvals,
+ * Call, Stats, Sessions) for g's ledger until tg_console_stop().  Every
+ * request needs the session cookie a login sets (GET of the one-use login
+ * URL, or POST /login with the token); every state-changing request also
+ * needs the session's CSRF token, and Origin and Host are checked.  The
+ * console can approve or deny queued approvals, nothing else.  0 on a
+ * clean stop, -1 with *errmsg (a port that is taken, a ledger that cannot
+ * be read).
+ */
+int  tg_console(tg_gate *g, const tg_console_options *o, char **errmsg);
+/* Ask a running tg_console to stop; async-signal-safe. */
+void tg_console_stop(void);
+
 /* ---- policy: toolgate policy check|test, toolgate doctor -------------- */
 
 /*
