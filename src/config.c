@@ -119,7 +119,7 @@ static const char *const limits_keys[]    = { "max_args_bytes", "max_result_char
                                               "max_parallel" };
 static const char *const formats_keys[]   = { "assert" };
 static const char *const approvals_keys[] = { "ttl_s", "wait_s" };
-static const char *const ledger_keys[]    = { "sync" };
+static const char *const ledger_keys[]    = { "sync", "lease_grace_s" };
 
 static const struct {
 	const char *key;
@@ -705,7 +705,7 @@ static int load_limits(ld *x, json_t *root)
 	json_t *s;
 	long long args = (long long)c->max_args_bytes, chars = (long long)c->max_result_chars;
 	long long timeout = c->timeout_s, ttl = c->approval_ttl_s, par = c->max_parallel;
-	long long wait = c->approval_wait_s;
+	long long wait = c->approval_wait_s, grace = c->lease_grace_s;
 	int sync = c->sync_full;
 
 	if (section(x, root, "", "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), &s, ptr) < 0 ||
@@ -724,7 +724,8 @@ static int load_limits(ld *x, json_t *root)
 	           opt_int(x, s, ptr, "wait_s", 0, MAX_TTL_S, &wait) < 0)))
 		return -1;
 	if (section(x, root, "", "ledger", ledger_keys, TGI_ARRAY_LEN(ledger_keys), &s, ptr) < 0 ||
-	    (s && opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0))
+	    (s && (opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0 ||
+	           opt_int(x, s, ptr, "lease_grace_s", 1, MAX_TTL_S, &grace) < 0)))
 		return -1;
 	c->max_args_bytes = (size_t)args;
 	c->max_result_chars = (size_t)chars;
@@ -732,6 +733,7 @@ static int load_limits(ld *x, json_t *root)
 	c->max_parallel = (int)par;
 	c->approval_ttl_s = (int)ttl;
 	c->approval_wait_s = (int)wait;
+	c->lease_grace_s = (int)grace;
 	c->sync_full = sync;
 	return 0;
 }
@@ -1248,6 +1250,7 @@ static void set_defaults(tgi_config *c)
 	c->assert_formats = 1;
 	c->hide_denied = 1;
 	c->approval_ttl_s = 3600;
+	c->lease_grace_s = 60;
 	c->sync_full = 0;
 	c->shell.max_timeout_s = 600;
 	c->shell.max_output_chars = 50000;

@@ -104,6 +104,8 @@ typedef struct tgi_config {
 	int     approval_wait_s;     /* approvals.wait_s: how long a queued call waits for its
 	                              * decision before answering pending (default 0) */
 	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */
+	int     lease_grace_s;       /* ledger.lease_grace_s: an in_flight claim's lease is the
+	                              * tool's timeout plus this (default 60) */
 	int     hide_denied;         /* MCP tools/list leaves out what a bare deny rule forbids
 	                                (default 1) */
 

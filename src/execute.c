@@ -25,10 +25,9 @@
 #include "gate.h"
 #include "util/util.h"
 
-/* An in_flight claim's lease: the tool's timeout plus a grace period.  Only
- * owners on other hosts are judged by it; on this host the owner process
- * itself is checked. */
-#define LEASE_GRACE_S 60
+/* An in_flight claim's lease is the tool's timeout plus ledger.lease_grace_s.
+ * Only owners on other hosts are judged by it; on this host the owner
+ * process itself is checked. */
 
 static char *make_scope(tgi_call *c)
 {
@@ -146,7 +145,7 @@ tgi_verdict tgi_execute(tgi_call *c)
 		tgi_idem_info info;
 		memset(&info, 0, sizeof info);
 		tgi_store_lock(g);
-		int lease = (t->timeout_s ? t->timeout_s : g->cfg->timeout_s) + LEASE_GRACE_S;
+		int lease = (t->timeout_s ? t->timeout_s : g->cfg->timeout_s) + g->cfg->lease_grace_s;
 		char binding[65];
 		binding_of(c, binding);
 		int rc = tgi_store_idem_claim(g->store, c->idem_scope, c->op_id, binding, lease, &info,

@@ -416,12 +416,14 @@ static void test_every_enum_value(void **state)
 		assert_int_equal(c->sandbox, sandboxes[i].v);
 		tgi_config_free(c);
 	}
-	c = yaml_ok("ledger: {sync: full}\nformats: {assert: false}\n");
+	c = yaml_ok("ledger: {sync: full, lease_grace_s: 5}\nformats: {assert: false}\n");
 	assert_int_equal(c->sync_full, 1);
+	assert_int_equal(c->lease_grace_s, 5);
 	assert_int_equal(c->assert_formats, 0);
 	tgi_config_free(c);
 	c = yaml_ok("ledger: {sync: normal}\nformats: {assert: true}\n");
 	assert_int_equal(c->sync_full, 0);
+	assert_int_equal(c->lease_grace_s, 60);
 	assert_int_equal(c->assert_formats, 1);
 	tgi_config_free(c);
 
@@ -480,7 +482,7 @@ static void test_unknown_keys_in_every_section(void **state)
 		{ "limits: {timeout: 5}\n",              "1:19: limits: unknown key \"timeout\"; expected one of max_args_bytes, max_result_chars, timeout_s" },
 		{ "formats: {asserts: true}\n",          "1:20: formats: unknown key \"asserts\"; expected one of assert" },
 		{ "approvals: {ttl: 5}\n",               "1:18: approvals: unknown key \"ttl\"; expected one of ttl_s" },
-		{ "ledger: {synchronous: full}\n",       "1:23: ledger: unknown key \"synchronous\"; expected one of sync" },
+		{ "ledger: {synchronous: full}\n",       "1:23: ledger: unknown key \"synchronous\"; expected one of sync, lease_grace_s" },
 		{ "tools: {t: {description: d, command: [x], readonly: true}}\n",
 		  "1:53: tools.t: unknown key \"readonly\"; expected one of description," },
 	};
