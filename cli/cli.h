@@ -62,6 +62,7 @@ int cmd_policy(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_console(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);

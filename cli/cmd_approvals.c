@@ -3,7 +3,8 @@
  *
  * An approval is single-use, bound to sha256(tool + canonical args) and
  * the principal, and expires; approving lets the same call run once when
- * it is retried.
+ * it is retried.  A decision is recorded with who made it ($USER) and,
+ * with --reason, why: a denied call is told the reason.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,11 +17,12 @@
 
 static const char usage_text[] =
 	"usage: toolgate approvals list [--all] [--json]\n"
-	"       toolgate approvals approve ID\n"
-	"       toolgate approvals deny ID\n\n"
+	"       toolgate approvals approve ID [--reason TEXT]\n"
+	"       toolgate approvals deny ID [--reason TEXT]\n\n"
 	"options:\n"
 	"  --all                every approval, not only the open ones\n"
 	"  --json               JSON output\n"
+	"  --reason TEXT        why (recorded; a denied call is told it; at most 500 bytes)\n"
 	CLI_GATE_OPTIONS_HELP;
 
 static int list(tg_gate *g, int all, int as_json)
@@ -54,6 +56,12 @@ static int list(tg_gate *g, int all, int as_json)
 		       json_string_value(json_object_get(a, "principal")),
 		       json_string_value(json_object_get(a, "expires")),
 		       json_string_value(json_object_get(a, "reason")));
+		const char *when = json_string_value(json_object_get(a, "decided"));
+		const char *by = json_string_value(json_object_get(a, "decided_by"));
+		const char *why = json_string_value(json_object_get(a, "decided_reason"));
+		if (when)
+			printf("    decided by %s at %s%s%s\n", by ? by : "?", when, why ? ": " : "",
+			       why ? why : "");
 	}
 	if (!json_array_size(arr))
 		puts("no open approvals");
@@ -64,10 +72,11 @@ static int list(tg_gate *g, int all, int as_json)
 int cmd_approvals(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"all", 0, 0, 'A'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'},
-		CLI_GATE_LONGOPTS,  {0, 0, 0, 0},
+		{"all", 0, 0, 'A'}, {"json", 0, 0, 'j'}, {"reason", 1, 0, 'r'},
+		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,  {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
+	const char *reason = NULL;
 	int all = 0, as_json = 0, opt;
 	cli_gate_opts_init(&go);
 	optind = 1;
@@ -75,6 +84,7 @@ int cmd_approvals(int argc, char **argv)
 		switch (opt) {
 		case 'A': all = 1; break;
 		case 'j': as_json = 1; break;
+		case 'r': reason = optarg; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
 			if (cli_gate_opt(&go, opt, optarg) == 1)
@@ -89,6 +99,8 @@ int cmd_approvals(int argc, char **argv)
 		return cli_error("approvals: unknown action '%s'; expected list, approve or deny", verb);
 	if (decide >= 0 && optind + 2 != argc)
 		return cli_error("approvals %s: expected one approval id", verb);
+	if (decide < 0 && reason)
+		return cli_error("approvals list: --reason goes with approve or deny");
 
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
@@ -99,7 +111,7 @@ int cmd_approvals(int argc, char **argv)
 	} else {
 		char *err = NULL;
 		const char *by = getenv("USER") ? getenv("USER") : "operator";
-		if (tg_approval_decide(g, argv[optind + 1], decide, by, &err) < 0)
+		if (tg_approval_decide(g, argv[optind + 1], decide, by, reason, &err) < 0)
 			code = cli_error("%s", err ? err : "cannot decide the approval");
 		else
 			printf("%s %s\n", decide ? "approved" : "denied", argv[optind + 1]);

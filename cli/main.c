@@ -19,6 +19,7 @@ static const struct cmd {
 	const char *summary;
 } commands[] = {
 	{"serve", cmd_serve, "serve the gate to MCP clients (stdio, Streamable HTTP), bridging servers"},
+	{"console", cmd_console, "the web console: calls live, approvals, stats, sessions"},
 	{"call", cmd_call, "run one tool call (or a batch) through the gate"},
 	{"dispatch", cmd_dispatch, "run the tool calls of a model's response; print the results"},
 	{"agent", cmd_agent, "run a model with the gate's tools (offline scripted model by default)"},

@@ -232,9 +232,18 @@ typedef struct tg_agent_options {
  */
 int tg_agent(tg_gate *g, const tg_agent_options *o, char **errmsg);
 
-/* Decide a queued approval.  0 on success, -1 with *errmsg. */
+/*
+ * Decide a queued approval: approve (1) or deny (0), recorded with who
+ * decided (by; NULL: "operator"), when, and why (reason; NULL or blank:
+ * none).  The reason is kept as the ledger keeps text: secrets masked,
+ * control characters as spaces, at most 500 bytes (a longer one is
+ * refused).  A call denied by it is told "the owner denied this call
+ * (approval ID, by WHO): REASON; do not retry; ask the owner", whether it
+ * was waiting for the decision or is retried after it.  0 on success, -1
+ * with *errmsg (no such approval, not pending, expired, reason too long).
+ */
 int tg_approval_decide(tg_gate *g, const char *approval_id, int approve,
-                       const char *by, char **errmsg);
+                       const char *by, const char *reason, char **errmsg);
 
 /*
  * Settle an unknown outcome: the operator says whether op_id's side effect
@@ -299,9 +308,16 @@ int tg_tools_digest(tg_gate *g, const char *profile, char out[65], char **errmsg
 
 /*
  * Approvals as a JSON array of {id, state, tool, principal, args, reason,
- * op_id, created, expires}, newest first: the open ones (pending or
- * approved, unexpired), or every one with all != 0.  Caller frees with
- * free(); NULL with *errmsg on error.
+ * op_id, created, expires, plan, decided, decided_by, decided_reason},
+ * newest first: the open ones (pending or approved, unexpired), or every
+ * one with all != 0.  args is the call's arguments as JSON text
+ * (redacted); reason why it was asked (the rule); plan what the call would
+ * do, as a dry run shows it (an object, redacted: for write_file and
+ * apply_patch the paths and a unified diff, for shell the argv, workdir,
+ * sandbox and environment names), or null when the tool has none;
+ * decided (ISO 8601), decided_by and decided_reason are null until it is
+ * decided (decided_reason stays null when none was given).  Caller frees
+ * with free(); NULL with *errmsg on error.
  */
 char *tg_approvals(tg_gate *g, int all, char **errmsg);
 
@@ -413,7 +429,8 @@ void tg_serve_stop(void);
 /* ---- the console: toolgate console ------------------------------------ */
 
 typedef struct tg_console_options {
-	const char *listen;        /* "127.0.0.1:PORT" (NULL: 127.0.0.1:8760; port 0: any free);
+	const char *listen;        /* "127.0.0.1:PORT" (NULL: console.listen, else 127.0.0.1:8760;
+	                              port 0: any free);
 	                              a non-loopback address is refused unless allow_remote */
 	int         allow_remote;  /* nonzero: a non-loopback listen address is accepted */
 	const char *token;         /* the access token; NULL: console.token_env's variable,

@@ -12,6 +12,13 @@
  *                 a durable queued approval → `pending` with approval_id.
  *   untrusted   → as on-request (decide already turned more into ask).
  *
+ * A queued approval carries the call's plan, made as a dry run makes it
+ * (tgi_call_plan: the diff a write would make, the argv a command would
+ * run) and redacted as the ledger keeps everything, so that whoever
+ * decides sees what the call would do; a plan that cannot be made is left
+ * out, never a reason to fail the call.  A denial tells the call who
+ * denied it and why (the decision's reason), waiting or retried.
+ *
  * Owns: approval bookkeeping for this call.  Must not: loosen a decision:
  * only an `ask` reaches here, and it can only become allow or deny.
  * Stops with `denied` or `pending`.
@@ -22,6 +29,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "mw/mw.h"
 #include "util/util.h"
 
 static int prompt_tty(tgi_call *c)
@@ -39,11 +47,36 @@ static int prompt_tty(tgi_call *c)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
+/* Who decided an approval, and why ("" when it does not say). */
+typedef struct decided {
+	char by[128];
+	char why[TGI_APPROVAL_REASON_MAX + 1];
+} decided;
+
+static void decided_of(const tgi_approval_row *row, decided *d)
+{
+	tgi_sanitize(d->by, sizeof d->by, row->decided_by);
+	tgi_sanitize(d->why, sizeof d->why, row->decided_reason ? row->decided_reason : "");
+}
+
+/* The owner said no to approval id (may be ""): the sentence the call
+ * gets names the approval, who decided, and why. */
+static tgi_verdict denied_by_owner(tgi_call *c, const char *id, const decided *d)
+{
+	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
+	if (!id[0])
+		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+		                "the owner denied this call; do not retry; ask the owner");
+	return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
+	                "the owner denied this call (approval %s%s%s)%s%s; do not retry; ask the "
+	                "owner", id, d->by[0] ? ", by " : "", d->by, d->why[0] ? ": " : "", d->why);
+}
+
 /* What became of the approval the call waits on: 0 nothing yet (or the
  * store cannot say now: the deadline decides), 1 approved and taken by
  * this call, -1 denied, 2 gone (expired, or used by another identical
- * call first). */
-static int decision(tgi_call *c, const char *binding, char by[128])
+ * call first).  *d says who decided and why. */
+static int decision(tgi_call *c, const char *binding, decided *d)
 {
 	tg_gate *g = c->g;
 	char err[512];
@@ -57,9 +90,8 @@ static int decision(tgi_call *c, const char *binding, char by[128])
 		                            &taken, err, sizeof err);
 	tgi_store_unlock(g);
 	if (found) {
-		memcpy(by, row.decided_by, sizeof row.decided_by);
-		free(row.args);
-		free(row.reason);
+		decided_of(&row, d);
+		tgi_approval_row_clear(&row);
 	}
 	if (rc < 0 || !found || !strcmp(row.state, "pending"))
 		return 0;
@@ -80,7 +112,8 @@ static int decision(tgi_call *c, const char *binding, char by[128])
 static tgi_verdict await_decision(tgi_call *c, const char *binding)
 {
 	tg_gate *g = c->g;
-	char err[512], by[128] = "";
+	char err[512];
+	decided d = {"", ""};
 	tgi_watch *w = NULL;
 	volatile const int *cancel = c->req->cancel;
 	double deadline = tgi_now_ms() + g->cfg->approval_wait_s * 1000.0;
@@ -90,7 +123,7 @@ static tgi_verdict await_decision(tgi_call *c, const char *binding)
 	if (tgi_store_watch_open(g->store, TGI_WATCH_APPROVALS, &w, err, sizeof err) < 0)
 		w = NULL;   /* then the looks are a second apart */
 	for (;;) {
-		if ((got = decision(c, binding, by)) != 0 || (cancel && tgi_flag_get(cancel)))
+		if ((got = decision(c, binding, &d)) != 0 || (cancel && tgi_flag_get(cancel)))
 			break;
 		double left = deadline - tgi_now_ms();
 		if (left <= 0)
@@ -105,8 +138,9 @@ static tgi_verdict await_decision(tgi_call *c, const char *binding)
 
 	if (got == 1) {
 		tgi_event_add(c, "tool.call.approved", "approve",
-		              json_pack("{s:s, s:s, s:s}", "by", "queue", "approval_id", c->approval_id,
-		                        "decided_by", by));
+		              json_pack("{s:s, s:s, s:s, s:s*}", "by", "queue", "approval_id",
+		                        c->approval_id, "decided_by", d.by, "reason",
+		                        d.why[0] ? d.why : NULL));
 		tgi_trace(c, "approve", 1,
 		          json_pack("{s:s, s:s}", "approval", "granted while waiting", "approval_id",
 		                    c->approval_id));
@@ -115,12 +149,11 @@ static tgi_verdict await_decision(tgi_call *c, const char *binding)
 	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
 	if (got == -1) {
 		tgi_event_add(c, "tool.call.rejected", "approve",
-		              json_pack("{s:s, s:s, s:s}", "by", "queue", "approval_id", c->approval_id,
-		                        "decided_by", by));
+		              json_pack("{s:s, s:s, s:s, s:s*}", "by", "queue", "approval_id",
+		                        c->approval_id, "decided_by", d.by, "reason",
+		                        d.why[0] ? d.why : NULL));
 		tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "denied while waiting"));
-		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
-		                "the owner denied this call (approval %s%s%s); do not retry; ask the owner",
-		                c->approval_id, by[0] ? ", by " : "", by);
+		return denied_by_owner(c, c->approval_id, &d);
 	}
 	tgi_trace(c, "approve", 0,
 	          json_pack("{s:s, s:s}", "approval", got == 2 ? "gone" : "pending", "approval_id",
@@ -133,6 +166,45 @@ static tgi_verdict await_decision(tgi_call *c, const char *binding)
 	                "this call is still waiting for approval %s (waited %d s); retry the same "
 	                "call once the owner has approved it", c->approval_id,
 	                g->cfg->approval_wait_s);
+}
+
+/* A call whose newest approval was denied, retried: told who and why. */
+static tgi_verdict denied_retry(tgi_call *c, const char *id)
+{
+	tg_gate *g = c->g;
+	char err[512];
+	decided d = {"", ""};
+	tgi_approval_row row;
+	int found = 0;
+
+	if (id[0]) {
+		tgi_store_lock(g);
+		int rc = tgi_store_approval_get(g->store, id, &row, &found, err, sizeof err);
+		tgi_store_unlock(g);
+		if (rc == 0 && found) {
+			decided_of(&row, &d);
+			tgi_approval_row_clear(&row);
+		}
+		memcpy(c->approval_id, id, sizeof c->approval_id);
+	}
+	tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "denied"));
+	return denied_by_owner(c, id, &d);
+}
+
+/* The call's plan as the approval keeps it: redacted JSON text, or NULL
+ * when the tool has none or it could not be made (caller frees). */
+static char *approval_plan(tgi_call *c)
+{
+	json_t *plan = tgi_call_plan(c);
+	if (!json_is_object(plan)) {
+		json_decref(plan);
+		return NULL;
+	}
+	json_t *kept = tgi_redact_json(c->g->redact, plan, c->entry ? &c->entry->sensitive : NULL);
+	json_decref(plan);
+	char *text = kept ? json_dumps(kept, JSON_COMPACT) : NULL;
+	json_decref(kept);
+	return text;
 }
 
 tgi_verdict tgi_approve(tgi_call *c)
@@ -175,12 +247,8 @@ tgi_verdict tgi_approve(tgi_call *c)
 		tgi_trace(c, "approve", 1, json_pack("{s:s}", "approval", "granted"));
 		return TGI_NEXT;
 	}
-	if (found == -1) {
-		tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "denied"));
-		tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
-		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
-		                "the owner denied this call; do not retry; ask the owner");
-	}
+	if (found == -1)
+		return denied_retry(c, pending_id);
 	if (found == 2) {
 		memcpy(c->approval_id, pending_id, sizeof c->approval_id);
 		if (g->cfg->approval_wait_s > 0)
@@ -236,6 +304,7 @@ tgi_verdict tgi_approve(tgi_call *c)
 	memcpy(row.binding, binding, sizeof row.binding);
 	tgi_snprintf(row.state, sizeof row.state, "pending");
 	row.args = tgi_redacted_args(c);
+	row.plan = approval_plan(c);
 	row.reason = c->rule;
 	row.created_ms = tgi_unix_ms();
 	row.expires_ms = row.created_ms + (int64_t)g->cfg->approval_ttl_s * 1000;
@@ -243,6 +312,7 @@ tgi_verdict tgi_approve(tgi_call *c)
 	rc = tgi_store_approval_add(g->store, &row, err, sizeof err);
 	tgi_store_unlock(g);
 	free(row.args);
+	free(row.plan);
 	if (rc < 0)
 		return tgi_stop(c, TG_DENIED, TG_ERR_NEEDS_APPROVAL, NULL,
 		                "this call needs approval but the approval could not be queued (%s)", err);

@@ -103,7 +103,7 @@ static const char *const top_keys[] = {
 	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
 	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
 	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
-	"rate_limits", "redact", "shell", "hide_denied", "events",
+	"rate_limits", "redact", "shell", "hide_denied", "events", "console",
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
 static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
@@ -120,6 +120,7 @@ static const char *const limits_keys[]    = { "max_args_bytes", "max_result_char
 static const char *const formats_keys[]   = { "assert" };
 static const char *const approvals_keys[] = { "ttl_s", "wait_s" };
 static const char *const ledger_keys[]    = { "sync", "lease_grace_s" };
+static const char *const console_keys[]   = { "listen", "token_env" };
 
 static const struct {
 	const char *key;
@@ -227,6 +228,8 @@ void tgi_config_free(tgi_config *c)
 	json_decref(c->rate_limits);
 	json_decref(c->redact);
 	json_decref(c->events);
+	free(c->console_listen);
+	free(c->console_token_env);
 	json_decref(c->root);
 	free(c->file);
 	tgi_srcmap_free(c->srcmap);
@@ -1196,6 +1199,45 @@ static int load_tools(ld *x, json_t *root)
 	return 0;
 }
 
+/* "HOST:PORT" or "[V6]:PORT", PORT 0 to 65535. */
+static int listen_ok(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s)
+		return 0;
+	size_t hl = (size_t)(colon - s), pl = strlen(colon + 1);
+	if (s[0] == '[' ? s[hl - 1] != ']' || hl < 3 : memchr(s, ':', hl) != NULL)
+		return 0;
+	if (pl == 0 || pl > 5 || strspn(colon + 1, "0123456789") != pl || atoi(colon + 1) > 65535)
+		return 0;
+	for (size_t i = 0; i < hl; i++)
+		if ((unsigned char)s[i] <= ' ' || s[i] == '/' || s[i] == '@' || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* console: {listen: "HOST:PORT", token_env: NAME} (toolgate console). */
+static int load_console(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX], lp[PTR_MAX];
+	json_t *s, *v;
+	if (section(x, root, "", "console", console_keys, TGI_ARRAY_LEN(console_keys), &s, ptr) < 0)
+		return -1;
+	if (!s)
+		return 0;
+	v = child(s, ptr, "token_env", lp);
+	if (v && check_env_name(x, v, lp) < 0)
+		return -1;
+	v = child(s, ptr, "listen", lp);
+	if (v && check_str(x, v, lp) < 0)
+		return -1;
+	if (v && !listen_ok(json_string_value(v)))
+		return fail_type(x, lp, v, "HOST:PORT (127.0.0.1:8760, [::1]:8760)");
+	return opt_str(x, s, ptr, "token_env", &c->console_token_env) < 0 ||
+	       opt_str(x, s, ptr, "listen", &c->console_listen) < 0 ? -1 : 0;
+}
+
 /* Sections other parts of toolgate own: kept as JSON, checked for shape only. */
 static int load_opaque(ld *x, json_t *root)
 {
@@ -1302,7 +1344,8 @@ int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
 	    load_profiles(&x, root) < 0 ||
 	    load_tools(&x, root) < 0 ||
 	    load_shell(&x, root) < 0 ||
-	    load_opaque(&x, root) < 0) {
+	    load_opaque(&x, root) < 0 ||
+	    load_console(&x, root) < 0) {
 		tgi_config_free(c);
 		return -1;
 	}

@@ -108,6 +108,10 @@ typedef struct tgi_config {
 	                              * tool's timeout plus this (default 60) */
 	int     hide_denied;         /* MCP tools/list leaves out what a bare deny rule forbids
 	                                (default 1) */
+	char   *console_listen;      /* console.listen: "HOST:PORT" of `toolgate console` (NULL:
+	                                the default) */
+	char   *console_token_env;   /* console.token_env: the variable holding its access token
+	                                (NULL: a random token each start) */
 
 	/* sections later issues own, kept as parsed JSON (owned; may be NULL) */
 	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact, *events;

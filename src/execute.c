@@ -96,6 +96,20 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx)
 	ctx->deadline_ms = tgi_now_ms() + ctx->timeout_s * 1000.0;
 }
 
+/* The plan a dry run shows (also queued with an approval, approve.c): it
+ * may read, and shows a file's current content only where read_file could
+ * read it (tgi_may_read_file). */
+json_t *tgi_call_plan(tgi_call *c)
+{
+	const tgi_tool *t = c->entry ? c->entry->row : NULL;
+	if (!t || !t->plan)
+		return NULL;
+	tgi_exec_ctx ctx;
+	exec_ctx_of(c, &ctx);
+	ctx.may_read = tgi_may_read_file;
+	return t->plan(&ctx, c->args);
+}
+
 /*
  * A dry run stops here: no claim, no handler.  The output keeps what was
  * decided {would_run, args (as they may be logged), decision, decided_by,
@@ -108,11 +122,7 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx)
  */
 static tgi_verdict dry_run(tgi_call *c)
 {
-	const tgi_tool *t = c->entry->row;
-	tgi_exec_ctx ctx;
-	exec_ctx_of(c, &ctx);
-	ctx.may_read = tgi_may_read_file;
-	json_t *plan = t->plan ? t->plan(&ctx, c->args) : NULL;
+	json_t *plan = tgi_call_plan(c);
 	json_t *fails = plan ? json_object_get(plan, "would_fail") : NULL;
 
 	char *shown = tgi_redacted_args(c);

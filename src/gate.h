@@ -154,6 +154,10 @@ tgi_verdict tgi_identify(tgi_call *c);
 tgi_verdict tgi_decide(tgi_call *c);
 tgi_verdict tgi_approve(tgi_call *c);
 tgi_verdict tgi_execute(tgi_call *c);
+/* The tool's plan for this call, as a dry run shows it (registry.h
+ * tgi_plan_fn; reads only where read_file could): a new reference, NULL
+ * when the tool has none.  Not redacted.  (src/execute.c) */
+json_t     *tgi_call_plan(tgi_call *c);
 tgi_verdict tgi_shape(tgi_call *c); /* never stops */
 void        tgi_persist(tgi_call *c);
 

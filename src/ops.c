@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "mw/mw.h"
 #include "util/util.h"
 
 size_t tg_gate_max_args_bytes(const tg_gate *g)
@@ -17,14 +18,38 @@ size_t tg_gate_max_args_bytes(const tg_gate *g)
 	return g->cfg->max_args_bytes;
 }
 
+/* The reason as the ledger may keep it: a secret an operator pasted is
+ * masked as in every other text it keeps (a mask may be longer than what
+ * it hides: cut back to the limit, on a code point).  NULL for none;
+ * caller frees. */
+static char *kept_reason(const tg_gate *g, const char *reason)
+{
+	if (!reason)
+		return NULL;
+	char *masked = tgi_redact_text(g->redact, reason, strlen(reason));
+	if (strlen(masked) > TGI_APPROVAL_REASON_MAX) {
+		char cut[TGI_APPROVAL_REASON_MAX + 1];
+		tgi_sanitize(cut, sizeof cut, masked);
+		free(masked);
+		masked = tgi_strdup(cut);
+	}
+	return masked;
+}
+
 int tg_approval_decide(tg_gate *g, const char *approval_id, int approve, const char *by,
-                       char **errmsg)
+                       const char *reason, char **errmsg)
 {
 	char err[512];
+	size_t n = reason ? strlen(reason) : 0;
+	if (n > TGI_APPROVAL_REASON_MAX)
+		return tgi_fail(errmsg, "the reason is too long (%zu bytes; at most %d)", n,
+		                TGI_APPROVAL_REASON_MAX);
+	char *kept = kept_reason(g, reason);
 	tgi_store_lock(g);
-	int rc = tgi_store_approval_decide(g->store, approval_id, approve, by ? by : "operator", err,
-	                                   sizeof err);
+	int rc = tgi_store_approval_decide(g->store, approval_id, approve, by ? by : "operator", kept,
+	                                   err, sizeof err);
 	tgi_store_unlock(g);
+	free(kept);
 	return rc < 0 ? tgi_fail(errmsg, "%s", err) : 0;
 }
 
@@ -91,6 +116,46 @@ char *tg_stats(tg_gate *g, long long since_ms, char **errmsg)
 	return dump(stats);
 }
 
+/* A stored text as JSON: a string (NULL: ""), or null_if_none. */
+static json_t *text_or(const char *t, int null_if_none)
+{
+	if (!t || !*t)
+		return null_if_none ? json_null() : json_string("");
+	return tgi_json_text(t, strlen(t));
+}
+
+/* One approval as tg_approvals shows it. */
+static json_t *approval_json(const tgi_approval_row *r)
+{
+	char created[32], expires[32], decided[32];
+	tgi_iso8601(r->created_ms, created);
+	tgi_iso8601(r->expires_ms, expires);
+	int was_decided = r->decided_ms > 0;
+	if (was_decided)
+		tgi_iso8601(r->decided_ms, decided);
+	json_t *plan = r->plan ? json_loads(r->plan, 0, NULL) : NULL;
+	if (plan && !json_is_object(plan)) {   /* a planted row: show none */
+		json_decref(plan);
+		plan = NULL;
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "id", text_or(r->id, 0));
+	json_object_set_new(o, "state", text_or(r->state, 0));
+	json_object_set_new(o, "tool", text_or(r->tool, 0));
+	json_object_set_new(o, "principal", text_or(r->principal, 0));
+	json_object_set_new(o, "args", text_or(r->args, 0));
+	json_object_set_new(o, "reason", text_or(r->reason, 0));
+	json_object_set_new(o, "op_id", text_or(r->op_id, 0));
+	json_object_set_new(o, "created", json_string(created));
+	json_object_set_new(o, "expires", json_string(expires));
+	json_object_set_new(o, "plan", plan ? plan : json_null());
+	json_object_set_new(o, "decided", was_decided ? json_string(decided) : json_null());
+	json_object_set_new(o, "decided_by", was_decided ? text_or(r->decided_by, 1) : json_null());
+	json_object_set_new(o, "decided_reason",
+	                    was_decided ? text_or(r->decided_reason, 1) : json_null());
+	return o;
+}
+
 char *tg_approvals(tg_gate *g, int all, char **errmsg)
 {
 	char err[512];
@@ -104,17 +169,8 @@ char *tg_approvals(tg_gate *g, int all, char **errmsg)
 		return NULL;
 	}
 	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		char created[32], expires[32];
-		tgi_iso8601(rows[i].created_ms, created);
-		tgi_iso8601(rows[i].expires_ms, expires);
-		json_array_append_new(
-		    arr, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", rows[i].id,
-		                   "state", rows[i].state, "tool", rows[i].tool, "principal",
-		                   rows[i].principal, "args", rows[i].args ? rows[i].args : "",
-		                   "reason", rows[i].reason ? rows[i].reason : "", "op_id",
-		                   rows[i].op_id, "created", created, "expires", expires));
-	}
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, approval_json(&rows[i]));
 	tgi_approval_rows_free(rows, n);
 	return dump(arr);
 }

@@ -141,6 +141,23 @@ void tgc_page_error(const tgc_ctx *c, int status, const char *sentence, tgc_repl
  */
 json_t *tgc_live_row(tg_gate *g, const char *event_json, const tgc_params *filters);
 
+/* One GET /events stream: its follower (a thread running tg_log_follow)
+ * and the bytes it queued for the connection (server.c sends them). */
+typedef struct tgc_stream tgc_stream;
+/* Follow g's ledger after seq `after` (-1: from now) for the rows that
+ * pass filters (copied); fd is the connection's socket (its peer leaving
+ * ends the stream), stop the console's stop flag.  NULL with a sentence
+ * when the follower cannot start. */
+tgc_stream *tgc_stream_open(tg_gate *g, const tgc_params *filters, long long after, int fd,
+                            volatile const int *stop, char *err, size_t errlen);
+/* Up to max bytes of the stream, waiting for them (a keepalive comment
+ * after 15 s of silence): > 0 bytes, 0 the stream ended (the console
+ * stops, the ledger cannot be read), -1 the peer left.  The connection's
+ * thread only. */
+long        tgc_stream_read(tgc_stream *s, char *buf, size_t max);
+/* Stop the follower, wait for it, free s.  NULL is a no-op. */
+void        tgc_stream_close(tgc_stream *s);
+
 /* ---- shared HTML (html.c) ---- */
 
 /* Append text HTML-escaped (& < > " ' and control characters). */
@@ -151,6 +168,28 @@ void tgc_html_begin(tgi_buf *b, const tgc_ctx *c, const char *title, tgc_route a
 void tgc_html_end(tgi_buf *b);
 /* A status as a coloured badge. */
 void tgc_html_badge(tgi_buf *b, const char *status);
+
+#define TGC_PAGE_MAX    (16u << 20)  /* bytes of one page */
+#define TGC_SUMMARY_CPS 120          /* code points of an argument summary */
+
+/* Make rep an HTML reply of status: its body emptied and capped at
+ * TGC_PAGE_MAX (rep starts zeroed, or as a page left it). */
+void tgc_reply_html(tgc_reply *rep, int status);
+/* Append text percent-encoded as one URL path segment or query value
+ * (safe inside an attribute as it is). */
+void tgc_html_url(tgi_buf *b, const char *text);
+/* An ISO 8601 UTC time (as the ledger writes it) as <time datetime>
+ * showing HH:MM:SS (the script shows it in local time); cls may be NULL. */
+void tgc_html_time(tgi_buf *b, const char *iso, const char *cls);
+/* A duration: "0.4 ms", "1.25 s"; nothing when ms < 0. */
+void tgc_html_duration(tgi_buf *b, double ms);
+/* The one-line summary of redacted arguments (JSON text, NULL: none):
+ * compact, control characters as spaces, cut at TGC_SUMMARY_CPS code
+ * points with "…".  Caller frees. */
+char *tgc_args_summary(const char *args);
+/* The stage that stopped a call (its envelope's first stage not ok), or
+ * "" when none did. */
+const char *tgc_stop_stage(const json_t *envelope);
 
 /* ---- assets (assets.c) ---- */
 
@@ -165,6 +204,9 @@ typedef struct tgc_auth tgc_auth;
 /* token: the access token (copied), or NULL for a random one. */
 tgc_auth   *tgc_auth_new(const char *token);
 void        tgc_auth_free(tgc_auth *a);
+/* The wall clock codes and sessions are timed by (unix ms; NULL: the
+ * real one): for tests. */
+void        tgc_auth_clock(tgc_auth *a, int64_t (*now_ms)(void));
 const char *tgc_auth_token(const tgc_auth *a);
 /* A new one-use login code (valid 10 minutes); borrowed until the next call. */
 const char *tgc_auth_code(tgc_auth *a);

@@ -4,8 +4,9 @@
  * who this process is as a claim's owner (hostname, boot id, pid
  * namespace, start time), and whether an owner on this host still runs
  * (/proc); the time inside a UUIDv7; and the values both
- * build alike (an applied op's envelope, an approval's answer, the
- * stats' tools order, a text column as JSON).
+ * build alike (an applied op's envelope, an approval's answer, a
+ * decision's reason as it is kept, the stats' tools order, a text column
+ * as JSON).
  *
  * One copy of each, so that the two stores cannot drift apart in what
  * they refuse, what they say, or how they read a claim's owner.
@@ -132,9 +133,21 @@ int tgi_approval_new(tgi_approval_row *row, char *err, size_t errlen)
 	}
 	if (row->op_id[0] && tgi_check_op_id(row->op_id, err, errlen) < 0)
 		return -1;
+	if (row->plan) {
+		json_t *p = json_loads(row->plan, 0, NULL);
+		int ok = json_is_object(p);
+		json_decref(p);
+		if (!ok) {
+			tgi_snprintf(err, errlen, "the plan of an approval for '%s' is not a JSON object",
+			             row->tool);
+			return -1;
+		}
+	}
 	tgi_uuidv7(row->id);
 	tgi_snprintf(row->state, sizeof row->state, "pending");
 	row->decided_by[0] = '\0';
+	row->decided_ms = 0;
+	row->decided_reason = NULL;
 	if (!row->created_ms)
 		row->created_ms = tgi_unix_ms();
 	return 0;
@@ -147,6 +160,35 @@ int tgi_check_approval_id(const char *id, char *err, size_t errlen)
 		return 0;
 	tgi_snprintf(err, errlen, "no approval '%s'", tgi_quoted(q, sizeof q, id));
 	return -1;
+}
+
+int tgi_approval_reason(const char *reason, char out[TGI_APPROVAL_REASON_MAX + 1], char *err,
+                        size_t errlen)
+{
+	char clean[3 * TGI_APPROVAL_REASON_MAX + 1]; /* a byte that is not UTF-8 becomes three */
+	size_t n = reason ? strlen(reason) : 0;
+
+	out[0] = '\0';
+	if (n > TGI_APPROVAL_REASON_MAX) {
+		tgi_snprintf(err, errlen, "the reason is too long (%zu bytes; at most %d)", n,
+		             TGI_APPROVAL_REASON_MAX);
+		return -1;
+	}
+	tgi_sanitize(clean, sizeof clean, reason);
+	const char *p = clean;
+	size_t len = strlen(clean);
+	while (len && *p == ' ')
+		p++, len--;
+	while (len && p[len - 1] == ' ')
+		len--;
+	if (len > TGI_APPROVAL_REASON_MAX) {   /* grown by U+FFFD: cut before a code point */
+		len = TGI_APPROVAL_REASON_MAX;
+		while (len && ((unsigned char)p[len] & 0xC0) == 0x80)
+			len--;
+	}
+	memcpy(out, p, len);
+	out[len] = '\0';
+	return 0;
 }
 
 int tgi_check_approval_take(const char *binding, const char *principal, char *err, size_t errlen)
@@ -437,6 +479,8 @@ void tgi_approval_answer(const char *state, const char *id, int *found, char pen
 		*found = 1;
 	} else if (!strcmp(state, "denied")) {
 		*found = -1;
+		if (pending_id)
+			tgi_snprintf(pending_id, 37, "%s", id);
 	} else if (!strcmp(state, "pending")) {
 		*found = 2;
 		if (pending_id)
@@ -444,12 +488,21 @@ void tgi_approval_answer(const char *state, const char *id, int *found, char pen
 	}
 }
 
+void tgi_approval_row_clear(tgi_approval_row *row)
+{
+	if (!row)
+		return;
+	free(row->args);
+	free(row->reason);
+	free(row->plan);
+	free(row->decided_reason);
+	row->args = row->reason = row->plan = row->decided_reason = NULL;
+}
+
 void tgi_approval_rows_free(tgi_approval_row *rows, size_t n)
 {
-	for (size_t i = 0; rows && i < n; i++) {
-		free(rows[i].args);
-		free(rows[i].reason);
-	}
+	for (size_t i = 0; rows && i < n; i++)
+		tgi_approval_row_clear(&rows[i]);
 	free(rows);
 }
 

@@ -46,8 +46,8 @@ typedef struct tgi_store_impl {
 	int (*op_resolve)(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen);
 
 	int (*approval_add)(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen);
-	int (*approval_decide)(tgi_store *s, const char *id, int approve, const char *by, char *err,
-	                       size_t errlen);
+	int (*approval_decide)(tgi_store *s, const char *id, int approve, const char *by,
+	                       const char *reason, char *err, size_t errlen);
 	int (*approval_take)(tgi_store *s, const char *binding, const char *principal, int *found,
 	                     char pending_id[37], char *err, size_t errlen);
 	int (*approval_use)(tgi_store *s, const char *id, const char *principal, const char *binding,
@@ -113,6 +113,10 @@ int tgi_check_loop_window(const char *session, char *err, size_t errlen);
 int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t errlen);
 /* decide's id: a UUID, else "no approval". */
 int tgi_check_approval_id(const char *id, char *err, size_t errlen);
+/* A decision's reason as it is kept (store.h tgi_store_approval_decide)
+ * into out: "" for none.  -1 with err when it is too long. */
+int tgi_approval_reason(const char *reason, char out[TGI_APPROVAL_REASON_MAX + 1], char *err,
+                        size_t errlen);
 int tgi_check_approval_take(const char *binding, const char *principal, char *err, size_t errlen);
 /* use's arguments: an approval id, a principal and a binding. */
 int tgi_check_approval_use(const char *id, const char *principal, const char *binding, char *err,
@@ -121,12 +125,13 @@ int tgi_check_pin(const char *name, const char *digest, char *err, size_t errlen
 /* api NULL: not checked (reading). */
 int tgi_check_messages(const char *session, const char *api, char *err, size_t errlen);
 
-/* Check a new approval and fill what the store sets: id (UUIDv7), state
- * pending, no decider, created_ms (now, unless given). */
+/* Check a new approval (a plan, if any, is a JSON object's text) and
+ * fill what the store sets: id (UUIDv7), state pending, no decision,
+ * created_ms (now, unless given). */
 int tgi_approval_new(tgi_approval_row *row, char *err, size_t errlen);
 /* take's answer from the state of the row found ("" for none): *found 1
- * approved, -1 denied, 2 pending (its id into pending_id, if not NULL),
- * else left as it is. */
+ * approved, -1 denied, 2 pending (the id of a denied or pending one into
+ * pending_id, if not NULL), else left as it is. */
 void tgi_approval_answer(const char *state, const char *id, int *found, char pending_id[37]);
 
 /* A conversation's entries (a JSON array) as *n compact texts in *text,

@@ -158,6 +158,9 @@
  * statistics' denial rules.  ops_tool and ops_session carry the columns
  * stats and loop windows read (INCLUDE), as in SQLite.
  *
+ * Version 5 adds approvals.plan (the call's dry-run plan, redacted JSON
+ * text) and approvals.decided_reason, as in sqlite.c.
+ *
  * The version lives in toolgate_schema, one row per migration applied.
  * Migration n takes the schema from version n - 1 to n, in one transaction
  * under pg_advisory_xact_lock, so two gates starting at once apply it once.
@@ -215,6 +218,8 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"CREATE TABLE messages("
 	"  session text COLLATE \"C\" NOT NULL, seq bigint NOT NULL, api text NOT NULL,"
 	"  ts_ms bigint NOT NULL, entry text NOT NULL, PRIMARY KEY(session, seq));",
+
+	"ALTER TABLE approvals ADD COLUMN plan text, ADD COLUMN decided_reason text;",
 };
 
 /*
@@ -306,16 +311,18 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " SELECT (SELECT count(*) FROM del), (SELECT count(*) FROM unk),"                     \
 	  " (SELECT count(*) FROM reb)")                                                        \
 	X(ST_EVENT_SEQS, 2, "SELECT seq FROM events WHERE op_id = $1 ORDER BY seq LIMIT $2::bigint") \
-	X(ST_APPROVAL_INSERT, 8,                                                                \
+	X(ST_APPROVAL_INSERT, 9,                                                                \
 	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
-	  " created_ms, expires_ms) VALUES($1, $2, $3, $4, $5, 'pending', $6, $7, " PG_STMT_MS  \
-	  ", " PG_STMT_MS " + $8::bigint) RETURNING created_ms, expires_ms")                    \
-	X(ST_APPROVAL_DECIDE, 3,                                                                \
+	  " created_ms, expires_ms, plan) VALUES($1, $2, $3, $4, $5, 'pending', $6, $7, "       \
+	  PG_STMT_MS ", " PG_STMT_MS " + $8::bigint, $9) RETURNING created_ms, expires_ms")     \
+	X(ST_APPROVAL_DECIDE, 4,                                                                \
 	  "WITH u AS (UPDATE approvals SET"                                                     \
 	  " state = CASE WHEN expires_ms <= " PG_STMT_MS " THEN 'expired' ELSE $2 END,"         \
 	  " decided_by = CASE WHEN expires_ms <= " PG_STMT_MS " THEN decided_by ELSE $3 END,"   \
 	  " decided_ms = CASE WHEN expires_ms <= " PG_STMT_MS " THEN decided_ms"                \
-	  " ELSE " PG_STMT_MS " END"                                                            \
+	  " ELSE " PG_STMT_MS " END,"                                                           \
+	  " decided_reason = CASE WHEN expires_ms <= " PG_STMT_MS " THEN decided_reason"        \
+	  " ELSE $4 END"                                                                        \
 	  " WHERE id = $1 AND state = 'pending' RETURNING id, state, expires_ms)"               \
 	  " SELECT state, expires_ms, pg_notify('toolgate_approvals', id) FROM u")              \
 	X(ST_APPROVAL_STATE, 1, "SELECT state FROM approvals WHERE id = $1")                    \
@@ -333,7 +340,8 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " AND expires_ms > " PG_STMT_MS " RETURNING id")                                      \
 	X(ST_APPROVAL_LIST, 1,                                                                  \
 	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
-	  " expires_ms, decided_by FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')" \
+	  " expires_ms, decided_by, plan, decided_ms, decided_reason"                          \
+	  " FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')"                        \
 	  " AND expires_ms <= " PG_STMT_MS " THEN 'expired' ELSE state END AS st"               \
 	  " FROM approvals) a WHERE $1::text = '*' OR st = $1::text"                            \
 	  " OR ($1::text IS NULL AND st IN ('pending', 'approved'))"                            \
@@ -341,7 +349,8 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	X(ST_APPROVAL_ONE, 1,                                                                   \
 	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
 	  " AND expires_ms <= " PG_STMT_MS " THEN 'expired' ELSE state END, args, reason,"      \
-	  " created_ms, expires_ms, decided_by FROM approvals WHERE id = $1")                   \
+	  " created_ms, expires_ms, decided_by, plan, decided_ms, decided_reason"              \
+	  " FROM approvals WHERE id = $1")                                                      \
 	X(ST_MSG_LOCK, 1,                                                                       \
 	  "SELECT pg_advisory_xact_lock(" PG_STR(PG_LOCK_MESSAGES) ", hashtext($1))")          \
 	X(ST_MSG_APPEND, 4,                                                                     \
@@ -2072,6 +2081,7 @@ static int pg_approval_add(tgi_store *base, tgi_approval_row *row, char *err, si
 	q_text(&x, row->args);
 	q_text(&x, row->reason);
 	q_i64(&x, row->expires_ms - row->created_ms);
+	q_text(&x, row->plan);
 	int rc = run(s, &x, 1);
 	if (rc == 0 && rows(&x) == 1) {
 		row->created_ms = val_i64(x.res, 0, 0, row->created_ms);
@@ -2088,7 +2098,7 @@ static int pg_approval_add(tgi_store *base, tgi_approval_row *row, char *err, si
  * gates' clocks may differ), with NOTIFY toolgate_approvals at commit.
  * When it changed nothing, the row says why. */
 static int pg_approval_decide(tgi_store *base, const char *id, int approve, const char *by,
-                              char *err, size_t errlen)
+                              const char *reason, char *err, size_t errlen)
 {
 	pg *s = enter(base);
 	char state[16] = "", when[32];
@@ -2101,6 +2111,7 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 	q_text(&x, id);
 	q_text(&x, approve ? "approved" : "denied");
 	q_text(&x, by);
+	q_text(&x, reason);
 	int rc = run(s, &x, 1);
 	int changed = rc == 0 && rows(&x) == 1;
 	if (changed) {
@@ -2211,6 +2222,11 @@ static void approval_row(const PGresult *r, int i, tgi_approval_row *a)
 	a->created_ms = val_i64(r, i, 8, 0);
 	a->expires_ms = val_i64(r, i, 9, 0);
 	val_copy(r, i, 10, a->decided_by, sizeof a->decided_by);
+	t = val(r, i, 11);
+	a->plan = t ? tgi_strdup(t) : NULL;
+	a->decided_ms = val_i64(r, i, 12, 0);
+	t = val(r, i, 13);
+	a->decided_reason = t ? tgi_strdup(t) : NULL;
 }
 
 static int pg_approval_list(tgi_store *base, const char *state, tgi_approval_row **out, size_t *n,

@@ -126,6 +126,12 @@
  * the session; WITHOUT ROWID so that an append and a resume read one range
  * of the primary key.  The entries are redacted before they get here.
  *
+ * Version 5 (the console).  approvals.plan: the call's dry-run plan (a
+ * JSON object, redacted; NULL when the tool has none), so an operator sees
+ * what the call would do before deciding; approvals.decided_reason: what
+ * the decider said.  Columns appended to a small table: the upgrade
+ * rewrites nothing.
+ *
  * Migration i takes user_version i to i + 1.
  */
 static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
@@ -170,6 +176,8 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"  session TEXT NOT NULL, seq INTEGER NOT NULL, api TEXT NOT NULL,"
 	"  ts_ms INTEGER NOT NULL, entry TEXT NOT NULL,"
 	"  PRIMARY KEY(session, seq)) WITHOUT ROWID;",
+	("ALTER TABLE approvals ADD COLUMN plan TEXT;"
+	 "ALTER TABLE approvals ADD COLUMN decided_reason TEXT;"),
 };
 
 /* One quick query per table at open: every column we use must exist and
@@ -181,7 +189,7 @@ static const char *const verify_sql[] = {
 	" created_ms, updated_ms, binding FROM idem LIMIT 1",
 	"SELECT seq, ts_ms, op_id, type, stage, data FROM events ORDER BY seq DESC LIMIT 1",
 	"SELECT id, op_id, tool, principal, binding, state, args, reason, created_ms,"
-	" expires_ms, decided_by, decided_ms FROM approvals LIMIT 1",
+	" expires_ms, decided_by, decided_ms, plan, decided_reason FROM approvals LIMIT 1",
 	"SELECT id, first_ms, last_ms, calls, manifest FROM sessions LIMIT 1",
 	"SELECT name, digest, first_ms, updated_ms FROM pins LIMIT 1",
 	"SELECT principal, tool, tokens, updated_ms FROM rate_buckets LIMIT 1",
@@ -245,11 +253,13 @@ static const char *const verify_sql[] = {
 	X(ST_IDEM_RELEASE, "DELETE FROM idem WHERE scope = ?1 AND op_id = ?2")                  \
 	X(ST_APPROVAL_INSERT,                                                                   \
 	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
-	  " created_ms, expires_ms) VALUES(?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9)")     \
+	  " created_ms, expires_ms, plan)"                                                      \
+	  " VALUES(?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10)")                        \
 	X(ST_APPROVAL_GET, "SELECT state, expires_ms FROM approvals WHERE id = ?1")             \
 	X(ST_APPROVAL_STATE, "UPDATE approvals SET state = ?2 WHERE id = ?1")                   \
 	X(ST_APPROVAL_DECIDE,                                                                   \
-	  "UPDATE approvals SET state = ?2, decided_by = ?3, decided_ms = ?4 WHERE id = ?1")   \
+	  "UPDATE approvals SET state = ?2, decided_by = ?3, decided_ms = ?4,"                 \
+	  " decided_reason = ?5 WHERE id = ?1")                                                 \
 	X(ST_APPROVAL_NEWEST,                                                                   \
 	  "SELECT id, state FROM approvals WHERE binding = ?1 AND principal = ?2"              \
 	  " AND state IN ('pending', 'approved', 'denied')"                                     \
@@ -257,7 +267,8 @@ static const char *const verify_sql[] = {
 	  " ORDER BY created_ms DESC, id DESC LIMIT 1")                                         \
 	X(ST_APPROVAL_LIST,                                                                     \
 	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
-	  " expires_ms, decided_by FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')" \
+	  " expires_ms, decided_by, plan, decided_ms, decided_reason"                          \
+	  " FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')"                        \
 	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END AS st"                          \
 	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
 	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
@@ -269,7 +280,8 @@ static const char *const verify_sql[] = {
 	X(ST_APPROVAL_ONE,                                                                      \
 	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
 	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END, args, reason, created_ms,"      \
-	  " expires_ms, decided_by FROM approvals WHERE id = ?1")                                 \
+	  " expires_ms, decided_by, plan, decided_ms, decided_reason"                          \
+	  " FROM approvals WHERE id = ?1")                                                      \
 	X(ST_EXPORT_EVENTS,                                                                     \
 	  "SELECT ts_ms, type, stage, data FROM events WHERE op_id = ?1 ORDER BY seq")           \
 	X(ST_EXPORT_IDEM, "SELECT state, binding FROM idem WHERE scope = ?1 AND op_id = ?2")    \
@@ -1458,9 +1470,10 @@ static int sq_approval_add(tgi_store *base, tgi_approval_row *row, char *err, si
 	sq *s = (sq *)base;
 	if (tgi_approval_new(row, err, errlen) < 0)
 		return -1;
-	int rc = st_run(s, ST_APPROVAL_INSERT, "tttttttii", row->id, row->op_id[0] ? row->op_id : NULL,
-	                row->tool, row->principal, row->binding, row->args, row->reason,
-	                (int64_t)row->created_ms, (int64_t)row->expires_ms);
+	int rc = st_run(s, ST_APPROVAL_INSERT, "tttttttiit", row->id,
+	                row->op_id[0] ? row->op_id : NULL, row->tool, row->principal, row->binding,
+	                row->args, row->reason, (int64_t)row->created_ms, (int64_t)row->expires_ms,
+	                row->plan);
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot queue an approval for '%s'", row->tool);
 	return 0;
@@ -1472,7 +1485,7 @@ static int expired(int64_t expires_ms, int64_t now)
 }
 
 static int sq_approval_decide(tgi_store *base, const char *id, int approve, const char *by,
-                              char *err, size_t errlen)
+                              const char *reason, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	char state[16], when[32];
@@ -1509,7 +1522,8 @@ static int sq_approval_decide(tgi_store *base, const char *id, int approve, cons
 		tgi_snprintf(err, errlen, "approval '%s' expired at %s", id, when);
 		return -1;
 	}
-	rc = st_run(s, ST_APPROVAL_DECIDE, "ttti", id, approve ? "approved" : "denied", by, now);
+	rc = st_run(s, ST_APPROVAL_DECIDE, "tttit", id, approve ? "approved" : "denied", by, now,
+	            reason);
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
@@ -1578,6 +1592,11 @@ static void approval_row(sqlite3_stmt *st, tgi_approval_row *r)
 	r->created_ms = sqlite3_column_int64(st, 8);
 	r->expires_ms = sqlite3_column_int64(st, 9);
 	col_copy(st, 10, r->decided_by, sizeof r->decided_by);
+	t = sqlite3_column_text(st, 11);
+	r->plan = t ? tgi_strdup((const char *)t) : NULL;
+	r->decided_ms = sqlite3_column_int64(st, 12);
+	t = sqlite3_column_text(st, 13);
+	r->decided_reason = t ? tgi_strdup((const char *)t) : NULL;
 }
 
 static int sq_approval_list(tgi_store *base, const char *state, tgi_approval_row **rows, size_t *n,
@@ -2432,10 +2451,10 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
  * database file, and on their directory for a WAL made anew (it may not
  * exist yet, or be removed and made again).  A commit writes the WAL before
  * it makes the transaction visible (the WAL index, after a sync), so a
- * look on the notification may come too early: a wait is never longer
- * than WATCH_SLICE_MS, and the caller looks again.  Without inotify the
- * wait is that timeout alone.  Approvals are commits too: both kinds watch
- * the same files. */
+ * look on the notification may come too early: the next waits are short
+ * (5, 10, 20 ms), a wait is never longer than WATCH_SLICE_MS, and the
+ * caller looks again.  Without inotify the wait is that timeout alone.
+ * Approvals are commits too: both kinds watch the same files. */
 
 #define WATCH_SLICE_MS 250
 
@@ -2443,6 +2462,7 @@ typedef struct sq_watch {
 	tgi_watch   base;
 	int         fd;            /* inotify, or -1 */
 	int         wal_wd;        /* -1 while the WAL is not watched */
+	int         soon;          /* short waits left after a notification */
 	char        wal[PATH_MAX];
 } sq_watch;
 
@@ -2503,9 +2523,17 @@ static int sq_watch_wait(tgi_watch *base, int timeout_ms)
 	sq_watch *w = (sq_watch *)base;
 	struct pollfd p = {.fd = w->fd, .events = POLLIN};
 	int slice = timeout_ms < WATCH_SLICE_MS ? timeout_ms : WATCH_SLICE_MS;
+	/* after a notification the commit is most likely a moment from being
+	 * visible: look again after 5, 10 and 20 ms before a whole slice */
+	if (w->soon > 0 && slice > (20 >> (w->soon - 1)))
+		slice = 20 >> (w->soon - 1);
 	int rc = poll(&p, w->fd >= 0, slice < 0 ? 0 : slice);
-	if (rc > 0)
+	if (rc > 0) {
 		watch_drain(w);
+		w->soon = 3;
+	} else if (w->soon > 0) {
+		w->soon--;
+	}
 	watch_wal(w);   /* it may have appeared without a word to the directory's watch */
 	/* a slice that ran out is not the caller's timeout: look again */
 	return rc != 0 || slice < timeout_ms;

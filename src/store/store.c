@@ -5,7 +5,8 @@
  *
  * Owns: the choice of implementation, the migrations' titles (one
  * numbering for both stores), and the checks every implementation would
- * make alike.  Must not: know either database.
+ * make alike (and a decision's reason, kept alike by both).  Must not:
+ * know either database.
  */
 #include "store/impl.h"
 #include "util/util.h"
@@ -59,6 +60,7 @@ static const char *const titles[TGI_STORE_SCHEMA_VERSION] = {
 	"pinned descriptions of bridged MCP tools",
 	"middleware: loop entries, session manifests, rate-limit buckets, ops indexes",
 	"agent conversations (messages)",
+	"approvals: the call's dry-run plan and the decision's reason",
 };
 
 const char *tgi_store_migration_title(int n)
@@ -159,9 +161,12 @@ int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_
 }
 
 int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
-                              char *err, size_t errlen)
+                              const char *reason, char *err, size_t errlen)
 {
-	return s->impl->approval_decide(s, id, approve, by, err, errlen);
+	char kept[TGI_APPROVAL_REASON_MAX + 1];
+	if (tgi_approval_reason(reason, kept, err, errlen) < 0)
+		return -1;
+	return s->impl->approval_decide(s, id, approve, by, kept[0] ? kept : NULL, err, errlen);
 }
 
 int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,

@@ -87,7 +87,7 @@ int tgi_store_transient(const tgi_store *s);
 /* ---- schema: versioned migrations, numbered alike for both stores ---- */
 
 /* Migration n (1-based) takes the schema from version n - 1 to n. */
-#define TGI_STORE_SCHEMA_VERSION 4
+#define TGI_STORE_SCHEMA_VERSION 5
 
 /* A one-line description of migration n (1..TGI_STORE_SCHEMA_VERSION). */
 const char *tgi_store_migration_title(int n);
@@ -224,6 +224,14 @@ int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err
 
 /* ---- approvals ---- */
 
+/* Bytes of a decision's reason, at most. */
+#define TGI_APPROVAL_REASON_MAX 500
+
+/*
+ * An approval.  Read back (get, list), its strings are the caller's: free
+ * them with tgi_approval_row_clear (one row) or tgi_approval_rows_free.
+ * Given to tgi_store_approval_add, they are borrowed.
+ */
 typedef struct tgi_approval_row {
 	char    id[37];
 	char    op_id[37];
@@ -231,27 +239,40 @@ typedef struct tgi_approval_row {
 	char    principal[128];
 	char    binding[65];   /* sha256(tool + "\n" + canonical args) */
 	char    state[16];     /* pending, approved, denied, used, expired */
-	char   *args;          /* redacted args JSON (caller frees via tgi_approval_rows_free) */
+	char   *args;          /* redacted args JSON */
 	char   *reason;        /* why it was asked */
+	char   *plan;          /* the call's dry-run plan (a JSON object, redacted), or NULL:
+	                        * the tool has none, or it could not be made */
 	int64_t created_ms, expires_ms;
 	char    decided_by[128];
+	int64_t decided_ms;    /* when it was decided (0: not decided) */
+	char   *decided_reason; /* what the decider said, or NULL */
 } tgi_approval_row;
+
+/* Free a row's strings (read back by get or list) and zero them. */
+void tgi_approval_row_clear(tgi_approval_row *row);
 
 /* Queue a new pending approval; id is generated (UUIDv7) into row->id.
  * A shared store keeps approval times on its own clock (every gate
  * compares expiries with it): created now there, expiring expires_ms -
- * created_ms later; row->created_ms and expires_ms say what was stored. */
+ * created_ms later; row->created_ms and expires_ms say what was stored.
+ * row->plan, when not NULL, must be a JSON object's text. */
 int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen);
 
-/* pending -> approved/denied.  Error if not pending or expired. */
+/* pending -> approved/denied, recorded with who decided (by), when, and
+ * why (reason, may be NULL: none).  The reason is kept sanitized (control
+ * characters become spaces, bytes that are not UTF-8 U+FFFD, spaces
+ * trimmed; nothing left is none); one over TGI_APPROVAL_REASON_MAX bytes
+ * is refused.  Error if not pending or expired. */
 int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
-                              char *err, size_t errlen);
+                              const char *reason, char *err, size_t errlen);
 
 /*
  * Consume a single-use approval for this binding and principal: the newest
  * approved, unexpired one becomes `used` atomically (one winner across
  * processes).  *found: 1 approved and consumed, -1 a matching one was
- * denied (most recent decision), 2 one is still pending (id copied), 0 none.
+ * denied (most recent decision; its id copied), 2 one is still pending
+ * (id copied), 0 none.  pending_id may be NULL.
  */
 int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
                             int *found, char pending_id[37], char *err, size_t errlen);
@@ -268,9 +289,9 @@ int tgi_store_approval_take(tgi_store *s, const char *binding, const char *princ
 int tgi_store_approval_use(tgi_store *s, const char *id, const char *principal,
                            const char *binding, int *used, char *err, size_t errlen);
 
-/* The approval id: *found 0 when there is none.  The caller frees
- * row->args and row->reason; its state is as the list shows it
- * (a pending or approved one past its expiry is "expired"). */
+/* The approval id: *found 0 when there is none.  The caller frees the
+ * row's strings (tgi_approval_row_clear); its state is as the list shows
+ * it (a pending or approved one past its expiry is "expired"). */
 int tgi_store_approval_get(tgi_store *s, const char *id, tgi_approval_row *row, int *found,
                            char *err, size_t errlen);
 

@@ -4,8 +4,9 @@
 # approves it; A finishes `persisted` soon after the decision, woken by
 # LISTEN/NOTIFY: while it waits it holds a LISTEN session, and it is
 # released far sooner after the decision than its 1 s re-check would.  A
-# denied one ends `denied` saying so; one nobody decides is `pending` when
-# its wait runs out.
+# denied one ends `denied` saying who denied it and why (deny --reason),
+# and so does its retry; the approval B lists carries the call's plan.  One
+# nobody decides is `pending` when its wait runs out.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/integration/support/pg/lib.sh"
 pg_newdb DB approval
@@ -107,7 +108,12 @@ queued id2 denied.txt
 sleep 0.5
 kill -0 "$w2_pid" 2> /dev/null || fail "process A did not wait for the second approval"
 eq "$(listeners)" 1 "process A waits for the denial on a LISTEN session"
-(cd "$WS/b" && "$TG" approvals deny "$id2" > /dev/null 2> "$WS/deny.err") || fail "approvals deny: $(cat "$WS/deny.err")"
+# B sees what the call would do before deciding: the plan, made in A
+bl() { (cd "$WS/b" && "$TG" approvals list --all --json) | jq -r --arg id "$1" ".[] | select(.id == \$id) | $2"; }
+eq "$(bl "$id2" .plan.path)" denied.txt "process B sees the plan of A's call"
+contains "$(bl "$id2" .plan.diff)" "+no" "the plan's diff shows what the write would put"
+(cd "$WS/b" && USER=bob "$TG" approvals deny "$id2" --reason "not in this release" > /dev/null 2> "$WS/deny.err") ||
+	fail "approvals deny: $(cat "$WS/deny.err")"
 td=$(now)
 wait "$w2_pid"
 eq "$(jqv "$WS/w2.json" .status)" denied "the denied call is denied"
@@ -115,7 +121,26 @@ eq "$(cat "$WS/w2.exit")" 3 "denied exits 3"
 eq "$(jqv "$WS/w2.json" .error.kind)" not_permitted "denied: not_permitted"
 contains "$(jqv "$WS/w2.json" .error.message)" denied "the message says it was denied"
 contains "$(jqv "$WS/w2.json" .error.message)" "$id2" "the message names the approval"
+eq "$(jqv "$WS/w2.json" .error.message)" \
+	"the owner denied this call (approval $id2, by bob): not in this release; do not retry; ask the owner" \
+	"the waiting call is told who denied it and why"
 [ -e "$WS/a/denied.txt" ] && fail "the denied write ran"
+eq "$(bl "$id2" .decided_by)/$(bl "$id2" .decided_reason)" "bob/not in this release" \
+	"the decision is listed with who and why"
+# retried in A: denied again, with the same sentence
+(cd "$WS/a" && "$TG" call --json write_file '{"path":"denied.txt","content":"no"}' > "$WS/w2r.json" 2> /dev/null < /dev/null)
+eq "$(jqv "$WS/w2r.json" .status)" denied "the retry of a denied call is denied"
+eq "$(jqv "$WS/w2r.json" .error.message)" \
+	"the owner denied this call (approval $id2, by bob): not in this release; do not retry; ask the owner" \
+	"the retry is told who denied it and why"
+[ -e "$WS/a/denied.txt" ] && fail "the denied write ran on its retry"
+# a reason over 500 bytes is refused on PostgreSQL too
+(cd "$WS/a" && "$TG" call --json write_file '{"path":"long.txt","content":"l"}' > "$WS/l1.json" 2> /dev/null < /dev/null)
+lid=$(jqv "$WS/l1.json" .error.approval_id)
+(cd "$WS/b" && "$TG" approvals deny "$lid" --reason "$(printf 'x%.0s' $(seq 501))" > /dev/null 2> "$WS/long.err") &&
+	fail "a reason of 501 bytes is accepted"
+contains "$(cat "$WS/long.err")" "too long" "the refusal says the reason is too long"
+eq "$(bl "$lid" .state)" pending "a refused decision leaves the approval pending"
 ms=$(released "$(jqv "$WS/w2.json" .op_id)" tool.call.rejected)
 echo "denied in process B -> process A ended after ${ms:-?} ms"
 [ -n "$ms" ] && [ "$ms" -lt 500 ] || fail "process A ended ${ms:-?} ms after the denial (500 at most)"

@@ -63,6 +63,8 @@ migrate_checks() {
 	for t in ops idem events approvals sessions; do
 		contains ",$(tables "$fresh")," ",$t," "$kind: table $t exists"
 	done
+	# migration 5: an approval keeps the call's plan and the decision's reason
+	eq "$(approval_cols "$fresh")" decided_reason,plan "$kind: approvals have plan and decided_reason"
 	mig "$kind-again"
 	eq "$(list "$kind-again")/$(jqv "$WS/$kind-again.json" .from)" "/$N" "$kind: a second migrate has nothing to do"
 	# the gate works on it
@@ -83,6 +85,7 @@ migrate_checks() {
 	eq "$(jqv "$WS/$kind-start.json" .status)" persisted "$kind: a start on version 3 upgrades and runs"
 	mig "$kind-after" --dry-run
 	eq "$(jqv "$WS/$kind-after.json" .from)/$(list "$kind-after")" "$N/" "$kind: the start upgraded 3 -> $N"
+	eq "$(approval_cols "$fresh2")" decided_reason,plan "$kind: the upgrade added plan and decided_reason"
 
 	# a schema ahead of this program is refused, by the gate and by migrate
 	$ahead $((N + 1))
@@ -99,6 +102,8 @@ migrate_checks() {
 pg_newdb P1 mig1
 pg_newdb P2 mig2
 tables() { pg_tables "$1"; }
+approval_cols() { pgq "$1" "select string_agg(column_name, ',' order by column_name) from information_schema.columns
+                            where table_name = 'approvals' and column_name in ('plan', 'decided_reason')"; }
 # the version row the PostgreSQL store keeps (see src/store/postgres.c)
 PG_SET_VERSION_TMPL="INSERT INTO toolgate_schema(version) VALUES (%d)"
 pg_ahead() { pgq "$P2" "$(printf "$PG_SET_VERSION_TMPL" "$1")" > /dev/null || fail "postgres: cannot set the version by hand"; }
@@ -107,6 +112,8 @@ migrate_checks postgres "$P1" "$P2" pg_ahead
 S1=$WS/m/.toolgate/one.db S2=$WS/m/.toolgate/two.db
 mkdir -p -m 0700 "$WS/m/.toolgate"
 tables() { [ -e "$1" ] && sq_tables "$1"; }
+approval_cols() { sqlite3 "$1" "select group_concat(name, ',') from (select name from pragma_table_info('approvals')
+                                where name in ('plan', 'decided_reason') order by name)"; }
 sq_ahead() { sqlite3 "$S2" "PRAGMA user_version = $1" || fail "sqlite: cannot set the version by hand"; }
 migrate_checks sqlite "$S1" "$S2" sq_ahead
 

@@ -14,7 +14,9 @@
  * (symlinks, owners, non-regular files); corrupt, foreign, newer, read-only
  * and full ledgers; spill files; the pins of bridged MCP tools (first seen,
  * same, changed, approved; one winner across processes; a version 1 ledger
- * gains the table) and events that belong to no call.
+ * gains the table) and events that belong to no call; an approval's plan
+ * and its decision's reason (kept, sanitized, bounded), and a version 4
+ * ledger's approvals kept through the upgrade to 5.
  *
  * Owns: nothing outside its temporary directories.  Must not: depend on the
  * network or on files outside the repository.  Children of fork() report
@@ -1001,7 +1003,7 @@ static void test_approval_get(void **state)
 	assert_string_equal(got.tool, "write_file");
 	free(got.args);
 	free(got.reason);
-	assert_int_equal(tgi_store_approval_decide(f->s, row.id, 0, "ops", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, row.id, 0, "ops", NULL, err, sizeof err), 0);
 	assert_int_equal(tgi_store_approval_get(f->s, row.id, &got, &found, err, sizeof err), 0);
 	assert_string_equal(got.state, "denied");
 	assert_string_equal(got.decided_by, "ops");
@@ -1010,6 +1012,99 @@ static void test_approval_get(void **state)
 	assert_int_equal(tgi_store_approval_get(f->s, "01890000-0000-7000-8000-000000000000", &got,
 	                                        &found, err, sizeof err), 0);
 	assert_int_equal(found, 0);
+}
+
+/* An approval keeps the call's plan; a decision keeps who, when and why.
+ * The reason is kept sanitized (controls as spaces, bytes that are not
+ * UTF-8 as U+FFFD, trimmed; blank is none) and at most 500 bytes. */
+static void test_approval_plan_and_reason(void **state)
+{
+	struct fx *f = *state;
+	char err[512], pid[37], big[TGI_APPROVAL_REASON_MAX + 2];
+	tgi_approval_row row, got, *rows;
+	size_t n;
+	int found = -1;
+	int64_t later = tgi_unix_ms() + 60000;
+	const char *plan = "{\"path\":\"a.txt\",\"diff\":\"--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-x\\n+y\\n\"}";
+
+	memset(&row, 0, sizeof row);
+	snprintf(row.tool, sizeof row.tool, "write_file");
+	snprintf(row.principal, sizeof row.principal, "local");
+	snprintf(row.binding, sizeof row.binding, "%064d", 9);
+	row.args = "{\"path\":\"a.txt\"}";
+	row.reason = "ask: write_file";
+	row.plan = (char *)plan;
+	row.expires_ms = later;
+	assert_int_equal(tgi_store_approval_add(f->s, &row, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, row.id, &got, &found, err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_string_equal(got.plan, plan);
+	assert_null(got.decided_reason);
+	assert_int_equal(got.decided_ms, 0);
+	assert_string_equal(got.decided_by, "");
+	tgi_approval_row_clear(&got);
+	assert_null(got.plan);
+
+	/* too long: refused, and the approval stays pending */
+	memset(big, 'r', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_int_equal(tgi_store_approval_decide(f->s, row.id, 0, "bob", big, err, sizeof err), -1);
+	assert_non_null(strstr(err, "too long"));
+	assert_non_null(strstr(err, "500"));
+	assert_int_equal(tgi_store_approval_get(f->s, row.id, &got, &found, err, sizeof err), 0);
+	assert_string_equal(got.state, "pending");
+	tgi_approval_row_clear(&got);
+
+	/* denied with a reason: kept sanitized, with who and when */
+	int64_t t0 = tgi_unix_ms();
+	assert_int_equal(tgi_store_approval_decide(f->s, row.id, 0, "bob",
+	                                           "  prod\x01is\nfrozen \xff  ", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, row.id, &got, &found, err, sizeof err), 0);
+	assert_string_equal(got.state, "denied");
+	assert_string_equal(got.decided_by, "bob");
+	assert_string_equal(got.decided_reason, "prod is frozen \xEF\xBF\xBD");
+	assert_true(got.decided_ms >= t0 - 1000 && got.decided_ms <= tgi_unix_ms() + 1000);
+	assert_string_equal(got.plan, plan);
+	tgi_approval_row_clear(&got);
+	/* a denied one's id comes back from take */
+	assert_int_equal(tgi_store_approval_take(f->s, row.binding, "local", &found, pid, err,
+	                                         sizeof err), 0);
+	assert_int_equal(found, -1);
+	assert_string_equal(pid, row.id);
+	/* a second decision changes nothing, the reason included */
+	assert_int_equal(tgi_store_approval_decide(f->s, row.id, 1, "eve", "sure", err, sizeof err), -1);
+	assert_non_null(strstr(err, "already denied"));
+
+	/* without a plan; exactly 500 bytes of reason; a blank reason is none */
+	tgi_approval_row r2 = row, r3 = row;
+	r2.plan = NULL;
+	assert_int_equal(tgi_store_approval_add(f->s, &r2, err, sizeof err), 0);
+	big[TGI_APPROVAL_REASON_MAX] = '\0';
+	assert_int_equal(tgi_store_approval_decide(f->s, r2.id, 1, "alice", big, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_add(f->s, &r3, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r3.id, 1, "alice", " \t\n ", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 3);
+	/* newest first: r3, r2, row */
+	assert_string_equal(rows[0].id, r3.id);
+	assert_null(rows[0].decided_reason);
+	assert_string_equal(rows[0].decided_by, "alice");
+	assert_true(rows[0].decided_ms > 0);
+	assert_string_equal(rows[1].id, r2.id);
+	assert_null(rows[1].plan);
+	assert_int_equal(strlen(rows[1].decided_reason), TGI_APPROVAL_REASON_MAX);
+	assert_string_equal(rows[2].decided_reason, "prod is frozen \xEF\xBF\xBD");
+	assert_string_equal(rows[2].plan, plan);
+	tgi_approval_rows_free(rows, n);
+
+	/* a plan that is not a JSON object is refused */
+	tgi_approval_row bad = row;
+	bad.plan = "[1, 2]";
+	assert_int_equal(tgi_store_approval_add(f->s, &bad, err, sizeof err), -1);
+	assert_non_null(strstr(err, "plan"));
+	bad.plan = "{not json";
+	assert_int_equal(tgi_store_approval_add(f->s, &bad, err, sizeof err), -1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM approvals"), 3);
 }
 
 static int collect(void *arg, json_t *row)
@@ -1886,7 +1981,7 @@ static void test_concurrent_open_new_ledger(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), N);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 4 * N);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's'"), N);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 }
 
 /* ---- approvals ---- */
@@ -1945,8 +2040,8 @@ static void test_approvals_lifecycle(void **state)
 	tgi_approval_rows_free(rows, n);
 
 	/* approved: taken once, then used */
-	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 0, "bob", err, sizeof err), -1);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 0, "bob", NULL, err, sizeof err), -1);
 	assert_non_null(strstr(err, "is already approved"));
 	assert_int_equal(tgi_store_approval_list(f->s, "approved", &rows, &n, err, sizeof err), 0);
 	assert_int_equal(n, 1);
@@ -1969,7 +2064,7 @@ static void test_approvals_lifecycle(void **state)
 	/* denied: the most recent decision says no */
 	approval(&r2, bind2, "ci", later);
 	assert_int_equal(tgi_store_approval_add(f->s, &r2, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, r2.id, 0, "alice", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r2.id, 0, "alice", NULL, err, sizeof err), 0);
 	assert_int_equal(tgi_store_approval_take(f->s, bind2, "ci", &found, pid, err, sizeof err), 0);
 	assert_int_equal(found, -1);
 
@@ -1990,7 +2085,7 @@ static void test_approvals_lifecycle(void **state)
 	assert_string_equal(rows[1].state, "used");
 	assert_string_equal(rows[2].id, r3.id);
 	tgi_approval_rows_free(rows, n);
-	assert_int_equal(tgi_store_approval_decide(f->s, r3.id, 1, "alice", err, sizeof err), -1);
+	assert_int_equal(tgi_store_approval_decide(f->s, r3.id, 1, "alice", NULL, err, sizeof err), -1);
 	char iso[32], want[128];
 	tgi_iso8601(r3.expires_ms, iso);
 	snprintf(want, sizeof want, "approval '%s' expired at %s", r3.id, iso);
@@ -2005,7 +2100,7 @@ static void test_approvals_lifecycle(void **state)
 	tgi_approval_row r4;
 	approval(&r4, bind, "ci", tgi_unix_ms() + 60000);
 	assert_int_equal(tgi_store_approval_add(f->s, &r4, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, r4.id, 1, NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r4.id, 1, NULL, NULL, err, sizeof err), 0);
 	snprintf(sql, sizeof sql, "UPDATE approvals SET expires_ms = 1 WHERE id = '%s'", r4.id);
 	raw_exec(f->db, sql);
 	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
@@ -2013,10 +2108,10 @@ static void test_approvals_lifecycle(void **state)
 
 	/* refusals */
 	assert_int_equal(tgi_store_approval_decide(f->s, "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77", 1, "a",
-	                                           err, sizeof err), -1);
+	                                           NULL, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no approval"));
-	assert_int_equal(tgi_store_approval_decide(f->s, "'; DROP TABLE approvals; --", 1, "a", err,
-	                                           sizeof err), -1);
+	assert_int_equal(tgi_store_approval_decide(f->s, "'; DROP TABLE approvals; --", 1, "a", NULL,
+	                                           err, sizeof err), -1);
 	assert_non_null(strstr(err, "no approval"));
 	tgi_approval_row bad;
 	approval(&bad, "short", "ci", later);
@@ -2043,7 +2138,7 @@ static void test_approval_use(void **state)
 	approval(&r, bind, "ci", later);
 	r.created_ms = tgi_unix_ms() + 5;   /* newer */
 	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, older, 1, "alice", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, older, 1, "alice", NULL, err, sizeof err), 0);
 	/* the newest of the binding is the pending one */
 	assert_int_equal(tgi_store_approval_take(f->s, bind, "ci", &found, pid, err, sizeof err), 0);
 	assert_int_equal(found, 2);
@@ -2069,12 +2164,12 @@ static void test_approval_use(void **state)
 	free(got.reason);
 
 	/* denied; approved but expired: not used */
-	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 0, "bob", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 0, "bob", NULL, err, sizeof err), 0);
 	assert_int_equal(tgi_store_approval_use(f->s, r.id, "ci", bind, &used, err, sizeof err), 0);
 	assert_int_equal(used, 0);
 	approval(&r, bind2, "ci", later);
 	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", NULL, err, sizeof err), 0);
 	char sql[160];
 	snprintf(sql, sizeof sql, "UPDATE approvals SET expires_ms = 1 WHERE id = '%s'", r.id);
 	raw_exec(f->db, sql);
@@ -2098,7 +2193,7 @@ static void test_approvals_single_use_across_processes(void **state)
 	tgi_sha256_hex("x", 1, bind);
 	approval(&r, bind, "ci", tgi_unix_ms() + 3600 * 1000);
 	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, r.id, 1, "alice", NULL, err, sizeof err), 0);
 
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(res), 0);
@@ -2387,7 +2482,7 @@ static void test_schema_versions(void **state)
 	f->s = NULL;
 	raw_exec(f->db, "PRAGMA user_version = 7");
 	assert_int_equal(tgi_store_open(f->db, 0, &s, err, sizeof err), -1);
-	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (4)"));
+	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (5)"));
 
 	/* another program's database is not a ledger */
 	path_in(f, "foreign.db", p, sizeof p);
@@ -2401,7 +2496,7 @@ static void test_schema_versions(void **state)
 	write_file(p, "", 0);
 	assert_int_equal(tgi_store_open(p, 0, &s, err, sizeof err), 0);
 	tgi_store_close(s);
-	assert_int_equal(raw_int(p, "PRAGMA user_version"), 4);
+	assert_int_equal(raw_int(p, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
 	                            " IN ('ops_tool', 'ops_status', 'events_op', 'approvals_binding')"), 4);
 	/* the lean schema: no started_ms index (since is an op_id range), no
@@ -2851,6 +2946,24 @@ static const char schema_v2_more[] =
 	"  updated_ms INTEGER NOT NULL) WITHOUT ROWID;"
 	"PRAGMA user_version = 2;";
 
+static const char schema_v3_more[] =
+	"ALTER TABLE ops ADD COLUMN loop TEXT;"
+	"ALTER TABLE sessions ADD COLUMN manifest TEXT;"
+	"CREATE TABLE rate_buckets("
+	"  principal TEXT, tool TEXT, tokens REAL NOT NULL, updated_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY(principal, tool)) WITHOUT ROWID;"
+	"DROP INDEX ops_tool;"
+	"CREATE INDEX ops_tool ON ops(tool, op_id, status, started_ms, duration_ms);"
+	"CREATE INDEX ops_session ON ops(session, op_id, loop) WHERE session IS NOT NULL;"
+	"PRAGMA user_version = 3;";
+
+static const char schema_v4_more[] =
+	"CREATE TABLE messages("
+	"  session TEXT NOT NULL, seq INTEGER NOT NULL, api TEXT NOT NULL,"
+	"  ts_ms INTEGER NOT NULL, entry TEXT NOT NULL,"
+	"  PRIMARY KEY(session, seq)) WITHOUT ROWID;"
+	"PRAGMA user_version = 4;";
+
 /* Two calls of session s1 and their events, a call without a session, an
  * idempotency row and a pin, as a version 2 toolgate wrote them. */
 static const char rows_v2[] =
@@ -2883,7 +2996,7 @@ static void test_pins_migration(void **state)
 	raw_exec(f->db, "INSERT INTO ops(op_id, status, started_ms, envelope)"
 	                " VALUES ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'persisted', 1000, '{}')");
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 1);
 	assert_int_equal(pin_check(f->s, "fs__x", DIGEST_A, pinned), TGI_PIN_NEW);
 }
@@ -2902,7 +3015,7 @@ static void test_schema_upgrade_v2(void **state)
 	raw_exec(f->db, schema_v2_more);
 	raw_exec(f->db, rows_v2);
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 
 	/* every row is still there and reads back */
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 3);
@@ -2967,6 +3080,98 @@ static void test_schema_upgrade_v2(void **state)
 	tgi_store_close(f->s);
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 4);
+}
+
+/* A version 4 ledger (before approvals kept a plan and a decision's
+ * reason) upgrades in place to 5: its approvals stay, pending, decided
+ * and used, and read back as before with no plan and no reason; the
+ * pending one can still be decided, now with a reason, and a new one
+ * keeps its plan. */
+static void test_schema_upgrade_v4(void **state)
+{
+	struct fx *f = *state;
+	char err[512], sql[1024], text[256];
+	tgi_approval_row got, *rows;
+	size_t n;
+	int found;
+	int64_t later = tgi_unix_ms() + 3600 * 1000;
+	static const char *const ids[] = {
+		"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e01", /* pending */
+		"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e02", /* denied by bob */
+		"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e03", /* approved by alice, then used */
+	};
+
+	raw_exec(f->db, schema_v1);
+	raw_exec(f->db, schema_v2_more);
+	raw_exec(f->db, schema_v3_more);
+	raw_exec(f->db, schema_v4_more);
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"
+	         " created_ms, expires_ms, decided_by, decided_ms) VALUES"
+	         " ('%s', NULL, 'write_file', 'local', '%064d', 'pending', '{\"path\":\"a\"}',"
+	         "  'ask: write_file', 1000, %lld, NULL, NULL),"
+	         " ('%s', NULL, 'shell', 'local', '%064d', 'denied', '{\"command\":\"rm\"}',"
+	         "  'ask: shell', 1001, %lld, 'bob', 1500),"
+	         " ('%s', NULL, 'shell', 'ci', '%064d', 'used', '{\"command\":\"ls\"}',"
+	         "  'ask: shell', 1002, %lld, 'alice', 1600)",
+	         ids[0], 1, (long long)later, ids[1], 2, (long long)later, ids[2], 3,
+	         (long long)later);
+	raw_exec(f->db, sql);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
+
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pragma_table_info('approvals')"
+	                                " WHERE name IN ('plan', 'decided_reason')"), 2);
+	raw_text(f->db, "PRAGMA integrity_check", text, sizeof text);
+	assert_string_equal(text, "ok");
+
+	/* every approval is still there, as it was */
+	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(rows[0].id, ids[2]);
+	assert_string_equal(rows[0].state, "used");
+	assert_string_equal(rows[0].decided_by, "alice");
+	assert_int_equal(rows[0].decided_ms, 1600);
+	assert_string_equal(rows[1].id, ids[1]);
+	assert_string_equal(rows[1].state, "denied");
+	assert_string_equal(rows[1].args, "{\"command\":\"rm\"}");
+	assert_string_equal(rows[2].id, ids[0]);
+	assert_string_equal(rows[2].state, "pending");
+	assert_string_equal(rows[2].reason, "ask: write_file");
+	for (size_t i = 0; i < n; i++) {
+		assert_null(rows[i].plan);
+		assert_null(rows[i].decided_reason);
+	}
+	tgi_approval_rows_free(rows, n);
+
+	/* the old pending one is decided with a reason now */
+	assert_int_equal(tgi_store_approval_decide(f->s, ids[0], 0, "carol", "not on a Friday", err,
+	                                           sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, ids[0], &got, &found, err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_string_equal(got.state, "denied");
+	assert_string_equal(got.decided_by, "carol");
+	assert_string_equal(got.decided_reason, "not on a Friday");
+	tgi_approval_row_clear(&got);
+
+	/* and a new one keeps its plan */
+	tgi_approval_row r;
+	memset(&r, 0, sizeof r);
+	snprintf(r.tool, sizeof r.tool, "shell");
+	snprintf(r.principal, sizeof r.principal, "local");
+	snprintf(r.binding, sizeof r.binding, "%064d", 4);
+	r.plan = "{\"argv\":[\"ls\"]}";
+	r.expires_ms = later;
+	assert_int_equal(tgi_store_approval_add(f->s, &r, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, r.id, &got, &found, err, sizeof err), 0);
+	assert_string_equal(got.plan, "{\"argv\":[\"ls\"]}");
+	tgi_approval_row_clear(&got);
+
+	/* opened again: nothing more to do */
+	tgi_store_close(f->s);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM approvals"), 4);
 }
 
 /* ---- events that belong to no call ---- */
@@ -3154,6 +3359,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_watch, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_steps, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_approval_get, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_approval_plan_and_reason, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_export, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_stats, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_percentiles, setup_store, teardown),
@@ -3182,6 +3388,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pin_one_winner, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_pins_migration, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_upgrade_v2, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_upgrade_v4, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_messages, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_store_event, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_store_event_of_op, setup_store, teardown),

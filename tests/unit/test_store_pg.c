@@ -6,7 +6,9 @@
  * Each case makes its own database (tg_<random>) and drops it.  Covered,
  * against store.h and issue 9: an empty database migrated to the latest
  * schema at open; a newer schema refused; migrate(to=2), dry runs, and an
- * open that takes 2 to 4; the claim lifecycle (claimed, in flight, done
+ * open that takes 2 to the latest; a version 4 ledger's approvals kept
+ * through the upgrade to 5; an approval's plan and its decision's reason;
+ * the claim lifecycle (claimed, in flight, done
  * with its envelope replayed, conflict, release, unknown), dead owners (a
  * process of this host that died holding a claim; a backend of another
  * host that is gone; a lease run out) and operator resolution; claims,
@@ -282,7 +284,7 @@ static void test_open_migrates_empty(void **state)
 	assert_int_equal(tgi_store_transient(f->s), 0);
 	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
 	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
-	/* one row per migration, 1..4 */
+	/* one row per migration, 1..N */
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(sql_num(f->sql, "SELECT min(version) FROM toolgate_schema"), 1);
 	/* every table is there */
@@ -300,11 +302,11 @@ static void test_newer_schema_refused(void **state)
 	struct fx *f = *state;
 	char err[512] = "";
 	tgi_store *s = NULL;
-	sqlx(f->sql, "INSERT INTO toolgate_schema(version) VALUES (5)", NULL, 0);
+	sqlx(f->sql, "INSERT INTO toolgate_schema(version) VALUES (6)", NULL, 0);
 	assert_int_equal(tgi_store_open(f->url, 0, &s, err, sizeof err), -1);
 	assert_null(s);
-	assert_non_null(strstr(err, "schema version 5"));
-	assert_non_null(strstr(err, "newer than this toolgate understands (4)"));
+	assert_non_null(strstr(err, "schema version 6"));
+	assert_non_null(strstr(err, "newer than this toolgate understands (5)"));
 	assert_non_null(strstr(err, "upgrade toolgate"));
 	/* and not by the migration command either */
 	assert_int_equal(tgi_store_open(f->url, TGI_STORE_NO_MIGRATE, &s, err, sizeof err), -1);
@@ -339,9 +341,10 @@ static void test_migrate_steps(void **state)
 	/* a dry run tells what would be applied, and applies nothing */
 	ntold = 0;
 	assert_int_equal(tgi_store_migrate(f->s, 0, 1, tell, NULL, err, sizeof err), 0);
-	assert_int_equal(ntold, 2);
+	assert_int_equal(ntold, 3);
 	assert_int_equal(told[0], 3);
 	assert_int_equal(told[1], 4);
+	assert_int_equal(told[2], 5);
 	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
 	assert_int_equal(v, 2);
 	/* migrations only go forward */
@@ -350,17 +353,17 @@ static void test_migrate_steps(void **state)
 	tgi_store_close(f->s);
 	f->s = NULL;
 
-	/* an ordinary open takes it from 2 to 4 */
+	/* an ordinary open takes it from 2 to 5 */
 	assert_int_equal(open_store(f, 0), 0);
 	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, 4);
+	assert_int_equal(v, 5);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename = 'messages'"), 1);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
 	                                 " WHERE table_name = 'ops' AND column_name = 'loop'"), 1);
 }
 
-/* Two processes opening an empty database at once both end at version 4,
- * each migration applied once. */
+/* Two processes opening an empty database at once both end at the latest
+ * version, each migration applied once. */
 static void test_migrate_race(void **state)
 {
 	struct fx *f = *state;
@@ -380,7 +383,72 @@ static void test_migrate_race(void **state)
 	}
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(wait_child(pids[i]), 0);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), 4);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"),
+	                 TGI_STORE_SCHEMA_VERSION);
+}
+
+/* A version 4 ledger (before approvals kept a plan and a decision's
+ * reason) is upgraded to 5 by an ordinary open: its approvals stay, as
+ * they were, with no plan and no reason; the pending one is decided with
+ * a reason afterwards. */
+static void test_upgrade_v4_approvals(void **state)
+{
+	struct fx *f = *state;
+	char err[512] = "", sql[1024];
+	int v = -1, found = 0;
+	int64_t later = tgi_unix_ms() + 3600 * 1000;
+	tgi_approval_row got, *rows = NULL;
+	size_t n = 0;
+	static const char *const ids[] = {
+		"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e01", /* pending */
+		"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e02", /* denied by bob */
+	};
+
+	assert_int_equal(open_store(f, TGI_STORE_NO_MIGRATE), 0);
+	assert_int_equal(tgi_store_migrate(f->s, 4, 0, NULL, NULL, err, sizeof err), 0);
+	tgi_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(sql_num(f->sql, "SELECT max(version) FROM toolgate_schema"), 4);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
+	                                 " WHERE table_name = 'approvals' AND column_name = 'plan'"), 0);
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"
+	         " created_ms, expires_ms, decided_by, decided_ms) VALUES"
+	         " ('%s', NULL, 'write_file', 'local', '%s', 'pending', '{\"path\":\"a\"}',"
+	         "  'ask: write_file', 1000, %lld, NULL, NULL),"
+	         " ('%s', NULL, 'shell', 'local', '%s', 'denied', '{\"command\":\"rm\"}',"
+	         "  'ask: shell', 1001, %lld, 'bob', 1500)",
+	         ids[0], BINDING_A, (long long)later, ids[1], BINDING_B, (long long)later);
+	sqlx(f->sql, sql, NULL, 0);
+
+	assert_int_equal(open_store(f, 0), 0);
+	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
+	                                 " WHERE table_name = 'approvals' AND column_name IN"
+	                                 " ('plan', 'decided_reason')"), 2);
+	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].id, ids[1]);
+	assert_string_equal(rows[0].state, "denied");
+	assert_string_equal(rows[0].decided_by, "bob");
+	assert_int_equal(rows[0].decided_ms, 1500);
+	assert_string_equal(rows[1].id, ids[0]);
+	assert_string_equal(rows[1].state, "pending");
+	assert_string_equal(rows[1].args, "{\"path\":\"a\"}");
+	for (size_t i = 0; i < n; i++) {
+		assert_null(rows[i].plan);
+		assert_null(rows[i].decided_reason);
+	}
+	tgi_approval_rows_free(rows, n);
+	assert_int_equal(tgi_store_approval_decide(f->s, ids[0], 0, "carol", "not on a Friday", err,
+	                                           sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, ids[0], &got, &found, err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_string_equal(got.state, "denied");
+	assert_string_equal(got.decided_by, "carol");
+	assert_string_equal(got.decided_reason, "not on a Friday");
+	tgi_approval_row_clear(&got);
 }
 
 static void test_not_a_ledger(void **state)
@@ -1334,8 +1402,8 @@ static void test_approvals(void **state)
 	free(got.args);
 	free(got.reason);
 
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", err, sizeof err), -1);
+	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", NULL, err, sizeof err), -1);
 	assert_non_null(strstr(err, "already approved"));
 	/* taken once, by one of two handles */
 	tgi_store *s2 = open_or_die(f->url);
@@ -1353,7 +1421,7 @@ static void test_approvals(void **state)
 	/* denied: the most recent decision says no */
 	approval(&a, BINDING_B, later);
 	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", NULL, err, sizeof err), 0);
 	assert_int_equal(tgi_store_approval_take(f->s, BINDING_B, "ci", &found, pending, err, sizeof err), 0);
 	assert_int_equal(found, -1);
 	/* another principal's binding is not this one's */
@@ -1363,7 +1431,7 @@ static void test_approvals(void **state)
 	/* expired: deciding says so, listing shows it */
 	approval(&a, BINDING_B, tgi_unix_ms() - 1);
 	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", err, sizeof err), -1);
+	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err), -1);
 	assert_non_null(strstr(err, "expired at"));
 	tgi_approval_row *rows = NULL;
 	size_t n = 0;
@@ -1379,11 +1447,73 @@ static void test_approvals(void **state)
 	tgi_approval_rows_free(rows, n);
 
 	assert_int_equal(tgi_store_approval_decide(f->s, "0190a000-0000-7000-8000-00000000dead", 1, "x",
-	                                           err, sizeof err), -1);
+	                                           NULL, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no approval"));
 	assert_int_equal(tgi_store_approval_get(f->s, "0190a000-0000-7000-8000-00000000dead", &got,
 	                                        &found, err, sizeof err), 0);
 	assert_int_equal(found, 0);
+}
+
+/* An approval keeps the call's plan; a decision keeps who, when (the
+ * server's clock) and why, sanitized and bounded as in SQLite. */
+static void test_approval_plan_and_reason(void **state)
+{
+	struct fx *f = *state;
+	char err[512], pending[37], big[TGI_APPROVAL_REASON_MAX + 2];
+	int found = 0;
+	tgi_approval_row a, b, got, *rows = NULL;
+	size_t n = 0;
+	const char *plan = "{\"argv\":[\"rm\",\"-rf\",\"build\"],\"workdir\":\".\",\"sandbox\":\"workspace-write\"}";
+
+	approval(&a, BINDING_A, tgi_unix_ms() + 60000);
+	a.plan = (char *)plan;
+	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_string_equal(got.plan, plan);
+	assert_null(got.decided_reason);
+	assert_int_equal(got.decided_ms, 0);
+	tgi_approval_row_clear(&got);
+
+	memset(big, 'r', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", big, err, sizeof err), -1);
+	assert_non_null(strstr(err, "too long"));
+	int64_t t0 = tgi_unix_ms();
+	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob",
+	                                           "  prod\x01is\nfrozen \xff  ", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err), 0);
+	assert_string_equal(got.state, "denied");
+	assert_string_equal(got.decided_by, "bob");
+	assert_string_equal(got.decided_reason, "prod is frozen \xEF\xBF\xBD");
+	assert_true(got.decided_ms >= t0 - 5000 && got.decided_ms <= tgi_unix_ms() + 5000);
+	assert_string_equal(got.plan, plan);
+	tgi_approval_row_clear(&got);
+	assert_int_equal(tgi_store_approval_take(f->s, BINDING_A, "ci", &found, pending, err,
+	                                         sizeof err), 0);
+	assert_int_equal(found, -1);
+	assert_string_equal(pending, a.id);
+
+	/* no plan, a blank reason (none), then the list shows both */
+	approval(&b, BINDING_B, tgi_unix_ms() + 60000);
+	assert_int_equal(tgi_store_approval_add(f->s, &b, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, b.id, 1, "alice", " \t ", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].id, b.id);
+	assert_null(rows[0].plan);
+	assert_null(rows[0].decided_reason);
+	assert_true(rows[0].decided_ms > 0);
+	assert_string_equal(rows[1].decided_reason, "prod is frozen \xEF\xBF\xBD");
+	assert_string_equal(rows[1].plan, plan);
+	tgi_approval_rows_free(rows, n);
+
+	/* a plan that is not a JSON object is refused */
+	approval(&b, BINDING_B, tgi_unix_ms() + 60000);
+	b.plan = "\"text\"";
+	assert_int_equal(tgi_store_approval_add(f->s, &b, err, sizeof err), -1);
+	assert_non_null(strstr(err, "plan"));
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM approvals"), 2);
 }
 
 /* One approved approval, several processes taking it at once: one wins. */
@@ -1396,7 +1526,7 @@ static void test_approval_take_race(void **state)
 	tgi_approval_row a;
 	approval(&a, BINDING_A, tgi_unix_ms() + 60000);
 	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err), 0);
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(res), 0);
 	for (int i = 0; i < RACERS; i++) {
@@ -1453,7 +1583,7 @@ static void test_approval_use(void **state)
 	sleep_ms(2);
 	approval(&a, BINDING_A, later);
 	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
-	OK(tgi_store_approval_decide(f->s, older, 1, "alice", err, sizeof err));
+	OK(tgi_store_approval_decide(f->s, older, 1, "alice", NULL, err, sizeof err));
 	/* the newest of the binding is still pending: a take finds that one */
 	OK(tgi_store_approval_take(f->s, BINDING_A, "ci", &found, pending, err, sizeof err));
 	assert_int_equal(found, 2);
@@ -1479,12 +1609,12 @@ static void test_approval_use(void **state)
 	free(got.reason);
 
 	/* denied, and expired once approved: not used */
-	OK(tgi_store_approval_decide(f->s, a.id, 0, "bob", err, sizeof err));
+	OK(tgi_store_approval_decide(f->s, a.id, 0, "bob", NULL, err, sizeof err));
 	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_A, &used, err, sizeof err));
 	assert_int_equal(used, 0);
 	approval(&a, BINDING_B, tgi_unix_ms() + 400);
 	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
-	OK(tgi_store_approval_decide(f->s, a.id, 1, "alice", err, sizeof err));
+	OK(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err));
 	sleep_ms(600);
 	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_B, &used, err, sizeof err));
 	assert_int_equal(used, 0);
@@ -1623,7 +1753,7 @@ static void test_watches(void **state)
 		if (tgi_store_record(s, &r, &ev, 1, NULL, TGI_SETTLE_NONE, err, sizeof err) < 0)
 			_exit(2);
 		sleep_ms(300);
-		if (tgi_store_approval_decide(s, a.id, 1, "alice", err, sizeof err) < 0)
+		if (tgi_store_approval_decide(s, a.id, 1, "alice", NULL, err, sizeof err) < 0)
 			_exit(3);
 		tgi_store_close(s);
 		_exit(0);
@@ -1956,6 +2086,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_steps, setup_db, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_race, setup_db, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_ledger, setup_db, teardown),
+		cmocka_unit_test_setup_teardown(test_upgrade_v4_approvals, setup_db, teardown),
 		cmocka_unit_test(test_unreachable_named_without_password),
 		cmocka_unit_test_setup_teardown(test_transient_and_reconnect, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_record_lost_connection, setup_store, teardown),
@@ -1968,6 +2099,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_events_commit_order, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_event_alone, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_approvals, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_approval_plan_and_reason, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_approval_take_race, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_bucket_take, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_pins_and_messages, setup_store, teardown),
