@@ -431,6 +431,15 @@ static enum MHD_Result dispatch(console *h, request *q, struct MHD_Connection *c
 		              shown(a, q->target));
 	}
 	}
+	if (rep.body.over) {
+		/* never a page cut short and called complete */
+		tgi_buf_free(&rep.body);
+		free(rep.location);
+		memset(&rep, 0, sizeof rep);
+		tgc_page_error(&ctx, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		               "This page is larger than the console serves; narrow it with the "
+		               "filters, or read the ledger with toolgate log.", &rep);
+	}
 	if (!rep.status)
 		rep.status = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	return send_reply(c, &rep, NULL, NULL);

@@ -102,12 +102,15 @@ void tgi_buf_init(tgi_buf *b, size_t max)
 	b->len = 0;
 	b->cap = 0;
 	b->max = max;
+	b->over = 0;
 }
 
 static int buf_reserve(tgi_buf *b, size_t extra)
 {
-	if (extra > b->max || b->len > b->max - extra)
+	if (extra > b->max || b->len > b->max - extra) {
+		b->over = 1;
 		return -1;
+	}
 	size_t need = b->len + extra + 1;
 	if (need <= b->cap)
 		return 0;
@@ -157,6 +160,7 @@ char *tgi_buf_steal(tgi_buf *b)
 	char *p = b->p ? b->p : tgi_strdup("");
 	b->p = NULL;
 	b->len = b->cap = 0;
+	b->over = 0;
 	return p;
 }
 
@@ -165,6 +169,7 @@ void tgi_buf_free(tgi_buf *b)
 	free(b->p);
 	b->p = NULL;
 	b->len = b->cap = 0;
+	b->over = 0;
 }
 
 /* ---- ids and hashing ---- */

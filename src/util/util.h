@@ -23,6 +23,7 @@ typedef struct tgi_buf {
 	size_t len;
 	size_t cap;
 	size_t max;
+	int    over;   /* an append was refused for max: what it holds is incomplete */
 } tgi_buf;
 
 void tgi_buf_init(tgi_buf *b, size_t max);
