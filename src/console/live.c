@@ -114,6 +114,18 @@ void tgc_page_live(const tgc_ctx *c, const tgc_request *r, tgc_reply *rep)
 		.session = filter(r, "session"),
 		.limit = principal ? LIVE_SCAN_MAX : LIVE_ROWS,
 	};
+	/* the newest seq before the rows are read: the page's stream starts after
+	 * it, so a call that ends between the two is streamed (the page replaces
+	 * a row it has by op id), never missed */
+	char why[256];
+	int64_t seq = 0;
+	tgi_store_lock(c->g);
+	int src = tgi_store_last_seq(c->g->store, &seq, why, sizeof why);
+	tgi_store_unlock(c->g);
+	if (src < 0) {
+		tgc_page_error(c, 500, why, rep);
+		return;
+	}
 	char *err = NULL;
 	char *text = tg_log(c->g, &q, &err);
 	json_t *ops = text ? json_loads(text, 0, NULL) : NULL;
@@ -130,7 +142,8 @@ void tgc_page_live(const tgc_ctx *c, const tgc_request *r, tgc_reply *rep)
 	tgc_html_begin(b, c, "Live", TGC_LIVE);
 	tgi_buf_puts(b, "<h1>Live</h1>\n");
 	filter_form(b, r);
-	tgi_buf_puts(b, "<table id=\"calls\">\n<thead><tr><th>Time</th><th>Session</th>"
+	tgi_buf_printf(b, "<table id=\"calls\" data-seq=\"%lld\">\n", (long long)seq);
+	tgi_buf_puts(b, "<thead><tr><th>Time</th><th>Session</th>"
 	                "<th>Principal</th><th>Tool</th><th>Arguments</th><th>Status</th>"
 	                "<th>Stopped at</th><th>Duration</th></tr></thead>\n<tbody>\n");
 	size_t shown = 0;

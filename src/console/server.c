@@ -319,17 +319,21 @@ static int conn_fd(struct MHD_Connection *c)
 	return ci ? ci->connect_fd : -1;
 }
 
-/* GET /events: resumed after Last-Event-ID (a seq), or from now. */
+/* GET /events: resumed after Last-Event-ID (a seq: the browser's own
+ * reconnect), else after the query's `after` (the seq the page was rendered
+ * at), else from now. */
 static enum MHD_Result events(console *h, request *q, struct MHD_Connection *c, int head)
 {
 	char a[SHOWN_MAX + 4], err[256];
 	long long after = -1;
 	const char *last = header(c, "Last-Event-ID");
+	if (!last || !*last)
+		last = tgc_param_get(&q->r.query, "after");
 	if (last && *last) {
 		size_t n = strlen(last);
 		if (n > 18 || strspn(last, "0123456789") != n)
-			return refuse(h, q, c, MHD_HTTP_BAD_REQUEST, NULL, "Last-Event-ID \"%s\" is not an "
-			              "event's seq", shown(a, last));
+			return refuse(h, q, c, MHD_HTTP_BAD_REQUEST, NULL, "\"%s\" is not an event's seq "
+			              "(Last-Event-ID or after)", shown(a, last));
 		after = atoll(last);
 	}
 	tgc_stream *s = head ? NULL : tgc_stream_open(h->g, &q->r.query, after, conn_fd(c),

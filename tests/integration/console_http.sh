@@ -369,6 +369,19 @@ suite() {
 	[ -z "$(grep "$NEW" "$WS/$k-sse-w.out")" ] || fail "$k: the write_file stream sent a read_file call"
 	req badid GET /events -H "$COOKIE" -H "Last-Event-ID: x1"
 	eq "$(code badid)" 400 "$k: a Last-Event-ID that is not a seq"
+	# the Live page carries the seq it was rendered at; a stream opened
+	# with ?after= that seq sends a call that ended in between
+	req lv GET /live -H "$COOKIE"
+	local at
+	at=$(body lv | sed -n 's/.*<table id="calls" data-seq="\([0-9]*\)".*/\1/p')
+	[ -n "$at" ] || fail "$k: the Live page carries its seq"
+	tgcall "$k-gap" read_file '{"path":"notes.txt"}'
+	local GAP
+	GAP=$(jqv "$WS/$k-gap.json" .op_id)
+	curl -sS -N --max-time 2 -H "$COOKIE" "$BASE/events?after=$at" > "$WS/$k-sse-a.out" 2>/dev/null
+	contains "$(cat "$WS/$k-sse-a.out")" "$GAP" "$k: ?after= sends the call that ended after the page"
+	req badafter GET "/events?after=x" -H "$COOKIE"
+	eq "$(code badafter)" 400 "$k: an after that is not a seq"
 
 	# ---- SIGTERM: a clean stop, even with a stream open ----
 	curl -sS -N --max-time 30 -H "$COOKIE" "$BASE/events" > /dev/null 2>&1 &
