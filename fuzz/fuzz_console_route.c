@@ -136,6 +136,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > INPUT_MAX)
 		return 0;
 	const char *in = (const char *)data;
+	/* the whole input as a Host header's authority too (both HTTP servers) */
+	char host[256];
+	unsigned port = 7;
+	if (tgi_split_authority(in, size, host, sizeof host, &port) == 0) {
+		if (port > 65535 || !host[0] || strlen(host) >= sizeof host || strpbrk(host, "/@ "))
+			abort();
+	}
 	const char *nl1 = memchr(in, '\n', size);
 	size_t ml = nl1 ? (size_t)(nl1 - in) : size;
 	const char *t = nl1 ? nl1 + 1 : in + size;

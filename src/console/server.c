@@ -202,64 +202,17 @@ static enum MHD_Result signed_in(struct MHD_Connection *c, const char *sid)
 
 /* ---- header checks ---- */
 
-/*
- * Split an authority, "host", "host:port", "[v6]" or "[v6]:port", into
- * host (brackets dropped) and *port (0 when absent).  0, or -1 when it is
- * none of these.
- */
-static int split_authority(const char *a, char *host, size_t cap, unsigned *port)
-{
-	size_t n = strlen(a), hl;
-	const char *h = a, *p = NULL;
-	if (n && a[0] == '[') {
-		const char *end = memchr(a, ']', n);
-		if (!end)
-			return -1;
-		h = a + 1;
-		hl = (size_t)(end - h);
-		if (end + 1 < a + n) {
-			if (end[1] != ':')
-				return -1;
-			p = end + 2;
-		}
-	} else {
-		const char *colon = memchr(a, ':', n);
-		hl = colon ? (size_t)(colon - a) : n;
-		p = colon ? colon + 1 : NULL;
-	}
-	if (hl == 0 || hl >= cap)
-		return -1;
-	*port = 0;
-	if (p) {
-		size_t pl = strlen(p);
-		if (pl == 0 || pl > 5 || strspn(p, "0123456789") != pl || atoi(p) > 65535)
-			return -1;
-		*port = (unsigned)atoi(p);
-	}
-	for (size_t i = 0; i < hl; i++)
-		if ((unsigned char)h[i] <= ' ' || h[i] == '/' || h[i] == '@' || h[i] == 0x7f)
-			return -1;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	return 0;
-}
-
-static int loopback_name(const char *host)
-{
-	return !strcasecmp(host, "localhost") || !strcmp(host, "127.0.0.1") || !strcmp(host, "::1");
-}
-
 /* The Host header v: 1 this console's, 0 another's, -1 not an authority. */
 static int host_ok(const console *h, const char *v)
 {
 	char host[256];
 	unsigned port;
-	if (!v || split_authority(v, host, sizeof host, &port) < 0)
+	if (!v || tgi_split_authority(v, strlen(v), host, sizeof host, &port) < 0)
 		return -1;
 	if ((port ? port : 80) != h->port)
 		return 0;
 	return h->wildcard || !strcasecmp(host, h->host) ||
-	       (h->loopback && (loopback_name(host) || !strcasecmp(host, h->name)));
+	       (h->loopback && (tgi_loopback_name(host) || !strcasecmp(host, h->name)));
 }
 
 /*
@@ -634,7 +587,7 @@ static int listen_on(console *h, const char *spec, int allow_remote, int *v6, ch
 {
 	char serv[8], a[SHOWN_MAX + 4];
 	unsigned port;
-	if (split_authority(spec, h->host, sizeof h->host, &port) < 0 || !strrchr(spec, ':') ||
+	if (tgi_split_authority(spec, strlen(spec), h->host, sizeof h->host, &port) < 0 || !strrchr(spec, ':') ||
 	    (spec[0] != '[' && strchr(h->host, ':'))) {
 		tgi_snprintf(err, errlen, "\"%s\" is not HOST:PORT (127.0.0.1:8760, [::1]:8760)",
 		             shown(a, spec));

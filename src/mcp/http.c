@@ -272,53 +272,6 @@ static const char *header(struct MHD_Connection *c, const char *name)
 
 /* ---- header checks ---- */
 
-/*
- * Split an authority, "host", "host:port", "[v6]" or "[v6]:port" (n bytes),
- * into host (brackets dropped).  0, or -1 when it is none of these.
- */
-static int split_authority(const char *a, size_t n, char *host, size_t cap)
-{
-	const char *h = a, *port = NULL;
-	size_t hl;
-	if (n && a[0] == '[') {
-		const char *end = memchr(a, ']', n);
-		if (!end)
-			return -1;
-		h = a + 1;
-		hl = (size_t)(end - h);
-		if (end + 1 < a + n) {
-			if (end[1] != ':')
-				return -1;
-			port = end + 2;
-		}
-	} else {
-		const char *colon = memchr(a, ':', n);
-		hl = colon ? (size_t)(colon - a) : n;
-		port = colon ? colon + 1 : NULL;
-	}
-	if (hl == 0 || hl >= cap)
-		return -1;
-	if (port) {
-		size_t pl = (size_t)(a + n - port);
-		if (pl == 0 || pl > 5)
-			return -1;
-		for (size_t i = 0; i < pl; i++)
-			if (port[i] < '0' || port[i] > '9')
-				return -1;
-	}
-	for (size_t i = 0; i < hl; i++)
-		if ((unsigned char)h[i] <= ' ' || h[i] == '/' || h[i] == '@' || h[i] == 0x7f)
-			return -1;
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	return 0;
-}
-
-static int loopback_name(const char *host)
-{
-	return !strcasecmp(host, "localhost") || !strcmp(host, "127.0.0.1") || !strcmp(host, "::1");
-}
-
 /* The host of an origin "scheme://authority[/]" into host; 0 or -1. */
 static int origin_host(const char *origin, char *host, size_t cap)
 {
@@ -333,7 +286,7 @@ static int origin_host(const char *origin, char *host, size_t cap)
 	size_t n = strlen(a);
 	if (n && a[n - 1] == '/')
 		n--;
-	return split_authority(a, n, host, cap);
+	return tgi_split_authority(a, n, host, cap, NULL);
 }
 
 /* Is v the origin o, ignoring case and one trailing slash on either? */
@@ -350,9 +303,9 @@ static int same_origin(const char *v, const char *o)
 static int host_ok(const tgi_mcp_http *h, const char *v)
 {
 	char host[256], oh[256];
-	if (!v || split_authority(v, strlen(v), host, sizeof host) < 0)
+	if (!v || tgi_split_authority(v, strlen(v), host, sizeof host, NULL) < 0)
 		return 0;
-	if (loopback_name(host) || (h->any && !strcasecmp(host, h->host)))
+	if (tgi_loopback_name(host) || (h->any && !strcasecmp(host, h->host)))
 		return 1;
 	for (size_t i = 0; i < h->norigins; i++)
 		if (origin_host(h->origins[i], oh, sizeof oh) == 0 && !strcasecmp(host, oh))
@@ -366,7 +319,7 @@ static int origin_ok(const tgi_mcp_http *h, const char *v)
 	for (size_t i = 0; i < h->norigins; i++)
 		if (same_origin(v, h->origins[i]))
 			return 1;
-	return origin_host(v, host, sizeof host) == 0 && loopback_name(host);
+	return origin_host(v, host, sizeof host) == 0 && tgi_loopback_name(host);
 }
 
 /* Does the Accept value list the media type `type` (parameters aside)? */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -553,4 +554,56 @@ const char *tgi_json_describe(const json_t *v, char *out, size_t cap)
 		break;
 	}
 	return out;
+}
+
+/* ---- URL authorities ---- */
+
+int tgi_split_authority(const char *a, size_t n, char *host, size_t cap, unsigned *port)
+{
+	const char *h = a, *p = NULL;
+	size_t hl;
+	if (n && a[0] == '[') {
+		const char *end = memchr(a, ']', n);
+		if (!end)
+			return -1;
+		h = a + 1;
+		hl = (size_t)(end - h);
+		if (end + 1 < a + n) {
+			if (end[1] != ':')
+				return -1;
+			p = end + 2;
+		}
+	} else {
+		const char *colon = memchr(a, ':', n);
+		hl = colon ? (size_t)(colon - a) : n;
+		p = colon ? colon + 1 : NULL;
+	}
+	if (hl == 0 || hl >= cap)
+		return -1;
+	unsigned v = 0;
+	if (p) {
+		size_t pl = (size_t)(a + n - p);
+		if (pl == 0 || pl > 5)
+			return -1;
+		for (size_t i = 0; i < pl; i++) {
+			if (p[i] < '0' || p[i] > '9')
+				return -1;
+			v = v * 10 + (unsigned)(p[i] - '0');
+		}
+		if (v > 65535)
+			return -1;
+	}
+	for (size_t i = 0; i < hl; i++)
+		if ((unsigned char)h[i] <= ' ' || h[i] == '/' || h[i] == '@' || h[i] == 0x7f)
+			return -1;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (port)
+		*port = v;
+	return 0;
+}
+
+int tgi_loopback_name(const char *host)
+{
+	return !strcasecmp(host, "localhost") || !strcmp(host, "127.0.0.1") || !strcmp(host, "::1");
 }

@@ -108,4 +108,12 @@ void *tgi_xrealloc(void *p, size_t n);
 /* snprintf into a fixed buffer; never overflows, always terminates. */
 void tgi_snprintf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Split an authority, "host", "host:port", "[v6]" or "[v6]:port" (n bytes),
+ * into host (brackets dropped, at most cap - 1 bytes, no blanks, controls,
+ * '/' or '@') and *port (0 when absent; port may be NULL).  0, or -1 when it
+ * is none of these. */
+int tgi_split_authority(const char *a, size_t n, char *host, size_t cap, unsigned *port);
+/* Is host (as split) localhost, 127.0.0.1 or ::1? */
+int tgi_loopback_name(const char *host);
+
 #endif
