@@ -293,7 +293,7 @@ static void check_consistent(const char *db, const struct outcome *o, int reopen
 		assert_int_equal(mans, ops);
 		assert_int_equal(buckets, ops);
 		assert_int_equal(claims, o->claimed);
-		assert_int_equal(query_int(h, "PRAGMA user_version"), 4);
+		assert_int_equal(query_int(h, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	} else {
 		/* failed while creating the tables: nothing was reported done */
 		assert_false(o->opened);
