@@ -74,10 +74,10 @@ check:
 	@scripts/install-node-deps
 	@$(MAKE) --no-print-directory test
 
-# the optimised build too: -O2 finds warnings -O1 does not; each fuzzer 5 s from its
+# the optimised build too: -O2 finds warnings -O1 does not; each fuzzer 3 s from its
 # corpus (make fuzz runs them longer)
 test: build/toolgate build/asan/toolgate build/asan/fake_provider $(UNIT_BIN_ASAN) $(TSAN_TESTS) $(FUZZ_BIN)
-	@TSAN_TESTS="$(TSAN_TESTS)" FUZZ_SMOKE="$(FUZZ_BIN)" FUZZ_SMOKE_SECONDS=$${FUZZ_SMOKE_SECONDS:-5} tests/run build/asan
+	@TSAN_TESTS="$(TSAN_TESTS)" FUZZ_SMOKE="$(FUZZ_BIN)" FUZZ_SMOKE_SECONDS=$${FUZZ_SMOKE_SECONDS:-3} tests/run build/asan
 
 # the threaded tests alone, under ThreadSanitizer (make check runs them too)
 tsan: $(TSAN_TESTS)
