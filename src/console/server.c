@@ -240,13 +240,7 @@ static int same_origin(struct MHD_Connection *c)
 /* Is the Content-Type of a form (or absent, for an empty body)? */
 static int form_type(const char *v)
 {
-	if (!v)
-		return 1;
-	v += strspn(v, " \t");
-	size_t n = strcspn(v, ";");
-	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-		n--;
-	return n == 33 && !strncasecmp(v, "application/x-www-form-urlencoded", 33);
+	return !v || tgi_media_type_is(v, "application/x-www-form-urlencoded");
 }
 
 /* ---- the event stream ---- */

@@ -341,13 +341,7 @@ static int accepts(const char *v, const char *type)
 /* Is the Content-Type application/json (parameters aside)? */
 static int is_json_type(const char *v)
 {
-	if (!v)
-		return 0;
-	v += strspn(v, " \t");
-	size_t n = strcspn(v, ";");
-	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-		n--;
-	return n == 16 && !strncasecmp(v, "application/json", 16);
+	return v && tgi_media_type_is(v, "application/json");
 }
 
 /* The token of "Bearer TOKEN" (owned, into *out); 0, or -1 when v is not one. */

@@ -607,3 +607,12 @@ int tgi_loopback_name(const char *host)
 {
 	return !strcasecmp(host, "localhost") || !strcmp(host, "127.0.0.1") || !strcmp(host, "::1");
 }
+
+int tgi_media_type_is(const char *v, const char *type)
+{
+	v += strspn(v, " \t");
+	size_t n = strcspn(v, ";");
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	return n == strlen(type) && !strncasecmp(v, type, n);
+}

@@ -113,6 +113,9 @@ void tgi_snprintf(char *out, size_t cap, const char *fmt, ...) __attribute__((fo
  * '/' or '@') and *port (0 when absent; port may be NULL).  0, or -1 when it
  * is none of these. */
 int tgi_split_authority(const char *a, size_t n, char *host, size_t cap, unsigned *port);
+/* Is the media type of Content-Type value v (parameters aside, case
+ * ignored) type? */
+int tgi_media_type_is(const char *v, const char *type);
 /* Is host (as split) localhost, 127.0.0.1 or ::1? */
 int tgi_loopback_name(const char *host);
 
