@@ -210,6 +210,25 @@ tg_result *tgi_call_finish(tgi_call *c)
 	return call_end(c);
 }
 
+tgi_verdict tgi_call_judge(tgi_call *c)
+{
+	const tgi_step *a = c->g->admit;
+	for (size_t i = 0; i < c->g->nadmit; i++) {
+		if (!a[i].judge)
+			continue;
+		if (run_part(c, &a[i], 1) == TGI_STOP)
+			return TGI_STOP;
+		if (a[i].run == tgi_decide)
+			break;
+	}
+	return TGI_NEXT;
+}
+
+void tgi_call_drop(tgi_call *c)
+{
+	tg_result_free(call_end(c));
+}
+
 tg_status tg_call(tg_gate *g, const tg_request *req, tg_result **out)
 {
 	tgi_call c;
@@ -466,21 +485,21 @@ static void build_chain(tg_gate *g)
 {
 	tgi_step *a = g->admit, *r = g->run;
 	size_t na = 0, nr = 0;
-	a[na++] = (tgi_step){"decode", tgi_decode};
+	a[na++] = (tgi_step){"decode", tgi_decode, 1};
 	if (any_aliases(g->cfg))
-		a[na++] = (tgi_step){"aliases", tgi_aliases_step};
-	a[na++] = (tgi_step){"validate", tgi_validate};
-	a[na++] = (tgi_step){"identify", tgi_identify};
+		a[na++] = (tgi_step){"aliases", tgi_aliases_step, 1};
+	a[na++] = (tgi_step){"validate", tgi_validate, 1};
+	a[na++] = (tgi_step){"identify", tgi_identify, 1};
 	if (g->loop)
-		a[na++] = (tgi_step){"loop", tgi_loop_check};
+		a[na++] = (tgi_step){"loop", tgi_loop_check, 0};
 	if (g->hooks && tgi_hooks_any_before(g->hooks))
-		a[na++] = (tgi_step){"hooks", tgi_hooks_before};
-	a[na++] = (tgi_step){"decide", tgi_decide};
+		a[na++] = (tgi_step){"hooks", tgi_hooks_before, 0};
+	a[na++] = (tgi_step){"decide", tgi_decide, 1};
 	if (g->rate)
-		a[na++] = (tgi_step){"rate_limit", tgi_ratelimit_step};
-	a[na++] = (tgi_step){"approve", tgi_approve};
-	r[nr++] = (tgi_step){"execute", tgi_execute};
-	r[nr++] = (tgi_step){"shape", tgi_shape};
+		a[na++] = (tgi_step){"rate_limit", tgi_ratelimit_step, 0};
+	a[na++] = (tgi_step){"approve", tgi_approve, 0};
+	r[nr++] = (tgi_step){"execute", tgi_execute, 0};
+	r[nr++] = (tgi_step){"shape", tgi_shape, 0};
 	g->nadmit = na;
 	g->nrun = nr;
 }

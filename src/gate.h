@@ -33,6 +33,8 @@ typedef struct tgi_call tgi_call;
 typedef struct tgi_step {
 	const char *name;
 	tgi_verdict (*run)(tgi_call *c);
+	int         judge;   /* part of a judgment (tgi_call_judge): keeps no state, runs
+	                        no program, spends no approval */
 } tgi_step;
 
 struct tg_gate {
@@ -176,6 +178,18 @@ void        tgi_call_begin(tgi_call *c, tg_gate *g, const tg_request *req);
 tgi_verdict tgi_call_admit(tgi_call *c);
 tgi_verdict tgi_call_run(tgi_call *c);
 tg_result  *tgi_call_finish(tgi_call *c);
+
+/*
+ * A call judged, not made (`toolgate eval`): begin it with req->dry_run
+ * set, then tgi_call_judge runs the steps of the admit chain that judge
+ * (decode, aliases, validate, identify, decide) and stops after decide:
+ * TGI_NEXT when the call got past it (c->decision is allow or ask).  Loop
+ * detection, hooks, rate limits and approval are not consulted.
+ * tgi_call_drop frees the call's state without persisting it: no ops row,
+ * no event, no sink, no after-hook.
+ */
+tgi_verdict tgi_call_judge(tgi_call *c);
+void        tgi_call_drop(tgi_call *c);
 
 /*
  * Stop the call: set status, kind, field (may be NULL) and a message (a

@@ -11,6 +11,8 @@
  *   scripted.c  the offline provider: replays a script of assistant turns
  *               written in one of the four APIs' response shapes; the demo
  *               script is compiled in
+ *   turn.c      what the loop and `toolgate eval` share: the provider by
+ *               name, the tools a model is given, one turn sent and decoded
  *   http.c      the HTTP providers over libcurl (src/util/dl.h): keys from
  *               the environment, streaming SSE shown live, timeouts,
  *               retries with backoff on 429/5xx honouring retry-after, one
@@ -75,6 +77,28 @@ const char *tgi_agent_demo_script(void);
 /* http.c: the key from OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY
  * (not needed with --base-url for OpenAI-compatible local servers). */
 int tgi_provider_http(const tgi_provider_opts *o, tgi_provider **out, char *err, size_t errlen);
+
+/* ---- turn.c: asking a model (the loop and toolgate eval) ---- */
+
+struct tg_gate;
+
+/* The provider o->provider names (NULL: scripted).  0, or -1 with errmsg
+ * (an unknown name, a missing key, a script that does not load). */
+int  tgi_provider_open(const tgi_provider_opts *o, tgi_provider **out, char **errmsg);
+void tgi_provider_free(tgi_provider *p);
+
+/* The tool definitions a model is given under profile (NULL: the gate's)
+ * in api's shape: the profile's, less those the principal could never use
+ * (as an MCP client's list).  New reference, or NULL with errmsg. */
+json_t *tgi_model_tools(struct tg_gate *g, const char *profile, const char *principal,
+                        const tgi_protocol *api, char **errmsg);
+
+/* One turn: history (borrowed) and tools sent as p's API asks (a stream
+ * from an HTTP provider), the reply decoded into reply.  0, or -1 with a
+ * sentence in err (the provider's error, or a reply that is not the API's). */
+int tgi_provider_turn(tgi_provider *p, const char *model, const json_t *history,
+                      const json_t *tools, tgi_agent_text_fn on_text, void *arg,
+                      tgi_pcalls *reply, char *err, size_t errlen);
 
 /* ---- dialogue.c: one API's conversation ---- */
 

@@ -418,64 +418,21 @@ static int load(agent *a, char **errmsg)
 
 /* ---- setting up ---- */
 
-static int valid_provider(const char *p)
-{
-	static const char *const names[] = {"scripted", "openai-chat", "openai-responses",
-	                                    "anthropic", "gemini"};
-	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
-		if (!strcmp(p, names[i]))
-			return 1;
-	return 0;
-}
-
 static int open_provider(agent *a, char **errmsg)
 {
 	const tg_agent_options *o = a->o;
-	const char *name = o->provider && *o->provider ? o->provider : "scripted";
-	char err[1024] = "";
-	char shown[64];
-	if (!valid_provider(name)) {
-		tgi_sanitize(shown, sizeof shown, name);
-		return tgi_fail(errmsg, "unknown provider \"%s\"; expected scripted, openai-chat, "
-		                "openai-responses, anthropic or gemini", shown);
-	}
-	tgi_provider_opts po = {.provider = name, .model = o->model, .base_url = o->base_url,
-	                        .script = o->script};
-	int rc = !strcmp(name, "scripted") ? tgi_provider_scripted(&po, &a->prov, err, sizeof err)
-	                                   : tgi_provider_http(&po, &a->prov, err, sizeof err);
-	if (rc < 0 || !a->prov) {
-		a->prov = NULL;
-		return tgi_fail(errmsg, "%s", err[0] ? err : "the provider could not be started");
-	}
+	tgi_provider_opts po = {.provider = o->provider, .model = o->model,
+	                        .base_url = o->base_url, .script = o->script};
+	if (tgi_provider_open(&po, &a->prov, errmsg) < 0)
+		return -1;
 	a->api = a->prov->api;
 	return 0;
 }
 
-/* The tool definitions in the API's shape: those of the gate's profile,
- * less those the principal could never use (as an MCP client's list). */
 static int make_tools(agent *a, char **errmsg)
 {
-	char err[512];
-	json_t *defs = tgi_tool_defs(a->g, NULL, errmsg);
-	if (!defs)
-		return -1;
-	const tgi_principal_cfg *p = tgi_principal_of(a->g, a->principal, NULL);
-	if (p) {
-		size_t i = 0;
-		while (i < json_array_size(defs)) {
-			const char *name = json_string_value(json_object_get(json_array_get(defs, i), "name"));
-			const tgi_entry *e = name ? tgi_registry_find(a->g->reg, name) : NULL;
-			if (e && tgi_tool_hidden(a->g, p, e))
-				json_array_remove(defs, i);
-			else
-				i++;
-		}
-	}
-	a->tools = a->api->tools(defs, 0, err, sizeof err);
-	json_decref(defs);
-	if (!a->tools)
-		return tgi_fail(errmsg, "the tools cannot be given to %s: %s", a->api->name, err);
-	return 0;
+	a->tools = tgi_model_tools(a->g, NULL, a->principal, a->api, errmsg);
+	return a->tools ? 0 : -1;
 }
 
 static int make_session(agent *a, char **errmsg)
@@ -504,45 +461,16 @@ static int make_session(agent *a, char **errmsg)
 /* Ask the model.  0 with the decoded reply, or -1 with errmsg. */
 static int ask(agent *a, tgi_pcalls *reply, char **errmsg)
 {
-	int http = strcmp(a->prov->ops->name, "scripted") != 0;
-	json_t *body = tgi_dialogue_request(a->api, a->o->model, a->history, a->tools, http);
-	if (!body)
-		return tgi_fail(errmsg, "cannot build a %s request", a->api->name);
-	/* Gemini names the model and the stream in its URL: the HTTP provider
-	 * takes them from the body */
-	if (http && !strcmp(a->api->name, "gemini")) {
-		if (a->o->model && *a->o->model && !json_object_get(body, "model"))
-			json_object_set_new(body, "model", json_string(a->o->model));
-		if (!json_object_get(body, "stream"))
-			json_object_set_new(body, "stream", json_true());
-	}
-	char err[1024] = "", derr[1024] = "";
-	char *bytes = NULL;
-	size_t len = 0;
-	int stream = 0;
+	char err[1100];
 	a->live = a->live_nl = 0;
-	int rc = a->prov->ops->send(a->prov, body, on_text, a, &bytes, &len, &stream, err, sizeof err);
-	json_decref(body);
-	if (rc < 0) {
-		if (a->live && !a->o->json) {
-			put_text_end(a->out, &a->c2);
-			fputc('\n', a->out);
-		}
-		free(bytes);
-		return tgi_fail(errmsg, "turn %d: %s", a->turn, err[0] ? err : "the provider failed");
+	if (tgi_provider_turn(a->prov, a->o->model, a->history, a->tools, on_text, a, reply, err,
+	                      sizeof err) == 0)
+		return 0;
+	if (a->live && !a->o->json) {
+		put_text_end(a->out, &a->c2);
+		fputc('\n', a->out);
 	}
-	rc = (stream ? a->api->decode_stream : a->api->decode)(bytes ? bytes : "", len, reply, derr,
-	                                                         sizeof derr);
-	free(bytes);
-	if (rc < 0) {
-		if (a->live && !a->o->json) {
-			put_text_end(a->out, &a->c2);
-			fputc('\n', a->out);
-		}
-		return tgi_fail(errmsg, "turn %d: the model's reply is not a %s %s: %s", a->turn,
-		                a->api->name, stream ? "stream" : "response", derr);
-	}
-	return 0;
+	return tgi_fail(errmsg, "turn %d: %s", a->turn, err);
 }
 
 /* One turn: 0 the model answered without calls, 1 it made calls, -1 error.
@@ -645,7 +573,6 @@ int tg_agent(tg_gate *g, const tg_agent_options *o, char **errmsg)
 	}
 	json_decref(a.history);
 	json_decref(a.tools);
-	if (a.prov && a.prov->ops->free)
-		a.prov->ops->free(a.prov);
+	tgi_provider_free(a.prov);
 	return rc;
 }
