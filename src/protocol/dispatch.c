@@ -197,6 +197,33 @@ static char *gate_id(const tgi_protocol *p, const tgi_pcall *c, size_t i, char t
 	return s;
 }
 
+void tgi_dispatch_request(struct tg_gate *g, const tgi_protocol *p, const tgi_pcall *c,
+                          tg_request *rq, char **wrapped)
+{
+	*wrapped = NULL;
+	*rq = (tg_request){.tool = c->name, .args = c->args, .args_len = c->args ? c->args_len : 0,
+	                   .call_id = c->id, .invalid = c->error};
+	if (!c->raw && !c->error && !strncmp(p->name, "openai-", 7) &&
+	    (*wrapped = unstrict_args(g, c))) {
+		rq->args = *wrapped;
+		rq->args_len = strlen(*wrapped);
+	}
+	if (c->raw && !c->error) {
+		const char *arg = raw_arg(g, c->name);
+		if (arg) {
+			json_t *o = json_pack("{s:s%}", arg, c->args ? c->args : "",
+			                      c->args ? c->args_len : (size_t)0);
+			*wrapped = o ? json_dumps(o, JSON_COMPACT) : NULL;
+			json_decref(o);
+			rq->args = *wrapped;
+			rq->args_len = *wrapped ? strlen(*wrapped) : 0;
+		}
+		if (!arg || !*wrapped)
+			rq->invalid = "this tool takes JSON arguments, not free text; call it as a "
+			              "function with a JSON object";
+	}
+}
+
 json_t *tgi_dispatch_calls(struct tg_gate *g, const tgi_protocol *p, const tgi_pcalls *calls,
                            const char *session, const char *principal, json_t **envelopes)
 {
@@ -209,31 +236,10 @@ json_t *tgi_dispatch_calls(struct tg_gate *g, const tgi_protocol *p, const tgi_p
 	for (size_t i = 0; i < n; i++) {
 		const tgi_pcall *c = &calls->v[i];
 		ids[i] = gate_id(p, c, i, token);
-		rq[i] = (tg_request){
-			.tool = c->name, .args = c->args, .args_len = c->args ? c->args_len : 0,
-			.call_id = ids[i] ? ids[i] : c->id,
-			.session = session, .principal = principal,
-			.invalid = c->error,
-		};
-		if (!c->raw && !c->error && !strncmp(p->name, "openai-", 7) &&
-		    (wrapped[i] = unstrict_args(g, c))) {
-			rq[i].args = wrapped[i];
-			rq[i].args_len = strlen(wrapped[i]);
-		}
-		if (c->raw && !c->error) {
-			const char *arg = raw_arg(g, c->name);
-			if (arg) {
-				json_t *o = json_pack("{s:s%}", arg, c->args ? c->args : "",
-				                      c->args ? c->args_len : (size_t)0);
-				wrapped[i] = o ? json_dumps(o, JSON_COMPACT) : NULL;
-				json_decref(o);
-				rq[i].args = wrapped[i];
-				rq[i].args_len = wrapped[i] ? strlen(wrapped[i]) : 0;
-			}
-			if (!arg || !wrapped[i])
-				rq[i].invalid = "this tool takes JSON arguments, not free text; call it as a "
-				                "function with a JSON object";
-		}
+		tgi_dispatch_request(g, p, c, &rq[i], &wrapped[i]);
+		rq[i].call_id = ids[i] ? ids[i] : c->id;
+		rq[i].session = session;
+		rq[i].principal = principal;
 	}
 	tg_call_batch(g, rq, n, rs);
 

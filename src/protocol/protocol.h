@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "toolgate.h"
+
 /* One tool call as the model made it. */
 typedef struct tgi_pcall {
 	char   *id;        /* the API's call id (tool_call_id, call_id, tool_use id); Gemini:
@@ -97,6 +99,16 @@ int tgi_gemini_id_made_up(const tgi_pcall *c, size_t index);
 /* ---- dispatch.c: decoded calls through the gate ---------------------- */
 
 struct tg_gate;
+
+/*
+ * The request the gate gets for one decoded call (tool, arguments, the
+ * decoder's "invalid" sentence, call_id the API's id): OpenAI's strict-mode
+ * nulls for optional arguments dropped, a custom/freeform call's text given
+ * as the tool's one string argument (or refused as invalid).  *wrapped
+ * (caller frees, may be NULL) holds rewritten arguments rq points into.
+ */
+void tgi_dispatch_request(struct tg_gate *g, const tgi_protocol *api, const tgi_pcall *c,
+                          tg_request *rq, char **wrapped);
 
 /*
  * Run every call of `calls` through the gate as one batch (session and
