@@ -40,7 +40,7 @@ $(1)/obj/%.o: %.c $$(wildcard include/*.h) $$(shell find src cli -name '*.h')
 $(1)/obj/cli/%.o: cli/%.c include/toolgate.h cli/cli.h
 	@mkdir -p $$(dir $$@)
 	$$(or $(3),$$(CC)) $(2) $$(filter-out -Isrc,$$(BASE)) -c $$< -o $$@
-$(1)/libtoolgate.a: $$(LIB_SRC:%.c=$(1)/obj/%.o)
+$(1)/libtoolgate.a: $$(LIB_SRC:%.c=$(1)/obj/%.o) $(1)/obj/build/gen/eval_builtin.o
 	@rm -f $$@
 	ar rcs $$@ $$^
 $(1)/toolgate: $$(CLI_SRC:%.c=$(1)/obj/%.o) $(1)/libtoolgate.a
@@ -49,6 +49,11 @@ $(1)/tests/%: tests/unit/%.c $(1)/libtoolgate.a $$(wildcard tests/unit/*.h)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $(2) $$(BASE) -Itests/unit -o $$@ $$< $(1)/libtoolgate.a $$(CMOCKA_LIBS) $$(PKG_LIBS) -lpthread
 endef
+
+# the built-in eval suite: the files of evals/ as C strings (src/eval/eval.h)
+build/gen/eval_builtin.c: $(wildcard evals/*.yaml) scripts/embed-evals
+	@mkdir -p $(dir $@)
+	scripts/embed-evals $@ $(wildcard evals/*.yaml)
 
 $(eval $(call variant,build,$(OPT)))
 $(eval $(call variant,build/asan,$(SAN)))
@@ -102,6 +107,9 @@ build/asan/fake_provider: tests/fake_provider.c
 	$(CC) $(SAN) $(BASE) -o $@ $< $(PKG_LIBS)
 build/tests/test_agent_http: build/fake_provider
 build/asan/tests/test_agent_http: build/asan/fake_provider
+# test_eval_run too (its ThreadSanitizer build uses the ASan one)
+build/tests/test_eval_run: build/fake_provider
+build/asan/tests/test_eval_run build/tsan/tests/test_eval_run: build/asan/fake_provider
 
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
 fuzz: $(FUZZ_BIN)

@@ -64,6 +64,7 @@ int cmd_dispatch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_console(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 

@@ -23,6 +23,7 @@ static const struct cmd {
 	{"call", cmd_call, "run one tool call (or a batch) through the gate"},
 	{"dispatch", cmd_dispatch, "run the tool calls of a model's response; print the results"},
 	{"agent", cmd_agent, "run a model with the gate's tools (offline scripted model by default)"},
+	{"eval", cmd_eval, "score how well a model calls the tools: per-tool evals, compare, history"},
 	{"tools", cmd_tools, "print the tool definitions for a profile (or in an API's shape)"},
 	{"log", cmd_log, "show the ledger: calls, statuses and their events"},
 	{"stats", cmd_stats, "per-tool calls by status, p50/p99 duration, denials by rule"},

@@ -232,6 +232,60 @@ typedef struct tg_agent_options {
  */
 int tg_agent(tg_gate *g, const tg_agent_options *o, char **errmsg);
 
+/* ---- toolgate eval: the tools tested against a model --------------------- */
+
+typedef struct tg_eval_options {
+	const char *const *files; /* eval files (YAML); nfiles 0: the built-in suite */
+	size_t      nfiles;
+	const char *provider;     /* as tg_agent_options: scripted (NULL) | openai-chat | ... */
+	const char *model;
+	const char *base_url;
+	const char *script;       /* scripted: its turns answer the cases in order, each run
+	                             in order, the configuration's run before --compare's */
+	const char *principal;    /* the principal of every call, or NULL */
+	const char *profile;      /* every case's profile; NULL: a case's own, else the gate's */
+	int         runs;         /* each case this many times (0: 1) */
+	int         jobs;         /* model requests at once (0: 4; scripted: always 1) */
+	const char *compare;      /* a second configuration, the baseline, or NULL */
+	double      fail_under;   /* a pass rate (overall, per tool) under this fails; < 0: none */
+	double      max_drop;     /* with compare: a pass rate dropping more fails; < 0: none */
+	const char *format;       /* table (NULL) | json | junit */
+	int         no_record;    /* do not keep the run(s) in the ledger */
+	/* requests answered so far of total (may be NULL; called on the caller's thread) */
+	void      (*progress)(void *arg, size_t done, size_t total);
+	void       *progress_arg;
+} tg_eval_options;
+
+/*
+ * Run an eval suite: each case's request goes to the model with the tool
+ * definitions of its profile, in the provider's API shape (the agent's
+ * provider code, first turn only); the first call of the reply (the first
+ * one naming the expected tool, if any does) is judged as a dry run in a
+ * scratch workspace holding the case's setup files (decode, validate with
+ * the tool's dry-run plan, identify, decide: nothing runs, nothing is
+ * recorded as a call).  Scores: right tool, valid arguments, arguments
+ * matching the expected subset, decided as expected by policy (allow
+ * unless the case says), and pass (all of them), per tool and overall.
+ * gate is the options g was opened with: the cases run on gates opened the
+ * same way (with compare: on that configuration too) over a scratch
+ * workspace.  Unless no_record, each run is kept in g's ledger.  *out
+ * (caller frees) is the report in o->format.  Returns 0, 1 when a
+ * threshold failed, -1 with *errmsg (a bad eval file, an unknown profile,
+ * a provider that fails every request, ...).
+ */
+int tg_eval(tg_gate *g, const tg_options *gate, const tg_eval_options *o, char **out,
+            char **errmsg);
+
+/* The size of the tool definitions a model is sent under each profile of
+ * g's configuration, in each API's shape: characters and estimated tokens,
+ * as "table" or "json".  NULL with *errmsg. */
+char *tg_eval_sizes(tg_gate *g, const char *format, char **errmsg);
+
+/* The eval runs kept in the ledger, oldest first, at most limit (0: 20),
+ * of one model (NULL: all), as "table" or "json".  NULL with *errmsg. */
+char *tg_eval_history(tg_gate *g, const char *model, int limit, const char *format,
+                      char **errmsg);
+
 /*
  * Decide a queued approval: approve (1) or deny (0), recorded with who
  * decided (by; NULL: "operator"), when, and why (reason; NULL or blank:

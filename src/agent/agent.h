@@ -89,9 +89,10 @@ void tgi_provider_free(tgi_provider *p);
 
 /* The tool definitions a model is given under profile (NULL: the gate's)
  * in api's shape: the profile's, less those the principal could never use
- * (as an MCP client's list).  New reference, or NULL with errmsg. */
+ * (as an MCP client's list); *ntools (may be NULL) how many.  New
+ * reference, or NULL with errmsg. */
 json_t *tgi_model_tools(struct tg_gate *g, const char *profile, const char *principal,
-                        const tgi_protocol *api, char **errmsg);
+                        const tgi_protocol *api, size_t *ntools, char **errmsg);
 
 /* One turn: history (borrowed) and tools sent as p's API asks (a stream
  * from an HTTP provider), the reply decoded into reply.  0, or -1 with a

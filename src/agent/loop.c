@@ -431,7 +431,7 @@ static int open_provider(agent *a, char **errmsg)
 
 static int make_tools(agent *a, char **errmsg)
 {
-	a->tools = tgi_model_tools(a->g, NULL, a->principal, a->api, errmsg);
+	a->tools = tgi_model_tools(a->g, NULL, a->principal, a->api, NULL, errmsg);
 	return a->tools ? 0 : -1;
 }
 

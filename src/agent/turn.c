@@ -52,7 +52,7 @@ void tgi_provider_free(tgi_provider *p)
 }
 
 json_t *tgi_model_tools(tg_gate *g, const char *profile, const char *principal,
-                        const tgi_protocol *api, char **errmsg)
+                        const tgi_protocol *api, size_t *ntools, char **errmsg)
 {
 	char err[512];
 	json_t *defs = tgi_tool_defs(g, profile, errmsg);
@@ -70,6 +70,8 @@ json_t *tgi_model_tools(tg_gate *g, const char *profile, const char *principal,
 				i++;
 		}
 	}
+	if (ntools)
+		*ntools = json_array_size(defs);
 	json_t *tools = api->tools(defs, 0, err, sizeof err);
 	json_decref(defs);
 	if (!tools)

@@ -6,7 +6,7 @@
  * (/proc); the time inside a UUIDv7; and the values both
  * build alike (an applied op's envelope, an approval's answer, a
  * decision's reason as it is kept, the stats' tools order, a text column
- * as JSON).
+ * as JSON, a kept eval run as JSON).
  *
  * One copy of each, so that the two stores cannot drift apart in what
  * they refuse, what they say, or how they read a claim's owner.
@@ -239,6 +239,100 @@ int tgi_check_messages(const char *session, const char *api, char *err, size_t e
 		return -1;
 	}
 	return 0;
+}
+
+int tgi_eval_text_ok(const char *t)
+{
+	if (!t)
+		return 1;
+	if (strlen(t) > TGI_EVAL_TEXT_MAX)
+		return 0;
+	json_t *j = json_string(t);   /* NULL: not UTF-8 */
+	int ok = j != NULL;
+	json_decref(j);
+	return ok;
+}
+
+/* An eval run's text as tgi_eval_text_ok, with a sentence when not. */
+static int eval_text_check(const char *what, const char *t, char *err, size_t errlen)
+{
+	if (tgi_eval_text_ok(t))
+		return 0;
+	if (strlen(t) > TGI_EVAL_TEXT_MAX)
+		tgi_snprintf(err, errlen, "the %s of an eval run is too long (%zu bytes; at most %d)",
+		             what, strlen(t), TGI_EVAL_TEXT_MAX);
+	else
+		tgi_snprintf(err, errlen, "the %s of an eval run is not UTF-8", what);
+	return -1;
+}
+
+int tgi_check_eval_row(const tgi_eval_row *r, char *err, size_t errlen)
+{
+	static const char *const checks[5] = { "tool", "valid", "args", "policy", "pass" };
+	char q[64];
+
+	if (!r) {
+		tgi_snprintf(err, errlen, "no eval run to keep");
+		return -1;
+	}
+	if (!tgi_uuid_ok(r->id)) {
+		tgi_snprintf(err, errlen, "eval run id '%s' is not a UUID", tgi_quoted(q, sizeof q, r->id));
+		return -1;
+	}
+	const char *const text[][2] = {
+		{ "provider", r->provider }, { "api", r->api }, { "model", r->model },
+		{ "profile", r->profile }, { "manifest", r->manifest }, { "suite", r->suite },
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(text); i++) {
+		if (eval_text_check(text[i][0], text[i][1], err, errlen) < 0)
+			return -1;
+	}
+	if (r->cases < 0 || r->runs < 0) {
+		tgi_snprintf(err, errlen, "eval run %s has a negative count of %s", r->id,
+		             r->cases < 0 ? "cases" : "runs");
+		return -1;
+	}
+	for (int i = 0; i < 5; i++) {
+		double v = r->score[i];
+		if (!isnan(v) && !(v >= 0.0 && v <= 1.0)) {
+			tgi_snprintf(err, errlen, "eval run %s has a %s rate of %g, not within 0 to 1", r->id,
+			             checks[i], v);
+			return -1;
+		}
+	}
+	json_t *rep = r->report ? json_loads(r->report, 0, NULL) : NULL;
+	int ok = json_is_object(rep);
+	json_decref(rep);
+	if (!ok) {
+		tgi_snprintf(err, errlen, "the report of eval run %s is not a JSON object", r->id);
+		return -1;
+	}
+	return 0;
+}
+
+int64_t tgi_eval_limit(int64_t limit)
+{
+	return limit < 1 ? INT64_MAX : limit;
+}
+
+/* A rate as JSON: null for none. */
+static json_t *rate_json(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
+json_t *tgi_eval_json(const tgi_eval_row *r)
+{
+	json_t *scores = json_pack("{s:o, s:o, s:o, s:o, s:o}", "tool", rate_json(r->score[0]),
+	                           "valid", rate_json(r->score[1]), "args", rate_json(r->score[2]),
+	                           "policy", rate_json(r->score[3]), "pass", rate_json(r->score[4]));
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o}",
+	                 "id", tgi_val_string(r->id), "ts", tgi_val_time(r->ts_ms),
+	                 "provider", tgi_val_string(r->provider), "api", tgi_val_string(r->api),
+	                 "model", tgi_val_string(r->model), "profile", tgi_val_string(r->profile),
+	                 "manifest", tgi_val_string(r->manifest), "suite", tgi_val_string(r->suite),
+	                 "cases", (json_int_t)r->cases, "runs", (json_int_t)r->runs,
+	                 "scores", scores, "report", tgi_val_parsed(r->report));
 }
 
 int tgi_messages_encode(const json_t *entries, char ***text, size_t *n, char *err, size_t errlen)

@@ -66,6 +66,10 @@ typedef struct tgi_store_impl {
 	int (*messages)(tgi_store *s, const char *session, json_t **out, char api[32], char *err,
 	                size_t errlen);
 
+	int (*eval_put)(tgi_store *s, const tgi_eval_row *r, char *err, size_t errlen);
+	int (*eval_list)(tgi_store *s, const char *model, int64_t limit, json_t **out, char *err,
+	                 size_t errlen);
+
 	int (*event)(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen);
 	int (*ops)(tgi_store *s, const tgi_log_filter *f, json_t **out, char *err, size_t errlen);
 	int (*events)(tgi_store *s, const tgi_log_filter *f, int64_t after_seq, json_t **out,
@@ -124,6 +128,18 @@ int tgi_check_approval_use(const char *id, const char *principal, const char *bi
 int tgi_check_pin(const char *name, const char *digest, char *err, size_t errlen);
 /* api NULL: not checked (reading). */
 int tgi_check_messages(const char *session, const char *api, char *err, size_t errlen);
+
+/* eval_put's row, as store.h says (store.c checks it before the
+ * implementation sees it). */
+int tgi_check_eval_row(const tgi_eval_row *r, char *err, size_t errlen);
+/* Could t be an eval run's text (NULL, or UTF-8 of at most
+ * TGI_EVAL_TEXT_MAX bytes)? */
+int tgi_eval_text_ok(const char *t);
+/* eval_list's limit as a LIMIT: below 1 (all) is INT64_MAX. */
+int64_t tgi_eval_limit(int64_t limit);
+/* One kept run as eval_list gives it, from its columns read back into r
+ * (texts NULL for NULL, scores NAN for NULL, report the kept text). */
+json_t *tgi_eval_json(const tgi_eval_row *r);
 
 /* Check a new approval (a plan, if any, is a JSON object's text) and
  * fill what the store sets: id (UUIDv7), state pending, no decision,

@@ -159,7 +159,8 @@
  * stats and loop windows read (INCLUDE), as in SQLite.
  *
  * Version 5 adds approvals.plan (the call's dry-run plan, redacted JSON
- * text) and approvals.decided_reason, as in sqlite.c.
+ * text) and approvals.decided_reason, as in sqlite.c.  Version 6 adds
+ * eval_runs (toolgate eval), with the indexes of sqlite.c.
  *
  * The version lives in toolgate_schema, one row per migration applied.
  * Migration n takes the schema from version n - 1 to n, in one transaction
@@ -220,7 +221,21 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"  ts_ms bigint NOT NULL, entry text NOT NULL, PRIMARY KEY(session, seq));",
 
 	"ALTER TABLE approvals ADD COLUMN plan text, ADD COLUMN decided_reason text;",
+
+	"CREATE TABLE eval_runs("
+	"  id text COLLATE \"C\" PRIMARY KEY, ts_ms bigint NOT NULL, provider text, api text,"
+	"  model text COLLATE \"C\", profile text, manifest text, suite text, cases bigint NOT NULL,"
+	"  runs bigint NOT NULL, score_tool double precision, score_valid double precision,"
+	"  score_args double precision, score_policy double precision,"
+	"  score_pass double precision, report text NOT NULL);"
+	"CREATE INDEX eval_runs_ts ON eval_runs(ts_ms, id);"
+	"CREATE INDEX eval_runs_model ON eval_runs(model, ts_ms, id);",
 };
+
+/* The columns of an eval run, in tgi_eval_row's order. */
+#define PG_EVAL_COLS                                                                            \
+	"id, ts_ms, provider, api, model, profile, manifest, suite, cases, runs, score_tool,"  \
+	" score_valid, score_args, score_policy, score_pass, report"
 
 /*
  * The prepared statements, each with its number of parameters.  As in
@@ -362,6 +377,16 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " WHERE NOT EXISTS(SELECT 1 FROM last WHERE api <> $2) RETURNING 1)"                   \
 	  " SELECT (SELECT api FROM last), (SELECT count(*) FROM ins)")                         \
 	X(ST_MSG_LIST, 1, "SELECT api, entry FROM messages WHERE session = $1 ORDER BY seq")    \
+	X(ST_EVAL_INSERT, 16,                                                                   \
+	  "INSERT INTO eval_runs(" PG_EVAL_COLS ") VALUES($1, $2::bigint, $3, $4, $5, $6, $7,"  \
+	  " $8, $9::bigint, $10::bigint, $11::double precision, $12::double precision,"         \
+	  " $13::double precision, $14::double precision, $15::double precision, $16)")         \
+	X(ST_EVAL_LIST, 1,                                                                      \
+	  "SELECT " PG_EVAL_COLS " FROM (SELECT * FROM eval_runs"                               \
+	  " ORDER BY ts_ms DESC, id DESC LIMIT $1::bigint) e ORDER BY ts_ms, id")               \
+	X(ST_EVAL_LIST_MODEL, 2,                                                                \
+	  "SELECT " PG_EVAL_COLS " FROM (SELECT * FROM eval_runs WHERE model = $1"              \
+	  " ORDER BY ts_ms DESC, id DESC LIMIT $2::bigint) e ORDER BY ts_ms, id")               \
 	X(ST_PIN_GET, 1, "SELECT digest FROM pins WHERE name = $1")                             \
 	X(ST_PIN_ADD, 3,                                                                        \
 	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES($1, $2, $3::bigint,"    \
@@ -2436,6 +2461,67 @@ static int pg_messages(tgi_store *base, const char *session, json_t **out, char 
 	return 0;
 }
 
+/* ---- eval runs (toolgate eval) ---- */
+
+/* One statement (a transaction of its own); a rate not given (NAN) is
+ * sent as NULL by q_f64. */
+static int pg_eval_put(tgi_store *base, const tgi_eval_row *r, char *err, size_t errlen)
+{
+	pg *s = enter(base);
+	const char *text[] = { r->provider, r->api, r->model, r->profile, r->manifest, r->suite };
+	q x;
+	q_init(&x, ST_EVAL_INSERT, NULL);
+	q_text(&x, r->id);
+	q_i64(&x, r->ts_ms);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(text); i++)
+		q_text(&x, text[i]);
+	q_i64(&x, r->cases);
+	q_i64(&x, r->runs);
+	for (int i = 0; i < 5; i++)
+		q_f64(&x, r->score[i]);
+	q_text(&x, r->report);
+	int rc = run(s, &x, 1);
+	q_free(&x, 1);
+	if (rc < 0)
+		return fail(s, err, errlen, "cannot keep eval run %s", r->id);
+	return 0;
+}
+
+/* Row i of r, as eval_list gives it. */
+static json_t *eval_row_json(const PGresult *r, int i)
+{
+	tgi_eval_row e = {
+		.id = val(r, i, 0), .ts_ms = val_i64(r, i, 1, 0),
+		.provider = val(r, i, 2), .api = val(r, i, 3), .model = val(r, i, 4),
+		.profile = val(r, i, 5), .manifest = val(r, i, 6), .suite = val(r, i, 7),
+		.cases = val_i64(r, i, 8, 0), .runs = val_i64(r, i, 9, 0), .report = val(r, i, 15),
+	};
+	for (int k = 0; k < 5; k++)
+		e.score[k] = val(r, i, 10 + k) ? val_f64(r, i, 10 + k) : NAN;
+	return tgi_eval_json(&e);
+}
+
+static int pg_eval_list(tgi_store *base, const char *model, int64_t limit, json_t **out,
+                        char *err, size_t errlen)
+{
+	pg *s = enter(base);
+	q x;
+	q_init(&x, model ? ST_EVAL_LIST_MODEL : ST_EVAL_LIST, NULL);
+	if (model)
+		q_text(&x, model);
+	q_i64(&x, limit);
+	if (run(s, &x, 1) < 0) {
+		q_free(&x, 1);
+		return fail(s, err, errlen, "cannot read the eval runs");
+	}
+	json_t *arr = json_array();
+	for (int i = 0; i < rows(&x); i++)
+		json_array_append_new(arr, eval_row_json(x.res, i));
+	q_free(&x, 1);
+	*out = arr;
+	return 0;
+}
+
 /* ---- events written on their own ---- */
 
 static int pg_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err, size_t errlen)
@@ -3164,6 +3250,8 @@ static const tgi_store_impl postgres_impl = {
 	.pin_set = pg_pin_set,
 	.messages_append = pg_messages_append,
 	.messages = pg_messages,
+	.eval_put = pg_eval_put,
+	.eval_list = pg_eval_list,
 	.event = pg_event,
 	.ops = pg_ops,
 	.events = pg_events,

@@ -7,8 +7,10 @@
  * approvals, sessions (with the tool manifest each last ran with), pins
  * (the first-seen digest of each bridged MCP tool's description),
  * rate_buckets (the rate limiter's token buckets, so a restart does not
- * refill them), messages (an agent session's conversation).  The schema version lives in PRAGMA user_version; an older
- * ledger is upgraded in place, a newer one is refused.
+ * refill them), messages (an agent session's conversation), eval_runs
+ * (toolgate eval: who was tested on what, and how it scored).  The schema
+ * version lives in PRAGMA user_version; an older ledger is upgraded in
+ * place, a newer one is refused.
  *
  * Many toolgate processes share one ledger at once, so every write is one
  * BEGIN IMMEDIATE transaction (the writer lock is taken up front, waiting up
@@ -50,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -132,6 +135,12 @@
  * the decider said.  Columns appended to a small table: the upgrade
  * rewrites nothing.
  *
+ * Version 6 (toolgate eval).  eval_runs: one row per run of an eval suite
+ * (a handful a day), its scores as columns (NULL: no rate) and its report
+ * as JSON text; eval_runs_ts serves the history of every model, newest
+ * first, eval_runs_model that of one model.  A new table: the upgrade
+ * rewrites nothing.
+ *
  * Migration i takes user_version i to i + 1.
  */
 static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
@@ -178,7 +187,19 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"  PRIMARY KEY(session, seq)) WITHOUT ROWID;",
 	("ALTER TABLE approvals ADD COLUMN plan TEXT;"
 	 "ALTER TABLE approvals ADD COLUMN decided_reason TEXT;"),
+	"CREATE TABLE IF NOT EXISTS eval_runs("
+	"  id TEXT PRIMARY KEY, ts_ms INTEGER NOT NULL, provider TEXT, api TEXT, model TEXT,"
+	"  profile TEXT, manifest TEXT, suite TEXT, cases INTEGER NOT NULL, runs INTEGER NOT NULL,"
+	"  score_tool REAL, score_valid REAL, score_args REAL, score_policy REAL, score_pass REAL,"
+	"  report TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS eval_runs_ts ON eval_runs(ts_ms, id);"
+	"CREATE INDEX IF NOT EXISTS eval_runs_model ON eval_runs(model, ts_ms, id);",
 };
+
+/* The columns of an eval run, in tgi_eval_row's order. */
+#define TGI_EVAL_COLS                                                                           \
+	"id, ts_ms, provider, api, model, profile, manifest, suite, cases, runs, score_tool,"  \
+	" score_valid, score_args, score_policy, score_pass, report"
 
 /* One quick query per table at open: every column we use must exist and
  * the first page must read back. */
@@ -194,6 +215,7 @@ static const char *const verify_sql[] = {
 	"SELECT name, digest, first_ms, updated_ms FROM pins LIMIT 1",
 	"SELECT principal, tool, tokens, updated_ms FROM rate_buckets LIMIT 1",
 	"SELECT session, seq, api, ts_ms, entry FROM messages LIMIT 1",
+	"SELECT " TGI_EVAL_COLS " FROM eval_runs LIMIT 1",
 };
 
 /* The cached statements.  Approval states are derived at read time: a
@@ -290,6 +312,15 @@ static const char *const verify_sql[] = {
 	X(ST_MSG_INSERT,                                                                        \
 	  "INSERT INTO messages(session, seq, api, ts_ms, entry) VALUES(?1, ?2, ?3, ?4, ?5)")  \
 	X(ST_MSG_LIST, "SELECT api, entry FROM messages WHERE session = ?1 ORDER BY seq")       \
+	X(ST_EVAL_INSERT,                                                                       \
+	  "INSERT INTO eval_runs(" TGI_EVAL_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"  \
+	  " ?10, ?11, ?12, ?13, ?14, ?15, ?16)")                                                \
+	X(ST_EVAL_LIST,                                                                         \
+	  "SELECT " TGI_EVAL_COLS " FROM (SELECT * FROM eval_runs"                              \
+	  " ORDER BY ts_ms DESC, id DESC LIMIT ?1) ORDER BY ts_ms, id")                         \
+	X(ST_EVAL_LIST_MODEL,                                                                   \
+	  "SELECT " TGI_EVAL_COLS " FROM (SELECT * FROM eval_runs WHERE model = ?1"             \
+	  " ORDER BY ts_ms DESC, id DESC LIMIT ?2) ORDER BY ts_ms, id")                         \
 	X(ST_PIN_GET, "SELECT digest FROM pins WHERE name = ?1")                                \
 	X(ST_PIN_ADD,                                                                           \
 	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES(?1, ?2, ?3, ?3)"        \
@@ -1802,6 +1833,64 @@ static int sq_messages(tgi_store *base, const char *session, json_t **out, char 
 	return 0;
 }
 
+/* ---- eval runs (toolgate eval) ---- */
+
+/* A rate not given (NAN) is bound as NULL: sqlite3_bind_double binds a
+ * NaN so. */
+static int sq_eval_put(tgi_store *base, const tgi_eval_row *r, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = st_run(s, ST_EVAL_INSERT, "tittttttiiffffft", r->id, r->ts_ms, r->provider,
+		            r->api, r->model, r->profile, r->manifest, r->suite, r->cases, r->runs,
+		            r->score[0], r->score[1], r->score[2], r->score[3], r->score[4], r->report);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot keep eval run %s", r->id);
+	return 0;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+/* The row st is on, as eval_list gives it. */
+static json_t *eval_row_json(sqlite3_stmt *st)
+{
+	tgi_eval_row r = {
+		.id = col_text(st, 0), .ts_ms = sqlite3_column_int64(st, 1),
+		.provider = col_text(st, 2), .api = col_text(st, 3), .model = col_text(st, 4),
+		.profile = col_text(st, 5), .manifest = col_text(st, 6), .suite = col_text(st, 7),
+		.cases = sqlite3_column_int64(st, 8), .runs = sqlite3_column_int64(st, 9),
+		.report = col_text(st, 15),
+	};
+	for (int i = 0; i < 5; i++)
+		r.score[i] = sqlite3_column_type(st, 10 + i) == SQLITE_NULL
+		                     ? NAN : sqlite3_column_double(st, 10 + i);
+	return tgi_eval_json(&r);
+}
+
+static int sq_eval_list(tgi_store *base, const char *model, int64_t limit, json_t **out,
+                        char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	enum st id = model ? ST_EVAL_LIST_MODEL : ST_EVAL_LIST;
+	json_t *arr = json_array();
+	int rc = model ? st_step(s, id, "ti", model, limit) : st_step(s, id, "i", limit);
+	for (; rc == SQLITE_ROW; rc = sqlite3_step(s->st[id]))
+		json_array_append_new(arr, eval_row_json(s->st[id]));
+	st_reset(s, id);
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		return fail(s, rc, err, errlen, "cannot read the eval runs");
+	}
+	*out = arr;
+	return 0;
+}
+
 /* ---- events written on their own ---- */
 
 static int sq_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err, size_t errlen)
@@ -2571,6 +2660,8 @@ static const tgi_store_impl sqlite_impl = {
 	.pin_set = sq_pin_set,
 	.messages_append = sq_messages_append,
 	.messages = sq_messages,
+	.eval_put = sq_eval_put,
+	.eval_list = sq_eval_list,
 	.event = sq_event,
 	.ops = sq_ops,
 	.events = sq_events,

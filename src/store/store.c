@@ -5,8 +5,8 @@
  *
  * Owns: the choice of implementation, the migrations' titles (one
  * numbering for both stores), and the checks every implementation would
- * make alike (and a decision's reason, kept alike by both).  Must not:
- * know either database.
+ * make alike (and a decision's reason, kept alike by both; an eval run's
+ * row and a list's limit).  Must not: know either database.
  */
 #include "store/impl.h"
 #include "util/util.h"
@@ -61,6 +61,7 @@ static const char *const titles[TGI_STORE_SCHEMA_VERSION] = {
 	"middleware: loop entries, session manifests, rate-limit buckets, ops indexes",
 	"agent conversations (messages)",
 	"approvals: the call's dry-run plan and the decision's reason",
+	"eval runs (toolgate eval)",
 };
 
 const char *tgi_store_migration_title(int n)
@@ -218,6 +219,24 @@ int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api
                        char *err, size_t errlen)
 {
 	return s->impl->messages(s, session, out, api, err, errlen);
+}
+
+int tgi_store_eval_put(tgi_store *s, const tgi_eval_row *r, char *err, size_t errlen)
+{
+	if (tgi_check_eval_row(r, err, errlen) < 0)
+		return -1;
+	return s->impl->eval_put(s, r, err, errlen);
+}
+
+int tgi_store_eval_list(tgi_store *s, const char *model, int64_t limit, json_t **out, char *err,
+                        size_t errlen)
+{
+	*out = NULL;
+	if (!tgi_eval_text_ok(model)) {   /* no run was kept with it: none, in either store */
+		*out = json_array();
+		return 0;
+	}
+	return s->impl->eval_list(s, model, tgi_eval_limit(limit), out, err, errlen);
 }
 
 int tgi_store_event(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen)

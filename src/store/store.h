@@ -10,7 +10,7 @@
  *
  * Tables: ops (one row per call), idem (scope -> op, in_flight/done),
  * events (append-only, sequence numbered), approvals, sessions, messages
- * (an agent session's conversation).
+ * (an agent session's conversation), eval_runs (toolgate eval).
  *
  * Owns: the database handle and the on-disk state directory checks.
  * Must not: decide policy, run tools, or build envelopes.
@@ -87,7 +87,7 @@ int tgi_store_transient(const tgi_store *s);
 /* ---- schema: versioned migrations, numbered alike for both stores ---- */
 
 /* Migration n (1-based) takes the schema from version n - 1 to n. */
-#define TGI_STORE_SCHEMA_VERSION 5
+#define TGI_STORE_SCHEMA_VERSION 6
 
 /* A one-line description of migration n (1..TGI_STORE_SCHEMA_VERSION). */
 const char *tgi_store_migration_title(int n);
@@ -332,6 +332,37 @@ int tgi_store_messages_append(tgi_store *s, const char *session, const char *api
  * the session has none), api[32] the API of its entries ("" when none). */
 int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api[32],
                        char *err, size_t errlen);
+
+/* ---- eval runs (toolgate eval) ---- */
+
+/* One run of an eval suite: who was tested on what, and how it scored. */
+typedef struct tgi_eval_row {
+	const char *id;          /* UUIDv7 */
+	int64_t     ts_ms;       /* when it started (unix ms) */
+	const char *provider, *api, *model, *profile;
+	const char *manifest;    /* sha256 of the profile's tool definitions */
+	const char *suite;       /* sha256 of the suite's cases */
+	int64_t     cases, runs;
+	double      score[5];    /* tool, valid, args, policy, pass rates; NAN: none */
+	const char *report;      /* JSON text: the report less its results (scores, definitions) */
+} tgi_eval_row;
+
+#define TGI_EVAL_TEXT_MAX 256  /* bytes of a provider, api, model, profile, manifest, suite */
+
+/* Keep a run (one transaction).  Refused: an id that is not a UUID, a
+ * report that is not a JSON object, negative cases or runs, a score that
+ * is neither NAN nor within 0..1, a text that is not UTF-8 or is longer
+ * than TGI_EVAL_TEXT_MAX (a NULL text is kept as null), an id kept
+ * before.  The report is kept as the text given. */
+int tgi_store_eval_put(tgi_store *s, const tgi_eval_row *r, char *err, size_t errlen);
+
+/* The newest limit runs (limit < 1: all) of model (NULL: of every model),
+ * oldest first (by ts_ms, then id): *out a new array of {"id", "ts" (ISO
+ * 8601), "provider", "api", "model", "profile", "manifest", "suite",
+ * "cases", "runs", "scores": {"tool", "valid", "args", "policy", "pass":
+ * rate|null}, "report": {...}}; a text kept NULL reads null. */
+int tgi_store_eval_list(tgi_store *s, const char *model, int64_t limit, json_t **out, char *err,
+                        size_t errlen);
 
 /* An event written on its own: one that belongs to no call (op_id NULL:
  * mcp.tool.changed, mcp.server.down, ...) or one that comes after a call's

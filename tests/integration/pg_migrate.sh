@@ -60,7 +60,7 @@ migrate_checks() {
 	eq "$(cat "$WS/$kind-up.exit")" 0 "$kind: migrate exits 0"
 	eq "$(list "$kind-up")" "$(upto 1 "$N")" "$kind: migrate applies 1..$N"
 	eq "$(jqv "$WS/$kind-up.json" .to)" "$N" "$kind: now at version $N"
-	for t in ops idem events approvals sessions; do
+	for t in ops idem events approvals sessions eval_runs; do
 		contains ",$(tables "$fresh")," ",$t," "$kind: table $t exists"
 	done
 	# migration 5: an approval keeps the call's plan and the decision's reason
@@ -86,6 +86,7 @@ migrate_checks() {
 	mig "$kind-after" --dry-run
 	eq "$(jqv "$WS/$kind-after.json" .from)/$(list "$kind-after")" "$N/" "$kind: the start upgraded 3 -> $N"
 	eq "$(approval_cols "$fresh2")" decided_reason,plan "$kind: the upgrade added plan and decided_reason"
+	contains ",$(tables "$fresh2")," ",eval_runs," "$kind: the upgrade added eval_runs (migration 6)"
 
 	# a schema ahead of this program is refused, by the gate and by migrate
 	$ahead $((N + 1))

@@ -16,7 +16,9 @@
  * same, changed, approved; one winner across processes; a version 1 ledger
  * gains the table) and events that belong to no call; an approval's plan
  * and its decision's reason (kept, sanitized, bounded), and a version 4
- * ledger's approvals kept through the upgrade to 5.
+ * ledger's approvals kept through the upgrade to 5; eval runs (kept and
+ * listed newest first by model, refused when malformed) and a version 5
+ * ledger kept through the upgrade to 6.
  *
  * Owns: nothing outside its temporary directories.  Must not: depend on the
  * network or on files outside the repository.  Children of fork() report
@@ -2474,7 +2476,7 @@ static void test_corrupt_ledger(void **state)
 static void test_schema_versions(void **state)
 {
 	struct fx *f = *state;
-	char err[512], p[160];
+	char err[512], p[160], want[96];
 	tgi_store *s = NULL;
 
 	/* a newer ledger is refused with a sentence */
@@ -2482,7 +2484,9 @@ static void test_schema_versions(void **state)
 	f->s = NULL;
 	raw_exec(f->db, "PRAGMA user_version = 7");
 	assert_int_equal(tgi_store_open(f->db, 0, &s, err, sizeof err), -1);
-	assert_non_null(strstr(err, "has schema version 7, newer than this toolgate understands (5)"));
+	snprintf(want, sizeof want, "has schema version 7, newer than this toolgate understands (%d)",
+	         TGI_STORE_SCHEMA_VERSION);
+	assert_non_null(strstr(err, want));
 
 	/* another program's database is not a ledger */
 	path_in(f, "foreign.db", p, sizeof p);
@@ -3083,7 +3087,7 @@ static void test_schema_upgrade_v2(void **state)
 }
 
 /* A version 4 ledger (before approvals kept a plan and a decision's
- * reason) upgrades in place to 5: its approvals stay, pending, decided
+ * reason) upgrades in place (through 5, to the latest): its approvals stay, pending, decided
  * and used, and read back as before with no plan and no reason; the
  * pending one can still be decided, now with a reason, and a new one
  * keeps its plan. */
@@ -3120,7 +3124,7 @@ static void test_schema_upgrade_v4(void **state)
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
 
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 5);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pragma_table_info('approvals')"
 	                                " WHERE name IN ('plan', 'decided_reason')"), 2);
 	raw_text(f->db, "PRAGMA integrity_check", text, sizeof text);
@@ -3346,6 +3350,306 @@ static void test_messages(void **state)
 	json_decref(t2);
 }
 
+/* ---- eval runs (toolgate eval) ---- */
+
+#define EVAL_ID(n) "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e0" #n
+#define EVAL_REPORT "{\"scores\":{\"overall\":{\"cases\":98}},\"note\":\"caf\xc3\xa9 \\\"q\\\"\"}"
+
+/* A run of model at ts_ms: tool 0.95, valid 0.75, no args rate, policy 1,
+ * pass as given (NAN: none). */
+static tgi_eval_row eval_row(const char *id, int64_t ts_ms, const char *model, double pass)
+{
+	tgi_eval_row r = {
+		.id = id, .ts_ms = ts_ms, .provider = "scripted", .api = "openai-chat",
+		.model = model, .profile = "coding", .manifest = DIGEST_A, .suite = DIGEST_B,
+		.cases = 98, .runs = 1, .score = { 0.95, 0.75, NAN, 1.0, pass },
+		.report = EVAL_REPORT,
+	};
+	return r;
+}
+
+/* The ids of the runs listed, in order, joined by ",": the last digit of each. */
+static void eval_ids(tgi_store *s, const char *model, int64_t limit, char *out, size_t cap)
+{
+	char err[512];
+	json_t *v = NULL;
+	size_t i, k = 0;
+	json_t *run;
+	if (tgi_store_eval_list(s, model, limit, &v, err, sizeof err) < 0)
+		fail_msg("eval_list: %s", err);
+	out[0] = '\0';
+	json_array_foreach(v, i, run) {
+		const char *id = json_string_value(json_object_get(run, "id"));
+		assert_non_null(id);
+		k += (size_t)snprintf(out + k, cap - k, "%s%c", i ? "," : "", id[strlen(id) - 1]);
+	}
+	json_decref(v);
+}
+
+/* Runs kept and listed: newest limit, oldest first (a tie on ts_ms by
+ * id), of one model or all; every field back as it was put, a rate not
+ * given and a text not given as null, the report parsed. */
+static void test_eval_runs(void **state)
+{
+	struct fx *f = *state;
+	char err[512], ids[64], text[256];
+	json_t *v = NULL;
+
+	/* none yet: an empty list */
+	assert_int_equal(tgi_store_eval_list(f->s, NULL, 20, &v, err, sizeof err), 0);
+	assert_true(json_is_array(v));
+	assert_int_equal(json_array_size(v), 0);
+	json_decref(v);
+
+	/* put out of order; 2 and 3 share a ts_ms */
+	tgi_eval_row d = eval_row(EVAL_ID(4), 3000, "m1", 1.0);
+	tgi_eval_row a = eval_row(EVAL_ID(1), 1000, "m1", 0.5);
+	tgi_eval_row b = eval_row(EVAL_ID(3), 2000, "m2", NAN);
+	b.provider = NULL;
+	b.profile = NULL;
+	tgi_eval_row c = eval_row(EVAL_ID(2), 2000, "m1", 0.875);
+	c.cases = 0;
+	c.runs = 3;
+	c.report = "{}";
+	assert_int_equal(tgi_store_eval_put(f->s, &d, err, sizeof err), 0);
+	assert_int_equal(tgi_store_eval_put(f->s, &a, err, sizeof err), 0);
+	assert_int_equal(tgi_store_eval_put(f->s, &b, err, sizeof err), 0);
+	assert_int_equal(tgi_store_eval_put(f->s, &c, err, sizeof err), 0);
+
+	eval_ids(f->s, NULL, 20, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,3,4");
+	eval_ids(f->s, NULL, 0, ids, sizeof ids);      /* below 1: all */
+	assert_string_equal(ids, "1,2,3,4");
+	eval_ids(f->s, NULL, -5, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,3,4");
+	eval_ids(f->s, NULL, 2, ids, sizeof ids);      /* the newest two, oldest first */
+	assert_string_equal(ids, "3,4");
+	eval_ids(f->s, NULL, 1, ids, sizeof ids);
+	assert_string_equal(ids, "4");
+	eval_ids(f->s, "m1", 20, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,4");
+	eval_ids(f->s, "m1", 2, ids, sizeof ids);
+	assert_string_equal(ids, "2,4");
+	eval_ids(f->s, "m2", 20, ids, sizeof ids);
+	assert_string_equal(ids, "3");
+	eval_ids(f->s, "nobody", 20, ids, sizeof ids);
+	assert_string_equal(ids, "");
+	eval_ids(f->s, "m\xff", 20, ids, sizeof ids);  /* no run can have it: none */
+	assert_string_equal(ids, "");
+
+	assert_int_equal(tgi_store_eval_list(f->s, NULL, 20, &v, err, sizeof err), 0);
+	/* the first: every field as put */
+	json_t *r = json_array_get(v, 0);
+	assert_int_equal(json_object_size(r), 12);
+	assert_string_equal(json_string_value(json_object_get(r, "id")), EVAL_ID(1));
+	assert_string_equal(json_string_value(json_object_get(r, "ts")), "1970-01-01T00:00:01.000Z");
+	assert_string_equal(json_string_value(json_object_get(r, "provider")), "scripted");
+	assert_string_equal(json_string_value(json_object_get(r, "api")), "openai-chat");
+	assert_string_equal(json_string_value(json_object_get(r, "model")), "m1");
+	assert_string_equal(json_string_value(json_object_get(r, "profile")), "coding");
+	assert_string_equal(json_string_value(json_object_get(r, "manifest")), DIGEST_A);
+	assert_string_equal(json_string_value(json_object_get(r, "suite")), DIGEST_B);
+	assert_int_equal(json_integer_value(json_object_get(r, "cases")), 98);
+	assert_int_equal(json_integer_value(json_object_get(r, "runs")), 1);
+	json_t *sc = json_object_get(r, "scores");
+	assert_int_equal(json_object_size(sc), 5);
+	assert_true(json_real_value(json_object_get(sc, "tool")) == 0.95);
+	assert_true(json_real_value(json_object_get(sc, "valid")) == 0.75);
+	assert_true(json_is_null(json_object_get(sc, "args")));
+	assert_true(json_real_value(json_object_get(sc, "policy")) == 1.0);
+	assert_true(json_real_value(json_object_get(sc, "pass")) == 0.5);
+	json_t *want = json_loads(EVAL_REPORT, 0, NULL);
+	assert_non_null(want);
+	assert_true(json_equal(json_object_get(r, "report"), want));
+	json_decref(want);
+	/* the second: no cases yet, three runs, an empty report */
+	r = json_array_get(v, 1);
+	assert_int_equal(json_integer_value(json_object_get(r, "cases")), 0);
+	assert_int_equal(json_integer_value(json_object_get(r, "runs")), 3);
+	assert_true(json_is_object(json_object_get(r, "report")));
+	assert_int_equal(json_object_size(json_object_get(r, "report")), 0);
+	assert_true(json_real_value(json_object_get(json_object_get(r, "scores"), "pass")) == 0.875);
+	/* the third: texts not given and a rate not given read null */
+	r = json_array_get(v, 2);
+	assert_string_equal(json_string_value(json_object_get(r, "ts")), "1970-01-01T00:00:02.000Z");
+	assert_true(json_is_null(json_object_get(r, "provider")));
+	assert_true(json_is_null(json_object_get(r, "profile")));
+	assert_string_equal(json_string_value(json_object_get(r, "api")), "openai-chat");
+	assert_true(json_is_null(json_object_get(json_object_get(r, "scores"), "pass")));
+	assert_true(json_real_value(json_object_get(json_object_get(r, "scores"), "tool")) == 0.95);
+	json_decref(v);
+
+	/* kept as given: a NAN rate is NULL, the report the text put */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM eval_runs WHERE score_args IS NULL"), 4);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM eval_runs WHERE score_pass IS NULL"), 1);
+	raw_text(f->db, "SELECT report FROM eval_runs WHERE id = '" EVAL_ID(1) "'", text, sizeof text);
+	assert_string_equal(text, EVAL_REPORT);
+	/* and still there when opened again */
+	tgi_store_close(f->s);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	eval_ids(f->s, NULL, 20, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,3,4");
+}
+
+/* What an eval run may not be: each refused with a sentence, nothing kept. */
+static void test_eval_refusals(void **state)
+{
+	struct fx *f = *state;
+	char err[512], long_model[TGI_EVAL_TEXT_MAX + 2];
+	json_t *v = NULL;
+	tgi_eval_row r;
+
+	assert_int_equal(tgi_store_eval_put(f->s, NULL, err, sizeof err), -1);
+	assert_string_equal(err, "no eval run to keep");
+
+	static const char *const bad_ids[] = { "", "nope", "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e0",
+	                                       "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e0\n" };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(bad_ids); i++) {
+		r = eval_row(bad_ids[i], 1000, "m", 0.5);
+		assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+		if (!strstr(err, "is not a UUID"))
+			fail_msg("id %zu: %s", i, err);
+	}
+	r = eval_row(NULL, 1000, "m", 0.5);
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is not a UUID"));
+
+	static const char *const bad_reports[] = { "[1]", "\"text\"", "3", "null", "{not json",
+	                                           "", "{} {}" };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(bad_reports); i++) {
+		r = eval_row(EVAL_ID(1), 1000, "m", 0.5);
+		r.report = bad_reports[i];
+		assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+		if (strcmp(err, "the report of eval run " EVAL_ID(1) " is not a JSON object"))
+			fail_msg("report %zu: %s", i, err);
+	}
+	r = eval_row(EVAL_ID(1), 1000, "m", 0.5);
+	r.report = NULL;
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is not a JSON object"));
+
+	r = eval_row(EVAL_ID(1), 1000, "m", 0.5);
+	r.cases = -1;
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "negative count of cases"));
+	r = eval_row(EVAL_ID(1), 1000, "m", 0.5);
+	r.runs = -2;
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "negative count of runs"));
+
+	static const double bad_rates[] = { 1.5, -0.1, INFINITY, -INFINITY };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(bad_rates); i++) {
+		r = eval_row(EVAL_ID(1), 1000, "m", 0.5);
+		r.score[i % 5] = bad_rates[i];
+		assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+		if (!strstr(err, "not within 0 to 1"))
+			fail_msg("rate %zu: %s", i, err);
+	}
+
+	r = eval_row(EVAL_ID(1), 1000, "m\xff\xfe", 0.5);
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_string_equal(err, "the model of an eval run is not UTF-8");
+	memset(long_model, 'x', sizeof long_model - 1);
+	long_model[sizeof long_model - 1] = '\0';
+	r = eval_row(EVAL_ID(1), 1000, long_model, 0.5);
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "the model of an eval run is too long"));
+	r = eval_row(EVAL_ID(1), 1000, "m", 0.5);
+	r.suite = "\x80";
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_string_equal(err, "the suite of an eval run is not UTF-8");
+
+	/* none of them was kept */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM eval_runs"), 0);
+
+	/* the longest text allowed is kept; an id kept before is refused */
+	long_model[TGI_EVAL_TEXT_MAX] = '\0';
+	r = eval_row(EVAL_ID(1), 1000, long_model, 0.5);
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), 0);
+	r = eval_row(EVAL_ID(1), 2000, "other", 0.25);
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), -1);
+	assert_non_null(strstr(err, "cannot keep eval run " EVAL_ID(1)));
+	assert_int_equal(tgi_store_eval_list(f->s, NULL, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "model")),
+	                    long_model);
+	json_decref(v);
+	/* and the handle goes on */
+	r = eval_row(EVAL_ID(2), 2000, "other", 0.25);
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM eval_runs"), 2);
+}
+
+/* A version 5 ledger (made by migrating an empty one to 5, as `toolgate
+ * migrate --to 5` does) with a call, an approval with its plan and
+ * reason, a conversation and a pin is upgraded to 6 by an ordinary open:
+ * everything stays and reads back, and eval runs can be kept. */
+static void test_schema_upgrade_v5(void **state)
+{
+	struct fx *f = *state;
+	char err[512], text[512], api[32];
+	tgi_store *s;
+	tgi_approval_row got;
+	int v = -1, found = 0;
+	json_t *j = NULL;
+	int64_t later = tgi_unix_ms() + 3600 * 1000;
+
+	assert_string_equal(tgi_store_migration_title(6), "eval runs (toolgate eval)");
+	assert_int_equal(tgi_store_open(f->db, TGI_STORE_NO_MIGRATE, &s, err, sizeof err), 0);
+	assert_int_equal(tgi_store_migrate(s, 5, 0, NULL, NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_store_schema_version(s, &v, err, sizeof err), 0);
+	assert_int_equal(v, 5);
+	tgi_store_close(s);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sqlite_master WHERE name = 'eval_runs'"), 0);
+	snprintf(text, sizeof text,
+	         "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"
+	         " created_ms, expires_ms, decided_by, decided_ms, plan, decided_reason) VALUES"
+	         " ('" EVAL_ID(9) "', NULL, 'shell', 'local', '%064d', 'denied', '{}', 'ask: shell',"
+	         " 1000, %lld, 'bob', 1500, '{\"argv\":[\"rm\"]}', 'not today')",
+	         7, (long long)later);
+	raw_exec(f->db, text);
+	raw_exec(f->db,
+	         "INSERT INTO ops(op_id, tool, status, started_ms, envelope, loop) VALUES"
+	         " ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'read_file', 'persisted', 1000, '{}', 'L');"
+	         "INSERT INTO messages(session, seq, api, ts_ms, entry) VALUES"
+	         " ('agent-1', 1, 'anthropic', 1000, '{\"role\":\"user\",\"content\":\"hi\"}');"
+	         "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES"
+	         " ('fs__x', '" DIGEST_A "', 1, 1);");
+
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 6);
+	raw_text(f->db, "PRAGMA integrity_check", text, sizeof text);
+	assert_string_equal(text, "ok");
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
+	                                " IN ('eval_runs_ts', 'eval_runs_model')"), 2);
+	/* every row is still there and reads back */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 1);
+	assert_int_equal(tgi_store_approval_get(f->s, EVAL_ID(9), &got, &found, err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_string_equal(got.state, "denied");
+	assert_string_equal(got.plan, "{\"argv\":[\"rm\"]}");
+	assert_string_equal(got.decided_reason, "not today");
+	tgi_approval_row_clear(&got);
+	assert_int_equal(tgi_store_messages(f->s, "agent-1", &j, api, err, sizeof err), 0);
+	assert_string_equal(api, "anthropic");
+	assert_int_equal(json_array_size(j), 1);
+	json_decref(j);
+	/* no runs, then one */
+	assert_int_equal(tgi_store_eval_list(f->s, NULL, 20, &j, err, sizeof err), 0);
+	assert_int_equal(json_array_size(j), 0);
+	json_decref(j);
+	tgi_eval_row r = eval_row(EVAL_ID(1), 1000, "m1", 0.5);
+	assert_int_equal(tgi_store_eval_put(f->s, &r, err, sizeof err), 0);
+	/* opened again: nothing more to do, the run stays */
+	tgi_store_close(f->s);
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	assert_int_equal(tgi_store_eval_list(f->s, "m1", 20, &j, err, sizeof err), 0);
+	assert_int_equal(json_array_size(j), 1);
+	json_decref(j);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3392,6 +3696,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_messages, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_store_event, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_store_event_of_op, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_runs, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_refusals, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_upgrade_v5, setup_dir, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,8 @@
  * restart judged by their lease, and `ops resolve` judging an unknown
  * claim's owner too; the owner's host as hostname/boot id/pid namespace;
  * a waiter using its own approval; an export reading one snapshot.
+ * Eval runs: kept and listed as in SQLite (the same columns, the same
+ * lists), and a version 5 ledger's rows kept through the upgrade to 6.
  *
  * Owns: the databases it makes (dropped at the end of each case) and its
  * temporary directories.  Children of fork() report through exit codes
@@ -46,6 +48,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ftw.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +59,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "store/store.h"
 #include "util/dl.h"
@@ -290,7 +295,7 @@ static void test_open_migrates_empty(void **state)
 	/* every table is there */
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename IN"
 	                                 " ('ops', 'idem', 'events', 'approvals', 'sessions', 'pins',"
-	                                 " 'rate_buckets', 'messages', 'event_seq')"), 9);
+	                                 " 'rate_buckets', 'messages', 'event_seq', 'eval_runs')"), 10);
 	/* a second open finds it current and leaves it */
 	tgi_store *s2 = open_or_die(f->url);
 	tgi_store_close(s2);
@@ -300,13 +305,18 @@ static void test_open_migrates_empty(void **state)
 static void test_newer_schema_refused(void **state)
 {
 	struct fx *f = *state;
-	char err[512] = "";
+	char err[512] = "", sql[96], want[64];
 	tgi_store *s = NULL;
-	sqlx(f->sql, "INSERT INTO toolgate_schema(version) VALUES (6)", NULL, 0);
+	snprintf(sql, sizeof sql, "INSERT INTO toolgate_schema(version) VALUES (%d)",
+	         TGI_STORE_SCHEMA_VERSION + 1);
+	sqlx(f->sql, sql, NULL, 0);
 	assert_int_equal(tgi_store_open(f->url, 0, &s, err, sizeof err), -1);
 	assert_null(s);
-	assert_non_null(strstr(err, "schema version 6"));
-	assert_non_null(strstr(err, "newer than this toolgate understands (5)"));
+	snprintf(want, sizeof want, "schema version %d", TGI_STORE_SCHEMA_VERSION + 1);
+	assert_non_null(strstr(err, want));
+	snprintf(want, sizeof want, "newer than this toolgate understands (%d)",
+	         TGI_STORE_SCHEMA_VERSION);
+	assert_non_null(strstr(err, want));
 	assert_non_null(strstr(err, "upgrade toolgate"));
 	/* and not by the migration command either */
 	assert_int_equal(tgi_store_open(f->url, TGI_STORE_NO_MIGRATE, &s, err, sizeof err), -1);
@@ -341,10 +351,9 @@ static void test_migrate_steps(void **state)
 	/* a dry run tells what would be applied, and applies nothing */
 	ntold = 0;
 	assert_int_equal(tgi_store_migrate(f->s, 0, 1, tell, NULL, err, sizeof err), 0);
-	assert_int_equal(ntold, 3);
-	assert_int_equal(told[0], 3);
-	assert_int_equal(told[1], 4);
-	assert_int_equal(told[2], 5);
+	assert_int_equal(ntold, TGI_STORE_SCHEMA_VERSION - 2);
+	for (int i = 0; i < ntold; i++)
+		assert_int_equal(told[i], 3 + i);
 	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
 	assert_int_equal(v, 2);
 	/* migrations only go forward */
@@ -353,10 +362,10 @@ static void test_migrate_steps(void **state)
 	tgi_store_close(f->s);
 	f->s = NULL;
 
-	/* an ordinary open takes it from 2 to 5 */
+	/* an ordinary open takes it from 2 to the latest */
 	assert_int_equal(open_store(f, 0), 0);
 	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, 5);
+	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename = 'messages'"), 1);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
 	                                 " WHERE table_name = 'ops' AND column_name = 'loop'"), 1);
@@ -388,7 +397,7 @@ static void test_migrate_race(void **state)
 }
 
 /* A version 4 ledger (before approvals kept a plan and a decision's
- * reason) is upgraded to 5 by an ordinary open: its approvals stay, as
+ * reason) is upgraded (through 5, to the latest) by an ordinary open: its approvals stay, as
  * they were, with no plan and no reason; the pending one is decided with
  * a reason afterwards. */
 static void test_upgrade_v4_approvals(void **state)
@@ -423,7 +432,7 @@ static void test_upgrade_v4_approvals(void **state)
 
 	assert_int_equal(open_store(f, 0), 0);
 	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, 5);
+	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
 	                                 " WHERE table_name = 'approvals' AND column_name IN"
 	                                 " ('plan', 'decided_reason')"), 2);
@@ -2065,6 +2074,227 @@ static void test_export_one_snapshot(void **state)
 	OK(tgi_store_last_seq(f->s, &seq, err, sizeof err));
 }
 
+/* ---- eval runs (toolgate eval) ---- */
+
+#define EVAL_ID(n) "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e0" #n
+#define EVAL_REPORT "{\"scores\":{\"overall\":{\"cases\":98}},\"note\":\"caf\xc3\xa9 \\\"q\\\"\"}"
+
+/* Four runs put out of order: 1 (m1, ts 1000), 2 (m1, ts 2000, three runs,
+ * no cases, an empty report), 3 (m2, ts 2000, no provider, profile nor
+ * pass rate), 4 (m1, ts 3000); every run without an args rate. */
+static void eval_put_four(tgi_store *s)
+{
+	char err[512];
+	tgi_eval_row r[4];
+	static const struct { int id; int64_t ts; const char *model; double pass; } k[4] = {
+		{ 4, 3000, "m1", 1.0 }, { 1, 1000, "m1", 0.5 }, { 3, 2000, "m2", NAN },
+		{ 2, 2000, "m1", 0.875 },
+	};
+	static const char *const ids[] = { "", EVAL_ID(1), EVAL_ID(2), EVAL_ID(3), EVAL_ID(4) };
+	for (int i = 0; i < 4; i++) {
+		r[i] = (tgi_eval_row){
+			.id = ids[k[i].id], .ts_ms = k[i].ts, .provider = "scripted", .api = "openai-chat",
+			.model = k[i].model, .profile = "coding", .manifest = BINDING_A, .suite = BINDING_B,
+			.cases = 98, .runs = 1, .score = { 0.95, 0.75, NAN, 1.0, k[i].pass },
+			.report = EVAL_REPORT,
+		};
+	}
+	r[2].provider = r[2].profile = NULL;
+	r[3].cases = 0;
+	r[3].runs = 3;
+	r[3].report = "{}";
+	for (int i = 0; i < 4; i++)
+		OK(tgi_store_eval_put(s, &r[i], err, sizeof err));
+}
+
+/* The last digit of each id listed, joined by ",". */
+static void eval_ids(tgi_store *s, const char *model, int64_t limit, char *out, size_t cap)
+{
+	char err[512];
+	json_t *v = NULL, *run;
+	size_t i, k = 0;
+	OK(tgi_store_eval_list(s, model, limit, &v, err, sizeof err));
+	out[0] = '\0';
+	json_array_foreach(v, i, run) {
+		const char *id = json_string_value(json_object_get(run, "id"));
+		assert_non_null(id);
+		k += (size_t)snprintf(out + k, cap - k, "%s%c", i ? "," : "", id[strlen(id) - 1]);
+	}
+	json_decref(v);
+}
+
+/* The columns of eval_runs in the SQLite ledger at path, in order. */
+static void lite_columns(const char *path, char *out, size_t cap)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	size_t k = 0;
+	out[0] = '\0';
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('eval_runs') ORDER BY cid",
+	                                    -1, &st, NULL), SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		k += (size_t)snprintf(out + k, cap - k, "%s%s", k ? "," : "",
+		                      (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* Runs kept and listed as store.h says (newest limit, oldest first, a tie
+ * on ts_ms by id; of one model or all; rates and texts not given null,
+ * the report parsed), refused alike, and the same lists as the SQLite
+ * ledger gives for the same runs, from a table of the same columns. */
+static void test_eval_runs(void **state)
+{
+	struct fx *f = *state;
+	char err[512], ids[64], path[96], cols[512], pcols[512];
+	json_t *v = NULL;
+
+	OK(tgi_store_eval_list(f->s, NULL, 20, &v, err, sizeof err));
+	assert_int_equal(json_array_size(v), 0);
+	json_decref(v);
+	eval_put_four(f->s);
+	eval_ids(f->s, NULL, 20, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,3,4");
+	eval_ids(f->s, NULL, 0, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,3,4");
+	eval_ids(f->s, NULL, 2, ids, sizeof ids);
+	assert_string_equal(ids, "3,4");
+	eval_ids(f->s, "m1", 20, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,4");
+	eval_ids(f->s, "m1", 2, ids, sizeof ids);
+	assert_string_equal(ids, "2,4");
+	eval_ids(f->s, "nobody", 20, ids, sizeof ids);
+	assert_string_equal(ids, "");
+
+	OK(tgi_store_eval_list(f->s, NULL, 20, &v, err, sizeof err));
+	json_t *r = json_array_get(v, 0);
+	assert_int_equal(json_object_size(r), 12);
+	assert_string_equal(json_string_value(json_object_get(r, "ts")), "1970-01-01T00:00:01.000Z");
+	assert_string_equal(json_string_value(json_object_get(r, "manifest")), BINDING_A);
+	assert_int_equal(json_integer_value(json_object_get(r, "cases")), 98);
+	json_t *sc = json_object_get(r, "scores");
+	assert_true(json_real_value(json_object_get(sc, "tool")) == 0.95);
+	assert_true(json_is_null(json_object_get(sc, "args")));
+	assert_true(json_real_value(json_object_get(sc, "pass")) == 0.5);
+	json_t *want = json_loads(EVAL_REPORT, 0, NULL);
+	assert_true(json_equal(json_object_get(r, "report"), want));
+	json_decref(want);
+	r = json_array_get(v, 2);
+	assert_true(json_is_null(json_object_get(r, "provider")));
+	assert_true(json_is_null(json_object_get(r, "profile")));
+	assert_true(json_is_null(json_object_get(json_object_get(r, "scores"), "pass")));
+	json_decref(v);
+	/* kept as given: NAN as NULL, the report's text as put */
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs WHERE score_args IS NULL"), 4);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs WHERE score_pass IS NULL"), 1);
+	char text[256];
+	sqlx(f->sql, "SELECT report FROM eval_runs WHERE id = '" EVAL_ID(1) "'", text, sizeof text);
+	assert_string_equal(text, EVAL_REPORT);
+
+	/* refused: an id kept before (the first stays), a report not an object, a bad id */
+	tgi_eval_row dup = { .id = EVAL_ID(1), .ts_ms = 5000, .model = "m9", .report = "{}",
+	                     .score = { NAN, NAN, NAN, NAN, NAN } };
+	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
+	assert_non_null(strstr(err, "cannot keep eval run " EVAL_ID(1)));
+	dup.id = EVAL_ID(5);
+	dup.report = "[]";
+	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
+	assert_string_equal(err, "the report of eval run " EVAL_ID(5) " is not a JSON object");
+	dup.id = "nope";
+	dup.report = "{}";
+	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is not a UUID"));
+	dup.id = EVAL_ID(5);
+	dup.model = "\xc3";
+	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
+	assert_string_equal(err, "the model of an eval run is not UTF-8");
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs"), 4);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs WHERE model = 'm9'"), 0);
+
+	/* the same runs in SQLite: the same table, the same lists */
+	snprintf(f->tmp, sizeof f->tmp, "/tmp/tg_pgeval_XXXXXX");
+	assert_non_null(mkdtemp(f->tmp));
+	snprintf(path, sizeof path, "%s/ledger.db", f->tmp);
+	f->lite = open_or_die(path);
+	eval_put_four(f->lite);
+	lite_columns(path, cols, sizeof cols);
+	sqlx(f->sql, "SELECT string_agg(column_name, ',' ORDER BY ordinal_position)"
+	             " FROM information_schema.columns WHERE table_name = 'eval_runs'", pcols, sizeof pcols);
+	assert_string_equal(pcols, cols);
+	assert_non_null(strstr(cols, "score_pass"));
+	static const struct { const char *model; int64_t limit; } lists[] = {
+		{ NULL, 20 }, { NULL, 0 }, { NULL, 2 }, { NULL, 1 }, { "m1", 20 }, { "m1", 2 },
+		{ "m2", 5 }, { "nobody", 5 }, { "m\xff", 5 },
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(lists); i++) {
+		json_t *a = NULL, *b = NULL;
+		char what[48];
+		OK(tgi_store_eval_list(f->lite, lists[i].model, lists[i].limit, &a, err, sizeof err));
+		OK(tgi_store_eval_list(f->s, lists[i].model, lists[i].limit, &b, err, sizeof err));
+		snprintf(what, sizeof what, "eval runs %zu", i);
+		same_json(what, a, b);
+		json_decref(a);
+		json_decref(b);
+	}
+}
+
+/* A version 5 ledger (migrated to 5 and no further) with an approval
+ * that has its plan and reason, a call and a conversation is upgraded to
+ * 6 by an ordinary open: its rows stay and read back, and runs are kept. */
+static void test_upgrade_v5_eval(void **state)
+{
+	struct fx *f = *state;
+	char err[512] = "", sql[1024], api[32];
+	int v = -1, found = 0;
+	tgi_approval_row got;
+	json_t *j = NULL;
+	int64_t later = tgi_unix_ms() + 3600 * 1000;
+
+	assert_int_equal(open_store(f, TGI_STORE_NO_MIGRATE), 0);
+	OK(tgi_store_migrate(f->s, 5, 0, NULL, NULL, err, sizeof err));
+	tgi_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(sql_num(f->sql, "SELECT max(version) FROM toolgate_schema"), 5);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename = 'eval_runs'"), 0);
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"
+	         " created_ms, expires_ms, decided_by, decided_ms, plan, decided_reason) VALUES"
+	         " ('%s', NULL, 'shell', 'local', '%s', 'denied', '{}', 'ask: shell', 1000, %lld,"
+	         " 'bob', 1500, '{\"argv\":[\"rm\"]}', 'not today');"
+	         "INSERT INTO ops(op_id, tool, status, started_ms, envelope) VALUES"
+	         " ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'read_file', 'persisted', 1000, '{}');"
+	         "INSERT INTO messages(session, seq, api, ts_ms, entry) VALUES"
+	         " ('agent-1', 1, 'anthropic', 1000, '{\"role\":\"user\",\"content\":\"hi\"}')",
+	         EVAL_ID(9), BINDING_A, (long long)later);
+	sqlx(f->sql, sql, NULL, 0);
+
+	assert_int_equal(open_store(f, 0), 0);
+	OK(tgi_store_schema_version(f->s, &v, err, sizeof err));
+	assert_int_equal(v, 6);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), 6);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
+	                                 " ('eval_runs_ts', 'eval_runs_model')"), 2);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops"), 1);
+	OK(tgi_store_approval_get(f->s, EVAL_ID(9), &got, &found, err, sizeof err));
+	assert_int_equal(found, 1);
+	assert_string_equal(got.state, "denied");
+	assert_string_equal(got.plan, "{\"argv\":[\"rm\"]}");
+	assert_string_equal(got.decided_reason, "not today");
+	tgi_approval_row_clear(&got);
+	OK(tgi_store_messages(f->s, "agent-1", &j, api, err, sizeof err));
+	assert_string_equal(api, "anthropic");
+	assert_int_equal(json_array_size(j), 1);
+	json_decref(j);
+	OK(tgi_store_eval_list(f->s, NULL, 20, &j, err, sizeof err));
+	assert_int_equal(json_array_size(j), 0);
+	json_decref(j);
+	eval_put_four(f->s);
+	char ids[64];
+	eval_ids(f->s, "m1", 0, ids, sizeof ids);
+	assert_string_equal(ids, "1,2,4");
+}
+
 int main(void)
 {
 	char err[512];
@@ -2116,6 +2346,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_owner_identity, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_approval_use, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_export_one_snapshot, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_runs, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_upgrade_v5_eval, setup_db, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
