@@ -56,6 +56,8 @@ typedef struct tgi_provider_ops {
 struct tgi_provider {
 	const tgi_provider_ops *ops;
 	const tgi_protocol     *api;    /* the dialect of its requests and replies */
+	const char             *model;  /* the model it asks for (the API's default when none
+	                                   was given); NULL: the scripted provider */
 };
 
 typedef struct tgi_provider_opts {

@@ -973,6 +973,7 @@ int tgi_provider_http(const tgi_provider_opts *o, tgi_provider **out, char *err,
 	hp->url = endpoint(spec, base_url);
 	hp->shown_url = url_for_messages(hp->url);
 	hp->model = tgi_strdup(o->model && *o->model ? o->model : spec->model);
+	hp->base.model = hp->model;
 	hp->key = key ? tgi_strdup(key) : NULL;
 	hp->timeout_s = o->timeout_s > 0 ? o->timeout_s : DEFAULT_TIMEOUT_S;
 	if (hp->timeout_s > TIMEOUT_MAX_S)

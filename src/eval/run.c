@@ -462,9 +462,9 @@ static void judge_call(eval *e, judge *j, const tgi_eval_case *c, const tgi_pcal
 	int invalid = gv == TGI_STOP && cl.status == TG_INVALID;   /* a status is set only by a stop */
 	int valid = !invalid && !fails;
 
+	/* the message names its field when it has one ("/path is required") */
 	if (invalid)
-		fail_check(v, "valid", "invalid: %s%s%s", cl.has_field ? cl.field : "",
-		           cl.has_field ? ": " : "", cl.message);
+		fail_check(v, "valid", "invalid: %s", cl.message);
 	else if (fails)
 		fail_check(v, "valid", "would fail: %s", fails);
 	v->valid = valid;
@@ -644,9 +644,13 @@ static json_t *run_suite(eval *e, const char *config, char **errmsg)
 	e->nitems = e->suite.n * (size_t)runs;
 	e->items = tgi_xcalloc(e->nitems ? e->nitems : 1, sizeof *e->items);
 	for (size_t ci = 0; ci < e->suite.n; ci++) {
-		judge *j = judge_for(e, profile_of(e, &e->suite.v[ci]), errmsg);
-		if (!j)
+		char *why = NULL;
+		judge *j = judge_for(e, profile_of(e, &e->suite.v[ci]), &why);
+		if (!j) {
+			tgi_fail(errmsg, "%s: %s", e->suite.v[ci].where, why ? why : "no gate");
+			free(why);
 			return NULL;
+		}
 		for (int r = 0; r < runs; r++)
 			e->items[ci * (size_t)runs + (size_t)r] = (item){.ci = ci, .run = r + 1, .j = j};
 	}
@@ -680,7 +684,8 @@ static json_t *run_suite(eval *e, const char *config, char **errmsg)
 	                        "suite", "digest", e->digest, "cases", (json_int_t)e->suite.n,
 	                        "files", e->suite.files,
 	                        "provider", e->provs[0]->ops->name, "api", e->api->name,
-	                        "model", o->model, "runs", runs, "config", cfg_path,
+	                        "model", o->model && *o->model ? o->model : e->provs[0]->model,
+	                        "runs", runs, "config", cfg_path,
 	                        "profile", main_judge->g->profile, "manifest", main_judge->manifest,
 	                        "definitions", definitions(e, main_judge), "started", started,
 	                        "duration_ms", tgi_now_ms() - t0,
@@ -714,7 +719,7 @@ static int record(eval *e, json_t *rep, char **errmsg)
 		.id = id, .ts_ms = tgi_unix_ms(),
 		.provider = json_string_value(json_object_get(rep, "provider")),
 		.api = json_string_value(json_object_get(rep, "api")),
-		.model = model ? model : "(default)",
+		.model = model ? model : "(script)",
 		.profile = json_string_value(json_object_get(rep, "profile")),
 		.manifest = json_string_value(json_object_get(rep, "manifest")),
 		.suite = e->digest,
@@ -967,7 +972,7 @@ char *tg_eval_sizes(tg_gate *g, const char *format, char **errmsg)
 	tgi_buf_init(&b, 1u << 20);
 	tgi_buf_printf(&b, "%-12s %5s", "profile", "tools");
 	for (size_t k = 0; k < TGI_ARRAY_LEN(apis); k++)
-		tgi_buf_printf(&b, "  %-20s", apis[k]);
+		tgi_buf_printf(&b, k + 1 < TGI_ARRAY_LEN(apis) ? "  %-20s" : "  %s", apis[k]);
 	tgi_buf_puts(&b, "\n");
 	size_t i;
 	json_t *r;
@@ -982,7 +987,7 @@ char *tg_eval_sizes(tg_gate *g, const char *format, char **errmsg)
 			snprintf(cell, sizeof cell, "%s (~%s tok)",
 			         grouped((size_t)json_integer_value(json_object_get(a, "chars")), c),
 			         grouped((size_t)json_integer_value(json_object_get(a, "tokens_est")), t));
-			tgi_buf_printf(&b, "  %-20s", cell);
+			tgi_buf_printf(&b, k + 1 < TGI_ARRAY_LEN(apis) ? "  %-20s" : "  %s", cell);
 		}
 		tgi_buf_puts(&b, "\n");
 	}
