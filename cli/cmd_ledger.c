@@ -21,12 +21,13 @@ static const char usage_text[] =
 	"usage: toolgate ledger export [--since WHEN] [--output FILE] [--config FILE]\n"
 	"       toolgate ledger import [FILE|-] [--json] [--config FILE]\n\n"
 	"Moves the ledger's history between ledgers (SQLite and PostgreSQL alike).\n"
-	"export writes JSON lines: a header {\"toolgate_ledger\": 1, \"schema\", \"exported_at\",\n"
+	"export writes JSON lines: a header {\"toolgate_ledger\": 2, \"schema\", \"exported_at\",\n"
 	"...}, one line per call with its events (oldest first), then one line per\n"
-	"event that belongs to no call, and of each unknown outcome of a call that left\n"
-	"no row (its process died).  import writes them into the ledger (each call\n"
-	"in one transaction; calls and events already there are skipped, so running it\n"
-	"twice imports nothing the second time), keeping replays working: a call whose\n"
+	"event that belongs to no call, of each unknown outcome of a call that left\n"
+	"no row (its process died), and of each run of toolgate eval (oldest first).\n"
+	"import writes them into the ledger (each call in one transaction; calls,\n"
+	"events and eval runs already there are skipped, so running it twice imports\n"
+	"nothing the second time), keeping replays working: a call whose\n"
 	"idempotency key was done replays in the new ledger, one whose outcome was\n"
 	"unknown stays unknown.  Approvals, pins, rate-limit buckets and agent\n"
 	"conversations are not moved.\n\n"
@@ -35,11 +36,13 @@ static const char usage_text[] =
 	"  TOOLGATE_STORE=postgresql://gate@db/toolgate toolgate ledger import history.jsonl\n\n"
 	"options:\n"
 	"  --since WHEN         export: only calls since 30s, 10m, 2h, 1d, or\n"
-	"                       2026-11-30[T12:00:00Z] (and events of no call since then)\n"
+	"                       2026-11-30[T12:00:00Z] (and events of no call and eval\n"
+	"                       runs since then)\n"
 	"  --output FILE        export: write FILE (0600; replaced only when the export is\n"
 	"                       complete) instead of stdout\n"
-	"  --json               import: print {ops, events, claims, skipped, skipped_ops,\n"
-	"                       skipped_events, skipped_claims, lines, error}\n"
+	"  --json               import: print {ops, events, claims, eval_runs, skipped,\n"
+	"                       skipped_ops, skipped_events, skipped_claims,\n"
+	"                       skipped_eval_runs, lines, error}\n"
 	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n";
 
 static int write_line(void *arg, const char *line, size_t len)
@@ -66,6 +69,15 @@ static FILE *open_output(const char *path, char *tmp, size_t cap)
 		}
 	}
 	return f;
+}
+
+/* ", 3 eval runs" into out, or "" when there are none. */
+static const char *eval_runs(char *out, size_t cap, size_t n)
+{
+	if (!n)
+		return "";
+	snprintf(out, cap, ", %zu eval run%s", n, n == 1 ? "" : "s");
+	return out;
 }
 
 static int export(tg_ledger *l, long long since, const char *path)
@@ -102,8 +114,9 @@ static int export(tg_ledger *l, long long since, const char *path)
 		return 1;
 	}
 	FILE *say = path ? stdout : stderr;
-	fprintf(say, "exported %zu ops, %zu events%s%s\n", c.ops, c.events, path ? " to " : "",
-	        path ? path : "");
+	char runs[64];
+	fprintf(say, "exported %zu ops, %zu events%s%s%s\n", c.ops, c.events,
+	        eval_runs(runs, sizeof runs, c.eval_runs), path ? " to " : "", path ? path : "");
 	if (c.claims)
 		fprintf(say, "and %zu unknown outcome%s of calls that left no op\n", c.claims,
 		        c.claims == 1 ? "" : "s");
@@ -112,17 +125,19 @@ static int export(tg_ledger *l, long long since, const char *path)
 
 static size_t skipped(const tg_ledger_counts *c)
 {
-	return c->skipped_ops + c->skipped_events + c->skipped_claims;
+	return c->skipped_ops + c->skipped_events + c->skipped_claims + c->skipped_eval_runs;
 }
 
 static void import_json(const tg_ledger_counts *c, const char *error)
 {
-	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "ops",
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "ops",
 	                      (json_int_t)c->ops, "events", (json_int_t)c->events, "claims",
-	                      (json_int_t)c->claims, "skipped", (json_int_t)skipped(c),
-	                      "skipped_ops", (json_int_t)c->skipped_ops, "skipped_events",
+	                      (json_int_t)c->claims, "eval_runs", (json_int_t)c->eval_runs,
+	                      "skipped", (json_int_t)skipped(c), "skipped_ops",
+	                      (json_int_t)c->skipped_ops, "skipped_events",
 	                      (json_int_t)c->skipped_events, "skipped_claims",
-	                      (json_int_t)c->skipped_claims, "lines", (json_int_t)c->lines);
+	                      (json_int_t)c->skipped_claims, "skipped_eval_runs",
+	                      (json_int_t)c->skipped_eval_runs, "lines", (json_int_t)c->lines);
 	json_object_set_new(o, "error", error ? json_string(error) : json_null());
 	char *text = json_dumps(o, JSON_COMPACT);
 	puts(text ? text : "{}");
@@ -136,7 +151,7 @@ static int import(tg_ledger *l, const char *path, int as_json)
 	if (fd < 0)
 		return cli_error("cannot read \"%s\": %s", path, strerror(errno));
 	tg_ledger_counts c;
-	char *err = NULL;
+	char *err = NULL, runs[64];
 	int rc = tg_ledger_import(l, fd, &c, &err);
 	if (fd != 0)
 		close(fd);
@@ -145,16 +160,16 @@ static int import(tg_ledger *l, const char *path, int as_json)
 	if (rc < 0) {
 		cli_error("%s", err ? err : "the import failed");
 		if (err && !strncmp(err, "line ", 5))   /* a line stopped it: how far it got */
-			cli_error("imported %zu ops, %zu events before the error; skipped %zu already "
+			cli_error("imported %zu ops, %zu events%s before the error; skipped %zu already "
 			          "present; nothing after it was written",
-			          c.ops, c.events, skipped(&c));
+			          c.ops, c.events, eval_runs(runs, sizeof runs, c.eval_runs), skipped(&c));
 		free(err);
 		return 1;
 	}
 	if (as_json)
 		return 0;
-	printf("imported %zu ops, %zu events; skipped %zu already present\n", c.ops, c.events,
-	       skipped(&c));
+	printf("imported %zu ops, %zu events%s; skipped %zu already present\n", c.ops, c.events,
+	       eval_runs(runs, sizeof runs, c.eval_runs), skipped(&c));
 	if (c.claims)
 		printf("and %zu unknown outcome%s of calls that left no op (never run again; "
 		       "toolgate ops resolve settles them)\n", c.claims, c.claims == 1 ? "" : "s");

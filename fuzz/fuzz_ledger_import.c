@@ -7,11 +7,12 @@
  * the importer relies on (a UUID op_id, a status and error kind toolgate
  * has, canonical args, an envelope object, events with a type; a claim's
  * scope and state; a binding of 64 lowercase hex digits, only with a
- * scope), and an op written back as an export line parses to the same
- * record.
+ * scope; an eval run's UUID, time, rates and report object), and an op or
+ * an eval run written back as an export line parses to the same record.
  *
  * Owns: nothing.  Must not: open a ledger or write files.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,50 @@ static void check_op(const tgi_ledger_line *ln)
 	tgi_ledger_line_free(&back);
 }
 
+/* An eval run keeps what tgi_store_eval_put checks, and written back as
+ * tgi_store_eval_list gives it (rates null for NAN) parses to the same run. */
+static void check_eval_run(const tgi_ledger_line *ln)
+{
+	static const char *const checks[5] = {"tool", "valid", "args", "policy", "pass"};
+	const tgi_eval_row *r = &ln->eval;
+	char ts[32];
+	check(tgi_uuid_ok(r->id) && r->ts_ms >= 0 && r->cases >= 0 && r->runs >= 0);
+	json_t *scores = json_object();
+	for (int i = 0; i < 5; i++) {
+		check(isnan(r->score[i]) || (r->score[i] >= 0.0 && r->score[i] <= 1.0));
+		json_object_set_new(scores, checks[i],
+		                    isnan(r->score[i]) ? json_null() : json_real(r->score[i]));
+	}
+	json_t *report = json_loads(r->report, 0, NULL);
+	check(json_is_object(report));
+	tgi_iso8601(r->ts_ms, ts);
+	json_t *row = json_pack("{s:{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o}}",
+	                        "eval_run", "id", r->id, "ts", ts, "provider",
+	                        str_or_null(r->provider), "api", str_or_null(r->api), "model",
+	                        str_or_null(r->model), "profile", str_or_null(r->profile),
+	                        "manifest", str_or_null(r->manifest), "suite",
+	                        str_or_null(r->suite), "cases", (json_int_t)r->cases, "runs",
+	                        (json_int_t)r->runs, "scores", scores, "report", report);
+	check(row != NULL);
+	char *text = json_dumps(row, JSON_COMPACT);
+	json_decref(row);
+	check(text != NULL);
+	tgi_ledger_line back;
+	char err[512] = "";
+	check(tgi_ledger_parse(text, strlen(text), &back, err, sizeof err) == 0);
+	free(text);
+	check(back.kind == TGI_LINE_EVAL_RUN && back.eval.ts_ms == r->ts_ms &&
+	      same(back.eval.id, r->id) && same(back.eval.provider, r->provider) &&
+	      same(back.eval.api, r->api) && same(back.eval.model, r->model) &&
+	      same(back.eval.profile, r->profile) && same(back.eval.manifest, r->manifest) &&
+	      same(back.eval.suite, r->suite) && back.eval.cases == r->cases &&
+	      back.eval.runs == r->runs && same(back.eval.report, r->report));
+	for (int i = 0; i < 5; i++)
+		check(isnan(r->score[i]) ? isnan(back.eval.score[i])
+		                         : back.eval.score[i] == r->score[i]);
+	tgi_ledger_line_free(&back);
+}
+
 static void one_line(const char *text, size_t len)
 {
 	tgi_ledger_line ln;
@@ -139,6 +184,10 @@ static void one_line(const char *text, size_t len)
 		check(!strcmp(ln.idem_state, "in_flight") || !strcmp(ln.idem_state, "unknown"));
 		check(ln.op.started_ms >= 0 && !ln.ev && !ln.op.envelope);
 		check(binding_ok(ln.idem_binding));
+		break;
+	case TGI_LINE_EVAL_RUN:
+		check(!ln.ev && !ln.op.envelope);
+		check_eval_run(&ln);
 		break;
 	}
 	tgi_ledger_line_free(&ln);

@@ -422,18 +422,21 @@ typedef struct tg_ledger_counts {
 	                                         (their process died mid-call) */
 	size_t skipped_ops, skipped_events, skipped_claims; /* import: already there */
 	size_t lines;                         /* import: lines read (a failed one included) */
+	size_t eval_runs;                     /* runs of toolgate eval exported, or imported */
+	size_t skipped_eval_runs;             /* import: already there (by id) */
 } tg_ledger_counts;
 
 /*
  * Export the calls started at or after since_ms (0: all) and the events of
  * no op since then, as JSON lines to fn (each without its newline): a
- * header {"toolgate_ledger": 1, "schema", "exported_at", "since", "store"},
+ * header {"toolgate_ledger": 2, "schema", "exported_at", "since", "store"},
  * then one line per op, oldest first, with its events, then one
  * {"event": ...} line per event of no op, then one {"claim": ...} line per
  * idempotency claim in flight or unknown whose call left no op (a process
- * that died while its tool ran).  fn returning nonzero stops the
- * export (-1).  counts (may be NULL) gets what was exported.  0, or -1
- * with *errmsg.
+ * that died while its tool ran), then one {"eval_run": ...} line per run of
+ * toolgate eval started since then, oldest first.  fn returning nonzero
+ * stops the export (-1).  counts (may be NULL) gets what was exported.  0,
+ * or -1 with *errmsg.
  */
 int tg_ledger_export(tg_ledger *l, long long since_ms,
                      int (*fn)(void *arg, const char *line, size_t len), void *arg,
@@ -445,8 +448,9 @@ int tg_ledger_export(tg_ledger *l, long long since_ms,
  * op already in the ledger is skipped whole), an op whose idempotency
  * claim was done is done here too (so a repeat replays it) and one whose
  * outcome was unknown stays unknown (never re-run), as does a claim whose
- * call left no op; an event of no op or a claim that the ledger already
- * holds is skipped.  Running it twice imports
+ * call left no op; an event of no op, a claim or an eval run (by its id)
+ * that the ledger already holds is skipped.  An export in format 1 (from
+ * before eval runs were exported) is read too.  Running it twice imports
  * nothing the second time.  A line that is not an export line stops it:
  * -1 with *errmsg ("line 7: ..."), everything before that line written,
  * nothing of it or after.  counts (may be NULL) says how far it got.

@@ -13,8 +13,8 @@
  * already there is skipped, so an import can be run again after a failure
  * or twice by mistake: an op by its op_id, an event of no op by its time,
  * type, stage and data (looked up only when the ledger had events before
- * the import began), a claim by its scope.  Event seqs are the new
- * ledger's own.  A claim whose call left no row (the process died while
+ * the import began), a claim by its scope, an eval run by its id.  Event
+ * seqs are the new ledger's own.  A claim whose call left no row (the process died while
  * the tool ran) comes too, and stays an unknown outcome (see import_claim).
  *
  * Owns: opening the ledger a configuration names (tgi_config_load finds
@@ -153,11 +153,14 @@ static int parse_header(json_t *root, tgi_ledger_line *out, char *err, size_t er
 	json_t *schema = json_object_get(root, "schema");
 	if (!json_is_integer(fmt))
 		return expected(err, errlen, "toolgate_ledger", "the export format number", fmt);
-	if (json_integer_value(fmt) != TGI_LEDGER_FORMAT) {
+	if (json_integer_value(fmt) < TGI_LEDGER_FORMAT_MIN ||
+	    json_integer_value(fmt) > TGI_LEDGER_FORMAT) {
 		tgi_snprintf(err, errlen,
 		             "the export is in format %" JSON_INTEGER_FORMAT
-		             "; this toolgate reads format %d",
-		             json_integer_value(fmt), TGI_LEDGER_FORMAT);
+		             "; this toolgate reads formats %d to %d%s",
+		             json_integer_value(fmt), TGI_LEDGER_FORMAT_MIN, TGI_LEDGER_FORMAT,
+		             json_integer_value(fmt) > TGI_LEDGER_FORMAT
+		                     ? " (import it with a newer toolgate)" : "");
 		return -1;
 	}
 	if (!json_is_integer(schema) || json_integer_value(schema) < 0)
@@ -305,10 +308,132 @@ static int parse_claim(json_t *v, tgi_ledger_line *out, char *err, size_t errlen
 	return 0;
 }
 
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar. */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* s as tgi_iso8601 writes it ("2026-11-30T03:49:36.123Z", 1970 to 9999):
+ * 0 with *ms, or -1.  Strict: the time written back is s again, so that
+ * a day past its month's end is refused, not moved on. */
+static int parse_time(const char *s, int64_t *ms)
+{
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+	int64_t f[7] = {0};   /* year, month, day, hour, minute, second, ms */
+	int k = 0;
+	if (!s || strlen(s) != sizeof shape - 1)
+		return -1;
+	for (size_t i = 0; i < sizeof shape - 1; i++) {
+		if (shape[i] != 'd') {
+			if (s[i] != shape[i])
+				return -1;
+			k += shape[i] != 'Z';
+			continue;
+		}
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		f[k] = f[k] * 10 + (s[i] - '0');
+	}
+	if (f[0] < 1970 || f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23 ||
+	    f[4] > 59 || f[5] > 59)
+		return -1;
+	int64_t t = ((days_from_civil(f[0], f[1], f[2]) * 24 + f[3]) * 60 + f[4]) * 60 + f[5];
+	t = t * 1000 + f[6];
+	char again[32];
+	tgi_iso8601(t, again);
+	if (t < 0 || t > TGI_LEDGER_MS_MAX || strcmp(again, s))
+		return -1;
+	*ms = t;
+	return 0;
+}
+
+/* v[key] as a count: an integer of 0 or more. */
+static int get_count(json_t *v, const char *key, const char *field, int64_t *out, char *err,
+                     size_t errlen)
+{
+	json_t *n = json_object_get(v, key);
+	if (!json_is_integer(n) || json_integer_value(n) < 0)
+		return expected(err, errlen, field, "a count (0 or more)", n);
+	*out = (int64_t)json_integer_value(n);
+	return 0;
+}
+
+/* {tool, valid, args, policy, pass}: each a rate from 0 to 1, or null (NAN). */
+static int get_scores(json_t *v, double score[5], char *err, size_t errlen)
+{
+	static const char *const checks[5] = {"tool", "valid", "args", "policy", "pass"};
+	json_t *o = json_object_get(v, "scores");
+	if (!json_is_object(o))
+		return expected(err, errlen, "eval_run.scores",
+		                "an object {tool, valid, args, policy, pass}", o);
+	for (int i = 0; i < 5; i++) {
+		json_t *r = json_object_get(o, checks[i]);
+		double x = json_is_number(r) ? json_number_value(r) : NAN;
+		if (!json_is_null(r) && !(x >= 0.0 && x <= 1.0)) {
+			char f[32];
+			tgi_snprintf(f, sizeof f, "eval_run.scores.%s", checks[i]);
+			return expected(err, errlen, f, "a rate from 0 to 1 or null", r);
+		}
+		score[i] = x;
+	}
+	return 0;
+}
+
+/* {id, ts, provider, api, model, profile, manifest, suite, cases, runs,
+ * scores, report}: a run of toolgate eval, as tgi_store_eval_list gives it. */
+static int parse_eval_run(json_t *v, tgi_ledger_line *out, char *err, size_t errlen)
+{
+	static const char *const texts[6][2] = {
+		{"provider", "eval_run.provider"}, {"api", "eval_run.api"},
+		{"model", "eval_run.model"},       {"profile", "eval_run.profile"},
+		{"manifest", "eval_run.manifest"}, {"suite", "eval_run.suite"},
+	};
+	tgi_eval_row *r = &out->eval;
+	const char **dst[6] = {&r->provider, &r->api, &r->model, &r->profile, &r->manifest,
+	                       &r->suite};
+	if (!json_is_object(v))
+		return expected(err, errlen, "eval_run",
+		                "an object {id, ts, model, ..., scores, report}", v);
+	json_t *id = json_object_get(v, "id");
+	if (!json_is_string(id) || !tgi_uuid_ok(json_string_value(id)))
+		return expected(err, errlen, "eval_run.id", "a UUID", id);
+	r->id = json_string_value(id);
+	json_t *ts = json_object_get(v, "ts");
+	if (parse_time(json_string_value(ts), &r->ts_ms) < 0)
+		return expected(err, errlen, "eval_run.ts",
+		                "a time as 2026-11-30T03:49:36.123Z (UTC, 1970 to 9999)", ts);
+	for (int i = 0; i < 6; i++)
+		if (get_string(v, texts[i][0], texts[i][1], TGI_EVAL_TEXT_MAX, 0, dst[i], err,
+		               errlen) < 0)
+			return -1;
+	if (get_count(v, "cases", "eval_run.cases", &r->cases, err, errlen) < 0 ||
+	    get_count(v, "runs", "eval_run.runs", &r->runs, err, errlen) < 0 ||
+	    get_scores(v, r->score, err, errlen) < 0)
+		return -1;
+	json_t *report = json_object_get(v, "report");
+	if (!json_is_object(report))
+		return expected(err, errlen, "eval_run.report", "an object", report);
+	/* full precision: the rates read back are the same doubles */
+	r->report = json_dumps(report, JSON_COMPACT);
+	if (!r->report) {
+		tgi_snprintf(err, errlen, "eval_run.report: cannot be encoded");
+		return -1;
+	}
+	out->kind = TGI_LINE_EVAL_RUN;
+	return 0;
+}
+
 void tgi_ledger_line_free(tgi_ledger_line *l)
 {
 	if (!l)
 		return;
+	free((char *)l->eval.report);
 	free((char *)l->op.args_redacted);
 	free((char *)l->op.envelope);
 	free(l->ev);
@@ -349,6 +474,8 @@ int tgi_ledger_parse(const char *text, size_t len, tgi_ledger_line *out, char *e
 		rc = parse_header(root, out, err, errlen);
 	else if (json_object_get(root, "claim") && !json_object_get(root, "op_id"))
 		rc = parse_claim(json_object_get(root, "claim"), out, err, errlen);
+	else if (json_object_get(root, "eval_run") && !json_object_get(root, "op_id"))
+		rc = parse_eval_run(json_object_get(root, "eval_run"), out, err, errlen);
 	else if (json_object_get(root, "event") && !json_object_get(root, "op_id")) {
 		out->ev = tgi_xcalloc(1, sizeof *out->ev);
 		rc = parse_event(json_object_get(root, "event"), "event", out->ev, err, errlen);
@@ -357,8 +484,9 @@ int tgi_ledger_parse(const char *text, size_t len, tgi_ledger_line *out, char *e
 	} else if (json_object_get(root, "op_id"))
 		rc = parse_op(root, out, err, errlen);
 	else {
-		tgi_snprintf(err, errlen, "neither an export header, an op, an event nor a claim "
-		             "(no \"toolgate_ledger\", \"op_id\", \"event\" or \"claim\")");
+		tgi_snprintf(err, errlen, "neither an export header, an op, an event, a claim nor an "
+		             "eval run (no \"toolgate_ledger\", \"op_id\", \"event\", \"claim\" or "
+		             "\"eval_run\")");
 		rc = -1;
 	}
 	if (rc < 0)
@@ -560,6 +688,40 @@ static int export_row(void *arg, json_t *row)
 	return 0;
 }
 
+/* The runs of toolgate eval started at or after since_ms, oldest first:
+ * 0, 1 when stopped, -1 with err. */
+static int export_eval_runs(tg_ledger *l, struct exporter *x, int64_t since_ms, char *err,
+                            size_t errlen)
+{
+	json_t *runs = NULL, *row;
+	size_t i;
+	int stop = 0;
+	if (tgi_store_eval_list(l->store, NULL, 0, &runs, err, errlen) < 0)
+		return -1;
+	json_array_foreach(runs, i, row) {
+		json_t *ts = json_object_get(row, "ts");
+		int64_t ms;
+		if (parse_time(json_string_value(ts), &ms) < 0) {
+			char q[96];
+			tgi_snprintf(err, errlen, "eval run %s: its time %s cannot be exported",
+			             tgi_json_describe(json_object_get(row, "id"), q, sizeof q),
+			             json_string_value(ts) ? json_string_value(ts) : "(none)");
+			stop = -1;
+			break;
+		}
+		if (ms < since_ms)
+			continue;
+		json_t *line = json_pack("{s:O}", "eval_run", row);
+		stop = emit(x, line);
+		json_decref(line);
+		if (stop)
+			break;
+		x->c->eval_runs++;
+	}
+	json_decref(runs);
+	return stop;
+}
+
 int tg_ledger_export(tg_ledger *l, long long since_ms,
                      int (*fn)(void *arg, const char *line, size_t len), void *arg,
                      tg_ledger_counts *counts, char **errmsg)
@@ -584,6 +746,8 @@ int tg_ledger_export(tg_ledger *l, long long since_ms,
 	json_decref(head);
 	if (!stop)
 		stop = tgi_store_export(l->store, since_ms, export_row, &x, err, sizeof err);
+	if (!stop)
+		stop = export_eval_runs(l, &x, since_ms, err, sizeof err);
 	if (stop < 0)
 		return tgi_fail(errmsg, "%s", err);
 	if (x.unencoded)
@@ -654,6 +818,8 @@ struct importer {
 	tg_ledger_counts *c;
 	int64_t           seq0;      /* the ledger's newest event seq before the import */
 	json_t           *present;   /* events of no op it held then: key -> count (NULL: not
+	                                read yet) */
+	json_t           *eval_ids;  /* ids of the eval runs it holds: id -> true (NULL: not
 	                                read yet) */
 	int               header;    /* a header was read */
 };
@@ -772,6 +938,36 @@ static int import_claim(struct importer *im, const tgi_ledger_line *ln, char *er
 	return 0;
 }
 
+/* A run of toolgate eval: kept unless a run of its id is there.  The
+ * ledger's ids are listed once, at the first run, and each run kept is
+ * added (the same id twice in one export is kept once). */
+static int import_eval_run(struct importer *im, const tgi_eval_row *r, char *err,
+                           size_t errlen)
+{
+	if (!im->eval_ids) {
+		json_t *runs = NULL, *row;
+		size_t i;
+		if (tgi_store_eval_list(im->s, NULL, 0, &runs, err, errlen) < 0)
+			return -1;
+		im->eval_ids = json_object();
+		json_array_foreach(runs, i, row) {
+			const char *id = json_string_value(json_object_get(row, "id"));
+			if (id)
+				json_object_set_new(im->eval_ids, id, json_true());
+		}
+		json_decref(runs);
+	}
+	if (json_object_get(im->eval_ids, r->id)) {
+		im->c->skipped_eval_runs++;
+		return 0;
+	}
+	if (tgi_store_eval_put(im->s, r, err, errlen) < 0)
+		return -1;
+	json_object_set_new(im->eval_ids, r->id, json_true());
+	im->c->eval_runs++;
+	return 0;
+}
+
 /* Before the first header: is this line blank or a header (right or
  * wrong: the parser says what is wrong with it)? */
 static int is_header(const char *text, size_t len)
@@ -805,6 +1001,8 @@ static int import_line(struct importer *im, const char *text, size_t len, char *
 		rc = import_event(im, ln.ev, err, errlen);
 	} else if (ln.kind == TGI_LINE_CLAIM) {
 		rc = import_claim(im, &ln, err, errlen);
+	} else if (ln.kind == TGI_LINE_EVAL_RUN) {
+		rc = import_eval_run(im, &ln.eval, err, errlen);
 	}
 	tgi_ledger_line_free(&ln);
 	return rc;
@@ -836,6 +1034,7 @@ int tg_ledger_import(tg_ledger *l, int fd, tg_ledger_counts *counts, char **errm
 	}
 	free(r.buf);
 	json_decref(im.present);
+	json_decref(im.eval_ids);
 	if (rc == -1)
 		return tgi_fail(errmsg, "%s", why);
 	if (rc == -2)

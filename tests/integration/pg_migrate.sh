@@ -8,7 +8,8 @@
 # `toolgate log --json` (event seqs are each ledger's own) and `toolgate stats`;
 # a key done there replays, and stays bound to its call (the same key with
 # other arguments is refused as ambiguous, never answered with the first
-# call's result); an unknown outcome stays unknown.
+# call's result); an unknown outcome stays unknown; a run of toolgate eval
+# comes too (`toolgate eval --history --format json` the same on both sides).
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/integration/support/pg/lib.sh"
 N=$(sed -n 's/^#define TGI_STORE_SCHEMA_VERSION \([0-9][0-9]*\).*/\1/p' "$ROOT/src/store/store.h")
@@ -197,10 +198,18 @@ eq "$(sqlite3 "$WS/h/.toolgate/ledger.db" "select count(*) from events where op_
 [ "$(sqlite3 "$WS/h/.toolgate/ledger.db" "select count(*) from events where op_id is null")" -ge 1 ] ||
 	fail "the history has events of no call"
 
+# a run of toolgate eval (the built-in suite, scripted answers) kept in the SQLite ledger
+(cd "$WS/h" && "$TG" eval --provider scripted --script "$ROOT/tests/data/eval/builtin-answers.json" \
+	> "$WS/eval.out" 2> "$WS/eval.err" < /dev/null)
+eq "$?" 0 "toolgate eval with the scripted answers runs: $(head -c 300 "$WS/eval.err")"
+sanitizers "$WS/eval.err" "toolgate eval"
+
 # export from SQLite (the config's default ledger), import into PostgreSQL
 (cd "$WS/h" && "$TG" ledger export > "$WS/export.jsonl" 2> "$WS/export.err") || fail "ledger export: $(cat "$WS/export.err")"
 sanitizers "$WS/export.err" "ledger export"
-eq "$(head -n 1 "$WS/export.jsonl" | jq -r .toolgate_ledger)" 1 "the export starts with its header"
+eq "$(head -n 1 "$WS/export.jsonl" | jq -r .toolgate_ledger)" 2 "the export starts with its header"
+eq "$(grep -c '^{"eval_run":' "$WS/export.jsonl")" 1 "the export holds the eval run"
+contains "$(cat "$WS/export.err")" ", 1 eval run" "ledger export counts the eval run"
 pg_newdb P3 import
 (cd "$WS/h" && TOOLGATE_STORE=$P3 "$TG" ledger import "$WS/export.jsonl" > "$WS/import.out" 2> "$WS/import.err") ||
 	fail "ledger import: $(cat "$WS/import.err")"
@@ -216,6 +225,14 @@ cmp -s "$WS/log-sqlite" "$WS/log-pg" ||
 CHECKS=$((CHECKS + 1))
 eq "$(cd "$WS/h" && TOOLGATE_STORE=$P3 "$TG" stats --json | jq -cS .)" \
 	"$(cd "$WS/h" && "$TG" stats --json | jq -cS .)" "toolgate stats --json is the same"
+# the eval history came too, run for run
+(cd "$WS/h" && "$TG" eval --history --format json) > "$WS/evals-sqlite"
+(cd "$WS/h" && TOOLGATE_STORE=$P3 "$TG" eval --history --format json) > "$WS/evals-pg"
+eq "$(jq length "$WS/evals-sqlite")/$(jq length "$WS/evals-pg")" 1/1 "one eval run on each side"
+cmp -s "$WS/evals-sqlite" "$WS/evals-pg" ||
+	fail "toolgate eval --history --format json differs after the import: $(diff "$WS/evals-sqlite" "$WS/evals-pg" | head -c 600)"
+CHECKS=$((CHECKS + 1))
+contains "$(cat "$WS/import.out")" ", 1 eval run;" "ledger import counts the eval run"
 # the events of no call came too, in order
 eq "$(pgq "$P3" "select string_agg(type, ',' order by seq) from events where op_id is null")" \
 	"$(sqlite3 "$WS/h/.toolgate/ledger.db" "select group_concat(type, ',') from (select type from events where op_id is null order by seq)")" \
@@ -237,4 +254,5 @@ eq "$(jqv "$WS/p-unknown.json" .status)/$(jqv "$WS/p-unknown.json" .error.kind)"
 (cd "$WS/h" && TOOLGATE_STORE=$P3 "$TG" ledger import "$WS/export.jsonl" > /dev/null 2>&1) || fail "a second import"
 eq "$(pgq "$P3" "select count(*) from ops")" "$(( $(wc -l < "$WS/log-sqlite") + 3 ))" \
 	"a second import adds no op (the three calls just made are the only new rows)"
+eq "$(pgq "$P3" "select count(*) from eval_runs")" 1 "a second import adds no eval run"
 finish

@@ -11,7 +11,10 @@
  * import writes nothing, a bad line stops the import with its number and
  * nothing of it or after written, and the export line parser refuses what
  * is not an export line with a sentence; a ledger URL is shown without its
- * user and password whatever the password holds.  (The PostgreSQL side is
+ * user and password whatever the password holds.  Runs of toolgate eval
+ * move too: the same list in the new ledger, none twice, --since by the
+ * run's time, a bad eval_run line refused by number; an export in format 1
+ * (before eval runs) still reads, one newer than this program does not.  (The PostgreSQL side is
  * tests/integration/pg_migrate.sh.)
  *
  * Owns: nothing outside its temporary directories.
@@ -23,6 +26,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,7 +627,9 @@ static void test_not_an_export(void **state)
 		{"\n  \n", "holds no export"},
 		{"{\"op_id\":\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\"}\n", "line 1: expected the export's header"},
 		{"hello\n", "line 1: expected the export's header"},
-		{"{\"toolgate_ledger\":2,\"schema\":1}\n", "line 1: the export is in format 2"},
+		{"{\"toolgate_ledger\":3,\"schema\":1}\n", "line 1: the export is in format 3"},
+		{"{\"toolgate_ledger\":3,\"schema\":1}\n", "import it with a newer toolgate"},
+		{"{\"toolgate_ledger\":0,\"schema\":1}\n", "line 1: the export is in format 0"},
 		{"{\"toolgate_ledger\":1,\"schema\":99}\n", "newer than this toolgate understands"},
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(cases); i++) {
@@ -686,13 +692,264 @@ static void test_export_since(void **state)
 	assert_non_null(fgets(line, sizeof line, in));
 	json_t *head = json_loads(line, 0, NULL);
 	fclose(in);
-	assert_int_equal(json_integer_value(json_object_get(head, "toolgate_ledger")), 1);
+	assert_int_equal(json_integer_value(json_object_get(head, "toolgate_ledger")), 2);
 	assert_int_equal(json_integer_value(json_object_get(head, "schema")),
 	                 TGI_STORE_SCHEMA_VERSION);
 	assert_string_equal(json_string_value(json_object_get(head, "since")),
 	                    "2023-11-14T22:13:20.000Z");
 	assert_string_equal(json_string_value(json_object_get(head, "store")), "sqlite");
 	json_decref(head);
+}
+
+/* ---- eval runs ---- */
+
+#define EVAL_A "01a22d03-4ed7-713f-b5b3-7dc7159d6c01"
+#define EVAL_B "01a22d03-4ed7-713f-b5b3-7dc7159d6c02"
+#define EVAL_C "01a22d03-4ed7-713f-b5b3-7dc7159d6c03"
+
+/* A run of toolgate eval kept in s: model NULL keeps a null model, pass
+ * NAN a null pass rate. */
+static void put_eval(tgi_store *s, const char *id, int64_t ts_ms, const char *model,
+                     double pass)
+{
+	char e[512];
+	tgi_eval_row r = {
+		.id = id, .ts_ms = ts_ms, .provider = "scripted", .api = "openai-chat",
+		.model = model, .profile = "coding",
+		.manifest = "cb52351068d095da59c8ad6d474c35105c99a121bf8f6e7d946414d9ca07c8bc",
+		.suite = "983ff7a2d739acbeaca2ac5d3cd26f177c58180ba22efd0e8118dd5238b5c30f",
+		.cases = 119, .runs = 2, .score = {1.0, 0.1 + 0.2, NAN, 0.0, pass},
+		.report = "{\"definitions\":{\"chars\":6069,\"tokens\":1650},"
+		          "\"scores\":{\"overall\":{\"pass\":{\"ok\":1,\"of\":3,"
+		          "\"rate\":0.33333333333333331}}},\"note\":\"caf\\u00e9 \\u2192\"}",
+	};
+	if (tgi_store_eval_put(s, &r, e, sizeof e) < 0)
+		fail_msg("eval put: %s", e);
+}
+
+/* The eval runs of ws's ledger, as `toolgate eval --history --format json`
+ * reads them (every model, all of them). */
+static json_t *evals_of(const char *ws)
+{
+	tgi_store *s = store_of(ws, 0);
+	json_t *all = NULL;
+	char e[512];
+	if (tgi_store_eval_list(s, NULL, 0, &all, e, sizeof e) < 0)
+		fail_msg("eval list: %s", e);
+	tgi_store_close(s);
+	return all;
+}
+
+/* The line of path numbered n (1-based) as JSON. */
+static json_t *line_of(const char *path, size_t n)
+{
+	FILE *in = fopen(path, "r");
+	assert_non_null(in);
+	char *line = NULL;
+	size_t cap = 0;
+	json_t *v = NULL;
+	for (size_t i = 1; getline(&line, &cap, in) > 0; i++)
+		if (i == n)
+			v = json_loads(line, 0, NULL);
+	free(line);
+	fclose(in);
+	assert_non_null(v);
+	return v;
+}
+
+/* Calls and eval runs: the runs come after the calls, oldest first, and
+ * read back the same in the new ledger, rate for rate and report for
+ * report; a second import keeps none of them again. */
+static void test_eval_round_trip(void **state)
+{
+	struct fx *f = *state;
+	tg_gate *g = gate(f->src_cfg);
+	assert_int_equal(call(g, "read_file", "{\"path\":\"hello.txt\"}", NULL, NULL, NULL),
+	                 TG_PERSISTED);
+	tg_gate_close(g);
+	tgi_store *s = store_of(f->src, 0);
+	put_eval(s, EVAL_B, 1790000000002LL, "gpt-4.1-mini", 0.75);
+	put_eval(s, EVAL_A, 1790000000001LL, NULL, NAN);
+	put_eval(s, EVAL_C, 1790000000002LL, "other", 1.0);
+	tgi_store_close(s);
+
+	tg_ledger_counts ex;
+	export_to(f->src_cfg, f->file, 0, &ex);
+	assert_int_equal(ex.ops, 1);
+	assert_int_equal(ex.eval_runs, 3);
+	assert_int_equal(count_lines(f->file), 1 + 1 + 3);
+	json_t *head = line_of(f->file, 1);
+	assert_int_equal(json_integer_value(json_object_get(head, "toolgate_ledger")), 2);
+	json_decref(head);
+	static const char *const order[3] = {EVAL_A, EVAL_B, EVAL_C};   /* by time, then id */
+	for (size_t i = 0; i < 3; i++) {
+		json_t *v = line_of(f->file, 3 + i);
+		json_t *run = json_object_get(v, "eval_run");
+		assert_non_null(run);
+		assert_string_equal(json_string_value(json_object_get(run, "id")), order[i]);
+		json_decref(v);
+	}
+
+	tg_ledger_counts c;
+	char *err;
+	if (import_from(f->dst_cfg, f->file, &c, &err) < 0)
+		fail_msg("import: %s", err);
+	assert_int_equal(c.ops, 1);
+	assert_int_equal(c.eval_runs, 3);
+	assert_int_equal(c.skipped_eval_runs, 0);
+	assert_int_equal(c.lines, 5);
+	json_t *a = evals_of(f->src), *b = evals_of(f->dst);
+	assert_int_equal(json_array_size(a), 3);
+	if (!json_equal(a, b)) {
+		char *ta = json_dumps(a, JSON_INDENT(1)), *tb = json_dumps(b, JSON_INDENT(1));
+		fail_msg("the eval runs differ:\n%s\n---\n%s", ta, tb);
+	}
+	/* what a null and a rate read back as */
+	json_t *first = json_array_get(b, 0);
+	assert_true(json_is_null(json_object_get(first, "model")));
+	assert_true(json_is_null(json_object_get(json_object_get(first, "scores"), "pass")));
+	assert_true(json_real_value(json_object_get(json_object_get(first, "scores"), "valid")) ==
+	            0.1 + 0.2);
+	assert_string_equal(json_string_value(json_object_get(first, "ts")),
+	                    "2026-09-21T14:13:20.001Z");
+	json_decref(b);
+
+	/* a second import keeps none again */
+	if (import_from(f->dst_cfg, f->file, &c, &err) < 0)
+		fail_msg("import again: %s", err);
+	assert_int_equal(c.eval_runs, 0);
+	assert_int_equal(c.skipped_eval_runs, 3);
+	assert_int_equal(c.ops, 0);
+	b = evals_of(f->dst);
+	assert_true(json_equal(a, b));
+	json_decref(a);
+	json_decref(b);
+}
+
+/* A run the ledger holds already (by id) is skipped, one it does not is
+ * kept, whatever else the ledger holds; the same run twice in one export
+ * is kept once. */
+static void test_eval_present_skipped(void **state)
+{
+	struct fx *f = *state;
+	tgi_store *s = store_of(f->src, 0);   /* opened to migrate: the ledger is made */
+	put_eval(s, EVAL_A, 1790000000001LL, "m", 0.5);
+	put_eval(s, EVAL_B, 1790000000002LL, "m", 0.5);
+	tgi_store_close(s);
+	tg_ledger_counts c;
+	export_to(f->src_cfg, f->file, 0, &c);
+	assert_int_equal(c.eval_runs, 2);
+	FILE *out = fopen(f->file, "a");   /* the last line again */
+	assert_non_null(out);
+	json_t *last = line_of(f->file, 3);
+	char *text = json_dumps(last, JSON_COMPACT);
+	fprintf(out, "%s\n", text);
+	free(text);
+	json_decref(last);
+	fclose(out);
+
+	tgi_store *d = store_of(f->dst, 0);
+	put_eval(d, EVAL_A, 1790000000001LL, "m", 0.5);
+	put_eval(d, EVAL_C, 1790000000003LL, "m", 0.5);
+	tgi_store_close(d);
+	char *err;
+	if (import_from(f->dst_cfg, f->file, &c, &err) < 0)
+		fail_msg("import: %s", err);
+	assert_int_equal(c.eval_runs, 1);
+	assert_int_equal(c.skipped_eval_runs, 2);
+	json_t *b = evals_of(f->dst);
+	assert_int_equal(json_array_size(b), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(b, 1), "id")), EVAL_B);
+	json_decref(b);
+}
+
+/* --since: the runs started since then (one started at that very time
+ * included), with their counts. */
+static void test_eval_since(void **state)
+{
+	struct fx *f = *state;
+	tgi_store *s = store_of(f->src, 0);
+	put_eval(s, EVAL_A, 1600000000000LL, "m", 0.5);
+	put_eval(s, EVAL_B, 1700000000000LL, "m", 0.5);
+	put_eval(s, EVAL_C, 1800000000000LL, "m", 0.5);
+	tgi_store_close(s);
+	tg_ledger_counts c;
+	export_to(f->src_cfg, f->file, 1700000000000LL, &c);
+	assert_int_equal(c.eval_runs, 2);
+	assert_int_equal(count_lines(f->file), 1 + 2);
+	json_t *v = line_of(f->file, 2);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "eval_run"), "id")),
+	                    EVAL_B);
+	json_decref(v);
+	export_to(f->src_cfg, f->file, 1800000000001LL, &c);
+	assert_int_equal(c.eval_runs, 0);
+	assert_int_equal(count_lines(f->file), 1);
+}
+
+/* A bad eval_run line stops the import by its number: the runs before it
+ * kept, nothing of it or after. */
+static void test_eval_bad_line(void **state)
+{
+	struct fx *f = *state;
+	tgi_store *s = store_of(f->src, 0);
+	put_eval(s, EVAL_A, 1790000000001LL, "m", 0.5);
+	put_eval(s, EVAL_C, 1790000000003LL, "m", 0.5);
+	tgi_store_close(s);
+	tg_ledger_counts c;
+	export_to(f->src_cfg, f->file, 0, &c);
+
+	/* header, run A, a run B whose pass rate is 1.5, run C */
+	json_t *bad = line_of(f->file, 2);
+	json_t *run = json_object_get(bad, "eval_run");
+	json_object_set_new(run, "id", json_string(EVAL_B));
+	json_object_set_new(json_object_get(run, "scores"), "pass", json_real(1.5));
+	char *text = json_dumps(bad, JSON_COMPACT);
+	json_decref(bad);
+	char path[192];
+	snprintf(path, sizeof path, "%s.bad", f->file);
+	FILE *in = fopen(f->file, "r"), *out = fopen(path, "w");
+	assert_non_null(in);
+	assert_non_null(out);
+	char *line = NULL;
+	size_t cap = 0;
+	for (int n = 1; getline(&line, &cap, in) > 0; n++) {
+		if (n == 3)
+			fprintf(out, "%s\n", text);
+		fputs(line, out);
+	}
+	free(line);
+	free(text);
+	fclose(in);
+	fclose(out);
+
+	char *err;
+	assert_int_equal(import_from(f->dst_cfg, path, &c, &err), -1);
+	assert_non_null(err);
+	if (!strstr(err, "line 3: eval_run.scores.pass: expected a rate from 0 to 1 or null, got 1.5"))
+		fail_msg("the refusal says \"%s\"", err);
+	free(err);
+	assert_int_equal(c.eval_runs, 1);
+	assert_int_equal(c.lines, 3);
+	json_t *b = evals_of(f->dst);
+	assert_int_equal(json_array_size(b), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(b, 0), "id")), EVAL_A);
+	json_decref(b);
+}
+
+/* An export in format 1 (from before eval runs were exported) reads as it
+ * did. */
+static void test_format_1_reads(void **state)
+{
+	struct fx *f = *state;
+	write_text(f->file, "{\"toolgate_ledger\":1,\"schema\":5,\"store\":\"sqlite\"}\n"
+	                    "{\"event\":{\"ts_ms\":1790000000000,\"type\":\"mcp.server.down\","
+	                    "\"stage\":null,\"data\":{\"server\":\"fs\"}}}\n");
+	tg_ledger_counts c;
+	char *err;
+	if (import_from(f->dst_cfg, f->file, &c, &err) < 0)
+		fail_msg("import: %s", err);
+	assert_int_equal(c.events, 1);
+	assert_int_equal(c.eval_runs, 0);
 }
 
 /* ---- migrations ---- */
@@ -829,6 +1086,12 @@ static void test_shown_where(void **state)
 }
 
 #define BINDING "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define EVAL(rest) "{\"eval_run\":{" rest "}}"
+#define EVAL_ID "\"id\":\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\""
+#define EVAL_TS "\"ts\":\"2026-11-30T03:49:36.123Z\""
+#define EVAL_SCORES "\"scores\":{\"tool\":1,\"valid\":1,\"args\":1,\"policy\":1,\"pass\":1}"
+#define EVAL_REPORT "\"report\":{}"
+#define EVAL_REST "\"cases\":1,\"runs\":1," EVAL_SCORES "," EVAL_REPORT
 
 static void test_parse(void **state)
 {
@@ -885,6 +1148,24 @@ static void test_parse(void **state)
 	assert_int_equal(tgi_ledger_parse(" \r", 2, &ln, err, sizeof err), 0);
 	assert_int_equal(ln.kind, TGI_LINE_BLANK);
 
+	static const char eval_ok[] = "{\"eval_run\":{\"id\":\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\","
+		"\"ts\":\"2024-02-29T23:59:59.999Z\",\"provider\":\"scripted\",\"api\":null,"
+		"\"model\":\"m\",\"cases\":3,\"runs\":1,\"scores\":{\"tool\":1,\"valid\":0.5,"
+		"\"args\":null,\"policy\":0,\"pass\":0.25},\"report\":{\"b\":[1, 2],\"a\":0.1}}}";
+	assert_int_equal(tgi_ledger_parse(eval_ok, strlen(eval_ok), &ln, err, sizeof err), 0);
+	assert_int_equal(ln.kind, TGI_LINE_EVAL_RUN);
+	assert_string_equal(ln.eval.id, "01a22d03-4ed7-713f-b5b3-7dc7159d6c78");
+	assert_true(ln.eval.ts_ms == 1709251199999LL);
+	assert_string_equal(ln.eval.provider, "scripted");
+	assert_null(ln.eval.api);
+	assert_null(ln.eval.profile);   /* absent: null */
+	assert_string_equal(ln.eval.model, "m");
+	assert_true(ln.eval.cases == 3 && ln.eval.runs == 1);
+	assert_true(ln.eval.score[0] == 1.0 && ln.eval.score[1] == 0.5 && isnan(ln.eval.score[2]) &&
+	            ln.eval.score[3] == 0.0 && ln.eval.score[4] == 0.25);
+	assert_string_equal(ln.eval.report, "{\"b\":[1,2],\"a\":0.10000000000000001}");
+	tgi_ledger_line_free(&ln);
+
 #define OP(rest) "{\"op_id\":\"01a22d03-4ed7-713f-b5b3-7dc7159d6c78\"," rest "}"
 #define OK_OP "\"status\":\"persisted\",\"started_ms\":1,\"envelope\":{}"
 	static const struct { const char *line, *want; } bad[] = {
@@ -923,6 +1204,37 @@ static void test_parse(void **state)
 		{"{\"claim\":{\"scope\":\"k\",\"op_id\":7,\"state\":\"unknown\",\"created_ms\":1}}",
 		 "claim.op_id: expected a UUID"},
 		{"{\"claim\":[]}", "claim: expected an object"},
+		{"{\"x\":1}", "nor an eval run"},
+		{"{\"eval_run\":[]}", "eval_run: expected an object"},
+		{EVAL("\"id\":\"x\"," EVAL_TS "," EVAL_REST), "eval_run.id: expected a UUID"},
+		{EVAL(EVAL_ID "," EVAL_REST), "eval_run.ts: expected a time"},
+		{EVAL(EVAL_ID ",\"ts\":1790000000000," EVAL_REST), "eval_run.ts: expected a time"},
+		{EVAL(EVAL_ID ",\"ts\":\"2026-02-30T00:00:00.000Z\"," EVAL_REST), "eval_run.ts"},
+		{EVAL(EVAL_ID ",\"ts\":\"2026-11-30T24:00:00.000Z\"," EVAL_REST), "eval_run.ts"},
+		{EVAL(EVAL_ID ",\"ts\":\"2026-11-30T03:49:36Z\"," EVAL_REST), "eval_run.ts"},
+		{EVAL(EVAL_ID ",\"ts\":\"1969-12-31T23:59:59.999Z\"," EVAL_REST), "eval_run.ts"},
+		{EVAL(EVAL_ID ",\"ts\":\"2026-11-30 03:49:36.123Z\"," EVAL_REST), "eval_run.ts"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"model\":7," EVAL_REST),
+		 "eval_run.model: expected a string or null, got 7"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":-1,\"runs\":1," EVAL_SCORES "," EVAL_REPORT),
+		 "eval_run.cases: expected a count"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":1,\"runs\":1.5," EVAL_SCORES "," EVAL_REPORT),
+		 "eval_run.runs: expected a count"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":1,\"runs\":1," EVAL_REPORT),
+		 "eval_run.scores: expected an object"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":1,\"runs\":1,\"scores\":{\"tool\":1,"
+		      "\"valid\":1,\"args\":1,\"policy\":1}," EVAL_REPORT),
+		 "eval_run.scores.pass: expected a rate from 0 to 1 or null, got nothing"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":1,\"runs\":1,\"scores\":{\"tool\":-0.5,"
+		      "\"valid\":1,\"args\":1,\"policy\":1,\"pass\":1}," EVAL_REPORT),
+		 "eval_run.scores.tool: expected a rate"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":1,\"runs\":1,\"scores\":{\"tool\":\"1\","
+		      "\"valid\":1,\"args\":1,\"policy\":1,\"pass\":1}," EVAL_REPORT),
+		 "eval_run.scores.tool: expected a rate"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":1,\"runs\":1," EVAL_SCORES ",\"report\":\"{}\""),
+		 "eval_run.report: expected an object"},
+		{EVAL(EVAL_ID "," EVAL_TS ",\"cases\":1,\"runs\":1," EVAL_SCORES),
+		 "eval_run.report: expected an object"},
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(bad); i++) {
 		err[0] = '\0';
@@ -950,6 +1262,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_not_an_export, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_line_too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_since, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_present_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_since, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_bad_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_format_1_reads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_from_env, setup, teardown),
 	};
