@@ -156,8 +156,8 @@ fcall() {
 ) &
 LOOP=$!
 
-# ---- the timeline, driven by the serve calls: ~1.5 s up, ~2.5 s down, up again ----
-i=0 phase=up1 T_STOP=0 T_START=0 T_UP=0 resumed=0
+# ---- the timeline, driven by the serve calls: ~1.5 s up, >= 2.5 s down, up again ----
+i=0 phase=up1 T_STOP=0 T_START=0 T_UP=0 resumed=0 downcalls=0
 T0=$(ns)
 while :; do
 	i=$((i + 1))
@@ -169,7 +169,9 @@ while :; do
 		"$PG_CLUSTER" stop "$CL" immediate || fail "pg_ctl stop -m immediate"
 		T_STOP=$(ns); phase=down
 	fi ;;
-	down) if [ $ms -ge 4000 ]; then
+	down) # long enough for a few serve calls wholly inside it, however loaded the machine
+		downcalls=$((downcalls + 1))
+		if { [ $ms -ge 4000 ] && [ $downcalls -ge 5 ]; } || [ $ms -ge 15000 ]; then
 		T_START=$(ns)
 		"$PG_CLUSTER" restart "$CL" || fail "the server did not come back"
 		T_UP=$(ns); phase=up2
