@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ static const char usage_text[] =
 	"  --script FILE        scripted: one answer per case and run, in order\n"
 	"  --runs N             ask each case N times (default 1)\n"
 	"  --jobs N             requests at once (default 4; scripted: 1)\n"
+	"  --timeout S          one request to the model, in seconds (default 60)\n"
 	"  --profile P          every case under this profile (default: the case's own)\n"
 	"  --as P               the principal the calls are judged as\n"
 	"  --format F           table (default) | json | junit\n"
@@ -50,7 +52,23 @@ static const char usage_text[] =
 	"options:\n" CLI_GATE_OPTIONS_HELP;
 
 enum { OPT_SCRIPT = 2000, OPT_RUNS, OPT_JOBS, OPT_FORMAT, OPT_OUTPUT, OPT_NO_RECORD,
-       OPT_COMPARE, OPT_FAIL_UNDER, OPT_MAX_DROP, OPT_HISTORY, OPT_LIMIT, OPT_SIZES };
+       OPT_COMPARE, OPT_FAIL_UNDER, OPT_MAX_DROP, OPT_HISTORY, OPT_LIMIT, OPT_SIZES,
+       OPT_TIMEOUT };
+
+/* The first SIGINT or SIGTERM stops the asking (the requests in flight
+ * finish, the scratch workspace is removed); a second one ends the process. */
+static volatile int stop;
+
+static void on_signal(int sig)
+{
+	static const char msg[] = "\neval: stopping after the requests in flight "
+	                          "(again to quit now)\n";
+	stop = 1;
+	if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+		/* nothing to do: the flag is what matters */
+	}
+	signal(sig, SIG_DFL);
+}
 
 static int parse_rate(const char *s, double *out)
 {
@@ -125,6 +143,7 @@ int cmd_eval(int argc, char **argv)
 		{"compare", 1, 0, OPT_COMPARE}, {"fail-under", 1, 0, OPT_FAIL_UNDER},
 		{"max-drop", 1, 0, OPT_MAX_DROP}, {"history", 0, 0, OPT_HISTORY},
 		{"limit", 1, 0, OPT_LIMIT},    {"sizes", 0, 0, OPT_SIZES},
+		{"timeout", 1, 0, OPT_TIMEOUT},
 		{"help", 0, 0, 'h'},           CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
@@ -159,6 +178,15 @@ int cmd_eval(int argc, char **argv)
 				return cli_error("eval: --limit takes a number from 1 to 100000, not \"%s\"",
 				                 optarg);
 			break;
+		case OPT_TIMEOUT: {
+			char *end;
+			errno = 0;
+			eo.timeout_s = strtod(optarg, &end);
+			if (end == optarg || *end || errno || !(eo.timeout_s >= 1 && eo.timeout_s <= 3600))
+				return cli_error("eval: --timeout takes seconds from 1 to 3600, not \"%s\"",
+				                 optarg);
+			break;
+		}
 		case OPT_FAIL_UNDER:
 			if (parse_rate(optarg, &eo.fail_under) < 0)
 				return cli_error("eval: --fail-under takes a rate from 0 to 1, not \"%s\"", optarg);
@@ -203,9 +231,20 @@ int cmd_eval(int argc, char **argv)
 		text = tg_eval_history(g, eo.model, limit, eo.format, &err);
 	else if (sizes)
 		text = tg_eval_sizes(g, eo.format, &err);
-	else
+	else {
+		eo.cancel = &stop;
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
 		rc = tg_eval(g, &judged, &eo, &text, &err);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+	}
 	tg_gate_close(g);
+	if (rc >= 0 && text && err) {   /* the report is whole; the run was not kept */
+		cli_error("eval: warning: %s", err);
+		free(err);
+		err = NULL;
+	}
 	if (rc < 0 || !text) {
 		cli_error("eval: %s", err ? err : "failed");
 		free(err);

@@ -251,6 +251,10 @@ typedef struct tg_eval_options {
 	double      max_drop;     /* with compare: a pass rate dropping more fails; < 0: none */
 	const char *format;       /* table (NULL) | json | junit */
 	int         no_record;    /* do not keep the run(s) in the ledger */
+	double      timeout_s;    /* one request to the model (0: 60), retried twice on
+	                             429/5xx/connection errors */
+	volatile const int *cancel; /* or NULL; becomes nonzero: ask nothing more, return -1
+	                             (requests in flight finish first) */
 	/* requests answered so far of total (may be NULL; called on the caller's thread) */
 	void      (*progress)(void *arg, size_t done, size_t total);
 	void       *progress_arg;
@@ -270,8 +274,11 @@ typedef struct tg_eval_options {
  * same way (with compare: on that configuration too) over a scratch
  * workspace.  Unless no_record, each run is kept in g's ledger.  *out
  * (caller frees) is the report in o->format.  Returns 0, 1 when a
- * threshold failed, -1 with *errmsg (a bad eval file, an unknown profile,
- * a provider that fails every request, ...).
+ * threshold failed, -1 with *errmsg (a bad eval file, an unknown profile
+ * or principal, a provider that fails every request, cancelled, ...).
+ * Asking stops after 5 requests failed in a row; the cases not asked are
+ * reported with the provider's error.  On 0 or 1 *errmsg may still hold a
+ * warning: the run could not be kept in the ledger (the report is whole).
  */
 int tg_eval(tg_gate *g, const tg_options *gate, const tg_eval_options *o, char **out,
             char **errmsg);

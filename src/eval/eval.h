@@ -65,8 +65,9 @@ typedef struct tgi_match tgi_match;
  *                 keyword (type, const, enum, pattern, minimum, contains,
  *                 items, ...): the argument must be valid against it;
  *                 otherwise a nested subset, matched the same way
- * -1 with "/pointer: what is wrong" in err (a fragment that does not
- * compile, nesting over 32 levels).
+ * NULL with "/pointer: what is wrong" in err (a fragment that does not
+ * compile, one whose keywords only annotate and so would match anything,
+ * nesting over 32 levels).
  */
 tgi_match *tgi_match_compile(const json_t *expect, char *err, size_t errlen);
 
@@ -109,6 +110,8 @@ int  tgi_eval_suite_load(tgi_eval_suite *s, const char *name, const char *text, 
                          char *err, size_t errlen);
 /* Add the built-in suite (named "builtin:<file>").  0, or -1 with err. */
 int  tgi_eval_suite_builtin(tgi_eval_suite *s, char *err, size_t errlen);
+/* A case's decisions (TGI_EVAL_*) as ["allow", "ask", ...] (new reference). */
+json_t *tgi_eval_decisions_json(unsigned decisions);
 /* sha256 of the suite's cases in canonical JSON (what was loaded, not
  * where from): two runs of one suite share it. */
 void tgi_eval_suite_digest(const tgi_eval_suite *s, char out[65]);
@@ -151,6 +154,14 @@ char *tgi_eval_render(const json_t *rep, const char *format);
 /* Stored runs (an array, oldest first: tgi_store_eval_list's rows) as the
  * trend: "table" or "json".  Caller frees. */
 char *tgi_eval_history_render(const json_t *rows, const char *format);
+
+/* The rate of one check ("tool", ..., "pass") of a SCORE, or NAN when it
+ * has none. */
+double tgi_eval_rate(const json_t *score, const char *check);
+
+/* tg_eval_sizes's rows ([{"profile", "tools", "apis": {"openai-chat":
+ * {"chars", "tokens_est"}, ...}}]) as "table" or "json".  Caller frees. */
+char *tgi_eval_sizes_render(const json_t *rows, const char *format);
 
 /* Estimated tokens of text: a tokenizer-free estimate for JSON and English
  * (docs/BENCHMARKS.md compares it with a real BPE tokenizer). */

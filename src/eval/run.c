@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -48,7 +49,9 @@
 #define JOBS_MAX   32
 #define JOBS_HTTP  4
 #define SHOWN_MAX  500    /* characters of a reply's text kept in a result */
-#define GIVE_UP    3      /* requests failed before any succeeded: the provider is down */
+#define GIVE_UP    5      /* requests failed in a row: the provider is down */
+#define TIMEOUT_S  60     /* a request, by default */
+#define RETRIES    2      /* of a request on 429/5xx/connection errors */
 
 /* A gate the cases of one profile are judged on. */
 typedef struct judge {
@@ -80,7 +83,6 @@ typedef struct eval {
 	tgi_provider         **provs;
 	size_t                 nprov;
 	const tgi_protocol    *api;
-	size_t                 asked_total; /* requests answered over the whole eval */
 
 	/* one run */
 	const char            *config;   /* the run's configuration (NULL: gopts') */
@@ -88,7 +90,8 @@ typedef struct eval {
 	size_t                 njudges;
 	item                  *items;
 	size_t                 nitems;
-	size_t                 next, done, failed, succeeded;
+	size_t                 next, done, succeeded;
+	size_t                 in_a_row;   /* requests failed since the last success */
 	pthread_mutex_t        mu;
 	pthread_cond_t         cv;
 } eval;
@@ -213,11 +216,11 @@ static judge *judge_for(eval *e, const char *profile, char **errmsg)
 		free(err);
 		return NULL;
 	}
-	if (e->o->principal && !tgi_principal_of(g, e->o->principal, NULL)) {
-		char shown[160];
-		tgi_sanitize(shown, sizeof shown, e->o->principal);
+	/* fail closed: an unknown principal, named or from the environment */
+	if (!tgi_principal_of(g, e->o->principal, NULL)) {
 		tg_gate_close(g);
-		tgi_fail(errmsg, "unknown principal \"%s\"", shown);
+		tgi_fail(errmsg, "unknown principal (from --as, $TOOLGATE_PRINCIPAL or the "
+		         "configuration's default); every call would be denied");
 		return NULL;
 	}
 	size_t ntools = 0;
@@ -270,13 +273,24 @@ static void ask_one(eval *e, tgi_provider *p, item *it)
 	json_decref(history);
 }
 
-/* Take the next request, or NULL when none is left or the provider is
- * plainly down (GIVE_UP failures and no success). */
+static int cancelled(const eval *e)
+{
+	return e->o->cancel && *e->o->cancel;
+}
+
+/* Asking goes on: requests are left, the provider has not failed GIVE_UP
+ * in a row, and nobody cancelled.  Under e->mu. */
+static int asking(const eval *e)
+{
+	return e->next < e->nitems && e->in_a_row < GIVE_UP && !cancelled(e);
+}
+
+/* Take the next request, or NULL when asking is over. */
 static item *take(eval *e)
 {
 	item *it = NULL;
 	pthread_mutex_lock(&e->mu);
-	if (e->next < e->nitems && (e->succeeded || e->failed < GIVE_UP))
+	if (asking(e))
 		it = &e->items[e->next++];
 	pthread_mutex_unlock(&e->mu);
 	return it;
@@ -286,10 +300,12 @@ static void answered(eval *e, item *it)
 {
 	pthread_mutex_lock(&e->mu);
 	e->done++;
-	if (it->asked)
+	if (it->asked) {
 		e->succeeded++;
-	else
-		e->failed++;
+		e->in_a_row = 0;
+	} else {
+		e->in_a_row++;
+	}
 	pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 }
@@ -320,7 +336,7 @@ static void progress(eval *e, size_t done)
  * per provider while this thread reports progress. */
 static void ask_all(eval *e)
 {
-	e->next = e->done = e->failed = e->succeeded = 0;
+	e->next = e->done = e->succeeded = e->in_a_row = 0;
 	if (e->nprov == 1) {
 		item *it;
 		while ((it = take(e))) {
@@ -343,8 +359,7 @@ static void ask_all(eval *e)
 	pthread_mutex_lock(&e->mu);
 	size_t shown = 0;
 	for (;;) {
-		int finished = e->done == e->next && (e->next == e->nitems ||
-		               (!e->succeeded && e->failed >= GIVE_UP));
+		int finished = e->done == e->next && !asking(e);
 		if (e->done != shown) {
 			shown = e->done;
 			pthread_mutex_unlock(&e->mu);
@@ -354,7 +369,14 @@ static void ask_all(eval *e)
 		}
 		if (finished)
 			break;
-		pthread_cond_wait(&e->cv, &e->mu);
+		struct timespec ts;   /* wakes now and then to see a cancel */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
 	}
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; i < started; i++)
@@ -580,14 +602,18 @@ static json_t *result_of(eval *e, item *it)
 		                "text", shown_text(it->j, it->reply.text));
 	}
 	int pass = it->asked && v.tool == 1 && v.valid != 0 && v.args != 0 && v.policy != 0;
-	json_t *failure = v.failed ? json_pack("{s:s, s:o}", "check", v.failed, "message",
-	                                       tgi_json_text(v.why, strlen(v.why)))
-	                           : json_null();
+	/* what the model or the provider said is kept as the ledger keeps text */
+	char *why = tgi_redact_text(it->j->g->redact, it->asked ? v.why : it->err,
+	                            strlen(it->asked ? v.why : it->err));
+	json_t *failure = json_null(), *error = json_null();
 	if (!it->asked) {
-		char *m = tgi_redact_text(it->j->g->redact, it->err, strlen(it->err));
-		failure = json_pack("{s:s, s:o}", "check", "tool", "message", tgi_json_text(m, strlen(m)));
-		free(m);
+		failure = json_pack("{s:s, s:o}", "check", "tool", "message", tgi_json_text(why, strlen(why)));
+		error = tgi_json_text(why, strlen(why));
+	} else if (v.failed) {
+		failure = json_pack("{s:s, s:o}", "check", v.failed, "message",
+		                    tgi_json_text(why, strlen(why)));
 	}
+	free(why);
 	return json_pack("{s:s, s:s, s:{s:s?, s:O?, s:o}, s:i, s:s, s:b, "
 	                 "s:{s:o, s:o, s:o, s:o}, s:o, s:s?, s:o, s:o, s:o, s:f}",
 	                 "case", c->id, "where", c->where,
@@ -598,9 +624,7 @@ static json_t *result_of(eval *e, item *it)
 	                 "args", check_json(v.args), "policy", check_json(v.policy),
 	                 "got", got, "decision", v.decision,
 	                 "rule", v.rule[0] ? tgi_json_text(v.rule, strlen(v.rule)) : json_null(),
-	                 "failure", failure,
-	                 "error", it->asked ? json_null() : tgi_json_text(it->err, strlen(it->err)),
-	                 "ms", it->ms);
+	                 "failure", failure, "error", error, "ms", it->ms);
 }
 
 /* ---- one run ---- */
@@ -656,15 +680,18 @@ static json_t *run_suite(eval *e, const char *config, char **errmsg)
 	}
 
 	ask_all(e);
+	if (cancelled(e)) {
+		tgi_fail(errmsg, "interrupted: %zu of %zu requests answered", e->done, e->nitems);
+		return NULL;
+	}
 	if (!e->succeeded) {
 		const char *why = e->nitems ? e->items[0].err : "no case to ask";
 		tgi_fail(errmsg, "the model could not be asked: %s", why[0] ? why : "no answer");
 		return NULL;
 	}
-	e->asked_total += e->succeeded;
 	for (size_t i = e->next; i < e->nitems; i++)
 		tgi_snprintf(e->items[i].err, sizeof e->items[i].err, "not asked: the provider "
-		             "failed the first %d requests", GIVE_UP);
+		             "failed %d requests in a row", GIVE_UP);
 
 	json_t *results = json_array();
 	for (size_t ci = 0; ci < e->suite.n; ci++) {
@@ -674,22 +701,31 @@ static json_t *run_suite(eval *e, const char *config, char **errmsg)
 			tgi_fail(errmsg, "%s: %s", e->suite.v[ci].where, err);
 			return NULL;
 		}
-		for (int r = 0; r < runs; r++)
-			json_array_append_new(results, result_of(e, &e->items[ci * (size_t)runs + (size_t)r]));
+		for (int r = 0; r < runs; r++) {
+			json_t *res = result_of(e, &e->items[ci * (size_t)runs + (size_t)r]);
+			if (json_array_append_new(results, res) < 0) {
+				json_decref(results);
+				tgi_fail(errmsg, "%s: the result of this case cannot be written as JSON",
+				         e->suite.v[ci].where);
+				return NULL;
+			}
+		}
 	}
 
 	const char *cfg_path = main_judge->g->cfg->path;
-	json_t *rep = json_pack("{s:{s:s, s:I, s:O}, s:s, s:s, s:s?, s:i, s:s?, s:s, s:s, "
+	json_t *rep = json_pack("{s:{s:s, s:I, s:O}, s:s, s:s, s:s?, s:i, s:o, s:s, s:s, "
 	                        "s:o, s:s, s:f, s:o, s:o}",
 	                        "suite", "digest", e->digest, "cases", (json_int_t)e->suite.n,
 	                        "files", e->suite.files,
 	                        "provider", e->provs[0]->ops->name, "api", e->api->name,
 	                        "model", o->model && *o->model ? o->model : e->provs[0]->model,
-	                        "runs", runs, "config", cfg_path,
+	                        "runs", runs, "config", tgi_json_str_or_null(cfg_path),
 	                        "profile", main_judge->g->profile, "manifest", main_judge->manifest,
 	                        "definitions", definitions(e, main_judge), "started", started,
 	                        "duration_ms", tgi_now_ms() - t0,
 	                        "scores", tgi_eval_scores(results), "results", results);
+	if (!rep)
+		tgi_fail(errmsg, "the report cannot be written as JSON");
 	return rep;
 }
 
@@ -714,12 +750,12 @@ static int record(eval *e, json_t *rep, char **errmsg)
 	const json_t *overall = json_object_get(json_object_get(rep, "scores"), "overall");
 	char id[37], err[512];
 	tgi_uuidv7(id);
-	const char *model = json_string_value(json_object_get(rep, "model"));
+	double took = json_number_value(json_object_get(rep, "duration_ms"));
 	tgi_eval_row row = {
-		.id = id, .ts_ms = tgi_unix_ms(),
+		.id = id, .ts_ms = tgi_unix_ms() - (int64_t)took,   /* when it started */
 		.provider = json_string_value(json_object_get(rep, "provider")),
 		.api = json_string_value(json_object_get(rep, "api")),
-		.model = model ? model : "(script)",
+		.model = json_string_value(json_object_get(rep, "model")),   /* NULL: scripted */
 		.profile = json_string_value(json_object_get(rep, "profile")),
 		.manifest = json_string_value(json_object_get(rep, "manifest")),
 		.suite = e->digest,
@@ -755,6 +791,19 @@ static int check_options(const tg_eval_options *o, char **errmsg)
 	if (o->max_drop >= 0 && !o->compare)
 		return tgi_fail(errmsg, "a maximum drop needs a baseline to compare with "
 		                "(--compare OTHER_CONFIG)");
+	if (o->timeout_s < 0 || o->timeout_s > 3600)
+		return tgi_fail(errmsg, "a request's timeout is from 1 to 3600 seconds");
+	/* what a run is kept under: the ledger takes printable UTF-8 of TGI_EVAL_TEXT_MAX bytes */
+	const char *texts[] = {o->model, o->profile};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(texts); i++) {
+		char shown[TGI_EVAL_TEXT_MAX + 1];
+		if (!texts[i])
+			continue;
+		tgi_sanitize(shown, sizeof shown, texts[i]);
+		if (strlen(texts[i]) > TGI_EVAL_TEXT_MAX || strcmp(shown, texts[i]))
+			return tgi_fail(errmsg, "a %s is printable UTF-8 of at most %d bytes",
+			                i ? "profile" : "model name", TGI_EVAL_TEXT_MAX);
+	}
 	return 0;
 }
 
@@ -797,7 +846,9 @@ static int open_providers(eval *e, char **errmsg)
 	size_t n = scripted ? 1 : o->jobs > 0 ? (size_t)o->jobs : JOBS_HTTP;
 	e->provs = tgi_xcalloc(n, sizeof *e->provs);
 	tgi_provider_opts po = {.provider = o->provider, .model = o->model,
-	                        .base_url = o->base_url, .script = o->script};
+	                        .base_url = o->base_url, .script = o->script,
+	                        .timeout_s = o->timeout_s > 0 ? o->timeout_s : TIMEOUT_S,
+	                        .retries = RETRIES};
 	for (; e->nprov < n; e->nprov++)
 		if (tgi_provider_open(&po, &e->provs[e->nprov], errmsg) < 0)
 			return -1;
@@ -855,12 +906,11 @@ static json_t *run_all(eval *e, char **errmsg)
 		json_object_set_new(rep, "difference", tgi_eval_difference(rep, base));
 		json_object_set_new(rep, "baseline", base);
 	}
+	/* a run that cannot be kept is still reported: errmsg carries the warning */
 	if (!o->no_record) {
 		json_t *base = json_object_get(rep, "baseline");
-		if ((base && record(e, base, errmsg) < 0) || record(e, rep, errmsg) < 0) {
-			json_decref(rep);
-			return NULL;
-		}
+		if (!base || record(e, base, errmsg) == 0)
+			record(e, rep, errmsg);
 	}
 	return rep;
 }
@@ -883,9 +933,17 @@ int tg_eval(tg_gate *g, const tg_options *gate, const tg_eval_options *o, char *
 	json_t *rep = NULL;
 	if (load_suite(&e, errmsg) == 0 && open_providers(&e, errmsg) == 0 &&
 	    make_scratch(&e, errmsg) == 0 && (rep = run_all(&e, errmsg))) {
+		/* errmsg may hold a warning now (the run was not kept) */
 		int failed = tgi_eval_thresholds(rep, o->fail_under, o->compare ? o->max_drop : -1);
 		*out = tgi_eval_render(rep, o->format ? o->format : "table");
-		rc = !*out ? tgi_fail(errmsg, "the report could not be written") : failed > 0;
+		rc = failed > 0;
+		if (!*out) {
+			if (errmsg) {
+				free(*errmsg);
+				*errmsg = NULL;
+			}
+			rc = tgi_fail(errmsg, "the report could not be written");
+		}
 	}
 	json_decref(rep);
 	eval_free(&e);

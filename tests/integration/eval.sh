@@ -14,6 +14,10 @@ SUITE=("$D/suite.yaml" "$D/more.yaml")
 mkdir -p "$WS/tmp" "$WS/out"
 export TMPDIR=$WS/tmp
 export TOOLGATE_CONFIG=$WS/toolgate.yaml
+# one ledger by its absolute path, so that the judges' gates (over their
+# scratch workspaces) would write any call they made into the ledger checked
+# below, not into one that goes with the scratch directory
+export TOOLGATE_STORE=$WS/.toolgate/ledger.db
 cat > toolgate.yaml <<'YAML'
 mode: default
 approval: on-request
@@ -539,6 +543,35 @@ eq "$(code badrate)" 1 "--fail-under 1.5: exit 1"
 ev badprov "$D/runs.yaml" --provider nope --no-record
 eq "$(code badprov)" 1 "an unknown provider: exit 1"
 contains "$(cat "$O/badprov.err")" "nope" "an unknown provider: named"
+# five failures in a row end the asking: the rest are not asked
+ev giveup.json "${SUITE[@]}" --script "$D/short-chat.json" --format json --no-record
+eq "$(code giveup.json)" 0 "a script that ran out: the run still reports"
+eq "$(jq -r '[.results[] | select(.error != null and (.error | startswith("not asked")))] | length' \
+	"$O/giveup.json")" 8 "after five failures in a row, the eight cases left are not asked"
+eq "$(jq -r '[.results[1:6][] | .error | test("turn")] | all' "$O/giveup.json")" true \
+	"the five that failed carry the provider's sentence"
+contains "$(jq -r '.results[13].error' "$O/giveup.json")" "5 requests in a row" "not asked: says why"
+
+# an unknown principal fails closed, named or from the environment
+ev badas "$D/runs.yaml" --script "$D/runs-right.json" --as nobody --no-record
+eq "$(code badas)" 1 "--as an unknown principal: exit 1"
+TOOLGATE_PRINCIPAL=nobody ev badenv "$D/runs.yaml" --script "$D/runs-right.json" --no-record
+eq "$(code badenv)" 1 "an unknown principal from the environment: exit 1"
+contains "$(cat "$O/badenv.err")" "unknown principal" "an unknown principal: says so"
+ev badto "$D/runs.yaml" --script "$D/runs-right.json" --timeout 0 --no-record
+eq "$(code badto)" 1 "--timeout 0: exit 1"
+
+# what the model sent is masked wherever the report quotes it
+SECRET=$(jq -r '.turns[0].choices[0].message.tool_calls[0].function.arguments | fromjson | .content' \
+	"$D/secret-chat.json" | sed 's/^OPENAI_API_KEY=//')
+for fmt in json table junit; do
+	ev "secret.$fmt" "$D/secret.yaml" --script "$D/secret-chat.json" --format $fmt --no-record
+	eq "$(grep -c -- "${SECRET:0:24}" "$O/secret.$fmt")" 0 "$fmt: the key the model sent is masked"
+done
+eq "$(jq -r '.results[0].failure.check' "$O/secret.json")" args "the secret case fails on args"
+contains "$(jq -r '.results[0].failure.message' "$O/secret.json")" "redacted" \
+	"the failure sentence quotes the value masked"
+
 eq "$(ls -A "$WS/tmp" | wc -l)" 0 "bad input: no scratch workspace left behind"
 
 # ==== 9. the built-in suite, answered right: 100% =========================
