@@ -308,17 +308,6 @@ static int parse_claim(json_t *v, tgi_ledger_line *out, char *err, size_t errlen
 	return 0;
 }
 
-/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 /* s as tgi_iso8601 writes it ("2026-11-30T03:49:36.123Z", 1970 to 9999):
  * 0 with *ms, or -1.  Strict: the time written back is s again, so that
  * a day past its month's end is refused, not moved on. */
@@ -343,7 +332,7 @@ static int parse_time(const char *s, int64_t *ms)
 	if (f[0] < 1970 || f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23 ||
 	    f[4] > 59 || f[5] > 59)
 		return -1;
-	int64_t t = ((days_from_civil(f[0], f[1], f[2]) * 24 + f[3]) * 60 + f[4]) * 60 + f[5];
+	int64_t t = ((tgi_days_from_civil(f[0], f[1], f[2]) * 24 + f[3]) * 60 + f[4]) * 60 + f[5];
 	t = t * 1000 + f[6];
 	char again[32];
 	tgi_iso8601(t, again);

@@ -223,17 +223,6 @@ static int64_t clamp_ms(double ms)
 	return (int64_t)(ms > day ? day : ms);
 }
 
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 static int two_digits(const char *s, int *out)
 {
 	if (s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9')
@@ -272,7 +261,7 @@ static int64_t imf_fixdate(const char *s)
 	year = yh * 100 + yl;
 	if (day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60)
 		return -1;
-	return (days_from_civil(year, mon, day) * 86400 + hh * 3600 + mm * 60 + ss) * 1000;
+	return (tgi_days_from_civil(year, mon, day) * 86400 + hh * 3600 + mm * 60 + ss) * 1000;
 }
 
 int64_t tgi_http_retry_after(const char *value, int64_t now_unix_ms)

@@ -70,6 +70,8 @@ void tgi_hex(const unsigned char *in, size_t n, char *out);
 double  tgi_now_ms(void);        /* monotonic, milliseconds */
 int64_t tgi_unix_ms(void);       /* wall clock, milliseconds since the epoch */
 void    tgi_iso8601(int64_t unix_ms, char out[32]); /* 2026-11-30T03:49:36.123Z */
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (m 1..12). */
+int64_t tgi_days_from_civil(int64_t y, int64_t m, int64_t d);
 
 /* JSON */
 /* A JSON string from bytes that may not be valid UTF-8: invalid sequences
