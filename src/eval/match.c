@@ -12,7 +12,10 @@
  *   M_EXACT   true, false or null: the same value
  *   M_ARRAY   an array: one of the same length, element by element
  *   M_SCHEMA  an object whose every key is a JSON Schema keyword: the
- *             argument must be valid against it (compiled here)
+ *             argument must be valid against it (compiled here).  One
+ *             that only annotates ({title: "a.txt"}) would accept
+ *             anything, so it is refused: a keyword that checks (const,
+ *             type, pattern, ...) must be there.
  *   M_SUBSET  any other object (and {}): an object holding every key,
  *             each matched by its node
  * The arguments object itself is always a subset, never a fragment: its
@@ -67,10 +70,28 @@ static const char *const schema_keywords[] = {
 	"unevaluatedItems", "unevaluatedProperties", "uniqueItems", "writeOnly",
 };
 
-static int is_keyword(const char *key)
+/* The keywords that only annotate or hold definitions: a fragment of
+ * nothing else accepts every value. */
+static const char *const annotation_keywords[] = {
+	"$anchor", "$comment", "$defs", "$id", "$schema", "default", "definitions", "deprecated",
+	"description", "examples", "readOnly", "title", "writeOnly",
+};
+
+static int in_list(const char *key, const char *const *list, size_t n)
 {
-	for (size_t i = 0; i < sizeof schema_keywords / sizeof *schema_keywords; i++)
-		if (!strcmp(key, schema_keywords[i]))
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(key, list[i]))
+			return 1;
+	return 0;
+}
+
+/* Does the fragment hold a keyword that checks the value? */
+static int checks_something(const json_t *obj)
+{
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)obj, key, v)
+		if (!in_list(key, annotation_keywords, TGI_ARRAY_LEN(annotation_keywords)))
 			return 1;
 	return 0;
 }
@@ -82,7 +103,7 @@ static int is_fragment(const json_t *obj)
 	if (!json_object_size(obj))
 		return 0;
 	json_object_foreach((json_t *)obj, key, v)
-		if (!is_keyword(key))
+		if (!in_list(key, schema_keywords, TGI_ARRAY_LEN(schema_keywords)))
 			return 0;
 	return 1;
 }
@@ -106,6 +127,11 @@ static int compile_fragment(mnode *n, const json_t *want, const char *ptr, char 
 {
 	char e[512];
 	n->kind = M_SCHEMA;
+	if (!checks_something(want)) {
+		tgi_snprintf(err, errlen, "%s: a JSON Schema fragment whose keywords only annotate "
+		             "matches anything; give a value or a checking keyword such as const", ptr);
+		return -1;
+	}
 	n->schema = tgi_schema_compile(want, TGI_SCHEMA_ASSERT_FORMATS, e, sizeof e);
 	if (n->schema)
 		return 0;

@@ -1,8 +1,8 @@
 /*
  * report.c — what an eval run comes to: the scores of its results, the
  * difference from a baseline, the thresholds, the report as a table, JSON
- * or JUnit XML, the history of kept runs, and the estimated tokens of the
- * tool definitions.
+ * or JUnit XML, the history of kept runs, the definitions' sizes per
+ * profile, and the estimated tokens of the tool definitions.
  *
  * The input is the report JSON run.c builds (its shape: eval.h).  Model
  * text (requests, replies, arguments, errors) is data: in the table it is
@@ -14,6 +14,7 @@
  * judge a call, or read or write the ledger (run.c does).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static long long whole_of(const json_t *o, const char *key, long long otherwise)
 }
 
 /* score[check].rate, or NAN when the score, the check or its rate is missing/null. */
-static double rate_of(const json_t *score, const char *check)
+double tgi_eval_rate(const json_t *score, const char *check)
 {
 	return num_of(json_object_get(score, check), "rate");
 }
@@ -70,20 +71,10 @@ static const char *group_of(const json_t *result)
 	return t ? t : NONE_GROUP;
 }
 
-/* A result passed: its "pass", or (when run.c left it out) no error and no
- * check false. */
+/* A result passed: its "pass" is true (anything else did not pass). */
 static int result_passed(const json_t *r)
 {
-	const json_t *p = json_object_get(r, "pass");
-	if (json_is_boolean(p))
-		return json_is_true(p);
-	if (json_is_string(json_object_get(r, "error")))
-		return 0;
-	const json_t *checks = json_object_get(r, "checks");
-	for (int c = 0; c < C_PASS; c++)
-		if (json_is_false(json_object_get(checks, check_name[c])))
-			return 0;
-	return 1;
+	return json_is_true(json_object_get(r, "pass"));
 }
 
 static int result_errored(const json_t *r)
@@ -175,7 +166,8 @@ static json_t *diff_score(const json_t *after, const json_t *before)
 {
 	json_t *d = json_object();
 	for (int c = 0; c < NCHECKS; c++) {
-		double a = rate_of(after, check_name[c]), b = rate_of(before, check_name[c]);
+		double a = tgi_eval_rate(after, check_name[c]);
+		double b = tgi_eval_rate(before, check_name[c]);
 		json_object_set_new(d, check_name[c], isnan(a) || isnan(b) ? json_null() : json_real(a - b));
 	}
 	return d;
@@ -281,7 +273,7 @@ static char *max_drop_sentence(const char *group, double before, double after, d
 static void group_checks(json_t *checks, const char *group, const json_t *now, const json_t *was,
                          double fail_under, double max_drop)
 {
-	double pass = rate_of(now, "pass"), before = rate_of(was, "pass");
+	double pass = tgi_eval_rate(now, "pass"), before = tgi_eval_rate(was, "pass");
 	if (fail_under >= 0)
 		json_array_append_new(checks, check_new(group, "fail_under", fail_under,
 		                                        fail_under_sentence(group, pass, fail_under)));
@@ -452,7 +444,7 @@ static void score_row(tgi_buf *b, const char *name, const json_t *s, size_t widt
 	free(n);
 	put_col(b, grouped(whole_of(s, "cases", 0), cases), 5, 1);
 	for (int c = 0; c < NCHECKS; c++)
-		put_col(b, pct(rate_of(s, check_name[c]), p), colw[c], 1);
+		put_col(b, pct(tgi_eval_rate(s, check_name[c]), p), colw[c], 1);
 	tgi_buf_puts(b, "\n");
 }
 
@@ -496,9 +488,7 @@ static void table_header(tgi_buf *b, const json_t *rep)
 	const json_t *d = json_object_get(rep, "definitions");
 	if (!json_is_object(d))
 		return;
-	const json_t *tools = json_object_get(d, "tools");
-	long long ntools = json_is_array(tools) ? (long long)json_array_size(tools)
-	                                        : (long long)json_integer_value(tools);
+	long long ntools = whole_of(d, "tools", 0);
 	tgi_buf_printf(b, "definitions: %lld tool%s, %s chars, ~%s tokens", ntools,
 	               ntools == 1 ? "" : "s", grouped(whole_of(d, "chars", 0), n1),
 	               grouped(whole_of(d, "tokens_est", 0), n2));
@@ -620,8 +610,8 @@ static void diff_row(tgi_buf *b, const char *name, const json_t *after, const js
 	char *n = col_name(name, NULL), p[16], d[24];
 	put_col(b, n, width, 0);
 	free(n);
-	put_col(b, pct(rate_of(before, "pass"), p), 11, 1);
-	put_col(b, pct(rate_of(after, "pass"), p), 7, 1);
+	put_col(b, pct(tgi_eval_rate(before, "pass"), p), 11, 1);
+	put_col(b, pct(tgi_eval_rate(after, "pass"), p), 7, 1);
 	put_col(b, pts(num_of(diff, "pass"), d), 9, 1);
 	for (int c = 0; c < C_PASS; c++)
 		put_col(b, pts(num_of(diff, check_name[c]), d), colw[c], 1);
@@ -632,10 +622,7 @@ static void table_compare(tgi_buf *b, const json_t *rep)
 {
 	const json_t *base = json_object_get(rep, "baseline");
 	const json_t *a = json_object_get(rep, "scores"), *z = json_object_get(base, "scores");
-	json_t *diff = json_object_get(rep, "difference");
-	json_t *own = NULL;
-	if (!json_is_object(diff))
-		diff = own = tgi_eval_difference(rep, base);
+	const json_t *diff = json_object_get(rep, "difference");
 	const json_t *at = json_object_get(a, "tools"), *zt = json_object_get(z, "tools");
 	const json_t *dt = json_object_get(diff, "tools");
 
@@ -661,7 +648,6 @@ static void table_compare(tgi_buf *b, const json_t *rep)
 		               grouped(whole_of(dz, "tokens_est", 0), t1),
 		               grouped(whole_of(da, "tokens_est", 0), t2));
 	}
-	json_decref(own);
 }
 
 static void table_thresholds(tgi_buf *b, const json_t *rep)
@@ -699,38 +685,8 @@ static void render_table(tgi_buf *b, const json_t *rep)
 
 /* ---- JUnit XML ---- */
 
-/* The code point of the UTF-8 sequence at s (n bytes left) into *cp: its
- * length, or 0 when invalid (overlong, a surrogate, past U+10FFFF, cut). */
-static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp)
-{
-	unsigned c = s[0], len, min;
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, min = 0x80, c &= 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, min = 0x800, c &= 0x0F;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, min = 0x10000, c &= 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (unsigned i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3F);
-	}
-	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-		return 0;
-	*cp = c;
-	return len;
-}
-
 /* Is cp a character XML 1.0 allows (and not a control character)? */
-static int xml_char_ok(unsigned cp)
+static int xml_char_ok(uint32_t cp)
 {
 	if (cp == 0x9 || cp == 0xA || cp == 0xD)
 		return 1;
@@ -751,8 +707,8 @@ static void put_xml(tgi_buf *b, const char *s, size_t max, int attr)
 			tgi_buf_puts(b, "…");
 			return;
 		}
-		unsigned cp = 0;
-		size_t len = utf8_decode(u + i, n - i, &cp);
+		uint32_t cp = 0;
+		size_t len = tgi_utf8_decode((const char *)u + i, n - i, &cp);
 		if (!len || !xml_char_ok(cp)) {
 			tgi_buf_puts(b, "\xEF\xBF\xBD");
 			i += len ? len : 1;
@@ -777,17 +733,11 @@ static void put_xml(tgi_buf *b, const char *s, size_t max, int attr)
 	}
 }
 
-/* "2026-11-30T21:04:11" from started (ISO 8601 text or unix ms), or "". */
+/* "2026-11-30T21:04:11" from started (ISO 8601 text), or "". */
 static void junit_timestamp(const json_t *started, char out[32])
 {
-	char iso[32];
 	const char *s = json_string_value(started);
 	out[0] = '\0';
-	if (json_is_number(started)) {
-		double ms = json_number_value(started); /* up to the year 9999 */
-		tgi_iso8601((int64_t)(ms > 0 && ms < 253402300799999.0 ? ms : 0), iso);
-		s = iso;
-	}
 	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
 	if (!s || strlen(s) < sizeof shape - 1)
 		return;
@@ -1119,6 +1069,93 @@ char *tgi_eval_history_render(const json_t *rows, const char *format)
 		render_json(&b, rows);
 	else
 		history_table(&b, rows);
+	return tgi_buf_steal(&b);
+}
+
+/* ---- the definitions' sizes ---- */
+
+/* The APIs of the rows, in the order they first appear: {name: true}. */
+static json_t *sizes_apis(const json_t *rows)
+{
+	json_t *apis = json_object();
+	size_t i;
+	const json_t *r;
+	json_array_foreach (rows, i, r) {
+		const char *k;
+		json_t *v;
+		json_object_foreach (json_object_get(r, "apis"), k, v)
+			json_object_set_new(apis, k, json_true());
+	}
+	return apis;
+}
+
+/* s as a column of width characters; the last column is not padded. */
+static void put_left(tgi_buf *b, const char *s, size_t width, int last)
+{
+	if (last)
+		tgi_buf_puts(b, s);
+	else
+		put_col(b, s, width, 0);
+}
+
+static void sizes_row(tgi_buf *b, const json_t *r, const json_t *apis)
+{
+	char n[32], c[32], t[32], cell[80];
+	char *name = col_name(str_of(r, "profile"), NULL);
+	put_col(b, name, 12, 0);
+	free(name);
+	tgi_buf_printf(b, " %5s", grouped(whole_of(r, "tools", 0), n));
+	size_t k = 0, nk = json_object_size(apis);
+	const char *api;
+	json_t *v;
+	json_object_foreach ((json_t *)apis, api, v) {
+		const json_t *a = json_object_get(json_object_get(r, "apis"), api);
+		if (json_is_object(a))
+			snprintf(cell, sizeof cell, "%s (~%s tok)", grouped(whole_of(a, "chars", 0), c),
+			         grouped(whole_of(a, "tokens_est", 0), t));
+		else
+			strcpy(cell, "-");
+		tgi_buf_puts(b, "  ");
+		put_left(b, cell, 20, ++k == nk);
+	}
+	tgi_buf_puts(b, "\n");
+}
+
+/* profile, tools, then "chars (~tokens tok)" per API. */
+static void sizes_table(tgi_buf *b, const json_t *rows)
+{
+	json_t *apis = sizes_apis(rows);
+	size_t k = 0, nk = json_object_size(apis);
+	const char *api;
+	json_t *v;
+	tgi_buf_printf(b, "%-12s %5s", "profile", "tools");
+	json_object_foreach (apis, api, v) {
+		char *name = col_name(api, NULL);
+		tgi_buf_puts(b, "  ");
+		put_left(b, name, 20, ++k == nk);
+		free(name);
+	}
+	tgi_buf_puts(b, "\n");
+	size_t i;
+	const json_t *r;
+	json_array_foreach (rows, i, r)
+		sizes_row(b, r, apis);
+	tgi_buf_puts(b, "characters of the tools array as each API is sent it; tokens estimated\n");
+	json_decref(apis);
+}
+
+char *tgi_eval_sizes_render(const json_t *rows, const char *format)
+{
+	tgi_buf b;
+	if (!format)
+		format = "table";
+	if (strcmp(format, "table") && strcmp(format, "json"))
+		return NULL;
+	tgi_buf_init(&b, RENDER_MAX);
+	if (!strcmp(format, "json"))
+		render_json(&b, rows);
+	else
+		sizes_table(&b, rows);
 	return tgi_buf_steal(&b);
 }
 

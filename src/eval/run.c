@@ -397,18 +397,6 @@ static unsigned decision_bit(tgi_decision d)
 	return d == TGI_ALLOW ? TGI_EVAL_ALLOW : d == TGI_ASK ? TGI_EVAL_ASK : TGI_EVAL_DENY;
 }
 
-static json_t *decisions_json(unsigned set)
-{
-	json_t *a = json_array();
-	if (set & TGI_EVAL_ALLOW)
-		json_array_append_new(a, json_string("allow"));
-	if (set & TGI_EVAL_ASK)
-		json_array_append_new(a, json_string("ask"));
-	if (set & TGI_EVAL_DENY)
-		json_array_append_new(a, json_string("deny"));
-	return a;
-}
-
 /* A verdict in the making: each check 1, 0 or -1 (does not apply). */
 typedef struct verdict {
 	int         tool, valid, args, policy;
@@ -521,7 +509,7 @@ static void judge_call(eval *e, judge *j, const tgi_eval_case *c, const tgi_pcal
 	v->policy = valid && (bit & c->decisions) != 0;
 	if (valid && !v->policy) {
 		char want[32] = "";
-		json_t *d = decisions_json(c->decisions);
+		json_t *d = tgi_eval_decisions_json(c->decisions);
 		size_t i;
 		json_t *x;
 		json_array_foreach(d, i, x) {
@@ -618,7 +606,7 @@ static json_t *result_of(eval *e, item *it)
 	                 "s:{s:o, s:o, s:o, s:o}, s:o, s:s?, s:o, s:o, s:o, s:f}",
 	                 "case", c->id, "where", c->where,
 	                 "expect", "tool", c->tool, "args", c->args,
-	                 "decision", c->tool ? decisions_json(c->decisions) : json_array(),
+	                 "decision", c->tool ? tgi_eval_decisions_json(c->decisions) : json_array(),
 	                 "run", it->run, "request", c->request, "pass", pass,
 	                 "checks", "tool", check_json(v.tool), "valid", check_json(v.valid),
 	                 "args", check_json(v.args), "policy", check_json(v.policy),
@@ -731,12 +719,6 @@ static json_t *run_suite(eval *e, const char *config, char **errmsg)
 
 /* ---- keeping a run ---- */
 
-static double rate_of(const json_t *score, const char *check)
-{
-	const json_t *r = json_object_get(json_object_get(score, check), "rate");
-	return json_is_number(r) ? json_number_value(r) : NAN;
-}
-
 static int record(eval *e, json_t *rep, char **errmsg)
 {
 	static const char *const checks[] = {"tool", "valid", "args", "policy", "pass"};
@@ -764,7 +746,7 @@ static int record(eval *e, json_t *rep, char **errmsg)
 		.report = text,
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(checks); i++)
-		row.score[i] = rate_of(overall, checks[i]);
+		row.score[i] = tgi_eval_rate(overall, checks[i]);
 	tgi_store_lock(e->home);
 	int rc = tgi_store_eval_put(e->home->store, &row, err, sizeof err);
 	tgi_store_unlock(e->home);
@@ -975,20 +957,6 @@ char *tg_eval_history(tg_gate *g, const char *model, int limit, const char *form
 	return s;
 }
 
-/* Thousands separated, into out. */
-static const char *grouped(size_t v, char out[32])
-{
-	char raw[32];
-	int n = snprintf(raw, sizeof raw, "%zu", v), k = 0;
-	for (int i = 0; i < n; i++) {
-		if (i && (n - i) % 3 == 0)
-			out[k++] = ',';
-		out[k++] = raw[i];
-	}
-	out[k] = '\0';
-	return out;
-}
-
 char *tg_eval_sizes(tg_gate *g, const char *format, char **errmsg)
 {
 	static const char *const apis[] = {"openai-chat", "openai-responses", "anthropic", "gemini"};
@@ -1021,36 +989,8 @@ char *tg_eval_sizes(tg_gate *g, const char *format, char **errmsg)
 		json_array_append_new(rows, json_pack("{s:s, s:I, s:o}", "profile", profile, "tools",
 		                                      (json_int_t)ntools, "apis", per));
 	}
-	if (format && !strcmp(format, "json")) {
-		char *s = json_dumps(rows, JSON_INDENT(2));
-		json_decref(rows);
-		return s;
-	}
-	tgi_buf b;
-	tgi_buf_init(&b, 1u << 20);
-	tgi_buf_printf(&b, "%-12s %5s", "profile", "tools");
-	for (size_t k = 0; k < TGI_ARRAY_LEN(apis); k++)
-		tgi_buf_printf(&b, k + 1 < TGI_ARRAY_LEN(apis) ? "  %-20s" : "  %s", apis[k]);
-	tgi_buf_puts(&b, "\n");
-	size_t i;
-	json_t *r;
-	json_array_foreach(rows, i, r) {
-		char name[64];
-		tgi_sanitize(name, sizeof name, json_string_value(json_object_get(r, "profile")));
-		tgi_buf_printf(&b, "%-12s %5lld", name,
-		               (long long)json_integer_value(json_object_get(r, "tools")));
-		for (size_t k = 0; k < TGI_ARRAY_LEN(apis); k++) {
-			const json_t *a = json_object_get(json_object_get(r, "apis"), apis[k]);
-			char c[32], t[32], cell[80];
-			snprintf(cell, sizeof cell, "%s (~%s tok)",
-			         grouped((size_t)json_integer_value(json_object_get(a, "chars")), c),
-			         grouped((size_t)json_integer_value(json_object_get(a, "tokens_est")), t));
-			tgi_buf_printf(&b, k + 1 < TGI_ARRAY_LEN(apis) ? "  %-20s" : "  %s", cell);
-		}
-		tgi_buf_puts(&b, "\n");
-	}
-	tgi_buf_puts(&b, "characters of the tools array as each API is sent it; tokens estimated\n");
+	char *s = tgi_eval_sizes_render(rows, format ? format : "table");
 	json_decref(rows);
-	return tgi_buf_steal(&b);
+	return s;
 }
 

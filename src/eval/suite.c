@@ -54,6 +54,24 @@ typedef struct ld {
 	size_t      errlen;
 } ld;
 
+/* v, which only running out of memory leaves NULL: every string given to
+ * JSON here is valid UTF-8 (from the YAML, or made so), so nothing built
+ * is ever silently lost. */
+static json_t *must(json_t *v)
+{
+	if (!v) {
+		fputs("toolgate: out of memory\n", stderr);
+		abort();
+	}
+	return v;
+}
+
+static void must_ok(int rc)
+{
+	if (rc < 0)
+		must(NULL);
+}
+
 /* ---- messages ---- */
 
 /* line:col of ptr, or of its nearest mapped parent. */
@@ -327,7 +345,7 @@ static int load_setup(const ld *x, const json_t *v, const char *ptr, tgi_eval_ca
 	if (json_object_size(v) > SETUP_FILES_MAX)
 		return fail(x, ptr, "%zu setup files; at most %d", json_object_size(v),
 		            SETUP_FILES_MAX);
-	json_t *files = json_object();
+	json_t *files = must(json_object());
 	json_object_foreach((json_t *)v, key, content) {
 		char p[PTR_MAX], norm[PATH_MAX], k[72];
 		tgi_json_pointer_join(p, sizeof p, ptr, key);
@@ -347,7 +365,7 @@ static int load_setup(const ld *x, const json_t *v, const char *ptr, tgi_eval_ca
 			fail(x, p, "setup file \"%s\" is the same file as another one", k);
 			goto fail;
 		}
-		json_object_set(files, norm, (json_t *)content);
+		must_ok(json_object_set(files, norm, (json_t *)content));
 	}
 	if (check_setup_tree(x, files, ptr) < 0)
 		goto fail;
@@ -564,7 +582,7 @@ static int load_text(tgi_eval_suite *s, ld *x, const char *text, size_t len)
 		s->v = tgi_xrealloc(s->v, (s->n + n) * sizeof *s->v);
 		memcpy(s->v + s->n, nv, n * sizeof *nv);
 		s->n += n;
-		json_array_append_new(s->files, json_string(x->name));
+		must_ok(json_array_append_new(s->files, must(tgi_json_text(x->name, strlen(x->name)))));
 		rc = 0;
 	} else {
 		for (size_t i = 0; i < n; i++)
@@ -578,16 +596,20 @@ out:
 	return rc;
 }
 
-/* The file's name without its directory and last extension. */
+/* The file's name without its directory and last extension, as a label:
+ * at most LABEL_MAX bytes of whole characters, an invalid byte (a file name
+ * need not be UTF-8) as U+FFFD and a control character as a space. */
 static char *stem_of(const char *name)
 {
 	const char *b = strrchr(name, '/');
 	b = b ? b + 1 : name;
 	const char *dot = strrchr(b, '.');
 	size_t n = dot && dot != b ? (size_t)(dot - b) : strlen(b);
-	if (n > LABEL_MAX)
-		n = LABEL_MAX;
-	return tgi_strndup(b, n);
+	char *raw = tgi_strndup(b, n > LABEL_MAX ? LABEL_MAX : n);
+	char *stem = tgi_xmalloc(LABEL_MAX + 1);
+	tgi_sanitize(stem, LABEL_MAX + 1, raw);
+	free(raw);
+	return stem;
 }
 
 static int load_named(tgi_eval_suite *s, const char *name, const char *stem_from,
@@ -596,7 +618,7 @@ static int load_named(tgi_eval_suite *s, const char *name, const char *stem_from
 	char *stem = stem_of(stem_from);
 	ld x = {.name = name, .stem = stem, .err = err, .errlen = errlen};
 	if (!s->files)
-		s->files = json_array();
+		s->files = must(json_array());
 	if (!text)
 		text = "";
 	int rc = load_text(s, &x, text, len);
@@ -627,7 +649,7 @@ int tgi_eval_suite_builtin(tgi_eval_suite *s, char *err, size_t errlen)
 		return -1;
 	}
 	if (!s->files)
-		s->files = json_array();
+		s->files = must(json_array());
 	size_t n0 = s->n, f0 = json_array_size(s->files);
 	for (size_t i = 0; i < tgi_eval_nbuiltin; i++) {
 		const tgi_eval_file *f = &tgi_eval_builtin[i];
@@ -643,32 +665,50 @@ int tgi_eval_suite_builtin(tgi_eval_suite *s, char *err, size_t errlen)
 
 /* ---- digest ---- */
 
-static json_t *decisions_json(unsigned set)
+json_t *tgi_eval_decisions_json(unsigned decisions)
 {
-	json_t *a = json_array();
-	if (set & TGI_EVAL_ALLOW)
-		json_array_append_new(a, json_string("allow"));
-	if (set & TGI_EVAL_ASK)
-		json_array_append_new(a, json_string("ask"));
-	if (set & TGI_EVAL_DENY)
-		json_array_append_new(a, json_string("deny"));
+	static const char *const names[] = {"allow", "ask", "deny"};
+	static const unsigned bit[] = {TGI_EVAL_ALLOW, TGI_EVAL_ASK, TGI_EVAL_DENY};
+	json_t *a = must(json_array());
+	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
+		if (decisions & bit[i])
+			must_ok(json_array_append_new(a, must(json_string(names[i]))));
 	return a;
 }
 
+/* o[key] = s as a JSON string, or null when s is NULL. */
+static void set_text(json_t *o, const char *key, const char *s)
+{
+	must_ok(json_object_set_new(o, key, s ? must(tgi_json_text(s, strlen(s))) : json_null()));
+}
+
+/* o[key] = v, or null when v is NULL. */
+static void set_value(json_t *o, const char *key, json_t *v)
+{
+	must_ok(json_object_set(o, key, v ? v : json_null()));
+}
+
+/* A case as the digest reads it: every key there, null when not given. */
 static json_t *case_json(const tgi_eval_case *c)
 {
-	json_t *expect = json_pack("{s:o?,s:O?,s:o}", "tool", c->tool ? json_string(c->tool) : NULL,
-	                           "args", c->args,
-	                           "decision", c->tool ? decisions_json(c->decisions) : json_array());
-	return json_pack("{s:s,s:s,s:o,s:s?,s:O?}", "id", c->id, "request", c->request,
-	                 "expect", expect, "profile", c->profile, "setup_files", c->setup_files);
+	json_t *expect = must(json_object()), *v = must(json_object());
+	set_text(expect, "tool", c->tool);
+	set_value(expect, "args", c->args);
+	must_ok(json_object_set_new(expect, "decision", c->tool ? tgi_eval_decisions_json(c->decisions)
+	                                                        : must(json_array())));
+	set_text(v, "id", c->id);
+	set_text(v, "request", c->request);
+	must_ok(json_object_set_new(v, "expect", expect));
+	set_text(v, "profile", c->profile);
+	set_value(v, "setup_files", c->setup_files);
+	return v;
 }
 
 void tgi_eval_suite_digest(const tgi_eval_suite *s, char out[65])
 {
-	json_t *all = json_array();
+	json_t *all = must(json_array());
 	for (size_t i = 0; i < s->n; i++)
-		json_array_append_new(all, case_json(&s->v[i]));
+		must_ok(json_array_append_new(all, case_json(&s->v[i])));
 	char *text = tgi_json_canonical(all);
 	tgi_sha256_hex(text, strlen(text), out);
 	free(text);

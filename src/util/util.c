@@ -458,33 +458,43 @@ void tgi_sanitize_n(char *out, size_t cap, const char *s, size_t n, size_t max)
 
 /* ---- UTF-8 ---- */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t tgi_utf8_decode(const char *s, size_t n, uint32_t *cp)
 {
-	unsigned char c = s[0];
+	const unsigned char *u = (const unsigned char *)s;
 	size_t len;
-	uint32_t cp;
+	uint32_t c;
+	if (!n)
+		return 0;
+	c = u[0];
 	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, cp = c & 0x1F;
+		len = 1;
+	else if (c >= 0xC2 && c <= 0xDF)
+		len = 2, c &= 0x1F;
 	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, cp = c & 0x0F;
+		len = 3, c &= 0x0F;
 	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, cp = c & 0x07;
+		len = 4, c &= 0x07;
 	else
 		return 0;
 	if (len > n)
 		return 0;
 	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
+		if ((u[i] & 0xC0) != 0x80)
 			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
+		c = (c << 6) | (u[i] & 0x3F);
 	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+	if ((len == 3 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) ||
+	    (len == 4 && (c < 0x10000 || c > 0x10FFFF)))
 		return 0;
+	if (cp)
+		*cp = c;
 	return len;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	return tgi_utf8_decode((const char *)s, n, NULL);
 }
 
 json_t *tgi_json_text(const char *s, size_t n)

@@ -83,6 +83,11 @@ json_t *tgi_json_str_or_null(const char *s);
 size_t tgi_utf8_len(const char *s, size_t n);
 /* Byte offset of code point index cp in s (n if past the end). */
 size_t tgi_utf8_offset(const char *s, size_t n, size_t cp);
+/* The UTF-8 sequence at s (n bytes left): its length (1 to 4) with its code
+ * point in *cp (when cp is not NULL), or 0 when it is invalid: n is 0, a
+ * stray or cut sequence, an overlong form, a surrogate, or past U+10FFFF.
+ * A NUL byte is U+0000, length 1. */
+size_t tgi_utf8_decode(const char *s, size_t n, uint32_t *cp);
 /* Canonical text: compact, keys sorted.  Caller frees with free(). */
 char *tgi_json_canonical(const json_t *v);
 /* Resolve an RFC 6901 pointer ("" is the root).  Borrowed reference or NULL. */

@@ -1,7 +1,7 @@
 /*
  * test_eval_match.c — an eval case's expected arguments (src/eval/match.c):
- * globs, numbers, booleans and null, arrays, JSON Schema fragments, nested
- * subsets, the sentences a mismatch gives, what does not compile, and
+ * globs, numbers, booleans and null, arrays, JSON Schema fragments (one of
+ * annotations only refused), nested subsets, the sentences a mismatch gives, what does not compile, and
  * checks from several threads at once.
  *
  * Owns: nothing beyond the test.  Must not: read files or the network.
@@ -241,6 +241,43 @@ static void test_nested_subsets(void **state)
 	check("{\"opts\": {}}", "{\"opts\": []}", 0, "/opts: expected an object, got []");
 }
 
+/* A fragment of annotations only would accept any value: refused, each
+ * annotation keyword alone and all of them together, at any depth. */
+static void test_annotation_only_fragment_refused(void **state)
+{
+	(void)state;
+	static const char *const annotations[] = {
+		"\"title\": \"a.txt\"", "\"description\": \"the file\"", "\"default\": \"a.txt\"",
+		"\"examples\": [\"a.txt\"]", "\"$comment\": \"x\"", "\"deprecated\": true",
+		"\"readOnly\": true", "\"writeOnly\": false", "\"$id\": \"urn:x\"",
+		"\"$schema\": \"https://json-schema.org/draft/2020-12/schema\"", "\"$anchor\": \"a\"",
+		"\"$defs\": {\"x\": {\"const\": 1}}", "\"definitions\": {\"x\": {\"const\": 1}}",
+	};
+	const char *sentence = "a JSON Schema fragment whose keywords only annotate matches "
+	                       "anything; give a value or a checking keyword such as const";
+	char want[256], expect[512];
+	for (size_t i = 0; i < sizeof annotations / sizeof *annotations; i++) {
+		snprintf(expect, sizeof expect, "{\"path\": {%s}}", annotations[i]);
+		snprintf(want, sizeof want, "/path: %s", sentence);
+		refused(expect, want);
+	}
+	snprintf(want, sizeof want, "/opts/1/path: %s", sentence);
+	refused("{\"opts\": [1, {\"path\": {\"title\": \"a\", \"description\": \"b\", "
+	        "\"default\": \"c\", \"examples\": [], \"$comment\": \"d\", \"readOnly\": true}}]}",
+	        want);
+	/* one keyword that checks is enough, annotations beside it are fine */
+	check("{\"path\": {\"title\": \"the file\", \"const\": \"a.txt\"}}", "{\"path\": \"a.txt\"}", 1,
+	      NULL);
+	check("{\"path\": {\"title\": \"the file\", \"const\": \"a.txt\"}}", "{\"path\": \"b.txt\"}", 0,
+	      "/path: *");
+	check("{\"path\": {\"description\": \"any text\", \"type\": \"string\"}}", "{\"path\": 3}", 0,
+	      "/path: *");
+	check("{\"path\": {\"$defs\": {\"p\": {\"pattern\": \"^a\"}}, \"$ref\": \"#/$defs/p\"}}",
+	      "{\"path\": \"bc\"}", 0, "/path*");
+	/* an argument named like an annotation is matched as an argument */
+	check("{\"title\": \"a*\"}", "{\"title\": \"abc\"}", 1, NULL);
+}
+
 /* ---- what does not compile ---- */
 
 static json_t *nest(int levels)
@@ -425,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_arrays),
 		cmocka_unit_test(test_schema_fragments),
 		cmocka_unit_test(test_nested_subsets),
+		cmocka_unit_test(test_annotation_only_fragment_refused),
 		cmocka_unit_test(test_deep_nesting_refused),
 		cmocka_unit_test(test_compile_errors),
 		cmocka_unit_test(test_why_is_one_clean_line),

@@ -11,8 +11,8 @@
  * JUnit XML checked by xmllint and parsed back by python3-junitparser
  * (counts, types, messages; a model's text full of "]]>", control bytes,
  * U+FFFE and invalid UTF-8 still valid XML), JSON that reads back equal,
- * the history with its Δpass, and the token estimate against counts of a
- * real BPE tokenizer.
+ * the history with its Δpass, the definitions' sizes per profile and API,
+ * and the token estimate against counts of a real BPE tokenizer.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,22 +203,22 @@ static void test_scores_empty(void **state)
 	json_decref(empty);
 }
 
-/* A result without "pass" (older or partial input) passes only when no
- * check is false and there is no error. */
-static void test_scores_pass_derived(void **state)
+/* tgi_eval_rate: a SCORE's rate of one check, NAN where there is none. */
+static void test_rate(void **state)
 {
-	json_t *a = json_array();
-	json_t *r1 = result("x#1", "shell", 1, 1, 1, NA, 1, NULL, NULL);
-	json_t *r2 = result("x#2", "shell", 1, 1, 0, NA, 0, "valid", "invalid");
-	json_object_del(r1, "pass");
-	json_object_del(r2, "pass");
-	json_array_append_new(a, r1);
-	json_array_append_new(a, r2);
-	json_t *s = tgi_eval_scores(a);
-	assert_score(json_object_get(json_object_get(s, "tools"), "shell"), 2, 2,
-	             (const long long[]){2, 2, 1, 2, 0, 0, 1, 2, 1, 2});
+	json_t *results = sample_results();
+	json_t *s = tgi_eval_scores(results);
+	const json_t *rf = json_object_get(json_object_get(s, "tools"), "read_file");
+	const json_t *none = json_object_get(json_object_get(s, "tools"), "(none)");
+	assert_true(tgi_eval_rate(rf, "tool") == 4.0 / 5);
+	assert_true(tgi_eval_rate(rf, "pass") == 2.0 / 5);
+	assert_true(tgi_eval_rate(json_object_get(s, "overall"), "policy") == 3.0 / 7);
+	assert_true(tgi_eval_rate(none, "tool") == 1.0 / 2);
+	assert_true(isnan(tgi_eval_rate(none, "valid")));  /* of = 0: rate null */
+	assert_true(isnan(tgi_eval_rate(rf, "speed")));    /* no such check */
+	assert_true(isnan(tgi_eval_rate(NULL, "pass")));
 	json_decref(s);
-	json_decref(a);
+	json_decref(results);
 }
 
 /* ---- the difference ---- */
@@ -784,6 +784,67 @@ static void test_history(void **state)
 	json_decref(rows);
 }
 
+/* ---- the definitions' sizes ---- */
+
+static json_t *sizes_row(const char *profile, int tools, const long long cells[8])
+{
+	static const char *const apis[] = {"openai-chat", "openai-responses", "anthropic", "gemini"};
+	json_t *per = json_object();
+	for (int k = 0; k < 4; k++)
+		json_object_set_new(per, apis[k], json_pack("{s:I, s:I}", "chars", (json_int_t)cells[2 * k],
+		                                            "tokens_est", (json_int_t)cells[2 * k + 1]));
+	return json_pack("{s:s, s:i, s:o}", "profile", profile, "tools", tools, "apis", per);
+}
+
+static void test_sizes(void **state)
+{
+	json_t *rows = json_array();
+	json_array_append_new(rows, sizes_row("coding", 6, (const long long[]){6069, 1490, 5991, 1474,
+	                                                                       5654, 1359, 5729, 1371}));
+	json_array_append_new(rows, sizes_row("minimal", 3, (const long long[]){3227, 805, 3188, 798,
+	                                                                        2945, 712, 2996, 721}));
+	json_array_append_new(rows, sizes_row("full", 12, (const long long[]){1234567, 310000, 5991,
+	                                                                      1474, 5654, 1359, 5729,
+	                                                                      1371}));
+	char *t = tgi_eval_sizes_render(rows, "table");
+	/* columns of 20 characters, thousands separated; a wider cell pushes the
+	 * rest; no line ends in a space */
+	const char *expect =
+		"profile      tools  openai-chat           openai-responses      anthropic             gemini\n"
+		"coding           6  6,069 (~1,490 tok)    5,991 (~1,474 tok)    5,654 (~1,359 tok)    5,729 (~1,371 tok)\n"
+		"minimal          3  3,227 (~805 tok)      3,188 (~798 tok)      2,945 (~712 tok)      2,996 (~721 tok)\n"
+		"full            12  1,234,567 (~310,000 tok)  5,991 (~1,474 tok)    5,654 (~1,359 tok)    5,729 (~1,371 tok)\n"
+		"characters of the tools array as each API is sent it; tokens estimated\n";
+	if (strcmp(t, expect)) {
+		fprintf(stderr, "got:\n%s\nexpected:\n%s\n", t, expect);
+		fail();
+	}
+	free(t);
+	t = tgi_eval_sizes_render(rows, NULL); /* the default */
+	assert_string_equal(t, expect);
+	free(t);
+
+	t = tgi_eval_sizes_render(rows, "json");
+	assert_non_null(strstr(t, "\n  {\n    \"profile\": \"coding\",")); /* indented */
+	json_t *back = json_loads(t, 0, NULL);
+	assert_true(json_equal(back, rows));
+	json_decref(back);
+	free(t);
+	assert_null(tgi_eval_sizes_render(rows, "junit"));
+
+	/* a profile name is data (control characters replaced); an API a row
+	 * lacks is "-" */
+	json_array_clear(rows);
+	json_array_append_new(rows, sizes_row("evil\x1b[2J", 1, (const long long[]){10, 3, 10, 3, 10, 3,
+	                                                                           10, 3}));
+	json_array_append_new(rows, json_pack("{s:s, s:i, s:{}}", "profile", "bare", "tools", 0, "apis"));
+	t = tgi_eval_sizes_render(rows, "table");
+	assert_contains(t, "\nevil [2J         1  10 (~3 tok)  ");
+	assert_contains(t, "\nbare             0  -                     -                     -                     -\n");
+	free(t);
+	json_decref(rows);
+}
+
 /* ---- the token estimate ---- */
 
 /* Texts with their counts by gpt-tokenizer (cl100k_base, o200k_base). */
@@ -859,7 +920,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scores_exact),
 		cmocka_unit_test(test_scores_empty),
-		cmocka_unit_test(test_scores_pass_derived),
+		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_difference),
 		cmocka_unit_test(test_threshold_fail_under),
 		cmocka_unit_test(test_threshold_max_drop),
@@ -870,6 +931,7 @@ int main(void)
 		cmocka_unit_test(test_junit),
 		cmocka_unit_test(test_junit_hostile),
 		cmocka_unit_test(test_history),
+		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_tokens),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -161,6 +161,89 @@ static void test_default_id_uses_the_stem(void **state)
 	tgi_eval_suite_free(&s);
 }
 
+/* A file name need not be UTF-8 (nor free of control characters): the
+ * default ids, `where` and the files list hold it with U+FFFD (and a space
+ * for a control character), and every case still counts in the digest. */
+static void test_file_name_not_utf8(void **state)
+{
+	(void)state;
+	tgi_eval_suite s = {0};
+	char err[512], d_bad[65], d_fffd[65], d_one[65];
+	const char *two = "- {request: hi, expect: {no_tool: true}}\n"
+	                  "- {id: named, request: ho, expect: {no_tool: true}}\n";
+	assert_int_equal(load(&s, "dir/bad\xff.yaml", two, err, sizeof err), 0);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.v[0].id, "bad\xEF\xBF\xBD#1");
+	assert_string_equal(s.v[0].where, "dir/bad\xEF\xBF\xBD.yaml:1:3");
+	assert_string_equal(s.v[1].id, "named");
+	assert_int_equal(json_array_size(s.files), 1);
+	assert_string_equal(json_string_value(json_array_get(s.files, 0)), "dir/bad\xEF\xBF\xBD.yaml");
+	/* what a report is built from: JSON strings of them can be made */
+	json_t *r = json_pack("{s:s, s:s}", "case", s.v[0].id, "where", s.v[0].where);
+	assert_non_null(r);
+	json_decref(r);
+	tgi_eval_suite_digest(&s, d_bad);
+	tgi_eval_suite_free(&s);
+
+	/* the digest holds both cases: the same as the name spelt with U+FFFD,
+	 * not the same as the named case alone */
+	assert_int_equal(load(&s, "bad\xEF\xBF\xBD.yaml", two, err, sizeof err), 0);
+	tgi_eval_suite_digest(&s, d_fffd);
+	tgi_eval_suite_free(&s);
+	assert_int_equal(load(&s, "x.yaml", "- {id: named, request: ho, expect: {no_tool: true}}\n", err,
+	                      sizeof err), 0);
+	tgi_eval_suite_digest(&s, d_one);
+	tgi_eval_suite_free(&s);
+	assert_string_equal(d_bad, d_fffd);
+	assert_string_not_equal(d_bad, d_one);
+
+	/* a control character; a long stem cut on a character, not inside one */
+	char name[512] = "a";
+	for (int i = 0; i < 100; i++)
+		strcat(name, "\xC3\xA9"); /* é */
+	strcat(name, ".yaml");
+	assert_int_equal(load(&s, "tab\there\n.yaml", two, err, sizeof err), 0);
+	assert_int_equal(load(&s, name, "- {request: hi, expect: {no_tool: true}}\n", err, sizeof err),
+	                 0);
+	assert_string_equal(s.v[0].id, "tab here #1");
+	char want[160] = "a";
+	for (int i = 0; i < 63; i++)
+		strcat(want, "\xC3\xA9");
+	strcat(want, "#1");
+	assert_string_equal(s.v[2].id, want);
+	json_t *id = json_string(s.v[2].id);
+	assert_non_null(id);
+	json_decref(id);
+	tgi_eval_suite_free(&s);
+
+	/* a name from an error message is one clean line too */
+	assert_int_equal(load(&s, "bad\xff\n.yaml", "- {request: hi}\n", err, sizeof err), -1);
+	assert_string_equal(err, "bad\xEF\xBF\xBD .yaml:1:3: /0: missing expect ({tool: NAME, args?, "
+	                         "decision?} or {no_tool: true})");
+	tgi_eval_suite_free(&s);
+}
+
+/* tgi_eval_decisions_json: the decisions a case allows, in a fixed order. */
+static void test_decisions_json(void **state)
+{
+	(void)state;
+	struct { unsigned set; const char *json; } t[] = {
+		{0, "[]"},
+		{TGI_EVAL_ALLOW, "[\"allow\"]"},
+		{TGI_EVAL_DENY, "[\"deny\"]"},
+		{TGI_EVAL_ASK | TGI_EVAL_ALLOW, "[\"allow\",\"ask\"]"},
+		{TGI_EVAL_DENY | TGI_EVAL_ASK | TGI_EVAL_ALLOW, "[\"allow\",\"ask\",\"deny\"]"},
+		{TGI_EVAL_DENY | 64, "[\"deny\"]"},
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(t); i++) {
+		json_t *a = tgi_eval_decisions_json(t[i].set);
+		char *text = json_dumps(a, JSON_COMPACT);
+		assert_string_equal(text, t[i].json);
+		free(text);
+		json_decref(a);
+	}
+}
+
 static void test_decisions(void **state)
 {
 	(void)state;
@@ -373,6 +456,10 @@ static void test_expect_errors(void **state)
 		 "t.yaml:2:45: /0/expect/args/limit/minimum: must be a number"},
 		{"{tool: t, args: {q: {pattern: \"(\"}}}",
 		 "t.yaml:2:41: /0/expect/args/q/pattern: invalid regular expression*"},
+		/* a fragment of annotations only would pass any argument */
+		{"{tool: t, args: {path: {title: a.txt}}}",
+		 "t.yaml:2:34: /0/expect/args/path: a JSON Schema fragment whose keywords only annotate "
+		 "matches anything; give a value or a checking keyword such as const"},
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(t); i++) {
 		char text[512];
@@ -632,6 +719,12 @@ static void test_digest(void **state)
 	digest_of("t.yaml", base, d0);
 	assert_int_equal(strlen(d0), 64);
 	assert_int_equal(strspn(d0, "0123456789abcdef"), 64);
+	/* pinned: kept runs are compared by it, so it must not drift.  sha256 of
+	 * [{"expect":{"args":{"path":"*README.md"},"decision":["allow"],
+	 * "tool":"read_file"},"id":"a","profile":null,"request":"show me the
+	 * readme","setup_files":{"README.md":"# x\n"}}] (keys sorted, compact;
+	 * a key not given is null) */
+	assert_string_equal(d0, "b970afd6b397cff5e65e3f019a1cd97acfcdfb4ca6fe5480adc2798929ff4556");
 
 	/* stable across loads, and not about where the cases came from */
 	digest_of("t.yaml", base, d1);
@@ -798,7 +891,9 @@ int main(void)
 		cmocka_unit_test(test_list_shape_and_defaults),
 		cmocka_unit_test(test_object_shape_and_profiles),
 		cmocka_unit_test(test_default_id_uses_the_stem),
+		cmocka_unit_test(test_file_name_not_utf8),
 		cmocka_unit_test(test_decisions),
+		cmocka_unit_test(test_decisions_json),
 		cmocka_unit_test(test_request_kept_as_written),
 		cmocka_unit_test(test_setup_files),
 		cmocka_unit_test(test_file_errors),
