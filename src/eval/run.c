@@ -538,15 +538,12 @@ static json_t *shown_text(judge *j, const char *text)
 		return json_null();
 	char *m = tgi_redact_text(j->g->redact, text, strlen(text));
 	size_t n = strlen(m), cut = tgi_utf8_offset(m, n, SHOWN_MAX);
-	json_t *s = tgi_json_text(m, cut);
 	if (cut < n) {
-		char *t = tgi_xmalloc(cut + 4);
-		memcpy(t, m, cut);
-		memcpy(t + cut, "\xE2\x80\xA6", 4);
-		json_decref(s);
-		s = tgi_json_text(t, cut + 3);
-		free(t);
+		m = tgi_xrealloc(m, cut + 4);
+		memcpy(m + cut, "\xE2\x80\xA6", 4);   /* … */
+		cut += 3;
 	}
+	json_t *s = tgi_json_text(m, cut);
 	free(m);
 	return s;
 }
