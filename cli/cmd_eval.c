@@ -20,7 +20,8 @@
 
 static const char usage_text[] =
 	"usage: toolgate eval [FILES...] [--provider P] [--model M] [--base-url URL]\n"
-	"                     [--script FILE] [--runs N] [--jobs N] [--profile P] [--as P]\n"
+	"                     [--script FILE] [--runs N] [--jobs N] [--timeout S] [--profile P]\n"
+	"                     [--as P]\n"
 	"                     [--format table|json|junit] [--output FILE] [--no-record]\n"
 	"                     [--compare OTHER_CONFIG] [--fail-under X] [--max-drop X] [options]\n"
 	"       toolgate eval --history [--model M] [--limit N] [--format table|json]\n"
@@ -101,15 +102,23 @@ static void show_progress(void *arg, size_t done, size_t total)
 	fflush(stderr);
 }
 
-/* text to path, whole or not at all: a temporary file renamed over it */
-static int write_output(const char *path, const char *text)
+/* The report goes to path whole or not at all: a temporary file beside it,
+ * made before the run (a path that cannot be written is found before any
+ * request is paid for), renamed over it at the end. */
+static int open_output(const char *path, char tmp[PATH_MAX])
 {
-	char tmp[PATH_MAX];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-		return cli_error("eval: --output: the path is too long");
+	if (snprintf(tmp, PATH_MAX, "%s.tmp.%ld", path, (long)getpid()) >= PATH_MAX) {
+		cli_error("eval: --output: the path is too long");
+		return -1;
+	}
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return cli_error("eval: cannot write \"%s\": %s", path, strerror(errno));
+		cli_error("eval: cannot write \"%s\": %s", path, strerror(errno));
+	return fd;
+}
+
+static int write_output(int fd, const char *tmp, const char *path, const char *text)
+{
 	size_t len = strlen(text), off = 0;
 	int err = 0;
 	while (off < len && !err) {
@@ -222,9 +231,18 @@ int cmd_eval(int argc, char **argv)
 	tg_options judged = go.o;
 	judged.bridge = 1;
 	go.o.bridge = sizes;
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
+	char tmp[PATH_MAX];
+	int ofd = output ? open_output(output, tmp) : -1;
+	if (output && ofd < 0)
 		return 1;
+	tg_gate *g = cli_gate_open(&go);
+	if (!g) {
+		if (output) {
+			close(ofd);
+			unlink(tmp);
+		}
+		return 1;
+	}
 	char *err = NULL, *text = NULL;
 	int rc = 0;
 	if (history)
@@ -249,11 +267,15 @@ int cmd_eval(int argc, char **argv)
 		cli_error("eval: %s", err ? err : "failed");
 		free(err);
 		free(text);
+		if (output) {
+			close(ofd);
+			unlink(tmp);
+		}
 		return 1;
 	}
 	int wrc = 0;
 	if (output)
-		wrc = write_output(output, text);
+		wrc = write_output(ofd, tmp, output, text);
 	else
 		fputs(text, stdout);
 	fflush(stdout);

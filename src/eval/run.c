@@ -716,7 +716,8 @@ static json_t *run_suite(eval *e, const char *config, char **errmsg)
 
 /* ---- keeping a run ---- */
 
-static int record(eval *e, json_t *rep, char **errmsg)
+/* Keep rep as a run that started at ts_ms. */
+static int record(eval *e, json_t *rep, int64_t ts_ms, char **errmsg)
 {
 	static const char *const checks[] = {"tool", "valid", "args", "policy", "pass"};
 	json_t *kept = json_copy(rep);
@@ -729,9 +730,8 @@ static int record(eval *e, json_t *rep, char **errmsg)
 	const json_t *overall = json_object_get(json_object_get(rep, "scores"), "overall");
 	char id[37], err[512];
 	tgi_uuidv7(id);
-	double took = json_number_value(json_object_get(rep, "duration_ms"));
 	tgi_eval_row row = {
-		.id = id, .ts_ms = tgi_unix_ms() - (int64_t)took,   /* when it started */
+		.id = id, .ts_ms = ts_ms,
 		.provider = json_string_value(json_object_get(rep, "provider")),
 		.api = json_string_value(json_object_get(rep, "api")),
 		.model = json_string_value(json_object_get(rep, "model")),   /* NULL: scripted */
@@ -866,9 +866,30 @@ static void eval_free(eval *e)
 	pthread_cond_destroy(&e->cv);
 }
 
+/* Open the gates a run on config would judge on, and close them again: a
+ * baseline that cannot be judged on is found before any request is paid
+ * for. */
+static int check_config(eval *e, const char *config, char **errmsg)
+{
+	e->config = config;
+	int rc = judge_for(e, e->o->profile, errmsg) ? 0 : -1;
+	for (size_t ci = 0; rc == 0 && ci < e->suite.n; ci++) {
+		char *why = NULL;
+		if (!judge_for(e, profile_of(e, &e->suite.v[ci]), &why)) {
+			rc = tgi_fail(errmsg, "%s: %s", e->suite.v[ci].where, why ? why : "no gate");
+			free(why);
+		}
+	}
+	judges_close(e);
+	return rc;
+}
+
 static json_t *run_all(eval *e, char **errmsg)
 {
 	const tg_eval_options *o = e->o;
+	if (o->compare && check_config(e, o->compare, errmsg) < 0)
+		return NULL;
+	int64_t started = tgi_unix_ms();
 	json_t *rep = run_suite(e, NULL, errmsg);
 	judges_close(e);
 	items_free(e);
@@ -885,11 +906,12 @@ static json_t *run_all(eval *e, char **errmsg)
 		json_object_set_new(rep, "difference", tgi_eval_difference(rep, base));
 		json_object_set_new(rep, "baseline", base);
 	}
-	/* a run that cannot be kept is still reported: errmsg carries the warning */
+	/* a run that cannot be kept is still reported: errmsg carries the warning.
+	 * The baseline is kept as the older of the two: it is the state before. */
 	if (!o->no_record) {
 		json_t *base = json_object_get(rep, "baseline");
-		if (!base || record(e, base, errmsg) == 0)
-			record(e, rep, errmsg);
+		if (!base || record(e, base, started - 1, errmsg) == 0)
+			record(e, rep, started, errmsg);
 	}
 	return rep;
 }

@@ -482,6 +482,14 @@ eq "$(sed -n 2p "$HT" | awk '{print $3, $NF}')" "m-a -" "history table: the firs
 eq "$(sed -n 3p "$HT" | awk '{print $3, $(NF-2), $(NF-1), $NF}')" "m-a 33% -67 pts" \
 	"history table: the second m-a run, 67 points lower"
 eq "$(sed -n 4p "$HT" | awk '{print $3, $NF}')" "m-b -" "history table: the first m-b run has no Δ"
+# with --compare both runs are kept, the baseline as the older: the state before
+ev hc "$D/runs.yaml" --model m-c --compare "$D/baseline.yaml" \
+	--script "$D/compare-chat.json" --format json
+ev histc.json --history --model m-c --format json
+eq "$(code hc) $(jq length "$O/histc.json")" "0 2" "history --compare: two runs kept"
+eq "$(jq -r 'map(.manifest) | join(" ")' "$O/histc.json")" \
+	"$(jq -r .baseline.manifest "$O/hc") $(jq -r .manifest "$O/hc")" \
+	"history --compare: the baseline first, then the configuration's run"
 eq "$(ls -A "$WS/tmp" | wc -l)" 0 "history: the scratch workspaces are gone"
 
 # ==== 8. bad input ==========================================================
@@ -571,6 +579,17 @@ done
 eq "$(jq -r '.results[0].failure.check' "$O/secret.json")" args "the secret case fails on args"
 contains "$(jq -r '.results[0].failure.message' "$O/secret.json")" "redacted" \
 	"the failure sentence quotes the value masked"
+
+# a baseline that cannot be judged on, or an --output that cannot be written,
+# is found before the model is asked: nothing is kept
+ev early1 "$D/runs.yaml" --model m-early --script "$D/runs-right.json" \
+	--compare "$WS/no-such-config.yaml"
+eq "$(code early1)" 1 "--compare with a missing configuration: exit 1"
+ev early2 "$D/runs.yaml" --model m-early --script "$D/runs-right.json" \
+	--output "$WS/no-such-dir/report.txt"
+eq "$(code early2)" 1 "--output that cannot be written: exit 1"
+ev early.json --history --model m-early --format json
+eq "$(jq length "$O/early.json")" 0 "nothing asked, nothing kept"
 
 eq "$(ls -A "$WS/tmp" | wc -l)" 0 "bad input: no scratch workspace left behind"
 
