@@ -21,8 +21,7 @@
 static const char usage_text[] =
 	"usage: toolgate eval [FILES...] [--provider P] [--model M] [--base-url URL]\n"
 	"                     [--script FILE] [--runs N] [--jobs N] [--timeout S] [--profile P]\n"
-	"                     [--as P]\n"
-	"                     [--format table|json|junit] [--output FILE] [--no-record]\n"
+	"                     [--as P] [--format table|json|junit] [--output FILE] [--no-record]\n"
 	"                     [--compare OTHER_CONFIG] [--fail-under X] [--max-drop X] [options]\n"
 	"       toolgate eval --history [--model M] [--limit N] [--format table|json]\n"
 	"       toolgate eval --sizes [--format table|json] [options]\n\n"
