@@ -1057,7 +1057,10 @@ static void history_table(tgi_buf *b, const json_t *rows)
 		history_row(b, rows, i, model_w);
 }
 
-char *tgi_eval_history_render(const json_t *rows, const char *format)
+/* rows as "json", or as "table" by table (NULL format: table); NULL for
+ * another format. */
+static char *render_rows(const json_t *rows, const char *format,
+                         void (*table)(tgi_buf *, const json_t *))
 {
 	tgi_buf b;
 	if (!format)
@@ -1068,8 +1071,13 @@ char *tgi_eval_history_render(const json_t *rows, const char *format)
 	if (!strcmp(format, "json"))
 		render_json(&b, rows);
 	else
-		history_table(&b, rows);
+		table(&b, rows);
 	return tgi_buf_steal(&b);
+}
+
+char *tgi_eval_history_render(const json_t *rows, const char *format)
+{
+	return render_rows(rows, format, history_table);
 }
 
 /* ---- the definitions' sizes ---- */
@@ -1146,17 +1154,7 @@ static void sizes_table(tgi_buf *b, const json_t *rows)
 
 char *tgi_eval_sizes_render(const json_t *rows, const char *format)
 {
-	tgi_buf b;
-	if (!format)
-		format = "table";
-	if (strcmp(format, "table") && strcmp(format, "json"))
-		return NULL;
-	tgi_buf_init(&b, RENDER_MAX);
-	if (!strcmp(format, "json"))
-		render_json(&b, rows);
-	else
-		sizes_table(&b, rows);
-	return tgi_buf_steal(&b);
+	return render_rows(rows, format, sizes_table);
 }
 
 /* ---- the token estimate ---- */

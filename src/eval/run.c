@@ -953,6 +953,14 @@ int tg_eval(tg_gate *g, const tg_options *gate, const tg_eval_options *o, char *
 
 /* ---- operator views ---- */
 
+/* The format of --history and --sizes: 0, or -1 with errmsg. */
+static int view_format(const char *format, char **errmsg)
+{
+	if (format && strcmp(format, "table") && strcmp(format, "json"))
+		return tgi_fail(errmsg, "unknown format; expected table or json");
+	return 0;
+}
+
 char *tg_eval_history(tg_gate *g, const char *model, int limit, const char *format,
                       char **errmsg)
 {
@@ -960,10 +968,8 @@ char *tg_eval_history(tg_gate *g, const char *model, int limit, const char *form
 	json_t *rows = NULL;
 	if (errmsg)
 		*errmsg = NULL;
-	if (format && strcmp(format, "table") && strcmp(format, "json")) {
-		tgi_fail(errmsg, "unknown format; expected table or json");
+	if (view_format(format, errmsg) < 0)
 		return NULL;
-	}
 	tgi_store_lock(g);
 	int rc = tgi_store_eval_list(g->store, model, limit > 0 ? limit : 20, &rows, err, sizeof err);
 	tgi_store_unlock(g);
@@ -981,10 +987,8 @@ char *tg_eval_sizes(tg_gate *g, const char *format, char **errmsg)
 	static const char *const apis[] = {"openai-chat", "openai-responses", "anthropic", "gemini"};
 	if (errmsg)
 		*errmsg = NULL;
-	if (format && strcmp(format, "table") && strcmp(format, "json")) {
-		tgi_fail(errmsg, "unknown format; expected table or json");
+	if (view_format(format, errmsg) < 0)
 		return NULL;
-	}
 	json_t *rows = json_array();
 	for (size_t i = 0; i < g->cfg->nprofiles; i++) {
 		const char *profile = g->cfg->profiles[i].name;
