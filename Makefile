@@ -1,14 +1,21 @@
 # toolgate — GNU Make + pkg-config.  See README.md.
 #
 #   make            build/toolgate and build/libtoolgate.a (optimised)
-#   make check      install deps if missing, build with ASan+UBSan, run every test
 #   make demo       the agent demo (toolgate agent, scripted model) on a fresh temporary workspace
+#   make check      build with ASan+UBSan, run every test
 #   make bench      pipeline, validator, apply_patch, shell, dispatch and MCP benchmarks
 #   make fuzz       libFuzzer targets (clang), each run briefly
 #   make tsan       the threaded tests under ThreadSanitizer
 #   make install    PREFIX=/usr/local
+#
+# Each of these first installs what it needs and is missing (scripts/install-deps:
+# the build's packages for make, demo and install; the tests' too for check, fuzz
+# and tsan; node packages for check and bench), then does its work in a make of
+# its own: pkg-config's flags are read when a make starts, so they must be read
+# after the packages are there.
 
 PREFIX  ?= /usr/local
+.DEFAULT_GOAL := all
 comma   := ,
 CC      ?= cc
 PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libseccomp libutf8proc
@@ -16,6 +23,13 @@ PKGS    := jansson yaml-0.1 sqlite3 libpcre2-8 libseccomp libutf8proc
 PKGS_DL := libmicrohttpd libcurl libpq
 VERSION := 0.1.0
 
+# A make asked to build (not through an entry point below) finds the packages
+# there, or says what to do: pkg-config with one module missing prints no flags at all.
+ifneq ($(filter-out all demo install check bench fuzz tsan clean,$(MAKECMDGOALS)),)
+ifneq ($(shell pkg-config --exists $(PKGS) $(PKGS_DL) 2>/dev/null && echo ok),ok)
+$(error pkg-config does not find every package the build needs ($(PKGS) $(PKGS_DL)): run `make`, which installs them, or scripts/install-deps build)
+endif
+endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(PKGS_DL) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -66,18 +80,28 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 TSAN_TESTS    := $(patsubst %,build/tsan/tests/%,$(basename $(notdir $(shell grep -l pthread_ $(UNIT_SRC) 2>/dev/null))))
 FUZZ_BIN      := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
-.PHONY: all deps check test tsan demo bench fuzz install clean
-all: deps build/toolgate build/libtoolgate.a
+.PHONY: all check demo bench fuzz tsan install clean \
+	build-all test demo-run bench-run fuzz-run tsan-run install-files
 
-deps:
-	@scripts/install-deps
-	@scripts/install-node-deps
+# The entry points: what they need (scripts/install-deps SET; node: also
+# scripts/install-node-deps), then the work in a make of its own, on every
+# core unless -j was given.
+define entry # target, package set, node, the work
+$(1):
+	@scripts/install-deps $(2)
+	$(if $(3),@scripts/install-node-deps)
+	@$$(MAKE) --no-print-directory $$(if $$(findstring -j,$$(MAKEFLAGS)),,-j$$(NPROC)) $(4)
+endef
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+$(eval $(call entry,all,build,,build-all))
+$(eval $(call entry,demo,build,,demo-run))
+$(eval $(call entry,install,build,,install-files))
+$(eval $(call entry,check,test,node,test))
+$(eval $(call entry,bench,bench,node,bench-run))
+$(eval $(call entry,fuzz,test,,fuzz-run))
+$(eval $(call entry,tsan,test,,tsan-run))
 
-# deps first, in its own make so that pkg-config sees fresh packages
-check:
-	@scripts/install-deps
-	@scripts/install-node-deps
-	@$(MAKE) --no-print-directory test
+build-all: build/toolgate build/libtoolgate.a
 
 # the optimised build too: -O2 finds warnings -O1 does not; each fuzzer 3 s from its
 # corpus (make fuzz runs them longer)
@@ -85,13 +109,13 @@ test: build/toolgate build/asan/toolgate build/asan/fake_provider $(UNIT_BIN_ASA
 	@TSAN_TESTS="$(TSAN_TESTS)" FUZZ_SMOKE="$(FUZZ_BIN)" FUZZ_SMOKE_SECONDS=$${FUZZ_SMOKE_SECONDS:-3} tests/run build/asan
 
 # the threaded tests alone, under ThreadSanitizer (make check runs them too)
-tsan: $(TSAN_TESTS)
+tsan-run: $(TSAN_TESTS)
 	@for t in $(TSAN_TESTS); do echo "== $$t"; TSAN_OPTIONS=halt_on_error=1 $$t || exit 1; done
 
-demo: all
+demo-run: build/toolgate
 	@scripts/demo build/toolgate
 
-bench: all build/bench/pipeline build/bench/shared build/bench/redact build/bench/agent build/fake_provider build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
+bench-run: build-all build/bench/pipeline build/bench/shared build/bench/redact build/bench/agent build/fake_provider build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/dispatch build/bench/mcp_pipe
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a
@@ -112,13 +136,13 @@ build/tests/test_eval_run: build/fake_provider
 build/asan/tests/test_eval_run build/tsan/tests/test_eval_run: build/asan/fake_provider
 
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined
-fuzz: $(FUZZ_BIN)
+fuzz-run: $(FUZZ_BIN)
 	@scripts/fuzz build/fuzz
 build/fuzz/%: fuzz/%.c $(wildcard fuzz/*.h) build/fuzzlib/libtoolgate.a
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) $(BASE) -o $@ $< build/fuzzlib/libtoolgate.a $(PKG_LIBS) -lpthread
 
-install: all
+install-files: build-all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 build/toolgate $(DESTDIR)$(PREFIX)/bin/toolgate
 	install -m 644 build/libtoolgate.a $(DESTDIR)$(PREFIX)/lib/libtoolgate.a
