@@ -13,15 +13,17 @@
 #   4  (the operator approves) the same call      ... and the retry runs
 #   5  write_file .env                            a before_tool_call hook (a Claude
 #                                                 Code .env guard) denies it
-#   6  read_file b.txt, read_file c.txt,          four calls in one turn
-#      list_dir ., write_file out/four.txt
+#   6  read_file b.txt, read_file c.txt,          four calls in one turn (with
+#      list_dir ., write_file out/four.txt        wait_for_previous where the client's
+#                                                 schema offers it, as Gemini CLI's does)
 #
 # Gives: $TG, $WS (from tests/integration/lib.sh), $BIN (the clients),
 # $HERE, need CLIENT, start_model, new_session NAME, serve_http, run_client
 # NAME CMD..., check_session TRANSPORT PRINCIPAL, and the checks' helpers.
 # CLIENTS_KEEP=1 keeps the test's directory (its path is printed);
 # CLIENTS_TRACE=1 puts tap.mjs between client and toolgate (mcp.jsonl in each
-# session's directory: every MCP message).
+# session's directory: every MCP message); CLIENTS_OUT=DIR gets each
+# session's part of the model's log as DIR/CLIENT-TRANSPORT.jsonl (sizes.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 HERE=$ROOT/tests/clients
 BIN=${CLIENTS_BIN:-$ROOT/build/clients/node_modules/.bin}
@@ -44,6 +46,7 @@ fi
 # install it) the test is skipped, loudly; with npm it is a failure
 need() {
 	local b=$BIN/$1
+	CLIENT=$1
 	if [ -x "$b" ] && { [ "$1" = gemini ] || "$b" --version > /dev/null 2>&1; }; then
 		return 0
 	fi
@@ -67,10 +70,11 @@ write_scenario() {
   {"approve": true,
    "calls": [{"tool": "write_file", "args": {"path": "ask/yes.txt", "content": "approved\n"}}]},
   {"calls": [{"tool": "write_file", "args": {"path": ".env", "content": "SECRET=1\n"}}]},
-  {"calls": [{"tool": "read_file", "args": {"path": "b.txt"}},
-             {"tool": "read_file", "args": {"path": "c.txt"}},
-             {"tool": "list_dir", "args": {"path": "."}},
-             {"tool": "write_file", "args": {"path": "out/four.txt", "content": "four\n"}}]}
+  {"calls": [{"tool": "read_file", "args": {"path": "b.txt"}, "if_offered": {"wait_for_previous": false}},
+             {"tool": "read_file", "args": {"path": "c.txt"}, "if_offered": {"wait_for_previous": false}},
+             {"tool": "list_dir", "args": {"path": "."}, "if_offered": {"wait_for_previous": false}},
+             {"tool": "write_file", "args": {"path": "out/four.txt", "content": "four\n"},
+              "if_offered": {"wait_for_previous": true}}]}
  ],
  "final": "All done: CLIENT-TEST-FINISHED"}
 JSON
@@ -82,7 +86,7 @@ start_model() {
 	mkdir -p "$WS/dump"
 	: > "$WS/model.jsonl"
 	node "$HERE/model.mjs" --scenario "$WS/scenario.json" --log "$WS/model.jsonl" --dump "$WS/dump" \
-		--approve "sh '$HERE/approve.sh' \"\$(cat '$WS/current-ws')\"" \
+		--approve "sh '$HERE/approve' \"\$(cat '$WS/current-ws')\"" \
 		> "$WS/model.out" 2> "$WS/model.err" < /dev/null &
 	PIDS+=($!)
 	MODEL_URL=
@@ -112,7 +116,7 @@ hook_format() {
 }
 
 # new_session NAME: a fresh workspace $SW (files, toolgate.yaml, the hook) and
-# home $SH under $S=$WS/NAME; the operator (approve.sh) acts on this one
+# home $SH under $S=$WS/NAME; the operator (approve) acts on this one
 new_session() {
 	S=$WS/$1
 	SW=$S/ws SH=$S/home
@@ -250,6 +254,8 @@ got() {
 # session just run
 check_session() {
 	local t=$1 p=$2 txt msg n sessions
+	mlog > "$S/model.jsonl"
+	[ -z "${CLIENTS_OUT:-}" ] || cp "$S/model.jsonl" "$CLIENTS_OUT/$CLIENT-$t.jsonl"
 	# the client finished its turn
 	contains "$(cat "$S"/*.out 2>/dev/null)" "CLIENT-TEST-FINISHED" "$t: the client ended with the model's last answer"
 	sanitizers "$S/toolgate.err" "$t: toolgate serve"

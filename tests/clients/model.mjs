@@ -18,7 +18,8 @@
 // The scenario (read again for every request, so a test may change it
 // between sessions) is JSON: {"steps": [STEP, ...], "final": "text"}.  A
 // STEP is {"calls": [{"tool": "read_file", "args": {...}}, ...]} and may
-// carry "approve": true.  Which step a request is at is the number of model
+// carry "approve": true; a call may carry "if_offered": {ARG: VALUE}, added
+// to its arguments when the client's schema for the tool has ARG.  Which step a request is at is the number of model
 // turns with tool calls already in the conversation it sends, so the client's
 // own side requests (titles, quota checks, classifiers: requests that offer
 // none of the gate's tools) never move the script.  Past the last step the
@@ -79,7 +80,7 @@ const isGate = (name) => /toolgate/.test(name ?? '') || GATE_TOOLS.includes(name
 // to the gate so far; results: the tool results it just got; deferred: the
 // gate's tools the client only names (Claude Code's tool search: it lists
 // MCP tools by name and loads their schemas through its ToolSearch tool).
-function plan(offered, turns, results, deferred = []) {
+function plan(offered, turns, results, deferred = [], props = {}) {
   const sc = scenario();
   const gate = offered.filter(isGate);
   const search = offered.includes('ToolSearch') && deferred.length > 0;
@@ -99,9 +100,13 @@ function plan(offered, turns, results, deferred = []) {
     });
     approved = { status: r.status, stdout: r.stdout, stderr: r.stderr };
   }
-  const calls = step.calls.map((c) => ({
-    id: null, tool: c.tool, name: pick(offered, c.tool) ?? c.tool, args: c.args ?? {},
-  }));
+  const calls = step.calls.map((c) => {
+    const name = pick(offered, c.tool) ?? c.tool, args = { ...(c.args ?? {}) };
+    // "if_offered": arguments a model adds when the client's schema for the
+    // tool has them (Gemini CLI adds wait_for_previous to every tool)
+    for (const [k, v] of Object.entries(c.if_offered ?? {})) if (props[name]?.includes(k)) args[k] = v;
+    return { id: null, tool: c.tool, name, args };
+  });
   return { side: false, step: turns, calls, text: null, approved };
 }
 
@@ -118,6 +123,7 @@ function anthropicText(content) {
 }
 function anthropic(req, res, body, json) {
   const offered = (json.tools ?? []).map((t) => t.name).filter(Boolean);
+  const props = Object.fromEntries((json.tools ?? []).map((t) => [t.name, Object.keys(t.input_schema?.properties ?? {})]));
   const msgs = json.messages ?? [];
   const turns = msgs.filter((m) => m.role === 'assistant' && Array.isArray(m.content) &&
     m.content.some((b) => b.type === 'tool_use' && isGate(b.name))).length;
@@ -132,7 +138,7 @@ function anthropic(req, res, body, json) {
         bytes: bytes(typeof b.content === 'string' ? b.content : anthropicText(b.content)),
         is_error: !!b.is_error, raw: b.content });
   const deferred = [...new Set(body.match(/mcp__toolgate__\w+/g) ?? [])];
-  const p = plan(offered, turns, results, deferred);
+  const p = plan(offered, turns, results, deferred, props);
   for (const c of p.calls) c.id = id('toolu_');
   const entry = { n: ++nreq, api: 'anthropic', path: req.url, model: json.model, stream: !!json.stream,
     side: p.side, step: p.step, search: p.search, tools: offered, results, calls: p.calls, approved: p.approved };
@@ -176,22 +182,26 @@ function responsesText(out) {
 // the function tools a Responses request offers, those inside a namespace
 // ({"type": "namespace", "name": "mcp__toolgate", "tools": [...]}, as Codex
 // sends MCP tools) named NAMESPACE__TOOL; nsOf maps such a name to its parts
-function toolNames(tools, nsOf = {}) {
+function toolNames(tools, nsOf = {}, props = {}) {
   const out = [];
   for (const t of tools ?? []) {
     if (t.type === 'namespace' && Array.isArray(t.tools)) {
       for (const u of t.tools) if (u.name) {
         const full = `${t.name}__${u.name}`;
         nsOf[full] = { namespace: t.name, name: u.name };
+        props[full] = Object.keys(u.parameters?.properties ?? {});
         out.push(full);
       }
-    } else if (t.name) out.push(t.name);
+    } else if (t.name) {
+      props[t.name] = Object.keys(t.parameters?.properties ?? {});
+      out.push(t.name);
+    }
   }
   return out;
 }
 function responses(req, res, body, json) {
-  const nsOf = {};
-  const offered = toolNames(json.tools, nsOf);
+  const nsOf = {}, props = {};
+  const offered = toolNames(json.tools, nsOf, props);
   const input = Array.isArray(json.input) ? json.input : [];
   let turns = 0, inTurn = false;
   const names = {};
@@ -212,7 +222,7 @@ function responses(req, res, body, json) {
     results.unshift({ id: o.call_id, name: names[o.call_id], text: responsesText(o.output),
       bytes: bytes(typeof o.output === 'string' ? o.output : responsesText(o.output)), raw: o.output });
   }
-  const p = plan(offered, turns, results);
+  const p = plan(offered, turns, results, [], props);
   for (const c of p.calls) c.id = id('call_');
   const entry = { n: ++nreq, api: 'responses', path: req.url, model: json.model, stream: json.stream !== false,
     side: p.side, step: p.step, tools: offered, results, calls: p.calls, approved: p.approved };
@@ -276,8 +286,11 @@ function gemini(req, res, body, json, model, method) {
     record(entry, body);
     return send(res, 200, { totalTokens: Math.ceil(body.length / 4) });
   }
-  const offered = [];
-  for (const t of json.tools ?? []) for (const f of t.functionDeclarations ?? []) offered.push(f.name);
+  const offered = [], props = {};
+  for (const t of json.tools ?? []) for (const f of t.functionDeclarations ?? []) {
+    offered.push(f.name);
+    props[f.name] = Object.keys((f.parametersJsonSchema ?? f.parameters)?.properties ?? {});
+  }
   const contents = json.contents ?? [];
   const turns = contents.filter((c) => c.role === 'model' &&
     (c.parts ?? []).some((p) => p.functionCall && isGate(p.functionCall.name))).length;
@@ -293,7 +306,7 @@ function gemini(req, res, body, json, model, method) {
   const schema = gc.responseJsonSchema ?? gc.responseSchema;
   let p;
   if (schema) p = { side: true, step: null, calls: [], text: JSON.stringify(geminiSchemaFill(schema)) };
-  else p = plan(offered, turns, results);
+  else p = plan(offered, turns, results, [], props);
   for (const c of p.calls) c.id = id('call_');
   const entry = { n: ++nreq, api: 'gemini', path: req.url, model, method, side: p.side, step: p.step,
     tools: offered, results, calls: p.calls, approved: p.approved };
