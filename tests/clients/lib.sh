@@ -294,7 +294,7 @@ check_session() {
 	got "$(received 6 read_file b.txt)" "gamma" "$t (5) the model got b.txt"
 	got "$(received 6 read_file c.txt)" "delta" "$t (5) the model got c.txt"
 	got "$(received 6 list_dir .)" "a.txt" "$t (5) the model got the listing"
-	got "$(received 6 write_file out/four.txt)" "four.txt" "$t (5) the model got the write's result"
+	got "$(received 6 write_file out/four.txt)" "created" "$t (5) the model got the write's result"
 	n=$(mlog | jq -s '[.[] | select(.step == 7)] | first | .results | length')
 	eq "$n" 4 "$t (5) the four results came back in one request"
 

@@ -65,12 +65,12 @@ function scenario() {
   catch (e) { return { steps: [], final: `no scenario: ${e.message}` }; }
 }
 
-// the offered tool that stands for the gate's tool NAME, or null: one that
-// names toolgate first (Gemini CLI offers built-in tools called read_file and
-// write_file beside the gate's)
+// the offered tool that stands for the gate's tool NAME (one that names
+// toolgate: mcp__toolgate__read_file, mcp_toolgate_read_file, ...), or null;
+// never a client's own tool of the same name (Gemini CLI has a read_file and
+// a write_file of its own)
 function pick(offered, name) {
-  const cands = offered.filter((t) => t.endsWith(`__${name}`) || t.endsWith(`_${name}`));
-  return cands.find((t) => /toolgate/.test(t)) ?? (offered.includes(name) ? name : cands[0] ?? null);
+  return offered.find((t) => /toolgate/.test(t) && (t.endsWith(`__${name}`) || t.endsWith(`_${name}`))) ?? null;
 }
 const GATE_TOOLS = ['read_file', 'write_file', 'list_dir', 'search_files', 'apply_patch', 'shell'];
 const isGate = (name) => /toolgate/.test(name ?? '') || GATE_TOOLS.includes(name);
@@ -101,7 +101,8 @@ function plan(offered, turns, results, deferred = [], props = {}) {
     approved = { status: r.status, stdout: r.stdout, stderr: r.stderr };
   }
   const calls = step.calls.map((c) => {
-    const name = pick(offered, c.tool) ?? c.tool, args = { ...(c.args ?? {}) };
+    // not offered: a name no client has, which the client refuses
+    const name = pick(offered, c.tool) ?? `not_offered__toolgate__${c.tool}`, args = { ...(c.args ?? {}) };
     // "if_offered": arguments a model adds when the client's schema for the
     // tool has them (Gemini CLI adds wait_for_previous to every tool)
     for (const [k, v] of Object.entries(c.if_offered ?? {})) if (props[name]?.includes(k)) args[k] = v;
