@@ -178,7 +178,8 @@ YAML
 serve_http() {
 	(cd "$SW" && exec env TOOLGATE_TOKEN=$TOKEN "$S/bin/toolgate" serve --workspace "$SW" \
 		--http 127.0.0.1:0 < /dev/null > "$S/serve.out") &
-	PIDS+=($!)
+	SERVE_PID=$!
+	PIDS+=($SERVE_PID)
 	local port=
 	for _ in $(seq 200); do
 		port=$(sed -n 's|^toolgate: serving MCP on http://[^ ]*:\([0-9][0-9]*\)/mcp$|\1|p' "$S/toolgate.err")
@@ -258,6 +259,13 @@ check_session() {
 	[ -z "${CLIENTS_OUT:-}" ] || cp "$S/model.jsonl" "$CLIENTS_OUT/$CLIENT-$t.jsonl"
 	# the client finished its turn
 	contains "$(cat "$S"/*.out 2>/dev/null)" "CLIENT-TEST-FINISHED" "$t: the client ended with the model's last answer"
+	# the HTTP server stops cleanly (the client stopped its stdio one), and
+	# neither said anything the sanitizers found
+	if [ -n "${SERVE_PID:-}" ]; then
+		kill "$SERVE_PID" 2>/dev/null
+		wait "$SERVE_PID" 2>/dev/null
+		SERVE_PID=
+	fi
 	sanitizers "$S/toolgate.err" "$t: toolgate serve"
 
 	# (1) a real call: read_file, and write_file on disk and in the ledger
