@@ -736,6 +736,22 @@ static void view_free(cc_view *v)
 	free(v->name);
 }
 
+/* Does a hook in toolgate's format run for the call?  Its globs may name
+ * Claude Code's tools too: any of the call's names (a patch: Edit, and
+ * Write when it adds a file). */
+static int matches_call(const tgi_call *c, const hook *hk, cc_view *v, int resolve)
+{
+	if (matches(hk, c->tool, v->name))
+		return 1;
+	if (v->kind != TGI_CC_PATCH)
+		return 0;
+	const tgi_cc_runs *runs = view_runs(c, v, resolve);
+	for (size_t i = 0; i < runs->n; i++)
+		if (matches(hk, c->tool, runs->v[i].name))
+			return 1;
+	return 0;
+}
+
 /* The id the client knows this tool use by, else the call's. */
 static json_t *use_id(const tgi_call *c)
 {
@@ -768,7 +784,9 @@ static json_t *hook_input(const tgi_call *c, const char *cc_event, const tgi_cc_
 	json_object_set_new(in, "session_id", tgi_json_str_or_null(c->session));
 	json_object_set_new(in, "transcript_path", json_null());
 	json_object_set_new(in, "cwd", tgi_json_text(cwd, strlen(cwd)));
-	json_object_set_new(in, "permission_mode", json_string(mode));
+	/* Claude Code has no dry-run mode: plan is the one where nothing changes */
+	json_object_set_new(in, "permission_mode",
+	                    json_string(run && cfg->mode == TGI_MODE_DRY_RUN ? "plan" : mode));
 	json_object_set_new(in, "tool_name", run ? tgi_json_text(run->name, strlen(run->name))
 	                                         : tgi_json_str_or_null(c->tool));
 	json_object_set_new(in, "tool_input", run ? json_incref(run->input) : json_incref(args));
@@ -1019,7 +1037,7 @@ tgi_verdict tgi_hooks_before(tgi_call *c)
 		const json_t *args = c->args;
 		if (hk->format == FMT_CLAUDE)
 			v = before_claude(c, hk, &view, done);
-		else if (matches(hk, c->tool, view.name))
+		else if (matches_call(c, hk, &view, 1))
 			v = before_toolgate(c, hk, done);
 		if (c->args != args)
 			view_reset(&view);    /* rewritten: the next hooks see the new arguments */
@@ -1095,7 +1113,7 @@ void tgi_hooks_after(tgi_call *c, const json_t *envelope)
 	for (size_t i = 0; i < h->after.n; i++) {
 		const hook *hk = &h->after.v[i];
 		if (hk->format == FMT_TOOLGATE) {
-			if (!matches(hk, c->tool, view.name))
+			if (!matches_call(c, hk, &view, 0))
 				continue;
 			if (!made++)
 				in = after_input(c, envelope, NULL);

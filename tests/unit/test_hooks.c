@@ -1021,6 +1021,20 @@ static void test_cc_tool_globs(void **state)
 	assert_string_equal(str(json_array_get(runs, 0), "tool_input/path"), "r.txt");
 	json_decref(runs);
 	tg_gate_close(g);
+
+	/* in toolgate's format, [Write] runs (once) for a patch that adds a file */
+	unlink("tg.jsonl");
+	g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	              "    - {command: [./hooks/log.sh, tg.jsonl], tools: [Write], format: toolgate}\n");
+	env = call(g, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: m.txt\\n+1\\n"
+	           "*** Add File: n2.txt\\n+2\\n*** End Patch\"}");
+	assert_status(env, "persisted");
+	json_decref(env);
+	runs = runs_of("tg.jsonl");
+	assert_int_equal(json_array_size(runs), 1);
+	assert_string_equal(str(json_array_get(runs, 0), "tool_name"), "apply_patch");
+	json_decref(runs);
+	tg_gate_close(g);
 }
 
 /* A guard that reads file_path sees every file of a patch; the first
