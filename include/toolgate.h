@@ -150,6 +150,11 @@ typedef struct tg_request {
 	                                process group is killed) and end the call `failed`,
 	                                applied `unknown` if it may have had side effects */
 	const tg_callbacks *cb;      /* or NULL */
+	const char *client_call_id;  /* or NULL: the client's own id of this tool use (Claude
+	                                Code's tool_use id, Codex's call id), as it sent it;
+	                                shown to hooks (tool_use_id) and kept in the envelope,
+	                                never used for idempotency.  Control characters are
+	                                stripped and it is cut at 256 bytes. */
 } tg_request;
 
 typedef struct tg_result tg_result;

@@ -29,6 +29,30 @@ static int copy_label(char *out, size_t cap, const char *in)
 	return strcmp(out, in) ? -1 : 0;
 }
 
+/* The client's own id of the tool use (tg_request.client_call_id): data
+ * the client chose, kept for people and hooks, never a key.  ASCII control
+ * characters are dropped, other unsafe ones (tgi_sanitize) become spaces,
+ * and it is cut at cap-1 bytes on a UTF-8 boundary; "" when nothing is
+ * left. */
+static void copy_client_id(char *out, size_t cap, const char *in)
+{
+	char kept[1024];
+	size_t j = 0;
+	out[0] = '\0';
+	for (size_t i = 0; in && in[i] && j + 1 < sizeof kept && i < 4 * sizeof kept; i++)
+		if ((unsigned char)in[i] >= 0x20 && in[i] != 0x7f)
+			kept[j++] = in[i];
+	kept[j] = '\0';
+	tgi_sanitize(out, cap, kept);
+	size_t n = strlen(out);
+	while (n && out[n - 1] == ' ')
+		out[--n] = '\0';
+	size_t start = 0;
+	while (out[start] == ' ')
+		start++;
+	memmove(out, out + start, n - start + 1);
+}
+
 /* A name that names no tool is the model's text: the message (to the
  * model) has said it as it was; what is kept of the call (the ledger's tool
  * column, events, the loop window) gets it with its secrets masked. */
@@ -60,6 +84,7 @@ tgi_verdict tgi_decode(tgi_call *c)
 	tgi_uuidv7(c->op_id);
 	tgi_event_add(c, "tool.call.received", "decode", NULL);
 
+	copy_client_id(c->client_call_id, sizeof c->client_call_id, req->client_call_id);
 	if (copy_label(c->call_id, sizeof c->call_id, req->call_id) < 0 ||
 	    copy_label(c->session, sizeof c->session, req->session) < 0)
 		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,

@@ -97,6 +97,8 @@ json_t *tgi_envelope(const tgi_call *c)
 	json_t *env = json_object();
 	json_object_set_new(env, "op_id", json_string(c->op_id));
 	json_object_set_new(env, "call_id", tgi_json_str_or_null(c->call_id));
+	if (c->client_call_id[0])
+		json_object_set_new(env, "client_call_id", json_string(c->client_call_id));
 	json_object_set_new(env, "session", tgi_json_str_or_null(c->session));
 	json_object_set_new(env, "tool", tgi_json_str_or_null(c->tool));
 	json_object_set_new(env, "status", json_string(tg_status_name(c->status)));

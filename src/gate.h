@@ -85,6 +85,7 @@ struct tgi_call {
 	/* decode */
 	char              op_id[37];
 	char              call_id[257];
+	char              client_call_id[257]; /* the client's id of the tool use ("" none) */
 	char              session[257];
 	char              tool[129];
 	char              idem_key[257];   /* "" when none */

@@ -81,6 +81,7 @@ typedef struct call_run {
 	json_t          *token;     /* progress token (owned) or NULL */
 	char            *tool;
 	char            *args;      /* arguments as JSON text */
+	char            *client_call_id; /* _meta: the client's id of the tool use, or NULL */
 	volatile int     cancel;
 	int              done;      /* the response went (under ss->mu) */
 	int              own_progress; /* the tool reports progress itself: no heartbeat */
@@ -539,6 +540,7 @@ static void run_call(call_run *cr)
 		.cancel = &cr->cancel,
 		.cb = &cr->cb,
 		.dry_run = cr->dry_run,
+		.client_call_id = cr->client_call_id,
 	};
 	tg_result *res = NULL;
 	tg_status st = tg_call(g, &req, &res);
@@ -576,6 +578,7 @@ static void run_call(call_run *cr)
 	json_decref(cr->token);
 	free(cr->tool);
 	free(cr->args);
+	free(cr->client_call_id);
 	free(cr);
 }
 
@@ -696,6 +699,12 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	cr->progress = -1;            /* a first progress of 0 is sent too */
 	cr->dry_run = json_is_true(dry);
 	cr->tool = tgi_strdup(json_string_value(name));
+	/* the client's id of the tool use: Claude Code's, else Codex's; one that is
+	 * not a string is ignored (the gate cleans and caps the string) */
+	json_t *cid = json_object_get(meta, "claudecode/toolUseId");
+	if (!json_is_string(cid))
+		cid = json_object_get(meta, "callId");
+	cr->client_call_id = json_is_string(cid) ? tgi_strdup(json_string_value(cid)) : NULL;
 	cr->args = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : tgi_strdup("{}");
 	cr->cb = (tg_callbacks){.arg = cr, .progress = cb_progress, .log = cb_log,
 	                        .approve = cb_approve, .request = cb_request};
@@ -738,6 +747,7 @@ drop:
 	json_decref(cr->token);
 	free(cr->tool);
 	free(cr->args);
+	free(cr->client_call_id);
 	free(cr);
 }
 

@@ -2,22 +2,31 @@
  * hooks.c — before- and after-hooks around every call (DESIGN §4, mw.h).
  *
  *   hooks:
- *     before_tool_call: [{command: [argv...], tools: [globs], timeout_s: 30}]
+ *     before_tool_call: [{command: [argv...], tools: [globs], timeout_s: 30,
+ *                         format: claude-code}]
  *     after_tool_call:  [...]
  *
  * A hook is a program the operator configured.  It gets the call as one
- * JSON object on stdin (the real arguments: toolgate's fields and Claude
- * Code's PreToolUse / PostToolUse fields, so its hook scripts work as they
- * are), runs in the workspace with the gate's environment, in its own
- * process group, with a timeout and capped output (exec/spawn.c).
+ * JSON object on stdin (the real arguments): toolgate's fields, and Claude
+ * Code's PreToolUse / PostToolUse fields.  In `format: claude-code` (the
+ * default) those are in Claude Code's words (claude.c: `Write` with an
+ * absolute `file_path`, one run per file of a patch), so a hook script
+ * written for Claude Code guards the same calls here; a glob in `tools`
+ * may name either tool name.  In `format: toolgate` they hold toolgate's
+ * own name and arguments.  A hook runs in the workspace with the gate's
+ * environment, in its own process group, with a timeout and capped output
+ * (exec/spawn.c).
  *
  * Before-hooks run after identify, in registration order.  The first deny
  * stops the call; an ask makes decide ask at least (c->hook_ask); an allow
  * changes nothing, since hooks tighten and never loosen; rewritten
  * arguments replace the call's, are validated again, and decide judges
- * them.  Whatever a hook does that is not one of the answers (another exit
- * code, a signal, a timeout, output in no known shape or over the cap)
- * denies the call, naming the hook: fail closed.
+ * them (Claude Code's updatedInput is mapped back first, or refused).  A
+ * hook asked several times about one call (a patch) is answered by the
+ * strictest of its answers, and may not rewrite.  Whatever a hook does
+ * that is not one of the answers (another exit code, a signal, a timeout,
+ * output in no known shape or over the cap) denies the call, naming the
+ * hook: fail closed.
  *
  * After-hooks run after persist with the envelope.  What they print is
  * ignored; a failure is an event (tool.hook.failed) and a log line, never a
@@ -52,12 +61,18 @@ extern char **environ;
 #define AFTER_OUT_MAX     (64u * 1024)     /* an after-hook's stdout is read and dropped */
 #define ERR_MAX           (64u * 1024)
 
+/* What a hook reads (`format`): tool_name and tool_input in Claude Code's
+ * words (claude.c), or in toolgate's. */
+typedef enum { FMT_CLAUDE, FMT_TOOLGATE } hook_format;
+static const char *const format_names[] = {"claude-code", "toolgate"};
+
 typedef struct hook {
 	char     label[256];  /* "before_tool_call[0] (./hooks/check.sh)", printable */
 	char   **argv;        /* owned, NULL-terminated; argv[0] resolved */
 	size_t   argc;
-	tgi_strv tools;       /* globs; n == 0: every tool */
+	tgi_strv tools;       /* globs over toolgate's and Claude Code's names; n == 0: every tool */
 	int      timeout_s;
+	hook_format format;
 } hook;
 
 typedef struct hook_list {
@@ -140,9 +155,29 @@ static void note_programs(tgi_hooks *h, const hook *hk, const char *ws)
 	}
 }
 
+/* The characters of a tool name, and the wildcards: a glob with any other
+ * can never match a tool, and a hook that never runs guards nothing. */
+static int load_globs(loader *x, hook *hk, const char *ptr)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-*?";
+	for (size_t i = 0; i < hk->tools.n; i++) {
+		const char *t = hk->tools.v[i];
+		if (!t[strspn(t, ok)])
+			continue;
+		char fp[340], clean[80];
+		tgi_snprintf(fp, sizeof fp, "%s/%zu", ptr, i);
+		tgi_sanitize_n(clean, sizeof clean, t, strlen(t), 60);
+		return tgi_config_fail(x->cfg, fp, x->err, x->errlen, "\"%s\" can never match a tool "
+		                       "name (letters, digits, _ . - and the wildcards * ?)%s", clean,
+		                       strchr(t, '|') ? "; write Claude Code's matcher \"Edit|Write\" "
+		                       "as tools: [Edit, Write]" : "");
+	}
+	return 0;
+}
+
 static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t idx, json_t *v)
 {
-	static const char *const keys[] = {"command", "tools", "timeout_s"};
+	static const char *const keys[] = {"command", "tools", "timeout_s", "format"};
 	char ptr[300], fp[340], got[96];
 	const char *key;
 	json_t *f;
@@ -152,7 +187,7 @@ static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t
 	if (!json_is_object(v))
 		return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "expected a mapping "
 		                       "{command: [program, args...], tools: [globs], "
-		                       "timeout_s: N}, got %s",
+		                       "timeout_s: N, format: claude-code|toolgate}, got %s",
 		                       tgi_json_describe(v, got, sizeof got));
 	json_object_foreach(v, key, f) {
 		size_t k = 0;
@@ -162,7 +197,7 @@ static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t
 			char clean[80];
 			tgi_sanitize(clean, sizeof clean, key);
 			return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "unknown key "
-			                       "\"%s\"; expected command, tools or timeout_s",
+			                       "\"%s\"; expected command, tools, timeout_s or format",
 			                       clean);
 		}
 	}
@@ -188,8 +223,22 @@ static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t
 	if ((f = json_object_get(v, "tools"))) {
 		tgi_snprintf(fp, sizeof fp, "%s/tools", ptr);
 		if (load_strings(x, f, fp, "a non-empty list of tool-name globs (leave tools "
-		                 "out for every tool)", 0, &hk->tools) < 0)
+		                 "out for every tool)", 0, &hk->tools) < 0 ||
+		    load_globs(x, hk, fp) < 0)
 			return -1;
+	}
+	if ((f = json_object_get(v, "format"))) {
+		const char *s = json_string_value(f);
+		size_t k = 0;
+		tgi_snprintf(fp, sizeof fp, "%s/format", ptr);
+		while (s && k < TGI_ARRAY_LEN(format_names) && strcmp(format_names[k], s))
+			k++;
+		if (!s || k == TGI_ARRAY_LEN(format_names))
+			return tgi_config_fail(x->cfg, fp, x->err, x->errlen, "expected claude-code "
+			                       "(Claude Code's tool and argument names, the default) or "
+			                       "toolgate (toolgate's), got %s",
+			                       tgi_json_describe(f, got, sizeof got));
+		hk->format = (hook_format)k;
 	}
 	if ((f = json_object_get(v, "timeout_s"))) {
 		tgi_snprintf(fp, sizeof fp, "%s/timeout_s", ptr);
@@ -340,6 +389,7 @@ static int reply_fail(tgi_hook_reply *r, const char *fmt, ...)
 	r->failed = 1;
 	json_decref(r->updated_args);
 	r->updated_args = NULL;
+	r->updated_cc = 0;
 	return -1;
 }
 
@@ -501,8 +551,10 @@ static void read_answer(tgi_hook_reply *r, json_t *v)
 	if (why)
 		hook_text(r->reason, sizeof r->reason, why, strlen(why));
 	json_t *na = args ? args : sargs;
-	if (na && r->decision != TGI_HOOK_DENY)
+	if (na && r->decision != TGI_HOOK_DENY) {
 		r->updated_args = json_deep_copy(na);
+		r->updated_cc = !args;
+	}
 }
 
 static int blank(const char *s, size_t n)
@@ -632,21 +684,94 @@ static int process_failed(const hook *hk, int rc, const tgi_spawn_result *res, c
 	return 1;
 }
 
-static int matches(const hook *hk, const char *tool)
+/* Does hk run for a call to tool, which Claude Code calls cc_name (NULL:
+ * no other name)?  A glob may name either. */
+static int matches(const hook *hk, const char *tool, const char *cc_name)
 {
 	if (!hk->tools.n)
 		return 1;
 	for (size_t i = 0; i < hk->tools.n; i++)
-		if (tgi_text_glob(hk->tools.v[i], tool))
+		if (tgi_text_glob(hk->tools.v[i], tool) ||
+		    (cc_name && tgi_text_glob(hk->tools.v[i], cc_name)))
 			return 1;
 	return 0;
 }
 
-/* The fields every hook reads: toolgate's and Claude Code's. */
-static json_t *hook_input(const tgi_call *c, const char *cc_event)
+/* The call as Claude Code's hooks see it, made once for all the hooks in
+ * claude-code format (again after a hook rewrote the arguments). */
+typedef struct cc_view {
+	tgi_cc_kind kind;
+	char       *name;    /* owned: the call's name in Claude Code's words */
+	int         made;    /* runs made for the arguments as they are now */
+	tgi_cc_runs runs;
+} cc_view;
+
+static void view_init(const tgi_call *c, cc_view *v)
+{
+	memset(v, 0, sizeof *v);
+	v->kind = tgi_cc_kind_of(c->entry);
+	v->name = tgi_cc_name(v->kind, c->tool);
+}
+
+/* resolve: also ask about the path a path resolves to (before a call). */
+static const tgi_cc_runs *view_runs(const tgi_call *c, cc_view *v, int resolve)
+{
+	if (!v->made) {
+		tgi_cc_runs_make(v->kind, c->tool, c->args, c->g->cfg->workspace,
+		                 resolve ? c->g->ws_fd : -1, &v->runs);
+		v->made = 1;
+	}
+	return &v->runs;
+}
+
+static void view_reset(cc_view *v)
+{
+	tgi_cc_runs_free(&v->runs);
+	v->made = 0;
+}
+
+static void view_free(cc_view *v)
+{
+	view_reset(v);
+	free(v->name);
+}
+
+/* Does a hook in toolgate's format run for the call?  Its globs may name
+ * Claude Code's tools too: any of the call's names (a patch: Edit, and
+ * Write when it adds a file). */
+static int matches_call(const tgi_call *c, const hook *hk, cc_view *v, int resolve)
+{
+	if (matches(hk, c->tool, v->name))
+		return 1;
+	if (v->kind != TGI_CC_PATCH)
+		return 0;
+	const tgi_cc_runs *runs = view_runs(c, v, resolve);
+	for (size_t i = 0; i < runs->n; i++)
+		if (matches(hk, c->tool, runs->v[i].name))
+			return 1;
+	return 0;
+}
+
+/* The id the client knows this tool use by, else the call's. */
+static json_t *use_id(const tgi_call *c)
+{
+	if (c->client_call_id[0])
+		return json_string(c->client_call_id);
+	return json_string(c->call_id[0] ? c->call_id : c->op_id);
+}
+
+/*
+ * The object a hook reads: toolgate's fields, then Claude Code's.  With
+ * run (format claude-code), tool_name and tool_input are Claude Code's and
+ * cwd is where the command runs; without, toolgate's name and arguments.
+ * transcript_path is null: the conversation is the client's, not the
+ * gate's.
+ */
+static json_t *hook_input(const tgi_call *c, const char *cc_event, const tgi_cc_run *run)
 {
 	const tgi_config *cfg = c->g->cfg;
 	const char *mode = tgi_mode_name(cfg->mode);
+	const char *cwd = run && run->cwd ? run->cwd : cfg->workspace;
 	json_t *args = c->args ? json_incref(c->args) : json_null();
 	json_t *in = json_object();
 	json_object_set_new(in, "op_id", json_string(c->op_id));
@@ -656,12 +781,17 @@ static json_t *hook_input(const tgi_call *c, const char *cc_event)
 	json_object_set(in, "args", args);
 	json_object_set_new(in, "mode", json_string(mode));
 	json_object_set_new(in, "hook_event_name", json_string(cc_event));
-	json_object_set_new(in, "tool_name", tgi_json_str_or_null(c->tool));
-	json_object_set_new(in, "tool_input", args);
-	json_object_set_new(in, "tool_use_id", tgi_json_str_or_null(c->call_id));
 	json_object_set_new(in, "session_id", tgi_json_str_or_null(c->session));
-	json_object_set_new(in, "cwd", tgi_json_text(cfg->workspace, strlen(cfg->workspace)));
-	json_object_set_new(in, "permission_mode", json_string(mode));
+	json_object_set_new(in, "transcript_path", json_null());
+	json_object_set_new(in, "cwd", tgi_json_text(cwd, strlen(cwd)));
+	/* Claude Code has no dry-run mode: plan is the one where nothing changes */
+	json_object_set_new(in, "permission_mode",
+	                    json_string(run && cfg->mode == TGI_MODE_DRY_RUN ? "plan" : mode));
+	json_object_set_new(in, "tool_name", run ? tgi_json_text(run->name, strlen(run->name))
+	                                         : tgi_json_str_or_null(c->tool));
+	json_object_set_new(in, "tool_input", run ? json_incref(run->input) : json_incref(args));
+	json_object_set_new(in, "tool_use_id", use_id(c));
+	json_decref(args);
 	return in;
 }
 
@@ -672,12 +802,14 @@ static char *dump(json_t *in)
 	return s;
 }
 
-/* Run one before-hook on the call as it now is; its answer into r. */
-static double ask_hook(const tgi_call *c, const hook *hk, tgi_hook_reply *r)
+/* Run one before-hook on the call as it now is (as run, in claude-code
+ * format); its answer into r.  The milliseconds it took. */
+static double ask_hook(const tgi_call *c, const hook *hk, const tgi_cc_run *run,
+                       tgi_hook_reply *r)
 {
 	const tgi_hooks *h = c->g->hooks;
 	char why[256];
-	char *in = dump(hook_input(c, "PreToolUse"));
+	char *in = dump(hook_input(c, "PreToolUse", run));
 	memset(r, 0, sizeof *r);
 	if (!in) {
 		reply_fail(r, "could not be given the call (its arguments do not encode)");
@@ -781,29 +913,116 @@ static double round_ms(double ms)
 	return (double)(long long)(ms * 1000 + 0.5) / 1000;
 }
 
-static tgi_verdict before_one(tgi_call *c, const hook *hk, json_t *done)
+/* One hook's answer (r: its updated_args in toolgate's words, taken) into
+ * the trace, then into the call: deny stops it, ask marks it, new
+ * arguments replace its own.  runs: how many times the hook was asked. */
+static tgi_verdict settle(tgi_call *c, const hook *hk, json_t *done, tgi_hook_reply *r,
+                          double ms, size_t runs)
 {
-	tgi_hook_reply r;
-	double ms = ask_hook(c, hk, &r);
 	json_t *rec = json_pack("{s:s, s:s, s:f}", "hook", hk->label, "decision",
-	                        decision_names[r.decision], "ms", round_ms(ms));
-	if (r.reason[0])
-		json_object_set_new(rec, "reason", json_string(r.reason));
-	if (r.failed)
+	                        decision_names[r->decision], "ms", round_ms(ms));
+	if (runs > 1)
+		json_object_set_new(rec, "runs", json_integer((json_int_t)runs));
+	if (r->reason[0])
+		json_object_set_new(rec, "reason", json_string(r->reason));
+	if (r->failed)
 		json_object_set_new(rec, "failed", json_true());
-	if (r.updated_args)
+	if (r->updated_args)
 		json_object_set_new(rec, "rewrote", json_true());
 	json_array_append_new(done, rec);
 
-	if (r.decision == TGI_HOOK_DENY) {
-		json_decref(r.updated_args);
-		return hook_denied(c, hk, &r);
+	if (r->decision == TGI_HOOK_DENY) {
+		json_decref(r->updated_args);
+		return hook_denied(c, hk, r);
 	}
-	if (r.decision == TGI_HOOK_ASK && !c->hook_ask) {
+	if (r->decision == TGI_HOOK_ASK && !c->hook_ask) {
 		c->hook_ask = 1;
 		tgi_snprintf(c->hook_rule, sizeof c->hook_rule, "hook: %s", hk->label);
 	}
-	return r.updated_args ? rewrite(c, hk, r.updated_args) : TGI_NEXT;
+	return r->updated_args ? rewrite(c, hk, r->updated_args) : TGI_NEXT;
+}
+
+/* A hook in toolgate's format: asked once, in toolgate's words. */
+static tgi_verdict before_toolgate(tgi_call *c, const hook *hk, json_t *done)
+{
+	tgi_hook_reply r;
+	double ms = ask_hook(c, hk, NULL, &r);
+	r.updated_cc = 0;
+	return settle(c, hk, done, &r, ms, 1);
+}
+
+/* updatedInput (Claude Code's words) of the one run that gave it, into
+ * toolgate's arguments in r->updated_args; a hook asked more than once
+ * may not rewrite (which of its answers would hold?).  -1: r failed. */
+static int cc_rewrite(tgi_call *c, const cc_view *v, const tgi_cc_run *run, size_t asked,
+                      tgi_hook_reply *r)
+{
+	json_t *mine = NULL;
+	char why[400];
+	if (!r->updated_args)
+		return 0;
+	if (r->updated_cc) {
+		if (tgi_cc_args_back(v->kind, c->args, run, r->updated_args, c->g->cfg->workspace,
+		                     &mine, why, sizeof why) < 0)
+			return reply_fail(r, "answered with updatedInput toolgate cannot take: %s", why);
+	} else if (!json_equal(r->updated_args, c->args)) {
+		mine = json_incref(r->updated_args);
+	}
+	json_decref(r->updated_args);
+	r->updated_args = mine;
+	r->updated_cc = 0;
+	if (mine && asked > 1) {
+		json_decref(mine);
+		r->updated_args = NULL;
+		return reply_fail(r, "rewrote the arguments of a call it was asked about %zu times "
+		                  "(once per file, or per name of a file); such a call cannot be "
+		                  "rewritten", asked);
+	}
+	return 0;
+}
+
+/* A hook in Claude Code's format: asked once per run whose name it
+ * matches (a patch: once per file); the first deny ends it, the strictest
+ * answer holds. */
+static tgi_verdict before_claude(tgi_call *c, const hook *hk, cc_view *v, json_t *done)
+{
+	const tgi_cc_runs *runs = view_runs(c, v, 1);
+	size_t nmatch = 0;
+	for (size_t i = 0; i < runs->n; i++)
+		nmatch += matches(hk, c->tool, runs->v[i].name);
+	tgi_hook_reply r = {0};
+	if (!nmatch)
+		return TGI_NEXT;
+	if (nmatch > TGI_CC_RUNS_MAX) {
+		reply_fail(&r, "would be asked about this call %zu times (once per file it touches), "
+		           "more than %d; split the call", nmatch, TGI_CC_RUNS_MAX);
+		return settle(c, hk, done, &r, 0, 0);
+	}
+	double ms = 0;
+	size_t asked = 0;
+	for (size_t i = 0; i < runs->n && r.decision != TGI_HOOK_DENY; i++) {
+		if (!matches(hk, c->tool, runs->v[i].name))
+			continue;
+		tgi_hook_reply one;
+		ms += ask_hook(c, hk, &runs->v[i], &one);
+		asked++;
+		if (cc_rewrite(c, v, &runs->v[i], nmatch, &one) < 0 || one.decision == TGI_HOOK_DENY) {
+			json_decref(r.updated_args);
+			r = one;                 /* it decides: its reason is the one given */
+			break;
+		}
+		if (one.decision > r.decision) {
+			r.decision = one.decision;
+			memcpy(r.reason, one.reason, sizeof r.reason);
+		} else if (!r.reason[0]) {
+			memcpy(r.reason, one.reason, sizeof r.reason);
+		}
+		if (one.updated_args) {
+			json_decref(r.updated_args);
+			r.updated_args = one.updated_args;
+		}
+	}
+	return settle(c, hk, done, &r, ms, asked);
 }
 
 tgi_verdict tgi_hooks_before(tgi_call *c)
@@ -811,9 +1030,19 @@ tgi_verdict tgi_hooks_before(tgi_call *c)
 	const tgi_hooks *h = c->g->hooks;
 	json_t *done = json_array();
 	tgi_verdict v = TGI_NEXT;
-	for (size_t i = 0; i < h->before.n && v == TGI_NEXT; i++)
-		if (matches(&h->before.v[i], c->tool))
-			v = before_one(c, &h->before.v[i], done);
+	cc_view view;
+	view_init(c, &view);
+	for (size_t i = 0; i < h->before.n && v == TGI_NEXT; i++) {
+		const hook *hk = &h->before.v[i];
+		const json_t *args = c->args;
+		if (hk->format == FMT_CLAUDE)
+			v = before_claude(c, hk, &view, done);
+		else if (matches_call(c, hk, &view, 1))
+			v = before_toolgate(c, hk, done);
+		if (c->args != args)
+			view_reset(&view);    /* rewritten: the next hooks see the new arguments */
+	}
+	view_free(&view);
 	if (json_array_size(done))
 		tgi_trace(c, "hooks", v == TGI_NEXT, json_pack("{s:o}", "hooks", done));
 	else
@@ -838,40 +1067,83 @@ static void after_failed(tgi_call *c, const hook *hk, const char *why)
 	free(safe);
 }
 
+/* What an after-hook reads: the fields of a before-hook (PostToolUse), the
+ * envelope, and its output as tool_response; caller frees. */
+static char *after_input(const tgi_call *c, const json_t *envelope, const tgi_cc_run *run)
+{
+	json_t *j = hook_input(c, "PostToolUse", run);
+	json_t *out = json_object_get(envelope, "output");
+	json_object_set_new(j, "tool_response", out ? json_incref(out) : json_null());
+	json_object_set_new(j, "envelope", envelope ? json_incref((json_t *)envelope) : json_null());
+	return dump(j);
+}
+
+/* Run one after-hook with in; a failure is recorded. */
+static void after_one(tgi_call *c, const hook *hk, const char *in)
+{
+	char why[512], text[TEXT_MAX + 8];
+	if (!in) {
+		after_failed(c, hk, "could not be given the call (it does not encode)");
+		return;
+	}
+	tgi_spawn_result res;
+	int rc = run_hook(c, hk, "after_tool_call", in, AFTER_OUT_MAX, &res);
+	int failed = process_failed(hk, rc, &res, why, sizeof why);
+	if (!failed && res.exit_code != 0) {
+		last_line(text, sizeof text, res.err, res.err_len);
+		tgi_snprintf(why, sizeof why, "exited with status %d%s%s%s", res.exit_code,
+		             *text ? " (" : "", text, *text ? ")" : "");
+		failed = 1;
+	}
+	if (rc == 0)
+		tgi_spawn_result_free(&res);
+	if (failed)
+		after_failed(c, hk, why);
+}
+
 void tgi_hooks_after(tgi_call *c, const json_t *envelope)
 {
 	const tgi_hooks *h = c->g->hooks;
-	char *in = NULL;
+	char *in = NULL, **cc_in = NULL;   /* made once, for the hooks that read them */
+	int made = 0;
+	cc_view view;
+	if (!c->tool[0])
+		return;
+	view_init(c, &view);
 	for (size_t i = 0; i < h->after.n; i++) {
 		const hook *hk = &h->after.v[i];
-		char why[512], text[TEXT_MAX + 8];
-		if (!c->tool[0] || !matches(hk, c->tool))
+		if (hk->format == FMT_TOOLGATE) {
+			if (!matches_call(c, hk, &view, 0))
+				continue;
+			if (!made++)
+				in = after_input(c, envelope, NULL);
+			after_one(c, hk, in);
 			continue;
-		if (!in) {
-			json_t *j = hook_input(c, "PostToolUse");
-			json_t *out = json_object_get(envelope, "output");
-			json_object_set_new(j, "tool_response", out ? json_incref(out) : json_null());
-			json_object_set_new(j, "envelope", envelope ? json_incref((json_t *)envelope)
-			                                            : json_null());
-			in = dump(j);
-			if (!in) {
-				after_failed(c, hk, "could not be given the call (it does not encode)");
-				return;
-			}
 		}
-		tgi_spawn_result res;
-		int rc = run_hook(c, hk, "after_tool_call", in, AFTER_OUT_MAX, &res);
-		int failed = process_failed(hk, rc, &res, why, sizeof why);
-		if (!failed && res.exit_code != 0) {
-			last_line(text, sizeof text, res.err, res.err_len);
-			tgi_snprintf(why, sizeof why, "exited with status %d%s%s%s", res.exit_code,
-			             *text ? " (" : "", text, *text ? ")" : "");
-			failed = 1;
-		}
-		if (rc == 0)
-			tgi_spawn_result_free(&res);
-		if (failed)
+		const tgi_cc_runs *runs = view_runs(c, &view, 0);
+		size_t nmatch = 0;
+		for (size_t k = 0; k < runs->n; k++)
+			nmatch += matches(hk, c->tool, runs->v[k].name);
+		if (nmatch > TGI_CC_RUNS_MAX) {
+			char why[160];
+			tgi_snprintf(why, sizeof why, "was not run: it would run %zu times for this call "
+			             "(once per file it touched), more than %d", nmatch, TGI_CC_RUNS_MAX);
 			after_failed(c, hk, why);
+			continue;
+		}
+		if (!cc_in)
+			cc_in = tgi_xcalloc(runs->n + 1, sizeof *cc_in);
+		for (size_t k = 0; k < runs->n; k++) {
+			if (!matches(hk, c->tool, runs->v[k].name))
+				continue;
+			if (!cc_in[k])
+				cc_in[k] = after_input(c, envelope, &runs->v[k]);
+			after_one(c, hk, cc_in[k]);
+		}
 	}
+	for (size_t k = 0; cc_in && k < view.runs.n; k++)
+		free(cc_in[k]);
+	free(cc_in);
 	free(in);
+	view_free(&view);
 }

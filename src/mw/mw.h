@@ -193,6 +193,8 @@ typedef struct tgi_hook_reply {
 	                         is TGI_HOOK_DENY (fail closed) and reason says what went wrong */
 	char    reason[512];  /* one printable line, capped; "" when none was given */
 	json_t *updated_args; /* owned: an object, or NULL */
+	int     updated_cc;   /* updated_args came as Claude Code's updatedInput (a hook in
+	                         claude-code format names Claude Code's arguments there) */
 } tgi_hook_reply;
 
 /* Turn a before-hook's exit code, stdout and stderr (any bytes) into its
@@ -201,6 +203,80 @@ typedef struct tgi_hook_reply {
  * failed.  Never fails itself; caller frees r->updated_args. */
 void tgi_hook_reply_parse(int exit_code, const char *out, size_t out_len, const char *err,
                           size_t err_len, tgi_hook_reply *r);
+
+/* ---- Claude Code's view of a call (claude.c) ----
+ *
+ * A hook in `format: claude-code` (the default) reads a call as Claude
+ * Code's PreToolUse / PostToolUse hooks read one: Claude Code's tool names
+ * and argument names, absolute paths.  A built-in tool maps onto Claude
+ * Code's tool:
+ *
+ *   read_file    Read  {file_path, offset, limit}
+ *   write_file   Write {file_path, content}
+ *   apply_patch  one run per file it touches: an added file is Write
+ *                {file_path, content}; an updated, moved or deleted one is
+ *                Edit {file_path, old_string, new_string, replace_all}
+ *   list_dir     Glob  {pattern: "*" at depth 1, else the pattern of every
+ *                depth, path}
+ *   search_files Grep  {pattern, path, glob, output_mode: "content", -n,
+ *                head_limit}
+ *   shell        Bash  {command (an argv joined with shell quoting),
+ *                timeout (ms)[, env]}; its workdir is the run's cwd
+ *
+ * a bridged MCP tool `server__tool` is `mcp__server__tool` (its arguments
+ * as they are), and a configured command tool keeps its name.  A path is
+ * made absolute against the workspace with "." and ".." taken out; with
+ * ws_fd, a path that resolves (symlinks followed, inside the workspace)
+ * to another one gets a second run with the path it resolves to, so a
+ * hook that guards a file sees it under either name.
+ */
+typedef enum {
+	TGI_CC_OTHER,   /* a configured command tool, or no tool: its own name and args */
+	TGI_CC_READ, TGI_CC_LIST, TGI_CC_SEARCH, TGI_CC_WRITE, TGI_CC_PATCH, TGI_CC_SHELL,
+	TGI_CC_MCP,     /* a bridged MCP tool */
+} tgi_cc_kind;
+
+#define TGI_CC_RUNS_MAX 512   /* times one hook is asked about one call, at most */
+
+/* One hook run as Claude Code would make it. */
+typedef struct tgi_cc_run {
+	char   *name;   /* owned: Claude Code's tool name */
+	json_t *input;  /* owned: tool_input, an object */
+	char   *cwd;    /* owned, or NULL for the workspace: where a command runs */
+} tgi_cc_run;
+
+typedef struct tgi_cc_runs {
+	tgi_cc_run *v;          /* owned */
+	size_t      n;
+} tgi_cc_runs;
+
+tgi_cc_kind tgi_cc_kind_of(const tgi_entry *e);  /* e may be NULL */
+
+/* Claude Code's name of a call to tool (args not looked at: apply_patch is
+ * "Edit" here, though an added file's run is "Write"); caller frees. */
+char *tgi_cc_name(tgi_cc_kind kind, const char *tool);
+
+/*
+ * The runs of a call to tool with args (borrowed; any JSON, an object when
+ * validated): at least one (a patch: at most 4 per file it names).  ws is the
+ * workspace (absolute); ws_fd < 0: no second runs for resolved paths.
+ * Free with tgi_cc_runs_free.
+ */
+void tgi_cc_runs_make(tgi_cc_kind kind, const char *tool, const json_t *args, const char *ws,
+                      int ws_fd, tgi_cc_runs *out);
+void tgi_cc_runs_free(tgi_cc_runs *r);
+
+/*
+ * A hook's updatedInput for run (made from args by tgi_cc_runs_make) back
+ * into toolgate's arguments for the tool: 0 with *out a new object (the
+ * caller decrefs; it is validated again before anything judges it), or 0
+ * with *out NULL when updated is the run's input unchanged, or -1 with a
+ * sentence in why (an argument toolgate has no counterpart for, a patch
+ * rewritten through one of its files): the call is then denied.
+ */
+int tgi_cc_args_back(tgi_cc_kind kind, const json_t *args, const tgi_cc_run *run,
+                     const json_t *updated, const char *ws, json_t **out, char *why,
+                     size_t cap);
 
 /* ---- deprecated fields (aliases.c) ----
  *

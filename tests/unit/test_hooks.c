@@ -92,9 +92,9 @@ static int setup(void **state)
 	              "\"$TOOLGATE_HOOK_EVENT\" \"$TOOLGATE_OP_ID\" \"$TOOLGATE_WORKSPACE\" "
 	              "\"$CLAUDE_PROJECT_DIR\" \"$(pwd)\" \"$PGPASSWORD\" \"$PGPASSFILE\" > env.txt\n",
 	              0755);
-	/* a Claude Code script: denies shell commands that hold rm, from tool_input */
+	/* a Claude Code script: denies Bash commands that hold rm, from tool_input */
 	write_file_at("hooks/cc.sh", "#!/bin/sh\nin=$(cat)\ncase \"$in\" in\n"
-	              "*'\"tool_name\":\"shell\"'*'\"tool_input\":{\"command\":\"rm '*)\n"
+	              "*'\"tool_name\":\"Bash\"'*'\"tool_input\":{\"command\":\"rm '*)\n"
 	              "  printf '%s' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\","
 	              "\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"rm is not "
 	              "allowed here\"}}' ;;\nesac\nexit 0\n", 0755);
@@ -705,12 +705,14 @@ static void test_tool_globs(void **state)
 	tg_gate_close(g);
 }
 
-/* What a before-hook reads: toolgate's fields, Claude Code's, the
+/* What a before-hook reads: toolgate's fields, Claude Code's (in toolgate's
+ * words with format: toolgate, in Claude Code's by default), the
  * environment and the working directory. */
 static void test_before_input(void **state)
 {
 	tg_gate *g = open_gate("mode: acceptEdits\nhooks:\n  before_tool_call:\n"
-	                       "    - {command: [./hooks/mark.sh, in.json]}\n"
+	                       "    - {command: [./hooks/mark.sh, in.json], format: toolgate}\n"
+	                       "    - {command: [./hooks/mark.sh, cc.json]}\n"
 	                       "    - {command: [./hooks/env.sh]}\n");
 	/* the ledger's credentials are not the hook's business */
 	setenv("PGPASSWORD", "s3cret", 1);
@@ -738,6 +740,29 @@ static void test_before_input(void **state)
 	assert_string_equal(str(in, "tool_use_id"), str(env, "call_id"));
 	assert_string_equal(str(in, "cwd"), ws);
 	assert_string_equal(str(in, "permission_mode"), "acceptEdits");
+	assert_true(json_is_null(json_object_get(in, "transcript_path")));
+	json_decref(in);
+
+	/* the default: Claude Code's names, an absolute file_path; toolgate's fields too */
+	text = slurp("cc.json");
+	assert_non_null(text);
+	in = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(in);
+	char fp[PATH_MAX + 16];
+	snprintf(fp, sizeof fp, "%s/a.txt", ws);
+	assert_string_equal(str(in, "hook_event_name"), "PreToolUse");
+	assert_string_equal(str(in, "tool_name"), "Write");
+	assert_string_equal(str(in, "tool_input/file_path"), fp);
+	assert_string_equal(str(in, "tool_input/content"), "hello");
+	assert_int_equal(json_object_size(json_object_get(in, "tool_input")), 2);
+	assert_string_equal(str(in, "tool_use_id"), str(env, "call_id"));
+	assert_string_equal(str(in, "session_id"), "s1");
+	assert_string_equal(str(in, "cwd"), ws);
+	assert_string_equal(str(in, "permission_mode"), "acceptEdits");
+	assert_true(json_is_null(json_object_get(in, "transcript_path")));
+	assert_string_equal(str(in, "tool"), "write_file");
+	assert_string_equal(str(in, "args/path"), "a.txt");
 	json_decref(in);
 
 	char want[PATH_MAX * 4];
@@ -786,7 +811,10 @@ static void test_after_hooks(void **state)
 	assert_string_equal(str(in, "envelope/status"), "persisted");
 	assert_string_equal(str(in, "envelope/op_id"), op);
 	assert_string_equal(str(in, "hook_event_name"), "PostToolUse");
-	assert_string_equal(str(in, "tool_name"), "write_file");
+	assert_string_equal(str(in, "tool_name"), "Write");
+	char fp[PATH_MAX + 16];
+	snprintf(fp, sizeof fp, "%s/a.txt", ws);
+	assert_string_equal(str(in, "tool_input/file_path"), fp);
 	assert_true(json_equal(json_object_get(in, "tool_response"),
 	                       json_object_get(json_object_get(in, "envelope"), "output")));
 	assert_false(json_is_null(json_object_get(in, "tool_response")));
@@ -802,6 +830,469 @@ static void test_after_hooks(void **state)
 	assert_string_equal(str(env, "status"), "invalid");
 	assert_true(exists("after.json"));
 	json_decref(env);
+	tg_gate_close(g);
+}
+
+/* ---- Claude Code's view (format: claude-code, the default) ---- */
+
+/* Every line of the file as JSON, in an array (caller decrefs). */
+static json_t *runs_of(const char *name)
+{
+	json_t *a = json_array();
+	char *text = slurp(name);
+	if (!text)
+		return a;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		json_t *v = json_loads(line, 0, NULL);
+		assert_non_null(v);
+		json_array_append_new(a, v);
+	}
+	free(text);
+	return a;
+}
+
+/* ws + "/" + rel */
+static const char *in_ws(const char *rel)
+{
+	static char buf[4][PATH_MAX + 64];
+	static int k;
+	char *b = buf[k++ % 4];
+	snprintf(b, sizeof buf[0], "%s%s%s", ws, *rel ? "/" : "", rel);
+	return b;
+}
+
+static void assert_run(json_t *runs, size_t i, const char *name, const char *input)
+{
+	json_t *r = json_array_get(runs, i);
+	json_t *want = json_loads(input, 0, NULL);
+	assert_non_null(want);
+	if (!r || !json_equal(json_object_get(r, "tool_name") ? json_object_get(r, "tool_input")
+	                                                       : NULL, want) ||
+	    strcmp(str(r, "tool_name"), name)) {
+		char *got = r ? json_dumps(json_pack("{s:O, s:O}", "tool_name",
+		                                     json_object_get(r, "tool_name"), "tool_input",
+		                                     json_object_get(r, "tool_input")), 0) : NULL;
+		fail_msg("run %zu: expected %s %s, got %s", i, name, input, got ? got : "(none)");
+	}
+	json_decref(want);
+}
+
+static void write_runs_hook(void)
+{
+	/* appends each call it is asked about as one line */
+	write_file_at("hooks/log.sh", "#!/bin/sh\ncat >> \"$1\"\necho >> \"$1\"\n", 0755);
+}
+
+/* Each built-in tool as Claude Code's tool, with Claude Code's arguments. */
+static void test_cc_tool_mapping(void **state)
+{
+	write_runs_hook();
+	write_file_at("r.txt", "one\n", 0644);
+	write_file_at("gone.txt", "bye\n", 0644);
+	write_file_at("m.txt", "a\n", 0644);
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/sub", ws);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/link.txt", ws);
+	assert_int_equal(symlink("r.txt", p), 0);
+	tg_gate *g = open_gate("mode: bypassPermissions\nsandbox: danger-full-access\n"
+	                       "tools:\n  echo_tool:\n    description: Echoes.\n"
+	                       "    input_schema: {type: object, properties: {n: {type: integer}}}\n"
+	                       "    command: [./hooks/say.sh, 'ok']\n"
+	                       "hooks:\n  before_tool_call:\n"
+	                       "    - {command: [./hooks/log.sh, runs.jsonl]}\n");
+	char want[PATH_MAX * 3];
+	const char *calls[][2] = {
+		{"read_file", "{\"path\":\"./r.txt\"}"},
+		{"write_file", "{\"path\":\"sub/../w.txt\",\"content\":\"x\"}"},
+		{"list_dir", "{}"},
+		{"list_dir", "{\"path\":\"sub\",\"depth\":3}"},
+		{"search_files", "{\"pattern\":\"on.\",\"glob\":\"*.txt\"}"},
+		{"shell", "{\"command\":[\"printf\",\"%s\\n\",\"a b\",\"it's\"],\"workdir\":\"sub\","
+		          "\"timeout_s\":5}"},
+		{"shell", "{\"command\":\"echo hi | cat\"}"},
+		{"apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: new.txt\\n+n1\\n+n2\\n"
+		                "*** Update File: r.txt\\n@@\\n-one\\n+uno\\n*** Delete File: gone.txt\\n"
+		                "*** Update File: m.txt\\n*** Move to: sub/moved.txt\\n@@\\n-a\\n+b\\n"
+		                "*** End Patch\"}"},
+		{"read_file", "{\"path\":\"link.txt\"}"},
+		{"echo_tool", "{\"n\":1}"},
+	};
+	for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+		json_t *env = call(g, calls[i][0], calls[i][1]);
+		assert_status(env, "persisted");
+		json_decref(env);
+	}
+	json_t *runs = runs_of("runs.jsonl");
+	size_t k = 0;
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"offset\":1,\"limit\":2000}", in_ws("r.txt"));
+	assert_run(runs, k++, "Read", want);
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"content\":\"x\"}", in_ws("w.txt"));
+	assert_run(runs, k++, "Write", want);
+	snprintf(want, sizeof want, "{\"pattern\":\"*\",\"path\":\"%s\"}", ws);
+	assert_run(runs, k++, "Glob", want);
+	snprintf(want, sizeof want, "{\"pattern\":\"**/*\",\"path\":\"%s\"}", in_ws("sub"));
+	assert_run(runs, k++, "Glob", want);
+	snprintf(want, sizeof want, "{\"pattern\":\"on.\",\"path\":\"%s\",\"glob\":\"*.txt\","
+	         "\"output_mode\":\"content\",\"-n\":true,\"head_limit\":100}", ws);
+	assert_run(runs, k++, "Grep", want);
+	/* an argv is one command line, quoted as a shell reads it back; workdir is cwd */
+	assert_run(runs, k, "Bash", "{\"command\":\"printf '%s\\n' 'a b' 'it'\\\\''s'\","
+	           "\"timeout\":5000}");
+	assert_string_equal(str(json_array_get(runs, k++), "cwd"), in_ws("sub"));
+	assert_run(runs, k, "Bash", "{\"command\":\"echo hi | cat\"}");
+	assert_string_equal(str(json_array_get(runs, k++), "cwd"), ws);
+	/* a patch: one run per file, in order; a move names both files */
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"content\":\"n1\\nn2\\n\"}", in_ws("new.txt"));
+	assert_run(runs, k++, "Write", want);
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"old_string\":\"one\",\"new_string\":"
+	         "\"uno\",\"replace_all\":false}", in_ws("r.txt"));
+	assert_run(runs, k++, "Edit", want);
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"old_string\":\"\",\"new_string\":\"\","
+	         "\"replace_all\":false}", in_ws("gone.txt"));
+	assert_run(runs, k++, "Edit", want);
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"old_string\":\"a\",\"new_string\":\"b\","
+	         "\"replace_all\":false}", in_ws("m.txt"));
+	assert_run(runs, k++, "Edit", want);
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"old_string\":\"a\",\"new_string\":\"b\","
+	         "\"replace_all\":false}", in_ws("sub/moved.txt"));
+	assert_run(runs, k++, "Edit", want);
+	/* a path through a symlink: asked under both names */
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"offset\":1,\"limit\":2000}",
+	         in_ws("link.txt"));
+	assert_run(runs, k++, "Read", want);
+	snprintf(want, sizeof want, "{\"file_path\":\"%s\",\"offset\":1,\"limit\":2000}", in_ws("r.txt"));
+	assert_run(runs, k++, "Read", want);
+	/* a configured tool keeps its name and arguments */
+	assert_run(runs, k++, "echo_tool", "{\"n\":1}");
+	assert_int_equal(json_array_size(runs), k);
+	json_decref(runs);
+	tg_gate_close(g);
+
+	/* a bridged tool is named as Claude Code names MCP tools */
+	char *name = tgi_cc_name(TGI_CC_MCP, "fs__read_file");
+	assert_string_equal(name, "mcp__fs__read_file");
+	free(name);
+	tgi_cc_runs rs;
+	json_t *args = json_pack("{s:s}", "path", "x");
+	tgi_cc_runs_make(TGI_CC_MCP, "fs__read_file", args, ws, -1, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.v[0].name, "mcp__fs__read_file");
+	assert_true(json_equal(rs.v[0].input, args));
+	tgi_cc_runs_free(&rs);
+	json_decref(args);
+}
+
+/* `tools` may name Claude Code's tools; a patch's runs match one by one. */
+static void test_cc_tool_globs(void **state)
+{
+	write_runs_hook();
+	write_file_at("r.txt", "one\n", 0644);
+	tg_gate *g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	                       "    - {command: [./hooks/log.sh, runs.jsonl], tools: [Write]}\n");
+	static const char upd[] = "{\"patch\":\"*** Begin Patch\\n*** Update File: r.txt\\n@@\\n"
+	                          "-one\\n+uno\\n*** Add File: n.txt\\n+x\\n*** End Patch\"}";
+	json_t *env = call(g, "apply_patch", upd);
+	assert_status(env, "persisted");
+	json_decref(env);
+	env = call(g, "read_file", "{\"path\":\"r.txt\"}");
+	assert_status(env, "persisted");
+	assert_null(hooks_stage(env));
+	json_decref(env);
+	json_t *runs = runs_of("runs.jsonl");
+	assert_int_equal(json_array_size(runs), 1);     /* the added file only */
+	assert_string_equal(str(json_array_get(runs, 0), "tool_name"), "Write");
+	json_decref(runs);
+	tg_gate_close(g);
+
+	/* toolgate's names still match, and reach Claude Code's view */
+	unlink("runs.jsonl");
+	g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	              "    - {command: [./hooks/log.sh, runs.jsonl], tools: [read_file]}\n"
+	              "    - {command: [./hooks/log.sh, tg.jsonl], tools: [Read], format: toolgate}\n");
+	env = call(g, "read_file", "{\"path\":\"r.txt\"}");
+	assert_status(env, "persisted");
+	json_decref(env);
+	runs = runs_of("runs.jsonl");
+	assert_string_equal(str(json_array_get(runs, 0), "tool_name"), "Read");
+	json_decref(runs);
+	runs = runs_of("tg.jsonl");
+	assert_string_equal(str(json_array_get(runs, 0), "tool_name"), "read_file");
+	assert_string_equal(str(json_array_get(runs, 0), "tool_input/path"), "r.txt");
+	json_decref(runs);
+	tg_gate_close(g);
+
+	/* in toolgate's format, [Write] runs (once) for a patch that adds a file */
+	unlink("tg.jsonl");
+	g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	              "    - {command: [./hooks/log.sh, tg.jsonl], tools: [Write], format: toolgate}\n");
+	env = call(g, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: m.txt\\n+1\\n"
+	           "*** Add File: n2.txt\\n+2\\n*** End Patch\"}");
+	assert_status(env, "persisted");
+	json_decref(env);
+	runs = runs_of("tg.jsonl");
+	assert_int_equal(json_array_size(runs), 1);
+	assert_string_equal(str(json_array_get(runs, 0), "tool_name"), "apply_patch");
+	json_decref(runs);
+	tg_gate_close(g);
+}
+
+/* A guard that reads file_path sees every file of a patch; the first
+ * file it denies stops the call, and nothing is written. */
+static void test_cc_patch_guard(void **state)
+{
+	write_file_at("hooks/guard.sh", "#!/bin/sh\nin=$(cat)\ncase \"$in\" in\n"
+	              "*'\"tool_input\":{\"file_path\":\"'*'/.env\"'*) echo \"no .env\" >&2; exit 2;;\n"
+	              "esac\nexit 0\n", 0755);
+	write_file_at("ok.txt", "one\n", 0644);
+	write_file_at(".env", "KEY=1\n", 0600);
+	tg_gate *g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	                       "    - {command: [./hooks/guard.sh], tools: [Edit, Write]}\n");
+	static const char *const denied[] = {
+		"{\"patch\":\"*** Begin Patch\\n*** Update File: ok.txt\\n@@\\n-one\\n+uno\\n"
+		"*** Update File: .env\\n@@\\n-KEY=1\\n+KEY=2\\n*** End Patch\"}",
+		"{\"patch\":\"*** Begin Patch\\n*** Add File: sub/../.env\\n+KEY=3\\n*** End Patch\"}",
+		"{\"patch\":\"*** Begin Patch\\n*** Update File: ok.txt\\n*** Move to: .env\\n@@\\n"
+		"-one\\n+uno\\n*** End Patch\"}",
+		"{\"patch\":\"*** Begin Patch\\n*** Delete File: .env\\n*** End Patch\"}",
+	};
+	for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+		json_t *env = call(g, "apply_patch", denied[i]);
+		assert_status(env, "denied");
+		assert_contains(str(env, "error/message"), "denied the call: no .env");
+		json_decref(env);
+	}
+	char *t = slurp("ok.txt");
+	assert_string_equal(t, "one\n");
+	free(t);
+	t = slurp(".env");
+	assert_string_equal(t, "KEY=1\n");
+	free(t);
+	json_t *env = call(g, "write_file", "{\"path\":\".env\",\"content\":\"x\"}");
+	assert_status(env, "denied");
+	json_decref(env);
+	/* a patch of files it allows: asked once per file */
+	env = call(g, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Update File: ok.txt\\n@@\\n"
+	           "-one\\n+uno\\n*** Add File: two.txt\\n+2\\n*** End Patch\"}");
+	assert_status(env, "persisted");
+	json_t *rec = json_array_get(json_object_get(hooks_stage(env), "hooks"), 0);
+	assert_int_equal(json_integer_value(json_object_get(rec, "runs")), 2);
+	json_decref(env);
+	tg_gate_close(g);
+
+	/* the same guard in toolgate's format sees no file_path at all */
+	g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	              "    - {command: [./hooks/guard.sh], format: toolgate}\n");
+	env = call(g, "write_file", "{\"path\":\".env\",\"content\":\"x\"}");
+	assert_status(env, "persisted");
+	json_decref(env);
+	tg_gate_close(g);
+}
+
+/* A gate whose before-hook answers ans, and whose after-hook (toolgate's
+ * format) appends the call's final args to after.jsonl. */
+static tg_gate *answer_gate(const char *ans)
+{
+	char y[PATH_MAX * 4];
+	snprintf(y, sizeof y, "mode: bypassPermissions\nsandbox: danger-full-access\nhooks:\n"
+	         "  before_tool_call:\n    - {command: [./hooks/say.sh, '%s']}\n"
+	         "  after_tool_call:\n    - {command: [./hooks/log.sh, after.jsonl], "
+	         "format: toolgate}\n", ans);
+	return open_gate(y);
+}
+
+/* updatedInput in Claude Code's words, mapped back into toolgate's, or
+ * refused (the call denied) when it cannot be. */
+static void test_cc_rewrite(void **state)
+{
+	write_runs_hook();
+	/* answers allow with tool_input as it came, unchanged */
+	write_file_at("hooks/echo.sh", "#!/bin/sh\njq -c '{hookSpecificOutput: {hookEventName: "
+	              "\"PreToolUse\", permissionDecision: \"allow\", updatedInput: .tool_input}}'\n",
+	              0755);
+	write_file_at("b.txt", "bee\n", 0644);
+	char ans[PATH_MAX * 2];
+
+	/* Read: file_path back into a workspace path */
+	snprintf(ans, sizeof ans, "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\","
+	         "\"updatedInput\":{\"file_path\":\"%s\",\"limit\":1}}}", in_ws("b.txt"));
+	tg_gate *g = answer_gate(ans);
+	json_t *env = call(g, "read_file", "{\"path\":\"a.txt\"}");
+	assert_status(env, "persisted");
+	json_t *after = runs_of("after.jsonl");
+	assert_string_equal(str(json_array_get(after, 0), "args/path"), "b.txt");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+	                     json_array_get(after, 0), "args"), "limit")), 1);
+	json_decref(after);
+	json_decref(env);
+	tg_gate_close(g);
+
+	/* Write */
+	unlink("after.jsonl");
+	snprintf(ans, sizeof ans, "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\","
+	         "\"updatedInput\":{\"file_path\":\"%s\",\"content\":\"rewritten\"}}}",
+	         in_ws("w/c.txt"));
+	g = answer_gate(ans);
+	env = call(g, "write_file", write_args);
+	assert_status(env, "persisted");
+	char *t = slurp("w/c.txt");
+	assert_string_equal(t, "rewritten");
+	free(t);
+	assert_false(exists("a.txt"));
+	json_decref(env);
+	tg_gate_close(g);
+
+	/* Bash: a command line and a timeout in milliseconds */
+	unlink("after.jsonl");
+	g = answer_gate("{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\","
+	                "\"updatedInput\":{\"command\":\"echo rewritten\",\"timeout\":1500}}}");
+	env = call(g, "shell", "{\"command\":[\"echo\",\"original\"],\"workdir\":\".\"}");
+	assert_status(env, "persisted");
+	assert_string_equal(str(env, "output/stdout"), "rewritten\n");
+	after = runs_of("after.jsonl");
+	json_t *args = json_object_get(json_array_get(after, 0), "args");
+	assert_string_equal(json_string_value(json_object_get(args, "command")), "echo rewritten");
+	assert_int_equal(json_integer_value(json_object_get(args, "timeout_s")), 2);
+	assert_string_equal(json_string_value(json_object_get(args, "workdir")), ".");
+	json_decref(after);
+	json_decref(env);
+	tg_gate_close(g);
+
+	/* what cannot be mapped back is refused, and the call denied */
+	static const struct { const char *tool, *args, *answer, *want; } bad[] = {
+		{"search_files", "{\"pattern\":\"x\"}", "{\"pattern\":\"x\",\"-i\":true}",
+		 "updatedInput has \\\"-i\\\", which search_files has no argument for"},
+		{"read_file", "{\"path\":\"b.txt\"}", "{\"path\":\"b.txt\"}",
+		 "updatedInput has \\\"path\\\", which read_file has no argument for"},
+		{"shell", "{\"command\":\"true\"}", "{\"command\":\"true\",\"run_in_background\":true}",
+		 "in the background"},
+		{"list_dir", "{}", "{\"pattern\":\"*.env\"}", "changes \\\"pattern\\\""},
+		{"apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: p.txt\\n+x\\n*** End Patch\"}",
+		 "{\"file_path\":\"/tmp/p.txt\",\"content\":\"y\"}", "a patch cannot be rewritten"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(ans, sizeof ans, "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\","
+		         "\"permissionDecision\":\"allow\",\"updatedInput\":%s}}", bad[i].answer);
+		g = answer_gate(ans);
+		env = call(g, bad[i].tool, bad[i].args);
+		assert_status(env, "denied");
+		assert_contains(str(env, "error/message"), "(fail closed)");
+		char want[256];
+		snprintf(want, sizeof want, "%s", bad[i].want);
+		/* the JSON escapes above are for the YAML; the message has plain quotes */
+		for (char *q = want; (q = strstr(q, "\\\"")); )
+			memmove(q, q + 1, strlen(q));
+		assert_contains(str(env, "error/message"), want);
+		assert_false(exists("p.txt"));
+		json_decref(env);
+		tg_gate_close(g);
+	}
+
+	/* a path outside the workspace: the schema of paths refuses it */
+	g = answer_gate("{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\","
+	                "\"updatedInput\":{\"file_path\":\"/etc/hostname\"}}}");
+	env = call(g, "read_file", "{\"path\":\"b.txt\"}");
+	assert_status(env, "invalid");
+	assert_contains(str(env, "error/message"), "must be relative to the workspace");
+	json_decref(env);
+	tg_gate_close(g);
+
+	/* input echoed back unchanged is no rewrite: an argv stays an argv, and a
+	 * patch asked about per file may pass */
+	unlink("after.jsonl");
+	g = open_gate("mode: bypassPermissions\nsandbox: danger-full-access\nhooks:\n"
+	              "  before_tool_call:\n    - {command: [./hooks/echo.sh]}\n"
+	              "  after_tool_call:\n    - {command: [./hooks/log.sh, after.jsonl], "
+	              "format: toolgate}\n");
+	env = call(g, "shell", "{\"command\":[\"echo\",\"a b\"]}");
+	assert_status(env, "persisted");
+	assert_string_equal(str(env, "output/stdout"), "a b\n");
+	json_decref(env);
+	env = call(g, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: p1.txt\\n+1\\n"
+	           "*** Add File: p2.txt\\n+2\\n*** End Patch\"}");
+	assert_status(env, "persisted");
+	assert_null(json_object_get(json_array_get(json_object_get(hooks_stage(env), "hooks"), 0),
+	                            "rewrote"));
+	json_decref(env);
+	after = runs_of("after.jsonl");
+	assert_true(json_is_array(json_object_get(json_object_get(json_array_get(after, 0), "args"),
+	                                          "command")));
+	json_decref(after);
+	tg_gate_close(g);
+
+	/* toolgate's format: updatedInput is in toolgate's words */
+	g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	              "    - {command: [./hooks/say.sh, '{\"hookSpecificOutput\":{\"hookEventName\":"
+	              "\"PreToolUse\",\"updatedInput\":{\"path\":\"tg.txt\",\"content\":\"t\"}}}'], "
+	              "format: toolgate}\n");
+	env = call(g, "write_file", write_args);
+	assert_status(env, "persisted");
+	assert_true(exists("tg.txt"));
+	json_decref(env);
+	tg_gate_close(g);
+}
+
+/* The client's own id of the tool use reaches hooks and the envelope,
+ * cleaned and capped; the call id stays the gate's. */
+static void test_client_call_id(void **state)
+{
+	tg_gate *g = open_gate("mode: bypassPermissions\nhooks:\n  before_tool_call:\n"
+	                       "    - {command: [./hooks/mark.sh, in.json]}\n");
+	tg_request req = {.tool = "write_file", .args = write_args, .session = "s1",
+	                  .call_id = "mcp-7", .client_call_id = "toolu_01\x07" "AB\ncd\x7f"};
+	tg_result *r;
+	assert_int_equal(tg_call(g, &req, &r), TG_PERSISTED);
+	json_t *env = json_loads(tg_result_json(r, 0), 0, NULL);
+	tg_result_free(r);
+	assert_string_equal(str(env, "client_call_id"), "toolu_01ABcd");
+	assert_string_equal(str(env, "call_id"), "mcp-7");
+	char *text = slurp("in.json");
+	json_t *in = json_loads(text, 0, NULL);
+	free(text);
+	assert_string_equal(str(in, "tool_use_id"), "toolu_01ABcd");
+	json_decref(in);
+	json_decref(env);
+
+	char big[700];
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	req.client_call_id = big;
+	req.call_id = "mcp-8";
+	assert_int_equal(tg_call(g, &req, &r), TG_PERSISTED);
+	env = json_loads(tg_result_json(r, 0), 0, NULL);
+	tg_result_free(r);
+	assert_int_equal(strlen(str(env, "client_call_id")), 256);
+	json_decref(env);
+
+	/* none given: the envelope has no client_call_id, and hooks get the call id */
+	env = call(g, "write_file", write_args);
+	assert_null(json_object_get(env, "client_call_id"));
+	text = slurp("in.json");
+	in = json_loads(text, 0, NULL);
+	free(text);
+	assert_string_equal(str(in, "tool_use_id"), str(env, "call_id"));
+	json_decref(in);
+	json_decref(env);
+	tg_gate_close(g);
+}
+
+/* After-hooks in Claude Code's format: one run per file of a patch. */
+static void test_cc_after_hooks(void **state)
+{
+	write_runs_hook();
+	tg_gate *g = open_gate("mode: bypassPermissions\nhooks:\n  after_tool_call:\n"
+	                       "    - {command: [./hooks/log.sh, after.jsonl], tools: [Edit, Write]}\n");
+	json_t *env = call(g, "apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Add File: x.txt\\n"
+	                    "+1\\n*** Add File: y.txt\\n+2\\n*** End Patch\"}");
+	assert_status(env, "persisted");
+	json_decref(env);
+	json_t *runs = runs_of("after.jsonl");
+	assert_int_equal(json_array_size(runs), 2);
+	assert_string_equal(str(json_array_get(runs, 0), "hook_event_name"), "PostToolUse");
+	assert_string_equal(str(json_array_get(runs, 0), "tool_input/file_path"), in_ws("x.txt"));
+	assert_string_equal(str(json_array_get(runs, 1), "tool_input/file_path"), in_ws("y.txt"));
+	assert_string_equal(str(json_array_get(runs, 1), "envelope/status"), "persisted");
+	json_decref(runs);
 	tg_gate_close(g);
 }
 
@@ -879,6 +1370,12 @@ static void test_config_refused(void **state)
 		{"hooks:\n  before_tool_call: [./x]\n", "hooks.before_tool_call[0]: expected a mapping"},
 		{"hooks:\n  before_tool_call:\n    - {command: [./ok]}\n    - {command: [./x], "
 		 "timeout_s: -1}\n", "toolgate.yaml:4:"},
+		{"hooks:\n  before_tool_call: [{command: [./x], format: claude}]\n",
+		 "hooks.before_tool_call[0].format: expected claude-code"},
+		{"hooks:\n  before_tool_call: [{command: [./x], tools: [shell, \"Edit|Write\"]}]\n",
+		 "hooks.before_tool_call[0].tools[1]: \"Edit|Write\" can never match a tool name"},
+		{"hooks:\n  before_tool_call: [{command: [./x], tools: [\"Bash(rm *)\"]}]\n",
+		 "can never match a tool name"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *err = open_error(cases[i].yaml);
@@ -928,6 +1425,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_before_input, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_claude_code_script, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_after_hooks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cc_tool_mapping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cc_tool_globs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cc_patch_guard, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cc_rewrite, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_call_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cc_after_hooks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hook_programs_protected, setup, teardown),
