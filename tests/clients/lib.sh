@@ -100,21 +100,6 @@ start_model() {
 	exit 1
 }
 
-# hook_format: "format: claude-code" when this toolgate takes it on a hook
-# (the hook then gets Claude Code's tool input, file_path and all); empty
-# when it does not (the guard below then never sees a file_path, and the
-# hook check fails, saying so)
-hook_format() {
-	local d
-	d=$(mktemp -d "$WS/probe.XXXXXX")
-	printf '#!/bin/sh\nexit 0\n' > "$d/h.sh"
-	chmod +x "$d/h.sh"
-	printf 'hooks:\n  before_tool_call:\n    - {command: [./h.sh], format: claude-code}\n' > "$d/toolgate.yaml"
-	if (cd "$d" && "$TG" tools --config "$d/toolgate.yaml" --workspace "$d" < /dev/null > /dev/null 2>&1); then
-		echo ", format: claude-code"
-	fi
-}
-
 # new_session NAME: a fresh workspace $SW (files, toolgate.yaml, the hook) and
 # home $SH under $S=$WS/NAME; the operator (approve) acts on this one
 new_session() {
@@ -125,7 +110,8 @@ new_session() {
 	printf 'gamma\n' > "$SW/b.txt"
 	printf 'delta\n' > "$SW/c.txt"
 	# a Claude Code PreToolUse guard as people write them: exit 2 denies,
-	# stderr is the reason
+	# stderr is the reason; configured as in Claude Code (hooks get Claude
+	# Code's view of a call by default: Write with file_path)
 	cat > "$SW/hooks/env-guard.sh" <<'SH'
 #!/bin/sh
 path=$(jq -r '.tool_input.file_path // empty')
@@ -137,9 +123,6 @@ esac
 exit 0
 SH
 	chmod +x "$SW/hooks/env-guard.sh"
-	[ -n "${HOOK_FORMAT+set}" ] || HOOK_FORMAT=$(hook_format)
-	[ -n "$HOOK_FORMAT" ] ||
-		echo "note: this toolgate takes no 'format: claude-code' on a hook; the hook check will fail" >&2
 	cat > "$SW/toolgate.yaml" <<YAML
 default_principal: local
 principals:
@@ -152,7 +135,7 @@ permissions:
   deny: ["write_file(./denied/**)"]
 hooks:
   before_tool_call:
-    - {command: [./hooks/env-guard.sh], tools: ["write_file"]$HOOK_FORMAT}
+    - {command: [./hooks/env-guard.sh], tools: [Edit, Write]}   # Claude Code's matcher "Edit|Write"
 YAML
 	echo "$SW" > "$WS/current-ws"
 	# the toolgate a client starts for the README's `toolgate serve ...`: the
