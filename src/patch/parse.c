@@ -397,7 +397,7 @@ int tgi_patch_map_paths(const char *text, size_t len, tgi_path_map_fn map, void 
                         size_t *outlen)
 {
 	tgi_patch *p;
-	char err[8], rep[PATH_MAX + 2];
+	char err[8], rep[PATH_MAX];
 	size_t at = 0;
 	int n = 0;
 	tgi_buf b;
@@ -406,8 +406,8 @@ int tgi_patch_map_paths(const char *text, size_t len, tgi_path_map_fn map, void 
 	*outlen = 0;
 	if (tgi_patch_parse(text, len, &p, err, sizeof err) < 0)
 		return 0;
-	/* room for every path replaced by the longest replacement */
-	tgi_buf_init(&b, len + 2 * p->nops * sizeof rep + 1);
+	/* room for every path replaced by the longest replacement, "./" and "/" */
+	tgi_buf_init(&b, len + 2 * p->nops * (sizeof rep + 3) + 1);
 	for (size_t i = 0; i < p->nops; i++) {
 		const char *paths[2] = {p->ops[i].path, p->ops[i].move_to};
 		const size_t ats[2] = {p->ops[i].path_at, p->ops[i].move_at};
@@ -415,17 +415,16 @@ int tgi_patch_map_paths(const char *text, size_t len, tgi_path_map_fn map, void 
 			if (!paths[k])
 				continue;
 			size_t plen = strlen(paths[k]);
-			if (map(ud, paths[k], plen, rep + 2, sizeof rep - 2) != 1)
-				continue;
-			const char *r = rep + 2;
-			if (strchr(r, '\n'))          /* it would end the header line */
-				continue;
-			if (is_space(*r)) {     /* " x": the header's trimming would eat the space */
-				rep[0] = '.', rep[1] = '/';
-				r = rep;
-			}
+			if (map(ud, paths[k], plen, rep, sizeof rep) != 1 || strchr(rep, '\n'))
+				continue;       /* kept; a newline would end the header line */
+			/* whitespace at either end would be trimmed off with the header's:
+			 * " x" is written "./ x", and "x " (from ".../x /") "x /" */
+			size_t rlen = strlen(rep);
+			const char *pre = rlen && is_space(rep[0]) ? "./" : "";
+			const char *post = rlen && is_space(rep[rlen - 1]) ? "/" : "";
 			assert(ats[k] >= at && ats[k] + plen <= len);
-			if (tgi_buf_append(&b, text + at, ats[k] - at) < 0 || tgi_buf_puts(&b, r) < 0)
+			if (tgi_buf_append(&b, text + at, ats[k] - at) < 0 || tgi_buf_puts(&b, pre) < 0 ||
+			    tgi_buf_puts(&b, rep) < 0 || tgi_buf_puts(&b, post) < 0)
 				goto over;
 			at = ats[k] + plen;
 			n++;

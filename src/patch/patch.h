@@ -86,8 +86,9 @@ void tgi_patch_free(tgi_patch *p);
  * The patch text with every path its headers name (Add, Delete and Update
  * File, Move to) passed through map and, where map gives a replacement,
  * that spliced in its place; every other byte is kept.  A replacement that
- * would lose its leading whitespace to the header's trimming is written
- * "./ x"; one holding a newline is not used.  1 with the new text in *out (caller frees) and its length in
+ * would lose whitespace at either end to the header's trimming is written
+ * "./ x" or "x /" (as "dir/x /" named it); one holding a newline is not
+ * used.  1 with the new text in *out (caller frees) and its length in
  * *outlen; 0 when map replaced nothing or the text does not parse (then
  * the paths are refused as they are), *out NULL.
  */
