@@ -9,6 +9,10 @@
  * tgi_yaml_parse; a file ending in .json is parsed by jansson for exact
  * JSON semantics and through the YAML parser only for its source map.
  *
+ * The workspace is kept as its real path and, when that differs, as
+ * configured (through a symlink, or $PWD for the current directory): the
+ * two spellings a model's absolute paths may use (tgi_workspace_spelled).
+ *
  * Every key is checked: an unknown key, a wrong type, a dangling reference
  * (role, principal, profile) is an error "file:line:col: key.path: expected
  * X, got Y" — a typo must never silently weaken policy.

@@ -371,8 +371,8 @@ tgi_verdict tgi_decide(tgi_call *c)
 	/* an absolute path outside the workspace (validate kept it out of the
 	 * paths): the root named, so that the model can name a file inside */
 	char root[200];
-	tgi_workspace_shown(g->cfg, root, sizeof root);
 	if (c->outside[0]) {
+		tgi_workspace_shown(g->cfg, root, sizeof root);
 		tgi_snprintf(msg, sizeof msg,
 		             "path \"%s\" is outside the workspace root %s; tools reach only files "
 		             "under it, named relative to it (\"src/a.c\") or absolute; do not retry "
@@ -393,6 +393,7 @@ tgi_verdict tgi_decide(tgi_call *c)
 		int rc = writing ? tgi_path_resolve_parent(g->ws_fd, c->paths[i], res, sizeof res)
 		                 : tgi_path_resolve(g->ws_fd, c->paths[i], res, sizeof res);
 		if (rc == -EXDEV || rc == -ELOOP) {
+			tgi_workspace_shown(g->cfg, root, sizeof root);
 			tgi_snprintf(msg, sizeof msg,
 			             "path \"%s\" leaves the workspace (its root is %s); do not retry; "
 			             "ask the owner", c->paths[i], root);

@@ -366,7 +366,7 @@ static void test_no_repath(void **state)
 	tgi_call_drop(&c);
 	free(a);
 	outside(g, "plain_read", "{\"path\":\"/etc/passwd\"}", "/etc/passwd");
-	a = tool_args("plain_read", "", "src/a.c");          /* "/src/a.c": elsewhere, not the relative one */
+	a = tool_args("plain_read", "", "src/a.c");   /* "/src/a.c": elsewhere, not "src/a.c" */
 	outside(g, "plain_read", a, "/src/a.c");
 	free(a);
 	json_decref(schema);
