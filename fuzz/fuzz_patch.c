@@ -15,9 +15,16 @@
  *     eof); an empty pattern answers start; when an exact occurrence exists
  *     the answer is the first one (the exact pass runs before the fuzzy
  *     ones); a pattern sought in itself is found at 0.
+ *   - each operation's path_at / move_at points at its path in the input;
+ *   - tgi_patch_map_paths, with a map that makes paths under "/w" relative
+ *     (tgi_path_within), gives a text that parses to the same operations,
+ *     each path the mapped one ("./" before one that starts with a space,
+ *     "/" after one that ends with one) or, unmapped, the same; and gives
+ *     1 exactly when some path mapped.
  * Seek work per input is capped so that a slow input is a real finding.
  * Nothing here touches the file system.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +145,77 @@ static void walk(const tgi_patch *p, size_t cap)
 	check(tgi_patch_deletes(p) == deletes);
 }
 
+static int map_w(void *ud, const char *path, size_t len, char *out, size_t cap)
+{
+	(void)ud;
+	return tgi_path_within("/w", path, len, out, cap) == 1;
+}
+
+static int space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* What map_w makes of path, as the rewritten header holds it, in out
+ * (cap bytes, room for 3 more than a path). */
+static int mapped(const char *path, char *out, size_t cap)
+{
+	if (tgi_path_within("/w", path, strlen(path), out + 2, cap - 3) != 1)
+		return 0;
+	size_t n = strlen(out + 2);
+	if (space(out[n + 1]))
+		strcpy(out + 2 + n, "/");
+	if (space(out[2]))
+		out[0] = '.', out[1] = '/';
+	else
+		memmove(out, out + 2, strlen(out + 2) + 1);
+	return 1;
+}
+
+static void remap(const tgi_patch *p, const uint8_t *data, size_t size)
+{
+	static char want[PATH_MAX + 3];
+	char *out, err[512];
+	size_t outlen;
+	tgi_patch *q;
+	int any = 0;
+
+	for (size_t i = 0; i < p->nops; i++) {
+		const tgi_patch_op *op = &p->ops[i];
+		check(op->path_at + strlen(op->path) <= size &&
+		      !memcmp(data + op->path_at, op->path, strlen(op->path)));
+		if (op->move_to)
+			check(op->move_at + strlen(op->move_to) <= size &&
+			      !memcmp(data + op->move_at, op->move_to, strlen(op->move_to)));
+	}
+	int r = tgi_patch_map_paths((const char *)data, size, map_w, NULL, &out, &outlen);
+	check(r == 0 || r == 1);
+	if (!r) {
+		check(out == NULL);
+		out = (char *)data;
+		outlen = size;
+	}
+	check(tgi_patch_parse(out, outlen, &q, err, sizeof err) == 0);
+	check(q->nops == p->nops);
+	for (size_t i = 0; i < p->nops; i++) {
+		const char *a[2] = {p->ops[i].path, p->ops[i].move_to};
+		const char *b[2] = {q->ops[i].path, q->ops[i].move_to};
+		check(p->ops[i].kind == q->ops[i].kind);
+		for (int k = 0; k < 2; k++) {
+			check(!a[k] == !b[k]);
+			if (!a[k])
+				continue;
+			int m = mapped(a[k], want, sizeof want);
+			any |= m && !strchr(want, '\n');
+			check(!strcmp(b[k], m && !strchr(want, '\n') ? want : a[k]));
+		}
+	}
+	check(r == any);
+	tgi_patch_free(q);
+	if (r)
+		free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	tgi_patch *p = (tgi_patch *)&p;
@@ -151,6 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	check(p != NULL);
 	walk(p, size);
+	remap(p, data, size);
 	tgi_patch_free(p);
 	return 0;
 }

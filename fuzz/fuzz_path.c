@@ -10,7 +10,13 @@
  *     ".." component (it never leaves);
  *   - whatever openat2 opens for the input lies inside the workspace, and
  *     resolve names that same file;
- *   - tgi_path_writable never accepts a path whose resolution is protected.
+ *   - tgi_path_writable never accepts a path whose resolution is protected;
+ *   - tgi_path_within (the input as an absolute path under a root) places
+ *     only an absolute path without a NUL, and then gives a relative one
+ *     that tgi_path_check keeps as it is, shorter than the input, whose
+ *     components after the root's are exactly the input's (empty and "."
+ *     ones aside) -- nothing resolved, ".." kept; it places every absolute
+ *     path under "/".
  * Nothing here creates files.
  */
 #include <fcntl.h>
@@ -115,12 +121,67 @@ static int same_file(int a, int b)
 	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* The components of s[0..n) but empty and "." ones, '/'-joined, into out. */
+static size_t components(const char *s, size_t n, char *out)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < n;) {
+		size_t start = i;
+		while (i < n && s[i] != '/')
+			i++;
+		size_t m = i - start;
+		i += i < n;
+		if (!m || (m == 1 && s[start] == '.'))
+			continue;
+		if (j)
+			out[j++] = '/';
+		memcpy(out + j, s + start, m);
+		j += m;
+	}
+	out[j] = '\0';
+	return j;
+}
+
+static void within(const uint8_t *data, size_t size)
+{
+	static const char *const roots[] = {"/w/s", "/"};
+	static char rel[PATH_MAX], norm[PATH_MAX], a[2 * PATH_MAX], b[2 * PATH_MAX + 8];
+	char err[512];
+	const char *path = (const char *)data;
+
+	for (size_t k = 0; k < sizeof roots / sizeof roots[0]; k++) {
+		int r = tgi_path_within(roots[k], path, size, rel, sizeof rel);
+		check(r >= -1 && r <= 1);
+		int placeable = size && path[0] == '/' && !memchr(path, '\0', size);
+		if (!placeable)
+			check(r == 0);
+		if (k == 1 && placeable)
+			check(r != 0);
+		if (r != 1)
+			continue;
+		check(strlen(rel) < size || (size == 1 && !strcmp(rel, ".")));
+		check(normal(rel, 1));
+		check(tgi_path_check(rel, strlen(rel), norm, sizeof norm, err, sizeof err) == 0);
+		check(!strcmp(norm, rel));
+		/* the input's components are the root's, then rel's */
+		size_t n = components(roots[k], strlen(roots[k]), b);
+		if (strcmp(rel, ".")) {
+			if (n)
+				b[n++] = '/';
+			memcpy(b + n, rel, strlen(rel) + 1);
+		}
+		if (size < sizeof a / 2)
+			check(components(path, size, a) == strlen(b) && !strcmp(a, b));
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char norm[PATH_MAX], err[512], res[PATH_MAX], real[PATH_MAX];
 
 	if (ws_fd < 0)
 		make_workspace();
+	within(data, size);
 	if (tgi_path_check((const char *)data, size, norm, sizeof norm, err, sizeof err) < 0) {
 		check(err[0] != '\0' && printable(err));
 		return 0;

@@ -9,6 +9,10 @@
  * tgi_yaml_parse; a file ending in .json is parsed by jansson for exact
  * JSON semantics and through the YAML parser only for its source map.
  *
+ * The workspace is kept as its real path and, when that differs, as
+ * configured (through a symlink, or $PWD for the current directory): the
+ * two spellings a model's absolute paths may use (tgi_workspace_spelled).
+ *
  * Every key is checked: an unknown key, a wrong type, a dangling reference
  * (role, principal, profile) is an error "file:line:col: key.path: expected
  * X, got Y" — a typo must never silently weaken policy.
@@ -219,6 +223,7 @@ void tgi_config_free(tgi_config *c)
 	free(c->path);
 	free(c->dir);
 	free(c->workspace);
+	free(c->workspace_given);
 	free(c->store);
 	free(c->profile);
 	free(c->default_principal);
@@ -618,6 +623,74 @@ static int resolve_argv0(ld *x, tgi_strv *argv, const char *ptr)
 	return 0;
 }
 
+char *tgi_workspace_spelled(const char *given, const char *real)
+{
+	char *cwd = NULL, *out = NULL;
+	size_t *ends = NULL, n = 0;
+	struct stat a, b;
+	tgi_buf buf;
+
+	if (!given || !real)
+		return NULL;
+	if (given[0] != '/' && !(cwd = get_current_dir_name()))
+		return NULL;
+	/* the components in order; ".." drops the last one kept */
+	tgi_buf_init(&buf, PATH_MAX - 1);
+	const char *parts[2] = {cwd ? cwd : "", given};
+	for (size_t k = 0; k < 2; k++) {
+		for (const char *s = parts[k]; *s;) {
+			size_t m = strcspn(s, "/");
+			if (m == 2 && s[0] == '.' && s[1] == '.') {
+				n -= n > 0;
+				buf.len = n ? ends[n - 1] : 0;
+			} else if (m && !(m == 1 && s[0] == '.')) {
+				if (tgi_buf_puts(&buf, "/") < 0 || tgi_buf_append(&buf, s, m) < 0)
+					goto done;
+				ends = tgi_xrealloc(ends, (n + 1) * sizeof *ends);
+				ends[n++] = buf.len;
+			}
+			s += m;
+			s += *s == '/';
+		}
+	}
+	if (!n && tgi_buf_puts(&buf, "/") < 0)
+		goto done;
+	if (buf.p)
+		buf.p[buf.len] = '\0';
+	if (buf.p && strcmp(buf.p, real) != 0 && stat(buf.p, &a) == 0 && stat(real, &b) == 0 &&
+	    S_ISDIR(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		out = tgi_buf_steal(&buf);
+done:
+	tgi_buf_free(&buf);
+	free(ends);
+	free(cwd);
+	return out;
+}
+
+void tgi_workspace_shown(const tgi_config *c, char *out, size_t cap)
+{
+	const char *ws = c->workspace_given ? c->workspace_given : c->workspace;
+	tgi_sanitize_n(out, cap, ws, strlen(ws), cap > 8 ? cap - 8 : 0);
+}
+
+/* The workspace as the configuration spells it: its `workspace` (relative
+ * to the file's directory as the file was named), else the current
+ * directory. */
+static char *workspace_given(const tgi_config *c, const json_t *v)
+{
+	const char *w = v ? json_string_value(v) : ".";
+	const char *slash = c->file && w[0] != '/' ? strrchr(c->file, '/') : NULL;
+	if (!slash)
+		return tgi_workspace_spelled(w, c->workspace);
+	size_t dn = (size_t)(slash - c->file) + 1, wn = strlen(w);
+	char *given = tgi_xmalloc(dn + wn + 1);
+	memcpy(given, c->file, dn);
+	memcpy(given + dn, w, wn + 1);
+	char *spelled = tgi_workspace_spelled(given, c->workspace);
+	free(given);
+	return spelled;
+}
+
 /* ---- the sections ---- */
 
 static int load_workspace(ld *x, json_t *root)
@@ -649,6 +722,7 @@ static int load_workspace(ld *x, json_t *root)
 	if (!c->workspace)
 		return fail(x, ptr, "expected %s, got %s", missing ? "an existing directory" : "a directory",
 		            tgi_json_describe(v, got, sizeof got));
+	c->workspace_given = workspace_given(c, v);
 
 	v = child(root, "", "store", ptr);
 	if (v && check_str(x, v, ptr) < 0)

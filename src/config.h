@@ -77,7 +77,9 @@ typedef struct tgi_shell_cfg {
 typedef struct tgi_config {
 	char        *path;          /* absolute path of the file, NULL for built-in defaults */
 	char        *dir;           /* directory relative paths are resolved against */
-	char        *workspace;     /* absolute */
+	char        *workspace;     /* absolute, its real path */
+	char        *workspace_given; /* absolute, as configured (through a symlink, say),
+	                               NULL when that is the real path (tgi_workspace_spelled) */
 	char        *store;         /* absolute path of the ledger file */
 	char        *profile;
 	tgi_mode     mode;
@@ -132,6 +134,20 @@ typedef struct tgi_config {
  */
 int  tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen);
 void tgi_config_free(tgi_config *c);
+
+/*
+ * The workspace as spelled, where models may name it (DESIGN §2): given
+ * (absolute, or relative to the current directory as the shell names it:
+ * $PWD when that is ".") with "." and empty components dropped and ".."
+ * taken lexically, as a shell's cd takes it.  NULL when that is real (the
+ * real path) itself, or names another directory than real does now.
+ * Caller frees.
+ */
+char *tgi_workspace_spelled(const char *given, const char *real);
+
+/* The workspace root as a message to a model names it: as configured
+ * (else its real path), made printable, cut to fit cap bytes. */
+void tgi_workspace_shown(const tgi_config *c, char *out, size_t cap);
 
 /* "file:line:col" of the node at JSON pointer ptr, or "file" when unknown. */
 void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap);

@@ -31,6 +31,8 @@
  * points the model at), and so are the gate's own configuration and every
  * file it runs (g->protected): a model must not rewrite its own policy.
  *
+ * An absolute path outside the workspace (validate noted it; one inside
+ * was made relative there) is denied first, with the workspace root named.
  * Paths are judged as written and as resolved inside the workspace (for a
  * writing tool: its parent resolved, the final component as written, since
  * the write replaces that component rather than following it); a path that
@@ -366,6 +368,18 @@ tgi_verdict tgi_decide(tgi_call *c)
 	if (avail != 1)
 		return deny(c, "unavailable", reason);
 
+	/* an absolute path outside the workspace (validate kept it out of the
+	 * paths): the root named, so that the model can name a file inside */
+	char root[200];
+	if (c->outside[0]) {
+		tgi_workspace_shown(g->cfg, root, sizeof root);
+		tgi_snprintf(msg, sizeof msg,
+		             "path \"%s\" is outside the workspace root %s; tools reach only files "
+		             "under it, named relative to it (\"src/a.c\") or absolute; do not retry "
+		             "this path", c->outside, root);
+		return deny(c, "confinement: outside the workspace", msg);
+	}
+
 	int cmd_ask = 0;
 	char cmd_rule[512] = "";
 	if (c->has_cmds && command_gates(c, &cmd_ask, cmd_rule, sizeof cmd_rule) == TGI_STOP)
@@ -379,9 +393,10 @@ tgi_verdict tgi_decide(tgi_call *c)
 		int rc = writing ? tgi_path_resolve_parent(g->ws_fd, c->paths[i], res, sizeof res)
 		                 : tgi_path_resolve(g->ws_fd, c->paths[i], res, sizeof res);
 		if (rc == -EXDEV || rc == -ELOOP) {
+			tgi_workspace_shown(g->cfg, root, sizeof root);
 			tgi_snprintf(msg, sizeof msg,
-			             "path \"%s\" leaves the workspace; do not retry; ask the owner",
-			             c->paths[i]);
+			             "path \"%s\" leaves the workspace (its root is %s); do not retry; "
+			             "ask the owner", c->paths[i], root);
 			return deny(c, "confinement: outside the workspace", msg);
 		}
 		if (rc < 0) {

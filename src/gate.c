@@ -387,6 +387,8 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 			return tgi_fail(errmsg, "workspace \"%s\": %s", o->workspace, strerror(errno));
 		free(cfg->workspace);
 		cfg->workspace = tgi_strdup(real);
+		free(cfg->workspace_given);
+		cfg->workspace_given = tgi_workspace_spelled(o->workspace, real);
 		/* a store that was not given as an absolute path follows the workspace */
 		const char *rel = tgi_config_store_given(cfg);
 		if (!tgi_store_is_url(rel) && rel[0] != '/') {

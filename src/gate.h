@@ -99,6 +99,9 @@ struct tgi_call {
 	char            **paths;           /* owned: normalised, as written */
 	char            **resolved;        /* owned: as resolved (NULL until decide) */
 	size_t            npaths;
+	char              outside[192];    /* the first absolute path of the args outside the
+	                                      workspace, made printable ("" none): not in
+	                                      paths; decide denies the call */
 	tgi_cmdline       cmds;            /* owned: a command tool's simple commands */
 	int               has_cmds;
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <jansson.h>
 #include "toolgate.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 struct tgi_config;
@@ -110,6 +111,18 @@ typedef int (*tgi_handler)(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool
 typedef int (*tgi_paths_fn)(const json_t *args, tgi_strv *out, char *err, size_t errlen);
 
 /*
+ * Every workspace path the args name -- those paths() reports, and those
+ * it does not (shell's workdir) -- passed through map, and rewritten in
+ * args where map gives a replacement (for apply_patch: in the patch text's
+ * header lines, the rest of the text kept byte for byte).  Validate calls
+ * it before paths(), so that the pipeline (policy, hooks, the ledger, the
+ * handler) sees an absolute path inside the workspace only in its relative
+ * form.  Args it cannot read are left as they are (the schema and paths()
+ * refuse them).
+ */
+typedef void (*tgi_repath_fn)(json_t *args, tgi_path_map_fn map, void *ud);
+
+/*
  * The simple commands a command-running call would run (shell.h), for the
  * floor, execpolicy and shell(...) rules.  0 with *out filled, or -1 with
  * a sentence in err (a command no shell would run either).
@@ -145,6 +158,9 @@ typedef struct tgi_tool {
 	unsigned      flags;             /* TGI_T_* */
 	tgi_flags_fn  flags_for;         /* NULL: flags hold for all args */
 	tgi_paths_fn  paths;             /* NULL: touches no workspace paths */
+	tgi_repath_fn repath;            /* NULL: names no workspace path (a tool with
+	                                    paths() has one: else an absolute path is
+	                                    refused as invalid) */
 	tgi_commands_fn commands;        /* NULL: runs no command line of the model's */
 	tgi_handler   handler;
 	size_t        max_result_chars;  /* 0: config default (50,000) */

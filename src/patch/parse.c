@@ -13,8 +13,14 @@
  * between chunks (Codex refuses them); everything Codex accepts is accepted
  * and read the same way.
  *
+ * tgi_patch_map_paths rewrites the paths of the headers in the text (the
+ * pipeline makes absolute paths inside the workspace relative with it),
+ * finding them with this same parser.
+ *
  * Owns: the grammar and its messages.  Must not: touch the file system.
  */
+#include <assert.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +42,8 @@ typedef struct parser {
 	tgi_patch_line *lines;   /* the lines between the markers */
 	size_t          n;
 	size_t          first;   /* line number of lines[0] */
+	const char     *base;    /* the patch's copy of the text, which starts */
+	size_t          shift;   /* this many bytes into the text given */
 	char           *err;
 	size_t          errlen;
 } parser;
@@ -86,10 +94,13 @@ static int hunk_error(parser *ps, size_t lineno, const char *fmt, ...)
 	return -1;
 }
 
-static char *path_dup(tgi_patch_line header, size_t marker_len)
+/* The path after a header's marker, trimmed; *at gets where it lies in
+ * the text given to tgi_patch_parse. */
+static char *path_dup(const parser *ps, tgi_patch_line header, size_t marker_len, size_t *at)
 {
 	tgi_patch_line p = {header.s + marker_len, header.len - marker_len};
 	p = trim(p);
+	*at = (size_t)(p.s - ps->base) + ps->shift;
 	return tgi_strndup(p.s, p.len);
 }
 
@@ -183,7 +194,7 @@ static long parse_op(parser *ps, size_t i, tgi_patch_op *op)
 	op->lineno = ps->first + i;
 	if (starts_with(head, ADD_MARKER)) {
 		op->kind = TGI_PATCH_ADD;
-		op->path = path_dup(head, strlen(ADD_MARKER));
+		op->path = path_dup(ps, head, strlen(ADD_MARKER), &op->path_at);
 		for (i++; i < ps->n && ps->lines[i].len && ps->lines[i].s[0] == '+'; i++)
 			push_line(&op->add, &op->nadd,
 			          (tgi_patch_line){ps->lines[i].s + 1, ps->lines[i].len - 1});
@@ -191,7 +202,7 @@ static long parse_op(parser *ps, size_t i, tgi_patch_op *op)
 	}
 	if (starts_with(head, DELETE_MARKER)) {
 		op->kind = TGI_PATCH_DELETE;
-		op->path = path_dup(head, strlen(DELETE_MARKER));
+		op->path = path_dup(ps, head, strlen(DELETE_MARKER), &op->path_at);
 		return 1;
 	}
 	if (!starts_with(head, UPDATE_MARKER)) {
@@ -201,10 +212,10 @@ static long parse_op(parser *ps, size_t i, tgi_patch_op *op)
 		                  "{path}', '*** Delete File: {path}', '*** Update File: {path}'", s);
 	}
 	op->kind = TGI_PATCH_UPDATE;
-	op->path = path_dup(head, strlen(UPDATE_MARKER));
+	op->path = path_dup(ps, head, strlen(UPDATE_MARKER), &op->path_at);
 	i++;
 	if (i < ps->n && starts_with(trim(ps->lines[i]), MOVE_MARKER))
-		op->move_to = path_dup(trim(ps->lines[i++]), strlen(MOVE_MARKER));
+		op->move_to = path_dup(ps, trim(ps->lines[i++]), strlen(MOVE_MARKER), &op->move_at);
 
 	while (i < ps->n) {
 		tgi_patch_line l = ps->lines[i];
@@ -321,7 +332,7 @@ int tgi_patch_parse(const char *text, size_t len, tgi_patch **out, char *err, si
 			break;
 	}
 
-	parser ps = {.err = err, .errlen = errlen};
+	parser ps = {.err = err, .errlen = errlen, .base = p->text, .shift = (size_t)(whole.s - text)};
 	char delim[64];
 	size_t lo = 0, hi = n;     /* the marker lines are lines[lo] and lines[hi - 1] */
 	if (check_markers(lines, n, err, errlen) < 0) {
@@ -380,6 +391,59 @@ void tgi_patch_free(tgi_patch *p)
 	free(p->ops);
 	free(p->text);
 	free(p);
+}
+
+int tgi_patch_map_paths(const char *text, size_t len, tgi_path_map_fn map, void *ud, char **out,
+                        size_t *outlen)
+{
+	tgi_patch *p;
+	char err[8], rep[PATH_MAX];
+	size_t at = 0;
+	int n = 0;
+	tgi_buf b;
+
+	*out = NULL;
+	*outlen = 0;
+	if (tgi_patch_parse(text, len, &p, err, sizeof err) < 0)
+		return 0;
+	/* room for every path replaced by the longest replacement, "./" and "/" */
+	tgi_buf_init(&b, len + 2 * p->nops * (sizeof rep + 3) + 1);
+	for (size_t i = 0; i < p->nops; i++) {
+		const char *paths[2] = {p->ops[i].path, p->ops[i].move_to};
+		const size_t ats[2] = {p->ops[i].path_at, p->ops[i].move_at};
+		for (int k = 0; k < 2; k++) {
+			if (!paths[k])
+				continue;
+			size_t plen = strlen(paths[k]);
+			if (map(ud, paths[k], plen, rep, sizeof rep) != 1 || strchr(rep, '\n'))
+				continue;       /* kept; a newline would end the header line */
+			/* whitespace at either end would be trimmed off with the header's:
+			 * " x" is written "./ x", and "x " (from ".../x /") "x /" */
+			size_t rlen = strlen(rep);
+			const char *pre = rlen && is_space(rep[0]) ? "./" : "";
+			const char *post = rlen && is_space(rep[rlen - 1]) ? "/" : "";
+			assert(ats[k] >= at && ats[k] + plen <= len);
+			if (tgi_buf_append(&b, text + at, ats[k] - at) < 0 || tgi_buf_puts(&b, pre) < 0 ||
+			    tgi_buf_puts(&b, rep) < 0 || tgi_buf_puts(&b, post) < 0)
+				goto over;
+			at = ats[k] + plen;
+			n++;
+		}
+	}
+	if (tgi_buf_append(&b, text + at, len - at) < 0)
+		goto over;
+	tgi_patch_free(p);
+	if (!n) {
+		tgi_buf_free(&b);
+		return 0;
+	}
+	*outlen = b.len;
+	*out = tgi_buf_steal(&b);
+	return 1;
+over:                                   /* past the cap, which no map reaches: keep it */
+	tgi_patch_free(p);
+	tgi_buf_free(&b);
+	return 0;
 }
 
 int tgi_patch_deletes(const tgi_patch *p)

@@ -30,6 +30,7 @@
 #include <sys/types.h>
 #include <jansson.h>
 #include "toolgate.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #define TGI_PATCH_MAX      (16u << 20)  /* bytes of patch text */
@@ -58,6 +59,8 @@ typedef struct tgi_patch_op {
 	tgi_patch_kind   kind;
 	char            *path;     /* as written, trimmed (owned) */
 	char            *move_to;  /* Update with `*** Move to:`, else NULL (owned) */
+	size_t           path_at;  /* where path and move_to lie in the text given to */
+	size_t           move_at;  /* tgi_patch_parse (byte offsets; move_at 0 without) */
 	tgi_patch_line  *add;      /* Add: the content lines, without their '+' */
 	size_t           nadd;
 	tgi_patch_chunk *chunks;   /* Update */
@@ -78,6 +81,19 @@ typedef struct tgi_patch {
  */
 int  tgi_patch_parse(const char *text, size_t len, tgi_patch **out, char *err, size_t errlen);
 void tgi_patch_free(tgi_patch *p);
+
+/*
+ * The patch text with every path its headers name (Add, Delete and Update
+ * File, Move to) passed through map and, where map gives a replacement,
+ * that spliced in its place; every other byte is kept.  A replacement that
+ * would lose whitespace at either end to the header's trimming is written
+ * "./ x" or "x /" (as "dir/x /" named it); one holding a newline is not
+ * used.  1 with the new text in *out (caller frees) and its length in
+ * *outlen; 0 when map replaced nothing or the text does not parse (then
+ * the paths are refused as they are), *out NULL.
+ */
+int tgi_patch_map_paths(const char *text, size_t len, tgi_path_map_fn map, void *ud, char **out,
+                        size_t *outlen);
 
 /* Does the patch delete a file (a destructive call)? */
 int tgi_patch_deletes(const tgi_patch *p);

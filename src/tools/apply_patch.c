@@ -4,7 +4,9 @@
  *
  * paths() parses the patch and reports every path it names -- each file
  * operation's path and every Move target -- so policy judges each one,
- * and rules written for write_file hold here too (decide.c).  A patch that
+ * and rules written for write_file hold here too (decide.c).  repath()
+ * rewrites those paths in the patch text (an absolute one inside the
+ * workspace made relative) before anything else sees them.  A patch that
  * deletes a file is destructive.  The handler checks confinement and
  * protected paths again itself, as a second line of defence.
  *
@@ -21,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -63,6 +66,22 @@ static int patch_paths(const json_t *args, tgi_strv *out, char *err, size_t errl
 	}
 	tgi_patch_free(p);
 	return (int)out->n;
+}
+
+/* repath(): the header lines' paths through map, the rest of the patch
+ * kept byte for byte. */
+static void patch_repath(json_t *args, tgi_path_map_fn map, void *ud)
+{
+	size_t len, outlen;
+	const char *text = patch_arg(args, &len);
+	char *out;
+
+	if (!text || !tgi_patch_map_paths(text, len, map, ud, &out, &outlen))
+		return;
+	json_t *s = json_stringn(out, outlen);
+	if (s)
+		json_object_set_new(args, "patch", s);
+	free(out);
 }
 
 static unsigned patch_flags(unsigned flags, const json_t *args)
@@ -240,13 +259,15 @@ const tgi_tool tgi_tool_apply_patch = {
 		" unchanged context line\n-removed line\n+added line\n"
 		"*** End Patch\n"
 		"Give about 3 lines of unchanged context around each change, prefixed with a space. "
-		"Paths are relative to the workspace. The patch applies all or nothing: if any part "
-		"does not match, no file is changed and the error says which lines were not found.",
+		"Paths are relative to the workspace root (or absolute within it). The patch applies "
+		"all or nothing: if any part does not match, no file is changed and the error says "
+		"which lines were not found.",
 	.category = "fs",
 	.input_schema = schema,
 	.flags = TGI_T_EDITS_FILES,
 	.flags_for = patch_flags,
 	.paths = patch_paths,
+	.repath = patch_repath,
 	.handler = apply_patch_run,
 	.plan = apply_patch_plan,
 };

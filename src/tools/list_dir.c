@@ -37,7 +37,7 @@ static const char schema[] =
 	"{\"type\":\"object\","
 	"\"properties\":{"
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,\"default\":\".\","
-	"\"description\":\"Directory relative to the workspace root.\"},"
+	"\"description\":\"Directory, relative to the workspace root or absolute within it.\"},"
 	"\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,\"default\":1,"
 	"\"description\":\"How many levels to list: 1 lists only the directory's own entries.\"},"
 	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,\"default\":200,"
@@ -210,6 +210,7 @@ const tgi_tool tgi_tool_list_dir = {
 	.input_schema = schema,
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE,
 	.paths = tgi_paths_optional_path,
+	.repath = tgi_repath_path,
 	.handler = list_dir_run,
 	.plan = tgi_plan_reads_optional,
 };

@@ -40,7 +40,7 @@ static const char schema[] =
 	"{\"type\":\"object\","
 	"\"properties\":{"
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,"
-	"\"description\":\"File path relative to the workspace root.\"},"
+	"\"description\":\"File path, relative to the workspace root or absolute within it.\"},"
 	"\"offset\":{\"type\":\"integer\",\"minimum\":1,\"default\":1,"
 	"\"description\":\"First line to return (1-based).\"},"
 	"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"default\":2000,"
@@ -250,6 +250,7 @@ const tgi_tool tgi_tool_read_file = {
 	.input_schema = schema,
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE | TGI_T_IDEMPOTENT,
 	.paths = tgi_paths_required_path,
+	.repath = tgi_repath_path,
 	.handler = read_file_run,
 	.plan = tgi_plan_reads_required,
 };

@@ -53,7 +53,8 @@ static const char schema[] =
 	"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":10000,"
 	"\"description\":\"PCRE2 regular expression matched against each line.\"},"
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,\"default\":\".\","
-	"\"description\":\"File or directory to search, relative to the workspace root.\"},"
+	"\"description\":\"File or directory to search, relative to the workspace root or "
+	"absolute within it.\"},"
 	"\"glob\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":1024,"
 	"\"description\":\"Only search files whose name matches this glob, e.g. \\\"*.c\\\"; "
 	"a glob with a slash is matched against the path from the workspace root.\"},"
@@ -403,6 +404,7 @@ const tgi_tool tgi_tool_search_files = {
 	.input_schema = schema,
 	.flags = TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE,
 	.paths = tgi_paths_optional_path,
+	.repath = tgi_repath_path,
 	.handler = search_files_run,
 	.plan = tgi_plan_reads_optional,
 };

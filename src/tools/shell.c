@@ -64,7 +64,8 @@ static const char schema[] =
 	"\"description\":\"The command line, run by /bin/sh -c (pipes, &&, redirections work); or an "
 	"argv array run directly.\"},"
 	"\"workdir\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,"
-	"\"description\":\"Directory to run in, relative to the workspace root (default: the root).\"},"
+	"\"description\":\"Directory to run in, relative to the workspace root or absolute "
+	"within it (default: the root).\"},"
 	"\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,"
 	"\"description\":\"Seconds before the command and everything it started is killed "
 	"(default 120).\"},"
@@ -295,6 +296,14 @@ static int workdir_path(const tgi_exec_ctx *ctx, const json_t *args, char *out, 
 	return 0;
 }
 
+/* repath(): the workdir is a workspace path too (an absolute one inside
+ * the workspace made relative; policy judges none: the sandbox confines
+ * the command, the kernel the workdir). */
+static void shell_repath(json_t *args, tgi_path_map_fn map, void *ud)
+{
+	tgi_repath_key(args, "workdir", map, ud);
+}
+
 /* What stays read-only inside a writable workspace: .git/, .toolgate/ and
  * the gate's own files.  One that does not exist is held empty for the
  * run (sandbox.h), so that a command cannot create, say, the toolgate.yaml
@@ -523,6 +532,7 @@ const tgi_tool tgi_tool_shell = {
 	.input_schema = schema,
 	.flags = TGI_T_DESTRUCTIVE,
 	.commands = shell_commands,
+	.repath = shell_repath,
 	.handler = shell_run,
 	.plan = shell_plan,
 };

@@ -35,8 +35,8 @@ static const char schema[] =
 	"{\"type\":\"object\","
 	"\"properties\":{"
 	"\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4095,"
-	"\"description\":\"File path relative to the workspace root; missing parent "
-	"directories are created.\"},"
+	"\"description\":\"File path, relative to the workspace root or absolute within it; "
+	"missing parent directories are created.\"},"
 	"\"content\":{\"type\":\"string\",\"maxLength\":10485760,"
 	"\"description\":\"The complete new content of the file.\"}},"
 	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
@@ -158,6 +158,7 @@ const tgi_tool tgi_tool_write_file = {
 	.input_schema = schema,
 	.flags = TGI_T_EDITS_FILES | TGI_T_IDEMPOTENT,
 	.paths = tgi_paths_required_path,
+	.repath = tgi_repath_path,
 	.handler = write_file_run,
 	.plan = write_file_plan,
 };

@@ -122,6 +122,55 @@ int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *er
 	return 0;
 }
 
+/* The next component of s[*i..len), skipping empty and "." ones: its
+ * length (0 at the end) and where it starts in *part. */
+static size_t next_component(const char *s, size_t len, size_t *i, const char **part)
+{
+	while (*i < len) {
+		size_t start = *i;
+		while (*i < len && s[*i] != '/')
+			(*i)++;
+		size_t n = *i - start;
+		if (*i < len)
+			(*i)++;
+		if (n == 0 || (n == 1 && s[start] == '.'))
+			continue;
+		*part = s + start;
+		return n;
+	}
+	return 0;
+}
+
+int tgi_path_within(const char *root, const char *path, size_t len, char *out, size_t cap)
+{
+	size_t ri = 0, pi = 0, rlen, rn, pn, j = 0;
+	const char *rp, *pp;
+
+	if (!root || root[0] != '/' || !path || !len || path[0] != '/' || memchr(path, '\0', len))
+		return 0;
+	rlen = strlen(root);
+	while ((rn = next_component(root, rlen, &ri, &rp))) {
+		pn = next_component(path, len, &pi, &pp);
+		if (pn != rn || memcmp(pp, rp, rn) != 0)
+			return 0;
+	}
+	while ((pn = next_component(path, len, &pi, &pp))) {
+		if (j + (j ? 1 : 0) + pn + 1 > cap)
+			return -1;
+		if (j)
+			out[j++] = '/';
+		memcpy(out + j, pp, pn);
+		j += pn;
+	}
+	if (!j) {
+		if (cap < 2)
+			return -1;
+		out[j++] = '.';
+	}
+	out[j] = '\0';
+	return 1;
+}
+
 int tgi_path_protected(const char *relpath)
 {
 	int which = 0;
@@ -874,6 +923,24 @@ int tgi_paths_required_path(const json_t *args, tgi_strv *out, char *err, size_t
 int tgi_paths_optional_path(const json_t *args, tgi_strv *out, char *err, size_t errlen)
 {
 	return path_arg(args, ".", out, err, errlen);
+}
+
+void tgi_repath_key(json_t *args, const char *key, tgi_path_map_fn map, void *ud)
+{
+	const json_t *v = json_object_get(args, key);
+	char rel[PATH_MAX];
+
+	if (!json_is_string(v) || map(ud, json_string_value(v), json_string_length(v), rel,
+	                              sizeof rel) != 1)
+		return;
+	json_t *s = json_string(rel);
+	if (s)                          /* else not UTF-8: kept, and refused as it is */
+		json_object_set_new(args, key, s);
+}
+
+void tgi_repath_path(json_t *args, tgi_path_map_fn map, void *ud)
+{
+	tgi_repath_key(args, "path", map, ud);
 }
 
 int tgi_tool_fail(tgi_tool_out *out, tg_errkind kind)

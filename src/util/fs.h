@@ -33,12 +33,34 @@ int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
 /*
  * Check a model-supplied path before use: not empty, no NUL (len is the
- * JSON string length), not absolute, shorter than PATH_MAX.  Normalises
+ * JSON string length), not absolute (the pipeline has made one inside the
+ * workspace relative already), shorter than PATH_MAX.  Normalises
  * "./a//b/" into "a/b" in out (cap bytes); "." or "./" becomes "."; ".."
  * is kept (the kernel refuses it where it leaves).  Returns 0 or -1 with a
  * sentence in err.
  */
 int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *err, size_t errlen);
+
+/*
+ * An absolute path (len bytes, as the model wrote it) under root, the rest
+ * relative: root is absolute; both are compared component by component,
+ * as text, with empty and "." components skipped ("/ws//./a" is under
+ * "/ws"; "/ws2/a" is not).  Nothing is resolved: ".." is a component like
+ * any other -- it matches none of root's, and after root it stays in the
+ * rest, for the kernel to judge where it leads.  1 with the rest (no empty
+ * or "." component; "." for root itself) in out (cap bytes); 0 when path
+ * is not absolute, holds a NUL or lies elsewhere; -1 when the rest does not
+ * fit in cap.
+ */
+int tgi_path_within(const char *root, const char *path, size_t len, char *out, size_t cap);
+
+/*
+ * A path of a call's arguments, as written (len bytes), mapped to what the
+ * arguments should hold instead: 1 with the replacement in out (cap bytes,
+ * NUL-terminated), or 0 to keep it as written.  ud is the caller's.  (The
+ * pipeline maps an absolute path inside the workspace to the relative one.)
+ */
+typedef int (*tgi_path_map_fn)(void *ud, const char *path, size_t len, char *out, size_t cap);
 
 /*
  * The path as resolved inside the workspace (symlinks followed, confined),
@@ -170,6 +192,15 @@ int tgi_arg_int(const json_t *args, const char *key, long long dflt,
  */
 int tgi_paths_required_path(const json_t *args, tgi_strv *out, char *err, size_t errlen);
 int tgi_paths_optional_path(const json_t *args, tgi_strv *out, char *err, size_t errlen);
+
+/*
+ * repath() for the file tools (tgi_repath_fn): the string at args[key]
+ * through map, replaced when map gives a replacement; tgi_repath_path is
+ * it for "path".  A missing key or one that is not a string is left as it
+ * is (the schema and paths() refuse it).
+ */
+void tgi_repath_key(json_t *args, const char *key, tgi_path_map_fn map, void *ud);
+void tgi_repath_path(json_t *args, tgi_path_map_fn map, void *ud);
 
 /* A handler's failure: out->kind = kind, applied = no (a sentence is
  * already in out->message).  Returns -1. */

@@ -34,7 +34,9 @@ check not_object invalid invalid_input "JSON object" read_file '[1,2]'
 check dup_keys invalid invalid_input "not valid JSON" read_file '{"path":"README.md","path":"x"}'
 check extra_prop invalid invalid_input "not allowed" read_file '{"path":"README.md","mode":"x"}'
 check nul_path invalid invalid_input "NUL" read_file '{"path":"README.md\u0000.txt"}'
-check absolute invalid invalid_input "relative" read_file '{"path":"/etc/passwd"}'
+check absolute denied not_permitted "outside the workspace root $WS" read_file '{"path":"/etc/passwd"}'
+tgcall absolute_inside read_file "{\"path\":\"$WS/README.md\"}"
+eq "$(jqv absolute_inside.json .status)" persisted "an absolute path inside the workspace is read"
 check dotdot denied not_permitted "leaves the workspace" read_file '{"path":"../../etc/passwd"}'
 check symlink_file denied not_permitted "leaves the workspace" read_file '{"path":"passwd-link"}'
 check symlink_dir denied not_permitted "leaves the workspace" read_file '{"path":"root-link/etc/passwd"}'

@@ -163,10 +163,11 @@ contains "$(jqv "$WS/up.json" .error.message)" "../x" "the message names the pat
 pcall upmove --mode bypassPermissions $'*** Begin Patch\n*** Update File: src/b.c\n*** Move to: ../b.c\n@@\n-int b;\n+int c;\n*** End Patch'
 eq "$(verdict upmove)/$(decided upmove)" "denied/not_permitted/no/confinement: outside the workspace" \
 	"a Move target out of the workspace is refused"
-pcall abs --mode bypassPermissions $'*** Begin Patch\n*** Add File: '"$WS"$'/abs.txt\n+x\n*** End Patch'
-eq "$(verdict abs)" "invalid/invalid_input/no" "an absolute path is refused (as for write_file)"
-contains "$(jqv "$WS/abs.json" .error.message)" "relative to the workspace" "says what to write instead"
-[ -e "$WS/abs.txt" ] && fail "the absolute path was written"
+pcall abs --mode bypassPermissions $'*** Begin Patch\n*** Add File: src/ok.c\n+ok\n*** Add File: '"$W"$'-abs.txt\n+x\n*** End Patch'
+eq "$(verdict abs)/$(decided abs)" "denied/not_permitted/no/confinement: outside the workspace" \
+	"an absolute path outside the workspace is refused (as for write_file)"
+contains "$(jqv "$WS/abs.json" .error.message)" "workspace root $W" "names the workspace root"
+[ -e "$W-abs.txt" ] && fail "the absolute path was written"
 pcall git --mode bypassPermissions $'*** Begin Patch\n*** Update File: .git/config\n@@\n-\tbare = false\n+\tbare = true\n*** End Patch'
 eq "$(verdict git)" "denied/not_permitted/no" ".git/config is refused"
 eq "$(decided git)" "protected path" "as a protected path"

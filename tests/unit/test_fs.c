@@ -176,6 +176,86 @@ static void test_path_check(void **state)
 	assert_non_null(strstr(err, "too long"));
 }
 
+/* ---- tgi_path_within ---- */
+
+static void within_ok(const char *root, const char *path, const char *want)
+{
+	char out[PATH_MAX];
+	if (tgi_path_within(root, path, strlen(path), out, sizeof out) != 1)
+		fail_msg("\"%s\" is not under \"%s\"", path, root);
+	assert_string_equal(out, want);
+}
+
+static void within_no(const char *root, const char *path, size_t len)
+{
+	char out[PATH_MAX];
+	if (tgi_path_within(root, path, len, out, sizeof out) != 0)
+		fail_msg("\"%s\" is under \"%s\"", path, root);
+}
+
+static void test_path_within(void **state)
+{
+	(void)state;
+	within_ok("/ws", "/ws/README.md", "README.md");
+	within_ok("/ws", "/ws", ".");
+	within_ok("/ws", "/ws/", ".");
+	within_ok("/ws", "/ws/.", ".");
+	within_ok("/ws", "//ws//./src///a.c/", "src/a.c");
+	within_ok("/a/b/ws", "/a/b/ws/src/a.c", "src/a.c");
+	within_ok("/a/b/ws/", "/a/b/ws/x", "x");              /* a root's trailing '/' */
+	within_ok("/", "/etc/passwd", "etc/passwd");          /* a workspace of / */
+	within_ok("/", "/", ".");
+	/* ".." after the root is kept for the kernel (it refuses what leaves) */
+	within_ok("/ws", "/ws/../etc/passwd", "../etc/passwd");
+	within_ok("/ws", "/ws/src/../README.md", "src/../README.md");
+	within_ok("/ws", "/ws/..", "..");
+	/* by component, never by prefix; nothing resolved */
+	within_no("/ws", "/ws2/x", 6);
+	within_no("/ws", "/w", 2);
+	within_no("/ws", "/", 1);
+	within_no("/a/ws", "/a/b/../ws/x", 12);               /* ".." before the root: elsewhere */
+	within_no("/a/ws", "/a/./wsx", 8);
+	within_no("/ws", "ws/x", 4);                          /* not absolute */
+	within_no("/ws", "", 0);
+	within_no("/ws", "/ws/a\0b", 7);                      /* a NUL: not placed */
+	within_no("ws", "/ws/x", 5);                          /* a root that is not absolute */
+	within_no(NULL, "/ws/x", 5);
+
+	/* the rest must fit */
+	char small[4];
+	assert_int_equal(tgi_path_within("/ws", "/ws/abcdef", 10, small, sizeof small), -1);
+	assert_int_equal(tgi_path_within("/ws", "/ws/abc", 7, small, sizeof small), 1);
+	assert_string_equal(small, "abc");
+	char one[1];
+	assert_int_equal(tgi_path_within("/ws", "/ws", 3, one, sizeof one), -1);
+}
+
+/* A map that makes "/ws/..." relative and counts its calls. */
+static int calls;
+static int map_ws(void *ud, const char *path, size_t len, char *out, size_t cap)
+{
+	calls++;
+	return tgi_path_within(ud, path, len, out, cap) == 1;
+}
+
+static void test_repath_key(void **state)
+{
+	(void)state;
+	json_t *args = json_pack("{s:s, s:s, s:i}", "path", "/ws/src/a.c", "workdir", "/elsewhere",
+	                         "n", 3);
+	calls = 0;
+	tgi_repath_path(args, map_ws, "/ws");
+	assert_string_equal(json_string_value(json_object_get(args, "path")), "src/a.c");
+	tgi_repath_key(args, "workdir", map_ws, "/ws");
+	assert_string_equal(json_string_value(json_object_get(args, "workdir")), "/elsewhere");
+	tgi_repath_key(args, "n", map_ws, "/ws");              /* not a string: left alone */
+	tgi_repath_key(args, "missing", map_ws, "/ws");
+	assert_int_equal(calls, 2);
+	assert_int_equal(json_integer_value(json_object_get(args, "n")), 3);
+	assert_null(json_object_get(args, "missing"));
+	json_decref(args);
+}
+
 /* ---- tgi_open_beneath ---- */
 
 static void test_open_beneath(void **state)
@@ -1029,6 +1109,8 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_check),
+		cmocka_unit_test(test_path_within),
+		cmocka_unit_test(test_repath_key),
 		T(test_open_beneath),
 		T(test_fd_path),
 		T(test_path_resolve),

@@ -600,6 +600,123 @@ static long seek(const char *const *file, const char *const *pat, size_t start, 
 
 #define F(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* ---- tgi_patch_map_paths ---- */
+
+/* Makes "/ws/..." relative; counts the paths it is shown. */
+static int mapped;
+static int map_ws(void *ud, const char *path, size_t len, char *out, size_t cap)
+{
+	mapped++;
+	return tgi_path_within(ud, path, len, out, cap) == 1;
+}
+
+/* A map that answers every path with a fixed text. */
+static int map_to(void *ud, const char *path, size_t len, char *out, size_t cap)
+{
+	(void)path, (void)len;
+	tgi_snprintf(out, cap, "%s", (const char *)ud);
+	return 1;
+}
+
+static void map_is(const char *text, const char *want)
+{
+	char *out = (char *)1;
+	size_t len = 99;
+	int r = tgi_patch_map_paths(text, strlen(text), map_ws, "/ws", &out, &len);
+	if (!want) {
+		assert_int_equal(r, 0);
+		assert_null(out);
+		assert_int_equal(len, 0);
+		return;
+	}
+	assert_int_equal(r, 1);
+	assert_non_null(out);
+	assert_int_equal(len, strlen(want));
+	assert_string_equal(out, want);
+	free(out);
+}
+
+static void test_map_paths(void **state)
+{
+	(void)state;
+	/* every header: Add, Delete, Update, Move to; the rest byte for byte */
+	mapped = 0;
+	map_is("*** Begin Patch\n"
+	       "*** Add File: /ws/src/new.c\n+/ws/not/a/path\n"
+	       "*** Delete File:   /ws/old.c  \n"
+	       "*** Update File: /ws/src/a.c\r\n*** Move to: /ws/src/b.c\n@@ /ws/ctx\n-x\n+y\n"
+	       "*** Update File: rel.c\n@@\n-a\n+b\n"
+	       "*** End Patch\n",
+	       "*** Begin Patch\n"
+	       "*** Add File: src/new.c\n+/ws/not/a/path\n"
+	       "*** Delete File:   old.c  \n"
+	       "*** Update File: src/a.c\r\n*** Move to: src/b.c\n@@ /ws/ctx\n-x\n+y\n"
+	       "*** Update File: rel.c\n@@\n-a\n+b\n"
+	       "*** End Patch\n");
+	assert_int_equal(mapped, 5);
+	/* around the whole text: spaces, a heredoc wrapper */
+	map_is("  \n*** Begin Patch\n*** Add File: /ws/x\n+1\n*** End Patch\n\n",
+	       "  \n*** Begin Patch\n*** Add File: x\n+1\n*** End Patch\n\n");
+	map_is("apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: /ws/d/x\n*** End Patch\nEOF",
+	       "apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: d/x\n*** End Patch\nEOF");
+	/* a leading space the header's trimming would eat keeps its meaning */
+	map_is("*** Begin Patch\n*** Add File: /ws/ x\n+1\n*** End Patch",
+	       "*** Begin Patch\n*** Add File: ./ x\n+1\n*** End Patch");
+	map_is("*** Begin Patch\n*** Add File: /ws/d/x  /\n+1\n*** End Patch",
+	       "*** Begin Patch\n*** Add File: d/x  /\n+1\n*** End Patch");
+	/* the root itself, and ".." kept for the kernel */
+	map_is("*** Begin Patch\n*** Add File: /ws/../x\n+1\n*** End Patch",
+	       "*** Begin Patch\n*** Add File: ../x\n+1\n*** End Patch");
+	/* nothing to map, elsewhere, or a text that does not parse: 0 */
+	map_is("*** Begin Patch\n*** Add File: a\n+1\n*** End Patch", NULL);
+	map_is("*** Begin Patch\n*** Add File: /etc/x\n+1\n*** End Patch", NULL);
+	map_is("*** Begin Patch\n*** Add File: /ws/x\n+1\n", NULL);
+	map_is("", NULL);
+
+	/* what it gives parses to the same operations with the mapped paths */
+	const char *t = "*** Begin Patch\n*** Update File: /ws/a\n*** Move to: /ws/ b\n@@\n-1\n+2\n"
+	                "*** End Patch";
+	char *out;
+	size_t len;
+	assert_int_equal(tgi_patch_map_paths(t, strlen(t), map_ws, "/ws", &out, &len), 1);
+	tgi_patch *p = parse_ok(out);
+	assert_int_equal(p->nops, 1);
+	assert_string_equal(p->ops[0].path, "a");
+	assert_string_equal(p->ops[0].move_to, "./ b");
+	tgi_patch_free(p);
+	free(out);
+
+	/* a replacement longer than the path fits; one with a newline is not used */
+	t = "*** Begin Patch\n*** Add File: a\n+1\n*** End Patch";
+	assert_int_equal(tgi_patch_map_paths(t, strlen(t), map_to, "some/much/longer/path", &out,
+	                                     &len), 1);
+	assert_string_equal(out, "*** Begin Patch\n*** Add File: some/much/longer/path\n+1\n"
+	                    "*** End Patch");
+	free(out);
+	assert_int_equal(tgi_patch_map_paths(t, strlen(t), map_to, "x\n*** Delete File: y", &out,
+	                                     &len), 0);
+	assert_null(out);
+}
+
+/* Where each path lies in the text given to the parser. */
+static void test_parse_path_offsets(void **state)
+{
+	(void)state;
+	const char *t = "\n  *** Begin Patch\n*** Add File:  a b \n+x\n*** Update File: c\n"
+	                "  *** Move to: d\n@@\n-1\n+2\n*** End Patch";
+	tgi_patch *p = parse_ok(t);
+	assert_int_equal(p->nops, 2);
+	for (size_t i = 0; i < p->nops; i++) {
+		const tgi_patch_op *op = &p->ops[i];
+		assert_memory_equal(t + op->path_at, op->path, strlen(op->path));
+		if (op->move_to)
+			assert_memory_equal(t + op->move_at, op->move_to, strlen(op->move_to));
+	}
+	assert_string_equal(p->ops[0].path, "a b");
+	assert_string_equal(p->ops[1].move_to, "d");
+	tgi_patch_free(p);
+}
+
 static void test_seek_passes(void **state)
 {
 	(void)state;
@@ -2055,6 +2172,8 @@ int main(void)
 		cmocka_unit_test(test_parse_tolerances),
 		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_parse_deletes),
+		cmocka_unit_test(test_parse_path_offsets),
+		cmocka_unit_test(test_map_paths),
 		cmocka_unit_test(test_seek_passes),
 		cmocka_unit_test(test_seek_pass_order),
 		cmocka_unit_test(test_seek_fold_table),
