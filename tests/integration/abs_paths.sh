@@ -33,7 +33,7 @@ permissions:
   deny: ["read_file(./.env)", "write_file(./locked/**)"]
 hooks:
   before_tool_call:
-    - {command: [./hook.sh], tools: [list_dir]}
+    - {command: [./hook.sh], tools: [list_dir], format: toolgate}
 YAML
 
 # c NAME TOOL ARGS [OPTIONS...]: a call from inside the workspace (reached
