@@ -165,13 +165,17 @@ static int owner_ok(const tgi_hostpath *hp, const char *path, const struct stat 
 	return 1;
 }
 
-/* May a name be looked up in dir (a real path)? */
+/* May a name be looked up in dir (a real path)?  Not in /proc: its
+ * links (/proc/self/fd/N, /proc/self/exe) name what the gate has open,
+ * not what the command will. */
 static int dir_ok(const tgi_hostpath *hp, const char *dir, char *why, size_t whylen)
 {
 	struct stat st;
 	const char *a = avoided(hp, dir);
 	if (a)
 		return no(why, whylen, "%s is in %s (the workspace, a home or a temp directory)", dir, a);
+	if (!strncmp(dir, "/proc", 5) && (dir[5] == '\0' || dir[5] == '/'))
+		return no(why, whylen, "%s is in /proc, whose links depend on who reads them", dir);
 	if (lstat(dir, &st) < 0)
 		return no(why, whylen, "%s: %s", dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))

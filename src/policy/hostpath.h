@@ -13,7 +13,8 @@
  *     ACLs count),
  *   - not the workspace, a home directory or a temp dir, nor under one
  *     ($HOME and the user database's home, $TMPDIR, /tmp, /var/tmp,
- *     /dev/shm, each also as its real path),
+ *     /dev/shm, each also as its real path), nor in /proc (whose links
+ *     name what the reader has open),
  * and ends at a regular file that is owned by root and writable by
  * neither group, others nor the gate's user.  A symlink therefore counts
  * only where it could not be re-pointed: `/bin/git` through a root-owned

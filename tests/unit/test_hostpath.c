@@ -75,6 +75,8 @@ static void test_system_programs(void **state)
 	expect(hp, "/usr/bin/.", "names a directory");
 	expect(hp, "/", "names a directory");
 	expect(hp, "/usr/bin/env/x", "not a directory");
+	expect(hp, "/proc/self/exe", "is in /proc");
+	expect(hp, "/dev/fd/0", "is in /proc");                /* /dev/fd -> /proc/self/fd */
 	expect(hp, "usr/bin/env", "not an absolute path");
 	expect(hp, "", "not an absolute path");
 	expect(NULL, "/usr/bin/env", "not an absolute path");
