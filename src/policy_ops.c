@@ -39,6 +39,23 @@ static json_t *check_json(const tg_gate *g, const tgi_cmdline *cl)
 	return j;
 }
 
+/* serde_json's spelling of a \uXXXX escape: lowercase hex (jansson
+ * writes \u001B where Codex prints \u001b). */
+static char *codex_escapes(char *s)
+{
+	for (char *p = s; p && *p; p++) {
+		if (*p != '\\')
+			continue;
+		if (p[1] == 'u')
+			for (int i = 2; i < 6 && p[i]; i++)
+				if (p[i] >= 'A' && p[i] <= 'F')
+					p[i] = (char)(p[i] - 'A' + 'a');
+		if (p[1])
+			p++; /* the escaped character is never the start of another escape */
+	}
+	return s;
+}
+
 char *tg_policy_check(const char *config_path, const char *const *files, size_t nfiles,
                       const char *const *argv, size_t argc, unsigned flags, char **errmsg)
 {
@@ -62,9 +79,9 @@ char *tg_policy_check(const char *config_path, const char *const *files, size_t 
 			goto done;
 		}
 	/* as Codex: the words are one command, taken as they are */
-	out = dump(tgi_execpolicy_check(ep, flags & TG_POLICY_RESOLVE_HOST ? &host : NULL,
-	                                &argv, &argc, argv && argc ? 1 : 0),
-	           flags & TG_POLICY_PRETTY);
+	out = codex_escapes(dump(tgi_execpolicy_check(ep, flags & TG_POLICY_RESOLVE_HOST ? &host : NULL,
+	                                              &argv, &argc, argv && argc ? 1 : 0),
+	                         flags & TG_POLICY_PRETTY));
 done:
 	tgi_execpolicy_free(ep);
 	tgi_config_free(cfg);

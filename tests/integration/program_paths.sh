@@ -16,8 +16,35 @@
 . "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/git ] || { echo "FAIL: /usr/bin/git is needed" >&2; exit 1; }
 
-# places outside every temp dir, so only the workspace/home rules refuse them
-BASE=$(mktemp -d "$ROOT/build/program-paths.XXXXXX")
+# Is DIR a place only root can write, outside temp dirs and the home, that
+# everyone can reach (root-owned, no group/other write bit, o+x, all the
+# way up)?  Copies of git there must count.
+trusted_dir() {
+	local p u m
+	p=$(realpath "$1" 2> /dev/null) || return 1
+	case $p/ in /tmp/* | /var/tmp/* | /dev/shm/* | "${TMPDIR:-/tmp}"/* | "$HOME"/*) return 1 ;; esac
+	while :; do
+		read -r u m < <(stat -c '%u %a' "$p") || return 1
+		[ "$u" = 0 ] && (((8#$m & 8#022) == 0 && (8#$m & 8#001) != 0)) || return 1
+		[ "$p" = / ] && return 0
+		p=$(dirname "$p")
+	done
+}
+
+ROOTED=
+[ "$(id -u)" = 0 ] && ROOTED=1
+mkdir -p "$ROOT/build"
+BASE=
+if [ -n "$ROOTED" ]; then
+	for c in "$ROOT/build" /var/lib /opt /srv; do
+		if trusted_dir "$c"; then
+			BASE=$(mktemp -d "$c/tg-program-paths.XXXXXX") && break
+		fi
+	done
+	[ -n "$BASE" ] || { echo "FAIL: no root-owned place outside temp dirs for the test" >&2; exit 1; }
+else
+	BASE=$(mktemp -d "$ROOT/build/program-paths.XXXXXX")
+fi
 USER_MADE=
 cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$BASE"
@@ -29,10 +56,13 @@ trap cleanup EXIT
 chmod 755 "$BASE"
 
 # sys/: root-owned, outside workspace, home and temp dirs: a trusted place
+# (made only as root)
 mkdir -p "$BASE/sys/bin" "$BASE/sys/link"
-cp /usr/bin/git "$BASE/sys/bin/git"
-ln -s /usr/bin/git "$BASE/sys/link/git"
-chmod -R go-w "$BASE/sys"
+if [ -n "$ROOTED" ]; then
+	cp /usr/bin/git "$BASE/sys/bin/git"
+	ln -s /usr/bin/git "$BASE/sys/link/git"
+	chmod -R go-w "$BASE/sys"
+fi
 
 # one gate user's world: its workspace and home, a planted git everywhere
 # it could write, and the configurations
@@ -87,7 +117,8 @@ call() {
 		sep=,
 	done
 	args+=']}'
-	local run=(env HOME="$d/home" TOOLGATE_CONFIG="$d/ws/$cfg.yaml" "$TG" call --json shell "$args")
+	local run=(env HOME="$d/home" TOOLGATE_CONFIG="$d/ws/$cfg.yaml" LSAN_OPTIONS="$RUN_LSAN"
+		"$RUN_TG" call --json shell "$args")
 	if [ -n "$as" ]; then
 		run=(runuser -u "$as" -- "${run[@]}")
 	fi
@@ -112,6 +143,18 @@ half() { # AS DIR LABEL
 	mkdir -p "$evil"
 	cp -a "$d/tmp/evil/." "$evil/"
 	[ -z "$as" ] || chown -R "$as" "$evil"
+	# the user must reach the program (and the sanitizers' suppressions)
+	RUN_TG=$TG RUN_LSAN=${LSAN_OPTIONS:-}
+	if [ -n "$as" ] && ! runuser -u "$as" -- test -x "$TG"; then
+		cp "$TG" "$BASE/toolgate"
+		chmod 755 "$BASE/toolgate"
+		RUN_TG=$BASE/toolgate
+	fi
+	if [ -n "$as" ] && [ -f "$ROOT/tests/lsan.supp" ] && ! runuser -u "$as" -- test -r "$ROOT/tests/lsan.supp"; then
+		cp "$ROOT/tests/lsan.supp" "$BASE/lsan.supp"
+		chmod 644 "$BASE/lsan.supp"
+		RUN_LSAN=${RUN_LSAN//$ROOT\/tests\/lsan.supp/$BASE/lsan.supp}
+	fi
 
 	call "$as" "$l-usr" plain "$d" /usr/bin/git --version
 	allowed "$l: /usr/bin/git" "$l-usr"
@@ -121,10 +164,12 @@ half() { # AS DIR LABEL
 	allowed "$l: git found on PATH" "$l-path"
 	call "$as" "$l-merged" plain "$d" /bin/git --version
 	allowed "$l: /bin/git through the root-owned /bin link" "$l-merged"
-	call "$as" "$l-copy" plain "$d" "$BASE/sys/bin/git" --version
-	allowed "$l: a root-owned copy outside the writable places" "$l-copy"
-	call "$as" "$l-syslink" plain "$d" "$BASE/sys/link/git" --version
-	allowed "$l: a root-owned link outside the writable places" "$l-syslink"
+	if [ -n "$ROOTED" ]; then
+		call "$as" "$l-copy" plain "$d" "$BASE/sys/bin/git" --version
+		allowed "$l: a root-owned copy outside the writable places" "$l-copy"
+		call "$as" "$l-syslink" plain "$d" "$BASE/sys/link/git" --version
+		allowed "$l: a root-owned link outside the writable places" "$l-syslink"
+	fi
 
 	call "$as" "$l-tmp" plain "$d" "$evil/git" status
 	refused "$l: $evil/git status" "$l-tmp"
@@ -152,8 +197,10 @@ half() { # AS DIR LABEL
 	allowed "$l: a host_executable path in the home directory" "$l-hosthome"
 	[ -e "$d/ws/planted-ran" ] || fail "$l: the listed program did not run"
 	rm -f "$d/ws/planted-ran"
-	call "$as" "$l-hostcopy" host "$d" "$BASE/sys/bin/git" --version
-	allowed "$l: a listed root-owned copy" "$l-hostcopy"
+	if [ -n "$ROOTED" ]; then
+		call "$as" "$l-hostcopy" host "$d" "$BASE/sys/bin/git" --version
+		allowed "$l: a listed root-owned copy" "$l-hostcopy"
+	fi
 	call "$as" "$l-hostusr" host "$d" /usr/bin/git --version
 	refused "$l: /usr/bin/git, not in the host_executable list" "$l-hostusr"
 	call "$as" "$l-hostplain" host "$d" git --version
@@ -175,10 +222,10 @@ half() { # AS DIR LABEL
 	# explain shows the gate's reading
 	local ex
 	ex=$(cd "$d/ws" && ${as:+runuser -u "$as" --} env HOME="$d/home" TOOLGATE_CONFIG="$d/ws/plain.yaml" \
-		"$TG" policy check --explain -- "$evil/git" status)
+		LSAN_OPTIONS="$RUN_LSAN" "$RUN_TG" policy check --explain -- "$evil/git" status)
 	eq "$(jq -c .execpolicy <<< "$ex")" '{"matchedRules":[]}' "$l: explain, planted"
 	ex=$(cd "$d/ws" && ${as:+runuser -u "$as" --} env HOME="$d/home" TOOLGATE_CONFIG="$d/ws/plain.yaml" \
-		"$TG" policy check --explain -- /usr/bin/git status)
+		LSAN_OPTIONS="$RUN_LSAN" "$RUN_TG" policy check --explain -- /usr/bin/git status)
 	eq "$(jq -r '.execpolicy.matchedRules[0].prefixRuleMatch.resolvedProgram' <<< "$ex")" /usr/bin/git \
 		"$l: explain, /usr/bin/git"
 
@@ -204,7 +251,7 @@ if [ "$(id -u)" = 0 ]; then
 	setup "$BASE/user" "$U:"
 	half "$U" "$BASE/user" user
 else
-	echo "not root: the unprivileged half only, as $(id -un)"
+	echo "not root: the unprivileged half only, as $(id -un), without root-owned copies"
 	setup "$BASE/user" "$(id -un):"
 	half "" "$BASE/user" user
 fi
