@@ -87,12 +87,13 @@ static void fold(char *p)
 	p[j] = '\0';
 }
 
-static void avoid_one(tgi_hostpath *hp, const char *p)
+/* Takes p. */
+static void avoid_one(tgi_hostpath *hp, char *p)
 {
 	if (hp->navoid < HP_AVOID_MAX)
-		hp->avoid[hp->navoid++] = (char *)p;
+		hp->avoid[hp->navoid++] = p;
 	else
-		free((char *)p);
+		free(p);
 }
 
 /* Avoid p as written (lexically folded) and as its real path. */
