@@ -1,11 +1,14 @@
 /*
- * cmd_policy.c — `toolgate policy check [--rules F]... [--pretty]
- * [--explain] -- CMD...` and `toolgate policy test`.
+ * cmd_policy.c — `toolgate policy check [-r|--rules F]... [--pretty]
+ * [--resolve-host-executables] [--explain] -- CMD...` and `toolgate policy
+ * test`.
  *
  * check prints Codex's `execpolicy check` JSON and exits 0 whatever the
- * decision, so it can stand in for `codex execpolicy check`; --explain
- * prints the gate's whole decision for the command instead (floor,
- * execpolicy, permission rules, mode).  test runs every self-test of the
+ * decision, so it can stand in for `codex execpolicy check`: the same
+ * options, the words one command taken as they are, a program path read
+ * by its basename only with --resolve-host-executables.  --explain prints
+ * the gate's whole decision for the command instead (floor, execpolicy as
+ * the gate reads it, permission rules, mode).  test runs every self-test of the
  * configuration and exits 1 on any failure: for a project's CI.
  */
 #include <getopt.h>
@@ -16,11 +19,15 @@
 #include "cli.h"
 
 static const char usage_text[] =
-	"usage: toolgate policy check [--rules FILE]... [--pretty] [--explain] -- COMMAND...\n"
+	"usage: toolgate policy check [-r|--rules FILE]... [--pretty] [--resolve-host-executables]\n"
+	"                             [--explain] -- COMMAND...\n"
 	"       toolgate policy test\n\n"
 	"check    Codex's execpolicy JSON for the command: the rules that match it and the\n"
-	"         strictest decision (exit 0 for every decision).  Rules from --rules, else\n"
-	"         from the configuration's execpolicy files.\n"
+	"         strictest decision (exit 0 for every decision), as `codex execpolicy check`\n"
+	"         prints it.  Rules from --rules, else from the configuration's execpolicy files.\n"
+	"  --resolve-host-executables  a program given as a path (/usr/bin/git) is also\n"
+	"             judged by the rules for its basename, where host_executable allows\n"
+	"             that path (without it, only rules naming the path as written match)\n"
 	"  --explain  the gate's whole decision instead: floor, execpolicy, permission\n"
 	"             rules, mode, read-only class (nothing is run)\n"
 	"test     run every execpolicy example and every permissions.tests entry; print a\n"
@@ -31,7 +38,7 @@ typedef struct policy_opts {
 	cli_gate_opts go;
 	const char  **rules;
 	size_t        nrules;
-	int           pretty, explain;
+	int           pretty, explain, resolve_host;
 } policy_opts;
 
 /* Options up to the next word that is not one (the subcommand, or the
@@ -40,13 +47,15 @@ static int parse_opts(int argc, char **argv, policy_opts *po)
 {
 	static const struct option longopts[] = {
 		{"rules", 1, 0, 'r'}, {"pretty", 0, 0, 'p'}, {"explain", 0, 0, 'e'},
+		{"resolve-host-executables", 0, 0, 'R'},
 		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
 	int opt;
-	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+hr:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'r': po->rules[po->nrules++] = optarg; break;
 		case 'p': po->pretty = 1; break;
+		case 'R': po->resolve_host = 1; break;
 		case 'e': po->explain = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
@@ -92,8 +101,10 @@ int cmd_policy(int argc, char **argv)
 				tg_gate_close(g);
 			}
 		} else {
+			unsigned flags = (po.pretty ? TG_POLICY_PRETTY : 0) |
+			                 (po.resolve_host ? TG_POLICY_RESOLVE_HOST : 0);
 			out = tg_policy_check(po.go.o.config_path, po.rules, po.nrules, cmd, ncmd,
-			                      po.pretty, &err);
+			                      flags, &err);
 		}
 		if (out) {
 			printf("%s\n", out);

@@ -528,21 +528,26 @@ void tg_console_stop(void);
 /* ---- policy: toolgate policy check|test, toolgate doctor -------------- */
 
 /*
- * Codex's `execpolicy check` answer for one command (argv words; a shell
- * wrapper with a literal script, `bash -lc "a && b"`, is judged as its
- * simple commands): {"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":
- * [...],"decision":...,"justification":...}}],"decision":...}, or
- * {"matchedRules":[]}.  Rules from the files given, or when nfiles is 0
- * from the configuration's `execpolicy:` (config_path as for tg_options).
- * Caller frees; NULL with *errmsg (a file that does not load, with
- * file:line).
+ * Codex's `execpolicy check` answer for one command, its words taken as
+ * they are (no splitting, unwrapping or normalising):
+ * {"matchedRules":[{"prefixRuleMatch":{"matchedPrefix":[...],"decision":
+ * ...,"resolvedProgram":...,"justification":...}}],"decision":...}, or
+ * {"matchedRules":[]}.  A program given as a path is judged by the rules
+ * for its basename only with TG_POLICY_RESOLVE_HOST (Codex's
+ * --resolve-host-executables).  Rules from the files given, or when
+ * nfiles is 0 from the configuration's `execpolicy:` (config_path as for
+ * tg_options).  Caller frees; NULL with *errmsg (a file that does not
+ * load, with file:line).
  */
+#define TG_POLICY_PRETTY       1u  /* indented JSON, as Codex's --pretty */
+#define TG_POLICY_RESOLVE_HOST 2u  /* Codex's --resolve-host-executables */
 char *tg_policy_check(const char *config_path, const char *const *files, size_t nfiles,
-                      const char *const *argv, size_t argc, int pretty, char **errmsg);
+                      const char *const *argv, size_t argc, unsigned flags, char **errmsg);
 
 /*
  * The same command through the gate without running it:
- * {"command", "execpolicy": <as tg_policy_check>, "floor": null or a reason,
+ * {"command", "execpolicy": <as tg_policy_check, over the simple commands
+ * the gate judges, as the gate reads program paths>, "floor": null or a reason,
  * "opaque": [...], "read_only", "mode", "sandbox", "decision":
  * allow|ask|deny, "rule", "stage"}.  Caller frees; NULL with *errmsg.
  */

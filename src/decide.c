@@ -281,12 +281,13 @@ static tgi_verdict command_gates(tgi_call *c, int *ask, char *rule, size_t cap)
 		}
 		if (!cmd->argc)
 			continue;
-		tgi_ep_decision d = tgi_execpolicy_eval(g->execpolicy, (const char *const *)cmd->argv,
+		tgi_ep_decision d = tgi_execpolicy_eval(g->execpolicy, &g->ep_resolve,
+		                                        (const char *const *)cmd->argv,
 		                                        cmd->argc, NULL, rt, sizeof rt);
 		size_t p = tgi_shell_program(cmd);
 		if (p > 0 && p < cmd->argc) {     /* `sudo rm …` is judged as `rm …` too */
 			char pr[512] = "";
-			tgi_ep_decision dp = tgi_execpolicy_eval(g->execpolicy,
+			tgi_ep_decision dp = tgi_execpolicy_eval(g->execpolicy, &g->ep_resolve,
 			                                         (const char *const *)cmd->argv + p,
 			                                         cmd->argc - p, NULL, pr, sizeof pr);
 			if (dp >= TGI_EP_PROMPT && dp > d) {
@@ -338,7 +339,8 @@ static int commands_allowed(const tgi_call *c, const tgi_match_input *in, char *
 		const tgi_rule *r = first_rule(c, TGI_RULE_ALLOW, &one);
 		if (r)
 			tgi_snprintf(part, sizeof part, "%s", tgi_rule_text(r));
-		else if (tgi_execpolicy_eval(c->g->execpolicy, (const char *const *)cmd->argv, cmd->argc,
+		else if (tgi_execpolicy_eval(c->g->execpolicy, &c->g->ep_resolve,
+		                             (const char *const *)cmd->argv, cmd->argc,
 		                             NULL, rt, sizeof rt) == TGI_EP_ALLOW)
 			tgi_snprintf(part, sizeof part, "%s", rt);
 		else

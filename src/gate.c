@@ -323,11 +323,15 @@ static int add_rules(tg_gate *g, tgi_ruleset *rs, const tgi_strv *v, tgi_rule_ki
 }
 
 /* The execpolicy .rules files, each example checked: a file that does not
- * load stops the gate (an unparseable policy denies nothing it should). */
+ * load stops the gate (an unparseable policy denies nothing it should).
+ * A program given by an absolute path is judged by its basename's rules
+ * only where it cannot have been planted (hostpath.h). */
 static int load_execpolicy(tg_gate *g, char **errmsg)
 {
 	char err[1024];
 	g->execpolicy = tgi_execpolicy_new();
+	g->hostpath = tgi_hostpath_for_gate(g->cfg->workspace, g->cfg->sandbox == TGI_SANDBOX_FULL);
+	g->ep_resolve = (tgi_ep_resolve){ TGI_EP_TRUSTED, tgi_hostpath_ep, g->hostpath };
 	for (size_t i = 0; i < g->cfg->execpolicy.n; i++)
 		if (tgi_execpolicy_add_file(g->execpolicy, g->cfg->execpolicy.v[i], err, sizeof err) < 0)
 			return tgi_fail(errmsg, "%s", err);
@@ -620,6 +624,7 @@ void tg_gate_close(tg_gate *g)
 	tgi_bridge_free(g->bridge);         /* its rows outlived the registry's entries */
 	tgi_ruleset_free(g->rules);
 	tgi_execpolicy_free(g->execpolicy);
+	tgi_hostpath_free(g->hostpath);
 	tgi_sinks_close(g->sinks);
 	tgi_hooks_free(g->hooks);
 	tgi_loop_free(g->loop);

@@ -21,6 +21,7 @@
 #include "policy/policy.h"
 #include "policy/shell.h"
 #include "policy/execpolicy.h"
+#include "policy/hostpath.h"
 #include "store/store.h"
 #include "exec/pool.h"
 
@@ -43,6 +44,8 @@ struct tg_gate {
 	tgi_ruleset  *rules;      /* owned: permissions allow/ask/deny */
 	tgi_ruleset **role_rules; /* owned: one per cfg->roles[i] */
 	tgi_execpolicy *execpolicy; /* owned: the config's .rules files */
+	tgi_hostpath *hostpath;   /* owned: where a program cannot have been planted */
+	tgi_ep_resolve ep_resolve;/* how the gate reads execpolicy: TGI_EP_TRUSTED by hostpath */
 	tgi_store    *store;      /* owned */
 	pthread_mutex_t store_mu; /* the store handle is used by one thread at a time */
 	int           ws_fd;      /* O_PATH|O_DIRECTORY */

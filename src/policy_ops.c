@@ -22,8 +22,8 @@ static char *dump(json_t *v, int pretty)
 	return s;
 }
 
-/* Codex's check JSON for the simple commands of argv. */
-static json_t *check_json(const tgi_execpolicy *ep, const tgi_cmdline *cl)
+/* The gate's execpolicy JSON for the simple commands of a command line. */
+static json_t *check_json(const tg_gate *g, const tgi_cmdline *cl)
 {
 	const char *const **argvs = tgi_xcalloc(cl->n + 1, sizeof *argvs);
 	size_t *argcs = tgi_xcalloc(cl->n + 1, sizeof *argcs), n = 0;
@@ -32,20 +32,38 @@ static json_t *check_json(const tgi_execpolicy *ep, const tgi_cmdline *cl)
 			argvs[n] = (const char *const *)cl->v[i].argv;
 			argcs[n++] = cl->v[i].argc;
 		}
-	json_t *j = tgi_execpolicy_check(ep, (const char *const *const *)argvs, argcs, n);
+	json_t *j = tgi_execpolicy_check(g->execpolicy, &g->ep_resolve,
+	                                 (const char *const *const *)argvs, argcs, n);
 	free(argvs);
 	free(argcs);
 	return j;
 }
 
+/* serde_json's spelling of a \uXXXX escape: lowercase hex (jansson
+ * writes \u001B where Codex prints \u001b). */
+static char *codex_escapes(char *s)
+{
+	for (char *p = s; p && *p; p++) {
+		if (*p != '\\')
+			continue;
+		if (p[1] == 'u')
+			for (int i = 2; i < 6 && p[i]; i++)
+				if (p[i] >= 'A' && p[i] <= 'F')
+					p[i] = (char)(p[i] - 'A' + 'a');
+		if (p[1])
+			p++; /* the escaped character is never the start of another escape */
+	}
+	return s;
+}
+
 char *tg_policy_check(const char *config_path, const char *const *files, size_t nfiles,
-                      const char *const *argv, size_t argc, int pretty, char **errmsg)
+                      const char *const *argv, size_t argc, unsigned flags, char **errmsg)
 {
 	char err[1024];
 	tgi_config *cfg = NULL;
-	tgi_cmdline cl = {0};
 	char *out = NULL;
 	tgi_execpolicy *ep = tgi_execpolicy_new();
+	const tgi_ep_resolve host = { TGI_EP_HOST, NULL, NULL };
 
 	if (!nfiles) {
 		if (tgi_config_load(config_path, &cfg, err, sizeof err) < 0) {
@@ -60,13 +78,11 @@ char *tg_policy_check(const char *config_path, const char *const *files, size_t 
 			tgi_fail(errmsg, "%s", err);
 			goto done;
 		}
-	if (tgi_shell_from_argv(argv, argc, &cl, err, sizeof err) < 0) {
-		tgi_fail(errmsg, "%s", err);
-		goto done;
-	}
-	out = dump(check_json(ep, &cl), pretty);
+	/* as Codex: the words are one command, taken as they are */
+	out = codex_escapes(dump(tgi_execpolicy_check(ep, flags & TG_POLICY_RESOLVE_HOST ? &host : NULL,
+	                                              &argv, &argc, argv && argc ? 1 : 0),
+	                         flags & TG_POLICY_PRETTY));
 done:
-	tgi_cmdline_free(&cl);
 	tgi_execpolicy_free(ep);
 	tgi_config_free(cfg);
 	return out;
@@ -139,7 +155,7 @@ char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pr
 	if (env)
 		decided(env, &decision, &rule, &stage);
 	json_t *out = json_pack("{s:o, s:o, s:o, s:o, s:b, s:s, s:s, s:s, s:s?, s:s}",
-	                        "command", cmd, "execpolicy", check_json(g->execpolicy, &cl),
+	                        "command", cmd, "execpolicy", check_json(g, &cl),
 	                        "floor", floored ? json_string(why) : json_null(),
 	                        "opaque", opaque, "read_only", ro,
 	                        "mode", tgi_mode_name(g->cfg->mode),

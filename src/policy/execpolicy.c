@@ -20,16 +20,23 @@
  *    those argv tokens.  Every matching rule is listed, in load order; the
  *    decision is the strictest (forbidden > prompt > allow).
  *  - host_executable(name, paths): name is a bare program name, paths are
- *    absolute or "~/..." and must have basename `name`; duplicates drop,
- *    and a later definition of a name replaces an earlier one, across
- *    files too.  Exact first-token rules are tried first; only when none
- *    matches and the program is an absolute path is its basename tried
- *    ("/usr/bin/git" -> rules for "git"), then matchedPrefix starts with
- *    the basename and the match carries "resolvedProgram".  If the name
- *    has a host_executable entry the absolute path must be one of its
- *    paths (an empty list allows none); without an entry any path does.
- *    Codex's CLI makes this fallback opt-in (--resolve-host-executables)
- *    and always uses it for example checks; here it is always on.
+ *    absolute or "~/..." (folded lexically, "." and ".." too, as Codex's
+ *    AbsolutePathBuf) and must have basename `name`; duplicates drop, and
+ *    a later definition of a name replaces an earlier one, across files
+ *    too.  Exact first-token rules are tried first.  Only when none
+ *    matches, and only with --resolve-host-executables (Codex's CLI; off by
+ *    default, always on for example checks), is the program made absolute
+ *    ("~/" from the home directory, a relative path from the current
+ *    directory, "." and ".." folded) and its basename tried
+ *    ("/usr/bin/git" -> rules for "git"); then matchedPrefix starts with
+ *    the basename and the match carries "resolvedProgram", the folded
+ *    path.  If the name has a host_executable entry that path must be one
+ *    of its paths (an empty list allows none); without an entry any path
+ *    does.  That is TGI_EP_HOST; TGI_EP_EXACT is Codex's default.  The
+ *    gate uses a third reading, TGI_EP_TRUSTED (execpolicy.h): a
+ *    basename's prompt and forbidden rules for any program path, its
+ *    allow rules only for a path host_executable lists or, without an
+ *    entry, one its caller vouches for.
  *  - Examples: strings split with the shlex crate (POSIX words: '…'
  *    literal, "…" with \ escaping only $ ` " \ and newline, a word-initial
  *    # comments out the line; unbalanced quotes or a trailing \ are an
@@ -55,9 +62,11 @@
  * Differences, on purpose: only keyword arguments (Codex's builtins also
  * take arguments by position, in the order above); no variables,
  * expressions, raw, triple-quoted or f-strings; network_rule is unknown
- * here.  A program path with a ".." component never passes a
- * host_executable list (Codex folds ".." lexically first, which can name
- * another file through a symlink); "//" and "/./" are folded.
+ * here; a host_executable path may begin with "~/" (Codex 0.171 refuses
+ * it as not absolute).  In the gate (TGI_EP_TRUSTED) a program path with a
+ * ".." component, or a relative one, never gets its basename's allow
+ * rules (folding ".." lexically can name another file than the kernel
+ * finds through a symlink).
  *
  * A file is parsed into one arena; its rules and host entries are staged
  * and kept only if the whole file, self-tests included, loads.
@@ -69,6 +78,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -882,8 +893,11 @@ static void render_rule(tgi_buf *b, const ep_rule *r, const char *program)
 /* ---- matching ---- */
 
 /* A path that begins with '/', with "//", "/./" and a trailing '/' folded
- * out; ".." stays as written.  out has room for strlen(in) + 1. */
-static char *normalize_path(const char *in, char *out)
+ * out.  With fold, each ".." also takes out the component before it (at
+ * the root it stays there), lexically, as Codex's AbsolutePathBuf does;
+ * without, ".." stays as written.  out has room for strlen(in) + 1 and may
+ * be in: it never runs ahead of it. */
+static char *normalize_path(const char *in, char *out, int fold)
 {
 	size_t j = 0;
 	for (const char *s = in; *s;) {
@@ -893,9 +907,14 @@ static char *normalize_path(const char *in, char *out)
 		while (*e && *e != '/')
 			e++;
 		size_t n = (size_t)(e - s);
-		if (n && !(n == 1 && *s == '.')) {
+		if (fold && n == 2 && s[0] == '.' && s[1] == '.') {
+			while (j > 0 && out[j - 1] != '/')
+				j--;
+			if (j > 0)
+				j--; /* the '/' before it */
+		} else if (n && !(n == 1 && *s == '.')) {
 			out[j++] = '/';
-			memmove(out + j, s, n); /* in place too: out never runs ahead of in */
+			memmove(out + j, s, n);
 			j += n;
 		}
 		s = e;
@@ -953,14 +972,16 @@ typedef struct ep_hit {
 
 typedef void (*ep_visit)(void *ctx, const ep_hit *hit);
 
-/* Rules whose program is `program` and whose pattern prefixes argv[1..]. */
+/* Rules whose program is `program`, whose decision is at least min and
+ * whose pattern prefixes argv[1..]. */
 static size_t match_program(const ep_rule *rules, size_t n, const char *program, const char *const *argv,
-                            size_t argc, const char *resolved, ep_visit fn, void *ctx)
+                            size_t argc, const char *resolved, tgi_ep_decision min, ep_visit fn,
+                            void *ctx)
 {
 	size_t hits = 0;
 	for (size_t i = 0; i < n; i++) {
 		const ep_rule *r = &rules[i];
-		if (argc < r->nrest + 1)
+		if (argc < r->nrest + 1 || r->decision < min)
 			continue;
 		if (!alts_have(&r->head, program))
 			continue;
@@ -982,36 +1003,148 @@ static size_t match_program(const ep_rule *rules, size_t n, const char *program,
 	return hits;
 }
 
+/* The home directory as Rust's dirs::home_dir finds it: $HOME unless it
+ * is empty, else the user database; NULL when neither has one. */
+static const char *home_dir(void)
+{
+	const char *h = getenv("HOME");
+	if (h && *h)
+		return h;
+	struct passwd *pw = getpwuid(getuid());
+	return pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+}
+
+/*
+ * argv[0] as Codex's --resolve-host-executables reads it (its
+ * AbsolutePathBuf): "~" and "~/..." from the home directory, a relative
+ * path from the current directory, then "." and ".." folded lexically.
+ * Caller frees; NULL when it cannot be made absolute.
+ */
+static char *codex_absolute(const char *prog)
+{
+	const char *home = NULL, *rest = prog;
+	char cwd[PATH_MAX] = "";
+	if (prog[0] == '~' && (prog[1] == '\0' || prog[1] == '/') && (home = home_dir())) {
+		rest = prog + 1;
+		while (*rest == '/')
+			rest++;
+	}
+	const char *start = home ? home : prog;
+	if (start[0] != '/' && !getcwd(cwd, sizeof cwd))
+		return NULL;
+	size_t lc = strlen(cwd), lh = home ? strlen(home) : 0, lr = strlen(rest);
+	char *out = tgi_xmalloc(lc + lh + lr + 4), *o = out;
+	if (lc) {
+		memcpy(o, cwd, lc);
+		o += lc;
+		*o++ = '/';
+	}
+	if (home) {
+		memcpy(o, home, lh);
+		o += lh;
+		*o++ = '/';
+	}
+	memcpy(o, rest, lr + 1);
+	if (out[0] != '/') { /* a relative home and no current directory */
+		free(out);
+		return NULL;
+	}
+	return normalize_path(out, out, 1);
+}
+
+/* argv[0] as the gate reads it: only an absolute path, "//" and "/./"
+ * folded, with no ".." (folding it lexically can name another file than
+ * the kernel finds through a symlink).  Caller frees; NULL otherwise. */
+static char *gate_absolute(const char *prog)
+{
+	if (prog[0] != '/')
+		return NULL;
+	char *out = normalize_path(prog, tgi_strdup(prog), 0);
+	if (has_dotdot(out)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int host_lists(const ep_host *h, const char *path)
+{
+	for (size_t i = 0; i < h->npaths; i++)
+		if (!strcmp(h->paths[i], path))
+			return 1;
+	return 0;
+}
+
+/* Does a rule name program, with an allow decision when allow_only? */
+static int rules_name(const ep_rule *rules, size_t n, const char *program, int allow_only)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((!allow_only || rules[i].decision == TGI_EP_ALLOW) && alts_have(&rules[i].head, program))
+			return 1;
+	return 0;
+}
+
+/* Codex's reading (TGI_EP_HOST): argv[0] made absolute; its basename's
+ * rules if host_executable lists that path or does not name it. */
+static size_t match_host(const ep_rule *rules, size_t n, const tgi_execpolicy *ep, const ep_set *stage,
+                         const char *const *argv, size_t argc, ep_visit fn, void *ctx)
+{
+	size_t hits = 0;
+	char *prog = codex_absolute(argv[0]);
+	const char *base = prog ? path_basename(prog) : NULL;
+	if (base && rules_name(rules, n, base, 0)) {
+		const ep_host *h = find_host(ep, stage, base);
+		if (!h || host_lists(h, prog))
+			hits = match_program(rules, n, base, argv, argc, prog, TGI_EP_ALLOW, fn, ctx);
+	}
+	free(prog);
+	return hits;
+}
+
+/*
+ * The gate's reading (TGI_EP_TRUSTED) of a program given as a path: its
+ * basename's prompt and forbidden rules always (they only tighten), its
+ * allow rules only for an absolute path without ".." that host_executable
+ * lists or, when none names the basename, that res->trusted vouches for.
+ */
+static size_t match_trusted(const ep_rule *rules, size_t n, const tgi_execpolicy *ep, const tgi_ep_resolve *res,
+                            const char *const *argv, size_t argc, ep_visit fn, void *ctx)
+{
+	if (!strchr(argv[0], '/'))
+		return 0;
+	char *prog = gate_absolute(argv[0]);
+	const char *base = strrchr(prog ? prog : argv[0], '/') + 1;
+	size_t hits = 0;
+	if (*base && rules_name(rules, n, base, 0)) {
+		tgi_ep_decision min = TGI_EP_PROMPT;
+		if (prog && rules_name(rules, n, base, 1)) {
+			const ep_host *h = find_host(ep, NULL, base);
+			if (h ? host_lists(h, prog) : res->trusted && res->trusted(res->ctx, prog))
+				min = TGI_EP_ALLOW;
+		}
+		hits = match_program(rules, n, base, argv, argc, prog ? prog : argv[0], min, fn, ctx);
+	}
+	free(prog);
+	return hits;
+}
+
 /*
  * Codex's matching of one argv against rules: exact programs first; if
- * none matched and the program is an absolute path, its basename, when
- * host_executable allows that path.  The number of matches.
+ * none matched, the rules of argv[0]'s basename as res says (execpolicy.h).
+ * The number of matches.
  */
 static size_t match_argv(const ep_rule *rules, size_t n, const tgi_execpolicy *ep, const ep_set *stage,
-                         const char *const *argv, size_t argc, ep_visit fn, void *ctx)
+                         const tgi_ep_resolve *res, const char *const *argv, size_t argc, ep_visit fn,
+                         void *ctx)
 {
 	if (!argc || !argv[0])
 		return 0;
-	size_t hits = match_program(rules, n, argv[0], argv, argc, NULL, fn, ctx);
-	if (hits || argv[0][0] != '/')
+	size_t hits = match_program(rules, n, argv[0], argv, argc, NULL, TGI_EP_ALLOW, fn, ctx);
+	if (hits || !res || res->mode == TGI_EP_EXACT)
 		return hits;
-
-	char small[256];
-	size_t len = strlen(argv[0]);
-	char *prog = normalize_path(argv[0], len < sizeof small ? small : tgi_xmalloc(len + 1));
-	const char *base = path_basename(prog);
-	if (base) {
-		const ep_host *h = find_host(ep, stage, base);
-		int allowed = !h;
-		if (h && !has_dotdot(prog))
-			for (size_t i = 0; i < h->npaths; i++)
-				allowed |= !strcmp(h->paths[i], prog);
-		if (allowed)
-			hits = match_program(rules, n, base, argv, argc, prog, fn, ctx);
-	}
-	if (prog != small)
-		free(prog);
-	return hits;
+	if (res->mode == TGI_EP_HOST)
+		return match_host(rules, n, ep, stage, argv, argc, fn, ctx);
+	return match_trusted(rules, n, ep, res, argv, argc, fn, ctx);
 }
 
 /* ---- compiling calls into rules ---- */
@@ -1206,7 +1339,7 @@ static int compile_host_executable(ep_parse *p, unsigned line, ep_val *const *ar
 		char *full = arena_alloc(&p->arena, hl + rl + 1);
 		memcpy(full, home, hl);
 		memcpy(full + hl, raw, rl + 1);
-		normalize_path(full, full);
+		normalize_path(full, full, 1);
 		const char *base = path_basename(full);
 		if (!base || strcmp(base, name->s))
 			return fail(p, v->line, "invalid rule: host_executable path `%.200s` must have basename `%.200s`",
@@ -1230,6 +1363,9 @@ static void first_hit(void *ctx, const ep_hit *hit)
 		*program = hit->program;
 }
 
+/* Codex checks examples with --resolve-host-executables on. */
+static const tgi_ep_resolve codex_host = { TGI_EP_HOST, NULL, NULL };
+
 /* Every rule of the file against its own examples, as Codex checks them. */
 static int check_examples(ep_parse *p)
 {
@@ -1239,7 +1375,7 @@ static int check_examples(ep_parse *p)
 		for (size_t e = 0; e < r->nnot_match; e++) {
 			const ep_example *ex = &r->not_match[e];
 			const char *program = NULL;
-			if (!match_argv(r, 1, p->ep, &p->stage, ex->argv, ex->argc, first_hit, &program))
+			if (!match_argv(r, 1, p->ep, &p->stage, &codex_host, ex->argv, ex->argc, first_hit, &program))
 				continue;
 			tgi_buf_init(&b, EP_MSG_MAX);
 			render_rule(&b, r, program);
@@ -1253,7 +1389,7 @@ static int check_examples(ep_parse *p)
 		tgi_buf_init(&b, EP_MSG_MAX);
 		for (size_t e = 0; e < r->nmatch; e++) {
 			const ep_example *ex = &r->match[e];
-			if (match_argv(r, 1, p->ep, &p->stage, ex->argv, ex->argc, NULL, NULL))
+			if (match_argv(r, 1, p->ep, &p->stage, &codex_host, ex->argv, ex->argc, NULL, NULL))
 				continue;
 			tgi_buf j;
 			tgi_buf_init(&j, EP_MSG_MAX);
@@ -1472,24 +1608,25 @@ static void on_hit(void *arg, const ep_hit *h)
 	}
 }
 
-tgi_ep_decision tgi_execpolicy_eval(const tgi_execpolicy *ep, const char *const *argv, size_t argc,
-                                    json_t *matched, char *rule, size_t rulecap)
+tgi_ep_decision tgi_execpolicy_eval(const tgi_execpolicy *ep, const tgi_ep_resolve *res,
+                                    const char *const *argv, size_t argc, json_t *matched,
+                                    char *rule, size_t rulecap)
 {
 	eval_ctx c = { argv, matched, TGI_EP_NONE, rule, rule ? rulecap : 0 };
 	if (c.rulecap)
 		rule[0] = '\0';
 	if (ep && argv)
-		match_argv(ep->set.rules, ep->set.nrules, ep, NULL, argv, argc, on_hit, &c);
+		match_argv(ep->set.rules, ep->set.nrules, ep, NULL, res, argv, argc, on_hit, &c);
 	return c.best;
 }
 
-json_t *tgi_execpolicy_check(const tgi_execpolicy *ep, const char *const *const *argvs,
-                             const size_t *argcs, size_t n)
+json_t *tgi_execpolicy_check(const tgi_execpolicy *ep, const tgi_ep_resolve *res,
+                             const char *const *const *argvs, const size_t *argcs, size_t n)
 {
 	json_t *rules = json_array();
 	tgi_ep_decision best = TGI_EP_NONE;
 	for (size_t i = 0; i < n; i++) {
-		tgi_ep_decision d = tgi_execpolicy_eval(ep, argvs[i], argcs[i], rules, NULL, 0);
+		tgi_ep_decision d = tgi_execpolicy_eval(ep, res, argvs[i], argcs[i], rules, NULL, 0);
 		if (d > best)
 			best = d;
 	}

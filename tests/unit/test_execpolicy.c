@@ -2,7 +2,10 @@
  * test_execpolicy.c — Codex-compatible .rules files (DESIGN §3, execpolicy.h).
  *
  * Data-driven: tests/data/execpolicy/cases.json lists rule files, a
- * command's argv, the decision and every matched prefix (with
+ * command's argv, how a program path is read ("resolve": "exact", Codex's
+ * default; "host", its --resolve-host-executables, the default here;
+ * "gate", the gate's reading with a stand-in that vouches for paths under
+ * /usr/ only), the decision and every matched prefix (with
  * resolvedProgram and justifications where they matter) over the good
  * files beside it: alternatives in every position, several rules on one
  * command, host_executable lists, basename matching, every piece of the
@@ -62,6 +65,28 @@ static const char *load_error(const char *text)
 	return err;
 }
 
+/* The gate's reading with a stand-in for hostpath.c: /usr/ is safe. */
+static int vouch_usr(void *ctx, const char *path)
+{
+	(void)ctx;
+	return !strncmp(path, "/usr/", 5);
+}
+
+static const tgi_ep_resolve r_host = { TGI_EP_HOST, NULL, NULL };
+static const tgi_ep_resolve r_gate = { TGI_EP_TRUSTED, vouch_usr, NULL };
+
+static const tgi_ep_resolve *reading(const char *name)
+{
+	if (!name || !strcmp(name, "host"))
+		return &r_host;
+	if (!strcmp(name, "gate"))
+		return &r_gate;
+	if (strcmp(name, "exact"))
+		fail_msg("unknown reading %s", name);
+	return NULL;
+}
+
+/* Codex's --resolve-host-executables reading. */
 static tgi_ep_decision eval_words(const tgi_execpolicy *ep, const char *words, json_t *matched)
 {
 	char buf[512], *argv[32], *save = NULL;
@@ -69,7 +94,7 @@ static tgi_ep_decision eval_words(const tgi_execpolicy *ep, const char *words, j
 	tgi_snprintf(buf, sizeof buf, "%s", words);
 	for (char *w = strtok_r(buf, " ", &save); w && argc < 32; w = strtok_r(NULL, " ", &save))
 		argv[argc++] = w;
-	return tgi_execpolicy_eval(ep, (const char *const *)argv, argc, matched, NULL, 0);
+	return tgi_execpolicy_eval(ep, &r_host, (const char *const *)argv, argc, matched, NULL, 0);
 }
 
 static char *dumps(const json_t *v)
@@ -88,6 +113,7 @@ static void check_case(size_t idx, json_t *c)
 	json_t *want = json_object_get(c, "matched"), *justs = json_object_get(c, "justifications");
 	const char *decision = json_string_value(json_object_get(c, "decision"));
 	const char *resolved = json_string_value(json_object_get(c, "resolved"));
+	const tgi_ep_resolve *res = reading(json_string_value(json_object_get(c, "resolve")));
 	const char *argv[32];
 	size_t i, argc = json_array_size(argvj);
 	json_t *f, *m, *got = json_array();
@@ -103,7 +129,7 @@ static void check_case(size_t idx, json_t *c)
 	for (i = 0; i < argc; i++)
 		argv[i] = json_string_value(json_array_get(argvj, i));
 
-	tgi_ep_decision d = tgi_execpolicy_eval(ep, argv, argc, got, NULL, 0);
+	tgi_ep_decision d = tgi_execpolicy_eval(ep, res, argv, argc, got, NULL, 0);
 	if (strcmp(tgi_ep_decision_name(d), decision))
 		fail_msg("case %zu: decision %s, want %s", idx, tgi_ep_decision_name(d), decision);
 	if (json_array_size(got) != json_array_size(want))
@@ -201,7 +227,7 @@ static void test_check_json(void **state)
 
 	const char *const *one[] = { status };
 	size_t one_n[] = { 2 };
-	json_t *out = tgi_execpolicy_check(ep, one, one_n, 1);
+	json_t *out = tgi_execpolicy_check(ep, &r_host, one, one_n, 1);
 	char *s = dumps(out);
 	assert_string_equal(s, "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"git\"],"
 	                       "\"decision\":\"prompt\"}}],\"decision\":\"prompt\"}");
@@ -211,7 +237,7 @@ static void test_check_json(void **state)
 	/* several commands: every match of each, the strictest decision over all */
 	const char *const *two[] = { status, commit, cat };
 	size_t two_n[] = { 2, 4, 2 };
-	out = tgi_execpolicy_check(ep, two, two_n, 3);
+	out = tgi_execpolicy_check(ep, &r_host, two, two_n, 3);
 	s = dumps(out);
 	assert_string_equal(s,
 		"{\"matchedRules\":["
@@ -226,23 +252,29 @@ static void test_check_json(void **state)
 	/* through the basename: resolvedProgram, between decision and justification */
 	const char *const *three[] = { usrls };
 	size_t three_n[] = { 2 };
-	out = tgi_execpolicy_check(ep, three, three_n, 1);
+	out = tgi_execpolicy_check(ep, &r_host, three, three_n, 1);
 	s = dumps(out);
 	assert_string_equal(s, "{\"matchedRules\":[{\"prefixRuleMatch\":{\"matchedPrefix\":[\"ls\"],"
 	                       "\"decision\":\"allow\",\"resolvedProgram\":\"/usr/bin/ls\"}}],"
 	                       "\"decision\":\"allow\"}");
 	free(s);
 	json_decref(out);
-
-	/* nothing matched: no decision at all */
-	const char *const *none[] = { cat };
-	size_t none_n[] = { 2 };
-	out = tgi_execpolicy_check(ep, none, none_n, 1);
+	/* Codex's default: only rules naming the path as written */
+	out = tgi_execpolicy_check(ep, NULL, three, three_n, 1);
 	s = dumps(out);
 	assert_string_equal(s, "{\"matchedRules\":[]}");
 	free(s);
 	json_decref(out);
-	out = tgi_execpolicy_check(ep, NULL, NULL, 0);
+
+	/* nothing matched: no decision at all */
+	const char *const *none[] = { cat };
+	size_t none_n[] = { 2 };
+	out = tgi_execpolicy_check(ep, &r_host, none, none_n, 1);
+	s = dumps(out);
+	assert_string_equal(s, "{\"matchedRules\":[]}");
+	free(s);
+	json_decref(out);
+	out = tgi_execpolicy_check(ep, &r_host, NULL, NULL, 0);
 	s = dumps(out);
 	assert_string_equal(s, "{\"matchedRules\":[]}");
 	free(s);
@@ -262,32 +294,32 @@ static void test_rule_text(void **state)
 	assert_int_equal(tgi_execpolicy_add_text(ep, "rules/a.rules", text, strlen(text), err, sizeof err), 0);
 
 	const char *const push[] = { "git", "push", "origin" };
-	assert_int_equal(tgi_execpolicy_eval(ep, push, 3, NULL, rule, sizeof rule), TGI_EP_PROMPT);
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, push, 3, NULL, rule, sizeof rule), TGI_EP_PROMPT);
 	assert_string_equal(rule, "execpolicy prompt: git push (rules/a.rules:3)");
 
 	const char *const log[] = { "git", "log" };
-	assert_int_equal(tgi_execpolicy_eval(ep, log, 2, NULL, rule, sizeof rule), TGI_EP_ALLOW);
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, log, 2, NULL, rule, sizeof rule), TGI_EP_ALLOW);
 	assert_string_equal(rule, "execpolicy allow: git (rules/a.rules:2)");
 
 	/* tokens are shell-quoted, control characters never reach the text */
 	const char *const rm[] = { "/bin/rm", "-rf", "a b" };
-	assert_int_equal(tgi_execpolicy_eval(ep, rm, 3, NULL, rule, sizeof rule), TGI_EP_FORBIDDEN);
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, rm, 3, NULL, rule, sizeof rule), TGI_EP_FORBIDDEN);
 	assert_string_equal(rule, "execpolicy forbidden: rm -rf (rules/a.rules:4)");
 
 	const char *const none[] = { "ls" };
 	strcpy(rule, "stale");
-	assert_int_equal(tgi_execpolicy_eval(ep, none, 1, NULL, rule, sizeof rule), TGI_EP_NONE);
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, none, 1, NULL, rule, sizeof rule), TGI_EP_NONE);
 	assert_string_equal(rule, "");
 
 	/* a short buffer is cut, still terminated */
 	char tiny[12];
-	assert_int_equal(tgi_execpolicy_eval(ep, push, 3, NULL, tiny, sizeof tiny), TGI_EP_PROMPT);
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, push, 3, NULL, tiny, sizeof tiny), TGI_EP_PROMPT);
 	assert_true(strlen(tiny) < sizeof tiny);
 	assert_memory_equal(tiny, "execpolicy ", 11);
 
 	/* no argv, no policy */
-	assert_int_equal(tgi_execpolicy_eval(ep, push, 0, NULL, rule, sizeof rule), TGI_EP_NONE);
-	assert_int_equal(tgi_execpolicy_eval(NULL, push, 3, NULL, rule, sizeof rule), TGI_EP_NONE);
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, push, 0, NULL, rule, sizeof rule), TGI_EP_NONE);
+	assert_int_equal(tgi_execpolicy_eval(NULL, &r_gate, push, 3, NULL, rule, sizeof rule), TGI_EP_NONE);
 	tgi_execpolicy_free(ep);
 	tgi_execpolicy_free(NULL);
 
@@ -398,6 +430,117 @@ static void test_home_paths(void **state)
 	free(saved);
 }
 
+/* Codex's --resolve-host-executables makes the program absolute first:
+ * "~" from the home directory, a relative path from the current one,
+ * ".." folded; host_executable paths are folded the same way. */
+static void test_host_reading(void **state)
+{
+	char cwd[PATH_MAX], want[PATH_MAX + 64];
+	const char *old = getenv("HOME");
+	char *saved = old ? tgi_strdup(old) : NULL;
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	tgi_execpolicy *ep = load("prefix_rule(pattern = [\"git\", \"status\"])\n");
+	static const struct { const char *prog, *resolved; } cases[] = {
+		{ "~/bin/git", "/home/tester/bin/git" },
+		{ "~//bin/./git/", "/home/tester/bin/git" },
+		{ "~/../git", "/home/git" },
+		{ "/x/../git", "/git" },
+		{ "/../../git", "/git" },
+		{ "./git", NULL },          /* NULL: the current directory's git */
+		{ "a/b/../../git", NULL },
+		{ "~user/../git", NULL },   /* only "~" and "~/" are the home directory */
+	};
+	setenv("HOME", "/home/tester", 1);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(cases); i++) {
+		json_t *m = json_array();
+		const char *const argv[] = { cases[i].prog, "status" };
+		assert_int_equal(tgi_execpolicy_eval(ep, &r_host, argv, 2, m, NULL, 0), TGI_EP_ALLOW);
+		if (cases[i].resolved)
+			snprintf(want, sizeof want, "%s", cases[i].resolved);
+		else
+			snprintf(want, sizeof want, "%s/git", strcmp(cwd, "/") ? cwd : "");
+		const char *rp = json_string_value(json_object_get(json_object_get(json_array_get(m, 0),
+		                                   "prefixRuleMatch"), "resolvedProgram"));
+		if (!rp || strcmp(rp, want))
+			fail_msg("%s: resolvedProgram %s, want %s", cases[i].prog, rp ? rp : "(none)", want);
+		json_decref(m);
+		/* neither Codex's default nor the gate reads these by their basename */
+		assert_int_equal(tgi_execpolicy_eval(ep, NULL, argv, 2, NULL, NULL, 0), TGI_EP_NONE);
+		assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, argv, 2, NULL, NULL, 0), TGI_EP_NONE);
+	}
+	/* "~" alone is the home directory: the rules for its last component */
+	tgi_execpolicy_free(ep);
+	ep = load("prefix_rule(pattern = [\"tester\"], decision = \"prompt\")\n");
+	assert_int_equal(eval_words(ep, "~ x", NULL), TGI_EP_PROMPT);
+	assert_int_equal(eval_words(ep, "/ x", NULL), TGI_EP_NONE);
+	tgi_execpolicy_free(ep);
+
+	/* a host path is folded as it loads */
+	ep = load("host_executable(name = \"git\", paths = [\"/usr/bin/../bin/./git\"])\n"
+	          "prefix_rule(pattern = [\"git\"], match = [\"/usr/bin/git x\"])\n");
+	assert_int_equal(eval_words(ep, "/usr/bin/git x", NULL), TGI_EP_ALLOW);
+	assert_int_equal(eval_words(ep, "/usr/lib/../bin/git x", NULL), TGI_EP_ALLOW);
+	const char *const listed[] = { "/usr/bin/git", "x" }, *const dotted[] = { "/usr/lib/../bin/git", "x" };
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, listed, 2, NULL, NULL, 0), TGI_EP_ALLOW);
+	assert_int_equal(tgi_execpolicy_eval(ep, &r_gate, dotted, 2, NULL, NULL, 0), TGI_EP_NONE);
+	tgi_execpolicy_free(ep);
+	if (saved)
+		setenv("HOME", saved, 1);
+	else
+		unsetenv("HOME");
+	free(saved);
+}
+
+/* The gate asks its caller about a path only when no host_executable
+ * names the program and an allow rule could match, and never about a
+ * relative path or one with "..". */
+static int g_asked;
+static char g_asked_path[256];
+static int vouch_count(void *ctx, const char *path)
+{
+	g_asked++;
+	tgi_snprintf(g_asked_path, sizeof g_asked_path, "%s", path);
+	return *(const int *)ctx;
+}
+
+static void test_gate_reading(void **state)
+{
+	int yes = 1, no = 0;
+	tgi_ep_resolve vouch = { TGI_EP_TRUSTED, vouch_count, &yes }, refuse = { TGI_EP_TRUSTED, vouch_count, &no };
+	tgi_execpolicy *ep = load("prefix_rule(pattern = [\"git\", \"status\"])\n"
+	                          "prefix_rule(pattern = [\"git\", \"push\"], decision = \"prompt\")\n"
+	                          "prefix_rule(pattern = [\"rm\"], decision = \"forbidden\")\n"
+	                          "host_executable(name = \"ls\", paths = [\"/bin/ls\"])\n"
+	                          "prefix_rule(pattern = [\"ls\"])\n");
+	const char *const st[] = { "/opt/x//./git", "status" }, *const push[] = { "/opt/x/git", "push" },
+	                  *const rm[] = { "/opt/x/rm", "-r" }, *const rel[] = { "x/git", "status" },
+	                  *const dots[] = { "/opt/../usr/bin/git", "status" },
+	                  *const ls[] = { "/bin/ls" }, *const ls2[] = { "/usr/bin/ls" },
+	                  *const bare[] = { "git", "status" };
+	g_asked = 0;
+	assert_int_equal(tgi_execpolicy_eval(ep, &vouch, st, 2, NULL, NULL, 0), TGI_EP_ALLOW);
+	assert_int_equal(g_asked, 1);
+	assert_string_equal(g_asked_path, "/opt/x/git");      /* normalised */
+	assert_int_equal(tgi_execpolicy_eval(ep, &refuse, st, 2, NULL, NULL, 0), TGI_EP_NONE);
+	assert_int_equal(g_asked, 2);
+	/* prompt and forbidden hold for any path: asked or not, trusted or not */
+	assert_int_equal(tgi_execpolicy_eval(ep, &refuse, push, 2, NULL, NULL, 0), TGI_EP_PROMPT);
+	assert_int_equal(tgi_execpolicy_eval(ep, &refuse, rm, 2, NULL, NULL, 0), TGI_EP_FORBIDDEN);
+	assert_int_equal(g_asked, 3);                           /* git has an allow rule; rm none */
+	g_asked = 0;
+	assert_int_equal(tgi_execpolicy_eval(ep, &vouch, rel, 2, NULL, NULL, 0), TGI_EP_NONE);
+	assert_int_equal(tgi_execpolicy_eval(ep, &vouch, dots, 2, NULL, NULL, 0), TGI_EP_NONE);
+	assert_int_equal(tgi_execpolicy_eval(ep, &vouch, bare, 2, NULL, NULL, 0), TGI_EP_ALLOW);
+	/* host_executable decides for the names it lists; the caller is not asked */
+	assert_int_equal(tgi_execpolicy_eval(ep, &refuse, ls, 1, NULL, NULL, 0), TGI_EP_ALLOW);
+	assert_int_equal(tgi_execpolicy_eval(ep, &vouch, ls2, 1, NULL, NULL, 0), TGI_EP_NONE);
+	assert_int_equal(g_asked, 0);
+	/* no callback: never vouched */
+	tgi_ep_resolve none = { TGI_EP_TRUSTED, NULL, NULL };
+	assert_int_equal(tgi_execpolicy_eval(ep, &none, st, 2, NULL, NULL, 0), TGI_EP_NONE);
+	tgi_execpolicy_free(ep);
+}
+
 /* ---- strings, examples and messages ---- */
 
 static void test_strings(void **state)
@@ -405,7 +548,7 @@ static void test_strings(void **state)
 	/* \x, \u, \U and octal give code points; unknown escapes keep the backslash */
 	tgi_execpolicy *ep = load("prefix_rule(pattern = [\"p\", \"\\xe9\\u20ac\\U0001F600\\101\\7\\q\"])\n");
 	const char *const argv[] = { "p", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80" "A\a\\q" };
-	assert_int_equal(tgi_execpolicy_eval(ep, argv, 2, NULL, NULL, 0), TGI_EP_ALLOW);
+	assert_int_equal(tgi_execpolicy_eval(ep, NULL, argv, 2, NULL, NULL, 0), TGI_EP_ALLOW);
 	tgi_execpolicy_free(ep);
 
 	/* CRLF line ends read as LF */
@@ -416,7 +559,7 @@ static void test_strings(void **state)
 	/* a string may hold what a shell word may: spaces, quotes, '#' */
 	ep = load("prefix_rule(pattern = ['a b', \"'\", '\"', \"#x\"], match = [\"'a b' \\\"'\\\" '\\\"' '#x'\"])\n");
 	const char *const odd[] = { "a b", "'", "\"", "#x", "more" };
-	assert_int_equal(tgi_execpolicy_eval(ep, odd, 5, NULL, NULL, 0), TGI_EP_ALLOW);
+	assert_int_equal(tgi_execpolicy_eval(ep, NULL, odd, 5, NULL, NULL, 0), TGI_EP_ALLOW);
 	tgi_execpolicy_free(ep);
 
 	/* an error's line counts lines inside strings continued with a backslash */
@@ -559,7 +702,7 @@ static void test_two_hundred_rules(void **state)
 	double t1 = tgi_now_ms();
 	const char *const argv[] = { "tool199", "alt199", "--flag", "file" };
 	json_t *m = json_array();
-	assert_int_equal(tgi_execpolicy_eval(ep, argv, 4, m, NULL, 0), TGI_EP_PROMPT);
+	assert_int_equal(tgi_execpolicy_eval(ep, NULL, argv, 4, m, NULL, 0), TGI_EP_PROMPT);
 	double t2 = tgi_now_ms();
 	assert_int_equal(json_array_size(m), 1);
 	assert_int_equal(tgi_execpolicy_nrules(ep), 200);
@@ -589,6 +732,8 @@ int main(void)
 		cmocka_unit_test(test_failed_file_keeps_nothing),
 		cmocka_unit_test(test_hosts_across_files),
 		cmocka_unit_test(test_home_paths),
+		cmocka_unit_test(test_host_reading),
+		cmocka_unit_test(test_gate_reading),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_example_words),
 		cmocka_unit_test(test_limits),
