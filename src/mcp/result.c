@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gate.h"
 #include "mcp/result.h"
 #include "util/util.h"
 
@@ -89,6 +90,31 @@ static json_t *status_object(const json_t *env, int with_output)
 	return o;
 }
 
+/* What an error result's content says, in the form of the spec's tool
+ * execution errors (and of what Claude Code gives the model on an error):
+ * "denied: <the sentence>", the command that approves a queued call, the
+ * notes. */
+static json_t *error_block(const json_t *env)
+{
+	const json_t *err = json_object_get(env, "error");
+	const char *st = json_string_value(json_object_get(env, "status"));
+	const char *msg = json_string_value(json_object_get(err, "message"));
+	const char *aid = json_string_value(json_object_get(err, "approval_id"));
+	tgi_buf b;
+	tgi_buf_init(&b, 8192);
+	tgi_buf_printf(&b, "%s: %s", st ? st : "failed", msg ? msg : "the call did not run");
+	if (aid && st && !strcmp(st, "pending"))
+		tgi_buf_printf(&b, "\nThe owner approves it with: toolgate approvals approve %s", aid);
+	char *notes = tgi_envelope_notes(env);
+	if (notes)
+		tgi_buf_printf(&b, "\n%s", notes);
+	free(notes);
+	char *text = tgi_buf_steal(&b);
+	json_t *block = json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "");
+	free(text);
+	return block;
+}
+
 /* One text block: a string as it is, anything else as compact JSON. */
 static json_t *text_block(const json_t *v)
 {
@@ -128,6 +154,8 @@ json_t *tgi_mcp_result(const tgi_entry *e, const json_t *env)
 		json_decref(note);
 	} else {
 		sc = status_object(env, 1);
+		if (!ok)
+			content = json_pack("[o]", error_block(env));
 	}
 	if (!content)
 		content = json_pack("[o]", text_block(sc));

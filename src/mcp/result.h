@@ -18,8 +18,10 @@
  *
  * content is the serialization of structuredContent (the spec's
  * backward-compatible text block), or the output's text when there is
- * none; isError is set for invalid, denied, pending and failed.  The whole
- * envelope, for clients and operators, is _meta["toolgate/envelope"].
+ * none; for an error (isError: invalid, denied, pending, failed) it is the
+ * sentence, "denied: ...", as the spec words tool execution errors, with
+ * the command that approves a queued call.  The whole envelope, for
+ * clients and operators, is _meta["toolgate/envelope"].
  *
  * Owns: the shape of a tools/call result and of outputSchema.  Must not:
  * change what the gate decided or recorded (the envelope is passed on

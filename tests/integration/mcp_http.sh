@@ -433,6 +433,15 @@ for bad in "--page-size 0" "--max-line 1x" "--progress-ms -5" "--elicitation-tim
 	contains "$(cat badnum.err)" "${bad%% *} takes a whole number from 1 to" "serve $bad: names the option"
 	eq "$(cat badnum.out)" "" "serve $bad: nothing on stdout"
 done
+"$TG" serve --workspace "$WS" --approvals-via ask < /dev/null > badvia.out 2> badvia.err
+eq "$?" 1 "serve --approvals-via ask: exit 1"
+contains "$(cat badvia.err)" '--approvals-via takes elicitation, queue or both, not "ask"' \
+	"serve --approvals-via ask: says what it takes"
+printf 'approvals: {via: sometimes}\n' > badvia.yaml
+"$TG" serve --workspace "$WS" --config badvia.yaml < /dev/null > badvia.out 2> badvia.err
+eq "$?" 1 "approvals.via: sometimes: exit 1"
+contains "$(cat badvia.err)" "badvia.yaml:1:18: approvals.via: expected one of both, elicitation, queue" \
+	"approvals.via: sometimes: file:line and what it takes"
 
 # ---- a clean stop
 kill -TERM "$MAIN_PID"

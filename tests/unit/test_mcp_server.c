@@ -500,9 +500,11 @@ static void test_call_outcomes(void **state)
 	assert_null(json_object_get(json_object_get(sc, "error"), "rule"));
 	assert_null(json_object_get(sc, "output"));
 	assert_int_equal(json_object_size(sc), 2);
-	back = json_loads(text_of(m), 0, NULL);
-	assert_true(json_equal(back, sc));
-	json_decref(back);
+	/* the content of an error is its sentence */
+	char want_text[1200];
+	snprintf(want_text, sizeof want_text, "denied: %s",
+	         json_string_value(json_object_get(json_object_get(sc, "error"), "message")));
+	assert_string_equal(text_of(m), want_text);
 	json_decref(m);
 
 	m = rpc(&f.r, f.ss, 4, "tools/call",
