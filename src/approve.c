@@ -6,9 +6,10 @@
  *                 call (sha256 of tool + canonical args, same principal,
  *                 unexpired) is consumed and the call runs; a denied one
  *                 denies; otherwise the caller's approver when it has one
- *                 (MCP elicitation: it allows, denies, or hands the ask on
- *                 to the queue, as approvals.via says), a terminal prompt when the gate
- *                 is interactive and stdin and stderr are terminals, else
+ *                 (MCP elicitation: it allows, denies, or hands the ask
+ *                 on to the queue, as approvals.via says), a terminal
+ *                 prompt when the gate is interactive and stdin and
+ *                 stderr are terminals, else
  *                 a durable queued approval → `pending` with approval_id.
  *   untrusted   → as on-request (decide already turned more into ask).
  *
