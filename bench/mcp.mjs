@@ -117,9 +117,10 @@ const servers = [
 		tool: 'read_file',
 		arguments: { path: 'small.txt' },
 		/* the gate's own time for the call (decode up to the ledger write), from the envelope */
-		serverMs: (r) => r.structuredContent.duration_ms,
+		serverMs: (r) => r._meta['toolgate/envelope'].duration_ms,
 		check(r) {
-			const status = r.structuredContent && r.structuredContent.status;
+			const env = r._meta && r._meta['toolgate/envelope'];
+			const status = env && env.status;
 			if (r.isError || status !== 'persisted')
 				return `status ${JSON.stringify(status)}${r.isError ? ', isError' : ''}`;
 			const text = r.content && r.content[0] && r.content[0].text;

@@ -29,6 +29,9 @@ static const char usage_text[] =
 	"  --max-line BYTES       longest message accepted (default 16 MiB)\n"
 	"  --elicitation-timeout S  how long an approval question may wait (default 300)\n"
 	"  --progress-ms N        heartbeat progress interval of a long call (default 1000)\n"
+	"  --approvals-via HOW    how a call that needs approval reaches the client's user:\n"
+	"                         elicitation, queue, or both (ask; queue it when the question\n"
+	"                         is cancelled); default: approvals.via, else both\n"
 	CLI_GATE_OPTIONS_HELP;
 
 static void on_signal(int sig)
@@ -54,12 +57,14 @@ static int positive(const char *name, const char *s, long max, long *out)
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_STDIO = 1, O_HTTP, O_ANY, O_ORIGIN, O_AS, O_PAGE, O_LINE, O_ELICIT, O_PROGRESS };
+	enum { O_STDIO = 1, O_HTTP, O_ANY, O_ORIGIN, O_AS, O_PAGE, O_LINE, O_ELICIT, O_PROGRESS,
+	       O_VIA };
 	static const struct option longopts[] = {
 		{"stdio", 0, 0, O_STDIO}, {"http", 1, 0, O_HTTP}, {"http-any", 0, 0, O_ANY},
 		{"allow-origin", 1, 0, O_ORIGIN}, {"as", 1, 0, O_AS}, {"page-size", 1, 0, O_PAGE},
 		{"max-line", 1, 0, O_LINE}, {"elicitation-timeout", 1, 0, O_ELICIT},
-		{"progress-ms", 1, 0, O_PROGRESS}, {"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,
+		{"progress-ms", 1, 0, O_PROGRESS}, {"approvals-via", 1, 0, O_VIA},
+		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
 	cli_gate_opts go;
@@ -98,6 +103,15 @@ int cmd_serve(int argc, char **argv)
 			if (positive("progress-ms", optarg, 3600000, &v) < 0)
 				goto out;
 			so.progress_ms = (int)v;
+			break;
+		case O_VIA:
+			if (strcmp(optarg, "elicitation") && strcmp(optarg, "queue") &&
+			    strcmp(optarg, "both")) {
+				cli_error("serve: --approvals-via takes elicitation, queue or both, not \"%s\"",
+				          optarg);
+				goto out;
+			}
+			so.approvals_via = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -120,9 +120,11 @@ typedef struct tg_callbacks {
 	void (*log)(void *arg, const char *level, const char *logger, const char *data);
 	/* an `ask` decision: ask the human now.  tool, its canonical arguments
 	 * (JSON text, redacted) and the rule that asked.  Return 1 to allow this
-	 * call once, 0 to deny it (declined, cancelled or no answer: reason, a
-	 * phrase, written into reason[cap]), -1 when nobody can be asked (the
-	 * approval is then queued as usual). */
+	 * call once, 0 to deny it (declined, cancelled or no answer), -1 when
+	 * nobody can be asked or the question went unanswered and the owner
+	 * should decide (the approval is then queued as usual).  reason[cap]
+	 * may get a phrase: why it was denied, what became of the question, or
+	 * the reason the person gave for allowing it; it is recorded. */
 	int (*approve)(void *arg, const char *tool, const char *args, const char *rule,
 	               char *reason, size_t cap);
 	/* a bridged server's request to the client (elicitation/create, ...),
@@ -155,6 +157,11 @@ typedef struct tg_request {
 	                                shown to hooks (tool_use_id) and kept in the envelope,
 	                                never used for idempotency.  Control characters are
 	                                stripped and it is cut at 256 bytes. */
+	const char *const *client_args; /* or NULL: a NULL-terminated list of argument names the
+	                                caller's client may add to any call on its own (Gemini
+	                                CLI's wait_for_previous).  Each one present that the
+	                                tool's input schema does not declare is removed before
+	                                validation; the call's trace names what was removed. */
 } tg_request;
 
 typedef struct tg_result tg_result;
@@ -484,6 +491,9 @@ typedef struct tg_serve_options {
 	size_t       page_size;      /* tools/list page size (0: 100) */
 	int          elicit_timeout_s; /* how long an elicitation may wait (0: 300) */
 	int          progress_ms;    /* heartbeat progress interval of a long call (0: 1000) */
+	const char  *approvals_via;  /* how an ask reaches the client's user: "elicitation",
+	                                "queue" or "both" (NULL: the configuration's
+	                                approvals.via, by default both) */
 } tg_serve_options;
 
 /*

@@ -6,9 +6,10 @@
  *                 call (sha256 of tool + canonical args, same principal,
  *                 unexpired) is consumed and the call runs; a denied one
  *                 denies; otherwise the caller's approver when it has one
- *                 (MCP elicitation: accept runs the call, decline, cancel
- *                 or no answer deny it), a terminal prompt when the gate
- *                 is interactive and stdin and stderr are terminals, else
+ *                 (MCP elicitation: it allows, denies, or hands the ask
+ *                 on to the queue, as approvals.via says), a terminal
+ *                 prompt when the gate is interactive and stdin and
+ *                 stderr are terminals, else
  *                 a durable queued approval → `pending` with approval_id.
  *   untrusted   → as on-request (decide already turned more into ask).
  *
@@ -262,17 +263,21 @@ tgi_verdict tgi_approve(tgi_call *c)
 	}
 
 	const tg_callbacks *cb = c->req->cb;
+	char asked[256] = "";     /* what became of a question the caller put, before the queue */
 	if (cb && cb->approve) {
 		char why[256] = "";
 		char *shown = tgi_redacted_args(c);
 		int yes = cb->approve(cb->arg, c->tool, shown, c->rule, why, sizeof why);
 		free(shown);
+		if (yes < 0)
+			tgi_sanitize(asked, sizeof asked, why);
 		if (yes >= 0) {
 			char reason[256];
-			tgi_sanitize(reason, sizeof reason, why[0] ? why : "declined");
-			tgi_event_add(c, yes ? "tool.call.approved" : "tool.call.rejected", "approve",
-			              yes ? json_pack("{s:s}", "by", "elicitation")
-			                  : json_pack("{s:s, s:s}", "by", "elicitation", "reason", reason));
+			tgi_sanitize(reason, sizeof reason, why[0] || yes ? why : "declined");
+			json_t *ev = json_pack("{s:s}", "by", "elicitation");
+			if (reason[0])
+				json_object_set_new(ev, "reason", json_string(reason));
+			tgi_event_add(c, yes ? "tool.call.approved" : "tool.call.rejected", "approve", ev);
 			tgi_trace(c, "approve", yes,
 			          json_pack("{s:s}", "approval", yes ? "elicitation" : "elicitation denied"));
 			if (yes)
@@ -322,8 +327,10 @@ tgi_verdict tgi_approve(tgi_call *c)
 	if (g->cfg->approval_wait_s > 0)
 		return await_decision(c, binding);
 	tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
-	tgi_trace(c, "approve", 0,
-	          json_pack("{s:s, s:s}", "approval", "queued", "approval_id", c->approval_id));
+	json_t *rec = json_pack("{s:s, s:s}", "approval", "queued", "approval_id", c->approval_id);
+	if (asked[0])
+		json_object_set_new(rec, "asked", json_string(asked));
+	tgi_trace(c, "approve", 0, rec);
 	return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
 	                "this call needs approval (%s); it is queued as %s; retry the same call once "
 	                "the owner has approved it", c->rule, c->approval_id);

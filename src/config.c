@@ -50,6 +50,7 @@ static const char *const mode_names[]     = { "default", "acceptEdits", "plan", 
 static const char *const approval_names[] = { "on-request", "never", "untrusted" };
 static const char *const sandbox_names[]  = { "read-only", "workspace-write", "danger-full-access" };
 static const char *const sync_names[]     = { "normal", "full" };
+static const char *const via_names[]      = { "both", "elicitation", "queue" };
 
 static int name_index(const char *s, const char *const *names, size_t n)
 {
@@ -86,6 +87,20 @@ int tgi_sandbox_parse(const char *s, tgi_sandbox *out)
 	return 0;
 }
 
+int tgi_approvals_via_parse(const char *s, tgi_approvals_via *out)
+{
+	int i = name_index(s, via_names, TGI_ARRAY_LEN(via_names));
+	if (i < 0)
+		return -1;
+	*out = (tgi_approvals_via)i;
+	return 0;
+}
+
+const char *tgi_approvals_via_name(tgi_approvals_via v)
+{
+	return (unsigned)v < TGI_ARRAY_LEN(via_names) ? via_names[v] : "unknown";
+}
+
 const char *tgi_mode_name(tgi_mode m)
 {
 	return (unsigned)m < TGI_ARRAY_LEN(mode_names) ? mode_names[m] : "unknown";
@@ -107,7 +122,7 @@ static const char *const top_keys[] = {
 	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
 	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
 	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
-	"rate_limits", "redact", "shell", "hide_denied", "events", "console",
+	"rate_limits", "redact", "shell", "hide_denied", "events", "console", "mcp",
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
 static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
@@ -122,9 +137,10 @@ static const char *const profile_keys[]   = { "categories", "read_only" };
 static const char *const limits_keys[]    = { "max_args_bytes", "max_result_chars", "timeout_s",
                                               "max_parallel" };
 static const char *const formats_keys[]   = { "assert" };
-static const char *const approvals_keys[] = { "ttl_s", "wait_s" };
+static const char *const approvals_keys[] = { "ttl_s", "wait_s", "via" };
 static const char *const ledger_keys[]    = { "sync", "lease_grace_s" };
 static const char *const console_keys[]   = { "listen", "token_env" };
+static const char *const mcp_keys[]       = { "strip_client_args" };
 
 static const struct {
 	const char *key;
@@ -235,6 +251,7 @@ void tgi_config_free(tgi_config *c)
 	json_decref(c->events);
 	free(c->console_listen);
 	free(c->console_token_env);
+	strv_free(&c->mcp_strip_args);
 	json_decref(c->root);
 	free(c->file);
 	tgi_srcmap_free(c->srcmap);
@@ -783,7 +800,7 @@ static int load_limits(ld *x, json_t *root)
 	long long args = (long long)c->max_args_bytes, chars = (long long)c->max_result_chars;
 	long long timeout = c->timeout_s, ttl = c->approval_ttl_s, par = c->max_parallel;
 	long long wait = c->approval_wait_s, grace = c->lease_grace_s;
-	int sync = c->sync_full;
+	int sync = c->sync_full, via = c->approvals_via;
 
 	if (section(x, root, "", "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), &s, ptr) < 0 ||
 	    (s && (opt_int(x, s, ptr, "max_args_bytes", 1, MAX_BYTES_LIMIT, &args) < 0 ||
@@ -798,7 +815,8 @@ static int load_limits(ld *x, json_t *root)
 		return -1;
 	if (section(x, root, "", "approvals", approvals_keys, TGI_ARRAY_LEN(approvals_keys), &s, ptr) < 0 ||
 	    (s && (opt_int(x, s, ptr, "ttl_s", 1, MAX_TTL_S, &ttl) < 0 ||
-	           opt_int(x, s, ptr, "wait_s", 0, MAX_TTL_S, &wait) < 0)))
+	           opt_int(x, s, ptr, "wait_s", 0, MAX_TTL_S, &wait) < 0 ||
+	           opt_enum(x, s, ptr, "via", via_names, TGI_ARRAY_LEN(via_names), &via) < 0)))
 		return -1;
 	if (section(x, root, "", "ledger", ledger_keys, TGI_ARRAY_LEN(ledger_keys), &s, ptr) < 0 ||
 	    (s && (opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0 ||
@@ -810,6 +828,7 @@ static int load_limits(ld *x, json_t *root)
 	c->max_parallel = (int)par;
 	c->approval_ttl_s = (int)ttl;
 	c->approval_wait_s = (int)wait;
+	c->approvals_via = (tgi_approvals_via)via;
 	c->lease_grace_s = (int)grace;
 	c->sync_full = sync;
 	return 0;
@@ -1312,6 +1331,31 @@ static int load_console(ld *x, json_t *root)
 	       opt_str(x, s, ptr, "listen", &c->console_listen) < 0 ? -1 : 0;
 }
 
+/* An argument name a client may add: a string of 1 to 128 bytes, no NUL. */
+static int check_arg_name(ld *x, const json_t *v, const char *ptr)
+{
+	if (check_str(x, v, ptr) < 0)
+		return -1;
+	if (json_string_length(v) > 128 || strlen(json_string_value(v)) != json_string_length(v))
+		return fail_type(x, ptr, v, "an argument name (1 to 128 bytes, no NUL)");
+	return 0;
+}
+
+/* mcp: {strip_client_args: [NAME...]} (toolgate serve). */
+static int load_mcp(ld *x, json_t *root)
+{
+	char ptr[PTR_MAX], lp[PTR_MAX];
+	json_t *s, *v;
+	if (section(x, root, "", "mcp", mcp_keys, TGI_ARRAY_LEN(mcp_keys), &s, ptr) < 0)
+		return -1;
+	if (!s)
+		return 0;
+	v = child(s, ptr, "strip_client_args", lp);
+	if (v && json_is_array(v) && json_array_size(v) > 64)
+		return fail(x, lp, "expected at most 64 names, got %zu", json_array_size(v));
+	return opt_strv(x, s, ptr, "strip_client_args", check_arg_name, &x->c->mcp_strip_args);
+}
+
 /* Sections other parts of toolgate own: kept as JSON, checked for shape only. */
 static int load_opaque(ld *x, json_t *root)
 {
@@ -1372,6 +1416,7 @@ static void set_defaults(tgi_config *c)
 	c->shell.max_output_chars = 50000;
 	c->shell.env_allow = strv_empty();
 	c->shell.read_only = strv_empty();
+	c->mcp_strip_args = strv_empty();
 	c->shell.path = tgi_strdup("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	c->shell.file_size_mb = 1024;
 	c->shell.open_files = 1024;
@@ -1419,7 +1464,8 @@ int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
 	    load_tools(&x, root) < 0 ||
 	    load_shell(&x, root) < 0 ||
 	    load_opaque(&x, root) < 0 ||
-	    load_console(&x, root) < 0) {
+	    load_console(&x, root) < 0 ||
+	    load_mcp(&x, root) < 0) {
 		tgi_config_free(c);
 		return -1;
 	}

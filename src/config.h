@@ -18,6 +18,11 @@ typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_
                TGI_MODE_DRY_RUN } tgi_mode;
 typedef enum { TGI_APPROVAL_ON_REQUEST, TGI_APPROVAL_NEVER, TGI_APPROVAL_UNTRUSTED } tgi_approval;
 typedef enum { TGI_SANDBOX_READ_ONLY, TGI_SANDBOX_WORKSPACE_WRITE, TGI_SANDBOX_FULL } tgi_sandbox;
+/* How `toolgate serve` puts an ask to an MCP client's user (approvals.via):
+ * elicitation only; the queue only; or elicitation, and the queue when the
+ * client cancels the question or cannot ask.  Not the approval policy
+ * (`approval:`), which says whether an ask is put to anyone at all. */
+typedef enum { TGI_VIA_BOTH, TGI_VIA_ELICITATION, TGI_VIA_QUEUE } tgi_approvals_via;
 
 int tgi_mode_parse(const char *s, tgi_mode *out);          /* 0 ok, -1 unknown */
 int tgi_approval_parse(const char *s, tgi_approval *out);
@@ -25,6 +30,8 @@ const char *tgi_mode_name(tgi_mode m);
 const char *tgi_approval_name(tgi_approval a);
 int tgi_sandbox_parse(const char *s, tgi_sandbox *out);    /* read-only | workspace-write | danger-full-access */
 const char *tgi_sandbox_name(tgi_sandbox s);
+int tgi_approvals_via_parse(const char *s, tgi_approvals_via *out); /* both | elicitation | queue */
+const char *tgi_approvals_via_name(tgi_approvals_via v);
 
 /* Lists of strings are tgi_strv (util.h).  In a config from
  * tgi_config_load v is never NULL (an empty list is {NULL}). */
@@ -105,6 +112,7 @@ typedef struct tgi_config {
 	int     approval_ttl_s;      /* default 3600 */
 	int     approval_wait_s;     /* approvals.wait_s: how long a queued call waits for its
 	                              * decision before answering pending (default 0) */
+	tgi_approvals_via approvals_via; /* approvals.via (default both) */
 	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */
 	int     lease_grace_s;       /* ledger.lease_grace_s: an in_flight claim's lease is the
 	                              * tool's timeout plus this (default 60) */
@@ -114,6 +122,9 @@ typedef struct tgi_config {
 	                                the default) */
 	char   *console_token_env;   /* console.token_env: the variable holding its access token
 	                                (NULL: a random token each start) */
+	tgi_strv mcp_strip_args;     /* mcp.strip_client_args: more argument names MCP clients
+	                                add to calls on their own (beyond the built-in list of
+	                                src/mcp/server.c) */
 
 	/* sections later issues own, kept as parsed JSON (owned; may be NULL) */
 	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact, *events;

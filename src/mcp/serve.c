@@ -42,6 +42,10 @@ int tg_serve(tg_gate *g, const tg_serve_options *o, char **errmsg)
 		*errmsg = NULL;
 	if (!o->stdio && !o->http)
 		return tgi_fail(errmsg, "nothing to serve: ask for stdio, HTTP or both");
+	tgi_approvals_via via;
+	if (o->approvals_via && tgi_approvals_via_parse(o->approvals_via, &via) < 0)
+		return tgi_fail(errmsg, "approvals via \"%.40s\": expected elicitation, queue or both",
+		                o->approvals_via);
 	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0)
 		return tgi_fail(errmsg, "cannot make a pipe: %s", strerror(errno));
 

@@ -34,6 +34,7 @@
 #include "gate.h"
 #include "mcp/bridge.h"
 #include "mcp/jsonrpc.h"
+#include "mcp/result.h"
 #include "util/util.h"
 
 #define MAX_CALLS        1024        /* tools/call running or waiting, per session */
@@ -53,6 +54,11 @@ int tgi_mcp_version_known(const char *v)
 		if (!strcmp(v, tgi_mcp_versions[i]))
 			return 1;
 	return 0;
+}
+
+int tgi_mcp_version_primes(const char *v)
+{
+	return v && strcmp(v, "2025-11-25") >= 0;
 }
 
 /* MCP's logging levels, in order (RFC 5424 names). */
@@ -123,6 +129,8 @@ struct tgi_mcp_session {
 struct tgi_mcp_server {
 	tg_gate          *g;
 	tg_serve_options  o;
+	tgi_approvals_via via;         /* how an ask reaches the client's user */
+	char            **client_args; /* owned, NULL-terminated: arguments clients add */
 	pthread_mutex_t   mu;
 	tgi_mcp_session  *sessions;
 	pthread_t         ticker;
@@ -259,48 +267,69 @@ static void cb_log(void *arg, const char *level, const char *logger, const char 
 	json_decref(d);
 }
 
+/*
+ * An ask, put to the client's user the way approvals.via says: 1 approve,
+ * 0 deny (reason says why), -1 the queue (pending, approved with `toolgate
+ * approvals approve ID`).
+ *   queue        the queue, never a question
+ *   elicitation  a question; anything but accept denies
+ *   both         a question; decline denies; cancel, an error or no answer
+ *                in time queues (a client that answers for nobody, such as
+ *                a headless run, leaves the decision to the owner)
+ * Whatever the route, a client without form elicitation and a session that
+ * holds a token (a program acting for a principal, which must not approve
+ * its own asks) get the queue.  The form asks for nothing but an optional
+ * reason: Accept approves, Decline refuses; the reason is recorded.
+ */
 static int cb_approve(void *arg, const char *tool, const char *args, const char *rule,
                       char *reason, size_t cap)
 {
 	call_run *cr = arg;
 	tgi_mcp_session *ss = cr->ss;
 	const tg_serve_options *o = &ss->s->o;
+	tgi_approvals_via via = ss->s->via;
 	pthread_mutex_lock(&ss->mu);
-	/* a client that holds a token is a program acting for a principal: it
-	 * may not answer its own asks, so they go to the owner's queue */
-	if (!ss->elicit_form || (ss->token && *ss->token)) {
+	if (via == TGI_VIA_QUEUE || !ss->elicit_form || (ss->token && *ss->token)) {
 		pthread_mutex_unlock(&ss->mu);
 		return -1;
 	}
 	char msg[2048];
 	tgi_snprintf(msg, sizeof msg,
 	             "toolgate: a tool call needs your approval (%s).\n\nTool: %s\nArguments: %s\n\n"
-	             "Allow this call once?", rule, tool, args);
+	             "Accept runs this call once, with exactly these arguments; Decline refuses it.",
+	             rule, tool, args);
 	json_t *params = json_pack(
-	    "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:s, s:b}}, s:[s]}}", "mode", "form", "message", msg,
-	    "requestedSchema", "type", "object", "properties", "approve", "type", "boolean", "title",
-	    "Allow this call", "description", "Run this tool call once, with exactly these arguments",
-	    "default", 0, "required", "approve");
+	    "{s:s, s:s, s:{s:s, s:{s:{s:s, s:s, s:s, s:i}}}}", "mode", "form", "message", msg,
+	    "requestedSchema", "type", "object", "properties", "reason", "type", "string", "title",
+	    "Reason (optional)", "description", "Why you allow or refuse this call; kept in the "
+	    "gate's ledger", "maxLength", 200);
 	int timeout = o->elicit_timeout_s > 0 ? o->elicit_timeout_s : DEFAULT_ELICIT_S;
 	json_t *rep = ask_client(ss, cr->id, "elicitation/create", params, &cr->cancel, timeout,
 	                         reason, cap);
+	/* no answer: the call or the session ended (deny), or time ran out */
+	int unanswered = !rep && !tgi_flag_get(&cr->cancel) && !ss->closing && !ss->draining;
 	pthread_mutex_unlock(&ss->mu);
 	if (!rep)
-		return 0;
+		return unanswered && via == TGI_VIA_BOTH ? -1 : 0;
+
 	int yes = 0;
 	json_t *res = json_object_get(rep, "result");
 	const char *action = json_string_value(json_object_get(res, "action"));
+	const char *why = json_string_value(json_object_get(json_object_get(res, "content"), "reason"));
 	if (!res) {
 		const char *m = json_string_value(json_object_get(json_object_get(rep, "error"), "message"));
 		tgi_snprintf(reason, cap, "the client could not ask: %s", m ? m : "an error");
+		yes = via == TGI_VIA_BOTH ? -1 : 0;
 	} else if (action && !strcmp(action, "accept")) {
-		yes = json_is_true(json_object_get(json_object_get(res, "content"), "approve"));
-		if (!yes)
-			tgi_snprintf(reason, cap, "the user answered no");
+		yes = 1;
+		tgi_snprintf(reason, cap, "%s", why ? why : "");
+	} else if (action && !strcmp(action, "decline")) {
+		tgi_snprintf(reason, cap, "the user declined%s%s", why ? ": " : "", why ? why : "");
+	} else if (action && !strcmp(action, "cancel")) {
+		tgi_snprintf(reason, cap, "the user cancelled the question");
+		yes = via == TGI_VIA_BOTH ? -1 : 0;
 	} else {
-		tgi_snprintf(reason, cap, "the user %s", action && !strcmp(action, "decline")
-		                                             ? "declined"
-		                                             : "cancelled the question");
+		tgi_snprintf(reason, cap, "the client answered neither accept, decline nor cancel");
 	}
 	json_decref(rep);
 	return yes;
@@ -358,20 +387,6 @@ static int cb_request(void *arg, const char *method, const char *params, char **
 
 /* ---- tools/list ---- */
 
-/* The envelope's schema, which is what structuredContent holds; the tool's
- * own output schema, when it has one, goes at /properties/output. */
-static const char envelope_schema[] =
-    "{\"type\":\"object\",\"properties\":{"
-    "\"op_id\":{\"type\":\"string\"},\"call_id\":{\"type\":[\"string\",\"null\"]},"
-    "\"session\":{\"type\":[\"string\",\"null\"]},\"tool\":{\"type\":\"string\"},"
-    "\"status\":{\"enum\":[\"invalid\",\"denied\",\"pending\",\"failed\",\"committed\","
-    "\"persisted\",\"replayed\",\"dry_run\"]},"
-    "\"error\":{\"type\":[\"object\",\"null\"]},\"truncated\":{\"type\":[\"object\",\"null\"]},"
-    "\"principal\":{\"type\":[\"string\",\"null\"]},\"stages\":{\"type\":\"array\"},"
-    "\"duration_ms\":{\"type\":\"number\"},"
-    "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-    "\"hint\":{\"type\":\"string\"}},\"required\":[\"op_id\",\"status\"]}";
-
 static json_t *mcp_tool(const tgi_entry *e)
 {
 	json_t *def = tgi_tool_def(e);
@@ -382,14 +397,11 @@ static json_t *mcp_tool(const tgi_entry *e)
 	json_t *ann = json_deep_copy(json_object_get(def, "annotations"));
 	json_object_set(ann, "title", json_object_get(def, "title"));
 	json_object_set_new(t, "annotations", ann);
-	if (e->output_schema) {
-		/* output is null when the call did not succeed, and clients check
-		 * structuredContent against this schema on errors too */
-		json_t *os = json_loads(envelope_schema, 0, NULL);
-		json_object_set_new(json_object_get(os, "properties"), "output",
-		                    json_pack("{s:[{s:s}, O]}", "anyOf", "type", "null", e->output_schema));
+	/* what structuredContent holds: the tool's output, or the status object
+	 * (clients check it against this schema, on errors too) */
+	json_t *os = tgi_mcp_output_schema(e);
+	if (os)
 		json_object_set_new(t, "outputSchema", os);
-	}
 	json_decref(def);
 	return t;
 }
@@ -451,40 +463,6 @@ static void tools_list(tgi_mcp_session *ss, json_t *id, json_t *params)
 
 /* ---- tools/call ---- */
 
-/* The tool's own output as MCP content blocks (new reference). */
-static json_t *content_of(tg_gate *g, const json_t *env)
-{
-	json_t *out = json_object_get(env, "output");
-	const char *tool = json_string_value(json_object_get(env, "tool"));
-	const tgi_entry *e = tool ? tgi_registry_find(g->reg, tool) : NULL;
-	json_t *blocks = json_object_get(out, "content");
-	if (e && e->row->mcp_result && json_is_array(blocks))
-		return json_incref(blocks);
-	char *text = json_is_string(out) ? NULL : json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_t *c = json_pack("[{s:s, s:s}]", "type", "text", "text",
-	                      text ? text : json_string_value(out));
-	free(text);
-	return c;
-}
-
-/* What a call that did not succeed tells the model, as content. */
-static json_t *error_content(const json_t *env)
-{
-	json_t *err = json_object_get(env, "error");
-	const char *msg = json_string_value(json_object_get(err, "message"));
-	const char *st = json_string_value(json_object_get(env, "status"));
-	const char *aid = json_string_value(json_object_get(err, "approval_id"));
-	tgi_buf b;
-	tgi_buf_init(&b, 8192);
-	tgi_buf_printf(&b, "%s: %s", st ? st : "failed", msg ? msg : "the call did not run");
-	if (aid && st && !strcmp(st, "pending"))
-		tgi_buf_printf(&b, "\nThe owner approves it with: toolgate approvals approve %s", aid);
-	char *text = tgi_buf_steal(&b);
-	json_t *c = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
-	free(text);
-	return c;
-}
-
 /* Take cr off its session's list (ss->mu held) and wake whoever waits
  * for calls to end. */
 static void call_unlink(tgi_mcp_session *ss, call_run *cr)
@@ -541,19 +519,11 @@ static void run_call(call_run *cr)
 		.cb = &cr->cb,
 		.dry_run = cr->dry_run,
 		.client_call_id = cr->client_call_id,
+		.client_args = (const char *const *)ss->s->client_args,
 	};
 	tg_result *res = NULL;
-	tg_status st = tg_call(g, &req, &res);
-	const json_t *env = tgi_result_envelope(res);
-	/* a dry run succeeded too: its content is the plan */
-	int ok = st == TG_PERSISTED || st == TG_REPLAYED || st == TG_COMMITTED || st == TG_DRY_RUN;
-	json_t *content = ok ? content_of(g, env) : error_content(env);
-	char *notes = tgi_envelope_notes(env);
-	if (notes)
-		json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", notes));
-	free(notes);
-	json_t *result = json_pack("{s:o, s:O, s:b}", "content", content, "structuredContent", env,
-	                           "isError", !ok);
+	tg_call(g, &req, &res);
+	json_t *result = tgi_mcp_result(tgi_registry_find(g->reg, cr->tool), tgi_result_envelope(res));
 
 	/* its thread is free for the session's next call (the session lives
 	 * on: this call still counts in ncalls) */
@@ -911,11 +881,42 @@ static void *ticker_main(void *arg)
 
 /* ---- server and sessions ---- */
 
+/*
+ * Arguments MCP clients are known to add to every call on their own, which
+ * no tool asked for (tg_request.client_args removes them where the tool's
+ * schema does not declare them).  Gemini CLI adds wait_for_previous to
+ * every tool's schema and passes it on (it orders parallel calls with it).
+ * None found for Claude Code or Codex.  The configuration adds more
+ * (mcp.strip_client_args).
+ */
+static const char *const builtin_client_args[] = {"wait_for_previous"};
+
+static void client_args_build(tgi_mcp_server *s)
+{
+	const tgi_strv *more = &s->g->cfg->mcp_strip_args;
+	size_t n = 0, cap = TGI_ARRAY_LEN(builtin_client_args) + more->n + 1;
+	s->client_args = tgi_xcalloc(cap, sizeof *s->client_args);
+	for (size_t i = 0; i < cap - 1; i++) {
+		const char *a = i < TGI_ARRAY_LEN(builtin_client_args)
+		                    ? builtin_client_args[i]
+		                    : more->v[i - TGI_ARRAY_LEN(builtin_client_args)];
+		size_t k = 0;
+		while (k < n && strcmp(s->client_args[k], a))
+			k++;
+		if (k == n)
+			s->client_args[n++] = tgi_strdup(a);
+	}
+}
+
 tgi_mcp_server *tgi_mcp_server_new(tg_gate *g, const tg_serve_options *o)
 {
 	tgi_mcp_server *s = tgi_xcalloc(1, sizeof *s);
 	s->g = g;
 	s->o = *o;
+	s->via = g->cfg->approvals_via;
+	if (o->approvals_via && tgi_approvals_via_parse(o->approvals_via, &s->via) < 0)
+		s->via = g->cfg->approvals_via;       /* tg_serve refuses it first */
+	client_args_build(s);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->tick_cv, NULL);
 	pthread_mutex_init(&s->pool_mu, NULL);
@@ -946,6 +947,9 @@ void tgi_mcp_server_free(tgi_mcp_server *s)
 	pthread_mutex_destroy(&s->pool_mu);
 	pthread_cond_destroy(&s->tick_cv);
 	pthread_mutex_destroy(&s->mu);
+	for (size_t i = 0; s->client_args[i]; i++)
+		free(s->client_args[i]);
+	free(s->client_args);
 	free(s);
 }
 

@@ -8,7 +8,7 @@
  * holds a step only when its part is configured: a gate without hooks has
  * no hook step and pays nothing for it (nginx's phase handlers).
  *
- *   decode → [aliases] → validate → identify → [loop check] → [before-hooks]
+ *   decode → client args → [aliases] → validate → identify → [loop check] → [before-hooks]
  *   → decide → [rate limit] → approve → execute → shape
  *   → [loop record] → persist → sinks → [after-hooks]
  *
@@ -286,5 +286,13 @@ int tgi_cc_args_back(tgi_cc_kind kind, const json_t *args, const tgi_cc_run *run
  * result carries warnings: ["'due' is deprecated; use 'due_date'"].
  */
 tgi_verdict tgi_aliases_step(tgi_call *c);
+
+/* ---- arguments a client adds on its own (client_args.c) ----
+ *
+ * The names in tg_request.client_args that the tool's input schema does not
+ * declare are removed from the call's arguments before validation and named
+ * in the trace: {stage: "client_args", ok: true, removed: ["wait_for_previous"]}.
+ */
+tgi_verdict tgi_client_args_step(tgi_call *c);
 
 #endif

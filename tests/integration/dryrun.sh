@@ -254,7 +254,7 @@ mcp=$({
 } | timeout 30 "$TG" serve --stdio 2> serve.err)
 sanitizers serve.err "serve"
 reply=$(printf '%s\n' "$mcp" | jq -c 'select(.id == "d")')
-eq "$(printf '%s' "$reply" | jq -r .result.structuredContent.status)" dry_run "MCP: _meta.dry_run gives a dry run"
+eq "$(printf '%s' "$reply" | jq -r '.result._meta["toolgate/envelope"].status')" dry_run "MCP: _meta.dry_run gives a dry run"
 eq "$(printf '%s' "$reply" | jq -r .result.isError)" false "which is not an error"
 contains "$(printf '%s' "$reply" | jq -r '.result.content[0].text')" '+mcp' "its content is the plan"
 reply=$(printf '%s\n' "$mcp" | jq -c 'select(.id == "bad")')

@@ -138,7 +138,7 @@ for i, (tool, args) in enumerate([("read_file", {"path": "a.txt"}),
                                   ("login", {"user": "bob", "password": pw, "note": key}),
                                   ("read_file", {"path": key + ".txt"})]):
     r = rpc(10 + i, "tools/call", {"name": tool, "arguments": args})
-    ops.append(r["result"]["structuredContent"]["op_id"])
+    ops.append(r["result"]["_meta"]["toolgate/envelope"]["op_id"])
 # another process while this one serves the socket: it runs, and says so once
 other = subprocess.run([tg, "call", "--json", "list_dir", "{}"], capture_output=True, text=True)
 open("other.out", "w").write(other.stdout)

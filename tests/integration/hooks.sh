@@ -64,8 +64,8 @@ mcp=$({
 sanitizers serve.err "serve"
 reply=$(printf '%s\n' "$mcp" | jq -c 'select(.id == "c")')
 eq "$(printf '%s' "$reply" | jq -r .result.isError)" true "MCP: the call is an error"
-eq "$(printf '%s' "$reply" | jq -r .result.structuredContent.status)" denied "MCP: denied"
-contains "$(printf '%s' "$reply" | jq -r .result.structuredContent.error.message)" \
+eq "$(printf '%s' "$reply" | jq -r '.result._meta["toolgate/envelope"].status')" denied "MCP: denied"
+contains "$(printf '%s' "$reply" | jq -r '.result._meta["toolgate/envelope"].error.message')" \
 	"rm -rf is blocked by the project's hook" "MCP: the hook's reason"
 
 # a bad hooks section is refused at load, with file:line

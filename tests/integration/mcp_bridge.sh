@@ -32,9 +32,10 @@ eq "$(jq '[.[] | select(.name | startswith("down__"))] | length' down-tools.json
 	"every page of the downstream's tools/list is bridged (6 tools, 2 a page)"
 DOWN_TOKEN=tok-123 tgcall http down__read_file '{"path":"d.txt"}'
 eq "$(jqv http.json .status)" persisted "a tool bridged over HTTP runs"
-eq "$(jqv http.json .output.structuredContent.output.content)" "     1	from downstream" \
-	"with the downstream's result"
-eq "$(jqv http.json .output.structuredContent.principal)" bot "under the token's principal there"
+eq "$(jqv http.json .output.structuredContent.content)" "     1	from downstream" \
+	"with the downstream's result (its output as structuredContent)"
+eq "$(cd down && "$TG" log --json | jq -r 'select(.tool == "read_file") | .principal' | tail -n 1)" bot \
+	"under the token's principal there"
 DOWN_TOKEN=wrong tgcall http-bad down__read_file '{"path":"d.txt"}'
 eq "$(jqv http-bad.json .status)" invalid "a refused token: the server's tools are absent"
 contains "$(jqv http-bad.json .error.message)" "HTTP 401" "and the message says why"
@@ -375,7 +376,7 @@ replies() {
 	done
 	[ -z "${left// /}" ]
 }
-status_of() { jq -r '.result.structuredContent.status' <<< "$1"; }
+status_of() { jq -r '.result._meta["toolgate/envelope"].status' <<< "$1"; }
 READ="{\"name\":\"fs__read_text_file\",\"arguments\":{\"path\":\"$WS/note.txt\"}}"
 send '{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}'
 r=$(reply i) || fail "serve answers initialize"
@@ -393,7 +394,7 @@ for i in $(seq 1 40); do
 	send "{\"jsonrpc\":\"2.0\",\"id\":\"k$i\",\"method\":\"tools/call\",\"params\":$READ}"
 	r=$(reply "k$i")
 	if [ "$(status_of "$r")" == persisted ]; then back=1; break; fi
-	contains "$(jq -r '.result.structuredContent.error.message' <<< "$r")" \
+	contains "$(jq -r '.result._meta["toolgate/envelope"].error.message' <<< "$r")" \
 		'the MCP server "fs" is not running' "while it is down, the call says why"
 done
 eq "$back" 1 "the killed server came back"
@@ -421,17 +422,17 @@ sleep 0.5
 send '{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"pins__ask","arguments":{}}}'
 send '{"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"pins__tell","arguments":{"text":"for whom?"}}}'
 replies a t s || fail "serve answers the three calls"
-contains "$(jq -r '.result.structuredContent.error.message' "$WS/reply-a.json")" \
+contains "$(jq -r '.result._meta["toolgate/envelope"].error.message' "$WS/reply-a.json")" \
 	"several calls to this server are running; toolgate cannot tell which client to ask, so it asks none" \
 	"an elicitation while several calls run is refused"
-eq "$(jq -r '.result.structuredContent.status' "$WS/reply-s.json")" persisted "the slow call beside it runs"
-eq "$(jq -r '.result.structuredContent.status' "$WS/reply-t.json")" persisted "the logging call runs"
+eq "$(jq -r '.result._meta["toolgate/envelope"].status' "$WS/reply-s.json")" persisted "the slow call beside it runs"
+eq "$(jq -r '.result._meta["toolgate/envelope"].status' "$WS/reply-t.json")" persisted "the logging call runs"
 contains "$(cat "$WS/relay.err")" \
 	'the MCP server "pins" logged (info) while several of its calls were running; toolgate cannot tell which client it is for, so it tells none' \
 	"its log message goes to no client: one line on stderr"
 send '{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"pins__ask","arguments":{}}}'
 r=$(reply a1)
-msg=$(jq -r '.result.structuredContent.error.message' <<< "$r")
+msg=$(jq -r '.result._meta["toolgate/envelope"].error.message' <<< "$r")
 contains "$msg" "the client of this call does not offer this method" \
 	"one call alone: the elicitation reaches its client (which did not declare elicitation)"
 exec {SRV[1]}>&-

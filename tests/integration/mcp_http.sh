@@ -140,8 +140,75 @@ sse call | tail -n 1 > call.json
 eq "$(jq -r '.id' call.json)" 3 "tools/call: the last event is the response"
 contains "$(jq -r '.result.content[0].text' call.json)" "alpha" "tools/call: the file's content"
 eq "$(jq -r '.result.isError' call.json)" false "tools/call: not an error"
-eq "$(jq -r '.result.structuredContent.status' call.json)" persisted "tools/call: the envelope"
-eq "$(jq -r '.result.structuredContent.principal' call.json)" local "tools/call: no token: the default principal"
+eq "$(jq -r '.result._meta["toolgate/envelope"].status' call.json)" persisted "tools/call: the envelope, in _meta"
+eq "$(jq -r '.result._meta["toolgate/envelope"].principal' call.json)" local "tools/call: no token: the default principal"
+eq "$(jq -r '.result.structuredContent.total_lines' call.json)" 2 "tools/call: structuredContent is the tool's output"
+eq "$(jq -r '.result.structuredContent.op_id' call.json)" null "tools/call: ... and not the envelope"
+
+# ---- the priming event (an id, retry, empty data: SEP-1699) only where the
+# request's revision has it, 2025-11-25 (the MCP-Protocol-Version header;
+# none: 2025-03-26), as the official SDKs send it: a client of an older
+# revision parses every event's data as JSON, and an empty one ends it
+# (Gemini CLI: "Unexpected end of JSON input", Codex: "EOF while parsing").
+# events NAME: the events of an event-stream body, one a line, "ID<TAB>DATA"
+# (ID "-" when it has none, DATA its data lines joined)
+events() {
+	tr -d '\r' < "$WS/$1.b" | awk '
+		function flush() { if (seen) print id "\t" data; id = "-"; data = ""; seen = 0; nd = 0 }
+		BEGIN { id = "-" }
+		/^$/ { flush(); next }
+		/^:/ { next }
+		/^id:/ { id = substr($0, 4); sub(/^ /, "", id); seen = 1; next }
+		/^data:/ { v = substr($0, 6); sub(/^ /, "", v); data = nd++ ? data "\n" v : v; seen = 1; next }
+		{ seen = 1 }
+		END { flush() }'
+}
+# all_json NAME: "yes" when every event's data is one JSON value (empty
+# data is none: JSON.parse("") throws)
+all_json() {
+	local ok=yes id data
+	while IFS=$'\t' read -r id data; do
+		[ -n "$data" ] && printf '%s' "$data" | jq . > /dev/null 2>&1 || ok=no
+	done < <(events "$1")
+	echo "$ok"
+}
+for rev in 2025-11-25 2025-06-18 2025-03-26; do
+	post "init_$rev" "${INIT/2025-11-25/$rev}"
+	rsid=$(hdr "init_$rev" Mcp-Session-Id)
+	eq "$(jq -r '.result.protocolVersion' "$WS/init_$rev.b")" "$rev" "$rev: negotiated"
+	R=(-H "Mcp-Session-Id: $rsid" -H "MCP-Protocol-Version: $rev")
+	post "initialized_$rev" "$INITIALIZED" "${R[@]}"
+	post "call_$rev" "$CALL" "${R[@]}"
+	contains "$(hdr "call_$rev" Content-Type)" "text/event-stream" "$rev: tools/call is an event stream"
+	eq "$(events "call_$rev" | tail -n 1 | cut -f2 | jq -r '.result._meta["toolgate/envelope"].status')" \
+		persisted "$rev: the call's response"
+	if [ "$rev" = 2025-11-25 ]; then
+		first=$(events "call_$rev" | head -n 1)
+		[[ "$first" =~ ^[0-9]+$'\t'$ ]] || fail "$rev: the stream opens with a priming event (an id, empty data): got '$first'"
+		contains "$(cat "$WS/call_$rev.b")" "retry: 1000" "$rev: ... with the retry delay"
+		eq "$(events "call_$rev" | wc -l)" 2 "$rev: the priming event and the response"
+	else
+		eq "$(all_json "call_$rev")" yes "$rev: every event's data is JSON (no priming event)"
+		eq "$(events "call_$rev" | wc -l)" 1 "$rev: the response alone"
+		eq "$(grep -c '^retry:' "$WS/call_$rev.b")" 0 "$rev: no retry field either"
+	fi
+	# the session's own stream (GET) follows the same rule
+	: > "$WS/get_$rev.b"
+	curl -sS -N --max-time 1 -o "$WS/get_$rev.b" -H "Accept: text/event-stream" "${R[@]}" "$URL" \
+		2> /dev/null
+	if [ "$rev" = 2025-11-25 ]; then
+		contains "$(cat "$WS/get_$rev.b")" "retry: 1000" "$rev: GET: the priming event"
+	else
+		eq "$(all_json "get_$rev")" yes "$rev: GET: no priming event"
+	fi
+	req "del_$rev" DELETE "${R[@]}"
+	eq "$(code "del_$rev")" 200 "$rev: the session ends"
+done
+# a request without MCP-Protocol-Version is taken to speak 2025-03-26 (the
+# spec's fallback and the SDKs'): no priming event, whatever the session
+post call_noversion "$CALL" -H "Mcp-Session-Id: $SID"
+eq "$(all_json call_noversion)" yes "no MCP-Protocol-Version: every event's data is JSON"
+eq "$(events call_noversion | wc -l)" 1 "no MCP-Protocol-Version: the response alone"
 
 post ping "$PING" "${S[@]}" -H "Origin: http://localhost:$PORT"
 eq "$(code ping)" 200 "a loopback Origin is accepted"
@@ -231,7 +298,7 @@ eq "$(code tok_initialized)" 202 "token session: initialized"
 post tok_call "$CALL" "${T[@]}"
 eq "$(code tok_call)" 200 "token session: tools/call"
 sse tok_call | tail -n 1 > tok_call.json
-eq "$(jq -r '.result.structuredContent.principal' tok_call.json)" ci "the token's principal makes the call"
+eq "$(jq -r '.result._meta["toolgate/envelope"].principal' tok_call.json)" ci "the token's principal makes the call"
 eq "$(sql "SELECT principal FROM ops WHERE session = '$TSID'")" ci "the ledger row of the session's call names the token's principal"
 post tok_wrong "$PING" -H "Mcp-Session-Id: $TSID" -H "Authorization: Bearer not-the-token"
 eq "$(code tok_wrong)" 401 "an unknown bearer token: 401"
@@ -262,19 +329,19 @@ open_session id_ci "${CI[@]}"
 [ -n "$OSID" ] || fail "TOOLGATE_PRINCIPAL=local: a token session: no session ($(code id_ci))"
 post id_ci_read "$CALL" -H "Mcp-Session-Id: $OSID" "${CI[@]}"
 result id_ci_read
-eq "$(jq -r '.result.structuredContent.principal' id_ci_read.json)" ci "TOOLGATE_PRINCIPAL=local: the token's owner makes the call"
-eq "$(jq -r '.result.structuredContent.status' id_ci_read.json)" persisted "TOOLGATE_PRINCIPAL=local: the token's owner may read"
+eq "$(jq -r '.result._meta["toolgate/envelope"].principal' id_ci_read.json)" ci "TOOLGATE_PRINCIPAL=local: the token's owner makes the call"
+eq "$(jq -r '.result._meta["toolgate/envelope"].status' id_ci_read.json)" persisted "TOOLGATE_PRINCIPAL=local: the token's owner may read"
 post id_ci_write "$WRITE" -H "Mcp-Session-Id: $OSID" "${CI[@]}"
 result id_ci_write
-eq "$(jq -r '.result.structuredContent.principal' id_ci_write.json)" ci "TOOLGATE_PRINCIPAL=local: a write is the token owner's"
-eq "$(jq -r '.result.structuredContent.status' id_ci_write.json)" denied "TOOLGATE_PRINCIPAL=local: a reader may not write_file"
+eq "$(jq -r '.result._meta["toolgate/envelope"].principal' id_ci_write.json)" ci "TOOLGATE_PRINCIPAL=local: a write is the token owner's"
+eq "$(jq -r '.result._meta["toolgate/envelope"].status' id_ci_write.json)" denied "TOOLGATE_PRINCIPAL=local: a reader may not write_file"
 eq "$(jq -r '.result.isError' id_ci_write.json)" true "TOOLGATE_PRINCIPAL=local: the denial is an error"
 [ ! -e w.txt ] || fail "TOOLGATE_PRINCIPAL=local: the reader's write_file wrote w.txt"
 open_session id_local
 post id_local_write "$WRITE" -H "Mcp-Session-Id: $OSID"
 result id_local_write
-eq "$(jq -r '.result.structuredContent.principal' id_local_write.json)" local "TOOLGATE_PRINCIPAL=local: no token: the default principal"
-eq "$(jq -r '.result.structuredContent.status' id_local_write.json)" persisted "TOOLGATE_PRINCIPAL=local: the owner may write_file"
+eq "$(jq -r '.result._meta["toolgate/envelope"].principal' id_local_write.json)" local "TOOLGATE_PRINCIPAL=local: no token: the default principal"
+eq "$(jq -r '.result._meta["toolgate/envelope"].status' id_local_write.json)" persisted "TOOLGATE_PRINCIPAL=local: the owner may write_file"
 rm -f w.txt
 
 # ---- a non-loopback address serves token holders only; loopback, anyone
@@ -292,7 +359,7 @@ open_session net_ci "${CI[@]}"
 eq "$(code net_ci)" 200 "--http-any 0.0.0.0: a token: initialize"
 post net_call "$CALL" -H "Mcp-Session-Id: $OSID" "${CI[@]}"
 result net_call
-eq "$(jq -r '.result.structuredContent.principal' net_call.json)" ci "--http-any 0.0.0.0: a token: the token's owner calls"
+eq "$(jq -r '.result._meta["toolgate/envelope"].principal' net_call.json)" ci "--http-any 0.0.0.0: a token: the token's owner calls"
 contains "$(jq -r '.result.content[0].text' net_call.json)" "alpha" "--http-any 0.0.0.0: a token: the call works"
 serve any_lo --http-any --http 127.0.0.1:0
 ANY_LO_PID=$PID
@@ -301,7 +368,7 @@ open_session lo_none
 eq "$(code lo_none)" 200 "--http-any on loopback: no token is still served"
 post lo_call "$CALL" -H "Mcp-Session-Id: $OSID"
 result lo_call
-eq "$(jq -r '.result.structuredContent.principal' lo_call.json)" local "--http-any on loopback: no token: the default principal"
+eq "$(jq -r '.result._meta["toolgate/envelope"].principal' lo_call.json)" local "--http-any on loopback: no token: the default principal"
 for p in "$IDENT_PID" "$ANY_PID" "$ANY_LO_PID"; do kill -TERM "$p"; ended "$p"; done
 sanitizers ident.err "serve --http (TOOLGATE_PRINCIPAL=local)"
 sanitizers any_net.err "serve --http-any 0.0.0.0"
@@ -366,6 +433,15 @@ for bad in "--page-size 0" "--max-line 1x" "--progress-ms -5" "--elicitation-tim
 	contains "$(cat badnum.err)" "${bad%% *} takes a whole number from 1 to" "serve $bad: names the option"
 	eq "$(cat badnum.out)" "" "serve $bad: nothing on stdout"
 done
+"$TG" serve --workspace "$WS" --approvals-via ask < /dev/null > badvia.out 2> badvia.err
+eq "$?" 1 "serve --approvals-via ask: exit 1"
+contains "$(cat badvia.err)" '--approvals-via takes elicitation, queue or both, not "ask"' \
+	"serve --approvals-via ask: says what it takes"
+printf 'approvals: {via: sometimes}\n' > badvia.yaml
+"$TG" serve --workspace "$WS" --config badvia.yaml < /dev/null > badvia.out 2> badvia.err
+eq "$?" 1 "approvals.via: sometimes: exit 1"
+contains "$(cat badvia.err)" "badvia.yaml:1:18: approvals.via: expected one of both, elicitation, queue" \
+	"approvals.via: sometimes: file:line and what it takes"
 
 # ---- a clean stop
 kill -TERM "$MAIN_PID"

@@ -37,7 +37,8 @@ eq "$(cat call.exit)" 0 "tools/call: the inspector exits 0"
 contains "$(jq -r '[.content[] | select(.type == "text") | .text] | join("\n")' call.out)" \
 	"hello from the inspector" "tools/call read_file: the content has the file's text"
 eq "$(jq -r '.isError // false' call.out)" false "tools/call read_file: not an error"
-eq "$(jq -r '.structuredContent.status' call.out)" persisted "tools/call read_file: the envelope, persisted"
+eq "$(jq -r '._meta["toolgate/envelope"].status' call.out)" persisted "tools/call read_file: the envelope (in _meta), persisted"
+eq "$(jq -r '.structuredContent.total_lines' call.out)" 2 "tools/call read_file: structuredContent is its output"
 eq "$("$TG" log --json --workspace "$WS" | jq -r 'select(.tool == "read_file") | .status')" persisted \
 	"tools/call read_file: in the ledger"
 

@@ -121,7 +121,7 @@ scall() {
 	send "{\"jsonrpc\":\"2.0\",\"id\":\"$1\",\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
 	r=$(reply "$1") || { fail "serve did not answer call $1"; return 1; }
 	jq -c --arg t0 "$t" --arg t1 "$(ns)" --arg via serve \
-		'.result.structuredContent + {t0: ($t0 | tonumber), t1: ($t1 | tonumber), via: $via}' \
+		'.result._meta["toolgate/envelope"] + {t0: ($t0 | tonumber), t1: ($t1 | tonumber), via: $via}' \
 		<<< "$r" > "$WS/out/$1.json"
 }
 
@@ -265,7 +265,7 @@ for _ in $(seq 200); do [ -e "$WS/w/slow1.started" ] && break; sleep 0.05; done
 [ -e "$WS/w/slow1.started" ] || fail "the slow tool did not start"
 "$PG_CLUSTER" stop "$CL" immediate || fail "pg_ctl stop -m immediate (slow call)"
 if r=$(reply slow1); then
-	jq -c '.result.structuredContent' <<< "$r" > "$WS/out/slow1.json"
+	jq -c '.result._meta["toolgate/envelope"]' <<< "$r" > "$WS/out/slow1.json"
 else
 	fail "serve did not answer the slow call"
 	echo '{}' > "$WS/out/slow1.json"

@@ -297,13 +297,24 @@ export async function callTool(client, name, args, options) {
   }
 }
 
-// The structured result of a tools/call: {isError, text, sc (the envelope)}.
+// The _meta key of toolgate's envelope in a tools/call result.
+export const ENVELOPE = "toolgate/envelope";
+
+// The parts of a tools/call result: {isError, text (the content's text),
+// sc (the envelope, from _meta), structured (structuredContent: what Claude
+// Code and Codex give the model), result}.
 export function outcome(result) {
   const text = (result.content ?? [])
     .filter((c) => c.type === "text")
     .map((c) => c.text)
     .join("\n");
-  return { isError: result.isError === true, text, sc: result.structuredContent ?? {}, result };
+  return {
+    isError: result.isError === true,
+    text,
+    sc: result._meta?.[ENVELOPE] ?? {},
+    structured: result.structuredContent,
+    result,
+  };
 }
 
 async function cleanup() {

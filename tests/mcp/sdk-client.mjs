@@ -2,10 +2,14 @@
 // Client, over stdio and over Streamable HTTP (DESIGN §6, issue 6): the
 // handshake, tools/list as the contract and the policy say (titles,
 // annotations, schemas, pages, hidden denials), each built-in tool called
-// with its envelope in structuredContent, every way a call can stop
-// (denied, invalid, unknown tool, malformed request, queued for approval),
-// elicitation accepted and declined, progress, and cancellation that kills
-// the running command and is recorded in the ledger.
+// with its output as structuredContent and its envelope in _meta, every way
+// a call can stop (denied, invalid, unknown tool, malformed request, queued
+// for approval), a tool with an output schema (the SDK checks
+// structuredContent against it, on errors too), the arguments a client adds
+// on its own (Gemini CLI's wait_for_previous), elicitation (accepted with
+// nothing filled in, declined, cancelled: queued; approvals via the queue),
+// progress, and cancellation that kills the running command and is recorded
+// in the ledger.
 //
 // Owns: its workspaces and servers (through lib.mjs).  Must not: mock
 // either side — the official SDK Client talks to the real toolgate binary.
@@ -55,8 +59,20 @@ const FILES = {
 const CONFIG = `
 mode: default
 permissions:
-  allow: ["write_file(./out/**)", "apply_patch", "shell"]
-  deny: ["read_file(./secret.txt)"]
+  allow: ["write_file(./out/**)", "apply_patch", "shell", typed]
+  deny: ["read_file(./secret.txt)", "typed(n=13)"]
+tools:
+  typed:
+    description: Echo the call, with an output schema.
+    input_schema: {type: object, properties: {n: {type: integer}}, additionalProperties: false}
+    output_schema:
+      type: object
+      properties: {tool: {type: string}, args: {$ref: "#/$defs/args"}}
+      required: [tool, args]
+      additionalProperties: true
+      $defs: {args: {type: object, properties: {n: {type: integer}}, required: [n]}}
+    command: [cat]
+    read_only: true
 `;
 
 // A workspace with FILES and CONFIG as toolgate.yaml; the serve arguments
@@ -132,7 +148,8 @@ async function listing(s, tag, ws, args) {
 // structuredContent, persisted, and in the ledger.
 async function builtins(s, tag, ws) {
   const cases = [
-    ["read_file", { path: "hello.txt" }, (o) => o.text.includes("hello world") && o.sc.output?.total_lines === 2],
+    ["read_file", { path: "hello.txt" }, (o) => o.text.includes("hello world") && o.sc.output?.total_lines === 2 &&
+      o.structured?.total_lines === 2],
     ["list_dir", { path: "." }, (o) => o.text.includes("hello.txt") && o.text.includes("src")],
     ["search_files", { pattern: "sec.nd" }, (o) => o.text.includes("hello.txt") && o.text.includes("second line")],
     ["write_file", { path: "out/w.txt", content: "written\n" }, () => readIf(ws, "out/w.txt") === "written\n"],
@@ -145,7 +162,10 @@ async function builtins(s, tag, ws) {
     const o = await call(s, name, args);
     const what = `${tag} ${name}`;
     check(`${what}: not an error`, !o.isError, o.result);
-    eq(o.sc.status, "persisted", `${what}: structuredContent is the envelope, persisted`);
+    eq(o.sc.status, "persisted", `${what}: the envelope (in _meta), persisted`);
+    eq(o.structured?.op_id, undefined, `${what}: structuredContent is not the envelope`);
+    if (o.structured !== undefined)
+      eq(JSON.parse(o.text), o.structured, `${what}: content is structuredContent's serialization`);
     eq(o.sc.tool, name, `${what}: envelope names the tool`);
     check(`${what}: envelope has a UUIDv7 op_id`, UUID.test(o.sc.op_id ?? ""), o.sc.op_id);
     check(`${what}: the content text and the effect`, works(o), o.result);
@@ -167,6 +187,8 @@ async function refusals(s, tag, ws) {
   eq(o.sc.status, "denied", `${tag} denied: status denied`);
   eq(o.sc.error?.kind, "not_permitted", `${tag} denied: error.kind not_permitted`);
   check(`${tag} denied: a sentence, and nothing of the file`, o.text.length > 0 && !o.text.includes("TOP-SECRET"), o.text);
+  eq(Object.keys(o.structured ?? {}), ["status", "error"], `${tag} denied: structuredContent is the status and the error`);
+  eq(o.structured?.error?.kind, "not_permitted", `${tag} denied: ... the error's kind`);
 
   o = await call(s, "read_file", { path: 5 });
   check(`${tag} invalid: isError`, o.isError, o.result);
@@ -207,6 +229,8 @@ async function queued(s, tag, ws) {
   check(`${tag} pending: an approval_id`, typeof id === "string" && id.length > 0, o.sc.error);
   check(`${tag} pending: the message gives the command that approves it`,
         o.text.includes(`toolgate approvals approve ${id}`), o.text);
+  eq([o.structured?.status, o.structured?.error?.approval_id], ["pending", id],
+     `${tag} pending: structuredContent has the status and the approval id`);
   eq(readIf(ws, "notes/q.txt"), null, `${tag} pending: nothing written`);
   toolgate(ws, "approvals", "approve", id, "--workspace", ws);
   o = await call(s, "write_file", args);
@@ -250,21 +274,51 @@ async function cancellation(s, tag, ws) {
   eq(await s.client.ping(), {}, `${tag} cancel: the session goes on`);
 }
 
+// A tool with an output schema: the SDK checks every structuredContent
+// against the listed outputSchema (the tool's, or the status object's), so
+// none of these calls may throw.
+async function typedOutput(s, tag) {
+  const { tools } = await s.client.listTools();
+  const os = tools.find((t) => t.name === "typed")?.outputSchema;
+  eq(os?.anyOf?.length, 2, `${tag} typed: outputSchema is the tool's or the status object's`);
+  eq(Object.keys(os?.$defs ?? {}), ["args"], `${tag} typed: the tool's $defs at the top, where its refs point`);
+  let o = await call(s, "typed", { n: 1 });
+  check(`${tag} typed: the SDK accepts the output`, !o.thrown, o.result);
+  eq([o.sc.status, o.structured?.args?.n, o.structured?.status], ["persisted", 1, undefined],
+     `${tag} typed: structuredContent is the output`);
+  o = await call(s, "typed", { n: 13 });
+  check(`${tag} typed, denied: the SDK accepts the status object`, !o.thrown, o.result);
+  eq([o.isError, o.structured?.status], [true, "denied"], `${tag} typed, denied: the status object`);
+  o = await call(s, "typed", { n: "x" });
+  check(`${tag} typed, invalid: the SDK accepts the status object`, !o.thrown, o.result);
+  eq([o.isError, o.structured?.status, o.structured?.error?.field], [true, "invalid", "/n"],
+     `${tag} typed, invalid: the status object with the field`);
+}
+
+// Gemini CLI adds wait_for_previous to every tool's schema and passes it on:
+// it is removed before validation (which would refuse it), and the trace
+// says so.
+async function clientArgs(s, tag, ws) {
+  const o = await call(s, "read_file", { path: "hello.txt", wait_for_previous: true });
+  eq(o.sc.status, "persisted", `${tag} wait_for_previous: the call runs`);
+  const rec = (o.sc.stages ?? []).find((x) => x.stage === "client_args");
+  eq(rec?.removed, ["wait_for_previous"], `${tag} wait_for_previous: the trace says it was removed`);
+  const row = ledger(ws).find((r) => r.op_id === o.sc.op_id);
+  eq((row?.envelope?.stages ?? []).find((x) => x.stage === "client_args")?.removed, ["wait_for_previous"],
+     `${tag} wait_for_previous: the ledger row says so`);
+}
+
 // ---- elicitation -------------------------------------------------------------
 
 // A client that declares elicitation and answers with `answer` ("accept",
-// "decline", "cancel"); the requests it got in `asked`.
+// "decline", "cancel"), accepting with `content` (as a person who only
+// presses Accept: nothing filled in); the requests it got in `asked`.
 function elicitingClient() {
-  const state = { answer: "accept", asked: [] };
+  const state = { answer: "accept", content: {}, asked: [] };
   const handler = async (req) => {
     state.asked.push(req.params);
     if (state.answer !== "accept") return { action: state.answer };
-    // confirm: every boolean the form asks for, true
-    const props = req.params.requestedSchema?.properties ?? {};
-    const content = Object.fromEntries(
-      Object.entries(props).filter(([, p]) => p.type === "boolean").map(([k]) => [k, true]),
-    );
-    return { action: "accept", content };
+    return { action: "accept", content: state.content };
   };
   return { state, opts: { capabilities: { elicitation: {} }, handlers: [[ElicitRequestSchema, handler]] } };
 }
@@ -281,24 +335,50 @@ async function elicitation(http, tag) {
   check(`${tag} elicit: form mode`, (p.mode ?? "form") === "form", p);
   check(`${tag} elicit: the message names the tool and its arguments`,
         /write_file/.test(p.message) && p.message.includes("notes/e.txt"), p.message);
-  check(`${tag} elicit: a boolean to confirm`,
-        Object.values(p.requestedSchema?.properties ?? {}).some((x) => x.type === "boolean"), p.requestedSchema);
-  eq(o.sc.status, "persisted", `${tag} elicit: accepted, the call runs`);
+  eq(Object.entries(p.requestedSchema?.properties ?? {}).map(([k, v]) => [k, v.type]), [["reason", "string"]],
+     `${tag} elicit: the form asks for an optional reason only`);
+  eq(p.requestedSchema?.required ?? [], [], `${tag} elicit: nothing required`);
+  eq(o.sc.status, "persisted", `${tag} elicit: Accept with nothing filled in approves`);
   eq(readIf(ws, "notes/e.txt"), "elicited\n", `${tag} elicit: accepted, the file is written`);
 
-  for (const [answer, done] of [["decline", "declined"], ["cancel", "cancelled"]]) {
-    state.answer = answer;
-    const path = `notes/${answer}.txt`;
-    o = await call(s, "write_file", { path, content: "no\n" });
-    check(`${tag} elicit: ${done}, isError`, o.isError, o.result);
-    eq(o.sc.status, "denied", `${tag} elicit: ${done}, denied`);
-    eq(readIf(ws, path), null, `${tag} elicit: ${done}, nothing written`);
-  }
+  state.content = { reason: "release day" };
+  o = await call(s, "write_file", { path: "notes/r.txt", content: "r\n" });
+  eq(o.sc.status, "persisted", `${tag} elicit: accepted with a reason`);
+  const row = ledger(ws).find((r) => r.op_id === o.sc.op_id);
+  check(`${tag} elicit: the reason is in the ledger`,
+        JSON.stringify(row?.events ?? []).includes("release day"), row?.events);
+
+  state.answer = "decline";
+  o = await call(s, "write_file", { path: "notes/decline.txt", content: "no\n" });
+  eq([o.isError, o.sc.status], [true, "denied"], `${tag} elicit: declined, denied`);
+  eq(readIf(ws, "notes/decline.txt"), null, `${tag} elicit: declined, nothing written`);
+
+  // a client that cancels (claude -p answers every question so): the owner decides
+  state.answer = "cancel";
+  o = await call(s, "write_file", { path: "notes/cancel.txt", content: "later\n" });
+  eq([o.isError, o.sc.status], [true, "pending"], `${tag} elicit: cancelled, queued for the owner`);
+  const id = o.sc.error?.approval_id;
+  check(`${tag} elicit: cancelled: the command that approves it`, o.text.includes(`toolgate approvals approve ${id}`), o.text);
+  toolgate(ws, "approvals", "approve", id, "--workspace", ws);
+  o = await call(s, "write_file", { path: "notes/cancel.txt", content: "later\n" });
+  eq(o.sc.status, "persisted", `${tag} elicit: approved from the CLI, the same call runs`);
+  eq(readIf(ws, "notes/cancel.txt"), "later\n", `${tag} elicit: the approved write happened`);
+
   // reads are allowed: no elicitation for them
   state.asked.length = 0;
   o = await call(s, "read_file", { path: "hello.txt" });
   eq([o.sc.status, state.asked.length], ["persisted", 0], `${tag} elicit: a read asks nobody`);
   await stop(s, tag);
+
+  // --approvals-via queue: a client that declines every question (codex
+  // exec) still reaches the owner
+  const q = setup();
+  const qc = elicitingClient();
+  qc.state.answer = "decline";
+  const s2 = await serve(q.ws, { http, args: [...q.args, "--approvals-via", "queue"], ...qc.opts });
+  o = await call(s2, "write_file", { path: "notes/q.txt", content: "q\n" });
+  eq([o.sc.status, qc.state.asked.length], ["pending", 0], `${tag} --approvals-via queue: queued, nobody asked`);
+  await stop(s2, tag);
 }
 
 // ---- pages and hidden tools -----------------------------------------------------
@@ -406,6 +486,8 @@ for (const http of [false, true]) {
   await builtins(s, tag, ws);
   await refusals(s, tag, ws);
   await queued(s, tag, ws);
+  await typedOutput(s, tag);
+  await clientArgs(s, tag, ws);
   await progress(s, tag);
   await cancellation(s, tag, ws);
   await revisions(s.url, tag, ws);

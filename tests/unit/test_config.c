@@ -471,6 +471,64 @@ static void test_limits_and_numbers(void **state)
 	         "1:20: approvals.ttl_s: expected an integer from 1 to 31536000, got 0");
 }
 
+/* approvals.via (how toolgate serve asks) and mcp.strip_client_args: both
+ * optional, checked, and apart from the approval policy (`approval:`). */
+static void test_mcp_approvals_and_client_args(void **state)
+{
+	tgi_config *c = yaml_ok("approval: never\n");
+	assert_int_equal(c->approvals_via, TGI_VIA_BOTH);        /* the default */
+	assert_int_equal(c->approval, TGI_APPROVAL_NEVER);       /* the policy, apart */
+	assert_int_equal(c->mcp_strip_args.n, 0);
+	assert_null(c->mcp_strip_args.v[0]);
+	tgi_config_free(c);
+
+	static const struct { const char *name; tgi_approvals_via via; } vias[] = {
+		{ "both", TGI_VIA_BOTH }, { "elicitation", TGI_VIA_ELICITATION },
+		{ "queue", TGI_VIA_QUEUE },
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(vias); i++) {
+		char text[96];
+		snprintf(text, sizeof text, "approvals: {ttl_s: 60, via: %s}\n", vias[i].name);
+		c = yaml_ok(text);
+		assert_int_equal(c->approvals_via, vias[i].via);
+		assert_int_equal(c->approval_ttl_s, 60);
+		tgi_config_free(c);
+		tgi_approvals_via v = TGI_VIA_QUEUE;
+		assert_int_equal(tgi_approvals_via_parse(vias[i].name, &v), 0);
+		assert_int_equal(v, vias[i].via);
+		assert_string_equal(tgi_approvals_via_name(vias[i].via), vias[i].name);
+	}
+	tgi_approvals_via v;
+	assert_int_equal(tgi_approvals_via_parse("ask", &v), -1);
+	assert_string_equal(tgi_approvals_via_name((tgi_approvals_via)9), "unknown");
+	yaml_err("approvals: {via: ask}\n",
+	         "1:18: approvals.via: expected one of both, elicitation, queue, got \"ask\"");
+	yaml_err("approvals: {via: true}\n",
+	         "1:18: approvals.via: expected one of both, elicitation, queue, got true");
+
+	c = yaml_ok("mcp:\n  strip_client_args: [client_hint, x]\n");
+	assert_int_equal(c->mcp_strip_args.n, 2);
+	assert_string_equal(c->mcp_strip_args.v[0], "client_hint");
+	assert_string_equal(c->mcp_strip_args.v[1], "x");
+	assert_null(c->mcp_strip_args.v[2]);
+	tgi_config_free(c);
+	c = yaml_ok("mcp:\n");                                   /* empty: the built-ins alone */
+	assert_int_equal(c->mcp_strip_args.n, 0);
+	tgi_config_free(c);
+	yaml_err("mcp: {strip_client_args: wait_for_previous}\n",
+	         "1:26: mcp.strip_client_args: expected a list of strings, got \"wait_for_previous\"");
+	yaml_err("mcp: {strip_client_args: [\"\"]}\n",
+	         "1:27: mcp.strip_client_args[0]: expected a non-empty string, got \"\"");
+	yaml_err("mcp: {strip_client_args: [3]}\n",
+	         "1:27: mcp.strip_client_args[0]: expected a string, got 3");
+	yaml_err("mcp: [x]\n", "1:6: mcp: expected a mapping, got a list");
+	char many[1024] = "mcp: {strip_client_args: [a";
+	for (int i = 0; i < 64; i++)
+		strcat(many, ", a");
+	strcat(many, "]}\n");
+	yaml_err(many, "1:26: mcp.strip_client_args: expected at most 64 names, got 65");
+}
+
 static void test_unknown_keys_in_every_section(void **state)
 {
 	static const struct { const char *text, *want; } cases[] = {
@@ -481,7 +539,8 @@ static void test_unknown_keys_in_every_section(void **state)
 		{ "profiles: {p: {categories: [fs], readonly: true}}\n", "1:44: profiles.p: unknown key \"readonly\"; expected one of categories, read_only" },
 		{ "limits: {timeout: 5}\n",              "1:19: limits: unknown key \"timeout\"; expected one of max_args_bytes, max_result_chars, timeout_s" },
 		{ "formats: {asserts: true}\n",          "1:20: formats: unknown key \"asserts\"; expected one of assert" },
-		{ "approvals: {ttl: 5}\n",               "1:18: approvals: unknown key \"ttl\"; expected one of ttl_s" },
+		{ "approvals: {ttl: 5}\n",               "1:18: approvals: unknown key \"ttl\"; expected one of ttl_s, wait_s, via" },
+		{ "mcp: {strip_args: [x]}\n",            "1:19: mcp: unknown key \"strip_args\"; expected one of strip_client_args" },
 		{ "ledger: {synchronous: full}\n",       "1:23: ledger: unknown key \"synchronous\"; expected one of sync, lease_grace_s" },
 		{ "tools: {t: {description: d, command: [x], readonly: true}}\n",
 		  "1:53: tools.t: unknown key \"readonly\"; expected one of description," },
@@ -1123,6 +1182,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nul_in_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_enum_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits_and_numbers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcp_approvals_and_client_args, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_keys_in_every_section, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_configs_from_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_yaml_and_json_load_equal, setup, teardown),

@@ -162,10 +162,22 @@ static int error_code(const json_t *m)
 	return (int)json_integer_value(json_object_get(json_object_get(m, "error"), "code"));
 }
 
+/* The envelope of a tools/call response (_meta["toolgate/envelope"]). */
+static json_t *envelope_of(const json_t *m)
+{
+	return json_object_get(json_object_get(json_object_get(m, "result"), "_meta"),
+	                       "toolgate/envelope");
+}
+
 static const char *status_of(const json_t *m)
 {
-	return json_string_value(json_object_get(
-	    json_object_get(json_object_get(m, "result"), "structuredContent"), "status"));
+	return json_string_value(json_object_get(envelope_of(m), "status"));
+}
+
+/* What the model reads in Claude Code and Codex. */
+static json_t *structured_of(const json_t *m)
+{
+	return json_object_get(json_object_get(m, "result"), "structuredContent");
 }
 
 static const char *text_of(const json_t *m)
@@ -190,8 +202,34 @@ static const char config_yaml[] =
 	"sandbox: danger-full-access\n"
 	"loop_detection: {enabled: false}\n"   /* the same calls at once on purpose */
 	"permissions:\n"
-	"  allow: [\"shell(sleep *)\"]\n"
-	"  deny: [\"search_files\", \"read_file(./secret.txt)\", \"list_dir(./private/**)\"]\n";
+	"  allow: [\"shell(sleep *)\", echo, typed, renamed]\n"
+	"  deny: [\"search_files\", \"read_file(./secret.txt)\", \"list_dir(./private/**)\"]\n"
+	"mcp: {strip_client_args: [client_extra]}\n"
+	"tools:\n"
+	"  echo:\n"                          /* prints the call JSON it gets: its args */
+	"    description: Echo the call.\n"
+	"    input_schema:\n"
+	"      type: object\n"
+	"      properties: {text: {type: string}, wait_for_previous: {type: boolean}}\n"
+	"      additionalProperties: false\n"
+	"    command: [cat]\n"
+	"    read_only: true\n"
+	"  typed:\n"                         /* an output schema, with $defs */
+	"    description: Typed output.\n"
+	"    input_schema: {type: object, properties: {n: {type: integer}}}\n"
+	"    output_schema:\n"
+	"      type: object\n"
+	"      properties: {args: {$ref: \"#/$defs/args\"}}\n"
+	"      $defs: {args: {type: object}}\n"
+	"    command: [cat]\n"
+	"    read_only: true\n"
+	"  renamed:\n"                       /* a deprecated field: a warning for the model */
+	"    description: Renamed field.\n"
+	"    input_schema: {type: object, properties: {title: {type: string}}, "
+	"additionalProperties: false}\n"
+	"    aliases: {name: title}\n"
+	"    command: [cat]\n"
+	"    read_only: true\n";
 
 static const char shown_yaml[] =
 	"hide_denied: false\n"
@@ -230,7 +268,7 @@ typedef struct fx {
 	rec              r;
 } fx;
 
-static void fx_open(fx *f, const char *config, size_t page_size)
+static void fx_open_via(fx *f, const char *config, size_t page_size, const char *via)
 {
 	char cfg[128];
 	snprintf(cfg, sizeof cfg, "%s/%s", ws, config);
@@ -240,10 +278,28 @@ static void fx_open(fx *f, const char *config, size_t page_size)
 	if (rc)
 		fprintf(stderr, "open: %s\n", err);
 	assert_int_equal(rc, 0);
-	tg_serve_options so = {.page_size = page_size, .progress_ms = 100, .elicit_timeout_s = 20};
+	tg_serve_options so = {.page_size = page_size, .progress_ms = 100, .elicit_timeout_s = 20,
+	                       .approvals_via = via};
 	f->s = tgi_mcp_server_new(f->g, &so);
 	rec_init(&f->r);
 	f->ss = tgi_mcp_session_new(f->s, NULL, NULL, rec_send, &f->r);
+}
+
+static void fx_open(fx *f, const char *config, size_t page_size)
+{
+	fx_open_via(f, config, page_size, NULL);
+}
+
+/* Drop the recorded responses to id (so that the same id can be used again). */
+static void forget(rec *r, json_int_t id)
+{
+	json_t *jid = json_integer(id);
+	pthread_mutex_lock(&r->mu);
+	for (size_t i = json_array_size(r->msgs); i-- > 0;)
+		if (matches(json_array_get(r->msgs, i), jid, NULL))
+			json_array_remove(r->msgs, i);
+	pthread_mutex_unlock(&r->mu);
+	json_decref(jid);
 }
 
 static void fx_init(fx *f, const char *caps)
@@ -417,6 +473,17 @@ static void test_call_outcomes(void **state)
 	assert_string_equal(status_of(m), "persisted");
 	assert_true(json_is_false(json_object_get(json_object_get(m, "result"), "isError")));
 	assert_non_null(strstr(text_of(m), "two"));
+	/* the model reads the output, not the envelope; content is its serialization */
+	json_t *sc = structured_of(m);
+	assert_true(json_equal(sc, json_object_get(envelope_of(m), "output")));
+	assert_int_equal(json_integer_value(json_object_get(sc, "total_lines")), 3);
+	assert_null(json_object_get(sc, "op_id"));
+	assert_null(json_object_get(sc, "stages"));
+	json_t *back = json_loads(text_of(m), 0, NULL);
+	assert_true(json_equal(back, sc));
+	json_decref(back);
+	assert_non_null(json_string_value(json_object_get(envelope_of(m), "op_id")));
+	assert_true(json_is_array(json_object_get(envelope_of(m), "stages")));
 	json_decref(m);
 
 	m = rpc(&f.r, f.ss, 3, "tools/call",
@@ -424,14 +491,26 @@ static void test_call_outcomes(void **state)
 	assert_string_equal(status_of(m), "denied");
 	assert_true(json_is_true(json_object_get(json_object_get(m, "result"), "isError")));
 	assert_null(strstr(text_of(m), "the secret"));
+	/* a call that did not persist: its status and the sentence, nothing else */
+	sc = structured_of(m);
+	assert_string_equal(json_string_value(json_object_get(sc, "status")), "denied");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(sc, "error"), "kind")),
+	                    "not_permitted");
+	assert_non_null(json_string_value(json_object_get(json_object_get(sc, "error"), "message")));
+	assert_null(json_object_get(json_object_get(sc, "error"), "rule"));
+	assert_null(json_object_get(sc, "output"));
+	assert_int_equal(json_object_size(sc), 2);
+	/* the content of an error is its sentence */
+	char want_text[1200];
+	snprintf(want_text, sizeof want_text, "denied: %s",
+	         json_string_value(json_object_get(json_object_get(sc, "error"), "message")));
+	assert_string_equal(text_of(m), want_text);
 	json_decref(m);
 
 	m = rpc(&f.r, f.ss, 4, "tools/call",
 	        "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\",\"limit\":\"ten\"}}");
 	assert_string_equal(status_of(m), "invalid");
-	json_t *err = json_object_get(
-	    json_object_get(json_object_get(json_object_get(m, "result"), "structuredContent"),
-	                    "error"), "field");
+	json_t *err = json_object_get(json_object_get(structured_of(m), "error"), "field");
 	assert_string_equal(json_string_value(err), "/limit");
 	json_decref(m);
 
@@ -458,6 +537,14 @@ static void test_call_outcomes(void **state)
 	        "{\"name\":\"write_file\",\"arguments\":{\"path\":\"new.txt\",\"content\":\"x\"}}");
 	assert_string_equal(status_of(m), "pending");
 	assert_non_null(strstr(text_of(m), "toolgate approvals approve "));
+	sc = structured_of(m);
+	const char *aid = json_string_value(json_object_get(json_object_get(sc, "error"),
+	                                                    "approval_id"));
+	assert_non_null(aid);
+	char want[96];
+	snprintf(want, sizeof want, "toolgate approvals approve %s", aid);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(sc, "error"),
+	                                                      "approve_with")), want);
 	json_decref(m);
 	char p[128];
 	snprintf(p, sizeof p, "%s/new.txt", ws);
@@ -465,8 +552,159 @@ static void test_call_outcomes(void **state)
 	fx_close(&f);
 }
 
-/* Answer the next elicitation/create with action (and approve when accepting). */
-static json_t *answer_elicitation(fx *f, const char *action, int approve)
+/* The arguments clients add on their own: removed where the tool's schema
+ * does not declare them (and said in the trace), kept where it does. */
+static void test_client_args(void **state)
+{
+	fx f;
+	fx_open(&f, "toolgate.yaml", 0);
+	fx_init(&f, NULL);
+
+	/* Gemini CLI's wait_for_previous on a tool that does not take it:
+	 * validation would refuse it (additionalProperties: false) */
+	json_t *m = rpc(&f.r, f.ss, 2, "tools/call",
+	                "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\","
+	                "\"wait_for_previous\":true,\"client_extra\":1}}");
+	assert_string_equal(status_of(m), "persisted");
+	json_t *stages = json_object_get(envelope_of(m), "stages");
+	json_t *trace = json_array_get(stages, 1);
+	assert_string_equal(json_string_value(json_object_get(trace, "stage")), "client_args");
+	json_t *removed = json_pack("[s, s]", "wait_for_previous", "client_extra");
+	assert_true(json_equal(json_object_get(trace, "removed"), removed));
+	json_decref(removed);
+	const char *op = json_string_value(json_object_get(envelope_of(m), "op_id"));
+
+	/* the ledger row shows it too */
+	tg_log_query q = {.tool = "read_file"};
+	char *err = NULL;
+	char *log = tg_log(f.g, &q, &err);
+	assert_non_null(log);
+	json_t *ops = json_loads(log, 0, NULL);
+	free(log);
+	json_t *row = json_array_get(ops, json_array_size(ops) - 1);
+	json_t *env = json_object_get(row, "envelope");
+	assert_string_equal(json_string_value(json_object_get(env, "op_id")), op);
+	assert_true(json_equal(json_array_get(json_object_get(env, "stages"), 1), trace));
+	json_decref(ops);
+	json_decref(m);
+
+	/* without one: no record */
+	m = rpc(&f.r, f.ss, 3, "tools/call",
+	        "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}");
+	assert_string_equal(json_string_value(json_object_get(
+	    json_array_get(json_object_get(envelope_of(m), "stages"), 1), "stage")), "validate");
+	json_decref(m);
+
+	/* a tool that declares wait_for_previous gets it; client_extra, which it
+	 * does not declare, is removed before validation refuses it */
+	m = rpc(&f.r, f.ss, 4, "tools/call",
+	        "{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\",\"wait_for_previous\":true,"
+	        "\"client_extra\":\"x\"}}");
+	assert_string_equal(status_of(m), "persisted");
+	json_t *args = json_object_get(structured_of(m), "args");
+	assert_true(json_is_true(json_object_get(args, "wait_for_previous")));
+	assert_null(json_object_get(args, "client_extra"));
+	json_decref(m);
+
+	/* an argument nobody named is still refused */
+	m = rpc(&f.r, f.ss, 5, "tools/call",
+	        "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\",\"other\":1}}");
+	assert_string_equal(status_of(m), "invalid");
+	json_decref(m);
+	fx_close(&f);
+}
+
+/* structuredContent as the model reads it, per case: a tool with an output
+ * schema (listed as the tool's schema or the status object), a non-object
+ * output, a warning the model must read, a replay. */
+static void test_result_shapes(void **state)
+{
+	fx f;
+	fx_open(&f, "toolgate.yaml", 0);
+	fx_init(&f, NULL);
+
+	json_t *l = rpc(&f.r, f.ss, 2, "tools/list", NULL);
+	json_t *tools = json_object_get(json_object_get(l, "result"), "tools");
+	json_t *os = json_object_get(find_tool(tools, "typed"), "outputSchema");
+	assert_string_equal(json_string_value(json_object_get(os, "type")), "object");
+	json_t *any = json_object_get(os, "anyOf");
+	assert_int_equal(json_array_size(any), 2);
+	/* the tool's $defs at the top, where its "#/$defs/args" points */
+	assert_non_null(json_object_get(json_object_get(os, "$defs"), "args"));
+	assert_null(json_object_get(json_array_get(any, 0), "$defs"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(
+	    json_array_get(any, 0), "properties"), "args"), "$ref")), "#/$defs/args");
+	json_t *req = json_object_get(json_array_get(any, 1), "required");
+	assert_string_equal(json_string_value(json_array_get(req, 0)), "status");
+	/* a tool without an output schema lists none */
+	assert_null(json_object_get(find_tool(tools, "read_file"), "outputSchema"));
+	json_decref(l);
+
+	/* the output itself, which the tool's schema describes */
+	json_t *m = rpc(&f.r, f.ss, 3, "tools/call", "{\"name\":\"typed\",\"arguments\":{\"n\":1}}");
+	assert_string_equal(status_of(m), "persisted");
+	json_t *sc = structured_of(m);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(sc, "args"), "n")), 1);
+	assert_null(json_object_get(sc, "status"));
+	json_decref(m);
+
+	/* a warning the model must read: the status object carries it */
+	m = rpc(&f.r, f.ss, 4, "tools/call",
+	        "{\"name\":\"renamed\",\"arguments\":{\"name\":\"x\"}}");
+	assert_string_equal(status_of(m), "persisted");
+	sc = structured_of(m);
+	assert_string_equal(json_string_value(json_object_get(sc, "status")), "persisted");
+	assert_non_null(strstr(json_string_value(json_array_get(json_object_get(sc, "warnings"), 0)),
+	                       "deprecated"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    json_object_get(sc, "output"), "args"), "title")), "x");
+	json_decref(m);
+
+	/* a non-object output without an output schema: text, no structuredContent */
+	m = rpc(&f.r, f.ss, 5, "tools/call",
+	        "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 0\"}}");
+	assert_string_equal(status_of(m), "persisted");
+	json_t *out = json_object_get(envelope_of(m), "output");
+	if (!json_is_object(out))
+		assert_null(structured_of(m));
+	json_decref(m);
+
+	/* a dry run: the status object with the plan as its output */
+	m = rpc(&f.r, f.ss, 6, "tools/call",
+	        "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"},"
+	        "\"_meta\":{\"dry_run\":true}}");
+	assert_string_equal(status_of(m), "dry_run");
+	assert_true(json_is_false(json_object_get(json_object_get(m, "result"), "isError")));
+	sc = structured_of(m);
+	assert_string_equal(json_string_value(json_object_get(sc, "status")), "dry_run");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(sc, "output"),
+	                                                      "would_run")), "read_file");
+	json_decref(m);
+	fx_close(&f);
+
+	/* a replay: the original output, and that it is one */
+	fx_open(&f, "bypass.yaml", 0);
+	fx_init(&f, NULL);
+	for (int i = 0; i < 2; i++) {
+		m = rpc(&f.r, f.ss, 7, "tools/call",
+		        "{\"name\":\"write_file\",\"arguments\":{\"path\":\"r.txt\",\"content\":\"x\"}}");
+		assert_string_equal(status_of(m), i ? "replayed" : "persisted");
+		forget(&f.r, 7);
+		sc = structured_of(m);
+		if (i) {
+			assert_string_equal(json_string_value(json_object_get(sc, "status")), "replayed");
+			assert_true(json_equal(json_object_get(sc, "output"),
+			                       json_object_get(envelope_of(m), "output")));
+			assert_true(json_is_false(json_object_get(json_object_get(m, "result"), "isError")));
+		}
+		json_decref(m);
+	}
+	fx_close(&f);
+}
+
+/* Answer the next elicitation/create with action; content (JSON text, may
+ * be NULL) goes with an accept.  The question, as asked (new reference). */
+static json_t *answer_elicitation(fx *f, const char *action, const char *content)
 {
 	json_t *q = wait_for(&f->r, 0, "elicitation/create", 20000);
 	assert_non_null(q);
@@ -477,9 +715,9 @@ static json_t *answer_elicitation(fx *f, const char *action, int approve)
 	assert_string_equal(json_string_value(json_object_get(params, "mode")), "form");
 	json_t *id = json_object_get(q, "id");
 	char *ids = json_dumps(id, JSON_ENCODE_ANY);
-	if (!strcmp(action, "accept"))
-		handle(f->ss, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
-		              "\"content\":{\"approve\":%s}}}", ids, approve ? "true" : "false");
+	if (content)
+		handle(f->ss, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"%s\","
+		              "\"content\":%s}}", ids, action, content);
 	else
 		handle(f->ss, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"%s\"}}", ids,
 		       action);
@@ -497,40 +735,122 @@ static json_t *answer_elicitation(fx *f, const char *action, int approve)
 	return q;
 }
 
+/* A write that asks, as request id; its response after action (content). */
+static json_t *elicited_call(fx *f, int id, const char *action, const char *content,
+                             json_t **question)
+{
+	handle(f->ss, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+	              "\"name\":\"write_file\",\"arguments\":{\"path\":\"elicited.txt\","
+	              "\"content\":\"%d\"}}}", id, id);
+	json_t *q = answer_elicitation(f, action, content);
+	if (question)
+		*question = q;
+	else
+		json_decref(q);
+	json_t *m = wait_for(&f->r, id, NULL, 20000);
+	assert_non_null(m);
+	return m;
+}
+
+/* The last event of type for the newest write_file call in the ledger (new
+ * reference), or NULL. */
+static json_t *last_event(fx *f, const char *type)
+{
+	tg_log_query q = {.tool = "write_file"};
+	char *err = NULL;
+	char *log = tg_log(f->g, &q, &err);
+	assert_non_null(log);
+	json_t *ops = json_loads(log, 0, NULL);
+	free(log);
+	json_t *evs = json_object_get(json_array_get(ops, json_array_size(ops) - 1), "events");
+	json_t *found = NULL, *ev;
+	size_t i;
+	json_array_foreach(evs, i, ev)
+		if (!strcmp(json_string_value(json_object_get(ev, "type")), type))
+			found = ev;
+	json_incref(found);
+	json_decref(ops);
+	return found;
+}
+
 static void test_elicitation(void **state)
 {
 	fx f;
 	char p[128];
 	snprintf(p, sizeof p, "%s/elicited.txt", ws);
-	fx_open(&f, "toolgate.yaml", 0);
+	fx_open(&f, "toolgate.yaml", 0);                  /* approvals.via: both */
 	fx_init(&f, "{\"elicitation\":{}}");
 
+	/* the form asks for nothing but an optional reason */
+	json_t *q = NULL;
+	json_t *m = elicited_call(&f, 2, "decline", NULL, &q);
+	json_t *schema = json_object_get(json_object_get(q, "params"), "requestedSchema");
+	json_t *props = json_object_get(schema, "properties");
+	assert_int_equal(json_object_size(props), 1);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(props, "reason"),
+	                                                      "type")), "string");
+	assert_true(json_array_size(json_object_get(schema, "required")) == 0);
+	json_decref(q);
 	/* decline: denied, nothing written */
-	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-	             "\"write_file\",\"arguments\":{\"path\":\"elicited.txt\",\"content\":\"x\"}}}");
-	json_decref(answer_elicitation(&f, "decline", 0));
-	json_t *m = wait_for(&f.r, 2, NULL, 20000);
-	assert_non_null(m);
 	assert_string_equal(status_of(m), "denied");
 	json_decref(m);
 	assert_int_equal(access(p, F_OK), -1);
 
-	/* accept with approve false is a no */
-	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
-	             "\"write_file\",\"arguments\":{\"path\":\"elicited.txt\",\"content\":\"x\"}}}");
-	json_decref(answer_elicitation(&f, "accept", 0));
-	m = wait_for(&f.r, 3, NULL, 20000);
-	assert_string_equal(status_of(m), "denied");
-	json_decref(m);
-
-	/* accept: the call runs */
-	handle(f.ss, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
-	             "\"write_file\",\"arguments\":{\"path\":\"elicited.txt\",\"content\":\"yes\"}}}");
-	json_decref(answer_elicitation(&f, "accept", 1));
-	m = wait_for(&f.r, 4, NULL, 20000);
+	/* accept with nothing filled in (Enter, the Accept button): approved */
+	m = elicited_call(&f, 3, "accept", "{}", NULL);
 	assert_string_equal(status_of(m), "persisted");
 	json_decref(m);
 	assert_int_equal(access(p, F_OK), 0);
+	unlink(p);
+
+	/* accept without content at all: approved too */
+	m = elicited_call(&f, 4, "accept", NULL, NULL);
+	assert_string_equal(status_of(m), "persisted");
+	json_decref(m);
+	unlink(p);
+
+	/* accept with a reason: approved, the reason recorded */
+	m = elicited_call(&f, 5, "accept", "{\"reason\":\"needed for the release\"}", NULL);
+	assert_string_equal(status_of(m), "persisted");
+	json_decref(m);
+	json_t *ev = last_event(&f, "tool.call.approved");
+	assert_non_null(ev);
+	char *data = json_dumps(json_object_get(ev, "data"), JSON_COMPACT);
+	assert_non_null(strstr(data, "needed for the release"));
+	free(data);
+	json_decref(ev);
+	unlink(p);
+
+	/* cancel (what a headless client answers): queued for the owner */
+	m = elicited_call(&f, 6, "cancel", NULL, NULL);
+	assert_string_equal(status_of(m), "pending");
+	assert_true(json_is_true(json_object_get(json_object_get(m, "result"), "isError")));
+	assert_non_null(strstr(text_of(m), "toolgate approvals approve "));
+	json_decref(m);
+	assert_int_equal(access(p, F_OK), -1);
+	fx_close(&f);
+
+	/* approvals via elicitation only: cancel denies */
+	fx_open_via(&f, "toolgate.yaml", 0, "elicitation");
+	fx_init(&f, "{\"elicitation\":{}}");
+	m = elicited_call(&f, 2, "cancel", NULL, NULL);
+	assert_string_equal(status_of(m), "denied");
+	json_decref(m);
+	m = elicited_call(&f, 3, "accept", "{}", NULL);
+	assert_string_equal(status_of(m), "persisted");
+	json_decref(m);
+	unlink(p);
+	fx_close(&f);
+
+	/* approvals via the queue: nobody is asked */
+	fx_open_via(&f, "toolgate.yaml", 0, "queue");
+	fx_init(&f, "{\"elicitation\":{}}");
+	m = rpc(&f.r, f.ss, 2, "tools/call",
+	        "{\"name\":\"write_file\",\"arguments\":{\"path\":\"elicited.txt\",\"content\":\"q\"}}");
+	assert_string_equal(status_of(m), "pending");
+	json_decref(m);
+	assert_int_equal(count(&f.r, "elicitation/create"), 0);
+	assert_int_equal(access(p, F_OK), -1);
 	fx_close(&f);
 }
 
@@ -818,6 +1138,8 @@ int main(void)
 		cmocka_unit_test(test_lifecycle),
 		cmocka_unit_test(test_list_pages),
 		cmocka_unit_test(test_call_outcomes),
+		cmocka_unit_test(test_client_args),
+		cmocka_unit_test(test_result_shapes),
 		cmocka_unit_test(test_elicitation),
 		cmocka_unit_test(test_progress_and_cancel),
 		cmocka_unit_test(test_parallel_calls),
