@@ -48,11 +48,12 @@ codex_exec() { # NAME: one headless session through the scenario
 		"Run the client test scenario."
 }
 
-# ---- stdio: the README's block, and toolgate decides
+# ---- stdio: the README's block for codex exec (it declines every question
+# itself, so asks are queued for the owner), and toolgate decides
 new_session stdio
 config "[mcp_servers.toolgate]
 command = \"toolgate\"
-args = [\"serve\", \"--workspace\", \"$SW\"]
+args = [\"serve\", \"--workspace\", \"$SW\", \"--approvals-via\", \"queue\"]
 default_tools_approval_mode = \"approve\""
 codex_exec codex
 check_session stdio local
