@@ -50,10 +50,9 @@
  *
  * No resumption: a stream stays open until its response went.  An event
  * stream opens with a priming event (an id, the retry delay, empty data:
- * SEP-1699) only for a request that speaks 2025-11-25 or later by its
- * MCP-Protocol-Version header (none: 2025-03-26), the rule of the official
- * TypeScript, Python and Go SDKs: clients of earlier revisions parse every
- * event's data as JSON, and an empty one ends their session.
+ * SEP-1699) only for a session that negotiated 2025-11-25 or later, as the
+ * official TypeScript, Python and Go SDKs do: clients of earlier revisions
+ * parse every event's data as JSON, and an empty one ends their session.
  *
  * Owns: the listening socket, the MHD daemon, the HTTP sessions (each
  * wrapping a tgi_mcp_session) and their streams.  Must not: interpret MCP
@@ -166,7 +165,6 @@ typedef struct request {
 	const tgi_principal_cfg *who; /* the token's owner (borrowed from the config) */
 	tgi_buf body;
 	int     too_large;        /* the body went over the cap: dropped, answered 413 */
-	int     prime;            /* its revision has the priming event (tgi_mcp_version_primes) */
 	size_t  dropped;          /* bytes dropped since */
 } request;
 
@@ -383,8 +381,7 @@ static int same_token(const char *a, const char *b)
 
 /* ---- streams (h->mu held unless said otherwise) ---- */
 
-static stream *stream_new(tgi_mcp_http *h, hsession *hs, const json_t *id, int sse, int prime,
-                          int fd)
+static stream *stream_new(tgi_mcp_http *h, hsession *hs, const json_t *id, int sse, int fd)
 {
 	stream *s = tgi_xcalloc(1, sizeof *s);
 	s->h = h;
@@ -396,9 +393,9 @@ static stream *stream_new(tgi_mcp_http *h, hsession *hs, const json_t *id, int s
 	s->fd = fd;
 	tgi_buf_init(&s->out, h->max_queue);
 	/* an event stream opens with a priming event (an id, no data) and the
-	 * reconnection delay a client should use (SEP-1699), for a client whose
+	 * reconnection delay a client should use (SEP-1699), for a session whose
 	 * revision has it */
-	if (sse && prime)
+	if (sse && hs && tgi_mcp_version_primes(tgi_mcp_session_version(hs->ss)))
 		tgi_buf_printf(&s->out, "id: %lu\nretry: %d\ndata: \n\n", ++h->event_seq,
 		               SSE_RETRY_MS);
 	s->last_ms = tgi_now_ms();
@@ -786,7 +783,7 @@ static enum MHD_Result post_initialize(tgi_mcp_http *h, struct MHD_Connection *c
 	tgi_snprintf(sid, sizeof sid, "%s", tgi_mcp_session_id(hs->ss));
 	memcpy(hs->id, sid, sizeof sid);
 	pthread_mutex_lock(&h->mu);
-	stream *s = stream_new(h, hs, m->id, 0, 0, conn_fd(c));
+	stream *s = stream_new(h, hs, m->id, 0, conn_fd(c));
 	pthread_mutex_unlock(&h->mu);
 
 	int kind = session_handle(hs, s, &r->body);
@@ -844,8 +841,7 @@ static enum MHD_Result post_message(tgi_mcp_http *h, struct MHD_Connection *c, r
 	if (hs) {
 		hs->users++;
 		if (request_msg)
-			s = stream_new(h, hs, m.id, !strcmp(m.method, "tools/call"), r->prime,
-			               conn_fd(c));
+			s = stream_new(h, hs, m.id, !strcmp(m.method, "tools/call"), conn_fd(c));
 	}
 	pthread_mutex_unlock(&h->mu);
 	tgi_rpc_msg_free(&m);
@@ -888,7 +884,7 @@ static enum MHD_Result open_stream(tgi_mcp_http *h, struct MHD_Connection *c, co
 		return refuse(c, MHD_HTTP_CONFLICT, NULL, NULL, "session \"%s\" already has an open "
 		              "event stream; use that one", shown(sid, r->sid));
 	}
-	stream *s = stream_new(h, hs, NULL, 1, r->prime, conn_fd(c));
+	stream *s = stream_new(h, hs, NULL, 1, conn_fd(c));
 	hs->get = s;
 	pthread_mutex_unlock(&h->mu);
 	return respond_stream(c, s);
@@ -947,7 +943,6 @@ static enum MHD_Result admit(tgi_mcp_http *h, struct MHD_Connection *c, const ch
 	if (v && !tgi_mcp_version_known(v))
 		return refuse(c, MHD_HTTP_BAD_REQUEST, NULL, NULL, "protocol version \"%s\" is not "
 		              "supported; use %s", shown(a, v), tgi_mcp_versions[0]);
-	r->prime = tgi_mcp_version_primes(v ? v : TGI_MCP_VERSION_ASSUMED);
 	v = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (v && bearer_token(v, &r->token) < 0)
 		return refuse(c, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer",

@@ -27,9 +27,6 @@
 extern const char *const tgi_mcp_versions[];
 /* Is v one of them? */
 int tgi_mcp_version_known(const char *v);
-/* The revision an HTTP request without MCP-Protocol-Version is taken to
- * speak: the spec's fallback, and the SDKs'. */
-#define TGI_MCP_VERSION_ASSUMED "2025-03-26"
 /* Does revision v define the SSE priming event (an id and empty data,
  * SEP-1699)?  2025-11-25 and later, compared as the official SDKs compare
  * (as strings); clients of earlier revisions parse every event's data as

@@ -145,11 +145,11 @@ eq "$(jq -r '.result._meta["toolgate/envelope"].principal' call.json)" local "to
 eq "$(jq -r '.result.structuredContent.total_lines' call.json)" 2 "tools/call: structuredContent is the tool's output"
 eq "$(jq -r '.result.structuredContent.op_id' call.json)" null "tools/call: ... and not the envelope"
 
-# ---- the priming event (an id, retry, empty data: SEP-1699) only where the
-# request's revision has it, 2025-11-25 (the MCP-Protocol-Version header;
-# none: 2025-03-26), as the official SDKs send it: a client of an older
-# revision parses every event's data as JSON, and an empty one ends it
-# (Gemini CLI: "Unexpected end of JSON input", Codex: "EOF while parsing").
+# ---- the priming event (an id, retry, empty data: SEP-1699) only to a
+# session whose negotiated revision has it, 2025-11-25, as the official SDKs
+# send it: a client of an older revision parses every event's data as JSON,
+# and an empty one ends it (Gemini CLI: "Unexpected end of JSON input",
+# Codex: "EOF while parsing").
 # events NAME: the events of an event-stream body, one a line, "ID<TAB>DATA"
 # (ID "-" when it has none, DATA its data lines joined)
 events() {
@@ -204,11 +204,13 @@ for rev in 2025-11-25 2025-06-18 2025-03-26; do
 	req "del_$rev" DELETE "${R[@]}"
 	eq "$(code "del_$rev")" 200 "$rev: the session ends"
 done
-# a request without MCP-Protocol-Version is taken to speak 2025-03-26 (the
-# spec's fallback and the SDKs'): no priming event, whatever the session
+# the session's revision decides, not a request's header: a 2025-11-25
+# session's call without MCP-Protocol-Version is primed too
+eq "$(jq -r '.result.protocolVersion' init.b)" 2025-11-25 "the first session negotiated 2025-11-25"
 post call_noversion "$CALL" -H "Mcp-Session-Id: $SID"
-eq "$(all_json call_noversion)" yes "no MCP-Protocol-Version: every event's data is JSON"
-eq "$(events call_noversion | wc -l)" 1 "no MCP-Protocol-Version: the response alone"
+[[ "$(events call_noversion | head -n 1)" =~ ^[0-9]+$'\t'$ ]] ||
+	fail "a 2025-11-25 session's call without the header opens with the priming event"
+eq "$(events call_noversion | wc -l)" 2 "no MCP-Protocol-Version: the priming event and the response"
 
 post ping "$PING" "${S[@]}" -H "Origin: http://localhost:$PORT"
 eq "$(code ping)" 200 "a loopback Origin is accepted"
