@@ -245,8 +245,8 @@ for n in d_link d_real o_link o_out; do sanitizers "$WS/$n.err" $n; done
 } | (cd "$LINK" && timeout 30 "$TG" serve --config "$REAL/toolgate.yaml" > "$WS/mcp.out" 2> "$WS/mcp.err")
 sanitizers "$WS/mcp.err" mcp
 eq "$(jq -r 'select(.id == 2) | .result.isError' "$WS/mcp.out")" false "MCP: an absolute inside path works"
-eq "$(jq -r 'select(.id == 2) | .result.structuredContent.output.total_lines' "$WS/mcp.out")" 2 \
+eq "$(jq -r 'select(.id == 2) | .result.structuredContent.total_lines' "$WS/mcp.out")" 2 \
 	"MCP: the file is read"
-eq "$(jq -r 'select(.id == 3) | .result.structuredContent.status' "$WS/mcp.out")" denied \
+eq "$(jq -r 'select(.id == 3) | .result._meta["toolgate/envelope"].status' "$WS/mcp.out")" denied \
 	"MCP: an outside path is denied"
 finish

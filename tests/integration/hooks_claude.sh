@@ -151,9 +151,9 @@ mcp=$({
 	sleep 2
 } | timeout 30 "$TG" serve --stdio 2> serve.err)
 sanitizers serve.err "serve"
-r1=$(printf '%s\n' "$mcp" | jq -c 'select(.id == 1) | .result.structuredContent')
-r2=$(printf '%s\n' "$mcp" | jq -c 'select(.id == 2) | .result.structuredContent')
-r3=$(printf '%s\n' "$mcp" | jq -c 'select(.id == 3) | .result.structuredContent')
+r1=$(printf '%s\n' "$mcp" | jq -c 'select(.id == 1) | .result._meta["toolgate/envelope"]')
+r2=$(printf '%s\n' "$mcp" | jq -c 'select(.id == 2) | .result._meta["toolgate/envelope"]')
+r3=$(printf '%s\n' "$mcp" | jq -c 'select(.id == 3) | .result._meta["toolgate/envelope"]')
 eq "$(printf '%s' "$r1" | jq -r .client_call_id)" toolu_01ABC "Claude Code's id in the envelope"
 eq "$(printf '%s' "$r1" | jq -r .call_id)" mcp-1 "the call id stays the gate's"
 eq "$(printf '%s' "$r2" | jq -r .client_call_id)" call_xyz "Codex's id, control characters stripped"
