@@ -43,7 +43,6 @@
  * approvals or run anything.  Stops with `denied`.
  */
 #include <errno.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -221,11 +220,10 @@ int tgi_may_read_file(const tgi_exec_ctx *ctx, const char *relpath, int is_dir)
 static const char *home_dir(void)
 {
 	const char *h = getenv("HOME");
-	struct passwd *pw;
 	if (h && h[0] == '/')
 		return h;
-	pw = getpwuid(getuid());
-	return pw && pw->pw_dir ? pw->pw_dir : "/root";
+	h = tgi_passwd_home();
+	return h ? h : "/root";
 }
 
 /* A few words of a command for a message: "git push origin …". */

@@ -79,7 +79,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1010,8 +1009,7 @@ static const char *home_dir(void)
 	const char *h = getenv("HOME");
 	if (h && *h)
 		return h;
-	struct passwd *pw = getpwuid(getuid());
-	return pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+	return tgi_passwd_home();
 }
 
 /*

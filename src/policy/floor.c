@@ -41,8 +41,6 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <pthread.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -154,34 +152,11 @@ static void add_home(home_ssh *h, const char *home)
 		h->n++;
 }
 
-/* The passwd entry's home does not change while the process runs: look it
- * up once (a getpwuid_r reads /etc/passwd, far too slow for every call). */
-static pthread_once_t pw_once = PTHREAD_ONCE_INIT;
-static char pw_home[PATH_MAX];
-
-static void pw_home_lookup(void)
-{
-	struct passwd pw, *res = NULL;
-	size_t size = 4096;
-
-	for (;;) {
-		char *buf = tgi_xmalloc(size);
-		int rc = getpwuid_r(getuid(), &pw, buf, size, &res);
-		if (rc == 0 && res && strlen(res->pw_dir) < sizeof pw_home)
-			memcpy(pw_home, res->pw_dir, strlen(res->pw_dir) + 1);
-		free(buf);
-		if (rc != ERANGE || size >= (1u << 20))
-			break;
-		size *= 2;
-	}
-}
-
 static void home_ssh_dirs(home_ssh *h)
 {
 	h->n = 0;
 	add_home(h, getenv("HOME"));
-	pthread_once(&pw_once, pw_home_lookup);
-	add_home(h, pw_home[0] ? pw_home : NULL);
+	add_home(h, tgi_passwd_home());
 }
 
 /* Does path lie under a top directory of the table (/root, /home, /etc,
@@ -1561,16 +1536,15 @@ int tgi_floor_command(const tgi_cmdline *cl, const char *workspace, const char *
 		free(x);
 		return floor_with(reason, cap, "the workspace path is too long to check a command against");
 	}
-	pthread_once(&pw_once, pw_home_lookup);
 	if (!home || home[0] != '/')
 		home = getenv("HOME");
 	if (!home || home[0] != '/')
-		home = pw_home[0] ? pw_home : NULL;
+		home = tgi_passwd_home();
 	add_cmd_home(x, home);
 	if (x->nhomes)
 		memcpy(x->home, x->homes[0], strlen(x->homes[0]) + 1);
 	add_cmd_home(x, getenv("HOME"));
-	add_cmd_home(x, pw_home[0] ? pw_home : NULL);
+	add_cmd_home(x, tgi_passwd_home());
 	why = judge_line(x, cl, x->ws, 0);
 	free(x);
 	return why ? floor_with(reason, cap, why) : 0;

@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,9 +122,8 @@ tgi_hostpath *tgi_hostpath_new(const char *const *list, size_t n, int unsandboxe
 
 tgi_hostpath *tgi_hostpath_for_gate(const char *workspace, int unsandboxed)
 {
-	struct passwd *pw = getpwuid(geteuid());
 	const char *list[] = {
-		workspace, getenv("HOME"), pw ? pw->pw_dir : NULL, getenv("TMPDIR"),
+		workspace, getenv("HOME"), tgi_passwd_home(), getenv("TMPDIR"),
 		"/tmp", "/var/tmp", "/dev/shm",
 	};
 	return tgi_hostpath_new(list, TGI_ARRAY_LEN(list), unsandboxed);

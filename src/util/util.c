@@ -7,6 +7,8 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 
 /* ---- allocation ---- */
@@ -635,4 +638,33 @@ int tgi_media_type_is(const char *v, const char *type)
 	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
 		n--;
 	return n == strlen(type) && !strncasecmp(v, type, n);
+}
+
+/* The passwd entry's home does not change while the process runs: looked
+ * up once (getpwuid_r reads /etc/passwd, far too slow for every call, and
+ * getpwuid is not thread-safe). */
+static pthread_once_t pw_once = PTHREAD_ONCE_INIT;
+static char pw_home[PATH_MAX];
+
+static void pw_home_lookup(void)
+{
+	struct passwd pw, *res = NULL;
+	size_t size = 4096;
+
+	for (;;) {
+		char *buf = tgi_xmalloc(size);
+		int rc = getpwuid_r(getuid(), &pw, buf, size, &res);
+		if (rc == 0 && res && res->pw_dir && strlen(res->pw_dir) < sizeof pw_home)
+			memcpy(pw_home, res->pw_dir, strlen(res->pw_dir) + 1);
+		free(buf);
+		if (rc != ERANGE || size >= (1u << 20))
+			break;
+		size *= 2;
+	}
+}
+
+const char *tgi_passwd_home(void)
+{
+	pthread_once(&pw_once, pw_home_lookup);
+	return pw_home[0] ? pw_home : NULL;
 }

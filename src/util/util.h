@@ -73,6 +73,11 @@ void    tgi_iso8601(int64_t unix_ms, char out[32]); /* 2026-11-30T03:49:36.123Z 
 /* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (m 1..12). */
 int64_t tgi_days_from_civil(int64_t y, int64_t m, int64_t d);
 
+/* the user */
+/* This user's home directory from the user database (not $HOME), looked up
+ * once per process, thread-safe; NULL when it has none.  Borrowed. */
+const char *tgi_passwd_home(void);
+
 /* JSON */
 /* A JSON string from bytes that may not be valid UTF-8: invalid sequences
  * (and NULs) become U+FFFD.  New reference. */
