@@ -60,8 +60,9 @@ const clients = {
 				`${JSON.stringify([{ functionResponse: { name, response: r } }])}`),
 };
 
-// One server on a fresh workspace; each case's result.
-async function measure(bin) {
+// One server on a fresh workspace, one session as the client named
+// clientName (toolgate shapes _meta by it); each case's result.
+async function measure(bin, clientName) {
 	const ws = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'tg-bytes.'));
 	writeFileSync(join(ws, 'one.txt'), 'hello\n');
 	writeFileSync(join(ws, 'secret.txt'), 'secret\n');
@@ -87,7 +88,7 @@ async function measure(bin) {
 		child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
 	});
 	await rpc('initialize', { protocolVersion: '2025-11-25', capabilities: {},
-		clientInfo: { name: 'bytes', version: '1' } });
+		clientInfo: { name: clientName, version: '1' } });
 	child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
 	const out = [];
 	for (const [what, name, args] of cases) {
@@ -100,16 +101,20 @@ async function measure(bin) {
 	return out;
 }
 
-const now = await measure(after);
-const then = before ? await measure(before) : null;
+// Gemini CLI's column from a session that says it is Gemini CLI
+const session = (c) => (c === 'Gemini CLI' ? 'gemini-cli-mcp-client' : 'bytes');
+const run = async (bin) => ({ bytes: await measure(bin, 'bytes'),
+	'gemini-cli-mcp-client': await measure(bin, 'gemini-cli-mcp-client') });
+const now = await run(after);
+const then = before ? await run(before) : null;
 const status = (r) => (r._meta?.['toolgate/envelope'] ?? r.structuredContent ?? {}).status;
 const head = ['call', 'status', ...Object.keys(clients).map((c) => (then ? `${c} (before → after)` : c))];
 console.log(`| ${head.join(' | ')} |`);
 console.log(`|${head.map((h, i) => (i < 2 ? '---' : '---:')).join('|')}|`);
-now.forEach((c, i) => {
-	const cells = Object.values(clients).map((f) => {
-		const a = f(c.r, c.name, c.args);
-		return then ? `${f(then[i].r, c.name, c.args)} → ${a}` : `${a}`;
+now.bytes.forEach((c, i) => {
+	const cells = Object.entries(clients).map(([who, f]) => {
+		const a = f(now[session(who)][i].r, c.name, c.args);
+		return then ? `${f(then[session(who)][i].r, c.name, c.args)} → ${a}` : `${a}`;
 	});
 	console.log(`| ${c.what} | ${status(c.r)} | ${cells.join(' | ')} |`);
 });

@@ -126,7 +126,16 @@ static json_t *text_block(const json_t *v)
 	return b;
 }
 
-json_t *tgi_mcp_result(const tgi_entry *e, const json_t *env)
+int tgi_mcp_client_shows_meta(const char *client_name)
+{
+	static const char *const shows[] = {"gemini-cli-mcp-client"};
+	for (size_t i = 0; client_name && i < TGI_ARRAY_LEN(shows); i++)
+		if (!strcmp(client_name, shows[i]))
+			return 1;
+	return 0;
+}
+
+json_t *tgi_mcp_result(const tgi_entry *e, const json_t *env, int with_envelope)
 {
 	const char *st = json_string_value(json_object_get(env, "status"));
 	const json_t *out = json_object_get(env, "output");
@@ -164,7 +173,8 @@ json_t *tgi_mcp_result(const tgi_entry *e, const json_t *env)
 	if (sc)
 		json_object_set_new(r, "structuredContent", sc);
 	json_object_set_new(r, "isError", json_boolean(!ok));
-	json_object_set_new(r, "_meta", json_pack("{s:O}", TGI_MCP_ENVELOPE_KEY, env));
+	if (with_envelope)
+		json_object_set_new(r, "_meta", json_pack("{s:O}", TGI_MCP_ENVELOPE_KEY, env));
 	return r;
 }
 

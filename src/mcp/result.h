@@ -21,7 +21,8 @@
  * none; for an error (isError: invalid, denied, pending, failed) it is the
  * sentence, "denied: ...", as the spec words tool execution errors, with
  * the command that approves a queued call.  The whole envelope, for
- * clients and operators, is _meta["toolgate/envelope"].
+ * clients and operators, is _meta["toolgate/envelope"], unless the client
+ * shows the model the whole result (tgi_mcp_client_shows_meta).
  *
  * Owns: the shape of a tools/call result and of outputSchema.  Must not:
  * change what the gate decided or recorded (the envelope is passed on
@@ -38,8 +39,16 @@
 #define TGI_MCP_ENVELOPE_KEY "toolgate/envelope"
 
 /* The CallToolResult for a call whose envelope is env (borrowed); e is the
- * tool's registry entry, or NULL (an unknown tool).  A new reference. */
-json_t *tgi_mcp_result(const tgi_entry *e, const json_t *env);
+ * tool's registry entry, or NULL (an unknown tool); with_envelope: put env
+ * in _meta.  A new reference. */
+json_t *tgi_mcp_result(const tgi_entry *e, const json_t *env, int with_envelope);
+
+/* Does the client named client_name (initialize's clientInfo.name; NULL:
+ * unknown) give the model a result's _meta?  Gemini CLI does, on an error:
+ * the whole result, as JSON text.  Such a client gets no envelope in
+ * _meta: the gate's record (rule, trace, principal) is for the ledger, and
+ * a denial is terse to the model. */
+int tgi_mcp_client_shows_meta(const char *client_name);
 
 /* The outputSchema tools/list gives for e: NULL when the tool has no output
  * schema, else {type: object, anyOf: [the tool's schema, the status

@@ -92,6 +92,7 @@ typedef struct call_run {
 	int              done;      /* the response went (under ss->mu) */
 	int              own_progress; /* the tool reports progress itself: no heartbeat */
 	int              dry_run;   /* _meta.dry_run: run every stage up to execute, show the plan */
+	int              envelope;  /* the result's _meta gets the envelope (not ss->no_envelope) */
 	double           progress;  /* the last progress value sent */
 	double           started_ms, next_tick_ms;
 	tg_callbacks     cb;
@@ -113,6 +114,7 @@ struct tgi_mcp_session {
 	int              elicit_form; /* the client declared form elicitation */
 	int              elicit_url;  /* ... and URL elicitation */
 	int              sampling;    /* ... and sampling */
+	int              no_envelope; /* the client shows the model _meta (tgi_mcp_client_shows_meta) */
 	int              min_level;   /* logging/setLevel; -1: everything */
 	call_run        *calls;
 	size_t           ncalls;
@@ -523,7 +525,8 @@ static void run_call(call_run *cr)
 	};
 	tg_result *res = NULL;
 	tg_call(g, &req, &res);
-	json_t *result = tgi_mcp_result(tgi_registry_find(g->reg, cr->tool), tgi_result_envelope(res));
+	json_t *result = tgi_mcp_result(tgi_registry_find(g->reg, cr->tool), tgi_result_envelope(res),
+	                                cr->envelope);
 
 	/* its thread is free for the session's next call (the session lives
 	 * on: this call still counts in ncalls) */
@@ -698,6 +701,7 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 		            "answer them before sending more", MAX_CALLS);
 		goto drop;
 	}
+	cr->envelope = !ss->no_envelope;
 	cr->next = ss->calls;
 	ss->calls = cr;
 	ss->ncalls++;
@@ -746,6 +750,8 @@ static void initialize(tgi_mcp_session *ss, json_t *id, json_t *params)
 	ss->elicit_form = json_is_object(el) &&
 	                  (json_object_size(el) == 0 || json_object_get(el, "form"));
 	ss->elicit_url = json_is_object(el) && json_object_get(el, "url");
+	ss->no_envelope = tgi_mcp_client_shows_meta(
+	    json_string_value(json_object_get(json_object_get(params, "clientInfo"), "name")));
 	ss->sampling = json_is_object(json_object_get(caps, "sampling"));
 	ss->initialized = 1;
 	pthread_mutex_unlock(&ss->mu);

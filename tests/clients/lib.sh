@@ -233,6 +233,13 @@ got() {
 	*) fail "$3: the model did not get '$2'; it got: ${1:0:300}" ;;
 	esac
 }
+# notgot TEXT NEEDLE WHAT: the model's text does not hold NEEDLE
+notgot() {
+	CHECKS=$((CHECKS + 1))
+	case "$1" in
+	*"$2"*) fail "$3: the model got '$2': ${1:0:300}" ;;
+	esac
+}
 
 # check_session TRANSPORT PRINCIPAL: every check of the scenario, for the
 # session just run
@@ -254,6 +261,7 @@ check_session() {
 	# (1) a real call: read_file, and write_file on disk and in the ledger
 	eq "$(statuses a.txt read_file)" "persisted" "$t (1) read_file a.txt in the ledger"
 	got "$(received 0 read_file a.txt)" "alpha" "$t (1) read_file a.txt: the model got the file"
+	notgot "$(received 0 read_file a.txt)" "op_id" "$t (1) read_file a.txt: the model got no envelope"
 	eq "$(cat "$SW/out/real.txt" 2>&1)" "real" "$t (1) write_file out/real.txt on disk"
 	eq "$(statuses out/real.txt)" "persisted" "$t (1) write_file out/real.txt in the ledger"
 
@@ -262,6 +270,9 @@ check_session() {
 	[ ! -e "$SW/denied/no.txt" ] || fail "$t (2) denied/no.txt was written"
 	msg=$(field denied/no.txt "json_extract(envelope, '\$.error.message')")
 	got "$(received 2 write_file denied/no.txt)" "${msg:-<no message in the ledger>}" "$t (2) the deny sentence"
+	# terse outward: the rule that decided and the trace stay in the ledger
+	notgot "$(received 2 write_file denied/no.txt)" "deny: write_file" "$t (2) the model got no rule"
+	notgot "$(received 2 write_file denied/no.txt)" "op_id" "$t (2) the model got no envelope"
 
 	# (3) an approval: queued, approved by the operator, the retry runs
 	eq "$(statuses ask/yes.txt)" "pending persisted" "$t (3) write_file ask/yes.txt: queued, then run"
