@@ -1,7 +1,7 @@
 # Gemini CLI (@google/gemini-cli, tests/clients/package.json) against
-# toolgate serve over stdio and HTTP, configured with the mcpServers entry a
-# user writes in ~/.gemini/settings.json (the README has no snippet for it
-# yet: see tests/clients/FINDINGS.md), run headless (`gemini -p`) with the
+# toolgate serve over stdio and HTTP, configured with the README's
+# mcpServers entry in ~/.gemini/settings.json and its policy file, run
+# headless (`gemini -p`) with the
 # scripted model as the Gemini API (GOOGLE_GEMINI_BASE_URL).
 # "trust": true on the server: toolgate decides each call.  Without it
 # Gemini CLI's headless policy turns every "ask" into "deny" and hides the
