@@ -437,6 +437,16 @@ static int only_keys(back *b, const char *const *keys)
 	return 0;
 }
 
+/* updatedInput's file_path, back into o's path. */
+static int file_path_back(back *b, json_t *o, const char *ws)
+{
+	json_t *fp = json_object_get(b->updated, "file_path");
+	if (!fp)
+		return refuse(b, "updatedInput has no \"file_path\"");
+	json_object_set_new(o, "path", path_back(ws, fp));
+	return 0;
+}
+
 /* updatedInput[key] must be absent or what the run gave. */
 static int same_as_run(back *b, const tgi_cc_run *run, const char *key)
 {
@@ -507,28 +517,16 @@ int tgi_cc_args_back(tgi_cc_kind kind, const json_t *args, const tgi_cc_run *run
 	switch (kind) {
 	case TGI_CC_READ: {
 		static const char *const keys[] = {"file_path", "offset", "limit", NULL};
-		if ((rc = only_keys(&b, keys)) < 0)
+		if ((rc = only_keys(&b, keys)) < 0 || (rc = file_path_back(&b, o, ws)) < 0)
 			break;
-		json_t *fp = json_object_get(updated, "file_path");
-		if (!fp) {
-			rc = refuse(&b, "updatedInput has no \"file_path\"");
-			break;
-		}
-		json_object_set_new(o, "path", path_back(ws, fp));
 		move_key(o, "offset", updated, "offset");
 		move_key(o, "limit", updated, "limit");
 		break;
 	}
 	case TGI_CC_WRITE: {
 		static const char *const keys[] = {"file_path", "content", NULL};
-		if ((rc = only_keys(&b, keys)) < 0)
+		if ((rc = only_keys(&b, keys)) < 0 || (rc = file_path_back(&b, o, ws)) < 0)
 			break;
-		json_t *fp = json_object_get(updated, "file_path");
-		if (!fp) {
-			rc = refuse(&b, "updatedInput has no \"file_path\"");
-			break;
-		}
-		json_object_set_new(o, "path", path_back(ws, fp));
 		move_key(o, "content", updated, "content");
 		break;
 	}

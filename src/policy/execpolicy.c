@@ -75,6 +75,7 @@
  * command strings (shell.c does), or know about modes and approvals.
  */
 #include "policy/execpolicy.h"
+#include "util/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -891,39 +892,6 @@ static void render_rule(tgi_buf *b, const ep_rule *r, const char *program)
 
 /* ---- matching ---- */
 
-/* A path that begins with '/', with "//", "/./" and a trailing '/' folded
- * out.  With fold, each ".." also takes out the component before it (at
- * the root it stays there), lexically, as Codex's AbsolutePathBuf does;
- * without, ".." stays as written.  out has room for strlen(in) + 1 and may
- * be in: it never runs ahead of it. */
-static char *normalize_path(const char *in, char *out, int fold)
-{
-	size_t j = 0;
-	for (const char *s = in; *s;) {
-		while (*s == '/')
-			s++;
-		const char *e = s;
-		while (*e && *e != '/')
-			e++;
-		size_t n = (size_t)(e - s);
-		if (fold && n == 2 && s[0] == '.' && s[1] == '.') {
-			while (j > 0 && out[j - 1] != '/')
-				j--;
-			if (j > 0)
-				j--; /* the '/' before it */
-		} else if (n && !(n == 1 && *s == '.')) {
-			out[j++] = '/';
-			memmove(out + j, s, n);
-			j += n;
-		}
-		s = e;
-	}
-	if (!j)
-		out[j++] = '/';
-	out[j] = '\0';
-	return out;
-}
-
 /* The last component of a normalised path, or NULL for "/" and "..". */
 static const char *path_basename(const char *path)
 {
@@ -1047,7 +1015,7 @@ static char *codex_absolute(const char *prog)
 		free(out);
 		return NULL;
 	}
-	return normalize_path(out, out, 1);
+	return tgi_path_fold(out, out, 1);
 }
 
 /* argv[0] as the gate reads it: only an absolute path, "//" and "/./"
@@ -1057,7 +1025,7 @@ static char *gate_absolute(const char *prog)
 {
 	if (prog[0] != '/')
 		return NULL;
-	char *out = normalize_path(prog, tgi_strdup(prog), 0);
+	char *out = tgi_path_fold(prog, tgi_strdup(prog), 0);
 	if (has_dotdot(out)) {
 		free(out);
 		return NULL;
@@ -1337,7 +1305,7 @@ static int compile_host_executable(ep_parse *p, unsigned line, ep_val *const *ar
 		char *full = arena_alloc(&p->arena, hl + rl + 1);
 		memcpy(full, home, hl);
 		memcpy(full + hl, raw, rl + 1);
-		normalize_path(full, full, 1);
+		tgi_path_fold(full, full, 1);
 		const char *base = path_basename(full);
 		if (!base || strcmp(base, name->s))
 			return fail(p, v->line, "invalid rule: host_executable path `%.200s` must have basename `%.200s`",

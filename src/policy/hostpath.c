@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/fs.h"
 #include "util/util.h"
 
 #define HP_LINKS_MAX 40   /* symlinks followed in one walk, as the kernel's MAXSYMLINKS */
@@ -58,34 +59,6 @@ static int no(char *why, size_t whylen, const char *fmt, ...)
 	return 0;
 }
 
-/* "//", "." and ".." folded by text, no trailing '/'; in place. */
-static void fold(char *p)
-{
-	size_t j = 0;
-	for (const char *s = p; *s;) {
-		while (*s == '/')
-			s++;
-		const char *e = s;
-		while (*e && *e != '/')
-			e++;
-		size_t n = (size_t)(e - s);
-		if (n == 2 && s[0] == '.' && s[1] == '.') {
-			while (j > 0 && p[j - 1] != '/')
-				j--;
-			if (j > 0)
-				j--;
-		} else if (n && !(n == 1 && *s == '.')) {
-			p[j++] = '/';
-			memmove(p + j, s, n);
-			j += n;
-		}
-		s = e;
-	}
-	if (!j)
-		p[j++] = '/';
-	p[j] = '\0';
-}
-
 /* Takes p. */
 static void avoid_one(tgi_hostpath *hp, char *p)
 {
@@ -101,7 +74,7 @@ static void avoid(tgi_hostpath *hp, const char *p)
 	if (!p || p[0] != '/' || strlen(p) >= PATH_MAX)
 		return;
 	char *a = tgi_strdup(p);
-	fold(a);
+	tgi_path_fold(a, a, 1);
 	avoid_one(hp, a);
 	char *r = realpath(p, NULL);
 	if (r && strcmp(r, a))

@@ -171,6 +171,34 @@ int tgi_path_within(const char *root, const char *path, size_t len, char *out, s
 	return 1;
 }
 
+char *tgi_path_fold(const char *in, char *out, int dotdot)
+{
+	size_t j = 0;
+	for (const char *s = in; *s;) {
+		while (*s == '/')
+			s++;
+		const char *e = s;
+		while (*e && *e != '/')
+			e++;
+		size_t n = (size_t)(e - s);
+		if (dotdot && n == 2 && s[0] == '.' && s[1] == '.') {
+			while (j > 0 && out[j - 1] != '/')
+				j--;
+			if (j > 0)
+				j--; /* the '/' before it */
+		} else if (n && !(n == 1 && *s == '.')) {
+			out[j++] = '/';
+			memmove(out + j, s, n);
+			j += n;
+		}
+		s = e;
+	}
+	if (!j)
+		out[j++] = '/';
+	out[j] = '\0';
+	return out;
+}
+
 int tgi_path_protected(const char *relpath)
 {
 	int which = 0;

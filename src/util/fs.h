@@ -55,6 +55,16 @@ int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *er
 int tgi_path_within(const char *root, const char *path, size_t len, char *out, size_t cap);
 
 /*
+ * An absolute path folded as text, nothing resolved: "//", "/./" and a
+ * trailing '/' taken out; with dotdot, each ".." also takes out the
+ * component before it (at the root it stays there), as Codex's
+ * AbsolutePathBuf folds; without, ".." stays as written.  in begins with
+ * '/'; out has room for strlen(in) + 1 and may be in (it never runs ahead
+ * of it).  Returns out.
+ */
+char *tgi_path_fold(const char *in, char *out, int dotdot);
+
+/*
  * A path of a call's arguments, as written (len bytes), mapped to what the
  * arguments should hold instead: 1 with the replacement in out (cap bytes,
  * NUL-terminated), or 0 to keep it as written.  ud is the caller's.  (The
