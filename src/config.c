@@ -24,6 +24,7 @@
 #include "config.h"
 #include "registry.h"
 #include "store/store.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -642,46 +643,29 @@ static int resolve_argv0(ld *x, tgi_strv *argv, const char *ptr)
 
 char *tgi_workspace_spelled(const char *given, const char *real)
 {
-	char *cwd = NULL, *out = NULL;
-	size_t *ends = NULL, n = 0;
+	char *cwd = NULL, *p;
 	struct stat a, b;
-	tgi_buf buf;
 
 	if (!given || !real)
 		return NULL;
-	if (given[0] != '/' && !(cwd = get_current_dir_name()))
-		return NULL;
-	/* the components in order; ".." drops the last one kept */
-	tgi_buf_init(&buf, PATH_MAX - 1);
-	const char *parts[2] = {cwd ? cwd : "", given};
-	for (size_t k = 0; k < 2; k++) {
-		for (const char *s = parts[k]; *s;) {
-			size_t m = strcspn(s, "/");
-			if (m == 2 && s[0] == '.' && s[1] == '.') {
-				n -= n > 0;
-				buf.len = n ? ends[n - 1] : 0;
-			} else if (m && !(m == 1 && s[0] == '.')) {
-				if (tgi_buf_puts(&buf, "/") < 0 || tgi_buf_append(&buf, s, m) < 0)
-					goto done;
-				ends = tgi_xrealloc(ends, (n + 1) * sizeof *ends);
-				ends[n++] = buf.len;
-			}
-			s += m;
-			s += *s == '/';
-		}
+	if (given[0] == '/') {
+		p = tgi_strdup(given);
+	} else {
+		if (!(cwd = get_current_dir_name()))
+			return NULL;
+		size_t cn = strlen(cwd), gn = strlen(given);
+		p = tgi_xmalloc(cn + gn + 2);
+		memcpy(p, cwd, cn);
+		p[cn] = '/';
+		memcpy(p + cn + 1, given, gn + 1);
+		free(cwd);
 	}
-	if (!n && tgi_buf_puts(&buf, "/") < 0)
-		goto done;
-	if (buf.p)
-		buf.p[buf.len] = '\0';
-	if (buf.p && strcmp(buf.p, real) != 0 && stat(buf.p, &a) == 0 && stat(real, &b) == 0 &&
-	    S_ISDIR(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-		out = tgi_buf_steal(&buf);
-done:
-	tgi_buf_free(&buf);
-	free(ends);
-	free(cwd);
-	return out;
+	tgi_path_fold(p, p, 1);
+	if (strlen(p) < PATH_MAX && strcmp(p, real) != 0 && stat(p, &a) == 0 &&
+	    stat(real, &b) == 0 && S_ISDIR(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return p;
+	free(p);
+	return NULL;
 }
 
 void tgi_workspace_shown(const tgi_config *c, char *out, size_t cap)
