@@ -641,33 +641,6 @@ static int resolve_argv0(ld *x, tgi_strv *argv, const char *ptr)
 	return 0;
 }
 
-char *tgi_workspace_spelled(const char *given, const char *real)
-{
-	char *cwd = NULL, *p;
-	struct stat a, b;
-
-	if (!given || !real)
-		return NULL;
-	if (given[0] == '/') {
-		p = tgi_strdup(given);
-	} else {
-		if (!(cwd = get_current_dir_name()))
-			return NULL;
-		size_t cn = strlen(cwd), gn = strlen(given);
-		p = tgi_xmalloc(cn + gn + 2);
-		memcpy(p, cwd, cn);
-		p[cn] = '/';
-		memcpy(p + cn + 1, given, gn + 1);
-		free(cwd);
-	}
-	tgi_path_fold(p, p, 1);
-	if (strlen(p) < PATH_MAX && strcmp(p, real) != 0 && stat(p, &a) == 0 &&
-	    stat(real, &b) == 0 && S_ISDIR(a.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-		return p;
-	free(p);
-	return NULL;
-}
-
 void tgi_workspace_shown(const tgi_config *c, char *out, size_t cap)
 {
 	const char *ws = c->workspace_given ? c->workspace_given : c->workspace;

@@ -146,15 +146,6 @@ typedef struct tgi_config {
 int  tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen);
 void tgi_config_free(tgi_config *c);
 
-/*
- * The workspace as spelled, where models may name it (DESIGN §2): given
- * (absolute, or relative to the current directory as the shell names it:
- * $PWD when that is ".") with "." and empty components dropped and ".."
- * taken lexically, as a shell's cd takes it.  NULL when that is real (the
- * real path) itself, or names another directory than real does now.
- * Caller frees.
- */
-char *tgi_workspace_spelled(const char *given, const char *real);
 
 /* The workspace root as a message to a model names it: as configured
  * (else its real path), made printable, cut to fit cap bytes. */

@@ -73,6 +73,18 @@ static int subdir(int dir_fd, const char *name, int create, int *made)
 	return fd;
 }
 
+/* tgi_path_map_fn: an absolute path inside the directory (ud: its two
+ * spellings, either may be NULL), made relative, as the gate's tool takes
+ * it; one elsewhere stays as written, and is refused as leaving it. */
+static int within_dir(void *ud, const char *path, size_t len, char *out, size_t cap)
+{
+	char *const *roots = ud;
+	for (int i = 0; i < 2; i++)
+		if (roots[i] && tgi_path_within(roots[i], path, len, out, cap) == 1)
+			return 1;
+	return 0;
+}
+
 int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summary, char **message)
 {
 	char err[8192], tx[37];
@@ -101,7 +113,15 @@ int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summar
 	 * (a gate does this when it opens) */
 	if (tgi_patch_recover(ws_fd, jfd, NULL, err, sizeof err) < 0)
 		goto out;
+	char *roots[2] = {realpath(dir ? dir : ".", NULL), NULL}, *mapped = NULL;
+	size_t mlen = 0;
+	roots[1] = tgi_workspace_spelled(dir ? dir : ".", roots[0]);
+	if (roots[0] && tgi_patch_map_paths(patch, len, within_dir, roots, &mapped, &mlen))
+		patch = mapped, len = mlen;
 	kind = tgi_patch_run(ws_fd, jfd, tx, patch, len, &plan, &unknown, err, sizeof err);
+	free(mapped);
+	free(roots[0]);
+	free(roots[1]);
 	if (kind == TG_ERR_NONE) {
 		*summary = plan.summary;
 		plan.summary = NULL;

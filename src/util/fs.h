@@ -65,6 +65,16 @@ int tgi_path_within(const char *root, const char *path, size_t len, char *out, s
 char *tgi_path_fold(const char *in, char *out, int dotdot);
 
 /*
+ * The workspace as spelled, where models may name it (DESIGN §2): given
+ * (absolute, or relative to the current directory as the shell names it:
+ * $PWD when that is ".") with "." and empty components dropped and ".."
+ * taken lexically, as a shell's cd takes it.  NULL when that is real (the
+ * real path) itself, or names another directory than real does now.
+ * Caller frees.
+ */
+char *tgi_workspace_spelled(const char *given, const char *real);
+
+/*
  * A path of a call's arguments, as written (len bytes), mapped to what the
  * arguments should hold instead: 1 with the replacement in out (cap bytes,
  * NUL-terminated), or 0 to keep it as written.  ud is the caller's.  (The

@@ -249,4 +249,34 @@ eq "$(jq -r 'select(.id == 2) | .result.structuredContent.total_lines' "$WS/mcp.
 	"MCP: the file is read"
 eq "$(jq -r 'select(.id == 3) | .result._meta["toolgate/envelope"].status' "$WS/mcp.out")" denied \
 	"MCP: an outside path is denied"
+# ---- toolgate apply-patch (Codex's apply_patch program): the same paths,
+# inside the current directory, through the symlink or the real path
+P=$WS/cli
+mkdir -p "$P/real"
+ln -s real "$P/link"
+printf 'a\nb\n' > "$P/real/f.txt"
+(cd "$P/link" && "$TG" apply-patch "*** Begin Patch
+*** Update File: $P/link/f.txt
+@@
+ a
+-b
++c
+*** Add File: $(cd "$P/real" && pwd -P)/new.txt
++hi
+*** End Patch" > "$WS/cli.out" 2> "$WS/cli.err")
+eq "$?" 0 "apply-patch: absolute paths inside the directory"
+sanitizers "$WS/cli.err" apply-patch
+eq "$(cat "$WS/cli.out")" $'Success. Updated the following files:\nA new.txt\nM f.txt' \
+	"apply-patch: the summary names the relative paths"
+eq "$(cat "$P/real/f.txt")" $'a\nc' "apply-patch: f.txt updated"
+eq "$(cat "$P/real/new.txt")" hi "apply-patch: new.txt added"
+(cd "$P/link" && "$TG" apply-patch "*** Begin Patch
+*** Add File: $P/outside.txt
++x
+*** End Patch" > "$WS/cli2.out" 2> "$WS/cli2.err")
+eq "$?" 1 "apply-patch: an absolute path outside the directory is refused"
+contains "$(cat "$WS/cli2.err" "$WS/cli2.out")" "outside.txt" "apply-patch: the refusal names the path"
+CHECKS=$((CHECKS + 1))
+[ ! -e "$P/outside.txt" ] || fail "apply-patch wrote outside the directory"
+
 finish
