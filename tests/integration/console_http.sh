@@ -16,8 +16,8 @@
 . "$(dirname "$0")/lib.sh"
 cd "$WS"
 if ! command -v curl > /dev/null; then
-	echo "SKIPPED: curl is not installed; the console's HTTP checks did not run" >&2
-	exit 0
+	fail "curl is not installed (scripts/install-deps test installs it)"
+	finish; exit
 fi
 
 printf 'one\ntwo\n' > notes.txt

@@ -98,8 +98,12 @@ EV_JS=$MODS/@modelcontextprotocol/server-everything/dist/index.js
 NODE=$MODS/.bin/node
 [ -x "$NODE" ] || NODE=$(command -v node || true)
 if [ ! -f "$FS_JS" ] || [ ! -f "$EV_JS" ] || [ ! -d "$MODS/@modelcontextprotocol/sdk" ] || [ -z "$NODE" ]; then
-	echo "SKIPPED: mcp_bridge: the MCP test packages are not installed in tests/mcp/node_modules"
-	echo "SKIPPED: (run scripts/install-node-deps; it needs node and npm)"
+	if command -v npm > /dev/null && command -v node > /dev/null; then
+		fail "the MCP test packages are not in tests/mcp/node_modules (scripts/install-node-deps installs them)"
+	else
+		echo "SKIPPED: mcp_bridge: no node and npm to install the MCP test packages with;" \
+			"the bridge's checks against them did not run" >&2
+	fi
 	finish
 	exit
 fi
