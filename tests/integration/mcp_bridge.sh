@@ -89,7 +89,7 @@ PY
 	wait "$h500_pid" 2> /dev/null
 	rm -f toolgate.yaml
 else
-	echo "SKIPPED: python3 is not installed: the HTTP 500 check did not run" >&2
+	fail "python3 is not installed (scripts/install-deps test installs it): the HTTP 500 check did not run"
 fi
 
 MODS=$ROOT/tests/mcp/node_modules
