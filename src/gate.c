@@ -663,17 +663,20 @@ json_t *tgi_tool_def(const tgi_entry *e)
 	unsigned f = e->row->flags;
 	char title[160];
 	tgi_tool_title(e->row, title, sizeof title);
-	/* read-only is never destructive; anything else may be, as MCP reads a missing hint */
-	json_t *d = json_pack("{s:s, s:s, s:s, s:O, s:s, s:{s:b, s:b, s:b, s:b}}", "name",
+	/* read-only is never destructive; anything else may be, as MCP reads a missing hint.
+	 * The schemas are copied, not shared: calls on several threads list the
+	 * tools at once (the manifest, tools/list), and a shared reference count
+	 * would be touched by all of them */
+	json_t *d = json_pack("{s:s, s:s, s:s, s:o, s:s, s:{s:b, s:b, s:b, s:b}}", "name",
 	                      e->row->name, "title", title, "description",
 	                      e->row->description ? e->row->description : "", "input_schema",
-	                      e->schema_json, "category", e->row->category, "annotations",
+	                      json_deep_copy(e->schema_json), "category", e->row->category, "annotations",
 	                      "readOnlyHint", (f & TGI_T_READ_ONLY) != 0, "destructiveHint",
 	                      (f & TGI_T_DESTRUCTIVE) != 0, "idempotentHint",
 	                      (f & (TGI_T_IDEMPOTENT | TGI_T_READ_ONLY)) != 0, "openWorldHint",
 	                      e->row->handler == tgi_command_run || e->row->mcp_result);
 	if (e->output_schema)
-		json_object_set(d, "output_schema", e->output_schema);
+		json_object_set_new(d, "output_schema", json_deep_copy(e->output_schema));
 	return d;
 }
 

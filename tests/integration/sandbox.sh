@@ -101,8 +101,11 @@ listener() {
 	rm -f "$WS/port"
 	"$WS/listen" "$WS/port" > "$WS/listen.out" &
 	LPID=$!
-	for _ in $(seq 100); do [ -s "$WS/port" ] && break; sleep 0.02; done
-	LPORT=$(cat "$WS/port")
+	# a loaded machine may take a while to start it; its output is its
+	# count only once it stands (a TERM before that would leave none)
+	for _ in $(seq 500); do [ -s "$WS/port" ] && break; sleep 0.02; done
+	LPORT=$(cat "$WS/port" 2> /dev/null)
+	[ -n "$LPORT" ] || fail "the test listener did not start within 10 s"
 }
 heard() {
 	kill -TERM "$LPID" 2> /dev/null
