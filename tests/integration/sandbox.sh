@@ -108,8 +108,16 @@ listener() {
 	[ -n "$LPORT" ] || fail "the test listener did not start within 10 s"
 }
 heard() {
+	# heard runs in a command substitution, a subshell of which the listener
+	# is no child: wait there returns at once, so watch for its count (it
+	# prints it as it ends) instead
 	kill -TERM "$LPID" 2> /dev/null
-	wait "$LPID" 2> /dev/null
+	for _ in $(seq 500); do
+		[ -s "$WS/listen.out" ] && break
+		kill -0 "$LPID" 2> /dev/null || break
+		sleep 0.02
+	done
+	[ -s "$WS/listen.out" ] || echo "the listener printed no count" >&2
 	cat "$WS/listen.out"
 }
 
