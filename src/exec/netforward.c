@@ -81,8 +81,8 @@ typedef enum {
 static const char *const stage_text[] = {
 	[ST_OK] = "",
 	[ST_SETNS] = "join the sandbox's user and network namespaces",
-	[ST_SHARED] = "find a network namespace of the sandbox's own (it shares the gate's: "
-	              "bubblewrap must run with --unshare-net)",
+	[ST_SHARED] = ("find a network namespace of the sandbox's own (it shares the gate's: "
+	               "bubblewrap must run with --unshare-net)"),
 	[ST_SOCKET] = "make its listening socket",
 	[ST_BIND] = "bind 127.0.0.1:3128 in the sandbox",
 	[ST_LISTEN] = "listen on 127.0.0.1:3128 in the sandbox",
