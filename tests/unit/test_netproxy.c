@@ -1094,6 +1094,15 @@ static void test_proxy_detach(void **state)
 
 /* ================================================================ the forwarder */
 
+/* In a forked test child: close every fd but a and b, so that nothing the
+ * test process holds (a proxy's end, a server) outlives it in the child. */
+static void close_all_but(int a, int b)
+{
+	for (int fd = 3; fd < 4096; fd++)
+		if (fd != a && fd != b)
+			close(fd);
+}
+
 static int bring_lo_up(void)
 {
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -1132,6 +1141,7 @@ static void sandbox_child(int userns, unsigned echo_port, int ctl, int res)
 {
 	char line[512];
 	size_t o = 0;
+	close_all_but(ctl, res);
 	if (unshare(CLONE_NEWNET | (userns ? CLONE_NEWUSER : 0)) < 0 || bring_lo_up() < 0) {
 		if (write(res, "E", 1) < 0)
 			_exit(1);
@@ -1330,7 +1340,7 @@ static void test_forwarder_refusals(void **state)
 	pid_t kid = fork();
 	if (kid == 0) {
 		char c;
-		close(ctl[1]);
+		close_all_but(ctl[0], -1);
 		if (read(ctl[0], &c, 1) < 0)
 			_exit(1);
 		_exit(0);
