@@ -129,7 +129,7 @@ static void list(const char *b, size_t n)
 		const char *e = entries[i][0] == '*' && entries[i][1] == '.' ? entries[i] + 2 : entries[i];
 		if (tgi_nethost_norm(e, strcspn(e, ":"), 1, h, sizeof h, &kind, NULL) == 0) {
 			tgi_netallow_verdict v = tgi_netallow_match(a, h, kind, 443);
-			check(v == TGI_NETALLOW_YES || v == TGI_NETALLOW_NO_HOST ||
+			check(v == TGI_NETALLOW_YES || v == TGI_NETALLOW_WILDCARD || v == TGI_NETALLOW_NO_HOST ||
 			      v == TGI_NETALLOW_NO_PORT);
 		}
 	}

@@ -40,6 +40,7 @@ const char *const tgi_netproxy_env[] = {
 	"ALL_PROXY=" TGI_NETPROXY_URL,   "http_proxy=" TGI_NETPROXY_URL,
 	"https_proxy=" TGI_NETPROXY_URL, "all_proxy=" TGI_NETPROXY_URL,
 	"NO_PROXY=localhost,127.0.0.1",  "no_proxy=localhost,127.0.0.1",
+	"NODE_USE_ENV_PROXY=1",          /* Node's fetch and http honour the above only so */
 	NULL,
 };
 
@@ -503,11 +504,43 @@ tgi_netallow_verdict tgi_netallow_match(const tgi_netallow *a, const char *host,
 	for (size_t i = 0; i < a->n; i++) {
 		if (!host_ok(&a->e[i], host, hl, kind))
 			continue;
-		if (port_ok(&a->e[i], port))
+		if (!port_ok(&a->e[i], port)) {
+			if (v == TGI_NETALLOW_NO_HOST)
+				v = TGI_NETALLOW_NO_PORT;
+			continue;
+		}
+		if (!a->e[i].wildcard)
 			return TGI_NETALLOW_YES;
-		v = TGI_NETALLOW_NO_PORT;
+		v = TGI_NETALLOW_WILDCARD;
 	}
 	return v;
+}
+
+static int special4(uint32_t a)
+{
+	return (a >> 24) == 0 || (a >> 24) == 127 || (a >> 16) == 0xa9fe ||   /* 0/8 127/8 169.254/16 */
+	       (a >> 28) == 0xe || a == 0xffffffffu ||                        /* 224/4, broadcast */
+	       a == 0x646464c8u;                                              /* 100.100.100.200 */
+}
+
+int tgi_netaddr_special(const struct sockaddr *sa)
+{
+	if (!sa)
+		return 1;
+	if (sa->sa_family == AF_INET)
+		return special4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+	if (sa->sa_family != AF_INET6)
+		return 1;
+	const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	static const unsigned char ec2[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0,
+	                                      0,    0,    0,    0,    0, 0, 0x02, 0x54};
+	if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a)) {
+		uint32_t v4;
+		memcpy(&v4, a->s6_addr + 12, 4);
+		return special4(ntohl(v4));
+	}
+	return IN6_IS_ADDR_UNSPECIFIED(a) || IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_LINKLOCAL(a) ||
+	       IN6_IS_ADDR_MULTICAST(a) || IN6_IS_ADDR_SITELOCAL(a) || !memcmp(a->s6_addr, ec2, 16);
 }
 
 json_t *tgi_netallow_json(const tgi_netallow *a)

@@ -16,7 +16,11 @@
  *    threads)     connect, each   until both directions are done)
  *                 address in turn)
  *
- * and every state has a deadline: the head (head_timeout), resolve and
+ * A name allowed only by a wildcard entry does not reach loopback,
+ * link-local, multicast or metadata addresses (tgi_netaddr_special): those
+ * it resolves to are skipped, and a name with nothing else is refused.
+ *
+ * Every state has a deadline: the head (head_timeout), resolve and
  * connect together (connect_timeout, shared among the addresses), a tunnel
  * with no byte either way (idle_timeout), a reply and the lingering read
  * after it (2 s each).  Buffers are fixed: the head (max_head bytes) until
@@ -263,6 +267,9 @@ struct conn {
 	double           overall;    /* S_RESOLVE, S_CONNECT: resolve + connect */
 	job             *job;
 	struct addrinfo *ai, *next_ai;
+	int              wild;       /* allowed by a wildcard only: special addresses skipped */
+	int              tried;      /* addresses tried */
+	int              skipped;    /* addresses skipped as special */
 	int              dead;
 	conn            *prev, *next, *grave;
 };
@@ -544,6 +551,11 @@ static void try_next(tgi_netproxy *p, conn *c)
 	while (c->next_ai) {
 		struct addrinfo *a = c->next_ai;
 		c->next_ai = a->ai_next;
+		if (c->wild && tgi_netaddr_special(a->ai_addr)) {
+			c->skipped++;
+			continue;
+		}
+		c->tried++;
 		int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			continue;
@@ -561,7 +573,7 @@ static void try_next(tgi_netproxy *p, conn *c)
 		/* the time left, shared evenly among the addresses still to try */
 		int left = 1;
 		for (struct addrinfo *b = c->next_ai; b; b = b->ai_next)
-			left++;
+			left += !(c->wild && tgi_netaddr_special(b->ai_addr));
 		double now = tgi_now_ms();
 		c->deadline = now + (c->overall - now) / left;
 		if (c->deadline < p->next_scan)
@@ -570,7 +582,11 @@ static void try_next(tgi_netproxy *p, conn *c)
 		update(p, c);
 		return;
 	}
-	refuse(p, c, tgi_now_ms() >= c->overall ? TGI_NETWHY_CONNECT_TIMEOUT : TGI_NETWHY_CONNECT);
+	if (!c->tried && c->skipped)
+		refuse(p, c, TGI_NETWHY_ADDRESS);
+	else
+		refuse(p, c, tgi_now_ms() >= c->overall ? TGI_NETWHY_CONNECT_TIMEOUT
+		                                        : TGI_NETWHY_CONNECT);
 }
 
 static void connected(tgi_netproxy *p, conn *c)
@@ -660,6 +676,10 @@ static void head_in(tgi_netproxy *p, conn *c)
 	}
 	switch (tgi_netallow_match(c->sb->allow, c->req.host, c->req.host_kind, c->req.port)) {
 	case TGI_NETALLOW_YES:
+		go(p, c);
+		return;
+	case TGI_NETALLOW_WILDCARD:
+		c->wild = 1;
 		go(p, c);
 		return;
 	case TGI_NETALLOW_NO_PORT:

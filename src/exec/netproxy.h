@@ -71,7 +71,8 @@
 
 /* The environment a sandboxed command gets in host-list mode: HTTP_PROXY,
  * HTTPS_PROXY, ALL_PROXY (and lower-case) = TGI_NETPROXY_URL, NO_PROXY =
- * localhost,127.0.0.1.  NULL-terminated, static. */
+ * localhost,127.0.0.1, NODE_USE_ENV_PROXY=1 (Node's fetch and http honour
+ * the others only with it).  NULL-terminated, static. */
 extern const char *const tgi_netproxy_env[];
 
 /* ---- hosts ---- */
@@ -107,12 +108,29 @@ int  tgi_netallow_new(const char *const *entries, size_t n, tgi_netallow **out, 
 tgi_netallow *tgi_netallow_ref(tgi_netallow *a);   /* a new reference; thread-safe */
 void tgi_netallow_unref(tgi_netallow *a);          /* NULL is a no-op; thread-safe */
 
-typedef enum { TGI_NETALLOW_YES, TGI_NETALLOW_NO_HOST, TGI_NETALLOW_NO_PORT } tgi_netallow_verdict;
+typedef enum {
+	TGI_NETALLOW_YES,       /* an entry names this host (or address) and port */
+	TGI_NETALLOW_WILDCARD,  /* only a wildcard entry covers it */
+	TGI_NETALLOW_NO_HOST,
+	TGI_NETALLOW_NO_PORT    /* some entry names the host, for other ports */
+} tgi_netallow_verdict;
 
 /* Is host (normalised by tgi_nethost_norm, of that kind) at port allowed?
- * NO_PORT when some entry names the host for other ports. */
+ * A name allowed only by a wildcard may not reach loopback, link-local
+ * (cloud metadata), unspecified or multicast addresses (the proxy drops
+ * them from what it resolved): whoever controls a subdomain's DNS could
+ * point it there.  A name listed exactly may: the operator named it. */
 tgi_netallow_verdict tgi_netallow_match(const tgi_netallow *a, const char *host,
                                         tgi_nethost_kind kind, unsigned port);
+
+struct sockaddr;
+/* Is this an address a name allowed only by a wildcard must not reach:
+ * unspecified, loopback, link-local (169.254/16, fe80::/10, the old
+ * site-local fec0::/10), multicast,
+ * broadcast, IPv4-mapped forms of these, and the cloud metadata services
+ * outside those ranges (100.100.100.200, fd00:ec2::254)?  Families other
+ * than IPv4 and IPv6 are.  1 or 0. */
+int tgi_netaddr_special(const struct sockaddr *sa);
 
 /* The entries as normalised ("api.github.com:443", "*.npmjs.org:80,443"),
  * for doctor.  New reference. */
@@ -136,7 +154,8 @@ json_t *tgi_netallow_json(const tgi_netallow *a);
 	X(BUSY,        503, "busy",            "too many connections through the proxy")         \
 	X(RESOLVE,     502, "resolve_failed",  "the host name could not be resolved")            \
 	X(CONNECT,     502, "connect_failed",  "the host refused or could not be reached")       \
-	X(CONNECT_TIMEOUT, 504, "connect_timeout", "the host did not answer in time")
+	X(CONNECT_TIMEOUT, 504, "connect_timeout", "the host did not answer in time")           \
+	X(ADDRESS,     403, "address_denied",  "the host resolves only to loopback, link-local or multicast addresses, which a wildcard entry does not reach")
 
 typedef enum {
 #define X(e, status, code, text) TGI_NETWHY_##e,
@@ -222,7 +241,7 @@ typedef struct tgi_netevent {
 } tgi_netevent;
 
 /* Called on the proxy thread for every request: refused (why in 400..431,
- * 403 host/port, 503 busy), failed (502, 504) or opened (OK).  Borrowed
+ * 403 host/port/address, 503 busy), failed (502, 504) or opened (OK).  Borrowed
  * strings, valid during the call.  It must return quickly and must not
  * call tgi_netproxy_detach. */
 typedef void (*tgi_netevent_fn)(void *arg, const tgi_netevent *ev);

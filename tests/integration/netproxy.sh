@@ -7,14 +7,18 @@
 # environment: what the sandbox will do).
 #
 # The proxy side resolves test names (api.github.test, evil.test,
-# a.pkg.test, pkg.test -> 127.0.0.1) from an /etc/hosts bind-mounted in a
-# mount namespace of its own; loopback servers answer: plain HTTP on P1 and
-# P3, HTTPS (a test certificate for api.github.test) on P2.  The list:
-# api.github.test:P1, api.github.test:P2, *.pkg.test:P1.  Inside, curl
-# through the proxy: the allowed host's body arrives over plain HTTP and
-# over a CONNECT tunnel with TLS; evil.test (which resolves to the same
-# loopback) gets 403 for both and the event names it; api.github.test:P3
-# gets 403 (port); a.pkg.test passes and its apex pkg.test does not; a TLS
+# a.pkg.test, pkg.test -> 127.0.0.1; meta.pkg.test -> 169.254.169.254;
+# b.pkg.test -> this machine's own address) from an /etc/hosts bind-mounted
+# in a mount namespace of its own; servers answer: plain HTTP on 127.0.0.1
+# P1 and P3 and on the machine's address P4, HTTPS (a test certificate for
+# api.github.test) on 127.0.0.1 P2.  The list: api.github.test:P1,
+# api.github.test:P2, *.pkg.test:P1, *.pkg.test:P4.  Inside, curl through
+# the proxy: the allowed host's body arrives over plain HTTP and over a
+# CONNECT tunnel with TLS; evil.test (which resolves to the same loopback)
+# gets 403 for both and the event names it; api.github.test:P3 gets 403
+# (port); b.pkg.test passes through the wildcard, its apex pkg.test does
+# not, and neither do a.pkg.test and meta.pkg.test, which the wildcard
+# would take to loopback and the metadata address (403, address); a TLS
 # hello sent to the proxy gets 400; the origin server saw origin-form.
 # Without the proxy nothing leaves: TCP to 127.0.0.1:P1 is refused (the
 # sandbox's own loopback), TCP to the host's address and UDP to the
@@ -49,21 +53,31 @@ mkdir -p "$D/www" "$D/out"
 echo "hello from the origin" > "$D/www/hello.txt"
 chmod -R a+rX "$D"
 chmod 777 "$D/out"
-printf '127.0.0.1 localhost\n::1 localhost\n127.0.0.1 api.github.test evil.test a.pkg.test pkg.test\n' > "$D/hosts"
+printf '127.0.0.1 localhost\n::1 localhost\n127.0.0.1 api.github.test evil.test a.pkg.test pkg.test\n169.254.169.254 meta.pkg.test\n' > "$D/hosts"
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=api.github.test \
 	-addext subjectAltName=DNS:api.github.test,DNS:evil.test \
 	-keyout "$D/key.pem" -out "$D/cert.pem" 2> /dev/null || { fail "openssl req"; finish; exit; }
 chmod 644 "$D/key.pem" "$D/cert.pem"
 
-read -r P1 P2 P3 < <("$PY" -c '
-import socket
-s = [socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+HOSTIP=$(hostname -I 2> /dev/null | awk '{print $1}')
+case $HOSTIP in *.*.*.*) ;; *) HOSTIP= ;; esac
+[ -z "$HOSTIP" ] || echo "$HOSTIP b.pkg.test" >> "$D/hosts"
+read -r P1 P2 P3 P4 < <("$PY" -c '
+import socket, sys
+s = [socket.socket() for _ in range(4)]
+for x in s[:3]: x.bind(("127.0.0.1", 0))
+s[3].bind((sys.argv[1] or "127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])' "$HOSTIP")
 "$PY" -m http.server --bind 127.0.0.1 --directory "$D/www" "$P1" > /dev/null 2> "$D/p1.log" &
 PIDS+=($!)
 "$PY" -m http.server --bind 127.0.0.1 --directory "$D/www" "$P3" > /dev/null 2> "$D/p3.log" &
 PIDS+=($!)
+if [ -n "$HOSTIP" ]; then
+	"$PY" -m http.server --bind "$HOSTIP" --directory "$D/www" "$P4" > /dev/null 2> "$D/p4.log" &
+	PIDS+=($!)
+else
+	echo "no IPv4 address of this machine's own: the wildcard's way through is not tried"
+fi
 "$PY" -c '
 import http.server, ssl, sys, functools
 d, port, cert, key = sys.argv[1:5]
@@ -77,22 +91,24 @@ PIDS+=($!)
 for i in $(seq 100); do
 	curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$P1/" &&
 		curl -s --noproxy '*' -o /dev/null "http://127.0.0.1:$P3/" &&
-		curl -sk --noproxy '*' -o /dev/null "https://127.0.0.1:$P2/" && break
+		curl -sk --noproxy '*' -o /dev/null "https://127.0.0.1:$P2/" &&
+		{ [ -z "$HOSTIP" ] || curl -s --noproxy '*' -o /dev/null "http://$HOSTIP:$P4/"; } && break
 	sleep 0.1
 done
-HOSTIP=$(hostname -I 2> /dev/null | awk '{print $1}')
 RESOLVER=$(awk '/^nameserver/ {print $2; exit}' /etc/resolv.conf)
 
 # what runs inside the sandbox: one "name=value" line per check
 cat > "$D/inside.sh" <<'EOF'
-D=$1 P1=$2 P2=$3 P3=$4 HOSTIP=$5 RESOLVER=$6
+D=$1 P1=$2 P2=$3 P3=$4 HOSTIP=$5 RESOLVER=$6 P4=$7
 c() { curl -s --max-time 10 "$@"; }
 echo "http_allowed=$(c "http://api.github.test:$P1/hello.txt")"
 echo "https_allowed=$(c --cacert "$D/cert.pem" "https://api.github.test:$P2/hello.txt")"
 echo "http_evil=$(c -o /dev/null -w '%{http_code}' "http://evil.test:$P1/hello.txt")"
 echo "https_evil=$(c -o /dev/null -w '%{http_connect}' --cacert "$D/cert.pem" "https://evil.test:$P2/hello.txt")"
 echo "port_denied=$(c -o /dev/null -w '%{http_code}' "http://api.github.test:$P3/hello.txt")"
-echo "wildcard=$(c "http://a.pkg.test:$P1/hello.txt")"
+[ -z "$HOSTIP" ] || echo "wildcard=$(c "http://b.pkg.test:$P4/hello.txt")"
+echo "wildcard_loopback=$(c -o /dev/null -w '%{http_code}' "http://a.pkg.test:$P1/hello.txt")"
+echo "wildcard_metadata=$(c -o /dev/null -w '%{http_code}' "http://meta.pkg.test:$P1/latest/meta-data/")"
 echo "apex=$(c -o /dev/null -w '%{http_code}' "http://pkg.test:$P1/hello.txt")"
 echo "not_http=$(python3 -c '
 import socket
@@ -150,7 +166,8 @@ run() {
 		"${drop[@]}" env LSAN_OPTIONS="$lsan" "$drv" --drive --events "$D/out/$label.events" \
 		--bind "$D" "$@" \
 		--allow "api.github.test:$P1" --allow "API.GitHub.test.:$P2" --allow "*.pkg.test:$P1" \
-		-- sh "$D/inside.sh" "$D" "$P1" "$P2" "$P3" "$HOSTIP" "$RESOLVER" \
+		--allow "*.pkg.test:$P4" \
+		-- sh "$D/inside.sh" "$D" "$P1" "$P2" "$P3" "$HOSTIP" "$RESOLVER" "$P4" \
 		> "$D/out/$label.txt" 2> "$D/out/$label.err"
 	echo $? > "$D/out/$label.rc"
 	sanitizers "$D/out/$label.err" "$label"
@@ -166,7 +183,9 @@ check() {
 	eq "$(v http_evil)" 403 "$l: plain HTTP to a host not on the list"
 	eq "$(v https_evil)" 403 "$l: CONNECT to a host not on the list"
 	eq "$(v port_denied)" 403 "$l: an allowed host on a port not on the list"
-	eq "$(v wildcard)" "hello from the origin" "$l: a subdomain of a wildcard entry"
+	[ -z "$HOSTIP" ] || eq "$(v wildcard)" "hello from the origin" "$l: a subdomain of a wildcard entry"
+	eq "$(v wildcard_loopback)" 403 "$l: a wildcard's name that resolves to loopback"
+	eq "$(v wildcard_metadata)" 403 "$l: a wildcard's name that resolves to the metadata address"
 	eq "$(v apex)" 403 "$l: the apex of a wildcard entry"
 	eq "$(v not_http)" "HTTP/1.1 400 Bad Request" "$l: a TLS hello sent to the proxy itself"
 	eq "$(v direct_loopback)" 7 "$l: TCP to the host's loopback without the proxy (curl: cannot connect)"
@@ -184,8 +203,11 @@ check() {
 	contains "$events" "host_denied 403 CONNECT evil.test $P2" "$l: the denied host named (CONNECT)"
 	contains "$events" "port_denied 403 GET api.github.test $P3" "$l: the denied port named"
 	contains "$events" "host_denied 403 GET pkg.test $P1" "$l: the wildcard's apex named"
+	contains "$events" "address_denied 403 GET a.pkg.test $P1" "$l: the wildcard's loopback name named"
+	contains "$events" "address_denied 403 GET meta.pkg.test $P1" "$l: the wildcard's metadata name named"
+	[ -z "$HOSTIP" ] || contains "$events" "ok 200 GET b.pkg.test $P4" "$l: the wildcard's event"
 	contains "$events" "not_http 400 - - 0" "$l: the byte stream that is not HTTP"
-	eq "$(grep -c . "$ev" 2> /dev/null)" 8 "$l: one event per request"
+	eq "$(grep -c . "$ev" 2> /dev/null)" "$([ -n "$HOSTIP" ] && echo 10 || echo 9)" "$l: one event per request"
 	# the origin server saw origin-form requests only
 	contains "$(tr -d '\0' < "$D/p1.log")" '"GET /hello.txt HTTP/1.1" 200' "$l: origin-form at the origin"
 	grep -aq '"GET http' "$D/p1.log" && fail "$l: an absolute-form request reached the origin"

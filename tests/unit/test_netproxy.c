@@ -212,12 +212,12 @@ static void test_allow_match(void **state)
 		{"registry.npmjs.org", TGI_NETHOST_NAME, 443, TGI_NETALLOW_YES},
 		{"registry.npmjs.org", TGI_NETHOST_NAME, 80, TGI_NETALLOW_YES},
 		{"registry.npmjs.org", TGI_NETHOST_NAME, 8080, TGI_NETALLOW_NO_PORT},
-		{"a.pkg.example", TGI_NETHOST_NAME, 443, TGI_NETALLOW_YES},
-		{"a.b.pkg.example", TGI_NETHOST_NAME, 80, TGI_NETALLOW_YES},
+		{"a.pkg.example", TGI_NETHOST_NAME, 443, TGI_NETALLOW_WILDCARD},
+		{"a.b.pkg.example", TGI_NETHOST_NAME, 80, TGI_NETALLOW_WILDCARD},
 		{"pkg.example", TGI_NETHOST_NAME, 443, TGI_NETALLOW_NO_HOST},
 		{"xpkg.example", TGI_NETHOST_NAME, 443, TGI_NETALLOW_NO_HOST},
 		{"a.pkg.example.evil", TGI_NETHOST_NAME, 443, TGI_NETALLOW_NO_HOST},
-		{"x.cdn.example", TGI_NETHOST_NAME, 8443, TGI_NETALLOW_YES},
+		{"x.cdn.example", TGI_NETHOST_NAME, 8443, TGI_NETALLOW_WILDCARD},
 		{"x.cdn.example", TGI_NETHOST_NAME, 443, TGI_NETALLOW_NO_PORT},
 		{"10.0.0.5", TGI_NETHOST_IPV4, 8080, TGI_NETALLOW_YES},
 		{"10.0.0.5", TGI_NETHOST_IPV4, 80, TGI_NETALLOW_NO_PORT},
@@ -236,6 +236,20 @@ static void test_allow_match(void **state)
 			fail_msg("match %zu %s:%u: got %d, want %d", i, t[i].host, t[i].port, got,
 			         t[i].want);
 	}
+	/* a name listed exactly and covered by a wildcard too is listed exactly */
+	const char *both[] = {"*.example.org", "api.example.org:443", "*.example.org:8080"};
+	tgi_netallow *w;
+	assert_int_equal(tgi_netallow_new(both, 3, &w, err, sizeof err), 0);
+	assert_int_equal(tgi_netallow_match(w, "api.example.org", TGI_NETHOST_NAME, 443),
+	                 TGI_NETALLOW_YES);
+	assert_int_equal(tgi_netallow_match(w, "api.example.org", TGI_NETHOST_NAME, 80),
+	                 TGI_NETALLOW_WILDCARD);
+	assert_int_equal(tgi_netallow_match(w, "api.example.org", TGI_NETHOST_NAME, 8080),
+	                 TGI_NETALLOW_WILDCARD);
+	assert_int_equal(tgi_netallow_match(w, "api.example.org", TGI_NETHOST_NAME, 22),
+	                 TGI_NETALLOW_NO_PORT);
+	tgi_netallow_unref(w);
+
 	json_t *j = tgi_netallow_json(a);
 	char *s = json_dumps(j, JSON_COMPACT);
 	assert_string_equal(s, "[\"api.github.com:443\",\"registry.npmjs.org:80,443\","
@@ -257,6 +271,41 @@ static void test_allow_match(void **state)
 	assert_int_equal(tgi_netallow_match(a, "api.github.com", TGI_NETHOST_NAME, 443),
 	                 TGI_NETALLOW_NO_HOST);
 	tgi_netallow_unref(a);
+}
+
+static void test_special_addr(void **state)
+{
+	(void)state;
+	static const struct { const char *a; int special; } t[] = {
+		{"127.0.0.1", 1}, {"127.1.2.3", 1}, {"0.0.0.0", 1}, {"0.1.2.3", 1},
+		{"169.254.169.254", 1}, {"169.254.0.1", 1}, {"224.0.0.1", 1}, {"239.255.255.250", 1},
+		{"255.255.255.255", 1}, {"100.100.100.200", 1},
+		{"10.0.0.5", 0}, {"192.168.1.1", 0}, {"172.16.0.1", 0}, {"140.82.112.3", 0},
+		{"100.100.100.201", 0}, {"169.253.255.255", 0}, {"223.255.255.255", 0},
+		{"::", 1}, {"::1", 1}, {"fe80::1", 1}, {"fec0::1", 1}, {"ff02::1", 1},
+		{"::ffff:127.0.0.1", 1}, {"::ffff:169.254.169.254", 1}, {"::127.0.0.1", 1},
+		{"fd00:ec2::254", 1},
+		{"::ffff:140.82.112.3", 0}, {"2606:50c0:8000::153", 0}, {"fd00::1", 0},
+		{"fd00:ec2::253", 0},
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(t); i++) {
+		struct sockaddr_storage ss;
+		memset(&ss, 0, sizeof ss);
+		if (strchr(t[i].a, ':')) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+			s6->sin6_family = AF_INET6;
+			assert_int_equal(inet_pton(AF_INET6, t[i].a, &s6->sin6_addr), 1);
+		} else {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+			s4->sin_family = AF_INET;
+			assert_int_equal(inet_pton(AF_INET, t[i].a, &s4->sin_addr), 1);
+		}
+		if (tgi_netaddr_special((struct sockaddr *)&ss) != t[i].special)
+			fail_msg("address %s: special should be %d", t[i].a, t[i].special);
+	}
+	struct sockaddr_storage un = {.ss_family = AF_UNIX};
+	assert_int_equal(tgi_netaddr_special((struct sockaddr *)&un), 1);
+	assert_int_equal(tgi_netaddr_special(NULL), 1);
 }
 
 #define H(s) s, sizeof(s) - 1
@@ -409,7 +458,7 @@ static void test_parse(void **state)
 	assert_int_equal(r.why, TGI_NETWHY_TOO_LARGE);
 
 	/* every reason has a code, a status and a sentence */
-	for (int w = TGI_NETWHY_OK; w <= TGI_NETWHY_CONNECT_TIMEOUT; w++) {
+	for (int w = TGI_NETWHY_OK; w <= TGI_NETWHY_ADDRESS; w++) {
 		assert_true(strlen(tgi_netwhy_code((tgi_netwhy)w)) > 1);
 		assert_true(strlen(tgi_netwhy_text((tgi_netwhy)w)) > 5);
 		assert_true(tgi_netwhy_status((tgi_netwhy)w) >= 200);
@@ -1506,6 +1555,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_host_norm),
 		cmocka_unit_test(test_allow_entries),
 		cmocka_unit_test(test_allow_match),
+		cmocka_unit_test(test_special_addr),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_rewrite),
 		cmocka_unit_test(test_info_pid),
