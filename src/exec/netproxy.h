@@ -140,22 +140,28 @@ json_t *tgi_netallow_json(const tgi_netallow *a);
 
 /* Why a request was refused or failed: name, HTTP status, code, sentence.
  * Append-only. */
-#define TGI_NETWHY_MAP(X)                                                                    \
-	X(OK,          200, "ok",              "connected")                                     \
-	X(NOT_HTTP,    400, "not_http",        "the connection did not start with an HTTP request") \
-	X(MALFORMED,   400, "malformed",       "the request head is malformed")                  \
-	X(ORIGIN_FORM, 400, "origin_form",     "a request to this proxy names its host: CONNECT host:port, or an absolute http:// URL") \
-	X(SCHEME,      400, "scheme",          "only http:// URLs are forwarded as plain requests; use CONNECT for https") \
-	X(METHOD,      405, "method",          "this method is not forwarded")                   \
-	X(TOO_LARGE,   431, "too_large",       "the request head is larger than the proxy accepts") \
-	X(HEAD_TIMEOUT,408, "head_timeout",    "the request head did not arrive in time")        \
-	X(HOST,        403, "host_denied",     "the sandbox's network policy does not allow this host") \
-	X(PORT,        403, "port_denied",     "the sandbox's network policy does not allow this port for this host") \
-	X(BUSY,        503, "busy",            "too many connections through the proxy")         \
-	X(RESOLVE,     502, "resolve_failed",  "the host name could not be resolved")            \
-	X(CONNECT,     502, "connect_failed",  "the host refused or could not be reached")       \
-	X(CONNECT_TIMEOUT, 504, "connect_timeout", "the host did not answer in time")           \
-	X(ADDRESS,     403, "address_denied",  "the host resolves only to loopback, link-local or multicast addresses, which a wildcard entry does not reach")
+#define TGI_NETWHY_MAP(X)                                                             \
+	X(OK, 200, "ok", "connected")                                                    \
+	X(NOT_HTTP, 400, "not_http", "the connection did not start with an HTTP request") \
+	X(MALFORMED, 400, "malformed", "the request head is malformed")                  \
+	X(ORIGIN_FORM, 400, "origin_form",                                               \
+	  "a request to this proxy names its host: CONNECT host:port, or an absolute "   \
+	  "http:// URL")                                                                 \
+	X(SCHEME, 400, "scheme",                                                         \
+	  "only http:// URLs are forwarded as plain requests; use CONNECT for https")    \
+	X(METHOD, 405, "method", "this method is not forwarded")                         \
+	X(TOO_LARGE, 431, "too_large", "the request head is larger than the proxy accepts") \
+	X(HEAD_TIMEOUT, 408, "head_timeout", "the request head did not arrive in time")  \
+	X(HOST, 403, "host_denied", "the sandbox's network policy does not allow this host") \
+	X(PORT, 403, "port_denied",                                                      \
+	  "the sandbox's network policy does not allow this port for this host")         \
+	X(BUSY, 503, "busy", "too many connections through the proxy")                   \
+	X(RESOLVE, 502, "resolve_failed", "the host name could not be resolved")         \
+	X(CONNECT, 502, "connect_failed", "the host refused or could not be reached")    \
+	X(CONNECT_TIMEOUT, 504, "connect_timeout", "the host did not answer in time")    \
+	X(ADDRESS, 403, "address_denied",                                                \
+	  "the host resolves only to loopback, link-local or multicast addresses, which " \
+	  "a wildcard entry does not reach")
 
 typedef enum {
 #define X(e, status, code, text) TGI_NETWHY_##e,

@@ -1185,7 +1185,8 @@ static int tcp_connect(unsigned port)
 	return s;
 }
 
-static void sandbox_child(int userns, unsigned echo_port, int ctl, int res) __attribute__((noreturn));
+static void sandbox_child(int userns, unsigned echo_port, int ctl, int res)
+	__attribute__((noreturn));
 static void sandbox_child(int userns, unsigned echo_port, int ctl, int res)
 {
 	char line[512];
