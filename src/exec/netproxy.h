@@ -269,8 +269,10 @@ typedef struct tgi_netsb tgi_netsb;
 tgi_netsb *tgi_netproxy_attach(tgi_netproxy *p, pid_t pid, tgi_netallow *allow,
                                tgi_netevent_fn fn, void *arg, char *err, size_t errlen);
 
-/* Hand the proxy one connected stream socket as if the forwarder had
- * accepted it (takes fd, closed on failure).  0 or -errno. */
+/* Hand the proxy one connected stream socket as if a forwarder had
+ * accepted it, for a sandbox attached with pid 0 (takes fd, closed in every
+ * case: the proxy has its own copy).  0, or -errno (-EBADF: the sandbox has
+ * a forwarder). */
 int  tgi_netproxy_hand(tgi_netsb *sb, int fd);
 
 /* The forwarder's pid (0: none), for tests. */
