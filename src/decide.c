@@ -332,7 +332,7 @@ static int commands_allowed(const tgi_call *c, const tgi_match_input *in, char *
 		char rt[512] = "", part[520];
 		if ((cmd->flags & TGI_CMD_OPAQUE) || !cmd->argc)
 			return 0;
-		tgi_cmdline single = {(tgi_cmd *)cmd, 1};
+		tgi_cmdline single = {.v = (tgi_cmd *)cmd, .n = 1};
 		one.cmds = &single;
 		const tgi_rule *r = first_rule(c, TGI_RULE_ALLOW, &one);
 		if (r)
