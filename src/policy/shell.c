@@ -525,6 +525,24 @@ static int via_xargs(const tgi_cmd *c, size_t prog)
 	return 0;
 }
 
+/* Does an xargs among the wrappers before prog replace a string in the
+ * command with what it reads (-I R, -i, --replace)? */
+static int xargs_fills(const tgi_cmd *c, size_t prog)
+{
+	for (size_t i = 0; i < prog && i < c->argc; i++) {
+		if (strcmp(tgi_shell_basename(c->argv[i]), "xargs") != 0)
+			continue;
+		for (size_t j = i + 1; j < prog; j++) {
+			const char *a = c->argv[j];
+			if (a[0] != '-' || !strcmp(a, "--"))
+				break;
+			if (!strncmp(a, "--replace", 9) || (a[1] != '-' && strpbrk(a + 1, "Ii")))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /* Does an `env` among the wrappers before prog get -S / --split-string? */
 static int env_split(const tgi_cmd *c, size_t prog)
 {
@@ -641,6 +659,8 @@ typedef struct parser {
 	size_t           nprefix;
 	const tgi_redir *iredirs;
 	size_t           niredirs;
+	char *const     *iassigns;   /* the wrapper's NAME=value: the script's environment */
+	size_t           niassigns;
 	unsigned         iflags;
 	const char      *iwhy;       /* when iflags has TGI_CMD_OPAQUE */
 
@@ -2215,6 +2235,11 @@ static int unwrap(parser *p, tgi_cmd *c, size_t prog, size_t si, const char *raw
 	q.niredirs = c->nredirs;
 	q.iflags = c->flags & (TGI_CMD_PIPED_IN | TGI_CMD_BACKGROUND | TGI_CMD_OPAQUE);
 	q.iwhy = c->why;
+	q.iassigns = c->assigns;
+	q.niassigns = c->nassigns;
+	/* the wrapper's assignments are set before the script's first word */
+	for (size_t i = 0; p->env && i < c->nassigns; i++)
+		dom_add(&q, c->assigns[i], strcspn(c->assigns[i], "+="), 1);
 	rc = parse_text(&q);
 	parser_free(&q);
 	if (rc == 0) {
@@ -2249,6 +2274,11 @@ static int unwrap_or_push(parser *p, tgi_cmd *c, const unsigned *wf, size_t np)
 	tgi_sanitize(nm, sizeof nm, name);
 	if (how > 0 && si >= c->argc)
 		cmd_opaque(c, "a %s -c script that xargs reads from stdin", nm);
+	else if (xargs_fills(c, prog))
+		/* xargs -I fills the words it reads into the script's text: the
+		 * script as written is not what runs (the floor judges it with
+		 * what xargs is fed, when the line says) */
+		cmd_opaque(c, "a %s -c script that xargs fills in with the words it reads", nm);
 	else if (how < 0)
 		cmd_opaque(c, "%s -c with options that cannot be judged", nm);
 	else if (expansion(c->argv[si], wf[si]) && !(wf[si] & F_ARGV))
@@ -2273,7 +2303,7 @@ static int emit(parser *p, unsigned flags)
 	c.argc = np + b->argv.n;
 	c.argv = tgi_xcalloc(c.argc + 1, sizeof *c.argv);
 	wf = tgi_xcalloc(c.argc + 1, sizeof *wf);
-	c.nassigns = b->assigns.n;
+	c.nassigns = b->assigns.n + (c.argc ? p->niassigns : 0);
 	c.assigns = tgi_xcalloc(c.nassigns + 1, sizeof *c.assigns);
 	c.nredirs = b->nredirs + p->niredirs;
 	c.redirs = c.nredirs ? tgi_xcalloc(c.nredirs, sizeof *c.redirs) : NULL;
@@ -2300,6 +2330,8 @@ static int emit(parser *p, unsigned flags)
 	for (size_t i = 0; i < b->assigns.n; i++)
 		if (!(c.assigns[i] = normalize(p, b->assigns.v[i])))
 			goto out;
+	for (size_t i = b->assigns.n; i < c.nassigns; i++)
+		c.assigns[i] = tgi_strdup(p->iassigns[i - b->assigns.n]);
 	for (size_t i = 0; i < c.nredirs; i++) {
 		const tgi_redir *r = i < b->nredirs ? &b->redirs[i] : &p->iredirs[i - b->nredirs];
 		c.redirs[i].fd = r->fd;

@@ -175,6 +175,36 @@ int tgi_floor_command(const tgi_cmdline *cl, const char *workspace, const char *
                       char *reason, size_t cap);
 
 /*
+ * The floor with its third answer: what it cannot see into.  Before
+ * judging, the line is evaluated (expand.h): literal variables, loops over
+ * literal lists, reads and xargs fed by literals, aliases and functions
+ * the line defines, eval of a literal, sh -c at any depth, command
+ * substitutions of literals; inline interpreter code (code.h) is read for
+ * the floor's targets; a download run in a later command of the line is a
+ * download run.
+ *
+ * TGI_FLOOR_DENY: floored, reason says why.  TGI_FLOOR_BLIND: nothing
+ * floored, but a word the floor would judge (a path deleted or written, a
+ * program, code) holds something the line does not tell (a variable set
+ * outside it, a read from a file, a command substitution, code built at run
+ * time), or a bound was passed: reason says what; a caller that would run
+ * the line without asking asks instead.  TGI_FLOOR_CLEAR: neither.
+ * env: "NAME=value" the command gets besides the line (its own variables,
+ * which the line may use); may be NULL.
+ */
+typedef enum { TGI_FLOOR_CLEAR, TGI_FLOOR_BLIND, TGI_FLOOR_DENY } tgi_floor_verdict;
+
+typedef struct tgi_floor_in {
+	const char        *workspace;  /* absolute */
+	const char        *home;       /* absolute, or NULL: $HOME, then the passwd entry */
+	const char *const *env;
+	size_t             nenv;
+} tgi_floor_in;
+
+tgi_floor_verdict tgi_floor_judge(const tgi_cmdline *cl, const tgi_floor_in *in, char *reason,
+                                  size_t cap);
+
+/*
  * Is every simple command read-only (readonly.c)?  A command is when its
  * program (wrappers peeled; a wrapper like sudo makes it not) is in the
  * list with its conditions: `ls`, `cat`, `grep`, `rg`, `pwd`, `wc`,

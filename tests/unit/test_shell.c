@@ -453,11 +453,15 @@ static const row unwrapping[] = {
 	{ "bash -c", "bash -c" },
 	{ "bash script.sh", "bash script.sh" },
 	{ "bash -c 'case x in a) ls;; esac'", "bash -c 'case x in a) ls;; esac' {opaque}" },
-	{ "xargs -I{} sh -c 'rm {}'", "xargs -I{} rm {} {d1}" },
+	/* xargs -I fills its words into the script: not unwrapped, judged whole */
+	{ "xargs -I{} sh -c 'rm {}'", "xargs -I{} sh -c 'rm {}' {opaque}" },
+	{ "xargs -n1 sh -c 'rm \"$0\"'", "xargs -n1 rm $0 {d1}" },
 	{ "env -i bash -c 'rm -rf /'", "env -i rm -rf / {d1}" },
 	/* a wrapper opaque for another reason is still unwrapped, its commands opaque too */
 	{ "bash -c 'rm -rf /; ls' $(id)", "id ; rm -rf / {opaque,d1} ; ls {opaque,d1}" },
-	{ "X=$(id) sh -c ls", "id ; ls {opaque,d1}" },
+	{ "X=$(id) sh -c ls", "id ; X=$(id) ls {opaque,d1}" },
+	/* the wrapper's assignments are the script's environment: they stay */
+	{ "LD_PRELOAD=./x.so bash -c 'ls; cat f'", "LD_PRELOAD=./x.so ls {d1} ; LD_PRELOAD=./x.so cat f {d1}" },
 	{ "sh -c ls > $IFS", "ls >'' {opaque,d1}" },
 };
 
