@@ -242,11 +242,9 @@ static void assign_word(tgi_eval *e, const char *w)
 	const char *val;
 	tgi_strv fields = { 0 };
 
-	if (!is_name(w, n))
+	if (!is_name(w, n) || !w[n] || (w[n] == '+' && w[n + 1] != '='))
 		return;
 	val = w[n] == '+' ? w + n + 2 : w + n + 1;
-	if (w[n] == '+' && w[n + 1] != '=')
-		return;
 	if (n == 3 && !memcmp(w, "IFS", 3)) {
 		size_t have = strlen(e->ifs);
 		for (const char *q = val; *q && have + 1 < sizeof e->ifs; q++)
@@ -550,7 +548,12 @@ static int resolve_text(tgi_eval *e, const char *t, tgi_strv *out, int depth)
 	tgi_strv mids = { 0 };
 	const char *rest = NULL;
 	int rc = 0;
-	if (d[0] == '`' || (d[1] == '(' && d[2] != '(')) {
+	if (d[0] == '$' && d[1] != '(' && d[1] != '{' && !strchr("@*#?$!0123456789", d[1] ? d[1] : ' ') &&
+	    !((d[1] >= 'a' && d[1] <= 'z') || (d[1] >= 'A' && d[1] <= 'Z') || d[1] == '_')) {
+		/* a '$' that starts no expansion is itself */
+		tgi_strv_push(&mids, tgi_strdup("$"));
+		rest = d + 1;
+	} else if (d[0] == '`' || (d[1] == '(' && d[2] != '(')) {
 		const char *end = d[0] == '`' ? strchr(d + 1, '`') : closing(d + 1);
 		char *val = NULL;
 		if (!end)
@@ -574,7 +577,7 @@ static int resolve_text(tgi_eval *e, const char *t, tgi_strv *out, int depth)
 		while ((*ne >= 'a' && *ne <= 'z') || (*ne >= 'A' && *ne <= 'Z') || *ne == '_' ||
 		       (ne > nm && *ne >= '0' && *ne <= '9'))
 			ne++;
-		if (ne == nm && strchr("@*#?$!0123456789", *nm))
+		if (ne == nm && *nm && strchr("@*#?$!0123456789", *nm))
 			ne = nm + 1;
 		if (ne == nm || (braced && *ne != '}'))
 			return -1;
@@ -1340,7 +1343,19 @@ static const char *const silent[] = { "true", "false", ":", "cd", "pushd", "popd
 static const char *const passing[] = { "head", "tail", "sort", "uniq", "tac", "shuf", "cat",
 	                               "grep", "egrep", "fgrep", "dos2unix", NULL };
 
+static void output(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out, int redirected);
+
 void tgi_eval_stdout(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out)
+{
+	output(e, cl, i, out, 1);
+}
+
+void tgi_eval_prints(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out)
+{
+	output(e, cl, i, out, 0);
+}
+
+static void output(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out, int redirected)
 {
 	const tgi_cmd *c = &cl->v[i];
 	size_t p = tgi_shell_program(c);
@@ -1349,7 +1364,7 @@ void tgi_eval_stdout(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out
 	size_t na = p < c->argc ? c->argc - p - 1 : 0;
 
 	feed_set(out, NULL, 0);
-	if (stdout_redirected(c)) {
+	if (redirected && stdout_redirected(c)) {
 		feed_set(out, tgi_strdup(""), 0);
 		return;
 	}
@@ -1373,6 +1388,25 @@ void tgi_eval_stdout(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out
 			tgi_buf_puts(&b, "y");
 		tgi_buf_puts(&b, "\n");
 		feed_set(out, tgi_buf_steal(&b), 0);
+	} else if ((!strcmp(prog, "dirname") || !strcmp(prog, "basename")) && na >= 1 && a[0][0] != '-') {
+		char *t = tgi_xmalloc(strlen(a[0]) + 3), *sl;
+		strcpy(t, a[0]);
+		size_t n = strlen(t);
+		while (n > 1 && t[n - 1] == '/')
+			t[--n] = '\0';
+		sl = strrchr(t, '/');
+		if (prog[0] == 'd') {
+			if (!sl)
+				strcpy(t, ".");
+			else if (sl == t)
+				t[1] = '\0';
+			else
+				*sl = '\0';
+		} else if (sl && sl[1]) {
+			memmove(t, sl + 1, strlen(sl + 1) + 1);
+		}
+		strcat(t, "\n");
+		feed_set(out, t, 0);
 	} else if (!strcmp(prog, "tee")) {
 		tgi_eval_stdin(e, cl, i, out);
 	} else if (!strcmp(prog, "find")) {

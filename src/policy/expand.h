@@ -106,6 +106,8 @@ typedef struct tgi_feed {
 } tgi_feed;
 
 void tgi_eval_stdout(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out);
+/* What it writes on fd 1 wherever that goes (`echo x > f`: x). */
+void tgi_eval_prints(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out);
 void tgi_eval_stdin(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out);
 void tgi_feed_free(tgi_feed *f);
 

@@ -314,6 +314,7 @@ typedef struct fstate {
 	int                dl_unknown;
 	tgi_strv           link_from, link_to;
 	tgi_strv           fstack;
+	tgi_strv           wpath, wtext;  /* files the line writes with what it says */
 } fstate;
 
 /* What one call knows: the workspace, the homes and their ~/.ssh, all
@@ -952,6 +953,13 @@ static const char *judge_copy(const jin *j)
 			continue;
 		if (mv || !dest)
 			why = each_path(j, ops[i], 1, write_check, mv);
+		/* moving the root, a home or a system directory away deletes it
+		 * where it was (moving the workspace's files about does not) */
+		if (!why && mv) {
+			why = each_path(j, ops[i], 0, delete_check, 0);
+			if (why && !strcmp(why, WHY_WS))
+				why = NULL;
+		}
 		if (!why && dest && !remote_word(dest)) {
 			char both[2 * PATH_MAX];
 			const char *name = tgi_shell_basename(ops[i]);
@@ -1332,6 +1340,8 @@ static size_t program_index(const tgi_cmd *cmd)
 		k += w->skip;
 		if (k >= cmd->argc)
 			return cmd->argc;
+		if (!strcmp(name, "flock") && (!strcmp(cmd->argv[k], "-c") || !strcmp(cmd->argv[k], "--command")))
+			break; /* flock FILE -c SCRIPT: flock runs the script itself */
 		tgi_cmd sub = *cmd;
 		sub.argv = cmd->argv + k;
 		sub.argc = cmd->argc - k;
@@ -2162,6 +2172,431 @@ static const char *judge_nested(const tgi_cmdline *cl, size_t i, const jin *j, s
 	return why;
 }
 
+/* ---- files the line writes, then runs */
+
+#define WRITTEN_MAX 32
+
+/* Remember that path (a word) now holds text (NULL: what it holds cannot be
+ * told); append adds to what it held. */
+static void note_written(const jin *j, const char *word, const char *text, int append)
+{
+	fstate *st = j->x->st;
+	char path[PATH_MAX];
+	size_t k;
+
+	if (resolve_word(j->x, j->cwd, word, path, sizeof path) < 0)
+		return;
+	for (k = 0; k < st->wpath.n && strcmp(st->wpath.v[k], path); k++)
+		;
+	if (k == st->wpath.n) {
+		if (!text || st->wpath.n >= WRITTEN_MAX)
+			return;
+		tgi_strv_push(&st->wpath, tgi_strdup(path));
+		tgi_strv_push(&st->wtext, tgi_strdup(""));
+		append = 0;
+	}
+	if (!text) {
+		free(st->wtext.v[k]);
+		st->wtext.v[k] = NULL;
+		return;
+	}
+	if (!st->wtext.v[k] && append)
+		return;
+	size_t old = append && st->wtext.v[k] ? strlen(st->wtext.v[k]) : 0;
+	if (old + strlen(text) > TGI_EVAL_FEED)
+		text = NULL;
+	char *t = text ? tgi_xmalloc(old + strlen(text) + 1) : NULL;
+	if (t) {
+		memcpy(t, st->wtext.v[k], old);
+		strcpy(t + old, text);
+	}
+	free(st->wtext.v[k]);
+	st->wtext.v[k] = t;
+}
+
+/* What a command writes into files, when the line says: echo/printf/cat
+ * <<EOF … > F, tee F, cp KNOWN F. */
+static void note_writes(const jin *j, const tgi_cmdline *cl, size_t i)
+{
+	const tgi_cmd *cmd = &cl->v[i];
+	tgi_eval *e = j->x->st->eval;
+	tgi_feed f = { 0 };
+
+	if (!e)
+		return;
+	for (size_t r = 0; r < cmd->nredirs; r++) {
+		const tgi_redir *rd = &cmd->redirs[r];
+		int out = (!strcmp(rd->op, ">") || !strcmp(rd->op, ">>") || !strcmp(rd->op, ">|") ||
+		           !strcmp(rd->op, "&>") || !strcmp(rd->op, "&>>")) && (rd->fd == -1 || rd->fd == 1);
+		if (!out || !rd->target)
+			continue;
+		tgi_eval_prints(e, cl, i, &f);
+		note_written(j, rd->target, f.unknown ? NULL : f.text, rd->op[1] == '>' || rd->op[2] == '>');
+		tgi_feed_free(&f);
+	}
+	if (!strcmp(j->prog, "tee")) {
+		int append = has_flag(j, 'a', "--append", NULL);
+		tgi_eval_stdin(e, cl, i, &f);
+		for (size_t k = 0; k < j->nargs; k++)
+			if (j->args[k][0] != '-')
+				note_written(j, j->args[k], f.unknown ? NULL : f.text, append);
+		tgi_feed_free(&f);
+	}
+	if (!strcmp(j->prog, "cp") && j->nargs == 2 && j->args[0][0] != '-') {
+		const fstate *st = j->x->st;
+		char path[PATH_MAX];
+		const char *text = NULL;
+		if (resolve_word(j->x, j->cwd, j->args[0], path, sizeof path) == 0)
+			for (size_t k = 0; k < st->wpath.n; k++)
+				if (!strcmp(st->wpath.v[k], path))
+					text = st->wtext.v[k];
+		note_written(j, j->args[1], text, 0);
+	}
+}
+
+/* The text the line wrote into path, or NULL. */
+static const char *written(const fctx *x, const char *path)
+{
+	for (size_t k = 0; k < x->st->wpath.n; k++)
+		if (!strcmp(x->st->wpath.v[k], path))
+			return x->st->wtext.v[k];
+	return NULL;
+}
+
+/* The recipes of a makefile's text: tab-led lines, and what follows `;` on
+ * a rule's line. */
+static const char *judge_makefile(const jin *j, const char *text, size_t depth)
+{
+	const char *why = NULL;
+	for (const char *l = text; *l && !why;) {
+		size_t n = strcspn(l, "\n");
+		char *line = tgi_strndup(l, n);
+		const char *semi = strchr(line, ';'), *colon = strchr(line, ':');
+		if (line[0] == '\t')
+			why = judge_script(j, line + 1 + strspn(line + 1, "@-+"), strlen(line + 1 + strspn(line + 1, "@-+")), depth);
+		else if (colon && semi && semi > colon)
+			why = judge_script(j, semi + 1, strlen(semi + 1), depth);
+		free(line);
+		l += n + (l[n] == '\n');
+	}
+	return why;
+}
+
+/* Run a file's text as its runner would: code for an interpreter, the
+ * language of a #! line, else a shell script. */
+static const char *judge_file_text(const jin *j, const tgi_cmdline *cl, size_t i, const char *text,
+                                   size_t depth)
+{
+	tgi_lang lang = tgi_code_lang(j->prog);
+	if (!strcmp(j->prog, "make") || !strcmp(j->prog, "gmake"))
+		return judge_makefile(j, text, depth);
+	if (lang == TGI_LANG_NONE && !strncmp(text, "#!", 2)) {
+		char first[256];
+		tgi_snprintf(first, sizeof first, "%.*s", (int)strcspn(text + 2, "\n"), text + 2);
+		char *w = strtok(first, " \t"), *next = w ? strtok(NULL, " \t") : NULL;
+		if (w && !strcmp(tgi_shell_basename(w), "env") && next)
+			w = next;
+		if (w)
+			lang = tgi_code_lang(tgi_shell_basename(w));
+	}
+	if (lang != TGI_LANG_NONE)
+		return judge_code(j, cl, i, lang, text, depth);
+	return judge_script(j, text, strlen(text), depth);
+}
+
+/* Does the command run a file the line wrote (`echo 'rm -rf /' > s.sh; sh
+ * s.sh`), or its stdin as a file (`sh /dev/stdin <<< …`)? */
+static const char *written_check(const jin *j, const tgi_cmdline *cl, size_t i, size_t p,
+                                 size_t depth)
+{
+	tgi_strv t = { 0 };
+	const char *why = NULL;
+	char path[PATH_MAX];
+
+	run_targets(j, cl, i, p, &t);
+	if (!strcmp(j->prog, "make") || !strcmp(j->prog, "gmake")) {
+		const char *f = find_option(j, 'f', "--file", "CIfjlWo", NULL, 0);
+		if (f)
+			tgi_strv_push(&t, tgi_strdup(f));
+		else
+			for (int k = 0; k < 3; k++)
+				tgi_strv_push(&t, tgi_strdup((const char *const[]){ "GNUmakefile", "makefile", "Makefile" }[k]));
+	}
+	if ((!strcmp(j->prog, "at") || !strcmp(j->prog, "batch"))) {
+		const char *f = find_option(j, 'f', NULL, "fqt", NULL, 0);
+		if (f)
+			tgi_strv_push(&t, tgi_strdup(f));
+	}
+	for (size_t k = 0; k < t.n && !why; k++) {
+		const char *w = t.v[k];
+		if (!strcmp(w, "/dev/stdin") || !strcmp(w, "/dev/fd/0") || !strcmp(w, "/proc/self/fd/0") ||
+		    (!strcmp(w, "-") && (!strcmp(j->prog, "make") || !strcmp(j->prog, "gmake")))) {
+			tgi_feed f = { 0 };
+			if (j->x->st->eval)
+				tgi_eval_stdin(j->x->st->eval, cl, i, &f);
+			if (f.text && f.text[0])
+				why = judge_file_text(j, cl, i, f.text, depth);
+			tgi_feed_free(&f);
+			continue;
+		}
+		if (resolve_word(j->x, j->cwd, w, path, sizeof path) < 0)
+			continue;
+		const char *text = written(j->x, path);
+		if (text)
+			why = judge_file_text(j, cl, i, text, depth);
+	}
+	tgi_strv_free(&t);
+	return why;
+}
+
+/* ---- programs that run a command line they are given */
+
+/* Variables whose value a program runs as a command line. */
+static const char *const command_vars[] = {
+	"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+	"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER",
+	"SYSTEMD_PAGER", "EDITOR", "VISUAL", "BROWSER", "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND",
+	"BASH_ENV", "ENV", NULL,
+};
+
+/* A NAME=value word: its value is a command line when NAME is one of
+ * command_vars. */
+static const char *judge_command_var(const jin *j, const char *w, size_t depth)
+{
+	size_t n = strcspn(w, "=");
+	if (!w[n])
+		return NULL;
+	for (size_t k = 0; command_vars[k]; k++)
+		if (strlen(command_vars[k]) == n && !strncmp(w, command_vars[k], n)) {
+			const char *v = w + n + 1;
+			v += strspn(v, "|!");
+			return judge_script(j, v, strlen(v), depth);
+		}
+	return NULL;
+}
+
+static int word_in(const char *w, const char *const *list)
+{
+	return in_list(w, list);
+}
+
+/* A feed of the command's stdin, judged as a shell script (at, batch,
+ * a root shell) or as a crontab (each line's command). */
+static const char *judge_feed_script(const jin *j, const tgi_cmdline *cl, size_t i, int crontab,
+                                     size_t depth)
+{
+	tgi_feed f = { 0 };
+	const char *why = NULL;
+
+	if (!j->x->st->eval)
+		return NULL;
+	tgi_eval_stdin(j->x->st->eval, cl, i, &f);
+	if (f.text && f.text[0] && !crontab)
+		why = judge_script(j, f.text, strlen(f.text), depth);
+	for (const char *l = f.text ? f.text : ""; crontab && *l && !why;) {
+		size_t n = strcspn(l, "\n");
+		char *line = tgi_strndup(l, n), *c = line + strspn(line, " \t");
+		if (*c && *c != '#') {
+			int fields = *c == '@' ? 1 : 5;
+			for (int k = 0; k < fields && *c; k++) {
+				c += strcspn(c, " \t");
+				c += strspn(c, " \t");
+			}
+			if (*c)
+				why = judge_script(j, c, strlen(c), depth);
+		}
+		free(line);
+		l += n + (l[n] == '\n');
+	}
+	tgi_feed_free(&f);
+	return why;
+}
+
+/*
+ * Programs that run a command line given as a word: trap, script -c,
+ * ssh HOST CMD, tmux, screen, GNU parallel, git -c KEY=CMD, find -exec,
+ * vim -c '!CMD', gdb -ex 'shell CMD', expect -c 'spawn CMD', env -S,
+ * at/batch/crontab (their stdin), a root shell (sudo -s, -i) fed by the
+ * line; and D-Bus calls that reboot.
+ */
+static const char *judge_runners(const jin *j, const tgi_cmdline *cl, size_t i, size_t depth)
+{
+	const char *p = j->prog, *why = NULL;
+	char *const *a = j->args;
+	size_t n = j->nargs;
+
+	if (!strcmp(p, "trap") && n >= 1 && strcmp(a[0], "-p") && strcmp(a[0], "-l")) {
+		const char *c = !strcmp(a[0], "--") && n >= 2 ? a[1] : a[0];
+		if (strcmp(c, "-") && strcmp(c, ""))
+			why = judge_same(j, c, NULL, 0, 0, depth);
+	} else if (!strcmp(p, "script")) {
+		const char *c = find_option(j, 'c', "--command", "ETIOBt", NULL, 0);
+		if (c)
+			why = judge_script(j, c, strlen(c), depth);
+	} else if (!strcmp(p, "ssh") || !strcmp(p, "autossh")) {
+		size_t k = 0;
+		for (; k < n && a[k][0] == '-'; k++)
+			if (a[k][1] && strchr("bcDEeFIiJLlmOopQRSWw", a[k][strlen(a[k]) - 1]) && !a[k][2])
+				k++;
+		if (k + 1 < n) {
+			tgi_buf b;
+			tgi_buf_init(&b, TGI_SHELL_MAX);
+			for (size_t q = k + 1; q < n; q++)
+				tgi_buf_printf(&b, "%s%s", q > k + 1 ? " " : "", a[q]);
+			char *c = tgi_buf_steal(&b);
+			why = judge_script(j, c, strlen(c), depth);
+			free(c);
+		}
+	} else if (!strcmp(p, "tmux") || !strcmp(p, "screen") || !strcmp(p, "parallel") ||
+	           !strcmp(p, "expect") || !strcmp(p, "dtach") || !strcmp(p, "abduco")) {
+		/* every word may be a command line (a window's, a key stroke's) */
+		for (size_t k = 0; k < n && !why; k++) {
+			const char *w = a[k];
+			if (w[0] == '-' || !strcmp(w, ":::") || !strcmp(w, "::::"))
+				continue;
+			if (!strcmp(p, "expect")) {
+				const char *s = strstr(w, "spawn ");
+				if (!s)
+					s = strstr(w, "exec ");
+				if (!s)
+					continue;
+				w = s + strcspn(s, " ") + 1;
+			}
+			why = judge_script(j, w, strlen(w), depth);
+		}
+		if (!why && !strcmp(p, "screen")) {
+			/* screen [opts] PROGRAM ARGS… */
+			size_t k = 0;
+			while (k < n && a[k][0] == '-')
+				k += (!strcmp(a[k], "-S") || !strcmp(a[k], "-X") || !strcmp(a[k], "-c") || !strcmp(a[k], "-p")) ? 2 : 1;
+			if (k < n)
+				why = judge_exec(j, a + k, n - k, depth);
+		}
+		if (!why && !strcmp(p, "parallel")) {
+			/* parallel TEMPLATE ::: ARGS: the template with each argument */
+			size_t sep = 0;
+			while (sep < n && strcmp(a[sep], ":::"))
+				sep++;
+			for (size_t k = sep + 1; k < n && k < sep + 1 + XARGS_RUNS && !why; k++) {
+				tgi_buf b;
+				size_t q = 0;
+				tgi_buf_init(&b, TGI_SHELL_MAX);
+				while (q < sep && a[q][0] == '-')
+					q++; /* parallel's own options */
+				for (; q < sep; q++)
+					tgi_buf_printf(&b, "%s ", a[q]);
+				if (!strstr(b.p ? b.p : "", "{}"))
+					tgi_buf_puts(&b, a[k]);
+				char *c = tgi_buf_steal(&b);
+				for (char *h; (h = strstr(c, "{}"));) {
+					char *r = tgi_xmalloc(strlen(c) + strlen(a[k]) + 1);
+					sprintf(r, "%.*s%s%s", (int)(h - c), c, a[k], h + 2);
+					free(c);
+					c = r;
+				}
+				why = judge_script(j, c, strlen(c), depth);
+				free(c);
+			}
+		}
+	} else if (!strcmp(p, "git")) {
+		for (size_t k = 0; k + 1 < n && !why; k++) {
+			if (strcmp(a[k], "-c"))
+				continue;
+			const char *eq = strchr(a[k + 1], '=');
+			if (eq)
+				why = judge_script(j, eq + 1 + strspn(eq + 1, "!"), strlen(eq + 1 + strspn(eq + 1, "!")), depth);
+		}
+	} else if (!strcmp(p, "find")) {
+		static const char *const execs[] = { "-exec", "-execdir", "-ok", "-okdir", NULL };
+		const char *start = n && a[0][0] != '-' ? a[0] : ".";
+		for (size_t k = 0; k < n && !why; k++) {
+			if (!word_in(a[k], execs))
+				continue;
+			size_t e = k + 1;
+			while (e < n && strcmp(a[e], ";") && strcmp(a[e], "+"))
+				e++;
+			tgi_strv argv = { 0 };
+			for (size_t q = k + 1; q < e; q++) {
+				const char *w = a[q];
+				const char *h = strstr(w, "{}");
+				if (!h) {
+					tgi_strv_push(&argv, tgi_strdup(w));
+					continue;
+				}
+				char *r = tgi_xmalloc(strlen(w) + strlen(start) + 1);
+				sprintf(r, "%.*s%s%s", (int)(h - w), w, start, h + 2);
+				tgi_strv_push(&argv, r);
+			}
+			why = judge_exec(j, argv.v, argv.n, depth);
+			tgi_strv_free(&argv);
+			k = e;
+		}
+	} else if (!strcmp(p, "vim") || !strcmp(p, "vi") || !strcmp(p, "nvim") || !strcmp(p, "ex") ||
+	           !strcmp(p, "view") || !strcmp(p, "gdb")) {
+		for (size_t k = 0; k < n && !why; k++) {
+			const char *c = NULL;
+			if ((!strcmp(a[k], "-c") || !strcmp(a[k], "--cmd") || !strcmp(a[k], "-ex") ||
+			     !strcmp(a[k], "--eval-command")) && k + 1 < n)
+				c = a[++k];
+			else if (a[k][0] == '+')
+				c = a[k] + 1;
+			else if (!strncmp(a[k], "--eval-command=", 15))
+				c = a[k] + 15;
+			if (!c)
+				continue;
+			const char *bang = strchr(c, '!');
+			if (!strncmp(c, "shell ", 6))
+				bang = c + 5;
+			if (bang)
+				why = judge_script(j, bang + 1, strlen(bang + 1), depth);
+		}
+	} else if (!strcmp(p, "at") || !strcmp(p, "batch")) {
+		why = judge_feed_script(j, cl, i, 0, depth);
+	} else if (!strcmp(p, "crontab")) {
+		why = judge_feed_script(j, cl, i, 1, depth);
+	} else if (!strcmp(p, "dbus-send") || !strcmp(p, "gdbus") || !strcmp(p, "busctl") ||
+	           !strcmp(p, "qdbus") || !strcmp(p, "dbus")) {
+		static const char *const verbs[] = { "Reboot", "PowerOff", "Halt", "KExec", "RebootWithFlags",
+			                              "PowerOffWithFlags", "HaltWithFlags", "SoftReboot", NULL };
+		for (size_t k = 0; k < n && !why; k++) {
+			const char *dot = strrchr(a[k], '.');
+			if (word_in(a[k], verbs) || (dot && word_in(dot + 1, verbs)))
+				why = WHY_POWER;
+		}
+	} else if (!strcmp(p, "killall5")) {
+		why = WHY_KILL;
+	}
+	return why;
+}
+
+/* env -S STRING (a command line in one word, split by env). */
+static const char *judge_env_split(const jin *j, const tgi_cmd *cmd, size_t depth)
+{
+	const char *why = NULL;
+	for (size_t k = 0; !why && k + 1 < cmd->argc; k++)
+		if (!strcmp(tgi_shell_basename(cmd->argv[k]), "env"))
+			for (size_t q = k + 1; q < cmd->argc && cmd->argv[q][0] == '-' && !why; q++) {
+				const char *v = NULL;
+				if (!strcmp(cmd->argv[q], "-S") || !strcmp(cmd->argv[q], "--split-string"))
+					v = q + 1 < cmd->argc ? cmd->argv[q + 1] : NULL;
+				else if (!strncmp(cmd->argv[q], "--split-string=", 15))
+					v = cmd->argv[q] + 15;
+				else if (cmd->argv[q][1] == 'S' && cmd->argv[q][2])
+					v = cmd->argv[q] + 2;
+				if (!v)
+					continue;
+				tgi_buf b;
+				tgi_buf_init(&b, TGI_SHELL_MAX);
+				tgi_buf_puts(&b, v);
+				for (size_t r = q + 2; r < cmd->argc; r++)
+					tgi_buf_printf(&b, " '%s'", cmd->argv[r]);
+				char *c = tgi_buf_steal(&b);
+				why = judge_script(j, c, strlen(c), depth);
+				free(c);
+			}
+	return why;
+}
+
 /* ---- commands and lines */
 
 static const char *judge_redir(const jin *j, const tgi_redir *r)
@@ -2195,9 +2630,25 @@ static const char *judge_cmd(const fctx *x, const tgi_cmdline *cl, size_t i, con
 		note_blind(x, "", cmd->why ? cmd->why : "a command the floor cannot read");
 	for (size_t r = 0; r < cmd->nredirs && !why; r++)
 		why = judge_redir(&j, &cmd->redirs[r]);
+	for (size_t k = 0; k < cmd->nassigns && !why; k++)
+		why = judge_command_var(&j, cmd->assigns[k], depth);
+	if (!why)
+		why = judge_env_split(&j, cmd, depth);
+	if (!why && cmd->argc && p >= cmd->argc)
+		for (size_t k = 0; k < cmd->argc && !why; k++)
+			if (!strcmp(tgi_shell_basename(cmd->argv[k]), "sudo") ||
+			    !strcmp(tgi_shell_basename(cmd->argv[k]), "doas"))
+				/* sudo -s, sudo -i: a root shell reading the line's feed */
+				why = judge_feed_script(&j, cl, i, 0, depth);
 	if (why || p >= cmd->argc)
 		return why;
 	j.prog = tgi_shell_basename(cmd->argv[p]);
+	if (!strcmp(j.prog, "export") || !strcmp(j.prog, "declare") || !strcmp(j.prog, "typeset") ||
+	    !strcmp(j.prog, "readonly") || !strcmp(j.prog, "local"))
+		for (size_t k = p + 1; k < cmd->argc && !why; k++)
+			why = judge_command_var(&j, cmd->argv[k], depth);
+	if (why)
+		return why;
 	j.args = cmd->argv + p + 1;
 	j.nargs = cmd->argc - p - 1;
 	if (!strchr("$`", cmd->argv[p][0]) && strchr(cmd->argv[p], '$'))
@@ -2211,6 +2662,10 @@ static const char *judge_cmd(const fctx *x, const tgi_cmdline *cl, size_t i, con
 		why = judge_download(cl, i, &j);
 	if (!why)
 		why = dl_check(&j, cl, i, p);
+	if (!why)
+		why = written_check(&j, cl, i, p, depth);
+	if (!why)
+		why = judge_runners(&j, cl, i, depth);
 	if (!why)
 		why = judge_nested(cl, i, &j, depth);
 	if (!why)
@@ -2227,6 +2682,7 @@ static const char *judge_cmd(const fctx *x, const tgi_cmdline *cl, size_t i, con
 		dl_note_downloader(&j, cmd);
 		dl_note_passed(&j, cl, i);
 		note_link(&j);
+		note_writes(&j, cl, i);
 	}
 	return why;
 }
@@ -2503,6 +2959,8 @@ tgi_floor_verdict tgi_floor_judge(const tgi_cmdline *cl, const tgi_floor_in *in,
 	tgi_strv_free(&st.link_from);
 	tgi_strv_free(&st.link_to);
 	tgi_strv_free(&st.fstack);
+	tgi_strv_free(&st.wpath);
+	tgi_strv_free(&st.wtext);
 	free(x);
 	return v;
 }

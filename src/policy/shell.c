@@ -2530,10 +2530,12 @@ static int on_word(parser *p)
 	if (cmdpos && w.n) {
 		/* for and select head a construct: the loop's body follows */
 		int loop = w.n >= 1 && !w.fl[0] && (!strcmp(w.s[0], "for") || !strcmp(w.s[0], "select"));
-		char *fn = loop ? p->fn_pending : NULL;
-		p->fn_pending = NULL;
+		char *fn = p->fn_pending;
+		if (loop)
+			p->fn_pending = NULL; /* kept for the loop: it is the body */
 		begin_command(p);
-		p->fn_pending = fn;
+		if (loop)
+			p->fn_pending = fn;
 		if (loop)
 			construct_open(p, at);
 	}
