@@ -347,6 +347,8 @@ static char *read_string(lexer *x, char open, char close, int esc, int interp, i
 		} else if (c == close) {
 			if (level == 0) {
 				x->i++;
+				if (b.over) /* longer than the scan reads: what it holds is not seen */
+					x->broken = 1;
 				return tgi_buf_steal(&b);
 			}
 			level--;
@@ -543,7 +545,7 @@ static void lex(lexer *x)
 			break;
 		}
 		if (c == '\n') {
-			push(x, T_NL, NULL, 0, at);
+			push(x, T_NL, tgi_strdup("\n"), 0, at); /* every token has its text */
 			x->i++;
 			continue;
 		}
@@ -610,6 +612,8 @@ static void lex(lexer *x)
 						tgi_buf_append(&b, &s[sub.i++], 1);
 					}
 				}
+				if (b.over)
+					x->broken = 1;
 				push(x, T_STR, tgi_buf_steal(&b), 0, at);
 				x->i = (size_t)(e - s) + 3;
 				continue;
@@ -856,6 +860,11 @@ static void interpolate(scan *sc, const char *s, val *out)
 		for (size_t k = 0; k < v->v.alts[i].n; k++)
 			tgi_buf_printf(&b, "%s%s", k ? " " : "", v->v.alts[i].v[k]);
 		tgi_buf_puts(&b, e + 1);
+		if (b.over) {
+			tgi_buf_free(&b);
+			out->unknown = 1;
+			continue;
+		}
 		char *t = tgi_buf_steal(&b);
 		interpolate(sc, t, out);
 		free(t);
@@ -877,9 +886,14 @@ static void concat(val *acc, const val *next)
 	} else {
 		for (size_t i = 0; i < acc->n; i++)
 			for (size_t j = 0; j < next->n; j++) {
+				const char *l = acc->alts[i].n ? acc->alts[i].v[0] : "";
+				const char *m = next->alts[j].n ? next->alts[j].v[0] : "";
+				if (strlen(l) + strlen(m) >= STR_MAX) {
+					r.unknown = 1; /* too long to hold: not what it is */
+					continue;
+				}
 				char *s = tgi_xmalloc(STR_MAX);
-				tgi_snprintf(s, STR_MAX, "%s%s", acc->alts[i].n ? acc->alts[i].v[0] : "",
-				             next->alts[j].n ? next->alts[j].v[0] : "");
+				tgi_snprintf(s, STR_MAX, "%s%s", l, m);
 				val_scalar(&r, s);
 				free(s);
 			}

@@ -457,11 +457,13 @@ static void collect(tgi_eval *e, const tgi_cmdline *cl, int depth)
 				snprintf(nm, sizeof nm, "%zu", j - k + 1);
 				add_raw(e, nm, strlen(nm), c->argv[j]);
 			}
-			var *all = var_get(e, "@", 1, 1), *star = var_get(e, "*", 1, 1);
-			if (all && star) {
+			/* (each var_get may move the table: one at a time) */
+			var *all = var_get(e, "@", 1, 1);
+			if (all)
 				add_value(all, c->argv + k, c->argc - k);
+			var *star = var_get(e, "*", 1, 1);
+			if (star)
 				add_value(star, c->argv + k, c->argc - k);
-			}
 		} else if (!strcmp(a0, "shift")) {
 			/* $2 becomes $1: every positional value may be any of them */
 			for (size_t a = 1; a <= 9; a++)
@@ -469,8 +471,11 @@ static void collect(tgi_eval *e, const tgi_cmdline *cl, int depth)
 					char na[4], nb[4];
 					snprintf(na, sizeof na, "%zu", a);
 					snprintf(nb, sizeof nb, "%zu", b);
-					var *va = var_get(e, na, strlen(na), 0), *vb = var_get(e, nb, strlen(nb), 1);
-					for (size_t x = 0; va && vb && a != b && x < va->nv; x++)
+					if (a == b || !var_get(e, na, strlen(na), 0))
+						continue;
+					var *vb = var_get(e, nb, strlen(nb), 1); /* may move the table */
+					var *va = var_get(e, na, strlen(na), 0);
+					for (size_t x = 0; va && vb && x < va->nv; x++)
 						add_value(vb, va->v[x].f, va->v[x].n);
 				}
 		} else if (!strcmp(a0, "alias")) {
@@ -794,7 +799,7 @@ static int subst_text(tgi_eval *e, const char *text, size_t len, char **out)
 	size_t ncmds = cl.n;
 	tgi_cmdline_free(&cl);
 	e->depth--;
-	if (!known || !ncmds) {
+	if (!known || !ncmds || b.over) {
 		tgi_buf_free(&b);
 		return 0;
 	}
@@ -1012,6 +1017,17 @@ int tgi_eval_cdpath(const tgi_eval *e)
 
 /* ------------------------------------------------------------------ feeds */
 
+/* The buffer's text, or NULL when it overflowed (the text is then not
+ * what the command prints: the feed is unknown). */
+static char *steal_known(tgi_buf *b)
+{
+	if (b->over) {
+		tgi_buf_free(b);
+		return NULL;
+	}
+	return tgi_buf_steal(b);
+}
+
 void tgi_feed_free(tgi_feed *f)
 {
 	free(f->text);
@@ -1111,7 +1127,7 @@ static char *render_echo(char *const *a, size_t n)
 	}
 	if (nl)
 		tgi_buf_puts(&b, "\n");
-	return tgi_buf_steal(&b);
+	return steal_known(&b);
 }
 
 /* printf FORMAT ARGS: conversions take the arguments in turn, the format
@@ -1155,7 +1171,7 @@ static char *render_printf(char *const *a, size_t n)
 		if (k >= n || k == before)
 			break;
 	}
-	return tgi_buf_steal(&b);
+	return steal_known(&b);
 }
 
 /* Standard base64, blanks ignored: the bytes, or NULL when it is not. */
@@ -1184,7 +1200,7 @@ static char *base64_decode(const char *s)
 				tgi_buf_append(&b, &c, 1);
 		}
 	}
-	return tgi_buf_steal(&b);
+	return steal_known(&b);
 }
 
 static char *hex_decode(const char *s)
@@ -1206,7 +1222,7 @@ static char *hex_decode(const char *s)
 			half = -1;
 		}
 	}
-	return tgi_buf_steal(&b);
+	return steal_known(&b);
 }
 
 static char *reverse_lines(const char *s)
@@ -1221,7 +1237,7 @@ static char *reverse_lines(const char *s)
 			tgi_buf_puts(&b, "\n");
 		s += n + (s[n] == '\n');
 	}
-	return tgi_buf_steal(&b);
+	return steal_known(&b);
 }
 
 /* A tr set: ranges (a-z) and escapes expanded; NULL for classes. */
@@ -1284,7 +1300,7 @@ static char *render_tr(char *const *a, size_t n, const char *in)
 	}
 	free(s1);
 	free(s2);
-	return tgi_buf_steal(&b);
+	return steal_known(&b);
 }
 
 /* Is xargs among the wrappers before the program (its output is then the
@@ -1372,13 +1388,10 @@ static void output(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out, 
 		feed_set(out, tgi_strdup(""), c->argc > 0);
 		return;
 	}
-	if (!strcmp(prog, "echo")) {
-		feed_set(out, render_echo(a, na), 0);
-	} else if (!strcmp(prog, "printf")) {
-		if (na >= 2 && !strcmp(a[0], "-v"))
-			feed_set(out, render_printf(a + 2, na - 2), 0);
-		else
-			feed_set(out, render_printf(a, na), 0);
+	if (!strcmp(prog, "echo") || !strcmp(prog, "printf")) {
+		char *r = prog[0] == 'e' ? render_echo(a, na)
+		        : na >= 2 && !strcmp(a[0], "-v") ? render_printf(a + 2, na - 2) : render_printf(a, na);
+		feed_set(out, r ? r : tgi_strdup(""), r == NULL);
 	} else if (!strcmp(prog, "yes")) {
 		tgi_buf b;
 		tgi_buf_init(&b, TGI_EVAL_FEED);
@@ -1387,7 +1400,8 @@ static void output(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out, 
 		if (!na)
 			tgi_buf_puts(&b, "y");
 		tgi_buf_puts(&b, "\n");
-		feed_set(out, tgi_buf_steal(&b), 0);
+		char *r = steal_known(&b);
+		feed_set(out, r ? r : tgi_strdup(""), r == NULL);
 	} else if ((!strcmp(prog, "dirname") || !strcmp(prog, "basename")) && na >= 1 && a[0][0] != '-') {
 		char *t = tgi_xmalloc(strlen(a[0]) + 3), *sl;
 		strcpy(t, a[0]);
@@ -1432,7 +1446,8 @@ static void output(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out, 
 			tgi_buf_printf(&b, "%s\n", a[q]);
 		if (st == k && !narrowed)
 			tgi_buf_puts(&b, ".\n");
-		feed_set(out, tgi_buf_steal(&b), 1);
+		char *r = steal_known(&b);
+		feed_set(out, r ? r : tgi_strdup(""), 1);
 	} else if (in_list(prog, silent)) {
 		feed_set(out, tgi_strdup(""), 0);
 	} else if (in_list(prog, passing)) {

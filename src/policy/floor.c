@@ -31,8 +31,23 @@
  * deletes, writes and reads) come from a table of programs below; a
  * program not in it is judged on its redirections alone.
  *
- * Owns: the floor tables and their checks.  Must not: open or stat the
- * paths, or consult rules, modes or approvals (the floor is above them).
+ * A line is judged as split, then once per variant of its evaluation
+ * (expand.h: the values its variables, loops, reads may hold).  Within a
+ * line the floor follows what the same shell runs (aliases, function bodies
+ * with their arguments, eval, xargs with what it is fed) and what a new
+ * one does (sh -c scripts, shells and interpreters reading the line's
+ * literal input, inline interpreter code read by code.c, the command
+ * lines programs such as trap, ssh, tmux, find -exec are given), files
+ * downloaded or written with literal text and then run, and links made.
+ * What it cannot place in a word it would judge for a delete or a write
+ * (not a read), a bound of the evaluation, a command the splitter could not
+ * judge: the floor is blind, which a caller that would not ask turns into
+ * an ask (tgi_floor_judge).
+ *
+ * Owns: the floor tables and their checks, and what a line's judging
+ * learns (downloads, written files, links, functions being expanded).
+ * Must not: open or stat the paths, or consult rules, modes or approvals
+ * (the floor is above them).
  */
 #include "policy/code.h"
 #include "policy/expand.h"
@@ -1797,6 +1812,19 @@ static void note_link(const jin *j)
 
 /* ---- what the line defines and feeds */
 
+/* A command line the floor built (an alias with its words, an eval, …):
+ * its text, or "" when it grew past the buffer's bound (then the floor
+ * cannot judge it and says so). */
+static char *built(const fctx *x, tgi_buf *b)
+{
+	if (b->over) {
+		tgi_buf_free(b);
+		note_blind(x, "a command line too long for the floor to judge", "");
+		return tgi_strdup("");
+	}
+	return tgi_buf_steal(b);
+}
+
 /* Is command i a member of a pipeline that starts processes (piped into
  * or out of, or in the background)? */
 static int spawns(const tgi_cmdline *cl, size_t i)
@@ -1852,7 +1880,7 @@ static const char *judge_alias(const jin *j, const tgi_cmd *cmd, size_t depth)
 					tgi_buf_append(&b, q, 1);
 			tgi_buf_puts(&b, "'");
 		}
-		char *text = tgi_buf_steal(&b);
+		char *text = built(j->x, &b);
 		push_stack(st, "alias:", cmd->argv[0]);
 		why = judge_same(j, text, NULL, 0, 0, depth);
 		pop_stack(st);
@@ -1906,7 +1934,7 @@ static const char *judge_eval(const jin *j, size_t depth)
 	for (size_t k = 0; k < j->nargs; k++)
 		if ((b.len && tgi_buf_puts(&b, " ") < 0) || tgi_buf_puts(&b, j->args[k]) < 0)
 			break;
-	char *text = tgi_buf_steal(&b);
+	char *text = built(j->x, &b);
 	why = judge_same(j, text, NULL, 0, 0, depth);
 	free(text);
 	return why;
@@ -1947,7 +1975,8 @@ static void feed_items(const tgi_feed *f, tgi_strv *items)
 		free(l);
 		line += ln + (line[ln] == '\n');
 	}
-	if (f->unknown)
+	/* what is past the cap is as good as unknown */
+	if (f->unknown || items->n >= XARGS_ITEMS)
 		tgi_strv_push(items, tgi_strdup(XARGS_UNKNOWN));
 }
 
@@ -2056,7 +2085,7 @@ static const char *judge_xargs(const jin *j, const tgi_cmdline *cl, size_t i, si
 					tgi_buf_puts(&b, items.v[w]);
 					s = hit + strlen(repl);
 				}
-				tgi_strv_push(&argv, tgi_buf_steal(&b));
+				tgi_strv_push(&argv, built(j->x, &b));
 			}
 			tgi_cmdline sub;
 			char err[256];
@@ -2443,7 +2472,7 @@ static const char *judge_runners(const jin *j, const tgi_cmdline *cl, size_t i, 
 			tgi_buf_init(&b, TGI_SHELL_MAX);
 			for (size_t q = k + 1; q < n; q++)
 				tgi_buf_printf(&b, "%s%s", q > k + 1 ? " " : "", a[q]);
-			char *c = tgi_buf_steal(&b);
+			char *c = built(j->x, &b);
 			why = judge_script(j, c, strlen(c), depth);
 			free(c);
 		}
@@ -2487,10 +2516,12 @@ static const char *judge_runners(const jin *j, const tgi_cmdline *cl, size_t i, 
 					tgi_buf_printf(&b, "%s ", a[q]);
 				if (!strstr(b.p ? b.p : "", "{}"))
 					tgi_buf_puts(&b, a[k]);
-				char *c = tgi_buf_steal(&b);
-				for (char *h; (h = strstr(c, "{}"));) {
+				char *c = built(j->x, &b);
+				for (size_t at = 0; strstr(c + at, "{}");) {
+					char *h = strstr(c + at, "{}");
 					char *r = tgi_xmalloc(strlen(c) + strlen(a[k]) + 1);
 					sprintf(r, "%.*s%s%s", (int)(h - c), c, a[k], h + 2);
+					at = (size_t)(h - c) + strlen(a[k]);
 					free(c);
 					c = r;
 				}
@@ -2590,7 +2621,7 @@ static const char *judge_env_split(const jin *j, const tgi_cmd *cmd, size_t dept
 				tgi_buf_puts(&b, v);
 				for (size_t r = q + 2; r < cmd->argc; r++)
 					tgi_buf_printf(&b, " '%s'", cmd->argv[r]);
-				char *c = tgi_buf_steal(&b);
+				char *c = built(j->x, &b);
 				why = judge_script(j, c, strlen(c), depth);
 				free(c);
 			}

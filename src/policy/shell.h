@@ -167,9 +167,11 @@ size_t tgi_shell_program(const tgi_cmd *cmd);
  * ~, $HOME or the workspace root; mkfs*; dd or redirects to block devices;
  * fork bombs; curl/wget piped into sh/bash/zsh/python/perl/ruby/node;
  * chmod/chown -R on /; writes to /etc/passwd, /etc/shadow, /etc/sudoers,
- * ~/.ssh; shutdown, reboot, halt, poweroff, init 0/6.  workspace and home
- * are absolute.  Returns 1 with a reason ("recursive delete of the
- * filesystem root"), else 0.
+ * ~/.ssh; /proc/sysrq-trigger, /dev/mem; shutdown, reboot, halt, poweroff,
+ * kexec, init 0/6, kill 1/-1; rsync --delete and git clean -f of those
+ * directories.  workspace and home are absolute.  Returns 1 with a reason
+ * ("recursive delete of the filesystem root"), else 0: tgi_floor_judge's
+ * DENY (its BLIND is 0 here).
  */
 int tgi_floor_command(const tgi_cmdline *cl, const char *workspace, const char *home,
                       char *reason, size_t cap);
