@@ -802,6 +802,9 @@ typedef struct scan {
 	tgi_code_report *r;
 	int              depth;
 	int              fetch, loop, subproc;
+	int              unlinks, spawns, walk_unknown;
+	char            *walks[16];     /* the roots the code walks */
+	size_t           nwalks;
 } scan;
 
 static cvar *cvar_get(scan *sc, const char *name)
@@ -1288,6 +1291,9 @@ enum {
 	P_FORK,
 	P_REBOOT,
 	P_KILL,       /* signals the pids among its arguments */
+	P_UNLINK,     /* removes its arguments, one file or empty directory each */
+	P_WALK,       /* walks the trees under its arguments */
+	P_SPAWN,      /* starts a process without waiting for it */
 };
 
 #define L_PY  (1u << TGI_LANG_PYTHON)
@@ -1381,6 +1387,23 @@ static const struct prim {
 	{ "reboot", L_ALL, P_REBOOT, NULL }, { "syscall", L_PL | L_PY | L_RB, P_REBOOT, NULL },
 	{ "kill", L_PY | L_PL | L_RB | L_JS, P_KILL, NULL }, { "killpg", L_PY, P_KILL, NULL },
 	{ "posix_kill", L_PHP, P_KILL, NULL },
+	/* removing one by one, walking trees: a walk and a removal delete the tree */
+	{ "unlink", L_PY | L_PL | L_PHP, P_UNLINK, NULL }, { "remove", L_PY | L_LUA, P_UNLINK, NULL },
+	{ "unlinkSync", L_JS, P_UNLINK, NULL }, { "delete", L_RB, P_UNLINK, NULL },
+	{ "rmdir", L_PY | L_PL | L_PHP | L_RB, P_UNLINK, NULL }, { "rm", L_RB, P_UNLINK, NULL },
+	{ "rm_f", L_RB, P_UNLINK, NULL }, { "removedirs", L_PY, P_UNLINK, NULL },
+	{ "walk", L_PY, P_WALK, NULL }, { "rglob", L_PY, P_WALK, NULL }, { "glob", L_PY | L_RB | L_PHP, P_WALK, NULL },
+	{ "iglob", L_PY, P_WALK, NULL }, { "scandir", L_PY | L_PHP, P_WALK, NULL },
+	{ "listdir", L_PY, P_WALK, NULL }, { "find", L_PL | L_RB, P_WALK, NULL },
+	{ "finddepth", L_PL, P_WALK, NULL }, { "readdirSync", L_JS, P_WALK, NULL },
+	{ "readdir", L_JS, P_WALK, NULL }, { "opendir", L_PL | L_PHP, P_WALK, NULL },
+	{ "entries", L_RB, P_WALK, NULL }, { "each_child", L_RB, P_WALK, NULL },
+	{ "RecursiveDirectoryIterator", L_PHP, P_WALK, NULL },
+	/* processes started without waiting: a flood in an endless loop */
+	{ "Popen", L_PY, P_SPAWN, NULL }, { "Process", L_PY, P_SPAWN, NULL },
+	{ "spawnl", L_PY, P_SPAWN, NULL }, { "spawnv", L_PY, P_SPAWN, NULL },
+	{ "spawn", L_RB | L_JS, P_SPAWN, NULL }, { "exec", L_JS, P_SPAWN, NULL },
+	{ "execFile", L_JS, P_SPAWN, NULL },
 };
 
 /* Calls by a computed name. */
@@ -1407,6 +1430,46 @@ static const struct prim *find_prim(scan *sc, const char *name)
 		if ((prims[i].langs & bit) && !strcmp(prims[i].name, name))
 			return &prims[i];
 	return NULL;
+}
+
+/* The second entry of a name in the table (Popen runs a command and
+ * starts a process without waiting: both), or NULL. */
+static const struct prim *find_prim_also(scan *sc, const struct prim *first)
+{
+	unsigned bit = 1u << sc->lang;
+	for (const struct prim *p = first + 1; p < prims + TGI_ARRAY_LEN(prims); p++)
+		if ((p->langs & bit) && !strcmp(p->name, first->name))
+			return p;
+	return NULL;
+}
+
+/* Does the code loop for ever: while True / while 1 / while(true),
+ * for(;;), until 0, loop, setInterval? */
+static int endless(const lexer *x)
+{
+	for (size_t i = 0; i + 1 < x->nt; i++) {
+		const tok *t = &x->t[i];
+		if (t->k != T_ID)
+			continue;
+		if (!strcmp(t->s, "loop") || !strcmp(t->s, "setInterval") || !strcmp(t->s, "redo") ||
+		    !strcmp(t->s, "repeat"))
+			return 1;
+		size_t k = i + 1;
+		if (k < x->nt && x->t[k].k == T_P && x->t[k].s[0] == '(')
+			k++;
+		if (k >= x->nt)
+			continue;
+		const char *v = x->t[k].s;
+		if (!strcmp(t->s, "while") && (!strcmp(v, "True") || !strcmp(v, "true") || !strcmp(v, "1") ||
+		                               !strcmp(v, "TRUE")))
+			return 1;
+		if (!strcmp(t->s, "until") && (!strcmp(v, "false") || !strcmp(v, "0")))
+			return 1;
+		if (!strcmp(t->s, "for") && x->t[k].k == T_P && x->t[k].s[0] == ';' && k + 1 < x->nt &&
+		    x->t[k + 1].k == T_P && x->t[k + 1].s[0] == ';')
+			return 1;
+	}
+	return 0;
 }
 
 static int mentioned(const scan *sc, const char *name)
@@ -1640,8 +1703,10 @@ static void on_call(scan *sc, size_t i, const struct prim *p)
 		for (size_t k = 0; k < n; k++) {
 			if (args[k].ignore)
 				continue;
-			if (args[k].unknown || !args[k].n)
+			if (args[k].unknown || !args[k].n) {
 				blind(sc, BLIND_ARG);
+				sc->unlinks = 1; /* a path from a walk, may be */
+			}
 			for (size_t q = 0; q < args[k].n; q++)
 				for (size_t j = 0; j < args[k].alts[q].n; j++)
 					effect1(r, TGI_CODE_RMTREE, args[k].alts[q].v[j]);
@@ -1723,6 +1788,58 @@ static void on_call(scan *sc, size_t i, const struct prim *p)
 			else if (n && (args[0].unknown || !args[0].n))
 				blind(sc, BLIND_ARG);
 		}
+		break;
+	case P_UNLINK:
+		sc->unlinks = 1;
+		for (size_t k = 0; k < n; k++) {
+			if (args[k].ignore)
+				continue;
+			sc->unlinks = 1;
+			for (size_t q = 0; q < args[k].n; q++)
+				for (size_t j = 0; j < args[k].alts[q].n; j++)
+					effect1(r, TGI_CODE_UNLINK, args[k].alts[q].v[j]);
+			break;
+		}
+		break;
+	case P_WALK:
+		/* Path('/').rglob('*'): the receiver is the root too */
+		if (i >= 2 && x->t[i - 1].k == T_P && x->t[i - 1].s[0] == '.' && x->t[i - 2].k == T_P &&
+		    x->t[i - 2].s[0] == ')') {
+			size_t open = i - 2;
+			int level = 0;
+			for (size_t k = i - 1; k-- > 0;) {
+				if (x->t[k].k == T_P && x->t[k].s[0] == ')')
+					level++;
+				else if (x->t[k].k == T_P && x->t[k].s[0] == '(' && --level == 0) {
+					open = k;
+					break;
+				}
+			}
+			val recv[4];
+			size_t nr = split_args(sc, open + 1, i - 2, recv, TGI_ARRAY_LEN(recv));
+			for (size_t k = 0; k < nr; k++) {
+				if (recv[k].unknown)
+					sc->walk_unknown = 1;
+				for (size_t q = 0; q < recv[k].n; q++)
+					for (size_t j = 0; j < recv[k].alts[q].n && sc->nwalks < TGI_ARRAY_LEN(sc->walks); j++)
+						sc->walks[sc->nwalks++] = tgi_strdup(recv[k].alts[q].v[j]);
+				val_free(&recv[k]);
+			}
+		}
+		for (size_t k = 0; k < n; k++) {
+			if (args[k].ignore)
+				continue;
+			if (args[k].unknown || !args[k].n)
+				sc->walk_unknown = 1;
+			for (size_t q = 0; q < args[k].n; q++)
+				for (size_t j = 0; j < args[k].alts[q].n && sc->nwalks < TGI_ARRAY_LEN(sc->walks); j++)
+					sc->walks[sc->nwalks++] = tgi_strdup(args[k].alts[q].v[j]);
+		}
+		if (!n)
+			sc->walk_unknown = 1;
+		break;
+	case P_SPAWN:
+		sc->spawns = 1;
 		break;
 	case P_KILL: {
 		/* the pid is the first argument, but perl's and ruby's signal comes first */
@@ -1809,7 +1926,7 @@ static size_t raw_calls(const char *s, size_t n, const char *name)
 static void scan_code(tgi_lang lang, const char *code, size_t len, tgi_code_report *r, int depth)
 {
 	lexer x = { lang, code, len, 0, NULL, 0, 0, 0 };
-	scan sc = { lang, &x, NULL, 0, r, depth, 0, 0, 0 };
+	scan sc = { lang, &x, NULL, 0, r, depth, 0, 0, 0, 0, 0, 0, { NULL }, 0 };
 
 	if (depth >= SCAN_DEPTH || lang == TGI_LANG_NONE)
 		return;
@@ -1894,6 +2011,10 @@ static void scan_code(tgi_lang lang, const char *code, size_t len, tgi_code_repo
 			on_call(&sc, i, p);
 			continue;
 		}
+		if (!callish && !method_no_args && p->kind == P_UNLINK) {
+			sc.unlinks = 1; /* perl's unlink of $_ */
+			continue;
+		}
 		if (!callish && !method_no_args) {
 			/* named but not called here: passed around, aliased */
 			if (p->kind == P_RUN || p->kind == P_EVAL || p->kind == P_RMTREE || p->kind == P_RMTREE_OPT)
@@ -1904,6 +2025,9 @@ static void scan_code(tgi_lang lang, const char *code, size_t len, tgi_code_repo
 		    x.t[i - 2].k == T_STR && !x.t[i - 2].s[0])
 			continue; /* /re/.exec(s) */
 		on_call(&sc, i, p);
+		const struct prim *also = find_prim_also(&sc, p);
+		if (also && (!also->needs || mentioned(&sc, also->needs)))
+			on_call(&sc, i, also);
 	}
 	/* a download written to a file the code names, or to one it does not */
 	if (sc.fetch) {
@@ -1918,9 +2042,20 @@ static void scan_code(tgi_lang lang, const char *code, size_t len, tgi_code_repo
 		if (!named)
 			r->dl_unknown = 1;
 	}
-	/* a fork seen before the loop keyword */
+	/* a fork seen before the loop keyword; processes started in an endless loop */
 	if (sc.loop && sc.subproc && !r->floor)
 		r->floor = WHY_FORK;
+	if (sc.spawns && endless(&x) && !r->floor)
+		r->floor = WHY_FORK;
+	/* a walk and a removal: the walked trees are deleted */
+	if (sc.unlinks) {
+		for (size_t k = 0; k < sc.nwalks; k++)
+			effect1(r, TGI_CODE_WALKDEL, sc.walks[k]);
+		if (sc.walk_unknown)
+			blind(&sc, BLIND_ARG);
+	}
+	for (size_t k = 0; k < sc.nwalks; k++)
+		free(sc.walks[k]);
 	/* what the tokens do not show: a dangerous name called in the raw text
 	 * more often than the tokens call it */
 	if (x.broken)

@@ -54,6 +54,8 @@ typedef enum {
 	TGI_CODE_RMTREE,   /* a path deleted with everything under it: words[0] */
 	TGI_CODE_WRITE,    /* a path opened for writing: words[0] */
 	TGI_CODE_DOWNLOAD, /* a file a download may have written: words[0] */
+	TGI_CODE_UNLINK,   /* a path removed (not its tree): words[0] */
+	TGI_CODE_WALKDEL,  /* a tree walked by code that removes what it finds: words[0] */
 } tgi_code_kind;
 
 typedef struct tgi_code_effect {

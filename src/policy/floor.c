@@ -1122,7 +1122,8 @@ static const char *judge_systemctl(const jin *j)
 {
 	static const char *const verbs[] = { "poweroff", "reboot", "halt", "kexec", "soft-reboot", NULL };
 	static const char *const targets[] = { "poweroff.target", "reboot.target", "halt.target",
-		                                   "kexec.target", NULL };
+		                                   "kexec.target", "ctrl-alt-del.target",
+		                                   "rescue.target", "emergency.target", NULL };
 	static const char *const lvals[] = { "--host", "--machine", "--signal", "--property", "--type",
 		                                 "--state", "--root", NULL };
 	const char **ops, *why = NULL;
@@ -1136,6 +1137,24 @@ static const char *judge_systemctl(const jin *j)
 			if (in_list(ops[i], targets))
 				why = WHY_POWER;
 	free(ops);
+	return why;
+}
+
+/* Partitioning and erasing tools: unless they only list, every device they
+ * are given is written. */
+static const char *judge_disk(const jin *j)
+{
+	static const char *const listing[] = { "-l", "--list", "-p", "--print", "print", "-d", "--dump",
+		                               "-V", "--verify", "--show-size", "--version",
+		                               "-h", "--help", "status", "luksDump", "isLuks", "-L",
+		                               "--detail", "--examine", "-D", "-E", "-Q", NULL };
+	const char *why = NULL;
+	for (size_t i = 0; i < j->nargs; i++)
+		if (in_list(j->args[i], listing) && strcmp(j->prog, "blkdiscard"))
+			return NULL;
+	for (size_t i = 0; i < j->nargs && !why; i++)
+		if (j->args[i][0] != '-' || !j->args[i][1])
+			why = each_path(j, j->args[i], 1, write_check, 0);
 	return why;
 }
 
@@ -1169,6 +1188,10 @@ static const struct prog_rule {
 	{ "systemctl", judge_systemctl, 0 }, { "loginctl", judge_systemctl, 0 },
 	{ "mkfs", judge_mkfs, 0 },     { "mke2fs", judge_mkfs, 0 },   { "mkswap", judge_mkfs, 0 },
 	{ "mkntfs", judge_mkfs, 0 },   { "mkdosfs", judge_mkfs, 0 },  { "wipefs", judge_mkfs, 0 },
+	{ "sgdisk", judge_disk, 0 },   { "sfdisk", judge_disk, 0 },   { "parted", judge_disk, 0 },
+	{ "fdisk", judge_disk, 0 },    { "gdisk", judge_disk, 0 },    { "cfdisk", judge_disk, 0 },
+	{ "blkdiscard", judge_disk, 0 }, { "cryptsetup", judge_disk, 0 }, { "mdadm", judge_disk, 0 },
+	{ "pvcreate", judge_disk, 0 }, { "badblocks", judge_disk, 0 },
 	/* readers: whatever file they are given, they print, copy or send */
 	{ "cat", NULL, 1 },   { "tac", NULL, 1 },    { "nl", NULL, 1 },      { "less", NULL, 1 },
 	{ "more", NULL, 1 },  { "most", NULL, 1 },   { "head", NULL, 1 },    { "tail", NULL, 1 },
@@ -2136,6 +2159,19 @@ static const char *judge_code(const jin *j, const tgi_cmdline *cl, size_t i, tgi
 			break;
 		case TGI_CODE_DOWNLOAD:
 			dl_add(j, NULL, e->words.v[0]);
+			break;
+		case TGI_CODE_UNLINK:
+			why = each_path(j, e->words.v[0], 1, write_check, 1);
+			break;
+		case TGI_CODE_WALKDEL:
+			/* what it removes of the tree it walks the floor cannot tell:
+			 * the root, a home or a system directory are floored, the
+			 * workspace asked about */
+			why = each_path(j, e->words.v[0], 0, delete_check, 0);
+			if (why && !strcmp(why, WHY_WS)) {
+				note_blind(j->x, "interpreter code that removes what it finds walking the workspace", "");
+				why = NULL;
+			}
 			break;
 		}
 	}
