@@ -34,6 +34,7 @@
 #define ALTS_MAX   16          /* values one expression may take */
 #define STR_MAX    8192        /* bytes of one value */
 #define SCAN_DEPTH 4           /* code inside code (exec of a literal) */
+#define CODE_MAX   (128u << 10) /* bytes of code read; past it the scan is blind */
 
 #define WHY_FORK   "a fork loop in interpreter code"
 #define WHY_DLEXEC "downloaded code run by an interpreter"
@@ -1930,7 +1931,7 @@ static void scan_code(tgi_lang lang, const char *code, size_t len, tgi_code_repo
 
 	if (depth >= SCAN_DEPTH || lang == TGI_LANG_NONE)
 		return;
-	if (len > (1u << 20)) {
+	if (len > CODE_MAX) {
 		blind(&sc, BLIND_BIG);
 		return;
 	}

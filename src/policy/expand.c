@@ -43,6 +43,7 @@
 #define SUBST_DEPTH  3         /* command substitutions inside one another */
 #define COLLECT_DEPTH 2        /* eval'd strings and aliases read for facts */
 #define SPLIT_MARK   '\x01'    /* a raw value whose expansion is split into words too */
+#define SUBTEXT_MAX  (256u << 10) /* bytes of texts judged later searched for names */
 
 /* ------------------------------------------------------------------ budget */
 
@@ -901,10 +902,15 @@ size_t tgi_eval_variants(tgi_eval *e)
 		tgi_cmdline_free(&probe);
 	if (e->budget->why[0])
 		return 0;
+	size_t sub = 0;
+	for (size_t k = 0; k < e->subtexts.n; k++)
+		sub += strlen(e->subtexts.v[k]);
 	for (size_t i = 0; i < e->nvars; i++) {
 		var *v = &e->vars[i];
-		for (size_t k = 0; k < e->subtexts.n; k++)
-			if (mentions(e->subtexts.v[k], v->name) ||
+		/* texts judged later name it: they may use the value from before
+		 * (past SUBTEXT_MAX bytes of them, every variable is taken to) */
+		for (size_t k = 0; k < e->subtexts.n && !(v->referenced && v->initial); k++)
+			if (sub > SUBTEXT_MAX || mentions(e->subtexts.v[k], v->name) ||
 			    (!strcmp(v->name, "HOME") && strchr(e->subtexts.v[k], '~'))) {
 				v->referenced = 1;
 				v->initial = 1;
