@@ -973,6 +973,7 @@ static int is_name_in(const char *s, const char *const *list)
 static const char *const home_calls[] = { "homedir", "home", "gethomedir", "expanduser", NULL };
 static const char *const cwd_calls[] = { "getcwd", "cwd", "pwd", "getcwdb", NULL };
 static const char *const join_calls[] = { "join", "resolve", "Path", "PurePath", "PosixPath",
+	                                  "glob",
 	                                  "expanduser", "expandvars_home",
 	                                  "Pathname", "catfile", "catdir", "expand_path", "abspath",
 	                                  "realpath", "normpath", "absolute_path", "str", "String",
@@ -1091,6 +1092,14 @@ static int eval_term(scan *sc, size_t a, size_t b, val *out)
 		}
 		int called = k + 1 < b && x->t[k + 1].k == T_P && x->t[k + 1].s[0] == '(';
 		size_t ce = called ? match(x, k + 1, b) : k;
+		/* perl and ruby call without parentheses: glob "/x*" */
+		if (!called && k + 1 < b && (sc->lang == TGI_LANG_PERL || sc->lang == TGI_LANG_RUBY) &&
+		    (x->t[k + 1].k == T_STR || x->t[k + 1].k == T_ID) && is_name_in(last, join_calls)) {
+			val args = { 0 };
+			eval_expr(sc, k + 1, b, &args);
+			*out = args;
+			return 0;
+		}
 		/* the environment: HOME is home, anything else unknown */
 		for (size_t q = a; q <= k && q < b; q++)
 			if (!strcmp(x->t[q].s, "environ") || !strcmp(x->t[q].s, "getenv") ||
@@ -2043,7 +2052,21 @@ static void scan_code(tgi_lang lang, const char *code, size_t len, tgi_code_repo
 		if (!named)
 			r->dl_unknown = 1;
 	}
-	/* a fork seen before the loop keyword; processes started in an endless loop */
+	/* a fork seen before the loop keyword, or in a function that calls
+	 * itself; processes started in an endless loop */
+	if (sc.subproc && !sc.loop)
+		for (size_t i = 0; i + 1 < x.nt && !sc.loop; i++) {
+			if (x.t[i].k != T_ID || (strcmp(x.t[i].s, "def") && strcmp(x.t[i].s, "sub") &&
+			                         strcmp(x.t[i].s, "function")) || x.t[i + 1].k != T_ID)
+				continue;
+			size_t calls = 0;
+			for (size_t k = 0; k + 1 < x.nt; k++)
+				if (k != i + 1 && x.t[k].k == T_ID && !strcmp(x.t[k].s, x.t[i + 1].s) &&
+				    ((x.t[k + 1].k == T_P && x.t[k + 1].s[0] == '(') || x.t[k + 1].k == T_NL ||
+				     (x.t[k + 1].k == T_P && x.t[k + 1].s[0] == ';')))
+					calls++;
+			sc.loop = calls >= 2;
+		}
 	if (sc.loop && sc.subproc && !r->floor)
 		r->floor = WHY_FORK;
 	if (sc.spawns && endless(&x) && !r->floor)

@@ -1433,7 +1433,7 @@ static void output(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out, 
 		/* its start points first (unless a test narrows what it prints),
 		 * then what lies under them */
 		static const char *const narrow[] = { "-name", "-iname", "-path", "-ipath", "-regex",
-			                              "-iregex", "-type", "-newer", "-mtime", "-mmin",
+			                              "-iregex", "-newer", "-mtime", "-mmin",
 			                              "-size", "-user", "-group", "-perm", "-empty",
 			                              "-mindepth", "-wholename", "-iwholename", "-lname",
 			                              "-links", "-inum", "-samefile", NULL };
@@ -1448,10 +1448,12 @@ static void output(tgi_eval *e, const tgi_cmdline *cl, size_t i, tgi_feed *out, 
 		for (size_t q = k; q < na; q++)
 			narrowed |= in_list(a[q], narrow);
 		tgi_buf_init(&b, TGI_EVAL_FEED);
+		/* START, then everything under it (START/ followed by **, which
+		 * the floor reads as any path below) */
 		for (size_t q = st; q < k && !narrowed; q++)
-			tgi_buf_printf(&b, "%s\n", a[q]);
+			tgi_buf_printf(&b, "%s\n%s%s**\n", a[q], a[q], a[q][strlen(a[q]) - 1] == '/' ? "" : "/");
 		if (st == k && !narrowed)
-			tgi_buf_puts(&b, ".\n");
+			tgi_buf_puts(&b, ".\n./**\n");
 		char *r = steal_known(&b);
 		feed_set(out, r ? r : tgi_strdup(""), 1);
 	} else if (in_list(prog, silent)) {

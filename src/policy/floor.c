@@ -266,6 +266,7 @@ typedef struct prot {
 #define WHY_SYSRQ "writing /proc/sysrq-trigger"
 #define WHY_KMEM  "writing kernel memory"
 #define WHY_KILL  "signalling init or every process"
+#define WHY_SYSRM "deleting a system directory or its link"
 
 /* Top-level system directories: deleting one (or chmod -R on it) breaks
  * the machine, so they count as the root does. */
@@ -644,6 +645,13 @@ static const char *delete_check(const fctx *x, const char *path, int arg)
 	return NULL;
 }
 
+/* Removing a system directory's entry itself (`rm /bin` takes the /bin
+ * link of a merged /usr; `rm -f /STAR` all of them). */
+static const char *unlink_check(const fctx *x, const char *path, int arg)
+{
+	return first_related(path, system_dirs, TGI_ARRAY_LEN(system_dirs), 1u << REL_EQUAL) ? WHY_SYSRM : NULL;
+}
+
 /* A recursive chmod/chown/chgrp of path: the root or a system directory. */
 static const char *perm_check(const fctx *x, const char *path, int arg)
 {
@@ -819,6 +827,8 @@ static const char *judge_rm(const jin *j)
 	for (size_t i = 0; i < n && !why; i++) {
 		if (rec)
 			why = each_path(j, ops[i], 0, delete_check, 0);
+		else
+			why = each_path(&q, ops[i], 0, unlink_check, 0);
 		if (!why)
 			why = each_path(&q, ops[i], 1, write_check, rec);
 	}
@@ -1172,7 +1182,7 @@ static const struct prog_rule {
 	judge_fn    judge;   /* NULL: a reader only */
 	int         reads;
 } prog_rules[] = {
-	{ "rm", judge_rm, 0 },         { "unlink", judge_writes, 0 }, { "rmdir", judge_writes, 0 },
+	{ "rm", judge_rm, 0 },         { "unlink", judge_rm, 0 }, { "rmdir", judge_writes, 0 },
 	{ "find", judge_find, 0 },
 	{ "chmod", judge_chmod, 0 },   { "chown", judge_chmod, 0 },   { "chgrp", judge_chmod, 0 },
 	{ "dd", judge_dd, 0 },
@@ -2161,7 +2171,9 @@ static const char *judge_code(const jin *j, const tgi_cmdline *cl, size_t i, tgi
 			dl_add(j, NULL, e->words.v[0]);
 			break;
 		case TGI_CODE_UNLINK:
-			why = each_path(j, e->words.v[0], 1, write_check, 1);
+			why = each_path(j, e->words.v[0], 0, unlink_check, 0);
+			if (!why)
+				why = each_path(j, e->words.v[0], 1, write_check, 1);
 			break;
 		case TGI_CODE_WALKDEL:
 			/* what it removes of the tree it walks the floor cannot tell:
