@@ -8,8 +8,10 @@
  *   hard floor (compiled in; nothing lifts it) and protected paths
  *   deny rules  (global, then the caller's roles)
  *   requires_grant without a matching allow rule → deny (never ask)
- *   execpolicy `prompt`, or a command the splitter cannot judge → ask
- *     (deny in plan mode)
+ *   execpolicy `prompt`, a command the splitter cannot judge, or one the
+ *     floor cannot see into (a path it would judge held in a variable the
+ *     line does not set, code built at run time, …) → ask (deny in plan
+ *     mode): what would otherwise run unasked asks
  *   ask rules, then a before-hook's ask (src/mw/hooks.c; a hook never allows)
  *   allow rules, or execpolicy `allow` for every simple command
  *   mode default (default / acceptEdits / plan / bypassPermissions; dryRun
@@ -242,10 +244,28 @@ static void cmd_text(const tgi_cmd *cmd, char *out, size_t cap)
 		strcat(out, " ...");
 }
 
+/* The variables a command tool's call gives its command ("env": {NAME:
+ * value}), as NAME=value for the floor, which resolves them in the line. */
+static void call_env(const tgi_call *c, tgi_strv *out)
+{
+	const json_t *env = json_object_get(c->args, "env");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)env, k, v) {
+		if (!json_is_string(v))
+			continue;
+		size_t n = strlen(k) + json_string_length(v) + 2;
+		char *s = tgi_xmalloc(n);
+		snprintf(s, n, "%s=%s", k, json_string_value(v));
+		tgi_strv_push(out, s);
+	}
+}
+
 /*
  * The gates of a command line before the permission rules: the command
  * floor, the sandbox backend, execpolicy.  Stops with `denied`; else sets
- * *ask (execpolicy prompt, or an opaque command) with the rule in rule.
+ * *ask (execpolicy prompt, an opaque command, or one the floor cannot see
+ * into) with the rule in rule.
  */
 static tgi_verdict command_gates(tgi_call *c, int *ask, char *rule, size_t cap)
 {
@@ -255,8 +275,13 @@ static tgi_verdict command_gates(tgi_call *c, int *ask, char *rule, size_t cap)
 	tgi_ep_decision worst = TGI_EP_NONE;
 	char worst_rule[512] = "";
 	const tgi_cmd *worst_cmd = NULL;
+	tgi_strv env = {0};
 
-	if (tgi_floor_command(cl, g->cfg->workspace, home_dir(), why, sizeof why)) {
+	call_env(c, &env);
+	tgi_floor_in fin = {g->cfg->workspace, home_dir(), (const char *const *)env.v, env.n};
+	tgi_floor_verdict fv = tgi_floor_judge(cl, &fin, why, sizeof why);
+	tgi_strv_free(&env);
+	if (fv == TGI_FLOOR_DENY) {
 		tgi_snprintf(r, sizeof r, "floor: %s", why);
 		tgi_snprintf(msg, sizeof msg, "%s: nothing lifts this; do not retry", why);
 		return deny(c, r, msg);
@@ -299,6 +324,12 @@ static tgi_verdict command_gates(tgi_call *c, int *ask, char *rule, size_t cap)
 			memcpy(worst_rule, rt, sizeof worst_rule);
 		}
 	}
+	/* the floor found nothing, but could not see all it would judge: what
+	 * would run without asking asks */
+	if (fv == TGI_FLOOR_BLIND && !*ask) {
+		*ask = 1;
+		tgi_snprintf(rule, cap, "floor cannot judge: %s", why);
+	}
 	if (worst == TGI_EP_FORBIDDEN) {
 		cmd_text(worst_cmd, words, sizeof words);
 		tgi_snprintf(msg, sizeof msg, "execpolicy forbids \"%s\"; do not retry; ask the owner",
@@ -332,7 +363,7 @@ static int commands_allowed(const tgi_call *c, const tgi_match_input *in, char *
 		char rt[512] = "", part[520];
 		if ((cmd->flags & TGI_CMD_OPAQUE) || !cmd->argc)
 			return 0;
-		tgi_cmdline single = {(tgi_cmd *)cmd, 1};
+		tgi_cmdline single = {.v = (tgi_cmd *)cmd, .n = 1};
 		one.cmds = &single;
 		const tgi_rule *r = first_rule(c, TGI_RULE_ALLOW, &one);
 		if (r)

@@ -142,7 +142,9 @@ char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pr
 		if (cl.v[i].flags & TGI_CMD_OPAQUE)
 			json_array_append_new(opaque, json_string(cl.v[i].why ? cl.v[i].why : "opaque"));
 	const char *home = getenv("HOME");
-	int floored = tgi_floor_command(&cl, g->cfg->workspace, home ? home : "/root", why, sizeof why);
+	tgi_floor_in fin = {g->cfg->workspace, home ? home : "/root", NULL, 0};
+	tgi_floor_verdict fv = tgi_floor_judge(&cl, &fin, why, sizeof why);
+	int floored = fv == TGI_FLOOR_DENY;
 	const tgi_shell_cfg *sh = &g->cfg->shell;
 	int ro = tgi_shell_readonly(&cl, &sh->read_only, sh->read_only_replace);
 
@@ -154,9 +156,10 @@ char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pr
 	const char *decision = "deny", *rule = NULL, *stage = "decode";
 	if (env)
 		decided(env, &decision, &rule, &stage);
-	json_t *out = json_pack("{s:o, s:o, s:o, s:o, s:b, s:s, s:s, s:s, s:s?, s:s}",
+	json_t *out = json_pack("{s:o, s:o, s:o, s:o, s:o, s:b, s:s, s:s, s:s, s:s?, s:s}",
 	                        "command", cmd, "execpolicy", check_json(g, &cl),
 	                        "floor", floored ? json_string(why) : json_null(),
+	                        "floor_cannot_judge", fv == TGI_FLOOR_BLIND ? json_string(why) : json_null(),
 	                        "opaque", opaque, "read_only", ro,
 	                        "mode", tgi_mode_name(g->cfg->mode),
 	                        "sandbox", tgi_sandbox_name(g->cfg->sandbox),

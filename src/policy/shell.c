@@ -44,6 +44,7 @@
 #include "policy/shell.h"
 #include "util/util.h"
 
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -143,8 +144,10 @@ static void cmd_free(tgi_cmd *c)
 		free(c->argv[i]);
 	for (size_t i = 0; c->assigns && i < c->nassigns; i++)
 		free(c->assigns[i]);
-	for (size_t i = 0; c->redirs && i < c->nredirs; i++)
+	for (size_t i = 0; c->redirs && i < c->nredirs; i++) {
 		free(c->redirs[i].target);
+		free(c->redirs[i].body);
+	}
 	free(c->argv);
 	free(c->assigns);
 	free(c->redirs);
@@ -159,8 +162,10 @@ static size_t cmd_size(const tgi_cmd *c)
 		n += c->argv[i] ? strlen(c->argv[i]) + 1 : 0;
 	for (size_t i = 0; i < c->nassigns; i++)
 		n += c->assigns[i] ? strlen(c->assigns[i]) + 1 : 0;
-	for (size_t i = 0; i < c->nredirs; i++)
+	for (size_t i = 0; i < c->nredirs; i++) {
 		n += c->redirs[i].target ? strlen(c->redirs[i].target) + 1 : 0;
+		n += c->redirs[i].body ? strlen(c->redirs[i].body) + 1 : 0;
+	}
 	return n;
 }
 
@@ -191,8 +196,16 @@ void tgi_cmdline_free(tgi_cmdline *cl)
 	for (size_t i = 0; i < cl->n; i++)
 		cmd_free(&cl->v[i]);
 	free(cl->v);
-	cl->v = NULL;
-	cl->n = 0;
+	for (size_t i = 0; i < cl->nfuncs; i++) {
+		free(cl->funcs[i].name);
+		free(cl->funcs[i].body);
+	}
+	free(cl->funcs);
+	free(cl->src);
+	for (size_t i = 0; cl->srcv && i < cl->srcc; i++)
+		free(cl->srcv[i]);
+	free(cl->srcv);
+	memset(cl, 0, sizeof *cl);
 }
 
 const char *tgi_shell_basename(const char *word)
@@ -512,6 +525,24 @@ static int via_xargs(const tgi_cmd *c, size_t prog)
 	return 0;
 }
 
+/* Does an xargs among the wrappers before prog replace a string in the
+ * command with what it reads (-I R, -i, --replace)? */
+static int xargs_fills(const tgi_cmd *c, size_t prog)
+{
+	for (size_t i = 0; i < prog && i < c->argc; i++) {
+		if (strcmp(tgi_shell_basename(c->argv[i]), "xargs") != 0)
+			continue;
+		for (size_t j = i + 1; j < prog; j++) {
+			const char *a = c->argv[j];
+			if (a[0] != '-' || !strcmp(a, "--"))
+				break;
+			if (!strncmp(a, "--replace", 9) || (a[1] != '-' && strpbrk(a + 1, "Ii")))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /* Does an `env` among the wrappers before prog get -S / --split-string? */
 static int env_split(const tgi_cmd *c, size_t prog)
 {
@@ -583,9 +614,38 @@ typedef struct sink {
 } sink;
 
 #define SUB_MAX 32   /* `( … )` nested in one another */
+#define FRAMES_MAX 64 /* compound commands and their parts open at once, for evaluation */
+#define DOMS_MAX 256  /* assignments remembered as dominating later uses */
+#define FDEFS_MAX 16  /* function bodies being read inside one another */
 
 enum { ST_START, ST_NEED, ST_CMD, ST_CLOSED };
 enum { WM_ARG, WM_ASSIGN, WM_DELIM };
+/* How the command being read joins the one before it. */
+enum { CONN_NONE, CONN_AND, CONN_OR, CONN_PIPE };
+
+/*
+ * A compound command (construct: if, while, until, for, select, { }, ( ))
+ * or one of its parts (then, elif, else, do): what an assignment inside
+ * it dominates ends with it.
+ */
+typedef struct frame {
+	unsigned id;
+	int      construct;
+	size_t   fdef;       /* 1 + the index of the function body it opens, or 0 */
+} frame;
+
+/* An assignment that dominates later uses while its frame is open (strong:
+ * it was the first command of its list) or while its `&&` chain lasts. */
+typedef struct dom {
+	char    *name;
+	unsigned frame, chain;
+	int      strong;
+} dom;
+
+typedef struct fdef {
+	char  *name;
+	size_t start;        /* byte offset of the body's first token */
+} fdef;
 
 typedef struct parser {
 	const char      *s;          /* borrowed */
@@ -593,11 +653,14 @@ typedef struct parser {
 	size_t           depth;      /* sh -c wrappers this text came out of */
 	size_t           level;      /* nested parses */
 	int              params_unknown;
+	int              deep;       /* compound commands nested past FRAMES_MAX */
 	/* from the sh -c wrapper this text came out of (borrowed) */
 	char *const     *prefix;
 	size_t           nprefix;
 	const tgi_redir *iredirs;
 	size_t           niredirs;
+	char *const     *iassigns;   /* the wrapper's NAME=value: the script's environment */
+	size_t           niassigns;
 	unsigned         iflags;
 	const char      *iwhy;       /* when iflags has TGI_CMD_OPAQUE */
 
@@ -616,6 +679,34 @@ typedef struct parser {
 	builder          b;
 	heredoc         *hd;
 	size_t           nhd, caphd, hd_read, hd_owned;
+
+	/* evaluation (tgi_shell_split_env; env NULL for a plain split) */
+	const tgi_shell_env *env;
+	char *const     *params;     /* bound positional parameters, when bound */
+	size_t           nparams;
+	int              bound;
+	const char      *arg0;       /* $0 when bound (may be NULL) */
+	size_t           ifrom;      /* the wrapper's `from`, for a script it ran */
+	const struct parser *outer;  /* the text holding this substitution */
+	/* compound commands, and the assignments that dominate */
+	frame            fr[FRAMES_MAX];
+	size_t           nfr, fr_over;
+	unsigned         frame_ids;
+	unsigned         nest;       /* constructs open */
+	unsigned         cmd_nest;   /* constructs open when the current command began */
+	unsigned         chain;      /* `&&` chain id: a new list or `||` starts another */
+	int              conn;       /* CONN_*: before the command being read */
+	int              ending_pipe;
+	unsigned         pipe_nest;  /* constructs open at the last `|` */
+	size_t           member_at[FRAMES_MAX]; /* where the current pipeline member began, per nest */
+	size_t           pipe_from;
+	int              member_pending;
+	dom             *doms;
+	size_t           ndoms, capdoms;
+	/* functions: a name whose body comes next, bodies being read */
+	char            *fn_pending;
+	fdef             fdefs[FDEFS_MAX];
+	size_t           nfdefs;
 } parser;
 
 static int fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -700,6 +791,230 @@ static void parser_free(parser *p)
 	free(p->hd);
 	p->hd = NULL;
 	p->nhd = 0;
+	for (size_t i = 0; i < p->ndoms; i++)
+		free(p->doms[i].name);
+	free(p->doms);
+	p->doms = NULL;
+	p->ndoms = 0;
+	for (size_t i = 0; i < p->nfdefs; i++)
+		free(p->fdefs[i].name);
+	p->nfdefs = 0;
+	free(p->fn_pending);
+	p->fn_pending = NULL;
+}
+
+/* ---- evaluation: compound commands and what dominates a use ---- */
+
+static unsigned nest_slot(unsigned nest)
+{
+	return nest < FRAMES_MAX ? nest : FRAMES_MAX - 1;
+}
+
+static unsigned cur_frame(const parser *p)
+{
+	return p->nfr ? p->fr[p->nfr - 1].id : 0;
+}
+
+static int frame_open(const parser *p, unsigned id)
+{
+	if (id == 0)
+		return 1;
+	for (size_t i = 0; i < p->nfr; i++)
+		if (p->fr[i].id == id)
+			return 1;
+	return 0;
+}
+
+static void frame_push(parser *p, int construct, size_t fd)
+{
+	if (p->deep || p->nfr == FRAMES_MAX) {
+		p->deep = 1;
+		return;
+	}
+	p->fr[p->nfr++] = (frame){ ++p->frame_ids, construct, fd };
+}
+
+/* A new list starts: no `&&` chain carries over. */
+static void new_list(parser *p)
+{
+	p->conn = CONN_NONE;
+	p->chain++;
+}
+
+/* A construct begins at byte at (if, while, until, for, select, {, ( ):
+ * a pipeline member may start with it; a function body may be it. */
+static void construct_open(parser *p, size_t at)
+{
+	size_t fd = 0;
+
+	if (p->state != ST_CLOSED)
+		p->member_at[nest_slot(p->nest)] = p->out->cl->n;
+	if (p->fn_pending) {
+		if (p->nfdefs < FDEFS_MAX) {
+			p->fdefs[p->nfdefs] = (fdef){ p->fn_pending, at };
+			fd = ++p->nfdefs;
+		} else {
+			free(p->fn_pending);
+		}
+		p->fn_pending = NULL;
+	}
+	frame_push(p, 1, fd);
+	p->nest++;
+	new_list(p);
+}
+
+/* then, do: a part whose assignments end with it; elif, else: the part
+ * before ends first. */
+static void part_open(parser *p, int swap)
+{
+	if (!p->deep && swap && p->nfr && !p->fr[p->nfr - 1].construct)
+		p->nfr--;
+	frame_push(p, 0, 0);
+	new_list(p);
+}
+
+static void record_func(parser *p, fdef *d, size_t end);
+
+/* fi, done, }, ): the parts and the construct end (and a function body
+ * with them). */
+static void construct_close(parser *p)
+{
+	if (p->nest)
+		p->nest--;
+	while (!p->deep && p->nfr && !p->fr[p->nfr - 1].construct)
+		p->nfr--;
+	if (!p->deep && p->nfr) {
+		frame *f = &p->fr[--p->nfr];
+		if (f->fdef && f->fdef == p->nfdefs) {
+			fdef *d = &p->fdefs[--p->nfdefs];
+			record_func(p, d, p->pos); /* takes d->name */
+			d->name = NULL;
+		}
+	}
+	new_list(p);
+}
+
+/* Does an assignment to name dominate a use here (in this text, or in
+ * the text a substitution sits in)? */
+static int dominated(const parser *p, const char *name)
+{
+	for (; p; p = p->outer) {
+		if (p->deep)
+			return 0;
+		for (size_t i = p->ndoms; i-- > 0;) {
+			const dom *d = &p->doms[i];
+			if (strcmp(d->name, name) == 0 && frame_open(p, d->frame) &&
+			    (d->strong || d->chain == p->chain))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static void dom_add(parser *p, const char *name, size_t n, int strong)
+{
+	if (p->deep || p->ndoms >= DOMS_MAX || n == 0 || n > 64)
+		return;
+	if (p->ndoms == p->capdoms) {
+		p->capdoms = p->capdoms ? p->capdoms * 2 : 8;
+		p->doms = tgi_xrealloc(p->doms, p->capdoms * sizeof *p->doms);
+	}
+	char *nm = tgi_xmalloc(n + 1);
+	memcpy(nm, name, n);
+	nm[n] = '\0';
+	p->doms[p->ndoms++] = (dom){ nm, cur_frame(p), p->chain, strong };
+}
+
+/* The names a finished command assigns in the shell that runs it:
+ * NAME=value alone, export/declare/typeset/local/readonly NAME=value,
+ * for/select NAME, read NAME…, set -- (the positional parameters),
+ * mapfile/readarray NAME, printf -v NAME. */
+static void note_assignments(parser *p, unsigned flags)
+{
+	static const char *const declares[] = { "export", "declare", "typeset", "local", "readonly",
+		                                 NULL };
+	static const char *const positionals[] = { "1", "2", "3", "4", "5", "6", "7", "8", "9", "@",
+		                                    "*", "#", NULL };
+	const builder *b = &p->b;
+	int piped_in = p->pipe_next && !(p->cmd_nest > p->pipe_nest);
+	int alone = !piped_in && !p->ending_pipe && !(flags & TGI_CMD_BACKGROUND);
+	int strong = alone && p->conn == CONN_NONE;
+	const char *cmd;
+
+	if (!alone || (!strong && p->conn != CONN_AND))
+		return;
+	if (!b->argv.n) {
+		for (size_t i = 0; i < b->assigns.n; i++)
+			dom_add(p, b->assigns.v[i], strcspn(b->assigns.v[i], "+="), strong);
+		return;
+	}
+	cmd = b->argv.v[0];
+	if (in_list(declares, cmd, strlen(cmd))) {
+		for (size_t i = 1; i < b->argv.n; i++)
+			if (assignment_len(b->argv.v[i], strlen(b->argv.v[i])))
+				dom_add(p, b->argv.v[i], strcspn(b->argv.v[i], "+="), strong);
+	} else if ((!strcmp(cmd, "for") || !strcmp(cmd, "select")) && b->argv.n > 1) {
+		dom_add(p, b->argv.v[1], strlen(b->argv.v[1]), strong);
+	} else if (!strcmp(cmd, "read") || !strcmp(cmd, "mapfile") || !strcmp(cmd, "readarray")) {
+		int rd = !strcmp(cmd, "read");
+		const char *vals = rd ? "dinNptu" : "dnOsuCc";
+		for (size_t i = 1; i < b->argv.n; i++) {
+			const char *a = b->argv.v[i];
+			if (a[0] != '-' || !a[1]) {
+				dom_add(p, a, strlen(a), strong);
+				continue;
+			}
+			for (const char *q = a + 1; *q; q++) {
+				if (*q == 'a' && rd) {
+					const char *nm = q[1] ? q + 1 : i + 1 < b->argv.n ? b->argv.v[i + 1] : "";
+					dom_add(p, nm, strlen(nm), strong);
+					i += !q[1];
+					break;
+				}
+				if (strchr(vals, *q)) {
+					i += !q[1];
+					break;
+				}
+			}
+		}
+	} else if (!strcmp(cmd, "printf") && b->argv.n > 2 && !strcmp(b->argv.v[1], "-v")) {
+		dom_add(p, b->argv.v[2], strlen(b->argv.v[2]), strong);
+	} else if (!strcmp(cmd, "set")) {
+		for (size_t i = 1; i < b->argv.n; i++)
+			if (!strcmp(b->argv.v[i], "--") || (b->argv.v[i][0] != '-' && b->argv.v[i][0] != '+')) {
+				for (size_t k = 0; positionals[k]; k++)
+					dom_add(p, positionals[k], strlen(positionals[k]), strong);
+				break;
+			}
+	}
+}
+
+/* A function body read whole (d->name is taken). */
+static void record_func(parser *p, fdef *d, size_t end)
+{
+	tgi_cmdline *cl = p->out->cl;
+	size_t n = end > d->start ? end - d->start : 0;
+
+	if (cl->nfuncs >= TGI_SHELL_MAX_FUNCS || n + strlen(d->name) + 2 > NORM_MAX - p->out->used) {
+		free(d->name);
+		return;
+	}
+	if (!(cl->nfuncs & (cl->nfuncs - 1)) || !cl->nfuncs)
+		cl->funcs = tgi_xrealloc(cl->funcs, (cl->nfuncs ? cl->nfuncs * 2 : 1) * sizeof *cl->funcs);
+	cl->funcs[cl->nfuncs].name = d->name;
+	cl->funcs[cl->nfuncs].body = tgi_strndup(p->s + d->start, n);
+	cl->nfuncs++;
+	p->out->used += n + strlen(d->name) + 2;
+}
+
+/* The first token of a simple command: where it stands. */
+static void begin_command(parser *p)
+{
+	p->cmd_nest = p->nest;
+	if (p->state != ST_CLOSED)
+		p->member_at[nest_slot(p->nest)] = p->out->cl->n;
+	free(p->fn_pending); /* `f() cmd`: no compound body follows */
+	p->fn_pending = NULL;
 }
 
 /* ---- output ---- */
@@ -982,6 +1297,13 @@ static int parse_inner(parser *p, const char *text, size_t n)
 	memcpy(q.sub, p->sub, sizeof q.sub);
 	q.nsub = p->nsub;
 	q.sub_over = p->sub_over;
+	q.env = p->env;
+	q.outer = p;
+	q.params = p->params;
+	q.nparams = p->nparams;
+	q.bound = p->bound;
+	q.arg0 = p->arg0;
+	q.deep = p->deep;
 	rc = parse_text(&q);
 	parser_free(&q);
 	if (rc == 0)
@@ -994,33 +1316,332 @@ static int parse_inner(parser *p, const char *text, size_t n)
 	return 0;
 }
 
-/* `$(…)`, `$((…))`, `<(…)`, `>(…)` at byte at, the '(' at at + skip - 1. */
-static int substitution(parser *p, field *f, size_t skip, const char *what, const char *why,
-                        int inner)
+/* ---- values an evaluation gives ---- */
+
+/*
+ * Put an expansion's fields into the word being read.  split (unquoted, in
+ * an argument): each field is cut at the IFS characters, the first piece
+ * joining the text before it, the last the text after.  join (an
+ * assignment, "$*"): the fields joined with spaces into the word.
+ * Otherwise ("$@" and arrays in double quotes) each field is a word.
+ */
+static int put_value(parser *p, field *f, fieldv *w, const char *const *v, size_t n, int split,
+                     int join)
+{
+	const char *ifs = p->env && p->env->ifs ? p->env->ifs : " \t\n";
+
+	for (size_t k = 0; k < n; k++) {
+		const char *s = v[k] ? v[k] : "";
+		if (split) {
+			if (k && f->present && end_field(p, f, w) < 0)
+				return -1;
+			while (*s) {
+				size_t m = strcspn(s, ifs);
+				if (m == 0) {
+					if (f->present && end_field(p, f, w) < 0)
+						return -1;
+					s++;
+					continue;
+				}
+				fput(f, s, m);
+				s += m;
+			}
+			continue;
+		}
+		if (k && join)
+			fput(f, " ", 1);
+		else if (k && end_field(p, f, w) < 0)
+			return -1;
+		fput(f, s, strlen(s));
+	}
+	if (!split && !n && join)
+		f->present = 1;
+	return 0;
+}
+
+/* The value env gives parameter name (1), or 0: keep it as written. */
+static int env_lookup(parser *p, const char *name, int raw, const char *const **v, size_t *n)
+{
+	if (!p->env || !p->env->lookup)
+		return 0;
+	return p->env->lookup(p->env->ctx, name, dominated(p, name), raw, v, n) == 1;
+}
+
+/* The positional parameter name ("1".."9", digits, "@", "*", "#", "0")
+ * when they are bound: 1 with the fields (a static one for "#"). */
+static int bound_param(const parser *p, const char *name, const char *const **v, size_t *n,
+                       char *num, size_t cap)
+{
+	if (!p->bound)
+		return 0;
+	if (!strcmp(name, "@") || !strcmp(name, "*")) {
+		*v = (const char *const *)p->params;
+		*n = p->nparams;
+		return 1;
+	}
+	if (!strcmp(name, "#")) {
+		snprintf(num, cap, "%zu", p->nparams);
+		*v = (const char *const *)&p->arg0; /* replaced below: one field, num */
+		*n = 1;
+		return 2;
+	}
+	if (!strcmp(name, "0")) {
+		*v = (const char *const *)&p->arg0;
+		*n = p->arg0 ? 1 : 0;
+		return 1;
+	}
+	if (all_digits(name)) {
+		unsigned long k = strtoul(name, NULL, 10);
+		*v = k >= 1 && k <= p->nparams ? (const char *const *)&p->params[k - 1] : NULL;
+		*n = *v ? 1 : 0;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Parameter name at one use, with an evaluation or bound parameters: 1
+ * when its value went into the word, 0 to keep it as written, -1 on a
+ * limit.
+ */
+static int param_value(parser *p, field *f, fieldv *w, const char *name, int dq, int mode)
+{
+	const char *const *v = NULL;
+	const char *one[1];
+	char num[24];
+	size_t n = 0;
+	int got = bound_param(p, name, &v, &n, num, sizeof num);
+
+	if (got == 2) {
+		one[0] = num;
+		v = one;
+	}
+	if (!got && !env_lookup(p, name, 0, &v, &n))
+		return 0;
+	int join = mode == WM_ASSIGN || (dq && !strcmp(name, "*"));
+	return put_value(p, f, w, v, n, !dq && mode == WM_ARG, join) < 0 ? -1 : 1;
+}
+
+/* A here-doc word or operator operand with its quotes removed, or NULL
+ * when it holds an expansion (the caller keeps the whole as written). */
+static char *plain_word(const char *s, size_t n)
+{
+	tgi_buf b;
+	char q = 0;
+
+	tgi_buf_init(&b, TGI_SHELL_MAX);
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!q && (c == '\'' || c == '"')) {
+			q = c;
+			continue;
+		}
+		if (q && c == q) {
+			q = 0;
+			continue;
+		}
+		if (q != '\'' && (c == '$' || c == '`')) {
+			tgi_buf_free(&b);
+			return NULL;
+		}
+		if (q != '\'' && c == '\\' && i + 1 < n)
+			c = s[++i];
+		tgi_buf_append(&b, &c, 1);
+	}
+	return tgi_buf_steal(&b);
+}
+
+/* Glob pattern match of pat against s[0..n). */
+static int glob_n(const char *pat, const char *s, size_t n)
+{
+	char buf[1025];
+	if (n >= sizeof buf)
+		return 0;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return fnmatch(pat, buf, 0) == 0;
+}
+
+/*
+ * ${NAME OP WORD} with an evaluation: the defaults and alternatives (:- -
+ * := = :+ +), prefix and suffix removal (# ## % %%), replacement of a
+ * literal (/ //), case (^ ^^ , ,,) and substrings (:N, :N:M).  1 with the
+ * result in *out (caller frees), 0 when it cannot be told.
+ */
+static int param_operator(parser *p, const char *in, size_t m, char **out)
+{
+	char name[65];
+	size_t nl = 0;
+	const char *const *v = NULL;
+	size_t nv = 0;
+	int known;
+
+	if (m && (is_name_start(in[0]))) {
+		while (nl < m && is_name_char(in[nl]))
+			nl++;
+	} else if (m && strchr("@*#?$!-0123456789", in[0])) {
+		nl = 1;
+	}
+	if (!nl || nl >= sizeof name || nl >= m)
+		return 0;
+	memcpy(name, in, nl);
+	name[nl] = '\0';
+	const char *op = in + nl, *end = in + m;
+	size_t ol = 0;
+	static const char *const ops[] = { ":-", ":=", ":+", ":?", "##", "%%", "//", "/#", "/%", "^^",
+		                           ",,", "-", "=", "+", "?", "#", "%", "/", "^", ",", ":", NULL };
+	for (size_t i = 0; ops[i]; i++)
+		if ((size_t)(end - op) >= strlen(ops[i]) && !strncmp(op, ops[i], strlen(ops[i]))) {
+			ol = strlen(ops[i]);
+			break;
+		}
+	if (!ol)
+		return 0;
+	char o0 = op[0], o1 = ol > 1 ? op[1] : '\0';
+	const char *arg = op + ol;
+	size_t al = (size_t)(end - arg);
+	char num[24];
+	const char *one[1];
+	int got = bound_param(p, name, &v, &nv, num, sizeof num);
+	if (got == 2) {
+		one[0] = num;
+		v = one;
+	}
+	known = got || env_lookup(p, name, 1, &v, &nv);
+	const char *val = known && nv ? (v[0] ? v[0] : "") : "";
+	size_t vl = strlen(val);
+
+	if (o0 == '-' || o0 == '=' || o0 == '+' || ((o0 == ':') && (o1 == '-' || o1 == '=' || o1 == '+'))) {
+		char which = o0 == ':' ? o1 : o0;
+		int use_word = which == '+' ? (!known || vl > 0) : (!known || vl == 0);
+		if (!use_word) {
+			*out = tgi_strdup(which == '+' ? "" : val);
+			return 1;
+		}
+		*out = plain_word(arg, al);
+		return *out != NULL;
+	}
+	if (!known || vl > 1024)
+		return 0;
+	if (o0 == '#' || o0 == '%') {
+		char *pat = plain_word(arg, al);
+		int longest = o1 == o0;
+		size_t cut = 0;
+		int found = 0;
+		if (!pat)
+			return 0;
+		for (size_t k = 0; k <= vl && !found; k++) {
+			size_t len = longest ? vl - k : k;
+			if (o0 == '#' ? glob_n(pat, val, len) : glob_n(pat, val + vl - len, len)) {
+				cut = len;
+				found = 1;
+			}
+		}
+		free(pat);
+		*out = o0 == '#' ? tgi_strdup(val + cut) : tgi_strndup(val, vl - cut);
+		return 1;
+	}
+	if (o0 == '/') {
+		const char *pat_at = arg, *slash = memchr(arg, '/', al);
+		size_t pl = slash ? (size_t)(slash - arg) : al;
+		char *pat = plain_word(pat_at, pl), *rep = slash ? plain_word(slash + 1, (size_t)(end - slash - 1))
+		                                               : tgi_strdup("");
+		tgi_buf b;
+		int all = o1 == '/';
+		if (!pat || !rep || !*pat || strpbrk(pat, "*?[") || o1 == '#' || o1 == '%') {
+			free(pat);
+			free(rep);
+			return 0;
+		}
+		tgi_buf_init(&b, TGI_SHELL_MAX);
+		for (const char *q = val; *q;) {
+			const char *hit = strstr(q, pat);
+			if (!hit) {
+				tgi_buf_puts(&b, q);
+				break;
+			}
+			tgi_buf_append(&b, q, (size_t)(hit - q));
+			tgi_buf_puts(&b, rep);
+			q = hit + strlen(pat);
+			if (!all) {
+				tgi_buf_puts(&b, q);
+				break;
+			}
+		}
+		free(pat);
+		free(rep);
+		*out = tgi_buf_steal(&b);
+		return 1;
+	}
+	if (o0 == '^' || o0 == ',') {
+		char *r = tgi_strdup(val);
+		for (size_t k = 0; r[k] && (o1 || k == 0); k++)
+			if (o0 == '^' && r[k] >= 'a' && r[k] <= 'z')
+				r[k] = (char)(r[k] - 32);
+			else if (o0 == ',' && r[k] >= 'A' && r[k] <= 'Z')
+				r[k] = (char)(r[k] + 32);
+		*out = r;
+		return 1;
+	}
+	if (o0 == ':' && al && all_digits_n(arg, strcspn(arg, ":")) ) {
+		size_t dl = strcspn(arg, ":");
+		unsigned long off = strtoul(arg, NULL, 10), len = vl;
+		if (dl < al) {
+			if (!all_digits_n(arg + dl + 1, al - dl - 1))
+				return 0;
+			len = strtoul(arg + dl + 1, NULL, 10);
+		}
+		if (off > vl)
+			off = vl;
+		if (len > vl - off)
+			len = vl - off;
+		*out = tgi_strndup(val + off, len);
+		return 1;
+	}
+	return 0;
+}
+
+/* `$(…)`, `$((…))`, `<(…)`, `>(…)` at byte at, the '(' at at + skip - 1.
+ * cmd: a command substitution, which an evaluation may know the output
+ * of (then put in the word: split unless dq, as the shell does). */
+static int substitution(parser *p, field *f, fieldv *w, size_t skip, const char *what,
+                        const char *why, int inner, int cmd, int split)
 {
 	size_t at = p->pos, end;
 	int sub = 0;
+	char *val = NULL;
 	if (skip_nested(p, at + skip, K_PAREN, at, what, &end, &sub) < 0)
 		return -1;
-	fput(f, p->s + at, end - at);
-	f->flags |= F_SUBST;
-	opaque(p, why);
 	p->pos = end;
+	if (cmd && p->env && p->env->subst &&
+	    p->env->subst(p->env->ctx, p->s + at + skip, end - 1 - (at + skip), &val) == 1) {
+		size_t n = strlen(val);
+		while (n && val[n - 1] == '\n')
+			val[--n] = '\0';
+		const char *one[1] = { val };
+		int rc = put_value(p, f, w, one, 1, split, 0);
+		free(val);
+		if (rc < 0)
+			return -1;
+	} else {
+		free(val);
+		fput(f, p->s + at, end - at);
+		f->flags |= F_SUBST;
+		opaque(p, why);
+	}
 	return inner ? parse_inner(p, p->s + at + skip, end - 1 - (at + skip)) : 0;
 }
 
 /* `…` at p->pos; dq: inside double quotes, where \" is unescaped too. */
-static int backquote(parser *p, field *f, int dq)
+static int backquote(parser *p, field *f, fieldv *w, int dq, int mode)
 {
 	size_t at = p->pos, end;
 	int sub = 0, rc;
+	char *val = NULL;
 	tgi_buf t;
 
 	if (skip_nested(p, at + 1, K_BQ, at, "backquote", &end, &sub) < 0)
 		return -1;
-	fput(f, p->s + at, end - at);
-	f->flags |= F_SUBST;
-	opaque(p, "command substitution `…`");
 	p->pos = end;
 	/* the text inside, less the backslashes that quoted \ $ ` (and ") */
 	tgi_buf_init(&t, TGI_SHELL_MAX);
@@ -1029,6 +1650,23 @@ static int backquote(parser *p, field *f, int dq)
 		if (p->s[i] == '\\' && c1 && (strchr("\\$`", c1) || (dq && c1 == '"')))
 			i++;
 		tgi_buf_append(&t, p->s + i, 1);
+	}
+	if (p->env && p->env->subst && p->env->subst(p->env->ctx, t.p ? t.p : "", t.len, &val) == 1) {
+		size_t n = strlen(val);
+		while (n && val[n - 1] == '\n')
+			val[--n] = '\0';
+		const char *one[1] = { val };
+		rc = put_value(p, f, w, one, 1, !dq && mode == WM_ARG, 0);
+		free(val);
+		if (rc < 0) {
+			tgi_buf_free(&t);
+			return -1;
+		}
+	} else {
+		free(val);
+		fput(f, p->s + at, end - at);
+		f->flags |= F_SUBST;
+		opaque(p, "command substitution `…`");
 	}
 	rc = parse_inner(p, t.p ? t.p : "", t.len);
 	tgi_buf_free(&t);
@@ -1130,14 +1768,21 @@ static int ifs_break(parser *p, field *f, fieldv *w)
 }
 
 /* $1…$9, ${N}, $@, $*: the line has none, so they are empty; in a sh -c
- * script given arguments they are unknown and make the command opaque. */
-static void positional(parser *p, field *f, const char *text, size_t n)
+ * script given arguments they are unknown and make the command opaque.
+ * Bound (a function body, an evaluated sh -c) or given by an evaluation,
+ * they are their values.  name: "1", "12", "@", "*". */
+static int positional(parser *p, field *f, fieldv *w, const char *text, size_t n,
+                      const char *name, int dq, int mode)
 {
+	int rc = param_value(p, f, w, name, dq, mode);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
 	if (!p->params_unknown)
-		return;
+		return 0;
 	fput(f, text, n);
 	f->flags |= F_PARAM;
 	opaque(p, "positional parameters of a sh -c script");
+	return 0;
 }
 
 /* ${NAME}, ${#NAME} and ${?} and its kin: no operator. */
@@ -1156,14 +1801,26 @@ static int plain_param(const char *in, size_t m)
 	return 1;
 }
 
+/* NAME[SUBSCRIPT] (an array element, or all of them): the name's length. */
+static size_t array_ref(const char *in, size_t m)
+{
+	size_t i = 0;
+	if (!m || !is_name_start(in[0]))
+		return 0;
+	while (i < m && is_name_char(in[i]))
+		i++;
+	return i + 2 < m + 1 && in[i] == '[' && in[m - 1] == ']' ? i : 0;
+}
+
 static int dquote(parser *p, field *f, fieldv *w, int mode);
 
-/* ${…} at p->pos. */
-static int braced(parser *p, field *f, fieldv *w, int split)
+/* ${…} at p->pos, in an argument, an assignment or double quotes. */
+static int braced(parser *p, field *f, fieldv *w, int mode, int dq)
 {
-	size_t at = p->pos, end, m;
+	size_t at = p->pos, end, m, an;
 	const char *in;
-	int sub = 0;
+	int sub = 0, split = !dq && mode == WM_ARG, rc;
+	char name[72];
 
 	if (skip_nested(p, at + 2, K_BRACE, at, "parameter expansion `${`", &end, &sub) < 0)
 		return -1;
@@ -1176,8 +1833,42 @@ static int braced(parser *p, field *f, fieldv *w, int split)
 		opaque(p, "command substitution $(…)");
 	if ((all_digits_n(in, m) && !(m == 1 && in[0] == '0')) ||
 	    (m == 1 && (in[0] == '@' || in[0] == '*'))) {
-		positional(p, f, p->s + at, end - at);
-		return 0;
+		tgi_snprintf(name, sizeof name, "%.*s", (int)(m < 32 ? m : 32), in);
+		return positional(p, f, w, p->s + at, end - at, name, dq, mode);
+	}
+	if (plain_param(in, m) && m < sizeof name - 1 && (p->env || p->bound)) {
+		if (m > 1 && in[0] == '#') {
+			/* ${#NAME}: the length of its value */
+			const char *const *v;
+			size_t nv;
+			tgi_snprintf(name, sizeof name, "%.*s", (int)m - 1, in + 1);
+			if (env_lookup(p, name, 1, &v, &nv)) {
+				char num[24];
+				const char *one[1] = { num };
+				snprintf(num, sizeof num, "%zu", nv == 1 && v[0] ? strlen(v[0]) : nv);
+				return put_value(p, f, w, one, 1, split, 0);
+			}
+		} else {
+			tgi_snprintf(name, sizeof name, "%.*s", (int)m, in);
+			if ((rc = param_value(p, f, w, name, dq, mode)) != 0)
+				return rc < 0 ? -1 : 0;
+		}
+	} else if (p->env && (an = array_ref(in, m)) > 0 && an < sizeof name) {
+		/* ${a[0]}, ${a[@]}: any element may be the one (all of them, then) */
+		tgi_snprintf(name, sizeof name, "%.*s", (int)an, in);
+		if ((rc = param_value(p, f, w, name, dq && in[m - 2] != '*', mode)) != 0)
+			return rc < 0 ? -1 : 0;
+	} else if (p->env || p->bound) {
+		char *val = NULL;
+		if (param_operator(p, in, m, &val)) {
+			const char *one[1] = { val };
+			rc = put_value(p, f, w, one, 1, split, 0);
+			free(val);
+			if (rc < 0)
+				return -1;
+			opaque(p, "parameter expansion ${…} with an operator");
+			return 0;
+		}
 	}
 	fput(f, p->s + at, end - at);
 	f->flags |= F_PARAM;
@@ -1192,7 +1883,8 @@ static int dollar(parser *p, field *f, fieldv *w, int mode, int dq)
 	const char *s = p->s;
 	size_t at = p->pos, n = p->len;
 	char c1 = at + 1 < n ? s[at + 1] : '\0';
-	int split = !dq && mode == WM_ARG;
+	int split = !dq && mode == WM_ARG, rc;
+	char name[72];
 
 	if (!dq && c1 == '\'')
 		return ansi_c(p, f);
@@ -1202,12 +1894,13 @@ static int dollar(parser *p, field *f, fieldv *w, int mode, int dq)
 	}
 	if (c1 == '(') {
 		if (at + 2 < n && s[at + 2] == '(')
-			return substitution(p, f, 2, "arithmetic expansion `$((`",
-			                    "arithmetic expansion $((…))", 0);
-		return substitution(p, f, 2, "command substitution `$(`", "command substitution $(…)", 1);
+			return substitution(p, f, w, 2, "arithmetic expansion `$((`",
+			                    "arithmetic expansion $((…))", 0, 0, split);
+		return substitution(p, f, w, 2, "command substitution `$(`", "command substitution $(…)",
+		                    1, 1, split);
 	}
 	if (c1 == '{')
-		return braced(p, f, w, split);
+		return braced(p, f, w, mode, dq);
 	if (is_name_start(c1)) {
 		size_t e = at + 1;
 		while (e < n && is_name_char(s[e]))
@@ -1215,17 +1908,27 @@ static int dollar(parser *p, field *f, fieldv *w, int mode, int dq)
 		p->pos = e;
 		if (split && e - at - 1 == 3 && memcmp(s + at + 1, "IFS", 3) == 0)
 			return ifs_break(p, f, w);
+		if (e - at - 1 < sizeof name) {
+			tgi_snprintf(name, sizeof name, "%.*s", (int)(e - at - 1), s + at + 1);
+			if ((rc = param_value(p, f, w, name, dq, mode)) != 0)
+				return rc < 0 ? -1 : 0;
+		}
 		fput(f, s + at, e - at);
 		f->flags |= F_PARAM;
 		return 0;
 	}
 	if ((c1 >= '1' && c1 <= '9') || c1 == '@' || c1 == '*') {
 		p->pos = at + 2;
-		positional(p, f, s + at, 2);
-		return 0;
+		name[0] = c1;
+		name[1] = '\0';
+		return positional(p, f, w, s + at, 2, name, dq, mode);
 	}
 	if (c1 && strchr("#?$!-0", c1)) {
 		p->pos = at + 2;
+		name[0] = c1;
+		name[1] = '\0';
+		if ((rc = param_value(p, f, w, name, dq, mode)) != 0)
+			return rc < 0 ? -1 : 0;
 		fput(f, s + at, 2);
 		f->flags |= F_PARAM;
 		return 0;
@@ -1261,7 +1964,7 @@ static int dquote(parser *p, field *f, fieldv *w, int mode)
 			fchar(f, c1, 1);
 			p->pos += 2;
 		} else if (c == '`' && mode != WM_DELIM) {
-			if (backquote(p, f, 1) < 0)
+			if (backquote(p, f, w, 1, mode) < 0)
 				return -1;
 		} else if (c == '$' && mode != WM_DELIM) {
 			if (dollar(p, f, w, mode, 1) < 0)
@@ -1314,10 +2017,24 @@ static int read_word(parser *p, int mode, size_t value_at, fieldv *w)
 		}
 		if (word_ends(p, at))
 			break;
+		if (c == '~' && p->env &&
+		    (mode == WM_ARG ? !f.present : mode == WM_ASSIGN && f.text.len == value_at) &&
+		    (at + 1 >= p->len || p->s[at + 1] == '/' || word_ends(p, at + 1))) {
+			/* ~ is $HOME, which an evaluation may say the line set */
+			const char *const *v;
+			size_t nv;
+			if (env_lookup(p, "HOME", 0, &v, &nv)) {
+				rc = put_value(p, &f, w, v, nv, 0, 1);
+				f.flags |= F_QUOTED;
+				p->pos++;
+				continue;
+			}
+		}
 		if ((c == '<' || c == '>') && mode != WM_DELIM) {
-			rc = substitution(p, &f, 2,
+			rc = substitution(p, &f, w, 2,
 			                  c == '<' ? "process substitution `<(`" : "process substitution `>(`",
-			                  c == '<' ? "process substitution <(…)" : "process substitution >(…)", 1);
+			                  c == '<' ? "process substitution <(…)" : "process substitution >(…)", 1,
+			                  0, 0);
 			continue;
 		}
 		switch (c) {
@@ -1350,7 +2067,7 @@ static int read_word(parser *p, int mode, size_t value_at, fieldv *w)
 		case '`':
 			if (mode == WM_DELIM)
 				goto plain;
-			rc = backquote(p, &f, 0);
+			rc = backquote(p, &f, w, 0, mode);
 			break;
 		case '$':
 			if (mode == WM_DELIM)
@@ -1391,6 +2108,8 @@ static void read_heredocs(parser *p)
 		heredoc *h = &p->hd[p->hd_read];
 		size_t dn = strlen(h->delim);
 		int unsafe = 0;
+		tgi_buf body;
+		tgi_buf_init(&body, TGI_SHELL_MAX);
 		while (p->pos < p->len) {
 			const char *line = p->s + p->pos;
 			const char *nl = memchr(line, '\n', p->len - p->pos);
@@ -1402,12 +2121,30 @@ static void read_heredocs(parser *p)
 					k++;
 			if (ln - k == dn && memcmp(line + k, h->delim, dn) == 0)
 				break;
+			tgi_buf_append(&body, line + k, ln - k);
+			tgi_buf_append(&body, "\n", 1);
 			for (size_t j = 0; !h->quoted && j < ln; j++)
 				if (line[j] == '`' || (line[j] == '$' && j + 1 < ln && line[j + 1] == '('))
 					unsafe = 1;
 		}
 		for (size_t i = h->first; unsafe && i < h->last && i < p->out->cl->n; i++)
 			cmd_opaque(&p->out->cl->v[i], "command substitution in a here-doc");
+		/* the body goes to the first here-doc of each command it feeds
+		 * that has none yet, while the output has room */
+		for (size_t i = h->first; i < h->last && i < p->out->cl->n; i++) {
+			tgi_cmd *c = &p->out->cl->v[i];
+			for (size_t r = 0; r < c->nredirs; r++) {
+				tgi_redir *rd = &c->redirs[r];
+				if (rd->op[0] != '<' || rd->op[1] != '<' || rd->op[2] == '<' || rd->body)
+					continue;
+				if (body.len + 1 <= NORM_MAX - p->out->used) {
+					rd->body = tgi_strndup(body.p ? body.p : "", body.len);
+					p->out->used += body.len + 1;
+				}
+				break;
+			}
+		}
+		tgi_buf_free(&body);
 	}
 }
 
@@ -1479,14 +2216,30 @@ static int unwrap(parser *p, tgi_cmd *c, size_t prog, size_t si, const char *raw
 	memcpy(q.sub, p->sub, sizeof q.sub);
 	q.nsub = p->nsub;
 	q.sub_over = p->sub_over;
-	/* $0 and at least $1, or xargs appending words */
+	/* $0 and at least $1, or xargs appending words; an evaluation binds
+	 * the words given (xargs's are not known here) */
 	q.params_unknown = c->argc - si - 1 >= 2 || via_xargs(c, prog);
+	q.env = p->env;
+	q.deep = p->deep;
+	if (p->env && !via_xargs(c, prog)) {
+		q.params_unknown = 0;
+		q.bound = 1;
+		q.arg0 = si + 1 < c->argc ? c->argv[si + 1] : NULL;
+		q.params = si + 2 < c->argc ? c->argv + si + 2 : NULL;
+		q.nparams = si + 2 < c->argc ? c->argc - si - 2 : 0;
+	}
+	q.ifrom = c->from;
 	q.prefix = c->argv;
 	q.nprefix = prog;
 	q.iredirs = c->redirs;
 	q.niredirs = c->nredirs;
 	q.iflags = c->flags & (TGI_CMD_PIPED_IN | TGI_CMD_BACKGROUND | TGI_CMD_OPAQUE);
 	q.iwhy = c->why;
+	q.iassigns = c->assigns;
+	q.niassigns = c->nassigns;
+	/* the wrapper's assignments are set before the script's first word */
+	for (size_t i = 0; p->env && i < c->nassigns; i++)
+		dom_add(&q, c->assigns[i], strcspn(c->assigns[i], "+="), 1);
 	rc = parse_text(&q);
 	parser_free(&q);
 	if (rc == 0) {
@@ -1521,6 +2274,11 @@ static int unwrap_or_push(parser *p, tgi_cmd *c, const unsigned *wf, size_t np)
 	tgi_sanitize(nm, sizeof nm, name);
 	if (how > 0 && si >= c->argc)
 		cmd_opaque(c, "a %s -c script that xargs reads from stdin", nm);
+	else if (xargs_fills(c, prog))
+		/* xargs -I fills the words it reads into the script's text: the
+		 * script as written is not what runs (the floor judges it with
+		 * what xargs is fed, when the line says) */
+		cmd_opaque(c, "a %s -c script that xargs fills in with the words it reads", nm);
 	else if (how < 0)
 		cmd_opaque(c, "%s -c with options that cannot be judged", nm);
 	else if (expansion(c->argv[si], wf[si]) && !(wf[si] & F_ARGV))
@@ -1545,7 +2303,7 @@ static int emit(parser *p, unsigned flags)
 	c.argc = np + b->argv.n;
 	c.argv = tgi_xcalloc(c.argc + 1, sizeof *c.argv);
 	wf = tgi_xcalloc(c.argc + 1, sizeof *wf);
-	c.nassigns = b->assigns.n;
+	c.nassigns = b->assigns.n + (c.argc ? p->niassigns : 0);
 	c.assigns = tgi_xcalloc(c.nassigns + 1, sizeof *c.assigns);
 	c.nredirs = b->nredirs + p->niredirs;
 	c.redirs = c.nredirs ? tgi_xcalloc(c.nredirs, sizeof *c.redirs) : NULL;
@@ -1557,6 +2315,10 @@ static int emit(parser *p, unsigned flags)
 	c.depth = p->depth;
 	c.subshell = p->nsub ? p->sub[p->nsub - 1] : 0;
 	c.sublevel = (unsigned)(p->nsub + p->sub_over);
+	c.nest = p->cmd_nest;
+	c.from = p->pipe_next ? p->pipe_from : (p->iflags & TGI_CMD_PIPED_IN) ? p->ifrom : 0;
+	if (p->deep)
+		cmd_opaque(&c, "compound commands nested more than %d deep", FRAMES_MAX);
 
 	for (size_t i = 0; i < np; i++)
 		c.argv[i] = tgi_strdup(p->prefix[i]);
@@ -1568,6 +2330,8 @@ static int emit(parser *p, unsigned flags)
 	for (size_t i = 0; i < b->assigns.n; i++)
 		if (!(c.assigns[i] = normalize(p, b->assigns.v[i])))
 			goto out;
+	for (size_t i = b->assigns.n; i < c.nassigns; i++)
+		c.assigns[i] = tgi_strdup(p->iassigns[i - b->assigns.n]);
 	for (size_t i = 0; i < c.nredirs; i++) {
 		const tgi_redir *r = i < b->nredirs ? &b->redirs[i] : &p->iredirs[i - b->nredirs];
 		c.redirs[i].fd = r->fd;
@@ -1592,8 +2356,11 @@ static int finish(parser *p, unsigned flags)
 	size_t first = p->out->cl->n;
 	int rc = 0;
 
-	if (b->argv.n || b->assigns.n || b->nredirs)
+	if (b->argv.n || b->assigns.n || b->nredirs) {
+		if (p->env)
+			note_assignments(p, flags);
 		rc = emit(p, flags);
+	}
 	p->pipe_next = 0;
 	for (; p->hd_owned < p->nhd; p->hd_owned++) {
 		p->hd[p->hd_owned].first = first;
@@ -1614,6 +2381,8 @@ static int redirection(parser *p, int fd)
 	fieldv w = { 0 };
 	int is_hd;
 
+	if (!p->b.any)
+		begin_command(p);
 	for (size_t i = 0; i < TGI_ARRAY_LEN(ops); i++) {
 		size_t k = strlen(ops[i]);
 		if (p->len - at >= k && memcmp(p->s + at, ops[i], k) == 0) {
@@ -1667,6 +2436,11 @@ static int function_word(parser *p, size_t at)
 	if (p->pos >= p->len || word_ends(p, p->pos))
 		return fail(p, "`function` at byte %zu has no name", at);
 	rc = read_word(p, WM_ARG, 0, &w);
+	if (rc == 0 && w.n == 1) {
+		free(p->fn_pending);
+		p->fn_pending = normalize(p, w.s[0]);
+		rc = p->fn_pending ? 0 : -1;
+	}
 	fieldv_free(&w);
 	if (rc < 0)
 		return -1;
@@ -1693,6 +2467,12 @@ static int keyword(parser *p, const char *t, size_t at)
 
 	for (size_t i = 0; i < TGI_ARRAY_LEN(openers); i++)
 		if (strcmp(t, openers[i]) == 0) {
+			if (!strcmp(t, "if") || !strcmp(t, "while") || !strcmp(t, "until") || !strcmp(t, "{"))
+				construct_open(p, at);
+			else if (!strcmp(t, "then") || !strcmp(t, "do"))
+				part_open(p, 0);
+			else if (!strcmp(t, "else") || !strcmp(t, "elif"))
+				part_open(p, 1);
 			p->state = ST_NEED;
 			p->need_what = openers[i];
 			p->need_at = at;
@@ -1702,6 +2482,7 @@ static int keyword(parser *p, const char *t, size_t at)
 		if (strcmp(t, closers[i]) == 0) {
 			if (p->state == ST_NEED)
 				return fail(p, "empty command before `%s` at byte %zu", closers[i], at);
+			construct_close(p);
 			p->state = ST_CLOSED;
 			return 1;
 		}
@@ -1721,6 +2502,8 @@ static int on_word(parser *p)
 
 	if (!b->argv.n && (vat = assignment_len(p->s + at, p->len - at)) > 0) {
 		rc = read_word(p, WM_ASSIGN, vat, &w);
+		if (rc == 0 && cmdpos)
+			begin_command(p);
 		for (size_t i = 0; rc == 0 && i < w.n; i++) {
 			wvec_push(&b->assigns, w.s[i], w.fl[i]);
 			w.s[i] = NULL;
@@ -1744,6 +2527,18 @@ static int on_word(parser *p)
 			return rc < 0 ? -1 : 0;
 		}
 	}
+	if (cmdpos && w.n) {
+		/* for and select head a construct: the loop's body follows */
+		int loop = w.n >= 1 && !w.fl[0] && (!strcmp(w.s[0], "for") || !strcmp(w.s[0], "select"));
+		char *fn = p->fn_pending;
+		if (loop)
+			p->fn_pending = NULL; /* kept for the loop: it is the body */
+		begin_command(p);
+		if (loop)
+			p->fn_pending = fn;
+		if (loop)
+			construct_open(p, at);
+	}
 	for (size_t i = 0; i < w.n; i++) {
 		wvec_push(&b->argv, w.s[i], w.fl[i]);
 		w.s[i] = NULL;
@@ -1760,11 +2555,27 @@ out:
 /* `;` and `&` end a command; `&&`, `||`, `|`, `|&` join it to the next. */
 static int end_command(parser *p, const char *tok, size_t at, unsigned flags, int joins)
 {
+	int pipe = tok[0] == '|' && tok[1] != '|';
 	if (p->state == ST_CMD) {
-		if (finish(p, flags) < 0)
+		p->ending_pipe = pipe;
+		int rc = finish(p, flags);
+		p->ending_pipe = 0;
+		if (rc < 0)
 			return -1;
 	} else if (p->state != ST_CLOSED) {
 		return fail(p, "empty command before `%s` at byte %zu", tok, at);
+	}
+	if (pipe) {
+		p->pipe_from = p->member_at[nest_slot(p->nest)];
+		p->pipe_nest = p->nest;
+		p->conn = CONN_PIPE;
+	} else if (!strcmp(tok, "&&")) {
+		p->conn = CONN_AND;
+	} else if (!strcmp(tok, "||")) {
+		p->conn = CONN_OR;
+		p->chain++;
+	} else {
+		new_list(p);
 	}
 	p->state = joins ? ST_NEED : ST_START;
 	p->need_what = tok;
@@ -1811,6 +2622,9 @@ static int operator(parser *p)
 			if (p->b.argv.n != 1 || p->b.assigns.n || p->b.nredirs ||
 			    (p->b.flags & TGI_CMD_OPAQUE) || q >= p->len || p->s[q] != ')')
 				return fail(p, "unexpected `(` at byte %zu", at);
+			free(p->fn_pending);
+			if (!(p->fn_pending = normalize(p, p->b.argv.v[0])))
+				return -1;
 			builder_reset(&p->b);
 			p->pos = q + 1;
 			p->state = ST_NEED;
@@ -1824,6 +2638,7 @@ static int operator(parser *p)
 			p->sub_over++;
 		if (!p->parens++)
 			p->paren_at = at;
+		construct_open(p, at);
 		p->pos++;
 		p->state = ST_NEED;
 		p->need_what = "(";
@@ -1836,6 +2651,9 @@ static int operator(parser *p)
 			return fail(p, "empty command before `)` at byte %zu", at);
 		if (p->state == ST_CMD && finish(p, 0) < 0)
 			return -1;
+		p->pos++;
+		construct_close(p);
+		p->pos--;
 		p->parens--;
 		if (p->sub_over)
 			p->sub_over--;
@@ -1869,6 +2687,7 @@ static int parse_text(parser *p)
 			rc = 0;
 			if (p->state == ST_CMD)
 				rc = finish(p, 0);
+			new_list(p);
 			if (p->state != ST_NEED)
 				p->state = ST_START;
 			read_heredocs(p);
@@ -1891,7 +2710,9 @@ static int parse_text(parser *p)
 
 /* ---- entry points ---- */
 
-int tgi_shell_split(const char *text, size_t len, tgi_cmdline *out, char *err, size_t errlen)
+int tgi_shell_split_env(const char *text, size_t len, const tgi_shell_env *env,
+                        const char *const *params, size_t nparams, tgi_cmdline *out, char *err,
+                        size_t errlen)
 {
 	sink o = { out, 0, 0, 0 };
 	const char *nul;
@@ -1909,15 +2730,30 @@ int tgi_shell_split(const char *text, size_t len, tgi_cmdline *out, char *err, s
 		return errf(err, errlen, "the command contains a NUL byte at byte %zu",
 		            (size_t)(nul - text));
 	parser_init(&p, &o, text, len, err, errlen);
+	p.env = env;
+	if (params) {
+		p.bound = 1;
+		p.params = (char *const *)params;
+		p.nparams = nparams;
+	}
 	rc = parse_text(&p);
 	parser_free(&p);
-	if (rc < 0)
+	if (rc < 0) {
 		tgi_cmdline_free(out);
-	return rc;
+		return rc;
+	}
+	out->src = tgi_strndup(text, len);
+	out->srclen = len;
+	return 0;
 }
 
-int tgi_shell_from_argv(const char *const *argv, size_t argc, tgi_cmdline *out, char *err,
-                        size_t errlen)
+int tgi_shell_split(const char *text, size_t len, tgi_cmdline *out, char *err, size_t errlen)
+{
+	return tgi_shell_split_env(text, len, NULL, NULL, 0, out, err, errlen);
+}
+
+int tgi_shell_from_argv_env(const char *const *argv, size_t argc, const tgi_shell_env *env,
+                            tgi_cmdline *out, char *err, size_t errlen)
 {
 	sink o = { out, 0, 0, 0 };
 	size_t total = 0;
@@ -1935,12 +2771,25 @@ int tgi_shell_from_argv(const char *const *argv, size_t argc, tgi_cmdline *out, 
 			return errf(err, errlen, "the command is longer than %u bytes", TGI_SHELL_MAX);
 	}
 	parser_init(&p, &o, "", 0, err, errlen);
+	p.env = env;
 	for (size_t i = 0; i < argc; i++)
 		wvec_push(&p.b.argv, tgi_strdup(argv[i]), F_ARGV);
 	p.b.any = 1;
 	rc = finish(&p, 0);
 	parser_free(&p);
-	if (rc < 0)
+	if (rc < 0) {
 		tgi_cmdline_free(out);
-	return rc;
+		return rc;
+	}
+	out->srcv = tgi_xcalloc(argc + 1, sizeof *out->srcv);
+	for (size_t i = 0; i < argc; i++)
+		out->srcv[i] = tgi_strdup(argv[i]);
+	out->srcc = argc;
+	return 0;
+}
+
+int tgi_shell_from_argv(const char *const *argv, size_t argc, tgi_cmdline *out, char *err,
+                        size_t errlen)
+{
+	return tgi_shell_from_argv_env(argv, argc, NULL, out, err, errlen);
 }

@@ -34,6 +34,7 @@
 
 #define TGI_SHELL_MAX      (1u << 20)  /* bytes of one command string */
 #define TGI_SHELL_MAX_CMDS 1024        /* simple commands in one line */
+#define TGI_SHELL_MAX_FUNCS 64         /* function definitions kept from one line */
 
 /* A redirection: [fd]op target.  op is one of "<", ">", ">>", ">|", "&>",
  * "&>>", "<>", ">&", "<&", "<<", "<<-", "<<<". */
@@ -41,6 +42,8 @@ typedef struct tgi_redir {
 	int   fd;        /* the fd redirected (-1: the default for op) */
 	char  op[4];
 	char *target;    /* normalised word (owned); a here-doc: its delimiter */
+	char *body;      /* a here-doc's body as written (owned; NULL for other ops, or
+	                    when the line ends before it) */
 } tgi_redir;
 
 enum {
@@ -62,11 +65,28 @@ typedef struct tgi_cmd {
 	unsigned   subshell; /* the innermost `( … )` it runs in: an id unique in the line,
 	                        0 for none (a cd inside one ends with it) */
 	unsigned   sublevel; /* how many `( … )` it is inside */
+	unsigned   nest;     /* how many compound commands (if, while, until, for,
+	                        { … }, ( … )) of its own script it is inside */
+	size_t     from;     /* with TGI_CMD_PIPED_IN: the index of the first command
+	                        of the pipeline member whose output it reads (a
+	                        compound member spans from there to it) */
 } tgi_cmd;
 
+/* A shell function the line defines: `NAME () BODY` or `function NAME`. */
+typedef struct tgi_func {
+	char *name;          /* owned, normalised */
+	char *body;          /* owned: the compound command as written ("{ rm -rf \"$1\"; }") */
+} tgi_func;
+
 typedef struct tgi_cmdline {
-	tgi_cmd *v;          /* owned */
-	size_t   n;
+	tgi_cmd  *v;         /* owned */
+	size_t    n;
+	tgi_func *funcs;     /* owned: the functions defined, in order (at most TGI_SHELL_MAX_FUNCS) */
+	size_t    nfuncs;
+	char     *src;       /* owned: the command string split (NULL for the argv form) */
+	size_t    srclen;
+	char    **srcv;      /* owned, NULL-terminated: the argv form's words (NULL for a string) */
+	size_t    srcc;
 } tgi_cmdline;
 
 /*
@@ -88,6 +108,46 @@ int  tgi_shell_from_argv(const char *const *argv, size_t argc, tgi_cmdline *out,
                          size_t errlen);
 void tgi_cmdline_free(tgi_cmdline *cl);
 
+/*
+ * A split that evaluates (src/policy/expand.c drives it for the floor):
+ * the splitter asks env for what a parameter expansion holds instead of
+ * keeping it as written, and for what a command substitution prints.  A
+ * plain split (env NULL) keeps every expansion as text.
+ *
+ * lookup: the value of parameter name ("d", "HOME", "1", "@", "#", "?") at
+ * one use.  dominated: an assignment to it earlier in the same script
+ * always runs before this use (the first command of a list, not piped,
+ * not in the background, not inside a compound command that has ended
+ * since; or earlier in the same `&&` chain).  raw: an operator
+ * (`${d%/x}`) needs the value itself, so "keep" is worth less.  Returns 1
+ * with *fields (borrowed until the split returns; several for an array or
+ * "$@"), or 0 to keep the expansion as written.
+ * subst: what the text of a command substitution prints, when that can be
+ * told without running it: 1 with *out (caller frees), else 0.
+ * ifs: the characters unquoted expansions are split on (NULL: space, tab,
+ * newline).
+ */
+typedef struct tgi_shell_env {
+	void       *ctx;
+	int       (*lookup)(void *ctx, const char *name, int dominated, int raw,
+	                    const char *const **fields, size_t *n);
+	int       (*subst)(void *ctx, const char *text, size_t len, char **out);
+	const char *ifs;
+} tgi_shell_env;
+
+/*
+ * Split with env (may be NULL).  params, when not NULL, are the positional
+ * parameters $1… of the text (a function body called with arguments);
+ * otherwise they are env's ("1", "@") or, without env, empty.  Inside it,
+ * `sh -c SCRIPT A0 A1 …` binds $0 to A0 and $1… to the rest instead of
+ * making the script opaque.  Same returns as tgi_shell_split.
+ */
+int tgi_shell_split_env(const char *text, size_t len, const tgi_shell_env *env,
+                        const char *const *params, size_t nparams, tgi_cmdline *out, char *err,
+                        size_t errlen);
+int tgi_shell_from_argv_env(const char *const *argv, size_t argc, const tgi_shell_env *env,
+                            tgi_cmdline *out, char *err, size_t errlen);
+
 /* The basename of a program word: "/usr/bin/sudo" -> "sudo". */
 const char *tgi_shell_basename(const char *word);
 
@@ -107,12 +167,44 @@ size_t tgi_shell_program(const tgi_cmd *cmd);
  * ~, $HOME or the workspace root; mkfs*; dd or redirects to block devices;
  * fork bombs; curl/wget piped into sh/bash/zsh/python/perl/ruby/node;
  * chmod/chown -R on /; writes to /etc/passwd, /etc/shadow, /etc/sudoers,
- * ~/.ssh; shutdown, reboot, halt, poweroff, init 0/6.  workspace and home
- * are absolute.  Returns 1 with a reason ("recursive delete of the
- * filesystem root"), else 0.
+ * ~/.ssh; /proc/sysrq-trigger, /dev/mem; shutdown, reboot, halt, poweroff,
+ * kexec, init 0/6, kill 1/-1; rsync --delete and git clean -f of those
+ * directories.  workspace and home are absolute.  Returns 1 with a reason
+ * ("recursive delete of the filesystem root"), else 0: tgi_floor_judge's
+ * DENY (its BLIND is 0 here).
  */
 int tgi_floor_command(const tgi_cmdline *cl, const char *workspace, const char *home,
                       char *reason, size_t cap);
+
+/*
+ * The floor with its third answer: what it cannot see into.  Before
+ * judging, the line is evaluated (expand.h): literal variables, loops over
+ * literal lists, reads and xargs fed by literals, aliases and functions
+ * the line defines, eval of a literal, sh -c at any depth, command
+ * substitutions of literals; inline interpreter code (code.h) is read for
+ * the floor's targets; a download run in a later command of the line is a
+ * download run.
+ *
+ * TGI_FLOOR_DENY: floored, reason says why.  TGI_FLOOR_BLIND: nothing
+ * floored, but a word the floor would judge (a path deleted or written, a
+ * program, code) holds something the line does not tell (a variable set
+ * outside it, a read from a file, a command substitution, code built at run
+ * time), or a bound was passed: reason says what; a caller that would run
+ * the line without asking asks instead.  TGI_FLOOR_CLEAR: neither.
+ * env: "NAME=value" the command gets besides the line (its own variables,
+ * which the line may use); may be NULL.
+ */
+typedef enum { TGI_FLOOR_CLEAR, TGI_FLOOR_BLIND, TGI_FLOOR_DENY } tgi_floor_verdict;
+
+typedef struct tgi_floor_in {
+	const char        *workspace;  /* absolute */
+	const char        *home;       /* absolute, or NULL: $HOME, then the passwd entry */
+	const char *const *env;
+	size_t             nenv;
+} tgi_floor_in;
+
+tgi_floor_verdict tgi_floor_judge(const tgi_cmdline *cl, const tgi_floor_in *in, char *reason,
+                                  size_t cap);
 
 /*
  * Is every simple command read-only (readonly.c)?  A command is when its

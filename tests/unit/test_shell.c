@@ -453,11 +453,15 @@ static const row unwrapping[] = {
 	{ "bash -c", "bash -c" },
 	{ "bash script.sh", "bash script.sh" },
 	{ "bash -c 'case x in a) ls;; esac'", "bash -c 'case x in a) ls;; esac' {opaque}" },
-	{ "xargs -I{} sh -c 'rm {}'", "xargs -I{} rm {} {d1}" },
+	/* xargs -I fills its words into the script: not unwrapped, judged whole */
+	{ "xargs -I{} sh -c 'rm {}'", "xargs -I{} sh -c 'rm {}' {opaque}" },
+	{ "xargs -n1 sh -c 'rm \"$0\"'", "xargs -n1 rm $0 {d1}" },
 	{ "env -i bash -c 'rm -rf /'", "env -i rm -rf / {d1}" },
 	/* a wrapper opaque for another reason is still unwrapped, its commands opaque too */
 	{ "bash -c 'rm -rf /; ls' $(id)", "id ; rm -rf / {opaque,d1} ; ls {opaque,d1}" },
-	{ "X=$(id) sh -c ls", "id ; ls {opaque,d1}" },
+	{ "X=$(id) sh -c ls", "id ; X=$(id) ls {opaque,d1}" },
+	/* the wrapper's assignments are the script's environment: they stay */
+	{ "LD_PRELOAD=./x.so bash -c 'ls; cat f'", "LD_PRELOAD=./x.so ls {d1} ; LD_PRELOAD=./x.so cat f {d1}" },
 	{ "sh -c ls > $IFS", "ls >'' {opaque,d1}" },
 };
 
@@ -818,6 +822,177 @@ static void test_ownership(void **state)
 	tgi_cmdline_free(NULL);
 }
 
+
+/* ---- what the split keeps for an evaluation (expand.c) ---- */
+
+/* Here-doc bodies, function definitions, the source, where pipes read. */
+static void test_kept(void **state)
+{
+	tgi_cmdline cl;
+	char err[256];
+	const char *line = "f() { rm -rf \"$1\"; }; function g { ls; }\n"
+	                   "cat <<'EOF' | sh\nrm -rf /\nEOF\n"
+	                   "{ echo a; echo b; } | xargs touch; echo c | while read d; do :; done";
+
+	assert_int_equal(tgi_shell_split(line, strlen(line), &cl, err, sizeof err), 0);
+	assert_int_equal(cl.srclen, strlen(line));
+	assert_memory_equal(cl.src, line, cl.srclen);
+	assert_null(cl.srcv);
+	assert_int_equal(cl.nfuncs, 2);
+	assert_string_equal(cl.funcs[0].name, "f");
+	assert_string_equal(cl.funcs[0].body, "{ rm -rf \"$1\"; }");
+	assert_string_equal(cl.funcs[1].name, "g");
+	assert_string_equal(cl.funcs[1].body, "{ ls; }");
+	size_t cat = 0, xa = 0, rd = 0;
+	for (size_t i = 0; i < cl.n; i++) {
+		if (cl.v[i].argc && !strcmp(cl.v[i].argv[0], "cat"))
+			cat = i;
+		if (cl.v[i].argc && !strcmp(cl.v[i].argv[0], "xargs"))
+			xa = i;
+		if (cl.v[i].argc && !strcmp(cl.v[i].argv[0], "read"))
+			rd = i;
+	}
+	assert_non_null(cl.v[cat].redirs[0].body);
+	assert_string_equal(cl.v[cat].redirs[0].body, "rm -rf /\n");
+	assert_true(cl.v[cat + 1].flags & TGI_CMD_PIPED_IN);
+	assert_int_equal(cl.v[cat + 1].from, cat);
+	/* a compound member: xargs reads what both echos print */
+	assert_true(cl.v[xa].flags & TGI_CMD_PIPED_IN);
+	assert_string_equal(cl.v[cl.v[xa].from].argv[1], "a");
+	/* the loop's first command reads the pipe, inside the loop */
+	assert_true(cl.v[rd].flags & TGI_CMD_PIPED_IN);
+	assert_int_equal(cl.v[rd].nest, 1);
+	assert_string_equal(cl.v[cl.v[rd].from].argv[1], "c");
+	tgi_cmdline_free(&cl);
+
+	const char *const argv[] = { "bash", "-lc", "ls" };
+	assert_int_equal(tgi_shell_from_argv(argv, 3, &cl, err, sizeof err), 0);
+	assert_int_equal(cl.srcc, 3);
+	assert_string_equal(cl.srcv[2], "ls");
+	tgi_cmdline_free(&cl);
+}
+
+/* A toy evaluation: d is "/" and x is "a b"; anything else is kept.  It
+ * records whether the last use of d was dominated. */
+static int last_dominated = -1;
+
+static int toy_lookup(void *ctx, const char *name, int dominated, int raw, const char *const **f,
+                      size_t *n)
+{
+	static const char *const d[] = { "/" }, *const x[] = { "a b" }, *const arr[] = { "1", "2 3" };
+	if (!strcmp(name, "d")) {
+		last_dominated = dominated;
+		*f = d;
+		*n = 1;
+		return 1;
+	}
+	if (!strcmp(name, "x")) {
+		*f = x;
+		*n = 1;
+		return 1;
+	}
+	if (!strcmp(name, "arr")) {
+		*f = arr;
+		*n = 2;
+		return 1;
+	}
+	return 0;
+}
+
+static int toy_subst(void *ctx, const char *text, size_t len, char **out)
+{
+	if (len == 6 && !memcmp(text, "echo /", 6)) {
+		*out = tgi_strdup("/\n");
+		return 1;
+	}
+	return 0;
+}
+
+static char *env_render(const char *line)
+{
+	tgi_shell_env env = { NULL, toy_lookup, toy_subst, NULL };
+	tgi_cmdline cl;
+	char err[256], *s;
+	if (tgi_shell_split_env(line, strlen(line), &env, NULL, 0, &cl, err, sizeof err) < 0)
+		return tgi_strdup(err);
+	s = render(&cl);
+	tgi_cmdline_free(&cl);
+	return s;
+}
+
+static void test_evaluation(void **state)
+{
+	static const row rows[] = {
+		{ "rm -rf $d", "rm -rf /" },
+		{ "rm -rf \"$d\"/usr ${d}", "rm -rf //usr /" },
+		{ "echo $x \"$x\"", "echo a b 'a b'" },
+		{ "echo \"${arr[@]}\" ${#d}", "echo 1 '2 3' 1" },
+		{ "echo $unknown ${also}", "echo $unknown ${also}" },
+		{ "rm -rf $(echo /) \"`echo /`\"", "echo / ; echo / ; rm -rf / /" },
+		{ "rm -rf $(id)", "id ; rm -rf $(id) {opaque}" },
+		{ "v=$d; $x", "v=/ ; a b" },
+		{ "rm -rf ${d%/}x ${nope:-/y}", "rm -rf x /y {opaque}" },
+		{ "bash -c 'rm -rf \"$1\" $0' zero /", "rm -rf / zero {d1}" },
+		{ "sh -c 'echo $1'", "echo {d1}" },
+	};
+	int bad = 0;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(rows); i++) {
+		char *got = env_render(rows[i].line);
+		if (strcmp(got, rows[i].want)) {
+			print_error("line:     %s\nexpected: %s\ngot:      %s\n", rows[i].line, rows[i].want, got);
+			bad++;
+		}
+		free(got);
+	}
+	assert_int_equal(bad, 0);
+
+	/* dominance: an assignment first in its list dominates what follows;
+	 * one after && only its chain; one in a loop body only the body */
+	static const struct { const char *line; int dominated; } dom[] = {
+		{ "d=1; echo $d", 1 },
+		{ "echo $d; d=1", 0 },
+		{ "true && d=1 && echo $d", 1 },
+		{ "true && d=1; echo $d", 0 },
+		{ "false || d=1; echo $d", 0 },
+		{ "d=1 | cat; echo $d", 0 },
+		{ "d=1 & echo $d", 0 },
+		{ "(d=1); echo $d", 0 },
+		{ "(d=1; echo $d)", 1 },
+		{ "if true; then d=1; fi; echo $d", 0 },
+		{ "if true; then d=1; echo $d; fi", 1 },
+		{ "for d in a b; do echo $d; done", 1 },
+		{ "for i in a; do echo $d; d=1; done", 0 },
+		{ "echo / | read d; echo $d", 0 },
+		{ "echo / | while read d; do echo $d; done", 1 },
+		{ "export d=1; echo $d", 1 },
+		{ "d=1; sh -c 'echo $d'", 0 },
+		{ "d=1 sh -c 'echo $d'", 1 },
+		{ "d=1; echo $(echo $d)", 1 },
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(dom); i++) {
+		last_dominated = -1;
+		free(env_render(dom[i].line));
+		if (last_dominated != dom[i].dominated) {
+			print_error("`%s`: the use of d dominated %d, want %d\n", dom[i].line, last_dominated,
+			            dom[i].dominated);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+
+	/* bound parameters (a function body called with arguments) */
+	tgi_shell_env env = { NULL, toy_lookup, toy_subst, NULL };
+	const char *params[] = { "/", "x y" };
+	tgi_cmdline cl;
+	char err[256];
+	const char *line = "rm -rf \"$1\" $2 \"$@\" $#";
+	assert_int_equal(tgi_shell_split_env(line, strlen(line), &env, params, 2, &cl, err, sizeof err), 0);
+	char *got = render(&cl);
+	assert_string_equal(got, "rm -rf / x y / 'x y' 2");
+	free(got);
+	tgi_cmdline_free(&cl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -837,6 +1012,8 @@ int main(void)
 		cmocka_unit_test(test_basename),
 		cmocka_unit_test(test_program),
 		cmocka_unit_test(test_ownership),
+		cmocka_unit_test(test_kept),
+		cmocka_unit_test(test_evaluation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
