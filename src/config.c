@@ -960,10 +960,11 @@ int tgi_sb_profile_parse(const tgi_config *cfg, const json_t *v, const char *ptr
 	if (json_is_string(v) || !json_is_object(v)) {
 		i = name_index(json_string_value(v), sandbox_names, TGI_ARRAY_LEN(sandbox_names));
 		if (i < 0)
-			return tgi_config_fail(cfg, ptr, err, errlen, "expected one of %s, or a mapping "
-			                       "{mode, network, read, write, sockets, accept}, got %s",
+			return tgi_config_fail(cfg, ptr, err, errlen, "expected one of %s%s, got %s",
 			                       join_names(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
 			                                  sizeof list),
+			                       json_is_string(v) ? "" : ", or a mapping {mode, network, read, "
+			                       "write, sockets, accept}",
 			                       tgi_json_describe(v, got, sizeof got));
 		out->mode = (tgi_sandbox)i;
 		return 0;
@@ -1889,10 +1890,9 @@ int tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen
 	if (env && *env)
 		return load_file(env, 1, out, err, errlen);
 	/* Two of them is refused rather than one picked: a file that appears
-	 * beside the real one (a command's, say) must not replace it.  An empty
-	 * file (all defaults) counts only when no other is there: the shell
-	 * sandbox holds the names of missing ones with empty files while a
-	 * command runs. */
+	 * beside the real one (a command's, say) must not replace it; the
+	 * sandbox also removes one a command made (exec/sbaudit.h).  An empty
+	 * file (all defaults) counts only when no other is there. */
 	const char *found = NULL, *empty = NULL;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(candidates); i++) {
 		if (lstat(candidates[i], &st) < 0)

@@ -833,6 +833,7 @@ int tgi_sandbox_prepare(const tgi_sb_spec *spec, char *const *argv, tgi_sb_exec 
 		return -1;
 	}
 	out->home = c->home[0] ? c->home : NULL;
+	out->tmpdir = out->backend == TGI_SB_BWRAP ? "/tmp" : c->view.tmp[0] ? c->view.tmp : NULL;
 	return 0;
 }
 
@@ -994,6 +995,7 @@ void tgi_sandbox_release(tgi_sb_exec *x)
 	x->seccomp_fd = -1;
 	x->child = NULL;
 	x->home = NULL;
+	x->tmpdir = NULL;
 	x->backend = TGI_SB_NONE;
 }
 
@@ -1196,6 +1198,8 @@ json_t *tgi_sandbox_view(const tgi_sb_spec *spec)
 		case TGI_SBV_SYMLINK:   break;
 		}
 	}
+	for (size_t i = 0; i < v.unreadable.n; i++)   /* hidden by their own modes */
+		list_add(lists, "hidden", v.unreadable.v[i]);
 	json_object_update(o, lists);
 	json_decref(lists);
 	/* the host's top-level entries the view has nothing at or above */

@@ -111,7 +111,9 @@ typedef int (*tgi_sb_attach_fn)(void *arg, pid_t pid, const tgi_sb_profile *prof
 typedef struct tgi_sb_spec {
 	const tgi_sb_profile *profile;  /* mode, network, read/write/sockets, accept */
 	const char         *workspace;  /* absolute, a directory */
-	const char         *tmpdir;     /* absolute, private, made by the caller: writable */
+	const char         *tmpdir;     /* absolute, private, made by the caller: writable (under
+	                                   bubblewrap the sandbox's own /tmp serves instead:
+	                                   tgi_sb_exec.tmpdir says which) */
 	const char         *home;       /* shown as a private, empty directory (NULL: $HOME; "":
 	                                   none) */
 	const char *const  *protect;    /* the gate's own files (absolute): not changeable by
@@ -140,7 +142,10 @@ typedef struct tgi_sb_exec {
 	char         **argv;      /* owned, NULL-terminated */
 	tgi_sb_backend backend;   /* what is used (NONE for danger-full-access) */
 	int            seccomp_fd;/* bwrap: the BPF program's fd, given to bwrap (-1: none) */
-	const char    *home;      /* the HOME the command gets (borrowed from the exec) */
+	const char    *home;      /* the HOME the command gets (borrowed from the exec; NULL:
+	                             the caller's) */
+	const char    *tmpdir;    /* the TMPDIR it gets: the sandbox's own /tmp under
+	                             bubblewrap, the spec's tmpdir under Landlock (borrowed) */
 	void          *child;     /* opaque: fds, Landlock ruleset, seccomp program, audit */
 } tgi_sb_exec;
 

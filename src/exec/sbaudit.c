@@ -278,10 +278,12 @@ int tgi_sbaudit_begin(const char *root, const char *const *skip, size_t nskip, i
 			tgi_sbaudit_free(a);
 			return -1;
 		}
-		qsort(a->git, a->ngit, sizeof *a->git, git_path_cmp);
 		a->by_ino = tgi_xmalloc((a->ngit ? a->ngit : 1) * sizeof *a->by_ino);
-		memcpy(a->by_ino, a->git, a->ngit * sizeof *a->git);
-		qsort(a->by_ino, a->ngit, sizeof *a->by_ino, git_ino_cmp);
+		if (a->ngit) {
+			qsort(a->git, a->ngit, sizeof *a->git, git_path_cmp);
+			memcpy(a->by_ino, a->git, a->ngit * sizeof *a->git);
+			qsort(a->by_ino, a->ngit, sizeof *a->by_ino, git_ino_cmp);
+		}
 	}
 	*out = a;
 	return 0;

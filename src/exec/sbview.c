@@ -60,18 +60,22 @@ static const char *const etc_secrets[] = {
 /* Directories whose entries others may not read are hidden. */
 static const char *const etc_scanned[] = {"/etc", "/etc/ssh", "/etc/ssl", "/etc/security"};
 
-/* The kernel's settings: read-only (Docker's list). */
+/* The kernel's settings: read-only (Docker's list).  Their files are
+ * root's: a sandbox of another user cannot write them anyway, so for it
+ * only /proc/sys and sysrq-trigger are mounted (each mount costs). */
 static const char *const proc_read_only[] = {
 	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
 };
+#define PROC_RO_ANYONE 2
 /* The kernel's secrets and internals: hidden (Docker's list, and the
- * keyring's users). */
+ * keyring's users), when this user could read them. */
 static const char *const proc_hidden[] = {
 	"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list", "/proc/timer_stats",
 	"/proc/sched_debug", "/proc/latency_stats", "/proc/acpi", "/proc/asound", "/proc/scsi",
-	"/sys/firmware", "/sys/devices/virtual/powercap", "/sys/kernel/debug",
-	"/sys/kernel/tracing",
 };
+/* Of /sys, what programs read to size themselves (the CPUs); the rest of
+ * it (firmware, debug and tracing, devices) is not shown. */
+static const char *const sys_shown[] = {"/sys/devices/system/cpu"};
 
 /* ---- paths ---- */
 
@@ -108,25 +112,60 @@ int tgi_sbview_clean(const char *what, const char *p, char *out, size_t cap, cha
 	return 0;
 }
 
-/*
- * p with every symlink resolved, into out (PATH_MAX).  For a path that
- * does not exist, its deepest existing ancestor is resolved and the rest
- * appended.  0, or -1 with errno.
- */
-static int canon(const char *p, char *out)
+/* Does p have a "." or ".." part? */
+static int has_dots(const char *p)
 {
-	char head[PATH_MAX];
-	if (realpath(p, out))
-		return 0;
-	if (errno != ENOENT && errno != ENOTDIR)
-		return -1;
-	tgi_snprintf(head, sizeof head, "%s", p);
+	for (const char *c = p; *c;) {
+		while (*c == '/')
+			c++;
+		size_t len = strcspn(c, "/");
+		if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return 1;
+		c += len;
+	}
+	return 0;
+}
+
+/*
+ * path with every symlink resolved, into out (PATH_MAX).  A dangling
+ * symlink is followed to where it points; for a path that does not exist,
+ * its deepest existing ancestor is resolved and the rest appended (a rest
+ * with "." or ".." parts is refused).  0, or -1 with errno.
+ */
+static int canon(const char *path, char *out)
+{
+	char cur[PATH_MAX], head[PATH_MAX], link[PATH_MAX], next[PATH_MAX * 2];
+	struct stat st;
+	tgi_snprintf(cur, sizeof cur, "%s", path);
+	for (int hops = 0;; hops++) {
+		if (realpath(cur, out))
+			return 0;
+		if (errno != ENOENT && errno != ENOTDIR)
+			return -1;
+		if (hops >= 40 || lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
+			break;
+		ssize_t n = readlink(cur, link, sizeof link - 1);
+		if (n <= 0)
+			break;
+		link[n] = '\0';
+		const char *slash = strrchr(cur, '/');
+		if (link[0] == '/')
+			tgi_snprintf(next, sizeof next, "%s", link);
+		else
+			tgi_snprintf(next, sizeof next, "%.*s/%s", (int)(slash - cur), cur, link);
+		if (strlen(next) >= PATH_MAX) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(cur, next, strlen(next) + 1);
+	}
+	tgi_snprintf(head, sizeof head, "%s", cur);
 	for (char *slash; (slash = strrchr(head, '/')) && slash != head;) {
 		*slash = '\0';
 		if (realpath(head, out)) {
-			const char *rest = p + (slash - head);
+			const char *rest = cur + (slash - head);
 			size_t n = strcmp(out, "/") ? strlen(out) : 0;
-			if (n + strlen(rest) >= PATH_MAX) {
+			if (n + strlen(rest) >= PATH_MAX || has_dots(rest)) {
 				errno = ENAMETOOLONG;
 				return -1;
 			}
@@ -136,7 +175,11 @@ static int canon(const char *p, char *out)
 		if (errno != ENOENT && errno != ENOTDIR)
 			return -1;
 	}
-	tgi_snprintf(out, PATH_MAX, "%s", p);
+	if (has_dots(cur)) {
+		errno = EINVAL;
+		return -1;
+	}
+	tgi_snprintf(out, PATH_MAX, "%s", cur);
 	return 0;
 }
 
@@ -163,6 +206,17 @@ static int exists(const char *p, struct stat *st)
 {
 	struct stat tmp;
 	return lstat(p, st ? st : &tmp) == 0;
+}
+
+static int empty_dir(const char *p)
+{
+	DIR *d = opendir(p);
+	int empty = 1;
+	for (struct dirent *e; d && empty && (e = readdir(d));)
+		empty = e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, ".."));
+	if (d)
+		closedir(d);
+	return empty;
 }
 
 /* ---- building ---- */
@@ -198,8 +252,9 @@ static void add(tgi_sbview *v, tgi_sbv_kind kind, const char *dest, const char *
 		v->cap = v->cap ? v->cap * 2 : 64;
 		v->ops = tgi_xrealloc(v->ops, v->cap * sizeof *v->ops);
 	}
-	v->ops[v->nops] = (tgi_sbv_op){kind, tgi_strdup(dest), tgi_strdup(target), why,
-	                               (unsigned)v->nops, 0};
+	v->ops[v->nops] = (tgi_sbv_op){.kind = kind, .dest = tgi_strdup(dest),
+	                               .target = tgi_strdup(target), .why = why,
+	                               .order = (unsigned)v->nops};
 	v->nops++;
 }
 
@@ -249,12 +304,17 @@ static int is_hidden(tgi_sbv_kind k)
 }
 
 /* Hide p (resolved, existing) as what it is; sealed: a directory is
- * read-only too. */
+ * read-only too (the spec's masks).  A system path this user cannot read
+ * needs no mount (unsealed ones only: a mask is the caller's word). */
 static void hide(tgi_sbview *v, const char *p, const char *why, int sealed)
 {
 	struct stat st;
 	if (lstat(p, &st) < 0)
 		return;
+	if (!sealed && faccessat(AT_FDCWD, p, R_OK, AT_EACCESS) < 0) {
+		tgi_strv_push(&v->unreadable, tgi_strdup(p));
+		return;
+	}
 	add(v, S_ISDIR(st.st_mode) ? TGI_SBV_HIDE_DIR : TGI_SBV_HIDE_FILE, p, NULL, why);
 	for (size_t i = 0; sealed && i < v->nops; i++)
 		if (!strcmp(v->ops[i].dest, p))
@@ -270,6 +330,8 @@ static void add_system(tgi_sbview *v)
 		if (lstat(p, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
+			if (!strcmp(p, "/opt") && empty_dir(p))
+				continue;                 /* nothing to show: no mount */
 			add(v, TGI_SBV_RO, p, NULL, "system");
 			continue;
 		}
@@ -287,11 +349,13 @@ static void add_system(tgi_sbview *v)
 		if (!inside && stat(real, &rs) == 0 && S_ISDIR(rs.st_mode))
 			add(v, TGI_SBV_RO, real, NULL, "system");
 	}
-	if (exists("/sys", NULL))
-		add(v, TGI_SBV_RO, "/sys", NULL, "system");
+	for (size_t i = 0; i < TGI_ARRAY_LEN(sys_shown); i++)
+		if (exists(sys_shown[i], NULL))
+			add(v, TGI_SBV_RO, sys_shown[i], NULL, "system");
 	add(v, TGI_SBV_DEV, "/dev", NULL, "devices");
 	add(v, TGI_SBV_PROC, "/proc", NULL, "processes");
-	for (size_t i = 0; i < TGI_ARRAY_LEN(proc_read_only); i++)
+	size_t nro = geteuid() == 0 ? TGI_ARRAY_LEN(proc_read_only) : PROC_RO_ANYONE;
+	for (size_t i = 0; i < nro; i++)
 		if (exists(proc_read_only[i], NULL))
 			add(v, TGI_SBV_RO, proc_read_only[i], NULL, "kernel settings");
 	for (size_t i = 0; i < TGI_ARRAY_LEN(proc_hidden); i++)
@@ -316,8 +380,7 @@ static void add_etc_secrets(tgi_sbview *v)
 				continue;
 			char p[PATH_MAX];
 			tgi_snprintf(p, sizeof p, "%s/%s", etc_scanned[i], e->d_name);
-			add(v, S_ISDIR(st.st_mode) ? TGI_SBV_HIDE_DIR : TGI_SBV_HIDE_FILE, p, NULL,
-			    "secret");
+			hide(v, p, "secret", 0);
 		}
 		closedir(d);
 	}
@@ -524,6 +587,13 @@ static void home_path(tgi_sbview *v, const tgi_sb_spec *spec)
 			v->home[0] = '\0';
 }
 
+/* Under bubblewrap the sandbox's own /tmp (a tmpfs of its own) serves as
+ * the private tmp dir: one mount less. */
+static int spec_private_tmp(const tgi_sb_spec *spec)
+{
+	return tgi_sandbox_probe()->backend == TGI_SB_BWRAP;
+}
+
 int tgi_sbview_build(const tgi_sb_spec *spec, tgi_sbview *v, char *err, size_t errlen)
 {
 	const tgi_sb_profile *pr = spec->profile;
@@ -557,7 +627,7 @@ int tgi_sbview_build(const tgi_sb_spec *spec, tgi_sbview *v, char *err, size_t e
 		goto out;
 	if (v->ws[0])
 		add(v, v->ws_writable ? TGI_SBV_RW : TGI_SBV_RO, v->ws, NULL, "workspace");
-	if (v->tmp[0])
+	if (v->tmp[0] && !spec_private_tmp(spec))
 		add(v, TGI_SBV_RW, v->tmp, NULL, "private tmp dir");
 	for (size_t i = 0; i < spec->nmask; i++) {
 		char clean[PATH_MAX], p[PATH_MAX];
@@ -589,10 +659,12 @@ int tgi_sbview_build(const tgi_sb_spec *spec, tgi_sbview *v, char *err, size_t e
 		for (size_t i = 0; i < absent.n; i++)
 			tgi_sbaudit_absent(v->audit, absent.v[i]);
 		for (size_t i = 0; i < tgi_sbaudit_ngit(v->audit); i++) {
-			char p[PATH_MAX * 2];
-			tgi_snprintf(p, sizeof p, "%s/%s", v->ws, tgi_sbaudit_git(v->audit, i));
+			char joined[PATH_MAX * 2], p[PATH_MAX];
+			tgi_snprintf(joined, sizeof joined, "%s/%s", v->ws, tgi_sbaudit_git(v->audit, i));
+			if (strlen(joined) >= PATH_MAX || canon(joined, p) < 0)
+				continue;                          /* a .git symlink: where it leads */
 			long r = writable_root(v, p);
-			if (r >= 0 && strlen(p) < PATH_MAX) {
+			if (r >= 0 && strcmp(p, v->ops[r].dest)) {
 				add(v, TGI_SBV_RO, p, NULL, ".git");
 				v->ngit++;
 			}
@@ -621,5 +693,6 @@ void tgi_sbview_free(tgi_sbview *v)
 	free(v->ops);
 	tgi_sbaudit_free(v->audit);
 	tgi_strv_free(&v->missing);
+	tgi_strv_free(&v->unreadable);
 	memset(v, 0, sizeof *v);
 }

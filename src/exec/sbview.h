@@ -48,6 +48,7 @@ typedef struct tgi_sbview {
 	tgi_sbaudit *audit;      /* owned: .git found, paths that must stay absent (NULL: nothing
 	                            under the workspace is writable) */
 	tgi_strv     missing;    /* profile paths that are not there */
+	tgi_strv     unreadable; /* system secrets this user cannot read: hidden without a mount */
 	size_t       ngit;       /* .git entries bound read-only */
 } tgi_sbview;
 

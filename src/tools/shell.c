@@ -434,7 +434,7 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		goto done;
 	}
 	have_sb = 1;
-	if (build_env(ctx, args, tmpdir, sb.home, &env, out) < 0) {
+	if (build_env(ctx, args, sb.tmpdir ? sb.tmpdir : tmpdir, sb.home, &env, out) < 0) {
 		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 		goto done;
 	}

@@ -166,6 +166,7 @@ bg_user() { # COMMAND...: as_user in the background, its pid in BG
 		"$@" &
 	fi
 	BG+=($!)
+	disown $!          # killed at the end without a word
 }
 st() { jq -r .status "$OUT/$1.json" 2> /dev/null; }
 out() { jq -r '(.output.stdout // "") + (.output.stderr // "")' "$OUT/$1.json" 2> /dev/null; }
@@ -217,6 +218,20 @@ half() { # AS DIR LABEL
 	eq "$(cat "$D/ws/made.txt" 2>&1)" hi "$l: written in the workspace"
 	CHECKS=$((CHECKS + 1))
 	[ ! -e "$D/home/h" ] || fail "$l: the private home wrote into the real one"
+
+	# ---- what doctor says holds, for this user
+	run_tg "$l-doctor" doctor --json
+	local uid
+	uid=$(as_user id -u)
+	eq "$(jq -r .backend "$OUT/$l-doctor.json")" bubblewrap "$l: doctor: the backend"
+	contains "$(jq -r .kernel "$OUT/$l-doctor.json")" "uid $uid inside is uid $uid outside" "$l: doctor: uid $uid"
+	contains "$(jq -r .kernel "$OUT/$l-doctor.json")" "no capabilities" "$l: doctor: no capabilities"
+	contains "$(jq -r '.shell.hidden | join(" ")' "$OUT/$l-doctor.json")" "/etc/shadow" "$l: doctor: /etc/shadow hidden"
+	contains "$(jq -r '.shell.hidden | join(" ")' "$OUT/$l-doctor.json")" "$D/ws/.toolgate" "$l: doctor: .toolgate hidden"
+	contains "$(jq -r '.shell.private | join(" ")' "$OUT/$l-doctor.json")" "$D/home" "$l: doctor: the home is private"
+	contains "$(jq -r '.shell.writable | join(" ")' "$OUT/$l-doctor.json")" "$D/ws" "$l: doctor: the workspace is writable"
+	contains "$(jq -r '.shell.readable | join(" ")' "$OUT/$l-doctor.json")" "$D/ws/rules" "$l: doctor: rules/ is read-only"
+	contains "$(jq -r '.shell.not_shown | join(" ")' "$OUT/$l-doctor.json")" "/root" "$l: doctor: /root is not shown"
 
 	# ---- 1. the host kernel
 	local lease core
