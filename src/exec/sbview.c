@@ -60,18 +60,19 @@ static const char *const etc_secrets[] = {
 /* Directories whose entries others may not read are hidden. */
 static const char *const etc_scanned[] = {"/etc", "/etc/ssh", "/etc/ssl", "/etc/security"};
 
-/* The kernel's settings: read-only (Docker's list).  Their files are
+/* The kernel's settings: read-only (Docker's list; bubblewrap itself
+ * mounts /proc/irq and /proc/bus read-only for root).  Their files are
  * root's: a sandbox of another user cannot write them anyway, so for it
  * only /proc/sys and sysrq-trigger are mounted (each mount costs). */
 static const char *const proc_read_only[] = {
-	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs",
+	"/proc/sys", "/proc/sysrq-trigger", "/proc/fs",
 };
 #define PROC_RO_ANYONE 2
-/* The kernel's secrets and internals: hidden (Docker's list, and the
- * keyring's users), when this user could read them. */
+/* The kernel's secrets and internals: hidden (Docker's list), when this
+ * user could read them. */
 static const char *const proc_hidden[] = {
-	"/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list", "/proc/timer_stats",
-	"/proc/sched_debug", "/proc/latency_stats", "/proc/acpi", "/proc/asound", "/proc/scsi",
+	"/proc/keys", "/proc/kcore", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+	"/proc/latency_stats", "/proc/acpi", "/proc/asound", "/proc/scsi",
 };
 /* Of /sys, what programs read to size themselves (the CPUs); the rest of
  * it (firmware, debug and tracing, devices) is not shown. */

@@ -248,7 +248,7 @@ half() { # AS DIR LABEL
 	local kid
 	kid=$(as_user "$PY" "$SUPPORT/contain.py" plant-key "tgkey-$SECRET" "keydata-$SECRET")
 	if [[ $kid =~ ^[0-9]+$ ]]; then
-		sh_call "$l-keys" "$PY contain.py keyread $kid; $PY contain.py read /proc/keys /proc/key-users"
+		sh_call "$l-keys" "$PY contain.py keyread $kid; $PY contain.py read /proc/keys"
 		contains "$(out "$l-keys")" "keyread: EPERM" "$l: keyctl(KEYCTL_READ) refused"
 		refused_line "$l-keys" "read /proc/keys" "$l: /proc/keys"
 		no_secret "$l-keys" "$l: the planted key"
