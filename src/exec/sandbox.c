@@ -172,8 +172,7 @@ static int check_bwrap(const char *bwrap, const char *const *user, char *why, si
 	static const char *const mounts[] = {
 		"--ro-bind", "/usr", "/usr", "--ro-bind-try", "/bin", "/bin", "--ro-bind-try", "/lib",
 		"/lib", "--ro-bind-try", "/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc",
-		"--ro-bind", "/proc/sys", "/proc/sys", "--tmpfs", "/tmp", "--tmpfs", "/tmp/ro",
-		"--remount-ro", "/tmp/ro", "--unshare-net",
+		"--unshare-net",
 	};
 	argv[n++] = bwrap;
 	for (; *user; user++)
