@@ -123,6 +123,9 @@ typedef struct tgi_sb_spec {
 	const char *const  *mask;       /* absolute paths hidden (an empty read-only directory,
 	                                   or an unreadable file); one missing is nothing */
 	size_t              nmask;
+	const char         *quarantine; /* where what the audit refuses goes: its quarantine/
+	                                   subdirectory (the gate's state dir, hidden from the
+	                                   command); NULL: removed */
 	tgi_sb_attach_fn    attach;     /* network by host (NULL: a hosts list is refused) */
 	void               *attach_arg;
 } tgi_sb_spec;

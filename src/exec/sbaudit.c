@@ -19,7 +19,11 @@
  * user, as the command could only do to its own; before the run such a
  * directory is refused, since what is in it cannot be known.
  *
- * Removal works from an fd of the parent, entry by entry with unlinkat,
+ * What is refused is moved into the quarantine directory when the caller
+ * gives one (the gate's .toolgate/quarantine: out of the workspace's
+ * sight, and nothing the user made by chance at the same moment is lost),
+ * under "N-path%with%slashes".  Without one, or across file systems, it
+ * is removed, from an fd of the parent, entry by entry with unlinkat,
  * never following a symlink, at most TGI_SBAUDIT_MAX_REMOVE entries and
  * REMOVE_DEPTH levels; what does not fit is renamed aside
  * (NAME.toolgate-refused[-N]) so that it loses the name.
@@ -72,6 +76,9 @@ struct tgi_sbaudit {
 	size_t   dirs, entries;
 	double   ms;
 	int      ended;
+	int      quarantine_fd;      /* where refused entries go (-1: removed instead) */
+	char     quarantine_shown[160];
+	int      quarantined;
 };
 
 static int str_cmp(const void *a, const void *b)
@@ -254,6 +261,7 @@ int tgi_sbaudit_begin(const char *root, const char *const *skip, size_t nskip, i
 	char why[512];
 	tgi_sbaudit *a = tgi_xcalloc(1, sizeof *a);
 	*out = NULL;
+	a->quarantine_fd = -1;
 	a->scan_git = scan_git;
 	a->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (a->root_fd < 0) {
@@ -286,6 +294,33 @@ int tgi_sbaudit_begin(const char *root, const char *const *skip, size_t nskip, i
 		}
 	}
 	*out = a;
+	return 0;
+}
+
+int tgi_sbaudit_quarantine(tgi_sbaudit *a, const char *dir, const char *shown)
+{
+	if (!a || !dir)
+		return -1;
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (mkdirat(fd, "quarantine", 0700) < 0 && errno != EEXIST) {
+		close(fd);
+		return -1;
+	}
+	int q = openat(fd, "quarantine", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(fd);
+	if (q < 0)
+		return -1;
+	struct stat st;
+	if (fstat(q, &st) < 0 || st.st_uid != geteuid()) {
+		close(q);
+		return -1;
+	}
+	if (a->quarantine_fd >= 0)
+		close(a->quarantine_fd);
+	a->quarantine_fd = q;
+	tgi_snprintf(a->quarantine_shown, sizeof a->quarantine_shown, "%s/quarantine", shown);
 	return 0;
 }
 
@@ -400,10 +435,41 @@ static int empty_dir(int fd, size_t *budget, int depth)
 	return 0;
 }
 
-/* Remove parent/name; when that cannot finish, rename it aside.  The
- * action into out ("removed", "renamed to X", "left: why"). */
-static void refuse_name(int parent, const char *name, char *out, size_t cap)
+/* Move parent/name (rel: its path, for the name) into the quarantine
+ * directory, under a name of its own.  0, or -1 (EXDEV: another file
+ * system; no quarantine). */
+static int quarantine(tgi_sbaudit *a, int parent, const char *name, const char *rel,
+                      char *out, size_t cap)
 {
+	char q[NAME_MAX + 1], flat[200];
+	size_t j = 0;
+	if (a->quarantine_fd < 0)
+		return -1;
+	for (const char *c = rel; *c && j < sizeof flat - 1; c++)
+		flat[j++] = *c == '/' ? '%' : *c;
+	flat[j] = '\0';
+	for (int i = 0; i < 1000; i++) {
+		snprintf(q, sizeof q, "%d-%s", ++a->quarantined, flat);
+		if (renameat2(parent, name, a->quarantine_fd, q, RENAME_NOREPLACE) == 0) {
+			char shown[300];
+			tgi_sanitize(shown, sizeof shown, q);
+			tgi_snprintf(out, cap, "removed (kept in %s/%s)", a->quarantine_shown, shown);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* Take parent/name away from its name: into the quarantine when there is
+ * one, else removed, else (too large) renamed aside.  The action into out
+ * ("removed (kept in ...)", "removed", "renamed to X", "left: why"). */
+static void refuse_name(tgi_sbaudit *a, int parent, const char *name, const char *rel,
+                        char *out, size_t cap)
+{
+	if (quarantine(a, parent, name, rel, out, cap) == 0)
+		return;
 	size_t budget = TGI_SBAUDIT_MAX_REMOVE;
 	if (remove_at(parent, name, &budget, 0) == 0) {
 		tgi_snprintf(out, cap, "removed");
@@ -479,7 +545,7 @@ static void check_absent(tgi_sbaudit *a, const char *rel, size_t new_from, json_
 				break;                             /* was there: not the command's */
 		} else if (last || !S_ISDIR(st.st_mode)) {
 			char *shown = tgi_strndup(rel, (size_t)(p - rel) + len);
-			refuse_name(dir, part, action, sizeof action);
+			refuse_name(a, dir, part, shown, action, sizeof action);
 			report(list, shown, "one of the gate's own files", action);
 			free(shown);
 			break;
@@ -525,7 +591,7 @@ json_t *tgi_sbaudit_end(tgi_sbaudit *a)
 			/* still the entry that was found (not replaced since) */
 			if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    st.st_dev == now[i].dev && st.st_ino == now[i].ino)
-				refuse_name(parent, name, action, sizeof action);
+				refuse_name(a, parent, name, now[i].rel, action, sizeof action);
 			else
 				tgi_snprintf(action, sizeof action, "left: it changed while it was checked");
 			close(parent);
@@ -542,6 +608,8 @@ void tgi_sbaudit_free(tgi_sbaudit *a)
 		return;
 	if (a->root_fd >= 0)
 		close(a->root_fd);
+	if (a->quarantine_fd >= 0)
+		close(a->quarantine_fd);
 	tgi_strv_free(&a->skip);
 	tgi_strv_free(&a->absent);
 	free(a->new_from);

@@ -14,9 +14,10 @@
  * Both walks are bounded: at most TGI_SBAUDIT_MAX_DIRS directories and
  * TGI_SBAUDIT_MAX_ENTRIES entries.  A workspace larger than that before
  * the run is refused (fail closed); one the command made larger is
- * reported as not checked, and the next run refuses it.  A removal is at
- * most TGI_SBAUDIT_MAX_REMOVE entries; a larger tree is renamed aside
- * instead, so that it no longer has the name.
+ * reported as not checked, and the next run refuses it.  What is refused
+ * goes to a quarantine directory the caller names (the gate's own state),
+ * else is removed: at most TGI_SBAUDIT_MAX_REMOVE entries; a larger tree
+ * is renamed aside instead, so that it no longer has the name.
  *
  * Owns: the walks, the state between them and the removals.  Must not:
  * follow a symlink, leave the walked root, or touch anything but what
@@ -43,6 +44,11 @@ typedef struct tgi_sbaudit tgi_sbaudit;
  */
 int  tgi_sbaudit_begin(const char *root, const char *const *skip, size_t nskip, int scan_git,
                        tgi_sbaudit **out, char *err, size_t errlen);
+/* Where what is refused goes instead of being removed: dir's
+ * "quarantine" subdirectory, made 0700 when missing (dir: the gate's own
+ * state directory, this user's; shown: how a report names dir).  0, or -1
+ * (then refused entries are removed). */
+int  tgi_sbaudit_quarantine(tgi_sbaudit *a, const char *dir, const char *shown);
 /* A path relative to root that does not exist now and must not after. */
 void tgi_sbaudit_absent(tgi_sbaudit *a, const char *rel);
 /* The .git entries found before the run, relative to root. */
@@ -56,7 +62,8 @@ void tgi_sbaudit_counts(const tgi_sbaudit *a, size_t *dirs, size_t *entries, dou
  * before: one that was only moved stays) and every absent path that now
  * exists is removed.  Returns what was found, or NULL when nothing was:
  * [{"path": relative path, "what": "a .git directory" | "one of the gate's
- * files", "action": "removed" | "renamed to NAME" | "left: WHY"}], and
+ * files", "action": "removed (kept in Q/N-...)" | "removed" | "renamed to
+ * NAME" | "left: WHY"}], and
  * {"path": ".", "what": "the workspace", "action": "not checked: WHY"} when
  * the walk could not finish.  Call once.
  */

@@ -659,6 +659,11 @@ int tgi_sbview_build(const tgi_sb_spec *spec, tgi_sbview *v, char *err, size_t e
 			goto out;
 		for (size_t i = 0; i < absent.n; i++)
 			tgi_sbaudit_absent(v->audit, absent.v[i]);
+		if (spec->quarantine) {
+			const char *q = spec->quarantine;
+			const char *shown = !strncmp(q, v->ws, wl) && q[wl] == '/' ? q + wl + 1 : q;
+			tgi_sbaudit_quarantine(v->audit, q, shown);
+		}
 		for (size_t i = 0; i < tgi_sbaudit_ngit(v->audit); i++) {
 			char joined[PATH_MAX * 2], p[PATH_MAX];
 			tgi_snprintf(joined, sizeof joined, "%s/%s", v->ws, tgi_sbaudit_git(v->audit, i));

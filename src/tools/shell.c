@@ -427,6 +427,7 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		.nprotect = prot.n,
 		.mask = masks,
 		.nmask = 1,
+		.quarantine = ctx->state_dir,
 	};
 	if (tgi_sandbox_prepare(&spec, argv.v, &sb, err, sizeof err) < 0) {
 		tgi_snprintf(out->message, sizeof out->message, "%s; nothing was run", err);

@@ -564,6 +564,29 @@ static void test_refused_names_audited(void **state)
 	assert_non_null(strstr(dump, "\"action\":\"removed\""));
 	free(dump);
 
+	/* with a quarantine, what is refused is kept there, out of the workspace */
+	char qdir[PATH_MAX];
+	pathf(qdir, "%s/state", f->root);
+	assert_int_equal(mkdir(qdir, 0700), 0);
+	spec_for(f, &o, &spec, mask);
+	spec.quarantine = qdir;
+	char script[] = "git init -q \"$WS/c\"";
+	char *sh[] = {"/bin/bash", "-c", script, NULL};
+	assert_int_equal(tgi_sandbox_prepare(&spec, sh, &x, err, sizeof err), 0);
+	int fd;
+	pid_t pid = start(f, &x, &fd);
+	assert_int_equal(finish(f, pid, fd), 0);
+	json_t *found = tgi_sandbox_audit(&x);
+	tgi_sandbox_release(&x);
+	assert_int_equal(json_array_size(found), 1);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(found, 0), "action")),
+	                       "kept in"));
+	json_decref(found);
+	pathf(p, "%s/c/.git", f->ws);
+	assert_false(exists(p));
+	pathf(p, "%s/quarantine/1-c%%.git/HEAD", qdir);
+	assert_true(exists(p));
+
 	/* a .git moved with its directory is the old one: kept, not reported */
 	WORKS(f, &o, "mkdir -p \"$WS/v\" && true");
 	pathf(p, "%s/v/.git", f->ws);
