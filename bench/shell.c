@@ -158,6 +158,7 @@ static double true_once(const tgi_sb_spec *spec)
 		exit(1);
 	}
 	tgi_spawn_result_free(&res);
+	json_decref(tgi_sandbox_audit(&x));
 	tgi_sandbox_release(&x);
 	return now_ms() - t0;
 }
@@ -212,8 +213,10 @@ int main(int argc, char **argv)
 			setenv("TOOLGATE_SANDBOX_BACKEND", backends[b], 1);
 			const tgi_sb_probe *p = tgi_sandbox_probe();
 			double m = -1;
-			tgi_sb_spec spec = {.mode = b ? TGI_SANDBOX_WORKSPACE_WRITE : TGI_SANDBOX_FULL,
-			                    .workspace = ws, .tmpdir = tmp};
+			tgi_sb_profile prof;
+			tgi_sb_profile_init(&prof, b ? TGI_SANDBOX_WORKSPACE_WRITE : TGI_SANDBOX_FULL);
+			prof.accept = TGI_SB_ACCEPT_LANDLOCK;
+			tgi_sb_spec spec = {.profile = &prof, .workspace = ws, .tmpdir = tmp};
 			if (!b || (b == 1 && p->backend == TGI_SB_BWRAP) ||
 			    (b == 2 && p->backend == TGI_SB_LANDLOCK)) {
 				for (int i = 0; i < runs; i++)

@@ -127,7 +127,8 @@ static const char *const top_keys[] = {
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
 static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
-static const char *const sandbox_keys[]   = { "mode", "network" };
+static const char *const sandbox_keys[]   = { "mode", "network", "read", "write", "sockets",
+                                              "accept" };
 static const char *const shell_keys[]     = { "max_timeout_s", "max_output_chars", "env_allow",
                                               "read_only_commands", "read_only_replace", "path",
                                               "rlimits" };
@@ -234,6 +235,7 @@ void tgi_config_free(tgi_config *c)
 	strv_free(&c->deny);
 	strv_free(&c->execpolicy);
 	json_decref(c->permission_tests);
+	tgi_sb_profile_free(&c->sandbox_profile);
 	strv_free(&c->shell.env_allow);
 	strv_free(&c->shell.read_only);
 	free(c->shell.path);
@@ -724,28 +726,304 @@ const char *tgi_config_store_given(const tgi_config *c)
 static int load_scalars(ld *x, json_t *root)
 {
 	tgi_config *c = x->c;
-	int mode = c->mode, approval = c->approval, sandbox = c->sandbox;
+	int mode = c->mode, approval = c->approval;
 
 	if (opt_str(x, root, "", "profile", &c->profile) < 0 ||
 	    opt_str(x, root, "", "default_principal", &c->default_principal) < 0 ||
 	    opt_enum(x, root, "", "mode", mode_names, TGI_ARRAY_LEN(mode_names), &mode) < 0 ||
 	    opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0)
 		return -1;
-	/* sandbox: a mode, or {mode, network} */
-	char ptr[PTR_MAX];
-	json_t *sb = child(root, "", "sandbox", ptr);
-	if (sb && json_is_object(sb)) {
-		if (check_keys(x, sb, ptr, sandbox_keys, TGI_ARRAY_LEN(sandbox_keys)) < 0 ||
-		    opt_enum(x, sb, ptr, "mode", sandbox_names, TGI_ARRAY_LEN(sandbox_names), &sandbox) < 0 ||
-		    opt_bool(x, sb, ptr, "network", &c->sandbox_network) < 0)
-			return -1;
-	} else if (opt_enum(x, root, "", "sandbox", sandbox_names, TGI_ARRAY_LEN(sandbox_names),
-	                    &sandbox) < 0) {
-		return -1;
-	}
 	c->mode = (tgi_mode)mode;
 	c->approval = (tgi_approval)approval;
-	c->sandbox = (tgi_sandbox)sandbox;
+	return 0;
+}
+
+/* ---- sandbox profiles ---- */
+
+#define SB_PATHS_MAX 64     /* entries of read, write, sockets */
+#define SB_HOSTS_MAX 256
+#define SB_HOST_MAX  261    /* a 253-byte name, ":" and a port */
+
+void tgi_sb_profile_init(tgi_sb_profile *p, tgi_sandbox m)
+{
+	*p = (tgi_sb_profile){ .mode = m, .net = TGI_NET_OFF };
+	p->hosts = strv_empty();
+	p->read = strv_empty();
+	p->write = strv_empty();
+	p->sockets = strv_empty();
+}
+
+void tgi_sb_profile_free(tgi_sb_profile *p)
+{
+	if (!p)
+		return;
+	strv_free(&p->hosts);
+	strv_free(&p->read);
+	strv_free(&p->write);
+	strv_free(&p->sockets);
+}
+
+/* A profile's path as kept: "~" and "~/x" expanded to the home directory
+ * ($HOME, else the user database's), an absolute path as it is, a relative
+ * one as it is (the workspace's, resolved when the sandbox is prepared).
+ * NULL with why set. */
+static char *profile_path(const char *s, char *why, size_t cap)
+{
+	if (s[0] == '~') {
+		if (s[1] && s[1] != '/') {
+			tgi_snprintf(why, cap, "expected ~ or ~/path (another user's home is not "
+			             "expanded), got \"%s\"", s);
+			return NULL;
+		}
+		const char *home = getenv("HOME");
+		if (!home || home[0] != '/')
+			home = tgi_passwd_home();
+		if (!home || home[0] != '/') {
+			tgi_snprintf(why, cap, "\"%s\" names the home directory, and this user has none", s);
+			return NULL;
+		}
+		char *p = path_join(home, s[1] ? s + 2 : "");
+		if (!p)
+			tgi_snprintf(why, cap, "expected a shorter path, got one over %d bytes", PATH_MAX);
+		return p;
+	}
+	if (strlen(s) >= PATH_MAX) {
+		tgi_snprintf(why, cap, "expected a shorter path, got one over %d bytes", PATH_MAX);
+		return NULL;
+	}
+	return tgi_strdup(s);
+}
+
+static int profile_paths(const tgi_config *cfg, const json_t *v, const char *ptr,
+                         tgi_strv *out, char *err, size_t errlen)
+{
+	char ip[PTR_MAX], tok[24], why[PATH_MAX + 128];
+	size_t i;
+	const json_t *s;
+	if (tgi_config_strings(cfg, v, ptr, SB_PATHS_MAX, PATH_MAX - 1, 0, err, errlen) < 0)
+		return -1;
+	tgi_strv got = strv_empty();
+	json_array_foreach(v, i, s) {
+		snprintf(tok, sizeof tok, "%zu", i);
+		tgi_json_pointer_join(ip, sizeof ip, ptr, tok);
+		const char *str = json_string_value(s);
+		char *p = profile_path(str, why, sizeof why);
+		if (p && !strcmp(p, "/")) {
+			free(p);
+			p = NULL;
+			tgi_snprintf(why, sizeof why, "expected a path below /, got \"/\" (the whole file "
+			             "system is mode danger-full-access)");
+		}
+		if (!p) {
+			strv_free(&got);
+			return tgi_config_fail(cfg, ip, err, errlen, "%s", why);
+		}
+		tgi_strv_push(&got, p);
+	}
+	strv_free(out);
+	*out = got;
+	return 0;
+}
+
+/* "host", "*.domain", "1.2.3.4" or "[v6]", each with an optional ":port";
+ * lowercased into out (SB_HOST_MAX + 1).  0, or -1 with why. */
+static int host_entry(const char *s, char *out, char *why, size_t cap)
+{
+	size_t n = strlen(s), hlen;
+	const char *port = NULL;
+	if (!n || n > SB_HOST_MAX) {
+		tgi_snprintf(why, cap, "expected a host name of 1 to %d bytes", SB_HOST_MAX);
+		return -1;
+	}
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+		if (!end || end == s + 1 || (end[1] && end[1] != ':')) {
+			tgi_snprintf(why, cap, "expected [IPv6 address] or [IPv6 address]:port, got \"%s\"", s);
+			return -1;
+		}
+		for (const char *c = s + 1; c < end; c++)
+			if (!(*c == ':' || *c == '.' || (*c >= '0' && *c <= '9') ||
+			      ((*c | 0x20) >= 'a' && (*c | 0x20) <= 'f'))) {
+				tgi_snprintf(why, cap, "expected an IPv6 address in brackets, got \"%s\"", s);
+				return -1;
+			}
+		hlen = (size_t)(end - s) + 1;
+		port = end[1] ? end + 2 : NULL;
+	} else {
+		const char *colon = strchr(s, ':');
+		hlen = colon ? (size_t)(colon - s) : n;
+		port = colon ? colon + 1 : NULL;
+		const char *h = s;
+		if (hlen > 2 && s[0] == '*' && s[1] == '.')
+			h += 2;
+		size_t label = 0;
+		for (const char *c = h; c < s + hlen; c++) {
+			int ok = *c == '-' || (*c >= '0' && *c <= '9') || ((*c | 0x20) >= 'a' && (*c | 0x20) <= 'z');
+			if (*c == '.') {
+				if (!label)
+					break;
+				label = 0;
+				continue;
+			}
+			if (!ok || ++label > 63) {
+				label = 0;
+				break;
+			}
+		}
+		if (!label || h[0] == '-' || hlen - (size_t)(h - s) > 253) {
+			tgi_snprintf(why, cap, "expected a host name (letters, digits, '-' and '.', or "
+			             "*.domain), an IPv4 address or [IPv6], with an optional :port; got "
+			             "\"%s\"", s);
+			return -1;
+		}
+	}
+	if (port) {
+		char *end;
+		errno = 0;
+		unsigned long p = *port >= '0' && *port <= '9' ? strtoul(port, &end, 10) : 0;
+		if (!p || p > 65535 || *end || errno) {
+			tgi_snprintf(why, cap, "expected a port from 1 to 65535 after ':', got \"%s\"", s);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] | 0x20 : s[i]);
+	out[n] = '\0';
+	return 0;
+}
+
+static int profile_network(const tgi_config *cfg, const json_t *v, const char *ptr,
+                           tgi_sb_profile *out, char *err, size_t errlen)
+{
+	char ip[PTR_MAX], tok[24], why[512], host[SB_HOST_MAX + 1], got[96];
+	size_t i;
+	const json_t *s;
+	if (json_is_boolean(v)) {
+		out->net = json_is_true(v) ? TGI_NET_ON : TGI_NET_OFF;
+		strv_free(&out->hosts);
+		out->hosts = strv_empty();
+		return 0;
+	}
+	if (!json_is_array(v))
+		return tgi_config_fail(cfg, ptr, err, errlen, "expected true, false or a list of "
+		                       "hosts ([api.github.com:443, registry.npmjs.org]), got %s",
+		                       tgi_json_describe(v, got, sizeof got));
+	if (tgi_config_strings(cfg, v, ptr, SB_HOSTS_MAX, SB_HOST_MAX, 0, err, errlen) < 0)
+		return -1;
+	tgi_strv hosts = strv_empty();
+	json_array_foreach(v, i, s) {
+		snprintf(tok, sizeof tok, "%zu", i);
+		tgi_json_pointer_join(ip, sizeof ip, ptr, tok);
+		if (host_entry(json_string_value(s), host, why, sizeof why) < 0) {
+			strv_free(&hosts);
+			return tgi_config_fail(cfg, ip, err, errlen, "%s", why);
+		}
+		tgi_strv_push(&hosts, tgi_strdup(host));
+	}
+	strv_free(&out->hosts);
+	out->hosts = hosts;
+	out->net = hosts.n ? TGI_NET_HOSTS : TGI_NET_OFF;   /* no host: nothing to reach */
+	return 0;
+}
+
+static int profile_accept(const tgi_config *cfg, const json_t *v, const char *ptr,
+                          unsigned *out, char *err, size_t errlen)
+{
+	char ip[PTR_MAX], tok[24];
+	size_t i;
+	const json_t *s;
+	unsigned acc = 0;
+	if (tgi_config_strings(cfg, v, ptr, 4, 32, 0, err, errlen) < 0)
+		return -1;
+	json_array_foreach(v, i, s) {
+		const char *b = json_string_value(s);
+		snprintf(tok, sizeof tok, "%zu", i);
+		tgi_json_pointer_join(ip, sizeof ip, ptr, tok);
+		if (!strcmp(b, "landlock"))
+			acc |= TGI_SB_ACCEPT_LANDLOCK;
+		else if (strcmp(b, "bubblewrap"))
+			return tgi_config_fail(cfg, ip, err, errlen, "expected a sandbox backend to "
+			                       "accept (landlock; bubblewrap always is), got \"%s\"%s", b,
+			                       !strcmp(b, "none") ? "; to run without a sandbox, say mode: "
+			                       "danger-full-access" : "");
+	}
+	*out = acc;
+	return 0;
+}
+
+int tgi_sb_profile_parse(const tgi_config *cfg, const json_t *v, const char *ptr,
+                         tgi_sb_profile *out, char *err, size_t errlen)
+{
+	char kp[PTR_MAX], got[96], list[256];
+	const json_t *m;
+	int i;
+	if (json_is_string(v) || !json_is_object(v)) {
+		i = name_index(json_string_value(v), sandbox_names, TGI_ARRAY_LEN(sandbox_names));
+		if (i < 0)
+			return tgi_config_fail(cfg, ptr, err, errlen, "expected one of %s%s, got %s",
+			                       join_names(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
+			                                  sizeof list),
+			                       json_is_string(v) ? "" : ", or a mapping {mode, network, read, "
+			                       "write, sockets, accept}",
+			                       tgi_json_describe(v, got, sizeof got));
+		out->mode = (tgi_sandbox)i;
+		return 0;
+	}
+	const char *key;
+	json_t *val;
+	json_object_foreach((json_t *)v, key, val) {
+		if (name_index(key, sandbox_keys, TGI_ARRAY_LEN(sandbox_keys)) >= 0)
+			continue;
+		char k[72];
+		tgi_json_pointer_join(kp, sizeof kp, ptr, key);
+		tgi_sanitize(k, sizeof k, key);
+		return tgi_config_fail(cfg, kp, err, errlen, "unknown key \"%s\"; expected one of %s", k,
+		                       join_names(sandbox_keys, TGI_ARRAY_LEN(sandbox_keys), list,
+		                                  sizeof list));
+	}
+	if ((m = json_object_get(v, "mode"))) {
+		tgi_json_pointer_join(kp, sizeof kp, ptr, "mode");
+		i = name_index(json_string_value(m), sandbox_names, TGI_ARRAY_LEN(sandbox_names));
+		if (i < 0)
+			return tgi_config_fail(cfg, kp, err, errlen, "expected one of %s, got %s",
+			                       join_names(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
+			                                  sizeof list),
+			                       tgi_json_describe(m, got, sizeof got));
+		out->mode = (tgi_sandbox)i;
+	}
+	static const char *const lists[] = {"read", "write", "sockets"};
+	tgi_strv *slots[] = {&out->read, &out->write, &out->sockets};
+	for (size_t k = 0; k < TGI_ARRAY_LEN(lists); k++) {
+		if (!(m = json_object_get(v, lists[k])))
+			continue;
+		tgi_json_pointer_join(kp, sizeof kp, ptr, lists[k]);
+		if (profile_paths(cfg, m, kp, slots[k], err, errlen) < 0)
+			return -1;
+	}
+	if ((m = json_object_get(v, "network"))) {
+		tgi_json_pointer_join(kp, sizeof kp, ptr, "network");
+		if (profile_network(cfg, m, kp, out, err, errlen) < 0)
+			return -1;
+	}
+	if ((m = json_object_get(v, "accept"))) {
+		tgi_json_pointer_join(kp, sizeof kp, ptr, "accept");
+		if (profile_accept(cfg, m, kp, &out->accept, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* sandbox: the shell tool's profile (after the workspace: nothing here
+ * depends on it, but a relative path means the workspace's) */
+static int load_sandbox(ld *x, json_t *root)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX];
+	json_t *v = child(root, "", "sandbox", ptr);
+	if (v && tgi_sb_profile_parse(c, v, ptr, &c->sandbox_profile, x->err, x->errlen) < 0)
+		return -1;
+	c->sandbox = c->sandbox_profile.mode;
+	c->sandbox_network = c->sandbox_profile.net != TGI_NET_OFF;
 	return 0;
 }
 
@@ -1356,6 +1634,7 @@ static void set_defaults(tgi_config *c)
 	c->mode = TGI_MODE_DEFAULT;
 	c->approval = TGI_APPROVAL_ON_REQUEST;
 	c->sandbox = TGI_SANDBOX_WORKSPACE_WRITE;
+	tgi_sb_profile_init(&c->sandbox_profile, TGI_SANDBOX_WORKSPACE_WRITE);
 	c->allow = strv_empty();
 	c->ask = strv_empty();
 	c->deny = strv_empty();
@@ -1413,6 +1692,7 @@ int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
 	if (check_keys(&x, root, "", top_keys, TGI_ARRAY_LEN(top_keys)) < 0 ||
 	    load_scalars(&x, root) < 0 ||
 	    load_workspace(&x, root) < 0 ||
+	    load_sandbox(&x, root) < 0 ||
 	    load_limits(&x, root) < 0 ||
 	    load_permissions(&x, root) < 0 ||
 	    load_roles(&x, root) < 0 ||
@@ -1610,10 +1890,9 @@ int tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen
 	if (env && *env)
 		return load_file(env, 1, out, err, errlen);
 	/* Two of them is refused rather than one picked: a file that appears
-	 * beside the real one (a command's, say) must not replace it.  An empty
-	 * file (all defaults) counts only when no other is there: the shell
-	 * sandbox holds the names of missing ones with empty files while a
-	 * command runs. */
+	 * beside the real one (a command's, say) must not replace it; the
+	 * sandbox also removes one a command made (exec/sbaudit.h).  An empty
+	 * file (all defaults) counts only when no other is there. */
 	const char *found = NULL, *empty = NULL;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(candidates); i++) {
 		if (lstat(candidates[i], &st) < 0)

@@ -36,6 +36,50 @@ const char *tgi_approvals_via_name(tgi_approvals_via v);
 /* Lists of strings are tgi_strv (util.h).  In a config from
  * tgi_config_load v is never NULL (an empty list is {NULL}). */
 
+struct tgi_config;
+
+/* A sandbox profile's network: none, all of it, or only the listed hosts
+ * (through the filtering proxy the gate runs). */
+typedef enum { TGI_NET_OFF, TGI_NET_ON, TGI_NET_HOSTS } tgi_net;
+
+/* The weaker backends a profile accepts by name (bubblewrap always). */
+enum { TGI_SB_ACCEPT_LANDLOCK = 1u << 0 };
+
+/*
+ * A sandbox profile (DESIGN §3): what a process the gate starts may read,
+ * write and reach.  The shell tool's is `sandbox:`; a command tool's or a
+ * bridged server's section is parsed by the same tgi_sb_profile_parse.
+ * Paths are absolute (a leading ~ expanded to the home directory at load)
+ * or relative to the workspace (resolved when a sandbox is prepared, after
+ * any --workspace).  The lists are never NULL in a loaded profile.
+ */
+typedef struct tgi_sb_profile {
+	tgi_sandbox mode;
+	tgi_net     net;
+	tgi_strv    hosts;    /* TGI_NET_HOSTS: "host", "*.domain", either with ":port";
+	                         lowercase */
+	tgi_strv    read;     /* shown read-only */
+	tgi_strv    write;    /* shown writable */
+	tgi_strv    sockets;  /* unix sockets (or directories of them) reachable */
+	unsigned    accept;   /* TGI_SB_ACCEPT_* */
+} tgi_sb_profile;
+
+/*
+ * Parse a sandbox profile from v (the node at JSON pointer ptr of cfg's
+ * document): a mode name ("workspace-write"), or a mapping
+ *   {mode, network: true | false | [host[:port], ...], read: [...],
+ *    write: [...], sockets: [...], accept: [landlock]}
+ * whose absent keys keep what *out holds on entry (the caller's defaults,
+ * a valid profile).  0, or -1 with tgi_config_fail's sentence ("file:line:
+ * col: sandbox.read[0]: ..."); either way *out stays valid for
+ * tgi_sb_profile_free.
+ */
+int  tgi_sb_profile_parse(const struct tgi_config *cfg, const json_t *v, const char *ptr,
+                          tgi_sb_profile *out, char *err, size_t errlen);
+/* A profile in mode m, network off, empty lists (free it). */
+void tgi_sb_profile_init(tgi_sb_profile *p, tgi_sandbox m);
+void tgi_sb_profile_free(tgi_sb_profile *p);
+
 typedef struct tgi_principal_cfg {
 	char    *name;
 	tgi_strv roles;
@@ -91,8 +135,9 @@ typedef struct tgi_config {
 	char        *profile;
 	tgi_mode     mode;
 	tgi_approval approval;
-	tgi_sandbox  sandbox;
-	int          sandbox_network;  /* `sandbox: {mode, network: true}` */
+	tgi_sandbox  sandbox;          /* sandbox_profile.mode */
+	int          sandbox_network;  /* sandbox_profile.net != TGI_NET_OFF */
+	tgi_sb_profile sandbox_profile; /* `sandbox:`, the shell tool's profile */
 	char        *default_principal;
 
 	tgi_principal_cfg *principals; size_t nprincipals;

@@ -70,6 +70,33 @@ static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)
 	return TGI_STOP;
 }
 
+/* The events a handler may report (an event's type is a static string). */
+static const char *const handler_events[] = {"tool.sandbox.removed"};
+
+/* The warnings and events a handler reported: the call's now. */
+static void take_notes(tgi_call *c, tgi_tool_out *out)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(out->warnings, i, v) {
+		if (!json_is_string(v))
+			continue;
+		if (!c->warnings)
+			c->warnings = json_array();
+		json_array_append(c->warnings, v);
+	}
+	json_array_foreach(out->events, i, v) {
+		const char *type = json_string_value(json_object_get(v, "type"));
+		json_t *data = json_object_get(v, "data");
+		for (size_t k = 0; type && k < TGI_ARRAY_LEN(handler_events); k++)
+			if (!strcmp(type, handler_events[k]))
+				tgi_event_add(c, handler_events[k], "execute", data ? json_incref(data) : NULL);
+	}
+	json_decref(out->warnings);
+	json_decref(out->events);
+	out->warnings = out->events = NULL;
+}
+
 /* What the handler (or, in a dry run, the plan) gets for this call. */
 static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx)
 {
@@ -228,6 +255,7 @@ tgi_verdict tgi_execute(tgi_call *c)
 	double t0 = tgi_now_ms();
 	int rc = t->handler(&ctx, c->args, &out);
 	double ms = tgi_now_ms() - t0;
+	take_notes(c, &out);
 
 	/* a tool stopped by the client's cancel failed part-way: whatever it
 	 * says, a side effect may have begun (a tool that finished anyway keeps

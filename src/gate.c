@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gate.h"
@@ -451,24 +452,92 @@ static int finish_patches(tg_gate *g, char **errmsg)
 	return r < 0 ? tgi_fail(errmsg, "%s", err) : 0;
 }
 
+/* A command's files: its program when it is a path, and every argument
+ * that names a regular file (a script given to an interpreter), relative
+ * to dir (where the command runs) or to the configuration's directory. */
+static void protect_argv(tg_gate *g, char *const *argv, size_t argc, const char *dir)
+{
+	const char *bases[2] = {dir, g->cfg->dir};
+	if (!argc)
+		return;
+	if (strchr(argv[0], '/'))
+		protect(g, argv[0]);
+	for (size_t i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char path[PATH_MAX * 2];
+		struct stat st;
+		if (!*a || a[0] == '-')
+			continue;
+		for (size_t b = 0; b < 2; b++) {
+			if (a[0] != '/' && !bases[b])
+				continue;
+			if (a[0] == '/')
+				tgi_snprintf(path, sizeof path, "%s", a);
+			else
+				tgi_snprintf(path, sizeof path, "%s/%s", bases[b], a);
+			if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+				protect(g, path);
+			if (a[0] == '/')
+				break;
+		}
+	}
+}
+
+/* A bridged server's program and scripts (its section as configured:
+ * command a string or a list, args, cwd relative to the configuration). */
+static void protect_server(tg_gate *g, const json_t *srv)
+{
+	const json_t *cmd = json_object_get(srv, "command"), *args = json_object_get(srv, "args");
+	const char *cwd = json_string_value(json_object_get(srv, "cwd"));
+	char dir[PATH_MAX * 2];
+	tgi_strv argv = {0};
+	size_t i;
+	const json_t *v;
+	if (json_is_string(cmd))
+		tgi_strv_push(&argv, tgi_strdup(json_string_value(cmd)));
+	json_array_foreach(cmd, i, v)
+		if (json_is_string(v))
+			tgi_strv_push(&argv, tgi_strdup(json_string_value(v)));
+	json_array_foreach(args, i, v)
+		if (json_is_string(v))
+			tgi_strv_push(&argv, tgi_strdup(json_string_value(v)));
+	if (!cwd)
+		tgi_snprintf(dir, sizeof dir, "%s", g->cfg->workspace);
+	else if (cwd[0] == '/')
+		tgi_snprintf(dir, sizeof dir, "%s", cwd);
+	else
+		tgi_snprintf(dir, sizeof dir, "%s/%s", g->cfg->dir ? g->cfg->dir : g->cfg->workspace,
+		             cwd);
+	if (argv.n && strchr(argv.v[0], '/') && argv.v[0][0] != '/' && g->cfg->dir) {
+		char abs[PATH_MAX * 2];
+		tgi_snprintf(abs, sizeof abs, "%s/%s", g->cfg->dir, argv.v[0]);
+		protect(g, abs);
+	}
+	protect_argv(g, argv.v, argv.n, dir);
+	tgi_strv_free(&argv);
+}
+
 /* The files a model must not rewrite: whatever configuration the gate
- * would load from the workspace, and every program and rule file that
- * configuration names. */
+ * would load from the workspace, and every program, script and rule file
+ * that configuration names (command tools and their checks, bridged
+ * servers; hooks add theirs in open_middleware). */
 static void protect_own_files(tg_gate *g)
 {
 	static const char *const names[] = {"toolgate.yaml", "toolgate.yml", "toolgate.json"};
 	const tgi_config *cfg = g->cfg;
+	const char *name;
+	json_t *srv;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
 		protect(g, names[i]);
 	protect(g, cfg->path);
 	for (size_t i = 0; i < cfg->execpolicy.n; i++)
 		protect(g, cfg->execpolicy.v[i]);
 	for (size_t i = 0; i < cfg->ntools; i++) {
-		if (cfg->tools[i].command.n)
-			protect(g, cfg->tools[i].command.v[0]);
-		if (cfg->tools[i].check.n)
-			protect(g, cfg->tools[i].check.v[0]);
+		protect_argv(g, cfg->tools[i].command.v, cfg->tools[i].command.n, cfg->workspace);
+		protect_argv(g, cfg->tools[i].check.v, cfg->tools[i].check.n, cfg->workspace);
 	}
+	json_object_foreach(cfg->mcp_servers, name, srv)
+		protect_server(g, srv);
 }
 
 /* Does any configured tool or MCP server declare deprecated field names?

@@ -206,10 +206,36 @@ int tg_policy_test(tg_gate *g, char **report, char **errmsg)
 	return (int)failed;
 }
 
+/* What a command of the shell tool would see under this configuration
+ * (exec/sandbox.h tgi_sandbox_view), as shell.c sets it up; nothing runs. */
+static json_t *shell_view(tg_gate *g)
+{
+	tgi_strv prot = {0};
+	char p[PATH_MAX * 2];
+	for (size_t i = 0; i < g->nprotected; i++) {
+		tgi_snprintf(p, sizeof p, "%s/%s", g->cfg->workspace, g->protected[i]);
+		tgi_strv_push(&prot, tgi_strdup(p));
+	}
+	const char *masks[] = {g->state_dir};
+	tgi_sb_spec spec = {
+		.profile = &g->cfg->sandbox_profile,
+		.workspace = g->cfg->workspace,
+		.protect = (const char *const *)prot.v,
+		.nprotect = prot.n,
+		.mask = masks,
+		.nmask = 1,
+	};
+	json_t *v = tgi_sandbox_view(&spec);
+	tgi_strv_free(&prot);
+	return v;
+}
+
 char *tg_doctor(tg_gate *g, int pretty)
 {
 	json_t *d = tgi_sandbox_report();
 	json_object_set_new(d, "process_limit", json_string(tgi_limits_pids_backend()));
+	if (g)
+		json_object_set_new(d, "shell", shell_view(g));
 	if (g) {
 		json_t *files = json_array();
 		for (size_t i = 0; i < g->cfg->execpolicy.n; i++)

@@ -96,6 +96,10 @@ typedef struct tgi_tool_out {
 	char        message[512];    /* on error: a sentence the model can act on */
 	tgi_applied applied;         /* on error: did anything happen? */
 	double      retry_after_s;   /* TG_ERR_TRANSIENT: a hint, 0 if none */
+	json_t     *warnings;        /* NULL or strings the model reads beside the result (the
+	                                caller takes them, on success and on error) */
+	json_t     *events;          /* NULL or [{"type", "data"}]: events of the call (the
+	                                caller takes them) */
 } tgi_tool_out;
 
 /* Run the tool on validated args.  Returns 0 on success, -1 on error with

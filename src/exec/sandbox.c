@@ -1,51 +1,50 @@
 /*
- * sandbox.c — run commands inside a sandbox: probe what this machine can
- * do (bubblewrap, Landlock, seccomp), then prepare one sandboxed exec.
+ * sandbox.c — run a process the gate starts inside a sandbox (sandbox.h):
+ * probe what this machine can do (bubblewrap, Landlock, seccomp), then
+ * prepare one sandboxed exec from the view sbview.c builds, start it, and
+ * audit what it left.
  *
  * The probe runs once per process.  bubblewrap is used when it is found
- * and really creates its namespaces; Landlock (ABI >= 1) when it does
- * not; with neither, sandboxed modes refuse (fail closed).  Both need
- * seccomp.  TOOLGATE_SANDBOX_BACKEND (bubblewrap|landlock|none|auto)
- * overrides the choice; a forced backend that does not work is "none".
+ * and really creates its namespaces (with a user namespace and nested ones
+ * disabled when it can); Landlock (ABI >= 1) when it does not, and then
+ * only for a profile that accepts it; with neither, sandboxed modes refuse
+ * (fail closed).  Both need seccomp.  TOOLGATE_SANDBOX_BACKEND
+ * (bubblewrap|landlock|none|auto) overrides the choice; a forced backend
+ * that does not work is "none".
  *
  * The seccomp program (libseccomp, exported as classic BPF, default
- * allow):
- *   network cut: socket() and socketpair() for any family but AF_UNIX,
- *     and io_uring_setup/enter/register (io_uring can open sockets past a
- *     syscall filter) fail with EPERM.  connect, bind, listen, accept,
- *     sendto... cannot be told apart by their arguments, and need none:
- *     only AF_UNIX sockets can be made.
- *   landlock only: setsid() and setpgid() fail with EPERM, so nothing
- *     leaves the process group spawn kills (bubblewrap has a pid
- *     namespace for that).
- * ptrace is not filtered: bubblewrap's pid namespace and Landlock's own
- * ptrace rule already keep it inside the sandbox.
+ * allow) refuses the kernel's administrative calls listed in sandbox.h
+ * with EPERM (a name this libseccomp does not know is skipped), clone3
+ * with ENOSYS, unshare and clone with a namespace flag; with the network
+ * cut, socket() and socketpair() for any family but AF_UNIX (connect,
+ * bind, sendto... need no rule: only AF_UNIX sockets can be made); under
+ * Landlock also setsid() and setpgid(), so that nothing leaves the process
+ * group spawn kills (bubblewrap has a pid namespace for that).  ptrace is
+ * not filtered: the pid namespace (bubblewrap) and Landlock's own ptrace
+ * rule keep it inside, and debuggers inside work.
  *
- * bubblewrap: --ro-bind / /, a fresh /dev and /proc, a private /tmp
- * (tmpfs) and, with the network cut, a private /run (host daemons'
- * sockets: docker, dbus, agents), then the mounts (parents first): the
- * workspace (writable in workspace-write, read-only otherwise), the
- * private tmp dir (writable), each protected path inside a writable root
- * (read-only; one that does not exist yet is made as an empty directory
- * for the run, so that nothing can be created at its name, and removed
- * by tgi_sandbox_release unless another run still holds it).  Own
- * pid, ipc, uts, cgroup (and net) namespaces, a new session, no
- * capabilities, killed with its parent, the seccomp program by fd.
+ * bubblewrap: the view's mounts in order (parents first), then its own
+ * user, pid, ipc, uts, cgroup (and, unless the network is on, net)
+ * namespaces, a new session, no capabilities, killed with its parent, the
+ * seccomp program by fd.  Before it starts, the child scopes itself with
+ * Landlock when the ABI is 6 or more (abstract unix sockets and signals
+ * stay inside: this matters when the network, and so the host's abstract
+ * sockets, is on).  A profile with hosts adds --info-fd and --block-fd:
+ * tgi_sandbox_started reads the sandbox's pid, calls the attach hook, and
+ * only then lets the command start.
  *
- * landlock: prepared in the parent (ruleset: read/execute everywhere,
- * write under the writable roots and to /dev/null, /dev/zero, /dev/full;
- * TCP bind/connect handled with ABI >= 4; signals and abstract unix
- * sockets scoped with ABI >= 6); the child only makes async-signal-safe
- * syscalls: no_new_privs, drop capabilities, landlock_restrict_self,
- * PR_SET_SECCOMP.  It cannot keep .git/ or .toolgate/ inside a writable
- * workspace read-only, nor hide host unix sockets; without ABI 6 a command
- * can signal processes of the same user.
+ * landlock: prepared in the parent (a ruleset from the same view: read
+ * and execute on what it shows, write on what it makes writable, TCP
+ * bind/connect handled with ABI >= 4, signals and abstract unix sockets
+ * scoped with ABI >= 6); the child only makes async-signal-safe syscalls:
+ * no_new_privs, drop capabilities, landlock_restrict_self,
+ * PR_SET_SECCOMP.  Its HOME is the private tmp dir.
  *
- * Owns: the probe (and the one bwrap check it runs), the prepared argv,
- * the fds behind it and the directories made to hold missing protected
- * paths.  Must not: decide whether a command may run (policy), or fork,
- * reap or kill the command (spawn.c).
+ * Owns: the probe (and the bwrap checks it runs), the prepared argv, the
+ * fds and the view behind it.  Must not: decide whether a command may run
+ * (policy), or fork, reap or kill the command (spawn.c).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -54,13 +53,13 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -70,11 +69,12 @@
 #include <unistd.h>
 
 #include "exec/sandbox.h"
+#include "exec/sbview.h"
 #include "util/util.h"
 
 #define BWRAP_DEFAULT     "/usr/bin/bwrap"
 #define BWRAP_CHECK_MS    3000       /* the namespace check's deadline */
-#define MAX_PROTECT       256        /* protected paths per exec */
+#define INFO_MS           10000      /* bubblewrap's info, for the network attach */
 #define MAX_BPF_INSNS     4096       /* BPF_MAXINSNS */
 #define ENV_OVERRIDE      "TOOLGATE_SANDBOX_BACKEND"
 
@@ -117,6 +117,9 @@ static struct probe_state {
 	char seccomp_why[160];
 	char bwrap_unused[300];   /* why bubblewrap is not the backend ("" when it could be) */
 	char landlock_unused[300];
+	char userns_why[300];     /* what is missing of the user namespace ("" nothing) */
+	int  disable_userns;      /* --disable-userns works */
+	int  bwrap_setuid;        /* bwrap is installed setuid root */
 } P;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
@@ -159,17 +162,21 @@ static const char *const bwrap_ns_flags[] = {
 };
 
 /* Run `bwrap <the real options> -- true` once, with a deadline, by plain
- * fork/exec.  1 if it worked, else 0 with the reason in why. */
-static int check_bwrap(const char *bwrap, char *why, size_t cap)
+ * fork/exec, with the user namespace flags given (NULL-terminated).  1 if
+ * it worked, else 0 with the reason in why. */
+static int check_bwrap(const char *bwrap, const char *const *user, char *why, size_t cap)
 {
 	const char *truebin = access("/bin/true", X_OK) == 0 ? "/bin/true" : "/usr/bin/true";
-	const char *argv[40];
+	const char *argv[48];
 	size_t n = 0;
 	static const char *const mounts[] = {
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-		"--tmpfs", "/run", "--unshare-net",
+		"--ro-bind", "/usr", "/usr", "--ro-bind-try", "/bin", "/bin", "--ro-bind-try", "/lib",
+		"/lib", "--ro-bind-try", "/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc",
+		"--unshare-net",
 	};
 	argv[n++] = bwrap;
+	for (; *user; user++)
+		argv[n++] = *user;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(mounts); i++)
 		argv[n++] = mounts[i];
 	for (size_t i = 0; i < TGI_ARRAY_LEN(bwrap_ns_flags); i++)
@@ -304,11 +311,33 @@ static void probe_run(void)
 		want_landlock = !strcmp(ov, "landlock");
 	}
 
-	if (find_bwrap(p->bwrap_path, sizeof p->bwrap_path) < 0)
+	if (find_bwrap(p->bwrap_path, sizeof p->bwrap_path) < 0) {
 		tgi_snprintf(p->bwrap_why, sizeof p->bwrap_why,
 		             "not found (install the bubblewrap package)");
-	else
-		p->bwrap_ok = check_bwrap(p->bwrap_path, p->bwrap_why, sizeof p->bwrap_why);
+	} else {
+		/* a user namespace with nested ones disabled (bubblewrap >= 0.8);
+		 * else one without that; as root, else none (said in doctor) */
+		static const char *const full[] = {"--unshare-user", "--disable-userns", NULL};
+		static const char *const plain[] = {"--unshare-user", NULL};
+		static const char *const none[] = {NULL};
+		struct stat st;
+		char why2[256];
+		P.bwrap_setuid = stat(p->bwrap_path, &st) == 0 && (st.st_mode & S_ISUID);
+		if ((p->bwrap_ok = check_bwrap(p->bwrap_path, full, p->bwrap_why,
+		                               sizeof p->bwrap_why))) {
+			p->userns = P.disable_userns = 1;
+		} else if ((p->bwrap_ok = check_bwrap(p->bwrap_path, plain, why2, sizeof why2))) {
+			p->userns = 1;
+			tgi_snprintf(P.userns_why, sizeof P.userns_why, "this bubblewrap cannot disable "
+			             "nested user namespaces (%s); seccomp still refuses them", p->bwrap_why);
+		} else if (geteuid() == 0 &&
+		           (p->bwrap_ok = check_bwrap(p->bwrap_path, none, why2, sizeof why2))) {
+			tgi_snprintf(P.userns_why, sizeof P.userns_why, "bubblewrap cannot make a user "
+			             "namespace here (%s)", p->bwrap_why);
+		}
+		if (p->bwrap_ok)
+			p->bwrap_why[0] = '\0';
+	}
 	p->landlock_abi = landlock_abi(P.landlock_why, sizeof P.landlock_why);
 	p->seccomp_ok = seccomp_works(P.seccomp_why, sizeof P.seccomp_why);
 
@@ -352,28 +381,57 @@ const tgi_sb_probe *tgi_sandbox_probe(void)
 
 /* ---- the seccomp program ---- */
 
+/* Refused with EPERM in every sandbox: the kernel's administrative calls
+ * (sandbox.h).  Names, so that one this libseccomp does not know (or this
+ * architecture lacks) is skipped rather than failing the build. */
+static const char *const admin_calls[] = {
+	"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "kexec_load",
+	"kexec_file_load", "init_module", "finit_module", "delete_module", "create_module",
+	"mount", "umount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
+	"move_mount", "open_tree", "mount_setattr", "swapon", "swapoff", "reboot", "acct",
+	"quotactl", "quotactl_fd", "userfaultfd", "iopl", "ioperm", "syslog",
+	"open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "setns", "nfsservctl",
+	"uselib", "vhangup", "io_uring_setup", "io_uring_enter", "io_uring_register",
+};
+
+/* The namespace flags unshare and clone may not carry. */
+static const unsigned long ns_flags[] = {
+	CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+	CLONE_NEWCGROUP, 0x00000080UL /* CLONE_NEWTIME */,
+};
+
 /* Build the filter and export it as classic BPF into a sealed memfd whose
  * read position is 0 and whose number is above stdio.  The fd (close on
  * exec) or -1 with err. */
 static int seccomp_program(int net_cut, int session, char *err, size_t errlen)
 {
-	static const int uring[] = {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter),
-	                            SCMP_SYS(io_uring_register)};
+	static const char *const sock_names[] = {"socket", "socketpair"};
 	static const int sess[] = {SCMP_SYS(setsid), SCMP_SYS(setpgid)};
 	const struct scmp_arg_cmp not_unix = {.arg = 0, .op = SCMP_CMP_NE, .datum_a = AF_UNIX,
 	                                      .datum_b = 0};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r = ctx ? 0 : -ENOMEM, fd = -1;
 
-	if (net_cut) {
-		if (!r)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1, not_unix);
-		if (!r)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 1,
-			                     not_unix);
-		for (size_t i = 0; i < TGI_ARRAY_LEN(uring) && !r; i++)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), uring[i], 0);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(admin_calls) && !r; i++) {
+		int nr = seccomp_syscall_resolve_name(admin_calls[i]);
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (r == -EDOM || r == -EINVAL)  /* not on this architecture */
+			r = 0;
 	}
+	if (!r)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(ns_flags) && !r; i++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+		                     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+		if (!r)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			                     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+	}
+	for (size_t i = 0; net_cut && i < TGI_ARRAY_LEN(sock_names) && !r; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		                     seccomp_syscall_resolve_name(sock_names[i]), 1, not_unix);
 	for (size_t i = 0; session && i < TGI_ARRAY_LEN(sess) && !r; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), sess[i], 0);
 	if (!r) {
@@ -406,279 +464,25 @@ static int seccomp_program(int net_cut, int session, char *err, size_t errlen)
 	return fd;
 }
 
-/* ---- paths ---- */
-
-/* Copy an absolute path without trailing slashes into out; -1 with err if
- * it is relative, too long, or has "." or ".." components. */
-static int clean_path(const char *what, const char *p, char *out, size_t cap, char *err,
-                      size_t errlen)
-{
-	char shown[128];
-	size_t n = p ? strlen(p) : 0;
-	tgi_sanitize(shown, sizeof shown, p ? p : "");
-	if (!n || p[0] != '/') {
-		tgi_snprintf(err, errlen, "the sandbox's %s \"%s\" is not an absolute path", what,
-		             shown);
-		return -1;
-	}
-	if (n >= cap) {
-		tgi_snprintf(err, errlen, "the sandbox's %s \"%s\" is too long", what, shown);
-		return -1;
-	}
-	while (n > 1 && p[n - 1] == '/')
-		n--;
-	for (const char *c = p; c < p + n;) {
-		while (*c == '/')
-			c++;
-		size_t len = strcspn(c, "/");
-		if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.')) {
-			tgi_snprintf(err, errlen, "the sandbox's %s \"%s\" has a \".\" or \"..\" part",
-			             what, shown);
-			return -1;
-		}
-		c += len;
-	}
-	memcpy(out, p, n);
-	out[n] = '\0';
-	return 0;
-}
-
-static int is_dir(const char *what, const char *p, char *err, size_t errlen)
-{
-	struct stat st;
-	if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0;
-	char shown[128];
-	tgi_sanitize(shown, sizeof shown, p);
-	tgi_snprintf(err, errlen, "the sandbox's %s \"%s\" is not a directory", what, shown);
-	return -1;
-}
-
-/*
- * p with every symlink resolved, into out (PATH_MAX): bubblewrap cannot
- * mount on a path whose symlinks point outside its new root.  For a path
- * that does not exist, its deepest existing ancestor is resolved and the
- * rest appended.  0, or -1 with errno.
- */
-static int canon(const char *p, char *out)
-{
-	char head[PATH_MAX];
-	if (realpath(p, out))
-		return 0;
-	if (errno != ENOENT)
-		return -1;
-	tgi_snprintf(head, sizeof head, "%s", p);
-	for (char *slash; (slash = strrchr(head, '/')) && slash != head;) {
-		*slash = '\0';
-		if (realpath(head, out)) {
-			const char *rest = p + (slash - head);
-			size_t n = strcmp(out, "/") ? strlen(out) : 0;
-			if (n + strlen(rest) >= PATH_MAX) {
-				errno = ENAMETOOLONG;
-				return -1;
-			}
-			memcpy(out + n, rest, strlen(rest) + 1);
-			return 0;
-		}
-		if (errno != ENOENT)
-			return -1;
-	}
-	tgi_snprintf(out, PATH_MAX, "%s", p);
-	return 0;
-}
-
-/* 1 if p is root or lies beneath it. */
-static int beneath(const char *p, const char *root)
-{
-	size_t n = strlen(root);
-	if (n == 1)
-		return 1;
-	return !strncmp(p, root, n) && (p[n] == '/' || p[n] == '\0');
-}
-
-static size_t depth(const char *p)
-{
-	size_t d = 0;
-	for (; *p; p++)
-		d += *p == '/';
-	return d;
-}
-
-/*
- * Holding protected paths.  A protected directory that does not exist yet
- * is made empty (a protected file: an empty file), so that it can be bound
- * read-only and nothing can be created at its name, and removed again
- * after the run.  Every held
- * directory is kept open with a shared flock while the sandbox runs;
- * whoever made it removes it only if it then gets the lock exclusively
- * (nobody else's sandbox has it bound) -- so a concurrent run never loses
- * its protection, and at worst an empty directory stays behind.
- */
-typedef struct sb_hold {
-	char *path;   /* owned: the protected directory */
-	char *made;   /* owned: the first directory made for it; NULL: it was there */
-	int   fd;     /* the directory, share-locked; -1: not held */
-} sb_hold;
-
-#define HOLD_TRIES 200   /* x 5 ms: a lock held longer is a refusal */
-
-/* mkdir -p of p below root without following symlinks.  The first
- * directory made goes in *made (owned; NULL when none was).  1, 0 when a
- * parent is not a directory (nothing can be made there), -1 with errno. */
-static int make_below(const char *root, const char *p, char **made)
-{
-	int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	const char *c = p + strlen(root);
-	*made = NULL;
-	while (dir >= 0 && *c) {
-		char part[NAME_MAX + 1];
-		while (*c == '/')
-			c++;
-		size_t len = strcspn(c, "/");
-		if (!len)
-			break;
-		if (len > NAME_MAX) {
-			close(dir);
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(part, c, len);
-		part[len] = '\0';
-		c += len;
-		if (mkdirat(dir, part, 0755) == 0) {
-			if (!*made)
-				*made = tgi_strndup(p, (size_t)(c - p));
-		} else if (errno != EEXIST) {
-			int e = errno;
-			close(dir);
-			errno = e;
-			return e == ENOTDIR ? 0 : -1;
-		}
-		int next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(dir);
-		dir = next;
-		if (dir < 0 && (errno == ENOTDIR || errno == ELOOP))
-			return 0;
-	}
-	if (dir < 0)
-		return -1;
-	close(dir);
-	return 1;
-}
-
-static int same_file(int fd, const char *path)
-{
-	struct stat a, b;
-	return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
-}
-
-/*
- * Hold protected path p (beneath writable root): 1 bind it (h->fd >= 0
- * when it is a held directory), 0 nothing to bind (it cannot exist), -1
- * with err.
- */
-static int hold_path(const char *root, const char *p, int is_dir, sb_hold *h, char *err,
-                     size_t errlen)
-{
-	struct stat st;
-	int e = 0;
-	h->fd = -1;
-	h->made = NULL;
-	for (int tries = 0; tries < HOLD_TRIES; tries++) {
-		char *made = NULL;
-		if (lstat(p, &st) < 0) {
-			if (errno != ENOENT) {
-				e = errno;
-				break;
-			}
-			if (!is_dir) {             /* a file: an empty one holds its name */
-				int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-				if (fd < 0 && errno != EEXIST) {
-					e = errno;
-					if (e == ENOENT || e == ENOTDIR)
-						return 0;  /* its directory does not exist: nothing to hold */
-					break;
-				}
-				if (fd >= 0) {
-					close(fd);
-					made = tgi_strdup(p);
-				}
-				goto lock;
-			}
-			int r = make_below(root, p, &made);
-			if (r <= 0) {
-				e = errno;
-				free(made);
-				if (r == 0)
-					return 0;
-				break;
-			}
-		} else if (S_ISLNK(st.st_mode)) {
-			return 0;                  /* dangling (canon resolved the others) */
-		} else if (!S_ISDIR(st.st_mode)) {
-			return 1;                  /* a file: bound as it is */
-		}
-lock:;
-		int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (is_dir ? O_DIRECTORY : 0));
-		if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) == 0 && same_file(fd, p)) {
-			h->fd = fd;
-			h->made = made;
-			return 1;
-		}
-		e = errno;
-		if (fd >= 0)
-			close(fd);
-		free(made);
-		if (fd < 0 && e != ENOENT)
-			break;
-		usleep(5000);                  /* being removed, or locked: again */
-	}
-	char shown[128];
-	tgi_sanitize(shown, sizeof shown, p);
-	tgi_snprintf(err, errlen, "cannot hold the protected path \"%s\" read-only: %s", shown,
-	             e == EWOULDBLOCK || !e ? "it stays locked" : strerror(e));
-	return -1;
-}
-
-/* After the run: remove what was made for h, when no other sandbox holds it. */
-static void unhold(sb_hold *h)
-{
-	struct stat st;
-	int file = h->fd >= 0 && fstat(h->fd, &st) == 0 && S_ISREG(st.st_mode);
-	if (h->fd >= 0 && h->made && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
-	    same_file(h->fd, h->path) && (file ? st.st_size == 0 && unlink(h->path) == 0
-	                                       : rmdir(h->path) == 0)) {
-		/* then the parents made for it, deepest first, while empty */
-		size_t stop = strlen(h->made);
-		char *q = h->path;
-		for (char *slash = strrchr(q, '/'); slash && (size_t)(slash - q) >= stop;
-		     slash = strrchr(q, '/')) {
-			*slash = '\0';
-			if (rmdir(q) < 0)
-				break;
-		}
-	}
-	if (h->fd >= 0)
-		close(h->fd);
-	free(h->path);
-	free(h->made);
-}
-
 /* ---- prepared execs ---- */
 
 typedef struct sb_child {
-	int                 ruleset_fd;  /* Landlock ruleset (close on exec); -1: none */
-	struct sock_fprog   prog;        /* seccomp program; len 0: none */
+	tgi_sbview          view;        /* what it sees, and the audit */
+	int                 ruleset_fd;  /* Landlock: the child's ruleset (-1: none) */
+	int                 nnp;         /* bubblewrap: no_new_privs before the scope */
+	struct sock_fprog   prog;        /* Landlock: the seccomp program; len 0: none */
 	struct sock_filter *insns;       /* owned, behind prog */
-	sb_hold            *holds;       /* bubblewrap: the protected paths held */
-	size_t              nholds;
+	int                 info_r, info_w, block_r, block_w; /* network by host (-1: none) */
+	tgi_sb_attach_fn    attach;
+	void               *attach_arg;
+	const tgi_sb_profile *profile;   /* borrowed from the spec (for attach) */
+	char                home[PATH_MAX];
 } sb_child;
 
 static sb_child *child_new(tgi_sb_exec *out)
 {
 	sb_child *c = tgi_xcalloc(1, sizeof *c);
-	c->ruleset_fd = -1;
+	c->ruleset_fd = c->info_r = c->info_w = c->block_r = c->block_w = -1;
 	out->child = c;                  /* released with out, also on failure */
 	return c;
 }
@@ -694,182 +498,141 @@ static void push_argv(tgi_strv *sv, char *const *argv)
 		push(sv, *argv);
 }
 
-/* One bind of the sandbox: a path and whether it is read-only. */
-typedef struct mount_op {
-	char *path;   /* owned */
-	int   ro;
-} mount_op;
-
-static int mount_cmp(const void *a, const void *b)
+static void push_fd(tgi_strv *sv, const char *opt, int fd)
 {
-	const mount_op *x = a, *y = b;
-	size_t dx = depth(x->path), dy = depth(y->path);
-	if (dx != dy)
-		return dx < dy ? -1 : 1;
-	if (x->ro != y->ro)
-		return x->ro - y->ro;    /* the same path: read-only last, so it holds */
-	return strcmp(x->path, y->path);
+	char num[16];
+	snprintf(num, sizeof num, "%d", fd);
+	push(sv, opt);
+	push(sv, num);
 }
 
-typedef struct roots {
-	char ws[PATH_MAX];      /* "" when none */
-	char tmp[PATH_MAX];     /* "" when none */
-	int  ws_writable;
-} roots;
-
-/* A writable root (or the workspace): clean, a directory, resolved. */
-static int root_path(const char *what, const char *p, char *out, char *err, size_t errlen)
+/* A pipe whose ends are above stdio, close on exec. */
+static int pipe_hi(int fds[2])
 {
-	char clean[PATH_MAX];
-	if (clean_path(what, p, clean, sizeof clean, err, errlen) < 0 ||
-	    is_dir(what, clean, err, errlen) < 0)
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
-	if (canon(clean, out) < 0) {
-		char shown[128];
-		tgi_sanitize(shown, sizeof shown, clean);
-		tgi_snprintf(err, errlen, "the sandbox's %s \"%s\" cannot be resolved: %s", what,
-		             shown, strerror(errno));
-		return -1;
+	for (int i = 0; i < 2; i++) {
+		fds[i] = p[i] < 3 ? fcntl(p[i], F_DUPFD_CLOEXEC, 3) : p[i];
+		if (fds[i] != p[i])
+			close(p[i]);
 	}
-	return 0;
+	return fds[0] < 0 || fds[1] < 0 ? -1 : 0;   /* the caller closes what is >= 0 */
 }
 
-/* A protected path: clean, resolved (out: PATH_MAX). */
-static int protected_path(const char *p, char *out, char *err, size_t errlen)
+/* A Landlock ruleset that only scopes (ABI >= 6): abstract unix sockets
+ * and signals stay inside.  -1 when the ABI cannot. */
+static int scope_ruleset(void)
 {
-	char clean[PATH_MAX];
-	if (clean_path("protected path", p, clean, sizeof clean, err, errlen) < 0)
+	if (tgi_sandbox_probe()->landlock_abi < 6)
 		return -1;
-	if (canon(clean, out) < 0) {
-		char shown[128];
-		tgi_sanitize(shown, sizeof shown, clean);
-		tgi_snprintf(err, errlen, "the protected path \"%s\" cannot be resolved: %s", shown,
-		             strerror(errno));
-		return -1;
+	struct ll_ruleset_attr attr = {.scoped = LL_SCOPE_ABSTRACT | LL_SCOPE_SIGNAL};
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (fd >= 0 && fd < 3) {
+		int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		fd = hi;
 	}
-	return 0;
+	return fd;
 }
 
-/* The spec's paths, checked. */
-static int spec_roots(const tgi_sb_spec *spec, roots *r, char *err, size_t errlen)
-{
-	memset(r, 0, sizeof *r);
-	r->ws_writable = spec->mode == TGI_SANDBOX_WORKSPACE_WRITE;
-	if (r->ws_writable && !spec->workspace) {
-		tgi_snprintf(err, errlen, "the sandbox has no workspace for workspace-write mode");
-		return -1;
-	}
-	if (spec->workspace && root_path("workspace", spec->workspace, r->ws, err, errlen) < 0)
-		return -1;
-	if (spec->tmpdir && root_path("tmp dir", spec->tmpdir, r->tmp, err, errlen) < 0)
-		return -1;
-	if (spec->nprotect > MAX_PROTECT) {
-		tgi_snprintf(err, errlen, "the sandbox has %zu protected paths (at most %d)",
-		             spec->nprotect, MAX_PROTECT);
-		return -1;
-	}
-	if (spec->nprotect && !spec->protect) {
-		tgi_snprintf(err, errlen, "the sandbox's protected paths are missing");
-		return -1;
-	}
-	for (size_t i = 0; i < spec->nprotect; i++) {
-		char path[PATH_MAX], shown[128];
-		if (protected_path(spec->protect[i], path, err, errlen) < 0)
-			return -1;
-		if ((r->ws_writable && !strcmp(path, r->ws)) || !strcmp(path, r->tmp)) {
-			tgi_sanitize(shown, sizeof shown, path);
-			tgi_snprintf(err, errlen, "the protected path \"%s\" is a whole writable root",
-			             shown);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* The writable root p lies beneath, or NULL. */
-static const char *writable_root(const roots *r, const char *p)
-{
-	if (r->ws_writable && beneath(p, r->ws))
-		return r->ws;
-	if (r->tmp[0] && beneath(p, r->tmp))
-		return r->tmp;
-	return NULL;
-}
-
-static int prepare_bwrap(const tgi_sb_spec *spec, const roots *r, char *const *argv,
+static int prepare_bwrap(const tgi_sb_spec *spec, sb_child *c, char *const *argv,
                          tgi_sb_exec *out, char *err, size_t errlen)
 {
 	const tgi_sb_probe *p = tgi_sandbox_probe();
-	sb_child *c = child_new(out);
-	mount_op ops[MAX_PROTECT + 2];
-	size_t nops = 0;
+	const tgi_sb_profile *pr = spec->profile;
 	tgi_strv a = {0};
-	int rc = -1;
-
-	c->holds = tgi_xcalloc(spec->nprotect + 1, sizeof *c->holds);
-	if (r->ws[0])
-		ops[nops++] = (mount_op){tgi_strdup(r->ws), !r->ws_writable};
-	if (r->tmp[0])
-		ops[nops++] = (mount_op){tgi_strdup(r->tmp), 0};
-	for (size_t i = 0; i < spec->nprotect; i++) {
-		char path[PATH_MAX];
-		const char *root;
-		if (protected_path(spec->protect[i], path, err, errlen) < 0)
-			goto out;
-		if (!(root = writable_root(r, path)))
-			continue;                       /* read-only already */
-		sb_hold *h = &c->holds[c->nholds];
-		size_t plen = strlen(spec->protect[i]);
-		int held = hold_path(root, path, plen && spec->protect[i][plen - 1] == '/', h, err,
-		                     errlen);
-		if (held < 0)
-			goto out;
-		if (!held)
-			continue;
-		h->path = tgi_strdup(path);
-		c->nholds++;
-		ops[nops++] = (mount_op){tgi_strdup(path), 1};
-	}
-	qsort(ops, nops, sizeof *ops, mount_cmp);
 
 	push(&a, p->bwrap_path);
-	static const char *const base[] = {
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-	};
-	for (size_t i = 0; i < TGI_ARRAY_LEN(base); i++)
-		push(&a, base[i]);
-	if (!spec->network) {
-		push(&a, "--tmpfs");
-		push(&a, "/run");
-	}
-	for (size_t i = 0; i < nops; i++) {
-		push(&a, ops[i].ro ? "--ro-bind" : "--bind");
-		push(&a, ops[i].path);
-		push(&a, ops[i].path);
+	if (p->userns)
+		push(&a, "--unshare-user");
+	if (P.disable_userns)
+		push(&a, "--disable-userns");
+	for (size_t i = 0; i < c->view.nops; i++) {
+		const tgi_sbv_op *o = &c->view.ops[i];
+		switch (o->kind) {
+		case TGI_SBV_RO:
+			push(&a, "--ro-bind");
+			push(&a, o->dest);
+			push(&a, o->dest);
+			break;
+		case TGI_SBV_RW:
+			push(&a, "--bind");
+			push(&a, o->dest);
+			push(&a, o->dest);
+			break;
+		case TGI_SBV_TMPFS:
+			push(&a, "--tmpfs");
+			push(&a, o->dest);
+			break;
+		case TGI_SBV_HIDE_DIR:
+			push(&a, "--tmpfs");
+			push(&a, o->dest);
+			if (o->sealed) {
+				push(&a, "--remount-ro");
+				push(&a, o->dest);
+			}
+			break;
+		case TGI_SBV_HIDE_FILE:
+			push(&a, "--ro-bind");
+			push(&a, "/dev/null");
+			push(&a, o->dest);
+			break;
+		case TGI_SBV_SYMLINK:
+			push(&a, "--symlink");
+			push(&a, o->target);
+			push(&a, o->dest);
+			break;
+		case TGI_SBV_DEV:
+			push(&a, "--dev");
+			push(&a, o->dest);
+			break;
+		case TGI_SBV_PROC:
+			push(&a, "--proc");
+			push(&a, o->dest);
+			break;
+		}
 	}
 	for (size_t i = 0; i < TGI_ARRAY_LEN(bwrap_ns_flags); i++)
 		push(&a, bwrap_ns_flags[i]);
-	if (!spec->network) {
-		char num[16];
+	if (pr->net != TGI_NET_ON)
 		push(&a, "--unshare-net");
-		out->seccomp_fd = seccomp_program(1, 0, err, errlen);
-		if (out->seccomp_fd < 0)
-			goto out;
-		tgi_snprintf(num, sizeof num, "%d", out->seccomp_fd);
-		push(&a, "--seccomp");
-		push(&a, num);
+	out->seccomp_fd = seccomp_program(pr->net != TGI_NET_ON, 0, err, errlen);
+	if (out->seccomp_fd < 0)
+		goto fail;
+	push_fd(&a, "--seccomp", out->seccomp_fd);
+	if (pr->net == TGI_NET_HOSTS) {
+		int info[2] = {-1, -1}, block[2] = {-1, -1};
+		int bad = pipe_hi(info) < 0 || pipe_hi(block) < 0;
+		c->info_r = info[0];
+		c->info_w = info[1];
+		c->block_r = block[0];
+		c->block_w = block[1];
+		if (bad) {
+			tgi_snprintf(err, errlen, "cannot make the sandbox's pipes: %s", strerror(errno));
+			goto fail;
+		}
+		c->attach = spec->attach;
+		c->attach_arg = spec->attach_arg;
+		c->profile = pr;
+		push_fd(&a, "--info-fd", c->info_w);
+		push_fd(&a, "--block-fd", c->block_r);
+	}
+	/* scope abstract sockets and signals too (a setuid bwrap run by a
+	 * user would lose its setuid to no_new_privs: not then) */
+	if (geteuid() == 0 || !P.bwrap_setuid) {
+		c->ruleset_fd = scope_ruleset();
+		c->nnp = geteuid() != 0;
 	}
 	push(&a, "--");
 	push_argv(&a, argv);
 	out->argv = a.v;
-	a = (tgi_strv){0};
 	out->backend = TGI_SB_BWRAP;
-	rc = 0;
-out:
-	for (size_t i = 0; i < nops; i++)
-		free(ops[i].path);
+	tgi_snprintf(c->home, sizeof c->home, "%s", c->view.home);
+	return 0;
+fail:
 	tgi_strv_free(&a);
-	return rc;
+	return -1;
 }
 
 /* ---- Landlock ---- */
@@ -892,6 +655,10 @@ static int ll_allow(int ruleset, const char *path, uint64_t access, int optional
 	int fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return optional && errno == ENOENT ? 0 : -errno;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))   /* a file takes file rights only */
+		access &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE |
+		          LL_FS_IOCTL_DEV;
 	struct ll_path_beneath pb = {.allowed_access = access, .parent_fd = fd};
 	long r = syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0);
 	int e = errno;
@@ -899,33 +666,51 @@ static int ll_allow(int ruleset, const char *path, uint64_t access, int optional
 	return r < 0 ? -e : 0;
 }
 
-static int landlock_ruleset(const tgi_sb_spec *spec, const roots *r, char *err, size_t errlen)
+/* The view as Landlock rules: read what it shows, write what it makes
+ * writable.  Its private directories (tmpfs) and masks cannot be made:
+ * the first are simply not there, the second stay readable. */
+static int landlock_ruleset(const tgi_sb_spec *spec, const tgi_sbview *v, char *err,
+                            size_t errlen)
 {
 	static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full"};
 	int abi = tgi_sandbox_probe()->landlock_abi;
 	uint64_t fs = ll_fs_rights(abi);
+	uint64_t read = LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR;
 	uint64_t file_rw = fs & (LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE |
 	                         LL_FS_IOCTL_DEV);
 	uint64_t write = fs & ~(LL_FS_MAKE_CHAR | LL_FS_MAKE_BLOCK);
 	struct ll_ruleset_attr attr = {.handled_access_fs = fs};
-	if (abi >= 4 && !spec->network)
+	if (abi >= 4 && spec->profile->net != TGI_NET_ON)
 		attr.handled_access_net = LL_NET_TCP;
 	if (abi >= 6)
-		attr.scoped = LL_SCOPE_SIGNAL | (spec->network ? 0 : LL_SCOPE_ABSTRACT);
+		attr.scoped = LL_SCOPE_SIGNAL | LL_SCOPE_ABSTRACT;
 
 	int fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
 	if (fd < 0) {
 		tgi_snprintf(err, errlen, "cannot create a Landlock ruleset: %s", strerror(errno));
 		return -1;
 	}
-	int e = ll_allow(fd, "/", LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR, 0);
+	int e = 0;
 	const char *where = "/";
+	for (size_t i = 0; !e && i < v->nops; i++) {
+		const tgi_sbv_op *o = &v->ops[i];
+		where = o->dest;
+		switch (o->kind) {
+		case TGI_SBV_RO:
+		case TGI_SBV_SYMLINK:
+		case TGI_SBV_PROC:
+		case TGI_SBV_DEV:
+			e = ll_allow(fd, o->dest, read, 1);
+			break;
+		case TGI_SBV_RW:
+			e = ll_allow(fd, o->dest, write, 1);
+			break;
+		default:
+			break;
+		}
+	}
 	for (size_t i = 0; !e && i < TGI_ARRAY_LEN(devices); i++)
 		e = ll_allow(fd, where = devices[i], file_rw, 1);
-	if (!e && r->ws_writable)
-		e = ll_allow(fd, where = r->ws, write, 0);
-	if (!e && r->tmp[0])
-		e = ll_allow(fd, where = r->tmp, write, 0);
 	if (e) {
 		char shown[128];
 		tgi_sanitize(shown, sizeof shown, where);
@@ -937,14 +722,13 @@ static int landlock_ruleset(const tgi_sb_spec *spec, const roots *r, char *err, 
 	return fd;
 }
 
-static int prepare_landlock(const tgi_sb_spec *spec, const roots *r, char *const *argv,
+static int prepare_landlock(const tgi_sb_spec *spec, sb_child *c, char *const *argv,
                             tgi_sb_exec *out, char *err, size_t errlen)
 {
-	sb_child *c = child_new(out);
-	if ((c->ruleset_fd = landlock_ruleset(spec, r, err, errlen)) < 0)
+	if ((c->ruleset_fd = landlock_ruleset(spec, &c->view, err, errlen)) < 0)
 		return -1;
 
-	int fd = seccomp_program(!spec->network, 1, err, errlen);
+	int fd = seccomp_program(spec->profile->net != TGI_NET_ON, 1, err, errlen);
 	if (fd < 0)
 		return -1;
 	off_t size = lseek(fd, 0, SEEK_END);
@@ -962,20 +746,53 @@ static int prepare_landlock(const tgi_sb_spec *spec, const roots *r, char *const
 	push_argv(&a, argv);
 	out->argv = a.v;
 	out->backend = TGI_SB_LANDLOCK;
+	tgi_snprintf(c->home, sizeof c->home, "%s", c->view.tmp);   /* its private home */
 	return 0;
 }
 
-static void no_backend(const tgi_sb_spec *spec, char *err, size_t errlen)
+static void no_backend(tgi_sandbox mode, char *err, size_t errlen)
 {
 	tgi_snprintf(err, errlen, "no sandbox backend works here (bubblewrap: %s; Landlock: %s); "
 	             "refusing to run commands in %s mode", P.bwrap_unused, P.landlock_unused,
-	             tgi_sandbox_name(spec->mode));
+	             tgi_sandbox_name(mode));
+}
+
+int tgi_sandbox_usable(const tgi_sb_profile *p, int attach, char *why, size_t cap)
+{
+	const tgi_sb_probe *pb = tgi_sandbox_probe();
+	if (p->mode == TGI_SANDBOX_FULL)
+		return 1;
+	if (pb->backend == TGI_SB_NONE) {
+		no_backend(p->mode, why, cap);
+		return 0;
+	}
+	if (p->net == TGI_NET_HOSTS && pb->backend != TGI_SB_BWRAP) {
+		tgi_snprintf(why, cap, "network by host (network: [%s%s]) needs bubblewrap, which "
+		             "does not work here (%s); refusing to run commands", p->hosts.v[0],
+		             p->hosts.n > 1 ? ", ..." : "", P.bwrap_unused);
+		return 0;
+	}
+	if (p->net == TGI_NET_HOSTS && !attach) {
+		tgi_snprintf(why, cap, "network by host (network: [%s%s]) needs the gate's filtering "
+		             "proxy, which this build does not have yet; refusing to run commands "
+		             "(say network: true or false)", p->hosts.v[0], p->hosts.n > 1 ? ", ..." : "");
+		return 0;
+	}
+	if (pb->backend == TGI_SB_LANDLOCK && !(p->accept & TGI_SB_ACCEPT_LANDLOCK)) {
+		tgi_snprintf(why, cap, "only Landlock works here (bubblewrap: %s), and it cannot "
+		             "enforce %s fully (no hidden paths, no read-only .git or gate files "
+		             "inside the workspace, no pid namespace; see toolgate doctor); refusing "
+		             "to run commands unless the configuration accepts it by name "
+		             "(sandbox: {accept: [landlock]})", P.bwrap_unused,
+		             tgi_sandbox_name(p->mode));
+		return 0;
+	}
+	return 1;
 }
 
 int tgi_sandbox_prepare(const tgi_sb_spec *spec, char *const *argv, tgi_sb_exec *out,
                         char *err, size_t errlen)
 {
-	roots r;
 	int rc;
 	memset(out, 0, sizeof *out);
 	out->seccomp_fd = -1;
@@ -984,32 +801,39 @@ int tgi_sandbox_prepare(const tgi_sb_spec *spec, char *const *argv, tgi_sb_exec 
 		tgi_snprintf(err, errlen, "the sandbox was given no command");
 		return -1;
 	}
-	if (spec->mode == TGI_SANDBOX_FULL) {
+	if (!spec->profile) {
+		tgi_snprintf(err, errlen, "the sandbox was given no profile");
+		return -1;
+	}
+	tgi_sandbox mode = spec->profile->mode;
+	if (mode == TGI_SANDBOX_FULL) {
 		tgi_strv a = {0};
 		push_argv(&a, argv);
 		out->argv = a.v;
 		return 0;
 	}
-	if (spec->mode != TGI_SANDBOX_READ_ONLY && spec->mode != TGI_SANDBOX_WORKSPACE_WRITE) {
-		tgi_snprintf(err, errlen, "the sandbox mode %d is unknown", (int)spec->mode);
+	if (mode != TGI_SANDBOX_READ_ONLY && mode != TGI_SANDBOX_WORKSPACE_WRITE) {
+		tgi_snprintf(err, errlen, "the sandbox mode %d is unknown", (int)mode);
 		return -1;
 	}
-	if (spec_roots(spec, &r, err, errlen) < 0)
+	if (!tgi_sandbox_usable(spec->profile, spec->attach != NULL, err, errlen))
 		return -1;
-	switch (tgi_sandbox_probe()->backend) {
-	case TGI_SB_BWRAP:
-		rc = prepare_bwrap(spec, &r, argv, out, err, errlen);
-		break;
-	case TGI_SB_LANDLOCK:
-		rc = prepare_landlock(spec, &r, argv, out, err, errlen);
-		break;
-	default:
-		no_backend(spec, err, errlen);
-		rc = -1;
-	}
-	if (rc < 0)
+	sb_child *c = child_new(out);
+	if (tgi_sbview_build(spec, &c->view, err, errlen) < 0) {
 		tgi_sandbox_release(out);
-	return rc;
+		return -1;
+	}
+	if (tgi_sandbox_probe()->backend == TGI_SB_BWRAP)
+		rc = prepare_bwrap(spec, c, argv, out, err, errlen);
+	else
+		rc = prepare_landlock(spec, c, argv, out, err, errlen);
+	if (rc < 0) {
+		tgi_sandbox_release(out);
+		return -1;
+	}
+	out->home = c->home[0] ? c->home : NULL;
+	out->tmpdir = out->backend == TGI_SB_BWRAP ? "/tmp" : c->view.tmp[0] ? c->view.tmp : NULL;
+	return 0;
 }
 
 /* ---- in the child (async-signal-safe: syscalls only) ---- */
@@ -1023,19 +847,34 @@ static int drop_capabilities(void)
 	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
+static int keep_fd(int fd)
+{
+	return fd < 0 || fcntl(fd, F_SETFD, 0) == 0 ? 0 : -errno;
+}
+
 int tgi_sandbox_child(const tgi_sb_exec *x)
 {
-	if (!x)
-		return 0;
-	if (x->backend == TGI_SB_BWRAP && x->seccomp_fd >= 0) {
-		/* bwrap reads the program from this fd: keep it across exec */
-		if (fcntl(x->seccomp_fd, F_SETFD, 0) < 0 || lseek(x->seccomp_fd, 0, SEEK_SET) < 0)
-			return -errno;
-		return 0;
-	}
-	if (x->backend != TGI_SB_LANDLOCK || !x->child)
+	if (!x || !x->child)
 		return 0;
 	const sb_child *c = x->child;
+	if (x->backend == TGI_SB_BWRAP) {
+		/* bwrap reads the program and talks to the gate through these */
+		int r;
+		if ((r = keep_fd(x->seccomp_fd)) < 0 || (r = keep_fd(c->info_w)) < 0 ||
+		    (r = keep_fd(c->block_r)) < 0)
+			return r;
+		if (x->seccomp_fd >= 0 && lseek(x->seccomp_fd, 0, SEEK_SET) < 0)
+			return -errno;
+		if (c->ruleset_fd >= 0) {
+			if (c->nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+				return -errno;
+			if (syscall(SYS_landlock_restrict_self, c->ruleset_fd, 0) < 0)
+				return -errno;
+		}
+		return 0;
+	}
+	if (x->backend != TGI_SB_LANDLOCK)
+		return 0;
 	/* like bwrap's --die-with-parent (the forking thread's exit) */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return -errno;
@@ -1051,6 +890,84 @@ int tgi_sandbox_child(const tgi_sb_exec *x)
 	return 0;
 }
 
+/* ---- in the parent ---- */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* bubblewrap's info ({"child-pid": N, ...}) from fd, within INFO_MS. */
+static pid_t read_child_pid(int fd, char *err, size_t errlen)
+{
+	char buf[4096];
+	size_t len = 0;
+	double deadline = tgi_now_ms() + INFO_MS;
+	for (;;) {
+		int left = (int)(deadline - tgi_now_ms());
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (left <= 0 || poll(&pf, 1, left) <= 0) {
+			if (left > 0 && errno == EINTR)
+				continue;
+			tgi_snprintf(err, errlen, "the sandbox did not say its pid within %d ms", INFO_MS);
+			return -1;
+		}
+		ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (len += (size_t)n) == sizeof buf - 1)
+			break;
+	}
+	buf[len] = '\0';
+	json_t *j = json_loadb(buf, len, JSON_DISABLE_EOF_CHECK, NULL);
+	json_t *pid = json_object_get(j, "child-pid");
+	pid_t r = json_is_integer(pid) && json_integer_value(pid) > 0 ?
+	          (pid_t)json_integer_value(pid) : -1;
+	json_decref(j);
+	if (r < 0)
+		tgi_snprintf(err, errlen, "the sandbox ended before it said its pid");
+	return r;
+}
+
+int tgi_sandbox_started(tgi_sb_exec *x, pid_t pid, char *err, size_t errlen)
+{
+	sb_child *c = x ? x->child : NULL;
+	(void)pid;
+	if (!c || c->info_r < 0)
+		return 0;
+	close_fd(&c->info_w);            /* the child has its own: EOF when bwrap closes it */
+	close_fd(&c->block_r);
+	pid_t inner = read_child_pid(c->info_r, err, errlen);
+	close_fd(&c->info_r);
+	if (inner < 0)
+		return -1;
+	char why[512] = "";
+	if (c->attach(c->attach_arg, inner, c->profile, why, sizeof why) < 0) {
+		tgi_snprintf(err, errlen, "the sandbox's network could not be set up: %s",
+		             why[0] ? why : "the proxy refused");
+		return -1;
+	}
+	ssize_t w;
+	do
+		w = write(c->block_w, "g", 1);
+	while (w < 0 && errno == EINTR);
+	close_fd(&c->block_w);
+	if (w != 1) {
+		tgi_snprintf(err, errlen, "the sandbox could not be told to start: %s",
+		             strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+json_t *tgi_sandbox_audit(tgi_sb_exec *x)
+{
+	sb_child *c = x ? x->child : NULL;
+	return c && c->view.audit ? tgi_sbaudit_end(c->view.audit) : NULL;
+}
+
 void tgi_sandbox_release(tgi_sb_exec *x)
 {
 	if (!x)
@@ -1064,21 +981,80 @@ void tgi_sandbox_release(tgi_sb_exec *x)
 		close(x->seccomp_fd);
 	sb_child *c = x->child;
 	if (c) {
-		if (c->ruleset_fd >= 0)
-			close(c->ruleset_fd);
-		for (size_t i = 0; i < c->nholds; i++)
-			unhold(&c->holds[i]);
-		free(c->holds);
+		close_fd(&c->ruleset_fd);
+		close_fd(&c->info_r);
+		close_fd(&c->info_w);
+		close_fd(&c->block_r);
+		close_fd(&c->block_w);
+		tgi_sbview_free(&c->view);
 		free(c->insns);
 		free(c);
 	}
 	x->argv = NULL;
 	x->seccomp_fd = -1;
 	x->child = NULL;
+	x->home = NULL;
+	x->tmpdir = NULL;
 	x->backend = TGI_SB_NONE;
 }
 
 /* ---- doctor ---- */
+
+/* What holds of uid 0 and the kernel, for this user and backend. */
+static void kernel_sentence(tgi_sb_backend b, char *out, size_t cap)
+{
+	const tgi_sb_probe *p = tgi_sandbox_probe();
+	unsigned uid = (unsigned)geteuid();
+	const char *rest = "with no capabilities in any namespace and no_new_privs; /proc/sys, "
+	                   "/proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs and /sys "
+	                   "read-only; /proc/keys, /proc/kcore, /proc/timer_list and /etc's "
+	                   "secrets hidden; keyctl, add_key, request_key, bpf, perf_event_open, "
+	                   "kexec, module loading, mount calls, new namespaces, swapon, reboot, "
+	                   "acct, quotactl, userfaultfd, iopl/ioperm and io_uring refused by "
+	                   "seccomp; other processes out of sight (pid namespace)";
+	if (b == TGI_SB_BWRAP && uid == 0 && p->userns)
+		tgi_snprintf(out, cap, "uid 0 inside is uid 0 outside: the user namespace maps root "
+		             "to itself, because bubblewrap 0.8 maps only the caller's own uid and a "
+		             "root user's workspace must stay writable to it (another uid would need "
+		             "idmapped mounts); so files root owns are protected by being mounted "
+		             "read-only or not at all, %s%s%s", rest, P.userns_why[0] ? "; " : "",
+		             P.userns_why);
+	else if (b == TGI_SB_BWRAP && uid == 0)
+		tgi_snprintf(out, cap, "uid 0 inside is uid 0 outside, in no user namespace (%s); "
+		             "files root owns are protected by being mounted read-only or not at "
+		             "all, %s", P.userns_why, rest);
+	else if (b == TGI_SB_BWRAP)
+		tgi_snprintf(out, cap, "uid %u inside is uid %u outside, in a user namespace; %s%s%s",
+		             uid, uid, rest, P.userns_why[0] ? "; " : "", P.userns_why);
+	else if (b == TGI_SB_LANDLOCK)
+		tgi_snprintf(out, cap, "uid %u inside is uid %u outside (Landlock has no user "
+		             "namespace), with no capabilities and no_new_privs; /proc/sys is not "
+		             "writable (Landlock grants no write there) and the same calls are "
+		             "refused by seccomp, but %s; other processes of this user are in "
+		             "sight%s", uid, uid, uid == 0 ? "/etc/shadow and whatever else root "
+		             "owns stay readable" : "nothing is hidden inside what it may read",
+		             p->landlock_abi >= 6 ? " (signals to them are refused: Landlock ABI 6)"
+		                                  : " and can be signalled (Landlock ABI 6 is needed "
+		                                    "to refuse that)");
+	else
+		tgi_snprintf(out, cap, "no sandbox: commands are refused in sandboxed modes");
+}
+
+/* What Landlock cannot enforce, whatever the backend in use. */
+static json_t *landlock_gaps(void)
+{
+	return json_pack("[s,s,s,s,s,s]",
+		"metadata: chmod, chown, utime, extended attributes and setuid bits are not "
+		"controlled, on any file the user may change, inside the workspace or outside it",
+		"renames and protected paths: .git, .toolgate and the gate's own files inside a "
+		"writable workspace stay writable, and any directory above them can be renamed",
+		"hidden paths: nothing inside a readable directory can be hidden (/etc's secrets, "
+		".toolgate, masks), and what root owns stays readable to root",
+		"sockets: connect() to unix sockets on the host is not controlled (only abstract ones "
+		"are scoped, with ABI 6)",
+		"processes: no pid namespace: other processes of the user are visible",
+		"network by host needs a network namespace: not available");
+}
 
 static json_t *mode_entry(int enforceable, const char *notes)
 {
@@ -1088,32 +1064,36 @@ static json_t *mode_entry(int enforceable, const char *notes)
 json_t *tgi_sandbox_report(void)
 {
 	const tgi_sb_probe *p = tgi_sandbox_probe();
-	char ro[640], ww[640], refuse[720];
-	const char *net = "no network unless network: true";
+	char ro[900], ww[900], refuse[720], kernel[1400];
+	const char *net = "no network unless network: true (or a list of hosts)";
+	int ok = p->backend == TGI_SB_BWRAP;
 
+	kernel_sentence(p->backend, kernel, sizeof kernel);
 	switch (p->backend) {
 	case TGI_SB_BWRAP:
-		tgi_snprintf(ro, sizeof ro, "bubblewrap: the whole file system read-only but a "
-		             "private tmp dir and /tmp (and /run while the network is cut); own pid "
-		             "namespace, no capabilities; %s (network namespace and seccomp)", net);
-		tgi_snprintf(ww, sizeof ww, "bubblewrap: the workspace and a private tmp dir "
-		             "writable; .git/, .toolgate/ and the gate's files inside it read-only; "
-		             "private /tmp (and /run while the network is cut); own pid namespace, "
-		             "no capabilities; %s (network namespace and seccomp)", net);
+		tgi_snprintf(ro, sizeof ro, "bubblewrap: the system, the workspace and the profile's "
+		             "read paths read-only, /etc's secrets hidden; private /tmp, /var/tmp, /run "
+		             "and home; only the private tmp dir and the profile's write paths "
+		             "writable; own pid namespace; %s (network namespace and seccomp)", net);
+		tgi_snprintf(ww, sizeof ww, "bubblewrap: as read-only, and the workspace writable "
+		             "but for every .git below it, .toolgate (hidden) and the directories "
+		             "holding the gate's own files (read-only mounts, which cannot be "
+		             "renamed); a .git or a missing gate file made during a run is removed "
+		             "after it; %s (network namespace and seccomp)", net);
 		break;
 	case TGI_SB_LANDLOCK: {
-		const char *sig = p->landlock_abi >= 6
-			? "signals to processes outside the sandbox are refused (Landlock ABI 6)"
-			: "no pid namespace: a command can signal other processes of this user "
-			  "(Landlock ABI 6 is needed to refuse that)";
-		tgi_snprintf(ro, sizeof ro, "landlock (ABI %d): read-only everywhere but a private "
-		             "tmp dir; no capabilities; %s (seccomp); host unix sockets stay "
-		             "reachable; %s", p->landlock_abi, net, sig);
-		tgi_snprintf(ww, sizeof ww, "landlock (ABI %d): the workspace and a private tmp dir "
-		             "writable; Landlock cannot keep .git/ and .toolgate/ inside the "
-		             "workspace read-only, so they are writable in this mode; no "
-		             "capabilities; %s (seccomp); host unix sockets stay reachable; %s",
-		             p->landlock_abi, net, sig);
+		tgi_snprintf(ro, sizeof ro, "landlock (ABI %d) is the only backend here, and it "
+		             "cannot enforce this mode fully (see landlock_cannot): commands run "
+		             "only under a profile that accepts it (sandbox: {accept: [landlock]}); "
+		             "then: writes only to the private tmp dir and the profile's write paths, "
+		             "reads only of the system, the workspace and the profile's paths",
+		             p->landlock_abi);
+		tgi_snprintf(ww, sizeof ww, "landlock (ABI %d) is the only backend here, and it "
+		             "cannot enforce this mode fully (see landlock_cannot): commands run "
+		             "only under a profile that accepts it (sandbox: {accept: [landlock]}); "
+		             "then: the workspace writable, .git, .toolgate and the gate's files "
+		             "in it included; a .git or missing gate file made during a run is still "
+		             "removed after it", p->landlock_abi);
 		break;
 	}
 	default:
@@ -1123,7 +1103,6 @@ json_t *tgi_sandbox_report(void)
 		tgi_snprintf(ro, sizeof ro, "%s", refuse);
 		tgi_snprintf(ww, sizeof ww, "%s", refuse);
 	}
-	int ok = p->backend != TGI_SB_NONE;
 	json_t *modes = json_pack("{s:o,s:o,s:o}",
 		"read-only", mode_entry(ok, ro),
 		"workspace-write", mode_entry(ok, ww),
@@ -1132,9 +1111,18 @@ json_t *tgi_sandbox_report(void)
 	json_t *bw = json_pack("{s:b,s:s?,s:s?}", "ok", p->bwrap_ok,
 	                       "path", p->bwrap_path[0] ? p->bwrap_path : NULL,
 	                       "why", p->bwrap_ok ? NULL : p->bwrap_why);
-	json_t *r = json_pack("{s:s,s:o,s:i,s:b,s:o}", "backend", tgi_sb_backend_name(p->backend),
+	json_t *calls = json_array();
+	for (size_t i = 0; i < TGI_ARRAY_LEN(admin_calls); i++)
+		json_array_append_new(calls, json_string(admin_calls[i]));
+	json_t *r = json_pack("{s:s,s:o,s:i,s:b,s:{s:b,s:b,s:s?},s:s,s:o,s:o,s:o}",
+	                      "backend", tgi_sb_backend_name(p->backend),
 	                      "bubblewrap", bw, "landlock_abi", p->landlock_abi,
-	                      "seccomp", p->seccomp_ok, "modes", modes);
+	                      "seccomp", p->seccomp_ok,
+	                      "user_namespace", "made", p->backend == TGI_SB_BWRAP && p->userns,
+	                      "nested_disabled", p->backend == TGI_SB_BWRAP && P.disable_userns,
+	                      "why", P.userns_why[0] ? P.userns_why : NULL,
+	                      "kernel", kernel, "refused_calls", calls,
+	                      "landlock_cannot", landlock_gaps(), "modes", modes);
 	if (!p->landlock_abi)
 		json_object_set_new(r, "landlock_why", json_string(P.landlock_why));
 	if (!p->seccomp_ok)
@@ -1142,4 +1130,115 @@ json_t *tgi_sandbox_report(void)
 	if (P.override[0])
 		json_object_set_new(r, "override", json_string(P.override));
 	return r;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_add(json_t *o, const char *key, const char *path)
+{
+	json_t *a = json_object_get(o, key);
+	if (!a)
+		json_object_set_new(o, key, a = json_array());
+	json_array_append_new(a, tgi_json_text(path, strlen(path)));
+}
+
+json_t *tgi_sandbox_view(const tgi_sb_spec *spec)
+{
+	const tgi_sb_probe *p = tgi_sandbox_probe();
+	const tgi_sb_profile *pr = spec->profile;
+	char why[1024], err[1024], kernel[1400];
+	tgi_sbview v;
+	json_t *o = json_object();
+	int usable = tgi_sandbox_usable(pr, spec->attach != NULL, why, sizeof why);
+	tgi_sb_backend b = pr->mode == TGI_SANDBOX_FULL ? TGI_SB_NONE : p->backend;
+
+	json_object_set_new(o, "mode", json_string(tgi_sandbox_name(pr->mode)));
+	json_object_set_new(o, "backend", json_string(tgi_sb_backend_name(b)));
+	json_object_set_new(o, "usable", json_boolean(usable));
+	if (!usable)
+		json_object_set_new(o, "why", json_string(why));
+	if (pr->net == TGI_NET_HOSTS) {
+		json_t *h = json_array();
+		for (size_t i = 0; i < pr->hosts.n; i++)
+			json_array_append_new(h, json_string(pr->hosts.v[i]));
+		json_object_set_new(o, "network", h);
+	} else {
+		json_object_set_new(o, "network", json_boolean(pr->net == TGI_NET_ON));
+	}
+	if (pr->mode == TGI_SANDBOX_FULL) {
+		json_object_set_new(o, "kernel", json_string("no sandbox: the gate's own rights"));
+		return o;
+	}
+	kernel_sentence(b, kernel, sizeof kernel);
+	json_object_set_new(o, "kernel", json_string(kernel));
+	if (tgi_sbview_build(spec, &v, err, sizeof err) < 0) {
+		json_object_set_new(o, "usable", json_false());
+		json_object_set_new(o, "why", json_string(err));
+		tgi_sbview_free(&v);
+		return o;
+	}
+	json_t *lists = json_object();
+	for (const char *const *k = (const char *const[]){"readable", "writable", "private",
+	                                                  "hidden", NULL}; *k; k++)
+		json_object_set_new(lists, *k, json_array());
+	for (size_t i = 0; i < v.nops; i++) {
+		const tgi_sbv_op *op = &v.ops[i];
+		switch (op->kind) {
+		case TGI_SBV_RO:        list_add(lists, "readable", op->dest); break;
+		case TGI_SBV_RW:        list_add(lists, "writable", op->dest); break;
+		case TGI_SBV_TMPFS:     list_add(lists, "private", op->dest); break;
+		case TGI_SBV_HIDE_DIR:
+		case TGI_SBV_HIDE_FILE: list_add(lists, "hidden", op->dest); break;
+		case TGI_SBV_PROC:      list_add(lists, "readable", "/proc (this sandbox's processes)"); break;
+		case TGI_SBV_DEV:       list_add(lists, "readable", "/dev (null, zero, random, tty, shm)"); break;
+		case TGI_SBV_SYMLINK:   break;
+		}
+	}
+	for (size_t i = 0; i < v.unreadable.n; i++)   /* hidden by their own modes */
+		list_add(lists, "hidden", v.unreadable.v[i]);
+	json_object_update(o, lists);
+	json_decref(lists);
+	/* the host's top-level entries the view has nothing at or above */
+	tgi_strv tops = {0};
+	DIR *d = opendir("/");
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char top[NAME_MAX + 2];
+		if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, "..")))
+			continue;
+		snprintf(top, sizeof top, "/%s", e->d_name);
+		int seen = 0;
+		for (size_t i = 0; i < v.nops && !seen; i++)
+			seen = !strcmp(v.ops[i].dest, top);
+		if (!seen)
+			tgi_strv_push(&tops, tgi_strdup(top));
+	}
+	if (d)
+		closedir(d);
+	if (tops.n)
+		qsort(tops.v, tops.n, sizeof *tops.v, str_cmp);
+	json_t *none = json_array();
+	for (size_t i = 0; i < tops.n; i++)
+		json_array_append_new(none, tgi_json_text(tops.v[i], strlen(tops.v[i])));
+	tgi_strv_free(&tops);
+	json_object_set_new(o, "not_shown", none);
+	json_t *miss = json_array();
+	for (size_t i = 0; i < v.missing.n; i++)
+		json_array_append_new(miss, tgi_json_text(v.missing.v[i], strlen(v.missing.v[i])));
+	json_object_set_new(o, "missing", miss);
+	size_t dirs, entries;
+	double ms;
+	tgi_sbaudit_counts(v.audit, &dirs, &entries, &ms);
+	json_object_set_new(o, "git_read_only", json_integer((json_int_t)v.ngit));
+	json_object_set_new(o, "scan", json_pack("{s:I,s:I,s:f}", "dirs", (json_int_t)dirs,
+	                                         "entries", (json_int_t)entries, "ms",
+	                                         (double)(long long)(ms * 100) / 100));
+	if (b == TGI_SB_LANDLOCK)
+		json_object_set_new(o, "landlock", json_string(
+			"under Landlock the hidden paths stay readable, the read-only ones inside the "
+			"workspace stay writable, and the private directories are simply absent"));
+	tgi_sbview_free(&v);
+	return o;
 }

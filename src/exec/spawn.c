@@ -183,6 +183,12 @@ int tgi_spawn_run(char *const argv[], const tgi_spawn_opts *o, tgi_spawn_result 
 	close(stp[0]);
 	if (sn == (ssize_t)sizeof e)
 		res->spawn_errno = e;
+	if (!res->spawn_errno && o->started &&
+	    o->started(o->started_arg, pid, res->start_error, sizeof res->start_error) < 0) {
+		if (!res->start_error[0])
+			tgi_snprintf(res->start_error, sizeof res->start_error, "it could not be started");
+		kill(-pid, SIGKILL);
+	}
 
 	int in_fd = inp[1], out_fd = outp[0], err_fd = errp[0];
 	set_nonblock(in_fd);

@@ -5,6 +5,7 @@
 #define TGI_SPAWN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Spawn (src/exec/spawn.c): run argv with stdin data, a clean environment,
  * its own process group, a timeout (SIGTERM, then SIGKILL after a grace
@@ -25,6 +26,7 @@ typedef struct tgi_spawn_result {
 	size_t err_total;
 	int    cancelled;    /* stopped because *cancel was set */
 	double duration_ms;
+	char   start_error[512]; /* not empty: opts.started refused, and the child was killed */
 } tgi_spawn_result;
 
 int  tgi_spawn(char *const argv[], const char *cwd, char *const envp[], const char *in,
@@ -43,6 +45,11 @@ typedef struct tgi_spawn_opts {
 	                                           0, or -errno to fail the spawn */
 	void         *child_arg;
 	volatile const int *cancel;/* set nonzero from elsewhere: stop the group as a timeout does */
+	int         (*started)(void *arg, pid_t pid, char *err, size_t errlen);
+	                           /* in the parent once the exec succeeded, before any output is
+	                              read (the sandbox's network attach): 0, or -1 with a
+	                              sentence: the group is killed, res->start_error says why */
+	void         *started_arg;
 } tgi_spawn_opts;
 
 int tgi_spawn_run(char *const argv[], const tgi_spawn_opts *o, tgi_spawn_result *res);

@@ -130,10 +130,10 @@ static void env_push(tgi_strv *env, const char *name, const char *value)
 }
 
 static int build_env(const tgi_exec_ctx *ctx, const json_t *args, const char *tmpdir,
-                     tgi_strv *env, tgi_tool_out *out)
+                     const char *sb_home, tgi_strv *env, tgi_tool_out *out)
 {
 	const tgi_shell_cfg *sh = &ctx->cfg->shell;
-	const char *home = getenv("HOME");
+	const char *home = sb_home ? sb_home : getenv("HOME");
 	const char *lang = getenv("LANG");
 	const json_t *extra = json_object_get(args, "env");
 	const char *name;
@@ -304,19 +304,51 @@ static void shell_repath(json_t *args, tgi_path_map_fn map, void *ud)
 	tgi_repath_key(args, "workdir", map, ud);
 }
 
-/* What stays read-only inside a writable workspace: .git/, .toolgate/ and
- * the gate's own files.  One that does not exist is held empty for the
- * run (sandbox.h), so that a command cannot create, say, the toolgate.yaml
- * the next gate would load. */
+/* The gate's own files, as absolute paths: the sandbox keeps them (and
+ * the directories above them) read-only, and a missing one is removed if
+ * the command creates it (sandbox.h).  .git needs no entry: the sandbox
+ * finds every one; .toolgate is hidden. */
 static void protected_paths(const tgi_exec_ctx *ctx, tgi_strv *out)
 {
-	static const char *const dirs[] = {".git/", ".toolgate/"};
 	char p[PATH_MAX];
-	for (size_t i = 0; i < TGI_ARRAY_LEN(dirs) + ctx->nprotect; i++) {
-		const char *rel = i < TGI_ARRAY_LEN(dirs) ? dirs[i] : ctx->protect[i - TGI_ARRAY_LEN(dirs)];
-		tgi_snprintf(p, sizeof p, "%s/%s", ctx->workspace, rel);
+	for (size_t i = 0; i < ctx->nprotect; i++) {
+		tgi_snprintf(p, sizeof p, "%s/%s", ctx->workspace, ctx->protect[i]);
 		tgi_strv_push(out, tgi_strdup(p));
 	}
+}
+
+/* In the parent once bubblewrap runs: the network attach (sandbox.h). */
+static int sandbox_started(void *arg, pid_t pid, char *err, size_t errlen)
+{
+	return tgi_sandbox_started(arg, pid, err, errlen);
+}
+
+/* What the audit found after the run, as the call's warnings and one
+ * event (tool.sandbox.removed). */
+static void audit_notes(json_t *found, tgi_tool_out *out)
+{
+	size_t i;
+	json_t *f;
+	if (!found)
+		return;
+	out->warnings = json_array();
+	json_array_foreach(found, i, f) {
+		char msg[1024];
+		const char *path = json_string_value(json_object_get(f, "path"));
+		const char *what = json_string_value(json_object_get(f, "what"));
+		const char *action = json_string_value(json_object_get(f, "action"));
+		char shown[300];
+		tgi_sanitize(shown, sizeof shown, path ? path : "?");
+		if (!strcmp(path ? path : "", "."))
+			tgi_snprintf(msg, sizeof msg, "the sandbox could not check the workspace after the "
+			             "command: %s", action ? action : "");
+		else
+			tgi_snprintf(msg, sizeof msg, "the command created %s (%s); %s", shown,
+			             what ? what : "", action ? action : "");
+		json_array_append_new(out->warnings, json_string(msg));
+	}
+	out->events = json_pack("[{s:s,s:{s:o}}]", "type", "tool.sandbox.removed", "data",
+	                        "found", found);
 }
 
 /* What is exec'd (before the sandbox's wrapper): /bin/sh -c COMMAND for a
@@ -385,19 +417,17 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		tgi_strv_free(&argv);
 		return tgi_tool_fail(out, TG_ERR_TRANSIENT);
 	}
-	if (build_env(ctx, args, tmpdir, &env, out) < 0) {
-		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
-		goto done;
-	}
-
 	protected_paths(ctx, &prot);
+	const char *masks[] = {ctx->state_dir};
 	tgi_sb_spec spec = {
-		.mode = ctx->cfg->sandbox,
-		.network = ctx->cfg->sandbox_network,
+		.profile = &ctx->cfg->sandbox_profile,
 		.workspace = ctx->workspace,
 		.tmpdir = tmpdir,
 		.protect = (const char *const *)prot.v,
 		.nprotect = prot.n,
+		.mask = masks,
+		.nmask = 1,
+		.quarantine = ctx->state_dir,
 	};
 	if (tgi_sandbox_prepare(&spec, argv.v, &sb, err, sizeof err) < 0) {
 		tgi_snprintf(out->message, sizeof out->message, "%s; nothing was run", err);
@@ -405,6 +435,10 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		goto done;
 	}
 	have_sb = 1;
+	if (build_env(ctx, args, sb.tmpdir ? sb.tmpdir : tmpdir, sb.home, &env, out) < 0) {
+		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+		goto done;
+	}
 	tgi_limits l = {
 		.cpu_s = sh->cpu_s, .address_space_mb = sh->address_space_mb,
 		.file_size_mb = sh->file_size_mb, .open_files = sh->open_files,
@@ -423,12 +457,24 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		.child_setup = child_setup,
 		.child_arg = &ca,
 		.cancel = ctx->cancel,
+		.started = sandbox_started,
+		.started_arg = &sb,
 	};
 	tgi_spawn_result res;
 	if (tgi_spawn_run(sb.argv, &o, &res) < 0) {
 		tgi_snprintf(out->message, sizeof out->message, "could not start the command: %s; "
 		             "nothing was run", strerror(errno));
 		tgi_tool_fail(out, TG_ERR_TRANSIENT);
+		goto done;
+	}
+	/* the command and its pid namespace are gone: what it made at a
+	 * refused name goes now (before any other result is given) */
+	audit_notes(tgi_sandbox_audit(&sb), out);
+	if (res.start_error[0]) {
+		tgi_snprintf(out->message, sizeof out->message, "%s; nothing was run",
+		             res.start_error);
+		tgi_spawn_result_free(&res);
+		tgi_tool_fail(out, TG_ERR_NOT_PERMITTED);
 		goto done;
 	}
 	if (res.spawn_errno) {
@@ -493,14 +539,17 @@ static json_t *shell_plan(const tgi_exec_ctx *ctx, const json_t *args)
 	json_object_set_new(plan, "argv", jargv);
 	json_object_set_new(plan, "workdir", tgi_json_text(rel, strlen(rel)));
 
-	tgi_sandbox mode = ctx->cfg->sandbox;
+	const tgi_sb_profile *pr = &ctx->cfg->sandbox_profile;
+	tgi_sandbox mode = pr->mode;
 	int sandboxed = mode != TGI_SANDBOX_FULL;
 	tgi_sb_backend backend = sandboxed ? tgi_sandbox_probe()->backend : TGI_SB_NONE;
+	char why[1024];
+	int usable = tgi_sandbox_usable(pr, 0, why, sizeof why);
 	json_object_set_new(plan, "sandbox",
 	                    json_pack("{s:s, s:s, s:b}", "mode", tgi_sandbox_name(mode), "backend",
 	                              tgi_sb_backend_name(backend), "network",
 	                              ctx->cfg->sandbox_network != 0));
-	int env_ok = build_env(ctx, args, PLAN_TMPDIR, &env, &out) == 0;
+	int env_ok = build_env(ctx, args, PLAN_TMPDIR, NULL, &env, &out) == 0;
 	for (size_t i = 0; env_ok && i < env.n; i++) {
 		const char *eq = strchr(env.v[i], '=');
 		char *name = tgi_strndup(env.v[i], (size_t)(eq - env.v[i]));
@@ -516,6 +565,10 @@ static json_t *shell_plan(const tgi_exec_ctx *ctx, const json_t *args)
 		tgi_snprintf(out.message, sizeof out.message,
 		             "no sandbox backend works here (toolgate doctor says why); refusing to run "
 		             "commands in %s mode; nothing was run", tgi_sandbox_name(mode));
+		return tgi_plan_fail(plan, TG_ERR_NOT_PERMITTED, out.message);
+	}
+	if (!usable) {
+		tgi_snprintf(out.message, sizeof out.message, "%s; nothing was run", why);
 		return tgi_plan_fail(plan, TG_ERR_NOT_PERMITTED, out.message);
 	}
 	return plan;

@@ -91,7 +91,9 @@ echo planted > "$PWD/planted-ran"
 			echo "shell: {read_only_commands: [], read_only_replace: true}"
 			case $name in
 			plain) echo "execpolicy: [rules/git.rules]" ;;
-			host) echo "execpolicy: [rules/git.rules, rules/host.rules]" ;;
+			host) echo "execpolicy: [rules/git.rules, rules/host.rules]"
+			      # the sandbox hides the home: show the operator's bin read-only
+			      echo "sandbox: {read: [~/bin]}" ;;
 			full) echo "execpolicy: [rules/git.rules]"; echo "sandbox: danger-full-access" ;;
 			perm) echo 'permissions: {allow: ["shell(git --version)", "shell(/usr/bin/git status)"], deny: ["shell(git push *)"]}' ;;
 			esac

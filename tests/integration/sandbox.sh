@@ -7,6 +7,9 @@
 # 127.0.0.1 fails and the listener sees nothing; killing the parent
 # (`kill -9 $PPID`) does not stop the gate.  In read-only mode nothing but
 # the private tmp dir is writable; with `network: true` the connect works.
+# Landlock runs only for a profile that accepts it by name (accept:
+# [landlock]): one that does not is refused, and doctor says what Landlock
+# cannot enforce.
 # A fork bomb under `shell.rlimits.processes: 64` is contained (never more
 # than 64 of it in a pids cgroup, the call finishes, nothing is left), and
 # a timed-out command leaves no process behind, background children
@@ -24,13 +27,14 @@ printf '[core]\n' > "$W/.git/config"
 printf 'a\n' > "$W/src/a.txt"
 printf 'orig\n' > "$OUT/f"
 
-# config NAME MODE NETWORK: $WS/NAME.yaml (outside the workspace)
+# config NAME MODE NETWORK [ACCEPT]: $WS/NAME.yaml (outside the workspace);
+# the profiles accept Landlock by name unless ACCEPT says otherwise
 config() {
 	cat > "$WS/$1.yaml" <<YAML
 workspace: $W
 mode: bypassPermissions
 approval: never
-sandbox: {mode: $2, network: $3}
+sandbox: {mode: $2, network: $3, accept: [${4-landlock}]}
 shell: {rlimits: {processes: 64}}
 YAML
 }
@@ -38,6 +42,7 @@ config ww workspace-write false
 config ro read-only false
 config net workspace-write true
 config full danger-full-access false
+config strict workspace-write false ""
 
 # sbcall NAME CONFIG COMMAND [TIMEOUT_S]: one shell call from the workspace;
 # the envelope in $WS/NAME.json, toolgate's exit code in $WS/NAME.exit
@@ -196,7 +201,24 @@ for backend in bubblewrap landlock; do
 		continue
 	fi
 	b=$backend
-	eq "$(jq -r '.modes["workspace-write"].enforceable' <<< "$doc")" true "$b: doctor"
+	if [ $b = bubblewrap ]; then
+		eq "$(jq -r '.modes["workspace-write"].enforceable' <<< "$doc")" true "$b: doctor"
+	else
+		# Landlock cannot enforce a sandboxed mode fully: it says what it cannot,
+		# and runs nothing unless the profile accepts it by name
+		eq "$(jq -r '.modes["workspace-write"].enforceable' <<< "$doc")" false "$b: doctor"
+		contains "$(jq -r '.modes["workspace-write"].notes' <<< "$doc")" "accept: [landlock]" \
+			"$b: doctor says how to accept it"
+		for gap in metadata renames sockets processes; do
+			contains "$(jq -r '.landlock_cannot | join("\n")' <<< "$doc")" "$gap" \
+				"$b: doctor says Landlock cannot enforce $gap"
+		done
+		sbcall $b-strict strict "echo hi"
+		eq "$(field $b-strict .status)" failed "$b: a profile that does not accept Landlock"
+		eq "$(field $b-strict .error.kind)" not_permitted "$b: refused, not failed"
+		contains "$(field $b-strict .error.message)" "accept: [landlock]" "$b: says how to accept it"
+		eq "$(field $b-strict .output)" null "$b: nothing ran"
+	fi
 
 	sbcall $b-echo ww "echo hi"
 	eq "$(field $b-echo .output.stdout)" hi "$b: echo"
@@ -231,7 +253,7 @@ for backend in bubblewrap landlock; do
 		ran $b-git
 		ran $b-ledger
 		contains "$(jq -r '.modes["workspace-write"].notes' <<< "$doc")" \
-			"cannot keep .git/ and .toolgate/" "$b: doctor says .git/ is not protected"
+			".git, .toolgate and the gate's files in it included" "$b: doctor says .git/ is not protected"
 		printf '[core]\n' > "$W/.git/config"
 		rm -rf "$W/.git/hooks"
 	fi

@@ -1165,6 +1165,72 @@ static void test_json_file_errors(void **state)
 	tgi_config_free(c);
 }
 
+/* sandbox: a mode, or a profile {mode, network, read, write, sockets,
+ * accept}; paths keep their spelling but for ~, which is the home; the
+ * network is off, on, or a list of hosts; bad entries are refused with
+ * the key and the entry. */
+static void test_sandbox_profile(void **state)
+{
+	(void)state;
+	char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+	setenv("HOME", "/home/someone", 1);
+	tgi_config *c = yaml_ok("sandbox: read-only\n");
+	assert_int_equal(c->sandbox_profile.mode, TGI_SANDBOX_READ_ONLY);
+	assert_int_equal(c->sandbox_profile.net, TGI_NET_OFF);
+	assert_int_equal(c->sandbox_profile.read.n, 0);
+	assert_non_null(c->sandbox_profile.read.v);
+	tgi_config_free(c);
+
+	c = yaml_ok("sandbox: {mode: workspace-write, network: true}\n");
+	assert_int_equal(c->sandbox_profile.net, TGI_NET_ON);
+	assert_int_equal(c->sandbox_network, 1);
+	assert_int_equal(c->sandbox, TGI_SANDBOX_WORKSPACE_WRITE);
+	tgi_config_free(c);
+
+	c = yaml_ok("sandbox:\n"
+	            "  read: [~/.gitconfig, '~', /opt/sdk, build/cache]\n"
+	            "  write: [~/.cache/pip]\n"
+	            "  sockets: [~/.ssh/agent.sock]\n"
+	            "  network: [API.github.com:443, registry.npmjs.org, '*.example.com', '[::1]:8080']\n"
+	            "  accept: [landlock]\n");
+	const tgi_sb_profile *p = &c->sandbox_profile;
+	assert_int_equal(p->mode, TGI_SANDBOX_WORKSPACE_WRITE);   /* the default stays */
+	STRV(&p->read, "/home/someone/.gitconfig", "/home/someone", "/opt/sdk", "build/cache");
+	STRV(&p->write, "/home/someone/.cache/pip");
+	STRV(&p->sockets, "/home/someone/.ssh/agent.sock");
+	assert_int_equal(p->net, TGI_NET_HOSTS);
+	STRV(&p->hosts, "api.github.com:443", "registry.npmjs.org", "*.example.com", "[::1]:8080");
+	assert_int_equal(p->accept, TGI_SB_ACCEPT_LANDLOCK);
+	assert_int_equal(c->sandbox_network, 1);
+	tgi_config_free(c);
+
+	c = yaml_ok("sandbox: {network: []}\n");         /* no host: nothing to reach */
+	assert_int_equal(c->sandbox_profile.net, TGI_NET_OFF);
+	tgi_config_free(c);
+
+	yaml_err("sandbox: full\n", "1:10: sandbox: expected one of read-only, workspace-write, "
+	         "danger-full-access, got \"full\"");
+	yaml_err("sandbox: 3\n", "1:10: sandbox: expected one of read-only, workspace-write, "
+	         "danger-full-access, or a mapping");
+	yaml_err("sandbox: {mode: yolo}\n", "1:17: sandbox.mode: expected one of read-only");
+	yaml_err("sandbox: {mounts: [/]}\n", "1:19: sandbox.mounts: unknown key \"mounts\"; "
+	         "expected one of mode, network, read, write, sockets, accept");
+	yaml_err("sandbox: {read: [~bob/x]}\n", "1:18: sandbox.read[0]: expected ~ or ~/path");
+	yaml_err("sandbox: {write: [/]}\n", "1:19: sandbox.write[0]: expected a path below /");
+	yaml_err("sandbox: {read: /etc}\n", "1:17: sandbox.read: expected a list of strings");
+	yaml_err("sandbox: {network: [a..b]}\n", "1:21: sandbox.network[0]: expected a host name");
+	yaml_err("sandbox: {network: ['x.com:0']}\n", "1:21: sandbox.network[0]: expected a port");
+	yaml_err("sandbox: {network: ['x.com:99999']}\n", "1:21: sandbox.network[0]: expected a port");
+	yaml_err("sandbox: {network: yes}\n", "1:20: sandbox.network: expected true, false or a list");
+	yaml_err("sandbox: {accept: [none]}\n", "1:20: sandbox.accept[0]: expected a sandbox backend "
+	         "to accept (landlock; bubblewrap always is), got \"none\"; to run without");
+	if (home)
+		setenv("HOME", home, 1);
+	else
+		unsetenv("HOME");
+	free(home);
+}
+
 int main(void)
 {
 	const char *root = getenv("TOOLGATE_ROOT");
@@ -1173,6 +1239,7 @@ int main(void)
 		return 1;
 	}
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sandbox_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults_without_a_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_file_is_all_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discovery_in_the_current_directory, setup, teardown),
