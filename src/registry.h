@@ -13,6 +13,7 @@
 #define TGI_REGISTRY_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <jansson.h>
 #include "toolgate.h"
 #include "util/fs.h"
@@ -85,6 +86,12 @@ typedef struct tgi_exec_ctx {
 	size_t                    nprotect;
 	volatile const int       *cancel;     /* set nonzero when the caller cancels (may be NULL) */
 	const tg_callbacks       *cb;         /* the caller's progress/log/request hooks (may be NULL) */
+	/* Network by host for a sandbox this call starts: a tgi_sb_attach_fn
+	 * (exec/sandbox.h) and its argument, or NULL (a profile with a hosts
+	 * list is then refused). */
+	int                     (*net_attach)(void *arg, pid_t pid, const struct tgi_sb_profile *profile,
+	                                      char *err, size_t errlen);
+	void                     *net_attach_arg;
 } tgi_exec_ctx;
 
 /* What a handler returns. */
