@@ -53,6 +53,7 @@ enum {
 };
 
 struct tgi_exec_ctx;
+struct tgi_sb_profile;
 
 /*
  * May a tool that walks directories (list_dir, search_files) show or read
