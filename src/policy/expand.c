@@ -690,14 +690,19 @@ static const char *const numeric[] = { "RANDOM", "SECONDS", "LINENO", "UID", "EU
 	                               "BASHPID", "SRANDOM", "EPOCHSECONDS", "SHLVL", "OPTIND",
 	                               NULL };
 
+/* A variable's value before the line: the call's env, else what the gate
+ * itself gives every command (TMPDIR is a private directory under /tmp,
+ * the sandbox's own /tmp under bubblewrap; TOOLGATE_OP_ID an id). */
 static const char *env_value(const tgi_eval *e, const char *name)
 {
-	if (!e->env.n)
-		return NULL;
 	size_t n = strlen(name);
 	for (size_t i = 0; i < e->env.n; i++)
 		if (!strncmp(e->env.v[i], name, n) && e->env.v[i][n] == '=')
 			return e->env.v[i] + n + 1;
+	if (!strcmp(name, "TMPDIR"))
+		return "/tmp/toolgate-shell";
+	if (!strcmp(name, "TOOLGATE_OP_ID"))
+		return "op";
 	return NULL;
 }
 

@@ -60,34 +60,43 @@ rule() { jq -r '.error.rule // (.stages[] | select(.stage=="decide") | .rule)' <
 
 # every case of the data file, under bypassPermissions
 spellings() {
-	local d=$1 as=$2 l=$3 verdict rest args out st n=0
+	local d=$1 as=$2 l=$3 verdict rest args st dec why n=0 i=0
+	local -a verdicts=() texts=()
+	: > "$BASE/out"
 	while read -r verdict rest; do
 		case $verdict in '' | '#'*) continue ;; esac
 		case $rest in
 		'{'*) args=$rest ;;
-		*) args=$(jq -c '{command: .}' <<< "$rest") ;;
+		*) args="{\"command\": $rest}" ;;
 		esac
-		out=$(call "$d" "$as" plain.yaml bypassPermissions "$args")
-		st=$(jq -r .status <<< "$out")
+		call "$d" "$as" plain.yaml bypassPermissions "$args" >> "$BASE/out"
+		verdicts+=("$verdict") texts+=("$rest")
 		n=$((n + 1))
+	done < "$DATA"
+	# one jq over every answer: status, decision, rule per call
+	while IFS=$'\t' read -r st dec why; do
+		verdict=${verdicts[$i]} rest=${texts[$i]}
+		i=$((i + 1))
 		CHECKS=$((CHECKS + 1))
 		case $verdict in
 		deny)
-			[ "$st" = denied ] && [[ "$(rule "$out")" == floor:* ]] ||
-				fail "$l: $rest: expected denied by the floor, got $st ($(rule "$out"))" ;;
+			[ "$st" = denied ] && [[ "$why" == floor:* ]] ||
+				fail "$l: $rest: expected denied by the floor, got $st ($why)" ;;
 		ask)
-			[ "$st" = dry_run ] && [ "$(decision "$out")" = ask ] ||
-				fail "$l: $rest: expected ask, got $st $(decision "$out") ($(rule "$out"))" ;;
+			[ "$st" = dry_run ] && [ "$dec" = ask ] ||
+				fail "$l: $rest: expected ask, got $st $dec ($why)" ;;
 		allow)
-			[ "$st" = dry_run ] && [ "$(decision "$out")" = allow ] ||
-				fail "$l: $rest: expected allow, got $st $(decision "$out") ($(rule "$out"))" ;;
+			[ "$st" = dry_run ] && [ "$dec" = allow ] ||
+				fail "$l: $rest: expected allow, got $st $dec ($why)" ;;
 		*) fail "$l: unknown verdict $verdict" ;;
 		esac
-	done < "$DATA"
+	done < <(jq -r '[.status, ((.stages[]? | select(.stage=="decide") | .decision) // "-"),
+	                 (.error.rule // (.stages[]? | select(.stage=="decide") | .rule) // "-")] | @tsv' \
+	         "$BASE/out")
+	eq "$i" "$n" "$l: an answer for every spelling"
 	echo "$l: $n spellings"
 }
 
-# the other modes, an allow rule, the call's variables, explain
 modes() {
 	local d=$1 as=$2 l=$3 out
 	blind='{"command":"rm -rf \"$OUT\""}'
