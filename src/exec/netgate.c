@@ -225,6 +225,14 @@ json_t *tgi_netrun_end(tgi_netrun *r)
 	return a;
 }
 
+tgi_netsb *tgi_netrun_sandbox(tgi_netrun *r, size_t i)
+{
+	pthread_mutex_lock(&r->mu);
+	tgi_netsb *sb = i < r->nsb ? r->sb[i] : NULL;
+	pthread_mutex_unlock(&r->mu);
+	return sb;
+}
+
 void tgi_netdenial_text(const json_t *d, char *out, size_t cap)
 {
 	static const tgi_netwhy all[] = {

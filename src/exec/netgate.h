@@ -70,6 +70,10 @@ json_t *tgi_netrun_take(tgi_netrun *r);
  * and free the run.  NULL is a no-op (NULL). */
 json_t *tgi_netrun_end(tgi_netrun *r);
 
+/* The i-th sandbox the run attached (NULL past the last), for tests: one
+ * attached with pid 0 takes connections by tgi_netproxy_hand. */
+tgi_netsb *tgi_netrun_sandbox(tgi_netrun *r, size_t i);
+
 /* A sentence for the model about one denial record ("the sandbox's network
  * refused evil.example:443 (CONNECT, 2 times): the sandbox's network policy
  * does not allow this host"), into out (cap bytes). */

@@ -791,8 +791,9 @@ int tgi_sandbox_usable(const tgi_sb_profile *p, int attach, char *why, size_t ca
 	}
 	if (p->net == TGI_NET_HOSTS && !attach) {
 		tgi_snprintf(why, cap, "network by host (network: [%s%s]) needs the gate's filtering "
-		             "proxy, which this build does not have yet; refusing to run commands "
-		             "(say network: true or false)", p->hosts.v[0], p->hosts.n > 1 ? ", ..." : "");
+		             "proxy, which is not wired to this kind of process; refusing to run "
+		             "commands (say network: true or false)", p->hosts.v[0],
+		             p->hosts.n > 1 ? ", ..." : "");
 		return 0;
 	}
 	if (pb->backend == TGI_SB_LANDLOCK && !(p->accept & TGI_SB_ACCEPT_LANDLOCK)) {
