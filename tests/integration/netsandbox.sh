@@ -100,7 +100,7 @@ setup() { # DIR OWNER
 	local common="workspace: $d/ws
 mode: bypassPermissions
 approval: never"
-	printf '%s\nsandbox: {mode: workspace-write, network: [api.allowed.test:%s]}\nshell: {env_allow: [HTTPS_PROXY, FOO]}\n' "$common" "$P" > "$d/hosts.yaml"
+	printf '%s\nsandbox: {mode: workspace-write, network: [api.allowed.test:%s]}\nshell: {env_allow: [HTTPS_PROXY, FOO]}\nevents: {jsonl: .toolgate/events.jsonl}\n' "$common" "$P" > "$d/hosts.yaml"
 	printf '%s\nsandbox: {mode: workspace-write, network: true}\n' "$common" > "$d/on.yaml"
 	printf '%s\nsandbox: {mode: workspace-write, network: false}\n' "$common" > "$d/off.yaml"
 	printf '%s\nsandbox: {mode: workspace-write, network: [api.allowed.test:%s], accept: [landlock]}\n' "$common" "$P" > "$d/landlock.yaml"
@@ -174,6 +174,7 @@ half() { # AS DIR LABEL
 	eq "$(echo "$ev" | jq -rc 'select(.host == "api.allowed.test") | [.why, .port] | @tsv')" "$(printf 'port_denied\t%s' "$Q")" "$l: the event names the port"
 	contains "$(jq -r '.warnings | join("\n")' "$OUT/$l-evil.json")" "refused evil.test:$P (GET, 2 times)" "$l: the warning names evil.test"
 	eq "$(echo "$ev" | grep -c .)" 3 "$l: one event per refused destination"
+	eq "$(jq -rc --arg op "$op" 'select(.type == "tool.network.denied" and .op_id == $op) | .data.host' "$D/ws/.toolgate/events.jsonl" 2> /dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ';')" " 1 api.allowed.test; 2 evil.test;" "$l: the event stream has them too"
 
 	# ---- nothing leaves without the proxy (the unix socket answers outside)
 	CHECKS=$((CHECKS + 1))
@@ -190,6 +191,11 @@ half() { # AS DIR LABEL
 	CHECKS=$((CHECKS + 1))
 	so "$l-direct" | grep -q "^connect $D/sock/s: ok" && fail "$l: the unix socket outside answered"
 	contains "$(so "$l-direct")" "connect $D/sock/s: " "$l: the unix socket outside was tried"
+
+	# ---- a dry run shows the list and the proxy variables, and would run
+	tg "$l-plan" hosts call --json --dry-run shell '{"command": "curl http://api.allowed.test/"}'
+	eq "$(st "$l-plan")" dry_run "$l: the dry run"
+	eq "$(jq -rc '[.output.plan.sandbox.network, .output.plan.env.HTTPS_PROXY, (.output.plan.would_fail // "none")] | tostring' "$OUT/$l-plan.json")" "[[\"api.allowed.test:$P\"],\"http://127.0.0.1:3128\",\"none\"]" "$l: the plan's network, proxy and no would_fail"
 
 	# ---- a call may not point the proxy variables elsewhere
 	sh_call "$l-env" hosts "echo x" '{"env": {"HTTPS_PROXY": "http://10.0.0.1:1"}}'
