@@ -10,12 +10,12 @@
  * TERM=dumb, TMPDIR (a private directory, removed afterwards),
  * TOOLGATE_OP_ID, with a list of hosts the proxy's variables
  * (HTTP_PROXY, HTTPS_PROXY, ... netproxy.h), and those extras; nothing
- * else of the gate's environment.  stdin is /dev/null; its own process group; rlimits and a
- * pids cgroup (exec/limits.h); the sandbox of config `sandbox`
- * (exec/sandbox.h), with the gate's own files and the workspace's .git/
- * and .toolgate/ read-only; network by host through ctx->net_attach (the
- * call's run at the gate's proxy: what it refuses becomes the call's
- * events and warnings, execute.c).
+ * else of the gate's environment.  stdin is /dev/null; its own process
+ * group; rlimits and a pids cgroup (exec/limits.h); the sandbox of config
+ * `sandbox` (exec/sandbox.h), with the gate's own files and the
+ * workspace's .git/ and .toolgate/ read-only; network by host through
+ * ctx->net_attach (the call's run at the gate's proxy: what it refuses
+ * becomes the call's events and warnings, execute.c).
  *
  * Output: {"exit_code","signal","timed_out","stdout","stderr",
  * "duration_ms"}; a stream over shell.max_output_chars keeps its head and
