@@ -184,7 +184,8 @@ int  tgi_sandbox_usable(const tgi_sb_profile *p, int attach, char *why, size_t c
 
 /* For `toolgate doctor`: {"backend","bubblewrap":{ok,path,why},"landlock_abi",
  * "seccomp","user_namespace","modes":{"read-only":{enforceable,notes},...},
- * "kernel":{...},"landlock_gaps":[...]}, plus "landlock_why"/"seccomp_why"
+ * "network":{"backend","bubblewrap":{"false"|"true"|"hosts":{enforceable,notes}},
+ * "landlock":{...}},"kernel":{...},"landlock_gaps":[...]}, plus "landlock_why"/"seccomp_why"
  * when unavailable and "override" when TOOLGATE_SANDBOX_BACKEND is set.
  * New reference. */
 json_t *tgi_sandbox_report(void);
