@@ -302,6 +302,11 @@ int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *
  * server served (op_id: that call's, so the event joins it), and
  * tgi_gate_net_record(g, NULL, tgi_netrun_end(run)) once the server has
  * been reaped (which also detaches it).  Both take the denials (NULL: none).
+ * One run per process started (a restarted server gets a new run), and
+ * every run ended before tg_gate_close frees the proxy.  The sandbox calls
+ * the hook from tgi_sandbox_started, so the spawn must have it as its
+ * started callback (as shell.c does), and the process must get the
+ * variables of tgi_sb_exec.env.
  */
 struct tgi_netrun *tgi_net_call_begin(tgi_call *c);
 void               tgi_net_call_end(tgi_call *c, struct tgi_netrun *r);
