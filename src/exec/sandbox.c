@@ -1084,15 +1084,16 @@ static json_t *mode_entry(int enforceable, const char *notes)
 static json_t *network_modes(void)
 {
 	const tgi_sb_probe *p = tgi_sandbox_probe();
+	int bw_ok = p->bwrap_ok && p->seccomp_ok, ll_ok = p->landlock_abi > 0 && p->seccomp_ok;
 	json_t *bw = json_pack("{s:o,s:o,s:o}",
-		"false", mode_entry(p->bwrap_ok, "enforced: a network namespace of its own (a "
+		"false", mode_entry(bw_ok, "enforced: a network namespace of its own (a "
 		                    "loopback device and nothing else) and seccomp refusing every "
 		                    "socket family but AF_UNIX; host unix sockets only where the "
 		                    "profile's sockets name them"),
-		"true", mode_entry(p->bwrap_ok, "not filtered: the host's network namespace, every "
+		"true", mode_entry(bw_ok, "not filtered: the host's network namespace, every "
 		                   "address the gate can reach (abstract unix sockets scoped away "
 		                   "with Landlock ABI 6)"),
-		"hosts", mode_entry(p->bwrap_ok, "enforced: a network namespace of its own whose only "
+		"hosts", mode_entry(bw_ok, "enforced: a network namespace of its own whose only "
 		                    "way out is the gate's filtering proxy at 127.0.0.1:3128 inside it "
 		                    "(HTTP CONNECT and plain http:// to the listed hosts and ports, "
 		                    "names resolved by the gate; a refusal is a tool.network.denied "
@@ -1101,14 +1102,14 @@ static json_t *network_modes(void)
 		                    "NO_PROXY) set for the command"));
 	int ll4 = p->landlock_abi >= 4;
 	json_t *ll = json_pack("{s:o,s:o,s:o}",
-		"false", mode_entry(p->landlock_abi > 0, ll4 ?
+		"false", mode_entry(ll_ok, ll4 ?
 		                    "enforced for IP: seccomp refuses every socket family but AF_UNIX "
 		                    "and Landlock (ABI >= 4) refuses TCP bind and connect; but a host "
 		                    "unix socket the user may open stays reachable by connect()" :
 		                    "enforced for IP by seccomp (every socket family but AF_UNIX "
 		                    "refused); but a host unix socket the user may open stays "
 		                    "reachable by connect()"),
-		"true", mode_entry(p->landlock_abi > 0, "not filtered: the host's network"),
+		"true", mode_entry(ll_ok, "not filtered: the host's network"),
 		"hosts", mode_entry(0, "not enforceable: without a network namespace nothing keeps "
 		                    "a command to the proxy, so a profile with a list of hosts is "
 		                    "refused under Landlock, whatever it accepts"));
