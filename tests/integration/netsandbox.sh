@@ -10,7 +10,8 @@
 # to 127.0.0.1, where one python http.server answers on port P.  Inside the
 # sandbox (its own network namespace, whose only way out is the proxy):
 #   - curl to the allowed host succeeds, as plain HTTP and through a CONNECT
-#     tunnel (curl -p), with the proxy variables the sandbox set (control);
+#     tunnel (curl -p), and with python's urllib, through the proxy variables
+#     the sandbox set (control);
 #   - evil.test gets 403 for both, the call keeps status persisted (the
 #     command ran), its events name evil.test (why host_denied, the port,
 #     the op id), its warnings too; an allowed host on another port: 403,
@@ -94,6 +95,9 @@ setup() { # DIR OWNER
 	what = sys.argv[1]
 	if what == "tcp": print("tcp " + " ".join(tcp(h, sys.argv[2]) for h in sys.argv[3:] if h))
 	elif what == "udp": print("udp " + udp(sys.argv[2] or "1.1.1.1"))
+	elif what == "fetch":
+	    import urllib.request
+	    print(urllib.request.urlopen(sys.argv[2], timeout=10).read().decode().strip())
 	elif what == "family":
 	    print("inet " + family(socket.AF_INET) + " netlink " + family(socket.AF_NETLINK) + " packet " + family(socket.AF_PACKET))
 	PY
@@ -155,9 +159,9 @@ half() { # AS DIR LABEL
 
 	# ---- control: the allowed host, plain and through a tunnel
 	c='curl -s --max-time 10'
-	sh_call "$l-ok" hosts "$c http://api.allowed.test:$P/hello.txt; $c -p http://api.allowed.test:$P/hello.txt; echo \"proxy=\$HTTPS_PROXY\""
+	sh_call "$l-ok" hosts "$c http://api.allowed.test:$P/hello.txt; $c -p http://api.allowed.test:$P/hello.txt; $PY probe.py fetch http://api.allowed.test:$P/hello.txt; echo \"proxy=\$HTTPS_PROXY\""
 	ran "$l-ok" "$l: the allowed host"
-	eq "$(so "$l-ok")" "$(printf 'hello from the origin\nhello from the origin\nproxy=http://127.0.0.1:3128')" "$l: the allowed host's body, plain and tunnelled"
+	eq "$(so "$l-ok")" "$(printf 'hello from the origin\nhello from the origin\nhello from the origin\nproxy=http://127.0.0.1:3128')" "$l: the allowed host's body: curl plain and tunnelled, python's urllib"
 	eq "$(events "$l-ok")" "" "$l: no denial for the allowed host"
 	eq "$(jq -r '.warnings // [] | length' "$OUT/$l-ok.json")" 0 "$l: no warning for the allowed host"
 
