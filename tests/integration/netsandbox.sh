@@ -14,8 +14,10 @@
 #     the sandbox set (control);
 #   - evil.test gets 403 for both, the call keeps status persisted (the
 #     command ran), its events name evil.test (why host_denied, the port,
-#     the op id), its warnings too; an allowed host on another port: 403,
-#     port_denied;
+#     the op id, a count for the repeat), in the ledger and the event stream
+#     (events.jsonl), its warnings too; an allowed host on another port:
+#     403, port_denied;
+#   - a dry run shows the list and the proxy variables, and would run;
 #   - without the proxy nothing leaves: TCP to 127.0.0.1:P (the sandbox's
 #     own loopback) and to this machine's address fails, UDP to the
 #     resolver is unreachable, a unix socket outside the workspace is not
