@@ -160,8 +160,8 @@ int tgi_netrun_attach(void *arg, pid_t pid, const tgi_sb_profile *profile, char 
 	pthread_mutex_unlock(&r->mu);
 	tgi_netsb *sb = NULL;
 	if (full)
-		tgi_snprintf(err, errlen, "%d sandboxes of this call (or server) are on the network already",
-		             ATTACH_MAX);
+		tgi_snprintf(err, errlen, "%d sandboxes of this call (or server) are on the "
+		             "network already", ATTACH_MAX);
 	else if (!(sb = tgi_netproxy_attach(p, pid, allow, on_event, r, why, sizeof why)))
 		tgi_snprintf(err, errlen, "the gate's filtering proxy could not reach the sandbox (%s)",
 		             why[0] ? why : "no reason given");
@@ -175,8 +175,8 @@ int tgi_netrun_attach(void *arg, pid_t pid, const tgi_sb_profile *profile, char 
 	pthread_mutex_unlock(&r->mu);
 	if (full) {
 		tgi_netproxy_detach(sb);
-		tgi_snprintf(err, errlen, "%d sandboxes of this call (or server) are on the network already",
-		             ATTACH_MAX);
+		tgi_snprintf(err, errlen, "%d sandboxes of this call (or server) are on the "
+		             "network already", ATTACH_MAX);
 		return -1;
 	}
 	return 0;
