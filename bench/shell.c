@@ -3,7 +3,10 @@
  * 200-rule file, process start to exit; the command floor in process
  * (split + floor judgement of a mix of command lines, ordinary ones and
  * floor spellings); and the sandbox's overhead on `true` under each
- * backend against an unsandboxed spawn, measured in the same run.
+ * backend against an unsandboxed spawn, measured in the same run; under
+ * bubblewrap also with a list of hosts (network by host: the gate's proxy,
+ * started once before the runs, and per run a forwarder attached to the
+ * sandbox before `true` starts and detached after it).
  *
  *   build/bench/shell TOOLGATE [runs]
  *
@@ -21,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/netgate.h"
 #include "exec/sandbox.h"
 #include "exec/spawn.h"
 #include "policy/shell.h"
@@ -140,26 +144,55 @@ static double floor_us(int runs)
 	return median(t, runs);
 }
 
-/* Wall time of `true` through tgi_spawn_run, sandboxed as spec says. */
-static double true_once(const tgi_sb_spec *spec)
+static int started(void *arg, pid_t pid, char *err, size_t errlen)
+{
+	return tgi_sandbox_started(arg, pid, err, errlen);
+}
+
+/* The attach and the end of a run, timed apart (the last run's). */
+static double attach_ms, end_ms;
+
+static int timed_attach(void *arg, pid_t pid, const tgi_sb_profile *p, char *err, size_t errlen)
+{
+	double t0 = now_ms();
+	int r = tgi_netrun_attach(arg, pid, p, err, errlen);
+	attach_ms = now_ms() - t0;
+	return r;
+}
+
+/* Wall time of `true` through tgi_spawn_run, sandboxed as spec says; with
+ * ng, attached to ng's proxy as a call's run is (netcall.c). */
+static double true_once(const tgi_sb_spec *spec_in, tgi_netgate *ng)
 {
 	char *argv[] = {"/bin/true", NULL}, err[512], *envp[] = {"PATH=/usr/bin:/bin", NULL};
 	tgi_sb_exec x;
 	tgi_spawn_result res;
+	tgi_sb_spec spec = *spec_in;
 	double t0 = now_ms();
-	if (tgi_sandbox_prepare(spec, argv, &x, err, sizeof err) < 0) {
+	tgi_netrun *run = ng ? tgi_netrun_new(ng) : NULL;
+	if (run) {
+		spec.attach = timed_attach;
+		spec.attach_arg = run;
+	}
+	if (tgi_sandbox_prepare(&spec, argv, &x, err, sizeof err) < 0) {
 		fprintf(stderr, "%s\n", err);
 		exit(1);
 	}
-	tgi_spawn_opts o = {.cwd = spec->workspace, .envp = envp, .timeout_s = 10, .max_out = 4096,
-	                    .child_setup = (int (*)(void *))tgi_sandbox_child, .child_arg = &x};
-	if (tgi_spawn_run(x.argv, &o, &res) < 0 || !res.exited || res.exit_code) {
-		fprintf(stderr, "true failed under %s: %s\n", tgi_sb_backend_name(x.backend), res.err);
+	tgi_spawn_opts o = {.cwd = spec.workspace, .envp = envp, .timeout_s = 10, .max_out = 4096,
+	                    .child_setup = (int (*)(void *))tgi_sandbox_child, .child_arg = &x,
+	                    .started = started, .started_arg = &x};
+	if (tgi_spawn_run(x.argv, &o, &res) < 0 || !res.exited || res.exit_code ||
+	    res.start_error[0]) {
+		fprintf(stderr, "true failed under %s: %s%s\n", tgi_sb_backend_name(x.backend),
+		        res.start_error, res.err);
 		exit(1);
 	}
 	tgi_spawn_result_free(&res);
 	json_decref(tgi_sandbox_audit(&x));
 	tgi_sandbox_release(&x);
+	double t1 = now_ms();
+	json_decref(tgi_netrun_end(run));
+	end_ms = now_ms() - t1;
 	return now_ms() - t0;
 }
 
@@ -207,6 +240,7 @@ int main(int argc, char **argv)
 		int fds[2];
 		if (pipe(fds) < 0)
 			return 1;
+		fflush(stdout);                  /* not printed again by the child */
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(fds[0]);
@@ -220,17 +254,49 @@ int main(int argc, char **argv)
 			if (!b || (b == 1 && p->backend == TGI_SB_BWRAP) ||
 			    (b == 2 && p->backend == TGI_SB_LANDLOCK)) {
 				for (int i = 0; i < runs; i++)
-					t[i] = true_once(&spec);
+					t[i] = true_once(&spec, NULL);
 				m = median(t, runs);
 			}
-			if (write(fds[1], &m, sizeof m) != sizeof m)
+			double h = -1, m2 = -1;
+			if (b == 1 && p->backend == TGI_SB_BWRAP) {
+				/* a list of hosts beside no network, alternating, on one proxy */
+				tgi_netgate *ng = tgi_netgate_new(NULL);
+				tgi_sb_profile hp;
+				tgi_sb_profile_init(&hp, TGI_SANDBOX_WORKSPACE_WRITE);
+				hp.net = TGI_NET_HOSTS;
+				tgi_strv_push(&hp.hosts, tgi_strdup("api.github.com:443"));
+				tgi_strv_push(&hp.hosts, tgi_strdup("registry.npmjs.org"));
+				tgi_sb_spec hspec = spec;
+				hspec.profile = &hp;
+				double th[MAX_RUNS], ta[MAX_RUNS], te[MAX_RUNS];
+				true_once(&hspec, ng);                 /* the proxy starts here, once */
+				double first = attach_ms;
+				for (int i = 0; i < runs; i++) {
+					t[i] = true_once(&spec, NULL);
+					th[i] = true_once(&hspec, ng);
+					ta[i] = attach_ms;
+					te[i] = end_ms;
+				}
+				m2 = median(t, runs);
+				h = median(th, runs);
+				printf("network by host: the first attach (the proxy starts) %.2f ms; then "
+				       "attach (forwarder forked into the sandbox's namespaces, listening) "
+				       "%.2f ms, end (forwarder stopped and reaped) %.2f ms, medians\n",
+				       first, median(ta, runs), median(te, runs));
+				fflush(stdout);
+				tgi_netgate_free(ng);
+				tgi_sb_profile_free(&hp);
+			}
+			if (write(fds[1], &m, sizeof m) != sizeof m || write(fds[1], &h, sizeof h) != sizeof h ||
+			    write(fds[1], &m2, sizeof m2) != sizeof m2)
 				_exit(1);
 			_exit(0);
 		}
 		close(fds[1]);
-		double m = -1;
-		if (read(fds[0], &m, sizeof m) != sizeof m)
-			m = -1;
+		double m = -1, h = -1, m2 = -1;
+		if (read(fds[0], &m, sizeof m) != sizeof m || read(fds[0], &h, sizeof h) != sizeof h ||
+		    read(fds[0], &m2, sizeof m2) != sizeof m2)
+			m = h = -1;
 		close(fds[0]);
 		waitpid(pid, NULL, 0);
 		if (b == 0) {
@@ -242,6 +308,10 @@ int main(int argc, char **argv)
 			printf("true, %s (workspace-write): %.2f ms; overhead %.2f ms\n", backends[b], m,
 			       m - base);
 		}
+		if (h >= 0)
+			printf("true, %s with a list of hosts (2 hosts: the proxy's forwarder attached "
+			       "and detached per run): %.2f ms; without, alternating in the same runs: "
+			       "%.2f ms; network by host adds %.2f ms\n", backends[b], h, m2, h - m2);
 	}
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;

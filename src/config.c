@@ -22,6 +22,7 @@
  * checked to be strings and objects), touch the ledger, or run anything.
  */
 #include "config.h"
+#include "exec/netproxy.h"
 #include "registry.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -920,6 +921,14 @@ static int profile_network(const tgi_config *cfg, const json_t *v, const char *p
 		}
 		tgi_strv_push(&hosts, tgi_strdup(host));
 	}
+	/* the proxy's own reading of the list (exec/netproxy.h): what it would
+	 * refuse at a call is refused here, at load */
+	tgi_netallow *allow = NULL;
+	if (tgi_netallow_new((const char *const *)hosts.v, hosts.n, &allow, why, sizeof why) < 0) {
+		strv_free(&hosts);
+		return tgi_config_fail(cfg, ptr, err, errlen, "%s", why);
+	}
+	tgi_netallow_unref(allow);
 	strv_free(&out->hosts);
 	out->hosts = hosts;
 	out->net = hosts.n ? TGI_NET_HOSTS : TGI_NET_OFF;   /* no host: nothing to reach */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/netgate.h"
 #include "gate.h"
 #include "util/util.h"
 
@@ -97,8 +98,9 @@ static void take_notes(tgi_call *c, tgi_tool_out *out)
 	out->warnings = out->events = NULL;
 }
 
-/* What the handler (or, in a dry run, the plan) gets for this call. */
-static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx)
+/* What the handler (or, in a dry run, the plan) gets for this call; net:
+ * the call's network run (NULL for a plan: it attaches nothing). */
+static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx, struct tgi_netrun *net)
 {
 	tg_gate *g = c->g;
 	const tgi_tool *t = c->entry->row;
@@ -119,6 +121,8 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx)
 		.nprotect = g->nprotected,
 		.cancel = c->req->cancel,
 		.cb = c->req->cb,
+		.net_attach = tgi_netrun_attach,
+		.net_attach_arg = net,
 	};
 	ctx->deadline_ms = tgi_now_ms() + ctx->timeout_s * 1000.0;
 }
@@ -132,7 +136,7 @@ json_t *tgi_call_plan(tgi_call *c)
 	if (!t || !t->plan)
 		return NULL;
 	tgi_exec_ctx ctx;
-	exec_ctx_of(c, &ctx);
+	exec_ctx_of(c, &ctx, NULL);
 	ctx.may_read = tgi_may_read_file;
 	return t->plan(&ctx, c->args);
 }
@@ -242,7 +246,6 @@ tgi_verdict tgi_execute(tgi_call *c)
 	}
 
 	tgi_exec_ctx ctx;
-	exec_ctx_of(c, &ctx);
 	if (tgi_flag_get(c->req->cancel)) {    /* cancelled while it waited: nothing ran */
 		tgi_trace(c, "execute", 0, json_pack("{s:b}", "cancelled", 1));
 		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
@@ -252,10 +255,13 @@ tgi_verdict tgi_execute(tgi_call *c)
 	tgi_tool_out out;
 	memset(&out, 0, sizeof out);
 	tgi_event_add(c, "tool.call.started", "execute", NULL);
+	struct tgi_netrun *net = tgi_net_call_begin(c);
+	exec_ctx_of(c, &ctx, net);
 	double t0 = tgi_now_ms();
 	int rc = t->handler(&ctx, c->args, &out);
 	double ms = tgi_now_ms() - t0;
 	take_notes(c, &out);
+	tgi_net_call_end(c, net);        /* its sandboxes are gone: what the proxy refused */
 
 	/* a tool stopped by the client's cancel failed part-way: whatever it
 	 * says, a side effect may have begun (a tool that finished anyway keeps

@@ -20,6 +20,7 @@
 
 #include "gate.h"
 #include "mw/mw.h"
+#include "exec/netgate.h"
 #include "mcp/bridge.h"
 #include "exec/batch.h"
 #include "patch/patch.h"
@@ -626,6 +627,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	pthread_mutex_init(&g->store_mu, NULL);
 	pthread_mutex_init(&g->manifest_mu, NULL);
 	g->interactive = o->interactive;
+	g->net = tgi_netgate_new(NULL);
 
 	if (tgi_config_load(o->config_path, &g->cfg, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
@@ -693,6 +695,7 @@ void tg_gate_close(tg_gate *g)
 	tgi_store_close(g->store);
 	tgi_registry_free(g->reg);
 	tgi_bridge_free(g->bridge);         /* its rows outlived the registry's entries */
+	tgi_netgate_free(g->net);           /* every call and bridged server has ended */
 	tgi_ruleset_free(g->rules);
 	tgi_execpolicy_free(g->execpolicy);
 	tgi_hostpath_free(g->hostpath);

@@ -59,6 +59,8 @@ struct tg_gate {
 	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
 	                             caller of a batch is the last), started on first use */
 	struct tgi_bridge *bridge;/* owned: downstream MCP servers (tg_options.bridge), or NULL */
+	struct tgi_netgate *net;  /* owned: network by host (exec/netgate.h): the filtering
+	                             proxy, started on first need */
 
 	/* middleware (src/mw/): each NULL when not configured, except redact */
 	struct tgi_redactor  *redact;  /* owned */
@@ -282,6 +284,34 @@ void tgi_manifest_get(tg_gate *g, char out[65]);
  * 0, or -1 with err when the ledger write failed (the sinks still get it). */
 int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
                    const json_t *data, char *err, size_t errlen);
+
+/*
+ * Network by host (src/netcall.c, over exec/netgate.h).
+ *
+ * For a call: execute.c begins a run before the handler (the handler's
+ * ctx->net_attach/net_attach_arg are tgi_netrun_attach and it) and ends it
+ * after: the sandboxes it attached are detached, and each destination the
+ * proxy refused becomes a `tool.network.denied` event of the call
+ * ({host, port, why, op_id, method, status, count}) and a warning.
+ *
+ * For a process the gate starts on its own -- a bridged server, for its
+ * whole life -- tgi_gate_net_run gives a run at the same proxy: put
+ * tgi_netrun_attach and the run into tgi_sb_spec.attach/attach_arg.  What
+ * it refuses is kept in the run until its owner records it:
+ * tgi_gate_net_record(g, op_id, tgi_netrun_take(run)) after each call the
+ * server served (op_id: that call's, so the event joins it), and
+ * tgi_gate_net_record(g, NULL, tgi_netrun_end(run)) once the server has
+ * been reaped (which also detaches it).  Both take the denials (NULL: none).
+ * One run per process started (a restarted server gets a new run), and
+ * every run ended before tg_gate_close frees the proxy.  The sandbox calls
+ * the hook from tgi_sandbox_started, so the spawn must have it as its
+ * started callback (as shell.c does), and the process must get the
+ * variables of tgi_sb_exec.env.
+ */
+struct tgi_netrun *tgi_net_call_begin(tgi_call *c);
+void               tgi_net_call_end(tgi_call *c, struct tgi_netrun *r);
+struct tgi_netrun *tgi_gate_net_run(tg_gate *g);
+void               tgi_gate_net_record(tg_gate *g, const char *op_id, json_t *denials);
 
 /* Lock the shared store handle around a ledger operation. */
 void tgi_store_lock(tg_gate *g);

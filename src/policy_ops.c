@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec/limits.h"
+#include "exec/netgate.h"
 #include "exec/sandbox.h"
 #include "gate.h"
 #include "util/util.h"
@@ -224,6 +225,7 @@ static json_t *shell_view(tg_gate *g)
 		.nprotect = prot.n,
 		.mask = masks,
 		.nmask = 1,
+		.attach = tgi_netrun_attach,   /* as a call's (execute.c); never called here */
 	};
 	json_t *v = tgi_sandbox_view(&spec);
 	tgi_strv_free(&prot);
@@ -240,10 +242,18 @@ char *tg_doctor(tg_gate *g, int pretty)
 		json_t *files = json_array();
 		for (size_t i = 0; i < g->cfg->execpolicy.n; i++)
 			json_array_append_new(files, json_string(g->cfg->execpolicy.v[i]));
-		json_object_set_new(d, "config", json_pack("{s:s?, s:s, s:s, s:b, s:o, s:I}",
+		const tgi_sb_profile *pr = &g->cfg->sandbox_profile;
+		json_t *net = json_boolean(pr->net == TGI_NET_ON);
+		if (pr->net == TGI_NET_HOSTS) {
+			json_decref(net);
+			net = json_array();
+			for (size_t i = 0; i < pr->hosts.n; i++)
+				json_array_append_new(net, json_string(pr->hosts.v[i]));
+		}
+		json_object_set_new(d, "config", json_pack("{s:s?, s:s, s:s, s:o, s:o, s:I}",
 		                    "file", g->cfg->path, "workspace", g->cfg->workspace,
 		                    "sandbox", tgi_sandbox_name(g->cfg->sandbox),
-		                    "network", g->cfg->sandbox_network, "execpolicy", files,
+		                    "network", net, "execpolicy", files,
 		                    "execpolicy_rules", (json_int_t)tgi_execpolicy_nrules(g->execpolicy)));
 	}
 	return dump(d, pretty);

@@ -68,6 +68,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec/netproxy.h"
 #include "exec/sandbox.h"
 #include "exec/sbview.h"
 #include "util/util.h"
@@ -401,9 +402,12 @@ static const unsigned long ns_flags[] = {
 };
 
 /* Build the filter and export it as classic BPF into a sealed memfd whose
- * read position is 0 and whose number is above stdio.  The fd (close on
- * exec) or -1 with err. */
-static int seccomp_program(int net_cut, int session, char *err, size_t errlen)
+ * read position is 0 and whose number is above stdio.  net: the profile's
+ * network (OFF: sockets of AF_UNIX only; HOSTS: AF_UNIX, AF_INET and
+ * AF_INET6 -- the private network namespace is the wall, and the proxy is
+ * reached over TCP inside it; ON: any).  The fd (close on exec) or -1 with
+ * err. */
+static int seccomp_program(tgi_net net, int session, char *err, size_t errlen)
 {
 	static const char *const sock_names[] = {"socket", "socketpair"};
 	static const int sess[] = {SCMP_SYS(setsid), SCMP_SYS(setpgid)};
@@ -429,9 +433,21 @@ static int seccomp_program(int net_cut, int session, char *err, size_t errlen)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 			                     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
 	}
-	for (size_t i = 0; net_cut && i < TGI_ARRAY_LEN(sock_names) && !r; i++)
+	for (size_t i = 0; net == TGI_NET_OFF && i < TGI_ARRAY_LEN(sock_names) && !r; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
 		                     seccomp_syscall_resolve_name(sock_names[i]), 1, not_unix);
+	/* hosts: every family but 1 (AF_UNIX), 2 (AF_INET), 10 (AF_INET6); one
+	 * comparison per rule (libseccomp takes an argument once per rule) */
+	for (size_t i = 0; net == TGI_NET_HOSTS && i < TGI_ARRAY_LEN(sock_names) && !r; i++) {
+		int nr = seccomp_syscall_resolve_name(sock_names[i]);
+		for (unsigned f = 0; f < AF_INET6 && !r; f++)
+			if (f != AF_UNIX && f != AF_INET)
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+				                     SCMP_A0(SCMP_CMP_EQ, f));
+		if (!r)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+			                     SCMP_A0(SCMP_CMP_GT, AF_INET6));
+	}
 	for (size_t i = 0; session && i < TGI_ARRAY_LEN(sess) && !r; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), sess[i], 0);
 	if (!r) {
@@ -597,12 +613,13 @@ static int prepare_bwrap(const tgi_sb_spec *spec, sb_child *c, char *const *argv
 		push(&a, bwrap_ns_flags[i]);
 	if (pr->net != TGI_NET_ON)
 		push(&a, "--unshare-net");
-	out->seccomp_fd = seccomp_program(pr->net != TGI_NET_ON, 0, err, errlen);
+	out->seccomp_fd = seccomp_program(pr->net, 0, err, errlen);
 	if (out->seccomp_fd < 0)
 		goto fail;
 	push_fd(&a, "--seccomp", out->seccomp_fd);
 	if (pr->net == TGI_NET_HOSTS) {
 		int info[2] = {-1, -1}, block[2] = {-1, -1};
+		out->env = tgi_netproxy_env;
 		int bad = pipe_hi(info) < 0 || pipe_hi(block) < 0;
 		c->info_r = info[0];
 		c->info_w = info[1];
@@ -728,7 +745,7 @@ static int prepare_landlock(const tgi_sb_spec *spec, sb_child *c, char *const *a
 	if ((c->ruleset_fd = landlock_ruleset(spec, &c->view, err, errlen)) < 0)
 		return -1;
 
-	int fd = seccomp_program(spec->profile->net != TGI_NET_ON, 1, err, errlen);
+	int fd = seccomp_program(spec->profile->net, 1, err, errlen);
 	if (fd < 0)
 		return -1;
 	off_t size = lseek(fd, 0, SEEK_END);
@@ -774,8 +791,9 @@ int tgi_sandbox_usable(const tgi_sb_profile *p, int attach, char *why, size_t ca
 	}
 	if (p->net == TGI_NET_HOSTS && !attach) {
 		tgi_snprintf(why, cap, "network by host (network: [%s%s]) needs the gate's filtering "
-		             "proxy, which this build does not have yet; refusing to run commands "
-		             "(say network: true or false)", p->hosts.v[0], p->hosts.n > 1 ? ", ..." : "");
+		             "proxy, which is not wired to this kind of process; refusing to run "
+		             "commands (say network: true or false)", p->hosts.v[0],
+		             p->hosts.n > 1 ? ", ..." : "");
 		return 0;
 	}
 	if (pb->backend == TGI_SB_LANDLOCK && !(p->accept & TGI_SB_ACCEPT_LANDLOCK)) {
@@ -995,6 +1013,7 @@ void tgi_sandbox_release(tgi_sb_exec *x)
 	x->child = NULL;
 	x->home = NULL;
 	x->tmpdir = NULL;
+	x->env = NULL;
 	x->backend = TGI_SB_NONE;
 }
 
@@ -1061,6 +1080,43 @@ static json_t *mode_entry(int enforceable, const char *notes)
 	return json_pack("{s:b,s:s}", "enforceable", enforceable, "notes", notes);
 }
 
+/* What each backend does with each network setting, for doctor. */
+static json_t *network_modes(void)
+{
+	const tgi_sb_probe *p = tgi_sandbox_probe();
+	int bw_ok = p->bwrap_ok && p->seccomp_ok, ll_ok = p->landlock_abi > 0 && p->seccomp_ok;
+	json_t *bw = json_pack("{s:o,s:o,s:o}",
+		"false", mode_entry(bw_ok, "enforced: a network namespace of its own (a "
+		                    "loopback device and nothing else) and seccomp refusing every "
+		                    "socket family but AF_UNIX; host unix sockets only where the "
+		                    "profile's sockets name them"),
+		"true", mode_entry(bw_ok, "not filtered: the host's network namespace, every "
+		                   "address the gate can reach (abstract unix sockets scoped away "
+		                   "with Landlock ABI 6)"),
+		"hosts", mode_entry(bw_ok, "enforced: a network namespace of its own whose only "
+		                    "way out is the gate's filtering proxy at 127.0.0.1:3128 inside it "
+		                    "(HTTP CONNECT and plain http:// to the listed hosts and ports, "
+		                    "names resolved by the gate; a refusal is a tool.network.denied "
+		                    "event naming the host); sockets of AF_UNIX, AF_INET and AF_INET6 "
+		                    "only; the proxy variables (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, "
+		                    "NO_PROXY) set for the command"));
+	int ll4 = p->landlock_abi >= 4;
+	json_t *ll = json_pack("{s:o,s:o,s:o}",
+		"false", mode_entry(ll_ok, ll4 ?
+		                    "enforced for IP: seccomp refuses every socket family but AF_UNIX "
+		                    "and Landlock (ABI >= 4) refuses TCP bind and connect; but a host "
+		                    "unix socket the user may open stays reachable by connect()" :
+		                    "enforced for IP by seccomp (every socket family but AF_UNIX "
+		                    "refused); but a host unix socket the user may open stays "
+		                    "reachable by connect()"),
+		"true", mode_entry(ll_ok, "not filtered: the host's network"),
+		"hosts", mode_entry(0, "not enforceable: without a network namespace nothing keeps "
+		                    "a command to the proxy, so a profile with a list of hosts is "
+		                    "refused under Landlock, whatever it accepts"));
+	return json_pack("{s:s,s:o,s:o}", "backend", tgi_sb_backend_name(p->backend),
+	                 "bubblewrap", bw, "landlock", ll);
+}
+
 json_t *tgi_sandbox_report(void)
 {
 	const tgi_sb_probe *p = tgi_sandbox_probe();
@@ -1123,6 +1179,7 @@ json_t *tgi_sandbox_report(void)
 	                      "why", P.userns_why[0] ? P.userns_why : NULL,
 	                      "kernel", kernel, "refused_calls", calls,
 	                      "landlock_cannot", landlock_gaps(), "modes", modes);
+	json_object_set_new(r, "network", network_modes());
 	if (!p->landlock_abi)
 		json_object_set_new(r, "landlock_why", json_string(P.landlock_why));
 	if (!p->seccomp_ok)

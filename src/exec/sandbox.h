@@ -45,7 +45,8 @@
  * lookup_dcookie, setns, unshare and clone with a namespace flag, the
  * io_uring calls; clone3 fails with ENOSYS (its flags cannot be seen, and
  * libc falls back to clone); with the network cut, socket() and
- * socketpair() for any family but AF_UNIX.  Landlock ABI >= 6 scopes
+ * socketpair() for any family but AF_UNIX; with a list of hosts, for any
+ * but AF_UNIX, AF_INET and AF_INET6 (the namespace is the wall).  Landlock ABI >= 6 scopes
  * abstract unix sockets and signals to the sandbox on top of that (before
  * bubblewrap starts).
  *
@@ -149,6 +150,9 @@ typedef struct tgi_sb_exec {
 	                             the caller's) */
 	const char    *tmpdir;    /* the TMPDIR it gets: the sandbox's own /tmp under
 	                             bubblewrap, the spec's tmpdir under Landlock (borrowed) */
+	const char *const *env;   /* variables the command must get, NULL-terminated (static),
+	                             or NULL: network by host's proxy variables
+	                             (netproxy.h tgi_netproxy_env) */
 	void          *child;     /* opaque: fds, Landlock ruleset, seccomp program, audit */
 } tgi_sb_exec;
 
@@ -180,7 +184,8 @@ int  tgi_sandbox_usable(const tgi_sb_profile *p, int attach, char *why, size_t c
 
 /* For `toolgate doctor`: {"backend","bubblewrap":{ok,path,why},"landlock_abi",
  * "seccomp","user_namespace","modes":{"read-only":{enforceable,notes},...},
- * "kernel":{...},"landlock_gaps":[...]}, plus "landlock_why"/"seccomp_why"
+ * "network":{"backend","bubblewrap":{"false"|"true"|"hosts":{enforceable,notes}},
+ * "landlock":{...}},"kernel":{...},"landlock_gaps":[...]}, plus "landlock_why"/"seccomp_why"
  * when unavailable and "override" when TOOLGATE_SANDBOX_BACKEND is set.
  * New reference. */
 json_t *tgi_sandbox_report(void);

@@ -8,11 +8,14 @@
  * variables whose names match shell.env_allow; loader and shell-startup
  * variables never).  The program gets PATH (shell.path), HOME, LANG,
  * TERM=dumb, TMPDIR (a private directory, removed afterwards),
- * TOOLGATE_OP_ID and those extras; nothing else of the gate's
- * environment.  stdin is /dev/null; its own process group; rlimits and a
- * pids cgroup (exec/limits.h); the sandbox of config `sandbox`
- * (exec/sandbox.h), with the gate's own files and the workspace's .git/
- * and .toolgate/ read-only.
+ * TOOLGATE_OP_ID, with a list of hosts the proxy's variables
+ * (HTTP_PROXY, HTTPS_PROXY, ... netproxy.h), and those extras; nothing
+ * else of the gate's environment.  stdin is /dev/null; its own process
+ * group; rlimits and a pids cgroup (exec/limits.h); the sandbox of config
+ * `sandbox` (exec/sandbox.h), with the gate's own files and the
+ * workspace's .git/ and .toolgate/ read-only; network by host through
+ * ctx->net_attach (the call's run at the gate's proxy: what it refuses
+ * becomes the call's events and warnings, execute.c).
  *
  * Output: {"exit_code","signal","timed_out","stdout","stderr",
  * "duration_ms"}; a stream over shell.max_output_chars keeps its head and
@@ -43,6 +46,7 @@
 #include <unistd.h>
 
 #include "exec/limits.h"
+#include "exec/netproxy.h"
 #include "exec/sandbox.h"
 #include "exec/spawn.h"
 #include "policy/policy.h"
@@ -129,8 +133,21 @@ static void env_push(tgi_strv *env, const char *name, const char *value)
 	tgi_strv_push(env, s);
 }
 
+/* Is name one of the variables the sandbox sets (sb_env, "NAME=value")? */
+static int env_sandbox_sets(const char *const *sb_env, const char *name)
+{
+	size_t n = strlen(name);
+	for (; sb_env && *sb_env; sb_env++)
+		if (!strncmp(*sb_env, name, n) && (*sb_env)[n] == '=')
+			return 1;
+	return 0;
+}
+
+/* sb_env: what the sandbox sets (network by host: the proxy's variables),
+ * NULL-terminated, or NULL; a call may not set those. */
 static int build_env(const tgi_exec_ctx *ctx, const json_t *args, const char *tmpdir,
-                     const char *sb_home, tgi_strv *env, tgi_tool_out *out)
+                     const char *sb_home, const char *const *sb_env, tgi_strv *env,
+                     tgi_tool_out *out)
 {
 	const tgi_shell_cfg *sh = &ctx->cfg->shell;
 	const char *home = sb_home ? sb_home : getenv("HOME");
@@ -145,6 +162,8 @@ static int build_env(const tgi_exec_ctx *ctx, const json_t *args, const char *tm
 	env_push(env, "TERM", "dumb");
 	env_push(env, "TMPDIR", tmpdir);
 	env_push(env, "TOOLGATE_OP_ID", ctx->op_id);
+	for (const char *const *e = sb_env; e && *e; e++)
+		tgi_strv_push(env, tgi_strdup(*e));
 	if (json_object_size(extra) > ENV_MAX) {
 		tgi_snprintf(out->message, sizeof out->message, "\"env\" sets more than %d variables",
 		             ENV_MAX);
@@ -165,6 +184,12 @@ static int build_env(const tgi_exec_ctx *ctx, const json_t *args, const char *tm
 			tgi_snprintf(out->message, sizeof out->message,
 			             "env \"%s\": a variable name is [A-Za-z_][A-Za-z0-9_]* and its value a "
 			             "string without NUL bytes", shown);
+			return -1;
+		}
+		if (env_sandbox_sets(sb_env, name)) {
+			tgi_snprintf(out->message, sizeof out->message,
+			             "env \"%s\" is set by the sandbox (its network goes through the gate's "
+			             "proxy); do not retry with it", shown);
 			return -1;
 		}
 		if (!ok || env_forbidden(name)) {
@@ -428,6 +453,8 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		.mask = masks,
 		.nmask = 1,
 		.quarantine = ctx->state_dir,
+		.attach = ctx->net_attach,
+		.attach_arg = ctx->net_attach_arg,
 	};
 	if (tgi_sandbox_prepare(&spec, argv.v, &sb, err, sizeof err) < 0) {
 		tgi_snprintf(out->message, sizeof out->message, "%s; nothing was run", err);
@@ -435,7 +462,7 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		goto done;
 	}
 	have_sb = 1;
-	if (build_env(ctx, args, sb.tmpdir ? sb.tmpdir : tmpdir, sb.home, &env, out) < 0) {
+	if (build_env(ctx, args, sb.tmpdir ? sb.tmpdir : tmpdir, sb.home, sb.env, &env, out) < 0) {
 		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 		goto done;
 	}
@@ -544,12 +571,20 @@ static json_t *shell_plan(const tgi_exec_ctx *ctx, const json_t *args)
 	int sandboxed = mode != TGI_SANDBOX_FULL;
 	tgi_sb_backend backend = sandboxed ? tgi_sandbox_probe()->backend : TGI_SB_NONE;
 	char why[1024];
-	int usable = tgi_sandbox_usable(pr, 0, why, sizeof why);
+	int usable = tgi_sandbox_usable(pr, ctx->net_attach != NULL, why, sizeof why);
+	json_t *net = json_boolean(pr->net == TGI_NET_ON);
+	if (pr->net == TGI_NET_HOSTS) {
+		json_decref(net);
+		net = json_array();
+		for (size_t i = 0; i < pr->hosts.n; i++)
+			json_array_append_new(net, json_string(pr->hosts.v[i]));
+	}
 	json_object_set_new(plan, "sandbox",
-	                    json_pack("{s:s, s:s, s:b}", "mode", tgi_sandbox_name(mode), "backend",
-	                              tgi_sb_backend_name(backend), "network",
-	                              ctx->cfg->sandbox_network != 0));
-	int env_ok = build_env(ctx, args, PLAN_TMPDIR, NULL, &env, &out) == 0;
+	                    json_pack("{s:s, s:s, s:o}", "mode", tgi_sandbox_name(mode), "backend",
+	                              tgi_sb_backend_name(backend), "network", net));
+	int env_ok = build_env(ctx, args, PLAN_TMPDIR, NULL,
+	                       sandboxed && pr->net == TGI_NET_HOSTS ? tgi_netproxy_env : NULL,
+	                       &env, &out) == 0;
 	for (size_t i = 0; env_ok && i < env.n; i++) {
 		const char *eq = strchr(env.v[i], '=');
 		char *name = tgi_strndup(env.v[i], (size_t)(eq - env.v[i]));

@@ -1222,6 +1222,9 @@ static void test_sandbox_profile(void **state)
 	yaml_err("sandbox: {network: ['x.com:0']}\n", "1:21: sandbox.network[0]: expected a port");
 	yaml_err("sandbox: {network: ['x.com:99999']}\n", "1:21: sandbox.network[0]: expected a port");
 	yaml_err("sandbox: {network: yes}\n", "1:20: sandbox.network: expected true, false or a list");
+	/* what the proxy itself would not read (an address in another spelling) */
+	yaml_err("sandbox: {network: ['127.1']}\n", "1:20: sandbox.network: network entry 1 "
+	         "(\"127.1\"): the host is a number in a form other than a dotted-quad");
 	yaml_err("sandbox: {accept: [none]}\n", "1:20: sandbox.accept[0]: expected a sandbox backend "
 	         "to accept (landlock; bubblewrap always is), got \"none\"; to run without");
 	if (home)
