@@ -363,6 +363,13 @@ static void add_system(tgi_sbview *v)
 		hide(v, proc_hidden[i], "kernel internals", 0);
 }
 
+/* passwd.lock, .pwd.lock: the lock files of the tools that edit /etc. */
+static int lock_name(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 5 && !strcmp(name + n - 5, ".lock");
+}
+
 static void add_etc_secrets(tgi_sbview *v)
 {
 	for (size_t i = 0; i < TGI_ARRAY_LEN(etc_secrets); i++)
@@ -377,7 +384,8 @@ static void add_etc_secrets(tgi_sbview *v)
 				continue;
 			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 			    S_ISLNK(st.st_mode) || (st.st_mode & S_IROTH) ||
-			    (S_ISREG(st.st_mode) && !st.st_size))   /* an empty lock file */
+			    (S_ISREG(st.st_mode) && !st.st_size) ||  /* an empty lock file */
+			    lock_name(e->d_name))  /* a pid, and gone by the time bubblewrap mounts */
 				continue;
 			char p[PATH_MAX];
 			tgi_snprintf(p, sizeof p, "%s/%s", etc_scanned[i], e->d_name);
