@@ -59,6 +59,15 @@ struct tg_gate {
 	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
 	                             caller of a batch is the last), started on first use */
 	struct tgi_bridge *bridge;/* owned: downstream MCP servers (tg_options.bridge), or NULL */
+	/* Network by host for the sandboxes the gate starts itself (bridged
+	 * servers; a call's get theirs through tgi_exec_ctx.net_attach): a
+	 * tgi_sb_attach_fn (exec/sandbox.h) and its argument, set by whoever
+	 * opens the gate before the bridge starts.  NULL: a server whose profile
+	 * lists hosts is not started, with a sentence saying why.  Read in one
+	 * place: bridge.c's server_sandbox(). */
+	int         (*net_attach)(void *arg, pid_t pid, const struct tgi_sb_profile *profile,
+	                          char *err, size_t errlen);
+	void         *net_attach_arg;
 
 	/* middleware (src/mw/): each NULL when not configured, except redact */
 	struct tgi_redactor  *redact;  /* owned */
