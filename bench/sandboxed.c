@@ -131,7 +131,8 @@ static double tool_once(const tgi_sb_spec *spec, const char *ws)
 		o.started_arg = &x;
 	}
 	if (tgi_spawn_run(run, &o, &res) < 0 || !res.exited || res.exit_code) {
-		fprintf(stderr, "true failed\n");
+		fprintf(stderr, "true failed (exit %d, signal %d): %s\n", res.exit_code, res.signal,
+		            res.err ? res.err : "");
 		exit(1);
 	}
 	tgi_spawn_result_free(&res);
