@@ -232,27 +232,34 @@ static json_t *shell_view(tg_gate *g)
 }
 
 /* A view of the sandbox of spec, compact: what is the same for every
- * process (the system's directories, the host's top level, the scan) is
- * left out; doctor's "shell" has it in full. */
+ * process (the system's directories and the secrets hidden in them, the
+ * host's top level, the scan) is left out; doctor's "shell" has it in
+ * full. */
 static json_t *compact_view(const tgi_sb_spec *spec)
 {
 	static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/opt", "/etc",
 	                                     "/nix", "/sys", "/proc", "/dev", "/var/run",
 	                                     "/var/lock", "/run"};
-	json_t *v = tgi_sandbox_view(spec), *keep = json_array(), *e;
+	json_t *v = tgi_sandbox_view(spec), *e;
 	size_t i;
-	json_array_foreach(json_object_get(v, "readable"), i, e) {
-		const char *p = json_string_value(e);
-		int sys = 0;
-		for (size_t k = 0; p && k < TGI_ARRAY_LEN(system) && !sys; k++) {
-			size_t n = strlen(system[k]);
-			sys = !strncmp(p, system[k], n) && (!p[n] || p[n] == '/' || p[n] == ' ' ||
-			                                    !strcmp(system[k], "/lib"));
+	for (const char *const *key = (const char *const[]){"readable", "hidden", NULL}; *key; key++) {
+		json_t *keep = json_array();
+		json_array_foreach(json_object_get(v, *key), i, e) {
+			const char *p = json_string_value(e);
+			int sys = 0;
+			for (size_t k = 0; p && k < TGI_ARRAY_LEN(system) && !sys; k++) {
+				size_t n = strlen(system[k]);
+				sys = !strncmp(p, system[k], n) && (!p[n] || p[n] == '/' || p[n] == ' ' ||
+				                                    !strcmp(system[k], "/lib"));
+			}
+			if (!sys)
+				json_array_append(keep, e);
 		}
-		if (!sys)
-			json_array_append(keep, e);
+		if (json_object_get(v, *key))
+			json_object_set_new(v, *key, keep);
+		else
+			json_decref(keep);
 	}
-	json_object_set_new(v, "readable", keep);
 	json_object_del(v, "not_shown");
 	json_object_del(v, "scan");
 	json_object_del(v, "kernel");

@@ -227,8 +227,8 @@ bg_user() {
 }
 st() { jq -r .status "$OUT/$1.json" 2> /dev/null; }
 # every string of the envelope (the tool's output wherever it sits)
-out() { jq -r '[.output // {} | .. | strings] | join("\n")' "$OUT/$1.json" 2> /dev/null; }
-why() { echo "status $(st "$1"), $(jq -c '.error // .output | tostring | .[0:500]' "$OUT/$1.json" 2> /dev/null) $(head -c 400 "$OUT/$1.err")"; }
+out() { jq -r '[.output // {} | .. | strings] | join("\n")' "$OUT/$1.json" 2> /dev/null | tr -d '\0'; }
+why() { echo "status $(st "$1"), $(jq -c '.error // .output | tostring | .[0:500]' "$OUT/$1.json" 2> /dev/null) $(head -c 400 "$OUT/$1.err" | tr -d '\0')"; }
 ran() {
 	CHECKS=$((CHECKS + 1))
 	[ "$(st "$1")" = persisted ] || fail "$2: did not run: $(why "$1")"
@@ -307,7 +307,7 @@ half() { # AS DIR LABEL
 	CHECKS=$((CHECKS + 1))
 	[ ! -e "$D/home/h" ] || fail "$l: the command tool wrote into the real home"
 	run_tg "$l-list" tools --profile full
-	contains "$(jq -r '[.[].name] | join(" ")' "$OUT/$l-list.json")" "srv__run" "$l: the server lists its tool: $(head -c 600 "$OUT/$l-list.err")"
+	contains "$(jq -r '[.[].name] | join(" ")' "$OUT/$l-list.json")" "srv__run" "$l: the server lists its tool: $(head -c 600 "$OUT/$l-list.err" | tr -d '\0')"
 	tool_call "$l-srv-ok" srv__run "cat README; ls -A ~ | wc -l | sed 's/^/home entries: /'; echo x > made2.txt 2>&1; env"
 	ran "$l-srv-ok" "$l: the server's tool runs"
 	contains "$(out "$l-srv-ok")" "the readme" "$l: the server reads the workspace"
@@ -319,7 +319,7 @@ half() { # AS DIR LABEL
 	[ ! -e "$D/ws/made2.txt" ] || fail "$l: a server is read-only by default, yet wrote made2.txt"
 	no_secret "$OUT/$l-srv-ok.err" "$l: the server's start-time attacks"
 	no_secret "$OUT/$l-srv-ok.json" "$l: the server's environment"
-	contains "$(cat "$OUT/$l-srv-ok.err")" "start write $D/outside/at-start: " "$l: the server's start-time attacks ran"
+	contains "$(tr -d '\0' < "$OUT/$l-srv-ok.err")" "start write $D/outside/at-start: " "$l: the server's start-time attacks ran"
 	CHECKS=$((CHECKS + 1))
 	[ ! -e "$D/outside/at-start" ] && ! grep -qx '# owned at start' "$D/ws/mcp/server.py" "$D/ws/hooks/check.sh" ||
 		fail "$l: the server wrote at its start: $(grep 'start write' "$OUT/$l-srv-ok.err" | head -c 600)"
