@@ -162,7 +162,7 @@ struct srv {
 	int         ready;              /* listed once, or failed to start once */
 	int         closed;             /* the connection ended (handler) */
 	int         relist;             /* tools/list_changed (handler) */
-	char        why[256];           /* why it is down */
+	char        why[512];           /* why it is down */
 	double      next_start_ms;      /* monotonic */
 	double      backoff_s;
 	tgi_mcp_client *client;         /* while UP */
@@ -1788,7 +1788,13 @@ static tgi_mcp_client *start(srv *s, char *why, size_t cap)
 	int rc = tgi_mcp_client_open(&cc, &h, &c, err, sizeof err);
 	free_list(envp);
 	if (rc < 0) {
-		tgi_sanitize(why, cap, err[0] ? err : "it did not start");
+		char said[512];
+		tgi_sanitize(said, sizeof said, err[0] ? err : "it did not start");
+		/* inside, a program or package it needs may simply not be there */
+		tgi_snprintf(why, cap, "%s%s", said, s->have_sbx && s->sb.mode != TGI_SANDBOX_FULL ?
+		             "; it runs in a sandbox: what it needs outside the system and the "
+		             "workspace must be named in its sandbox.read (toolgate doctor shows "
+		             "what it sees)" : "");
 		sandbox_end(s);
 		return NULL;
 	}
@@ -1832,7 +1838,7 @@ static void *srv_main(void *arg)
 {
 	srv *s = arg;
 	tgi_bridge *b = s->b;
-	char why[256];
+	char why[512];
 
 	lock(b);
 	while (!b->stopping) {
@@ -1912,7 +1918,7 @@ static void *srv_main(void *arg)
 			pthread_cond_wait(&b->cv, &b->mu);
 		int stopping = b->stopping;
 		double in_s = restart_in_s(s);
-		char reason[256];
+		char reason[512];
 		tgi_snprintf(reason, sizeof reason, "%s", s->why);
 		unlock(b);
 		stop_client(s, c);
