@@ -157,6 +157,17 @@ setup() { # DIR OWNER
 	  srv: {command: [$PY, mcp/server.py], env: {TG_GIVEN: given}, timeout_s: 30}
 	$fsw
 	YAML
+	# a command tool whose program lies outside every path its sandbox shows
+	mkdir -p "$d/bin"
+	printf '#!/bin/sh\necho ran\n' > "$d/bin/hidden.sh"
+	chmod 755 "$d/bin/hidden.sh"
+	cat > "$d/hidden.yaml" <<-YAML
+	workspace: $d/ws
+	mode: bypassPermissions
+	approval: never
+	tools:
+	  hidden: {description: "Hidden.", command: [$d/bin/hidden.sh]}
+	YAML
 	# a server marked trusted: false cannot be given more than read-only
 	cat > "$d/untrusted.yaml" <<-YAML
 	workspace: $d/ws
@@ -193,6 +204,7 @@ attacks() { # DIR SLEEPER MARK PORT
 	$PY contain.py tcp 127.0.0.1 $4
 	$PY contain.py kill $2
 	setsid sleep $3 > /dev/null 2>&1 < /dev/null &
+	mkdir -p sub9/.git/hooks 2>&1 && echo 'echo owned' > sub9/.git/hooks/pre-commit
 	echo attacks done
 	SH
 }
@@ -276,6 +288,8 @@ after_attacks() { # NAME LABEL
 	grep -q original "$D/ws/tools/probe.py" && grep -q 'server:original' "$D/ws/mcp/server.py" &&
 		grep -q 'cat > /dev/null' "$D/ws/hooks/check.sh" ||
 		fail "$l: the gate's files were changed"
+	CHECKS=$((CHECKS + 1))
+	[ ! -e "$D/ws/sub9/.git" ] || fail "$l: a new .git (sub9/.git) stayed in the workspace"
 	CHECKS=$((CHECKS + 1))
 	kill -0 "$SLEEPER" 2> /dev/null || fail "$l: the sleeper outside was killed"
 	CHECKS=$((CHECKS + 1))
@@ -365,6 +379,12 @@ half() { # AS DIR LABEL
 		CHECKS=$((CHECKS + 1))
 		[ ! -e "$D/ws/.git/hooks/pre-commit" ] || fail "$l: fsw wrote .git/hooks/pre-commit"
 	fi
+
+	# ---- a command tool whose program is not in its sandbox's view: said so, nothing ran
+	run_tg "$l-hidden" call --json --config "$D/hidden.yaml" hidden '{}'
+	eq "$(st "$l-hidden")" failed "$l: a program outside the sandbox's view does not run"
+	contains "$(jq -r .error.message "$OUT/$l-hidden.json")" "sandbox.read" "$l: and the sentence says how to show it"
+	eq "$(jq -r .error.applied "$OUT/$l-hidden.json")" no "$l: nothing was applied"
 
 	# ---- trusted: false cannot be given more; doctor says what each sees
 	run_tg "$l-untrusted" tools --config "$D/untrusted.yaml"
