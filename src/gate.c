@@ -668,6 +668,8 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	}
 	if (finish_patches(g, errmsg) < 0)
 		goto fail;
+	/* g->net_attach (network by host for the servers' sandboxes) must be
+	 * set before this: each server's sandbox takes it when it starts */
 	if (o->bridge) {
 		if (tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0) {
 			tgi_fail(errmsg, "%s", err);
