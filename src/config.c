@@ -161,7 +161,7 @@ static const char *const tool_keys[] = {
 	"description", "input_schema", "output_schema", "command", "category",
 	"read_only", "concurrency_safe", "destructive", "idempotent", "requires_grant",
 	"requires_idempotency_key", "edits_files", "max_result_chars", "timeout_s",
-	"requires_env", "check", "aliases",
+	"requires_env", "check", "aliases", "sandbox",
 };
 
 static const char *const builtin_tools[] = {
@@ -226,6 +226,7 @@ void tgi_config_free(tgi_config *c)
 		free(t->category);
 		strv_free(&t->requires_env);
 		strv_free(&t->check);
+		tgi_sb_profile_free(&t->sandbox);
 	}
 	free(c->principals);
 	free(c->roles);
@@ -752,6 +753,23 @@ void tgi_sb_profile_init(tgi_sb_profile *p, tgi_sandbox m)
 	p->read = strv_empty();
 	p->write = strv_empty();
 	p->sockets = strv_empty();
+}
+
+static tgi_strv strv_copy(const tgi_strv *src)
+{
+	tgi_strv d = strv_empty();
+	for (size_t i = 0; i < src->n; i++)
+		tgi_strv_push(&d, tgi_strdup(src->v[i]));
+	return d;
+}
+
+void tgi_sb_profile_copy(tgi_sb_profile *dst, const tgi_sb_profile *src)
+{
+	*dst = (tgi_sb_profile){ .mode = src->mode, .net = src->net, .accept = src->accept };
+	dst->hosts = strv_copy(&src->hosts);
+	dst->read = strv_copy(&src->read);
+	dst->write = strv_copy(&src->write);
+	dst->sockets = strv_copy(&src->sockets);
 }
 
 void tgi_sb_profile_free(tgi_sb_profile *p)
@@ -1440,6 +1458,8 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 	int line, col;
 
 	t->name = tgi_strdup(name);
+	/* like the shell tool's (`sandbox:`) unless the entry says otherwise */
+	tgi_sb_profile_copy(&t->sandbox, &x->c->sandbox_profile);
 	t->command = strv_empty();
 	t->requires_env = strv_empty();
 	t->check = strv_empty();
@@ -1486,6 +1506,9 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 	if (load_argv(x, f, ptr, 0, &t->command) < 0)
 		return -1;
 	if ((f = child(v, tp, "check", ptr)) && load_argv(x, f, ptr, 1, &t->check) < 0)
+		return -1;
+	if ((f = child(v, tp, "sandbox", ptr)) &&
+	    tgi_sb_profile_parse(x->c, f, ptr, &t->sandbox, x->err, x->errlen) < 0)
 		return -1;
 
 	t->category = tgi_strdup("runtime");

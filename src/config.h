@@ -79,6 +79,8 @@ int  tgi_sb_profile_parse(const struct tgi_config *cfg, const json_t *v, const c
 /* A profile in mode m, network off, empty lists (free it). */
 void tgi_sb_profile_init(tgi_sb_profile *p, tgi_sandbox m);
 void tgi_sb_profile_free(tgi_sb_profile *p);
+/* dst: a copy of src (free it). */
+void tgi_sb_profile_copy(tgi_sb_profile *dst, const tgi_sb_profile *src);
 
 typedef struct tgi_principal_cfg {
 	char    *name;
@@ -111,6 +113,8 @@ typedef struct tgi_tool_cfg {
 	tgi_strv requires_env;
 	tgi_strv check;            /* availability check command (argv), may be empty */
 	json_t  *aliases;          /* owned or NULL: {old_field: new_field} */
+	tgi_sb_profile sandbox;    /* its `sandbox:` (tgi_sb_profile_parse) over a copy of the
+	                              shell tool's profile (the top-level `sandbox:`) */
 	char     where[64];        /* "file:line" of the entry, for errors */
 } tgi_tool_cfg;
 

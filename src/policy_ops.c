@@ -14,6 +14,7 @@
 #include "exec/netgate.h"
 #include "exec/sandbox.h"
 #include "gate.h"
+#include "mcp/bridge.h"
 #include "util/util.h"
 
 static char *dump(json_t *v, int pretty)
@@ -232,12 +233,99 @@ static json_t *shell_view(tg_gate *g)
 	return v;
 }
 
+/* A view of the sandbox of spec, compact: what is the same for every
+ * process (the system's directories and the secrets hidden in them, the
+ * host's top level, the scan) is left out; doctor's "shell" has it in
+ * full. */
+static json_t *compact_view(const tgi_sb_spec *spec)
+{
+	static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/opt", "/etc",
+	                                     "/nix", "/sys", "/proc", "/dev", "/var/run",
+	                                     "/var/lock", "/run"};
+	json_t *v = tgi_sandbox_view(spec), *e;
+	size_t i;
+	for (const char *const *key = (const char *const[]){"readable", "hidden", NULL}; *key; key++) {
+		json_t *keep = json_array();
+		json_array_foreach(json_object_get(v, *key), i, e) {
+			const char *p = json_string_value(e);
+			int sys = 0;
+			for (size_t k = 0; p && k < TGI_ARRAY_LEN(system) && !sys; k++) {
+				size_t n = strlen(system[k]);
+				sys = !strncmp(p, system[k], n) && (!p[n] || p[n] == '/' || p[n] == ' ' ||
+				                                    !strcmp(system[k], "/lib"));
+			}
+			if (!sys)
+				json_array_append(keep, e);
+		}
+		if (json_object_get(v, *key))
+			json_object_set_new(v, *key, keep);
+		else
+			json_decref(keep);
+	}
+	json_object_del(v, "not_shown");
+	json_object_del(v, "scan");
+	json_object_del(v, "kernel");
+	if (!json_array_size(json_object_get(v, "missing")))
+		json_object_del(v, "missing");
+	return v;
+}
+
+/* What each configured command tool and bridged server would see (as
+ * command.c and bridge.c set their sandboxes up); nothing runs. */
+static void tools_views(tg_gate *g, json_t *d)
+{
+	tgi_strv prot = {0};
+	char p[PATH_MAX * 2], err[1024];
+	for (size_t i = 0; i < g->nprotected; i++) {
+		tgi_snprintf(p, sizeof p, "%s/%s", g->cfg->workspace, g->protected[i]);
+		tgi_strv_push(&prot, tgi_strdup(p));
+	}
+	const char *masks[] = {g->state_dir};
+	tgi_sb_spec spec = {
+		.workspace = g->cfg->workspace,
+		.protect = (const char *const *)prot.v,
+		.nprotect = prot.n,
+		.mask = masks,
+		.nmask = 1,
+		.attach = tgi_netrun_attach,  /* the gate has its proxy: a hosts list is usable */
+	};
+	json_t *tools = json_object(), *servers = json_object(), *srv;
+	const char *name;
+	for (size_t i = 0; i < g->cfg->ntools; i++) {
+		spec.profile = &g->cfg->tools[i].sandbox;
+		json_object_set_new(tools, g->cfg->tools[i].name, compact_view(&spec));
+	}
+	json_object_foreach(g->cfg->mcp_servers, name, srv) {
+		tgi_sb_profile pr;
+		json_t *v;
+		if (!json_object_get(srv, "command")) {
+			v = json_pack("{s:s}", "sandbox", "none: reached over HTTP, not started by the gate");
+		} else if (tgi_bridge_profile(g->cfg, name, srv, &pr, err, sizeof err) < 0) {
+			v = json_pack("{s:b, s:s}", "usable", 0, "why", err);
+		} else {
+			spec.profile = &pr;
+			v = compact_view(&spec);
+			if (!json_is_true(json_object_get(v, "usable")))
+				json_object_set_new(v, "starts", json_string("no: its tools are unavailable"));
+		}
+		if (json_object_get(srv, "command"))
+			tgi_sb_profile_free(&pr);
+		json_object_set_new(v, "trusted", json_boolean(json_is_true(json_object_get(srv, "trusted"))));
+		json_object_set_new(servers, name, v);
+	}
+	tgi_strv_free(&prot);
+	json_object_set_new(d, "tools", tools);
+	json_object_set_new(d, "servers", servers);
+}
+
 char *tg_doctor(tg_gate *g, int pretty)
 {
 	json_t *d = tgi_sandbox_report();
 	json_object_set_new(d, "process_limit", json_string(tgi_limits_pids_backend()));
 	if (g)
 		json_object_set_new(d, "shell", shell_view(g));
+	if (g)
+		tools_views(g, d);
 	if (g) {
 		json_t *files = json_array();
 		for (size_t i = 0; i < g->cfg->execpolicy.n; i++)

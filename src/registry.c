@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "exec/sandbox.h"
 #include "exec/spawn.h"
 #include "gate.h"
 #include "mw/mw.h"
@@ -302,6 +303,15 @@ static void check_available(tgi_entry *e)
 	e->available = 1;
 	if (!tc)
 		return;
+	/* no backend that can hold its sandbox: it cannot run (fail closed);
+	 * hosts without the gate's proxy are refused when it runs */
+	char why[sizeof e->unavailable_reason - 64];
+	if (!tgi_sandbox_usable(&tc->sandbox, 1, why, sizeof why)) {
+		e->available = 0;
+		tgi_snprintf(e->unavailable_reason, sizeof e->unavailable_reason,
+		             "tool \"%s\" is unavailable: %s", e->row->name, why);
+		return;
+	}
 	for (size_t i = 0; i < tc->requires_env.n; i++) {
 		const char *v = getenv(tc->requires_env.v[i]);
 		if (!v || !*v) {

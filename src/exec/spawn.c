@@ -319,3 +319,24 @@ void tgi_spawn_result_free(tgi_spawn_result *r)
 	free(r->err);
 	r->out = r->err = NULL;
 }
+
+int tgi_spawn_findable(const char *prog, const char *path)
+{
+	char buf[4096];
+	if (!prog || !*prog)
+		return 0;
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0;
+	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		if (n && n + strlen(prog) + 2 <= sizeof buf) {
+			memcpy(buf, p, n);
+			buf[n] = '/';
+			memcpy(buf + n + 1, prog, strlen(prog) + 1);
+			if (access(buf, X_OK) == 0)
+				return 1;
+		}
+		p += n + (p[n] == ':');
+	}
+	return 0;
+}

@@ -53,6 +53,12 @@ typedef struct tgi_spawn_opts {
 } tgi_spawn_opts;
 
 int tgi_spawn_run(char *const argv[], const tgi_spawn_opts *o, tgi_spawn_result *res);
+
+/* Can prog be run: a path that is executable, or a name found in path (a
+ * PATH value; NULL: /usr/local/bin:/usr/bin:/bin)?  1 or 0.  Asked before
+ * a sandbox wraps a program: inside it, a missing program is only the
+ * wrapper's exit status. */
+int tgi_spawn_findable(const char *prog, const char *path);
 void tgi_spawn_result_free(tgi_spawn_result *r);
 
 #endif

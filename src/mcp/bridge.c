@@ -51,6 +51,9 @@
 #include "mcp/bridge.h"
 #include "mcp/client.h"
 #include "config.h"
+#include "exec/netgate.h"
+#include "exec/sandbox.h"
+#include "exec/spawn.h"
 #include "gate.h"
 #include "mw/mw.h"
 #include "policy/policy.h"
@@ -59,6 +62,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -67,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SERVERS_MAX         64
 #define SERVER_NAME_MAX     64
@@ -139,8 +144,9 @@ struct srv {
 	char        prefix[PREFIX_MAX + 1];
 	char       *category;
 	char      **argv;               /* stdio: NULL-terminated */
-	char      **envp;
+	json_t     *env;                /* owned or NULL: its configured variables */
 	char       *cwd;
+	tgi_sb_profile sb;              /* stdio: its sandbox (tgi_bridge_profile) */
 	char       *url;                /* or Streamable HTTP */
 	char       *token_env;
 	tgi_strv    include, exclude;
@@ -157,7 +163,7 @@ struct srv {
 	int         ready;              /* listed once, or failed to start once */
 	int         closed;             /* the connection ended (handler) */
 	int         relist;             /* tools/list_changed (handler) */
-	char        why[256];           /* why it is down */
+	char        why[512];           /* why it is down */
 	double      next_start_ms;      /* monotonic */
 	double      backoff_s;
 	tgi_mcp_client *client;         /* while UP */
@@ -170,6 +176,10 @@ struct srv {
 	int         listed;             /* skips and cur hold a listing */
 
 	/* the server's thread alone */
+	tgi_sb_exec sbx;                /* the sandbox of the running child */
+	struct tgi_netrun *net;         /* its network by host (netgate.h), or NULL */
+	int         have_sbx;
+	char        tmpdir[PATH_MAX];   /* its private tmp dir ("" when none) */
 	btool     **all;                /* every row made, kept until free */
 	size_t      nall, capall;
 	tgi_strv    unlisted;           /* aliased tools said to be unlisted (once each) */
@@ -270,7 +280,7 @@ static void push_ptr(void ***v, size_t *n, size_t *cap, void *p)
 /* ---- configuration ---- */
 
 static const char *const server_keys[] = {
-	"command", "args", "env", "cwd", "url", "token_env", "trusted", "pin", "prefix",
+	"command", "args", "env", "cwd", "url", "token_env", "trusted", "pin", "prefix", "sandbox",
 	"category", "tools", "timeout_s", "startup_timeout_s", "aliases",
 };
 static const char *const filter_keys[] = { "include", "exclude" };
@@ -378,26 +388,36 @@ static int parse_string(const tgi_config *cfg, const char *name, const char *key
 	return 0;
 }
 
-/* The child's environment: a few of ours (never the whole: secrets stay
- * out), then the configured ones, which replace ours of the same name. */
-static char **child_env(const json_t *env)
+/* The child's environment: PATH, LANG, LC_ALL and TERM of ours (never
+ * more: the gate's secrets stay out), HOME and TMPDIR its sandbox's (or
+ * ours without one), then the configured ones, which replace any of the
+ * same name. */
+static char **child_env(const json_t *env, const char *home, const char *tmpdir,
+                        const char *const *sb_env)
 {
-	static const char *const passed[] = {
-		"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TMPDIR", "NODE_PATH",
-		"npm_config_cache", "npm_config_userconfig",
-	};
-	size_t cap = TGI_ARRAY_LEN(passed) + json_object_size(env) + 1, n = 0;
+	static const char *const passed[] = {"PATH", "LANG", "LC_ALL", "TERM"};
+	const char *own[2][2] = {{"HOME", home}, {"TMPDIR", tmpdir}};
+	size_t nsb = 0;
+	while (sb_env && sb_env[nsb])
+		nsb++;
+	size_t cap = TGI_ARRAY_LEN(passed) + 2 + nsb + json_object_size(env) + 1, n = 0;
 	char **envp = tgi_xcalloc(cap, sizeof *envp);
 	const char *k;
 	json_t *v;
 
-	for (size_t i = 0; i < TGI_ARRAY_LEN(passed); i++) {
-		const char *val = getenv(passed[i]);
-		if (!val || json_object_get(env, passed[i]))
+	for (size_t i = 0; i < nsb; i++)   /* network by host: the proxy's, first (they win) */
+		envp[n++] = tgi_strdup(sb_env[i]);
+
+	for (size_t i = 0; i < TGI_ARRAY_LEN(passed) + 2; i++) {
+		const char *name = i < TGI_ARRAY_LEN(passed) ? passed[i] : own[i - TGI_ARRAY_LEN(passed)][0];
+		const char *val = i < TGI_ARRAY_LEN(passed) ? getenv(name) : own[i - TGI_ARRAY_LEN(passed)][1];
+		if (!val && !strcmp(name, "PATH"))
+			val = "/usr/local/bin:/usr/bin:/bin";
+		if (!val || json_object_get(env, name))
 			continue;
-		size_t len = strlen(passed[i]) + strlen(val) + 2;
+		size_t len = strlen(name) + strlen(val) + 2;
 		envp[n] = tgi_xmalloc(len);
-		snprintf(envp[n++], len, "%s=%s", passed[i], val);
+		snprintf(envp[n++], len, "%s=%s", name, val);
 	}
 	json_object_foreach((json_t *)env, k, v) {
 		size_t len = strlen(k) + json_string_length(v) + 2;
@@ -580,6 +600,34 @@ static int parse_url(const tgi_config *cfg, const char *name, const json_t *url,
 	return 0;
 }
 
+int tgi_bridge_profile(const tgi_config *cfg, const char *name, const json_t *v,
+                       tgi_sb_profile *out, char *err, size_t errlen)
+{
+	char ptr[1024], sp[1100];
+	const json_t *sb = json_object_get(v, "sandbox");
+	tgi_sb_profile_init(out, TGI_SANDBOX_READ_ONLY);
+	if (!sb)
+		return 0;
+	tgi_json_pointer_join(ptr, sizeof ptr, "/mcp_servers", name);
+	tgi_json_pointer_join(sp, sizeof sp, ptr, "sandbox");
+	if (tgi_sb_profile_parse(cfg, sb, sp, out, err, errlen) < 0)
+		return -1;
+	if (!json_is_false(json_object_get(v, "trusted")))
+		return 0;
+	/* trusted: false: the strictest, whatever else its entry says */
+	const char *more = out->mode != TGI_SANDBOX_READ_ONLY ? tgi_sandbox_name(out->mode)
+	                 : out->net != TGI_NET_OFF            ? "network"
+	                 : out->write.n                       ? "write paths"
+	                 : out->accept                        ? "a weaker backend (accept)"
+	                                                      : NULL;
+	if (more)
+		return bad(cfg, name, "sandbox", err, errlen,
+		           "a server marked trusted: false runs read-only, with no network, no "
+		           "writable paths and under bubblewrap only; it cannot be given %s (remove "
+		           "trusted: false to give it more)", more);
+	return 0;
+}
+
 static int parse_server(tgi_bridge *b, const char *name, const json_t *v, srv *s, char *err,
                         size_t errlen)
 {
@@ -628,10 +676,11 @@ static int parse_server(tgi_bridge *b, const char *name, const json_t *v, srv *s
 	if (!cmd && !url)
 		return bad(cfg, name, "", err, errlen,
 		           "expected a command (a stdio server) or a url (Streamable HTTP)");
-	if (url && (args || cwd || env))
-		return bad(cfg, name, args ? "args" : cwd ? "cwd" : "env", err, errlen,
+	json_t *sbx = json_object_get(v, "sandbox");
+	if (url && (args || cwd || env || sbx))
+		return bad(cfg, name, args ? "args" : cwd ? "cwd" : env ? "env" : "sandbox", err, errlen,
 		           "expected %s only with command (a stdio server), not with url",
-		           args ? "args" : cwd ? "cwd" : "env");
+		           args ? "args" : cwd ? "cwd" : env ? "env" : "sandbox");
 	if (cmd && token_env)
 		return bad(cfg, name, "token_env", err, errlen,
 		           "expected token_env only with url (Streamable HTTP), not with command");
@@ -642,7 +691,9 @@ static int parse_server(tgi_bridge *b, const char *name, const json_t *v, srv *s
 	if (env && parse_env(cfg, name, env, err, errlen) < 0)
 		return -1;
 	if (cmd) {
-		s->envp = child_env(env);
+		s->env = env ? json_incref(env) : NULL;
+		if (tgi_bridge_profile(cfg, name, v, &s->sb, err, errlen) < 0)
+			return -1;
 		if (cwd) {
 			if (parse_string(cfg, name, "cwd", cwd, PATH_MAX, &str, err, errlen) < 0)
 				return -1;
@@ -1584,16 +1635,147 @@ static void on_closed(void *arg, const char *why)
 	unlock(s->b);
 }
 
+/* ---- the server's sandbox (exec/sandbox.h): for its whole life ---- */
+
+static void free_list(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int sb_child(void *arg)
+{
+	return tgi_sandbox_child(arg);
+}
+
+static int sb_started(void *arg, pid_t pid, char *err, size_t errlen)
+{
+	return tgi_sandbox_started(arg, pid, err, errlen);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* After the child is reaped (or was never started): what it made at a
+ * refused name is removed and said, the sandbox and its tmp dir go. */
+static void sandbox_end(srv *s)
+{
+	if (s->have_sbx) {
+		json_t *found = tgi_sandbox_audit(&s->sbx), *f;
+		size_t i;
+		json_array_foreach(found, i, f) {
+			char shown[300];
+			const char *path = json_string_value(json_object_get(f, "path"));
+			tgi_sanitize(shown, sizeof shown, path ? path : "?");
+			say("the MCP server \"%s\" created %s in the workspace; %s", s->name, shown,
+			    json_string_value(json_object_get(f, "action")) ?
+			    json_string_value(json_object_get(f, "action")) : "");
+		}
+		if (found)
+			record_event(s->b, "mcp.server.sandbox.removed",
+			             json_pack("{s:s, s:o}", "server", s->name, "found", found));
+		tgi_sandbox_release(&s->sbx);
+		s->have_sbx = 0;
+	}
+	lock(s->b);                        /* a call's end may be taking from it */
+	struct tgi_netrun *net = s->net;
+	s->net = NULL;
+	unlock(s->b);
+	if (net)                           /* what the proxy refused it since the last call */
+		tgi_gate_net_record(s->b->g, NULL, tgi_netrun_end(net));
+	if (s->tmpdir[0])
+		nftw(s->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	s->tmpdir[0] = '\0';
+}
+
+/* The one place a server's sandbox is made (the server's thread): the
+ * spec (the gate's own files read-only, .toolgate hidden, the gate's
+ * network hook), a private tmp dir, the wrapper's argv and the child's
+ * environment with the sandbox's HOME and TMPDIR.  0 with *envp (free
+ * it), or -1 with why. */
+static int server_sandbox(srv *s, char ***envp, char *why, size_t cap)
+{
+	tg_gate *g = s->b->g;
+	char err[512], p[PATH_MAX];
+	tgi_strv prot = {0};
+	if (s->sb.mode != TGI_SANDBOX_FULL && !tgi_spawn_findable(s->argv[0], getenv("PATH"))) {
+		char cmd[200];
+		tgi_sanitize(cmd, sizeof cmd, s->argv[0]);
+		tgi_snprintf(why, cap, "cannot start the server \"%s\": \"%s\" was not found", s->name,
+		             cmd);
+		return -1;
+	}
+	const char *tbase = getenv("TMPDIR");
+	tgi_snprintf(s->tmpdir, sizeof s->tmpdir, "%s/toolgate-mcp-XXXXXX",
+	             tbase && tbase[0] == '/' ? tbase : "/tmp");
+	if (!mkdtemp(s->tmpdir)) {
+		tgi_snprintf(why, cap, "its private temporary directory cannot be made: %s",
+		             strerror(errno));
+		s->tmpdir[0] = '\0';
+		return -1;
+	}
+	for (size_t i = 0; i < g->nprotected; i++) {
+		tgi_snprintf(p, sizeof p, "%s/%s", g->cfg->workspace, g->protected[i]);
+		tgi_strv_push(&prot, tgi_strdup(p));
+	}
+	const char *masks[] = {g->state_dir};
+	tgi_sb_spec spec = {
+		.profile = &s->sb,
+		.workspace = g->cfg->workspace,
+		.tmpdir = s->tmpdir,
+		.protect = (const char *const *)prot.v,
+		.nprotect = prot.n,
+		.mask = masks,
+		.nmask = 1,
+		.quarantine = g->state_dir,
+		.attach = tgi_netrun_attach,
+		.attach_arg = s->net = tgi_gate_net_run(g), /* ended with the sandbox */
+	};
+	int r = tgi_sandbox_prepare(&spec, s->argv, &s->sbx, err, sizeof err);
+	tgi_strv_free(&prot);
+	s->have_sbx = 1;
+	if (r < 0) {
+		tgi_snprintf(why, cap, "its sandbox cannot be made: %s", err);
+		sandbox_end(s);
+		return -1;
+	}
+	*envp = child_env(s->env, s->sbx.home ? s->sbx.home : getenv("HOME"),
+	                  s->sbx.tmpdir ? s->sbx.tmpdir : s->tmpdir, s->sbx.env);
+	return 0;
+}
+
+/* Close the connection (its child reaped) and end its sandbox. */
+static void stop_client(srv *s, tgi_mcp_client *c)
+{
+	tgi_mcp_client_close(c);
+	sandbox_end(s);
+}
+
 /* Connect and list: the client on success, with the listing applied. */
 static tgi_mcp_client *start(srv *s, char *why, size_t cap)
 {
 	tgi_bridge *b = s->b;
 	char auth[4200], err[512] = "";
 	const char *headers[1];
+	char **envp = NULL;
 	tgi_mcp_client_cfg cc = {
-		.name = s->name, .argv = s->argv, .envp = s->envp, .cwd = s->cwd, .url = s->url,
+		.name = s->name, .cwd = s->cwd, .url = s->url,
 		.init_timeout_s = s->startup_timeout_s,
 	};
+	if (s->argv) {
+		if (server_sandbox(s, &envp, why, cap) < 0)
+			return NULL;
+		cc.argv = s->sbx.argv;
+		cc.envp = envp;
+		cc.child_setup = sb_child;
+		cc.child_arg = &s->sbx;
+		cc.started = sb_started;
+		cc.started_arg = &s->sbx;
+	}
 	tgi_mcp_client_handlers h = {
 		.arg = s, .notify = on_notify, .request = on_request, .closed = on_closed,
 	};
@@ -1618,13 +1800,22 @@ static tgi_mcp_client *start(srv *s, char *why, size_t cap)
 	unlock(b);
 	double deadline = tgi_now_ms() + s->startup_timeout_s * 1000.0;
 	tgi_mcp_client *c = NULL;
-	if (tgi_mcp_client_open(&cc, &h, &c, err, sizeof err) < 0) {
-		tgi_sanitize(why, cap, err[0] ? err : "it did not start");
+	int rc = tgi_mcp_client_open(&cc, &h, &c, err, sizeof err);
+	free_list(envp);
+	if (rc < 0) {
+		char said[512];
+		tgi_sanitize(said, sizeof said, err[0] ? err : "it did not start");
+		/* inside, a program or package it needs may simply not be there */
+		tgi_snprintf(why, cap, "%s%s", said, s->have_sbx && s->sb.mode != TGI_SANDBOX_FULL ?
+		             "; it runs in a sandbox: what it needs outside the system and the "
+		             "workspace must be named in its sandbox.read (toolgate doctor shows "
+		             "what it sees)" : "");
+		sandbox_end(s);
 		return NULL;
 	}
 	json_t *tools = NULL;
 	if (list_tools(s, c, deadline, &tools, why, cap) < 0) {
-		tgi_mcp_client_close(c);
+		stop_client(s, c);
 		return NULL;
 	}
 	apply_listing(s, tools);
@@ -1662,7 +1853,7 @@ static void *srv_main(void *arg)
 {
 	srv *s = arg;
 	tgi_bridge *b = s->b;
-	char why[256];
+	char why[512];
 
 	lock(b);
 	while (!b->stopping) {
@@ -1742,10 +1933,10 @@ static void *srv_main(void *arg)
 			pthread_cond_wait(&b->cv, &b->mu);
 		int stopping = b->stopping;
 		double in_s = restart_in_s(s);
-		char reason[256];
+		char reason[512];
 		tgi_snprintf(reason, sizeof reason, "%s", s->why);
 		unlock(b);
-		tgi_mcp_client_close(c);
+		stop_client(s, c);
 		if (!stopping) {
 			say("the MCP server \"%s\" %s (%s); restarting it in %.0f s", s->name,
 			    s->url ? "closed its connection" : "exited", reason, in_s);
@@ -1766,17 +1957,11 @@ static void *srv_main(void *arg)
 
 /* ---- the bridge ---- */
 
-static void free_list(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static void srv_free(srv *s)
 {
 	free_list(s->argv);
-	free_list(s->envp);
+	json_decref(s->env);
+	tgi_sb_profile_free(&s->sb);
 	free(s->cwd);
 	free(s->url);
 	free(s->token_env);
@@ -1981,8 +2166,13 @@ void tgi_bridge_call_end(tgi_bridge_call *c)
 	while (c->refs) /* a relay still uses the call's callbacks */
 		pthread_cond_wait(&s->b->cv, &s->b->mu);
 	s->users--;
+	/* what the proxy refused the server while it served: this call's events
+	 * (a concurrent call's may land here too: the server is one process) */
+	json_t *denied = s->net ? tgi_netrun_take(s->net) : NULL;
 	pthread_cond_broadcast(&s->b->cv);
 	unlock(s->b);
+	if (denied)
+		tgi_gate_net_record(s->b->g, c->ctx ? c->ctx->op_id : NULL, denied);
 	free(c);
 }
 

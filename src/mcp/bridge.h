@@ -21,6 +21,24 @@
  *                                    # listed schema does not allow is left out (stderr)
  *       timeout_s: 120               # per call
  *       startup_timeout_s: 30        # spawn to tools listed
+ *       sandbox: read-only           # stdio: the profile it runs in for its whole life
+ *                                    # (config.h tgi_sb_profile_parse: a mode or
+ *                                    # {mode, network, read, write, sockets, accept});
+ *                                    # default read-only, network off
+ *
+ * A stdio server is started inside the sandbox of its profile
+ * (exec/sandbox.h) and stays in it until it exits: the system read-only
+ * with /etc's secrets hidden, the workspace (read-only by default), a
+ * private /tmp and an empty private HOME, .toolgate hidden, .git and the
+ * gate's own files read-only (its program and scripts among them), its own
+ * pid namespace (what it starts dies with it), no network unless its
+ * profile says.  Its environment is PATH, LANG, LC_ALL, TERM of the
+ * gate's, HOME and TMPDIR of its sandbox, and its `env:`; nothing else.
+ * With `trusted: false` said, it cannot be given more than read-only with
+ * no network, no writable paths and bubblewrap (a config error).  A
+ * sandbox that cannot be made (no backend, Landlock not accepted, hosts
+ * without the gate's proxy) means the server is not started: its tools are
+ * unavailable and the reason is the one explain and doctor give.
  *
  * Each server is started (a client.h connection), initialized and listed
  * (every page of tools/list); each tool's input schema is compiled by our
@@ -55,6 +73,19 @@ typedef struct tgi_bridge tgi_bridge;
  * configured: 0 with *out NULL.
  */
 int tgi_bridge_new(tg_gate *g, tgi_bridge **out, char *err, size_t errlen);
+
+/*
+ * The sandbox profile of server `name` (its section v of cfg->mcp_servers):
+ * read-only, network off, then its `sandbox:`; with `trusted: false` said,
+ * anything more than read-only with no network, no writable paths and
+ * bubblewrap is refused.  0, or -1 with "file:line:col: mcp_servers.NAME.
+ * sandbox: ..." in err; *out is valid for tgi_sb_profile_free either way.
+ * (The bridge and `toolgate doctor` both ask it.)
+ */
+struct tgi_sb_profile;
+struct tgi_config;
+int tgi_bridge_profile(const struct tgi_config *cfg, const char *name, const json_t *v,
+                       struct tgi_sb_profile *out, char *err, size_t errlen);
 
 /* Wait until every server has been listed once or has failed to start,
  * up to its startup timeout. */

@@ -590,7 +590,7 @@ static void dispatch(tgi_mcp_client *c, const char *text, size_t len)
 /* ---- stdio ------------------------------------------------------------------ */
 
 /* What the child writes to the status pipe when it cannot exec. */
-enum { CHILD_DUP, CHILD_CWD, CHILD_EXEC };
+enum { CHILD_DUP, CHILD_CWD, CHILD_SETUP, CHILD_EXEC };
 
 /* In the child, after fork: only async-signal-safe calls.  Never returns. */
 static void child_exec(const tgi_mcp_client_cfg *cfg, int in_r, int out_w, int status_w)
@@ -617,6 +617,14 @@ static void child_exec(const tgi_mcp_client_cfg *cfg, int in_r, int out_w, int s
 		goto fail;
 	/* nothing of ours but stdin/stdout/stderr reaches the server */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	report[0] = CHILD_SETUP;
+	if (cfg->child_setup) {         /* the sandbox: last before exec */
+		int r = cfg->child_setup(cfg->child_arg);
+		if (r < 0) {
+			errno = -r;
+			goto fail;
+		}
+	}
 	report[0] = CHILD_EXEC;
 	if (cfg->envp)
 		execvpe(cfg->argv[0], cfg->argv, cfg->envp);
@@ -640,7 +648,7 @@ static int stdio_start(tgi_mcp_client *c, const tgi_mcp_client_cfg *cfg, char *e
 {
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, st[2] = {-1, -1};
 	int report[2] = {0, 0};
-	char cmd[200], ebuf[128];
+	char cmd[200], ebuf[512];
 	ssize_t got;
 	pid_t pid;
 
@@ -677,6 +685,9 @@ static int stdio_start(tgi_mcp_client *c, const tgi_mcp_client_cfg *cfg, char *e
 			tgi_snprintf(err, errlen,
 			             "cannot start the server \"%s\": its directory \"%s\" cannot be "
 			             "entered (%s)", c->name, dir, ebuf);
+		} else if (report[0] == CHILD_SETUP) {
+			tgi_snprintf(err, errlen, "cannot start the server \"%s\": its sandbox could not "
+			             "be entered (%s)", c->name, ebuf);
 		} else if (report[0] == CHILD_EXEC && report[1] == ENOENT) {
 			tgi_snprintf(err, errlen, "cannot start the server \"%s\": \"%s\" was not found",
 			             c->name, cmd);
@@ -684,6 +695,16 @@ static int stdio_start(tgi_mcp_client *c, const tgi_mcp_client_cfg *cfg, char *e
 			tgi_snprintf(err, errlen, "cannot start the server \"%s\": \"%s\" cannot run (%s)",
 			             c->name, cmd, ebuf);
 		}
+		goto fail;
+	}
+	if (cfg->started && cfg->started(cfg->started_arg, pid, ebuf, sizeof ebuf) < 0) {
+		char why[400];
+		tgi_sanitize(why, sizeof why, ebuf);
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		tgi_snprintf(err, errlen, "cannot start the server \"%s\": %s", c->name, why);
 		goto fail;
 	}
 	c->pid = pid;

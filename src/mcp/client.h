@@ -44,6 +44,15 @@ typedef struct tgi_mcp_client_cfg {
 	char *const       *argv;        /* argv[0] looked up in PATH when it has no '/' */
 	char *const       *envp;        /* the child's whole environment (NULL: ours) */
 	const char        *cwd;         /* or NULL */
+	/* a sandbox around the child (exec/sandbox.h; argv is then its wrapper's):
+	 * child_setup runs in the child last before exec (async-signal-safe; 0,
+	 * or -errno to fail the start), started in the caller's thread once the
+	 * exec succeeded and before initialize (0, or -1 with a sentence: the
+	 * child is killed and the open fails with it).  Either may be NULL. */
+	int              (*child_setup)(void *arg);
+	void              *child_arg;
+	int              (*started)(void *arg, pid_t pid, char *err, size_t errlen);
+	void              *started_arg;
 	/* or Streamable HTTP: */
 	const char        *url;         /* http(s)://host:port/path; argv must be NULL */
 	const char *const *headers;     /* extra "Name: value" lines (Authorization), or NULL */

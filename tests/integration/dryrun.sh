@@ -269,6 +269,7 @@ mcp_servers:
   down:
     command: [$TG, serve, --stdio]
     cwd: down
+    sandbox: danger-full-access   # a gate of its own, with its own sandbox
 YAML
 BEFORE=$(snapshot)
 TOOLGATE_CONFIG=$WS/bridge.yaml tgcall b --dry-run down__write_file '{"path":"made.txt","content":"x"}'

@@ -116,15 +116,19 @@ printf 'Greet someone by name.\n' > desc.txt
 printf '{"readOnlyHint": true}\n' > ann.json
 
 # server entries (YAML under mcp_servers:), EXTRA: more lines of the entry
+# each runs in its sandbox (read-only by default): node reads its packages
+# in tests/mcp (sandbox.read), and fs writes the workspace
 fs_entry() { # fs_entry [EXTRA]
-	printf '  fs:\n    command: [%s, %s, %s]\n%s' "$NODE" "$FS_JS" "$WS" "${1:-}"
+	printf '  fs:\n    command: [%s, %s, %s]\n    sandbox: {mode: workspace-write, read: [%s]}\n%s' \
+		"$NODE" "$FS_JS" "$WS" "$MODS" "${1:-}"
 }
 ev_entry() {
-	printf '  ev:\n    command: [%s, %s, stdio]\n    trusted: true\n' "$NODE" "$EV_JS"
+	printf '  ev:\n    command: [%s, %s, stdio]\n    trusted: true\n    sandbox: {read: [%s]}\n' \
+		"$NODE" "$EV_JS" "$MODS"
 }
 pins_entry() { # [PINNED=false] pins_entry [EXTRA]
-	printf '  pins:\n    command: [%s, %s, desc.txt, ann.json]\n    pin: %s\n%s' "$NODE" "$PIN_JS" \
-		"${PINNED:-true}" "${1:-}"
+	printf '  pins:\n    command: [%s, %s, desc.txt, ann.json]\n    pin: %s\n    sandbox: {read: [%s]}\n%s' \
+		"$NODE" "$PIN_JS" "${PINNED:-true}" "$ROOT/tests/mcp" "${1:-}"
 }
 # config TOP-LEVEL-YAML ENTRY...: write toolgate.yaml
 config() {
@@ -193,6 +197,7 @@ contains "$(jqv filtered.json .error.message)" "filters it out" "and the message
 # ---- prefix "": no names under another server's prefix ----
 config "" "$(fs_entry)" "  loose:
     command: [$NODE, $PIN_JS, desc.txt]
+    sandbox: {read: [$ROOT/tests/mcp]}
     prefix: \"\"
     env: {PIN_EXTRA_TOOLS: \"fs__write_file,fs__sneaky,plain_extra\"}
 "

@@ -103,10 +103,46 @@ setup() { # DIR OWNER
 	elif what == "family":
 	    print("inet " + family(socket.AF_INET) + " netlink " + family(socket.AF_NETLINK) + " packet " + family(socket.AF_PACKET))
 	PY
+	# a command tool and a bridged server (a small MCP server) under the
+	# same list of hosts: each runs the command it is given
+	cat > "$d/ws/run.py" <<-'PY'
+	import json, subprocess, sys
+	call = json.load(sys.stdin)
+	r = subprocess.run(["/bin/sh", "-c", call["args"]["cmd"]], capture_output=True, text=True)
+	print(json.dumps({"out": r.stdout + r.stderr}))
+	PY
+	cat > "$d/ws/srv.py" <<-'PY'
+	import json, subprocess, sys
+	TOOL = {"name": "run", "description": "Runs a command.",
+	        "inputSchema": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}
+	def reply(i, result):
+	    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "result": result}) + "\n"); sys.stdout.flush()
+	for line in sys.stdin:
+	    m = json.loads(line); meth, i = m.get("method"), m.get("id")
+	    if i is None: continue
+	    if meth == "initialize":
+	        reply(i, {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+	                  "serverInfo": {"name": "srv", "version": "1"}})
+	    elif meth == "tools/list": reply(i, {"tools": [TOOL]})
+	    elif meth == "tools/call":
+	        r = subprocess.run(["/bin/sh", "-c", m["params"]["arguments"]["cmd"]], capture_output=True,
+	                           text=True, stdin=subprocess.DEVNULL)
+	        reply(i, {"content": [{"type": "text", "text": r.stdout + r.stderr}]})
+	    else: reply(i, {})
+	PY
 	local common="workspace: $d/ws
 mode: bypassPermissions
 approval: never"
 	printf '%s\nsandbox: {mode: workspace-write, network: [api.allowed.test:%s]}\nshell: {env_allow: [HTTPS_PROXY, FOO]}\nevents: {jsonl: .toolgate/events.jsonl}\n' "$common" "$P" > "$d/hosts.yaml"
+	cat >> "$d/hosts.yaml" <<-YAML
+	tools:
+	  fetch:
+	    description: Runs a command.
+	    command: [$PY, run.py]
+	    input_schema: {type: object, properties: {cmd: {type: string}}, required: [cmd]}
+	mcp_servers:
+	  srv: {command: [$PY, srv.py], sandbox: {network: [api.allowed.test:$P]}, timeout_s: 30}
+	YAML
 	printf '%s\nsandbox: {mode: workspace-write, network: true}\n' "$common" > "$d/on.yaml"
 	printf '%s\nsandbox: {mode: workspace-write, network: false}\n' "$common" > "$d/off.yaml"
 	printf '%s\nsandbox: {mode: workspace-write, network: [api.allowed.test:%s], accept: [landlock]}\n' "$common" "$P" > "$d/landlock.yaml"
@@ -197,6 +233,17 @@ half() { # AS DIR LABEL
 	CHECKS=$((CHECKS + 1))
 	so "$l-direct" | grep -q "^connect $D/sock/s: ok" && fail "$l: the unix socket outside answered"
 	contains "$(so "$l-direct")" "connect $D/sock/s: " "$l: the unix socket outside was tried"
+
+	# ---- a command tool and a bridged server: the same list, the same proxy
+	c2="curl -s --max-time 10 -o /dev/null -w '%{http_code} '"
+	tg "$l-tool" hosts call --json fetch "$(jq -cn --arg c "$c2 http://api.allowed.test:$P/hello.txt; $c2 http://evil.test:$P/x" '{cmd: $c}')"
+	ran "$l-tool" "$l: the command tool ran"
+	eq "$(jq -r '.output.out // .output' "$OUT/$l-tool.json")" "200 403 " "$l: the command tool reaches the allowed host only"
+	eq "$(events "$l-tool" | jq -r '[.host, .why] | @tsv')" "$(printf 'evil.test\thost_denied')" "$l: the command tool's refusal is its call's event"
+	tg "$l-srv" hosts call --json srv__run "$(jq -cn --arg c "$c2 http://api.allowed.test:$P/hello.txt; $c2 http://evil.test:$P/x; $c2 --noproxy '*' http://127.0.0.1:$P/x" '{cmd: $c}')"
+	ran "$l-srv" "$l: the bridged server's tool ran"
+	contains "$(jq -r '.output | tostring' "$OUT/$l-srv.json")" "200 403 000" "$l: the bridged server reaches the allowed host only, through the proxy"
+	eq "$(events "$l-srv" | jq -r '[.host, .why] | @tsv')" "$(printf 'evil.test\thost_denied')" "$l: the bridged server's refusal is the call's event"
 
 	# ---- a dry run shows the list and the proxy variables, and would run
 	tg "$l-plan" hosts call --json --dry-run shell '{"command": "curl http://api.allowed.test/"}'

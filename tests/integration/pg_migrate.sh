@@ -152,6 +152,7 @@ mcp_servers:
   down:
     command: [$TG, serve, --config, $WS/down/toolgate.yaml, --workspace, $WS/down]
     trusted: true
+    sandbox: danger-full-access   # a gate of its own, with its own sandbox
 YAML
 printf '#!/bin/sh\ncat > /dev/null\necho "{\\"ok\\":true}"\n' > mark.sh
 printf '#!/bin/sh\ncat > /dev/null\necho "it broke" >&2\nexit 3\n' > fail.sh

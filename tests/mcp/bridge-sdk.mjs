@@ -34,13 +34,16 @@ mcp_servers:
     command: node
     args: [${JSON.stringify(FS_MAIN)}, ${JSON.stringify(ws)}]
     trusted: true
+    sandbox: {read: [${JSON.stringify(MCP_DIR)}, ${JSON.stringify(ws)}]}
   ev:
     command: node
     args: [${JSON.stringify(EV_MAIN)}, stdio]
+    sandbox: {read: [${JSON.stringify(MCP_DIR)}]}
   px:
     command: node
     args: [${JSON.stringify(PIN_MAIN)}, ${JSON.stringify(join(pinDesc, "desc.txt"))}]
     trusted: true
+    sandbox: {read: [${JSON.stringify(MCP_DIR)}, ${JSON.stringify(pinDesc)}]}
 `;
 const cfg = workspace({ "toolgate.yaml": config });
 

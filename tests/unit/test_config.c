@@ -746,6 +746,13 @@ static void test_example_loads(void **state)
 	snprintf(want, sizeof want, "%s/examples/scripts/deploy.sh", g_root);
 	STRV(&t->command, want);
 	assert_string_equal(json_string_value(json_object_get(t->input_schema, "type")), "object");
+	/* its own sandbox; a tool without one has a copy of the shell's */
+	assert_int_equal(t->sandbox.mode, TGI_SANDBOX_WORKSPACE_WRITE);
+	assert_int_equal(t->sandbox.net, TGI_NET_HOSTS);
+	STRV(&t->sandbox.hosts, "deploy.example.com:443");
+	const tgi_tool_cfg *wc = tool(c, "word_count");
+	assert_int_equal(wc->sandbox.mode, c->sandbox_profile.mode);
+	assert_int_equal(wc->sandbox.net, TGI_NET_OFF);
 	assert_true(json_is_object(c->mcp_servers));
 	assert_true(json_is_object(c->hooks));
 	assert_true(json_is_object(c->loop_detection));
@@ -1227,6 +1234,24 @@ static void test_sandbox_profile(void **state)
 	         "(\"127.1\"): the host is a number in a form other than a dotted-quad");
 	yaml_err("sandbox: {accept: [none]}\n", "1:20: sandbox.accept[0]: expected a sandbox backend "
 	         "to accept (landlock; bubblewrap always is), got \"none\"; to run without");
+
+	/* a command tool: the shell's profile, then its own sandbox: over it */
+	c = yaml_ok("sandbox: {mode: read-only, read: [/opt/sdk]}\n"
+	            "tools:\n"
+	            "  a: {description: A., command: [x], sandbox: {network: true}}\n"
+	            "  b: {description: B., command: [x], sandbox: workspace-write}\n"
+	            "  c: {description: C., command: [x]}\n");
+	assert_int_equal(c->tools[0].sandbox.mode, TGI_SANDBOX_READ_ONLY);
+	assert_int_equal(c->tools[0].sandbox.net, TGI_NET_ON);
+	STRV(&c->tools[0].sandbox.read, "/opt/sdk");
+	assert_int_equal(c->tools[1].sandbox.mode, TGI_SANDBOX_WORKSPACE_WRITE);
+	assert_int_equal(c->tools[1].sandbox.net, TGI_NET_OFF);
+	assert_int_equal(c->tools[2].sandbox.mode, TGI_SANDBOX_READ_ONLY);
+	STRV(&c->tools[2].sandbox.read, "/opt/sdk");
+	assert_int_equal(c->sandbox_profile.net, TGI_NET_OFF);   /* the shell's is not changed */
+	tgi_config_free(c);
+	yaml_err("tools:\n  a: {description: A., command: [x], sandbox: {mode: yolo}}\n",
+	         "2:54: tools.a.sandbox.mode: expected one of read-only");
 	if (home)
 		setenv("HOME", home, 1);
 	else

@@ -622,6 +622,70 @@ static void test_command_not_found(void **state)
 	                         "directory)");
 }
 
+/* The sandbox's hooks (client.h): child_setup runs in the child before
+ * exec (a failure is the start's failure, said), started in the caller
+ * once the exec succeeded (a failure kills the child and is the open's). */
+static int setup_fails(void *arg)
+{
+	(void)arg;
+	return -EPERM;
+}
+
+static int setup_marks(void *arg)
+{
+	/* async-signal-safe: an environment variable of the child is not; an
+	 * fd is (the server then says it was marked) */
+	return dup2(*(int *)arg, 9) == 9 ? 0 : -errno;
+}
+
+static pid_t started_pid;
+
+static int started_refuses(void *arg, pid_t pid, char *err, size_t errlen)
+{
+	(void)arg;
+	started_pid = pid;
+	snprintf(err, errlen, "the proxy refused");
+	return -1;
+}
+
+static void test_sandbox_hooks(void **state)
+{
+	char *argv[] = {"sh", "-c", "read l; printf '%s\\n' '" INIT_REPLY("2025-11-25") "'; "
+	                "cat > /dev/null", NULL};
+	tgi_mcp_client_cfg cfg = {.name = "boxed", .argv = argv, .child_setup = setup_fails};
+	tgi_mcp_client *c = NULL;
+	char err[512] = "";
+
+	assert_int_equal(tgi_mcp_client_open(&cfg, &handlers, &c, err, sizeof err), -1);
+	assert_null(c);
+	assert_string_equal(err, "cannot start the server \"boxed\": its sandbox could not be "
+	                         "entered (operation not permitted)");
+
+	cfg.child_setup = NULL;
+	cfg.started = started_refuses;
+	started_pid = 0;
+	assert_int_equal(tgi_mcp_client_open(&cfg, &handlers, &c, err, sizeof err), -1);
+	assert_null(c);
+	assert_string_equal(err, "cannot start the server \"boxed\": the proxy refused");
+	assert_true(started_pid > 0);
+	assert_int_equal(kill(started_pid, 0), -1);   /* killed and reaped */
+
+	/* both run, in order, and the server starts */
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	char *argv2[] = {"sh", "-c", "echo marked >&9; read l; printf '%s\\n' '"
+	                 INIT_REPLY("2025-11-25") "'; cat > /dev/null", NULL};
+	tgi_mcp_client_cfg ok = {.name = "boxed", .argv = argv2, .child_setup = setup_marks,
+	                         .child_arg = &fds[1]};
+	assert_int_equal(tgi_mcp_client_open(&ok, &handlers, &c, err, sizeof err), 0);
+	close(fds[1]);
+	char buf[16] = "";
+	assert_true(read(fds[0], buf, sizeof buf - 1) > 0);
+	assert_string_equal(buf, "marked\n");
+	close(fds[0]);
+	tgi_mcp_client_close(c);
+}
+
 static void test_bad_config(void **state)
 {
 	tgi_mcp_client_cfg none = {.name = "x"};
@@ -1245,6 +1309,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_close_stubborn_child_begin),
 		cmocka_unit_test(test_killed_child),
 		cmocka_unit_test(test_command_not_found),
+		cmocka_unit_test(test_sandbox_hooks),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_server_exits_early),
 		cmocka_unit_test(test_unknown_protocol),

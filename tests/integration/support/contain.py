@@ -10,6 +10,9 @@
 #   contain.py syscalls                the kernel's administrative calls
 #   contain.py connect PATH...         connect() to unix sockets by path
 #   contain.py abstract NAME           connect() to an abstract unix socket
+#   contain.py tcp HOST PORT           connect() to a TCP listener
+#   contain.py kill PID                kill(PID, SIGKILL)
+#   contain.py tcp-listen OUT          serve TCP on 127.0.0.1 (OUT gets the port; outside)
 #   contain.py listen PATH|@NAME OUT   serve a unix socket, one byte per client; OUT
 #                                      gets "ready" once it listens (used outside)
 #   contain.py plant-key DESC DATA     add a user key to @u, print its id (outside)
@@ -126,6 +129,11 @@ def connect(path):
     return "ok " + data.decode(errors="replace")
 
 
+def tcp(host, port):
+    s = socket.create_connection((host, port), timeout=2)
+    s.close()
+
+
 def listen(where, out):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind("\0" + where[1:] if where.startswith("@") else where)
@@ -161,8 +169,20 @@ def main(argv):
             attempt("connect " + p, lambda p=p: connect(p))
     elif what == "abstract":
         attempt("abstract " + argv[2], lambda: connect("\0" + argv[2]))
+    elif what == "tcp":
+        attempt(f"tcp {argv[2]}:{argv[3]}", lambda: tcp(argv[2], int(argv[3])))
+    elif what == "kill":
+        attempt("kill " + argv[2], lambda: os.kill(int(argv[2]), 9))
     elif what == "listen":
         listen(argv[2], argv[3])
+    elif what == "tcp-listen":
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        with open(argv[2], "w") as f:
+            f.write(f"{s.getsockname()[1]}\n")
+        while True:
+            s.accept()[0].close()
     elif what == "plant-key":
         r = libc.syscall(ctypes.c_long(NR["add_key"]), ctypes.c_char_p(b"user"),
                          ctypes.c_char_p(argv[2].encode()), ctypes.c_char_p(argv[3].encode()),
