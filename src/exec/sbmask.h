@@ -1,0 +1,56 @@
+/*
+ * sbmask.h — the entries below a root that a matcher picks, found by a
+ * bounded walk and remembered between runs (src/exec/sbmask.c).  The
+ * gate uses it to turn read rules with globs (`read_file(**` `/.env)`) into
+ * the concrete paths a sandbox hides (tgi_sb_spec.mask; src/readmask.c).
+ *
+ * The walk is depth first from the root's fd, each directory opened with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), never following a
+ * symlink (a symlink entry is offered to the matcher as a file); entries
+ * named .git and .toolgate are not entered (the sandbox binds the first
+ * read-only and hides the second).  An entry the matcher picks is kept and,
+ * when a directory, not entered: hiding it hides all below.  At most
+ * TGI_SBMASK_MAX_DIRS directories and TGI_SBMASK_MAX_ENTRIES entries.
+ *
+ * The cache: one result per (root, key), with the modification time and
+ * inode of every directory the walk read.  The next find with the same
+ * root and key stats those directories only (no reading) and, when none
+ * changed, answers from the cache: a directory's mtime moves whenever an
+ * entry is added, removed or renamed in it, which is all a name-matcher
+ * can see.  Thread-safe (one lock around the one entry).
+ *
+ * Owns: the walk and the cache.  Must not: follow a symlink, leave the
+ * root, or know what the matcher matches (policy does).
+ */
+#ifndef TGI_SBMASK_H
+#define TGI_SBMASK_H
+
+#include <stddef.h>
+#include "util/util.h"
+
+#define TGI_SBMASK_MAX_DIRS    100000
+#define TGI_SBMASK_MAX_ENTRIES 2000000
+
+/* Pick rel (relative to the root, normalised)?  is_dir: it is a
+ * directory.  1: keep it (and do not enter it); 0: not. */
+typedef int (*tgi_sbmask_match_fn)(void *arg, const char *rel, int is_dir);
+
+typedef struct tgi_sbmask_stats {
+	size_t dirs, entries;   /* what the walk read (0 when the cache answered) */
+	int    cached;          /* the cache answered */
+	double ms;
+} tgi_sbmask_stats;
+
+/*
+ * The entries below root (absolute, a directory) that fn picks, walking
+ * from each of starts (relative to root; "" the root itself; one that is
+ * not a directory is skipped), appended to out (relative paths, sorted).
+ * key names what fn matches, for the cache (NULL: no cache).  0, or -1
+ * with a sentence in err (the root cannot be opened, the walk passed a
+ * bound, a directory cannot be read).  stats may be NULL.
+ */
+int tgi_sbmask_find(const char *root, const char *const *starts, size_t nstarts,
+                    tgi_sbmask_match_fn fn, void *arg, const char *key, tgi_strv *out,
+                    tgi_sbmask_stats *stats, char *err, size_t errlen);
+
+#endif
