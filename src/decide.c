@@ -513,8 +513,23 @@ static void unknown_word(read_judge *j, const char *word)
  * be in.  1 on a denial. */
 static int judge_word(read_judge *j, const char *word, const tgi_strv *cwds, int recursive)
 {
-	char abs[8192];
+	char abs[8192], subst[8192];
 	const char *home = home_dir();
+	/* the variables the gate itself sets (tools/shell.c): HOME is the home
+	 * (the workspace may lie in it), TMPDIR a private directory that never
+	 * holds the workspace */
+	static const char *const own[][2] = {{"$HOME", "~"}, {"${HOME}", "~"},
+	                                     {"$TMPDIR", NULL}, {"${TMPDIR}", NULL}};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(own); i++) {
+		size_t n = strlen(own[i][0]);
+		if (strncmp(word, own[i][0], n) || (word[n] && word[n] != '/'))
+			continue;
+		if (!own[i][1])
+			return 0;
+		tgi_snprintf(subst, sizeof subst, "%s%s", own[i][1], word + n);
+		word = subst;
+		break;
+	}
 	if (strchr(word, '$') || strchr(word, '`') ||
 	    (word[0] == '~' && word[1] && word[1] != '/')) {
 		unknown_word(j, word);

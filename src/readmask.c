@@ -140,8 +140,14 @@ static int masks_of(tg_gate *g, const globset *gs, tgi_strv *out, tgi_sbmask_sta
 		tgi_buf_free(&key);
 		tgi_strv_free(&kept);
 	}
+	size_t first = out->n;
 	for (size_t i = 0; rc == 0 && i < rels.n; i++) {
-		if (out->n >= TGI_READ_MASKS_MAX) {
+		int dup = 0;
+		for (size_t k = 0; k < i && !dup; k++)     /* a literal rule and a walk's find */
+			dup = !strcmp(rels.v[k], rels.v[i]);
+		if (dup)
+			continue;
+		if (out->n - first >= TGI_READ_MASKS_MAX) {
 			tgi_snprintf(err, errlen, "the read rules name more than %d paths in the "
 			             "workspace, more than a sandbox can hide one by one; name their "
 			             "directories instead (read_file(./dir/**))", TGI_READ_MASKS_MAX);
