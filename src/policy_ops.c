@@ -219,10 +219,9 @@ static json_t *shell_view(tg_gate *g)
 	/* hidden: the state directory, and what read rules name (every role's:
 	 * the strictest; a call of a principal with fewer rules hides less) */
 	tgi_strv masks = {0};
-	char err[512];
 	tgi_strv_push(&masks, tgi_strdup(g->state_dir));
-	if (g->cfg->sandbox_profile.mode != TGI_SANDBOX_FULL)
-		tgi_read_masks_for(g, NULL, 1, &masks, err, sizeof err);
+	json_t *rr = tgi_read_masks_report(g, g->cfg->sandbox_profile.mode != TGI_SANDBOX_FULL
+	                                      ? &masks : NULL);
 	tgi_sb_spec spec = {
 		.profile = &g->cfg->sandbox_profile,
 		.workspace = g->cfg->workspace,
@@ -232,7 +231,7 @@ static json_t *shell_view(tg_gate *g)
 		.nmask = masks.n,
 	};
 	json_t *v = tgi_sandbox_view(&spec);
-	json_object_set_new(v, "read_rules", tgi_read_masks_report(g));
+	json_object_set_new(v, "read_rules", rr);
 	tgi_strv_free(&prot);
 	tgi_strv_free(&masks);
 	return v;

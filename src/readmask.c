@@ -180,7 +180,7 @@ int tgi_read_masks(const tgi_exec_ctx *ctx, tgi_strv *out, char *err, size_t err
 	return tgi_read_masks_for(c->g, c->principal, c->decision != TGI_ASK, out, err, errlen);
 }
 
-json_t *tgi_read_masks_report(tg_gate *g)
+json_t *tgi_read_masks_report(tg_gate *g, tgi_strv *out)
 {
 	globset gs = {0};
 	tgi_strv masks = {0};
@@ -205,12 +205,14 @@ json_t *tgi_read_masks_report(tg_gate *g)
 	if (rc < 0)
 		json_object_set_new(o, "error", json_string(err));
 	else if (gs.globs.n)
-		json_object_set_new(o, "walk", json_pack("{s:I, s:I, s:f}", "dirs",
+		json_object_set_new(o, "walk", json_pack("{s:I, s:I, s:f, s:b}", "dirs",
 		                    (json_int_t)stats.dirs, "entries", (json_int_t)stats.entries,
-		                    "ms", stats.ms));
+		                    "ms", stats.ms, "cached", stats.cached));
 	json_object_set_new(o, "created_during_a_run", json_string(
 		"a file a glob rule names that a command creates is not hidden during that run; "
 		"the next call hides it"));
+	for (size_t i = 0; out && i < masks.n; i++)
+		tgi_strv_push(out, tgi_strdup(masks.v[i]));
 	tgi_strv_free(&masks);
 	globset_free(&gs);
 	return o;

@@ -14,7 +14,8 @@
 #  - sandbox: what policy cannot see into runs (bypassPermissions) but does
 #    not see the secrets: python's open(), `cp .env x && cat x`,
 #    `tar c . | cat`, `grep -r TOKEN .`, sub/.env through `**/.env`;
-#  - `policy check --explain` and `policy test` give the rule.
+#  - `policy check --explain` and `policy test` give the rule; doctor lists
+#    what the sandbox hides for the rules.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "FAIL: $PY is needed" >&2; exit 1; }
@@ -173,6 +174,12 @@ half() { # AS DIR LABEL
 	run_tg "$l-explain" policy check --explain -- cat .env
 	eq "$(jq -r .decision "$OUT/$l-explain.json")" deny "$l: explain: decision"
 	eq "$(jq -r .rule "$OUT/$l-explain.json")" "deny: read_file(./.env)" "$l: explain: rule"
+	run_tg "$l-doctor" doctor --json
+	eq "$(jq -r '.shell.read_rules.hidden | map(sub(".*/ws/"; "")) | sort | join(" ")' "$OUT/$l-doctor.json")" \
+		".env notes/private.txt secrets sub/.env" "$l: doctor lists what read rules hide"
+	CHECKS=$((CHECKS + 1))
+	jq -e --arg p "$D/ws/.env" '.shell.hidden | index($p)' "$OUT/$l-doctor.json" > /dev/null ||
+		fail "$l: doctor's view of the shell hides .env"
 	run_tg "$l-ptest" policy test
 	contains "$(cat "$OUT/$l-ptest.json")" "0 failed" "$l: policy test"
 }

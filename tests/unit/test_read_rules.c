@@ -242,7 +242,7 @@ static void test_masks(void **state)
 	tgi_strv_free(&m);
 
 	/* doctor's report names the paths and the walk */
-	json_t *rep = tgi_read_masks_report(g);
+	json_t *rep = tgi_read_masks_report(g, NULL);
 	assert_int_equal(json_array_size(json_object_get(rep, "hidden")), 5);
 	assert_non_null(json_object_get(rep, "walk"));
 	json_decref(rep);
