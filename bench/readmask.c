@@ -2,7 +2,8 @@
  * readmask.c — what read rules cost a sandboxed call (issue 20): turning
  * `deny: ["read_file(**` `/.env)"]` into the paths a sandbox hides, in a
  * workspace of about 10,000 files (1,000 directories of 10 files, 20 of
- * them .env), and what the masks add to `true` under bubblewrap.
+ * them .env, and one at the root), and what the masks add to `true` under
+ * bubblewrap.
  *
  *   derive, walk: the first call, and every call after a directory
  *     changed: the bounded walk (exec/sbmask.c);
@@ -134,6 +135,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	char p[512];
+	snprintf(p, sizeof p, "%s/.env", ws);
+	touch(p, "TOKEN=x\n");
 	for (int d = 0; d < 1000; d++) {
 		snprintf(p, sizeof p, "%s/d%02d", ws, d / 100);
 		mkdir(p, 0755);
@@ -177,8 +180,7 @@ int main(int argc, char **argv)
 		bw0[i] = true_once(ws, &none);
 		bw1[i] = true_once(ws, &masks);
 	}
-	printf("workspace: 1,000 directories (plus 10), 10,000 files; `read_file(**/.env)` "
-	       "names %zu\n", n);
+	printf("workspace: 1,010 directories, 10,001 files; `read_file(**/.env)` names %zu\n", n);
 	printf("derive, walk (a directory changed)  %8.3f ms\n", median(walk, runs));
 	printf("derive, cached (nothing changed)    %8.3f ms\n", median(hit, runs));
 	printf("derive, `read_file(./.env)` alone   %8.3f ms (%zu paths)\n", median(lit, runs), nlit);

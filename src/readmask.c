@@ -12,7 +12,8 @@
  *   - anything else (`**` `/.env`, `.env`, `*.pem`, `src/` `*.key`): every entry
  *     a bounded walk below its literal leading directory finds
  *     (exec/sbmask.h; .git and .toolgate are not entered; cached between
- *     calls by the directories' mtimes).
+ *     calls, in memory and in the state directory, by the directories'
+ *     inodes, mtimes and ctimes).
  * What a glob matches that is created while the command runs is not hidden
  * (a mount needs a path that exists when the sandbox is set up); the next
  * call hides it.  Rules a sandbox cannot turn into paths are said in
@@ -135,8 +136,10 @@ static int masks_of(tg_gate *g, const globset *gs, tgi_strv *out, tgi_sbmask_sta
 		for (size_t i = 0; i < walked.n; i++)
 			tgi_buf_printf(&key, "%s\n", walked.v[i]);
 		walk_arg wa = {&walked};
+		for (size_t i = 0; i < kept.n; i++)
+			tgi_buf_printf(&key, "start %s\n", kept.v[i]);
 		rc = tgi_sbmask_find(ws, (const char *const *)kept.v, kept.n, pick, &wa,
-		                     key.p ? key.p : "", &rels, stats, err, errlen);
+		                     key.p ? key.p : "", g->state_fd, &rels, stats, err, errlen);
 		tgi_buf_free(&key);
 		tgi_strv_free(&kept);
 	}
@@ -205,9 +208,10 @@ json_t *tgi_read_masks_report(tg_gate *g, tgi_strv *out)
 	if (rc < 0)
 		json_object_set_new(o, "error", json_string(err));
 	else if (gs.globs.n)
-		json_object_set_new(o, "walk", json_pack("{s:I, s:I, s:f, s:b}", "dirs",
+		json_object_set_new(o, "walk", json_pack("{s:I, s:I, s:f, s:s}", "dirs",
 		                    (json_int_t)stats.dirs, "entries", (json_int_t)stats.entries,
-		                    "ms", stats.ms, "cached", stats.cached));
+		                    "ms", stats.ms, "cached", stats.cached == 2 ? "file" :
+		                    stats.cached ? "memory" : "no"));
 	json_object_set_new(o, "created_during_a_run", json_string(
 		"a file a glob rule names that a command creates is not hidden during that run; "
 		"the next call hides it"));

@@ -18,6 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "exec/sbmask.h"
 
 #define DENTS_BUF 32768
@@ -35,6 +37,7 @@ typedef struct seen_dir {
 	dev_t           dev;
 	ino_t           ino;
 	struct timespec mtime;
+	struct timespec ctime; /* cannot be set back: a utime() of mtime moves it */
 } seen_dir;
 
 typedef struct walk_state {
@@ -163,7 +166,7 @@ static int walk(int root_fd, const char *const *starts, size_t nstarts, tgi_sbma
 			w->cap = w->cap ? 2 * w->cap : 64;
 			w->dirs = tgi_xrealloc(w->dirs, w->cap * sizeof *w->dirs);
 		}
-		w->dirs[w->ndirs++] = (seen_dir){rel, st.st_dev, st.st_ino, st.st_mtim};
+		w->dirs[w->ndirs++] = (seen_dir){rel, st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
 		rc = read_dir(fd, rel, w, &stack, fn, arg, picked, buf, err, errlen);
 		close(fd);
 	}
@@ -172,18 +175,150 @@ static int walk(int root_fd, const char *const *starts, size_t nstarts, tgi_sbma
 	return rc;
 }
 
-/* Do the directories read last time still hold what they held? */
-static int cache_fresh(int root_fd)
+static int same_time(const struct timespec *a, const struct timespec *b)
 {
-	for (size_t i = 0; i < cache.ndirs; i++) {
-		const seen_dir *d = &cache.dirs[i];
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Do the directories read last time still hold what they held? */
+static int dirs_fresh(int root_fd, const seen_dir *dirs, size_t n)
+{
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const seen_dir *d = &dirs[i];
 		struct stat st;
 		if (fstatat(root_fd, d->rel[0] ? d->rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISDIR(st.st_mode) || st.st_dev != d->dev || st.st_ino != d->ino ||
-		    st.st_mtim.tv_sec != d->mtime.tv_sec || st.st_mtim.tv_nsec != d->mtime.tv_nsec)
+		    !same_time(&st.st_mtim, &d->mtime) || !same_time(&st.st_ctim, &d->ctime))
 			return 0;
 	}
 	return 1;
+}
+
+/* ---- the cache kept between processes (store_fd's STORE_NAME) ----
+ *
+ * JSON: {"v":1, "root":R, "key":sha256(key), "dirs":[[rel, dev, ino,
+ * msec, mnsec, csec, cnsec], ...], "picked":[rel, ...]}.  Only this
+ * user's regular file, at most STORE_MAX bytes, is read; anything else in
+ * it (a field missing or of another type) is a miss.  A name that is not
+ * UTF-8 cannot be written in JSON: then nothing is stored. */
+#define STORE_NAME "readmask.json"
+#define STORE_MAX  (64u << 20)
+
+static json_int_t jint(const json_t *a, size_t i, int *ok)
+{
+	const json_t *v = json_array_get(a, i);
+	*ok &= json_is_integer(v);
+	return json_integer_value(v);
+}
+
+static int store_load(int store_fd, const char *root, const char *key_sha, seen_dir **dirs,
+                      size_t *ndirs, tgi_strv *picked)
+{
+	*dirs = NULL;
+	*ndirs = 0;
+	int fd = openat(store_fd, STORE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (size_t)st.st_size > STORE_MAX) {
+		close(fd);
+		return -1;
+	}
+	json_error_t je;
+	json_t *j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	close(fd);
+	const json_t *jd = json_object_get(j, "dirs"), *jp = json_object_get(j, "picked");
+	int ok = json_is_object(j) && json_integer_value(json_object_get(j, "v")) == 1 &&
+	         json_is_string(json_object_get(j, "root")) &&
+	         !strcmp(json_string_value(json_object_get(j, "root")), root) &&
+	         json_is_string(json_object_get(j, "key")) &&
+	         !strcmp(json_string_value(json_object_get(j, "key")), key_sha) &&
+	         json_is_array(jd) && json_is_array(jp) && json_array_size(jd) > 0 &&
+	         json_array_size(jd) <= TGI_SBMASK_MAX_DIRS;
+	size_t n = ok ? json_array_size(jd) : 0;
+	seen_dir *d = n ? tgi_xcalloc(n, sizeof *d) : NULL;
+	size_t got = 0;
+	for (size_t i = 0; ok && i < n; i++) {
+		const json_t *e = json_array_get(jd, i);
+		const char *rel = json_string_value(json_array_get(e, 0));
+		ok = json_is_array(e) && json_array_size(e) == 7 && rel && !memchr(rel, '\0',
+		     json_string_length(json_array_get(e, 0)));
+		if (!ok)
+			break;
+		d[i] = (seen_dir){tgi_strdup(rel), (dev_t)jint(e, 1, &ok), (ino_t)jint(e, 2, &ok),
+		                  {(time_t)jint(e, 3, &ok), (long)jint(e, 4, &ok)},
+		                  {(time_t)jint(e, 5, &ok), (long)jint(e, 6, &ok)}};
+		got = i + 1;
+	}
+	for (size_t i = 0; ok && i < json_array_size(jp); i++) {
+		const json_t *e = json_array_get(jp, i);
+		ok = json_is_string(e) && !memchr(json_string_value(e), '\0', json_string_length(e));
+		if (ok)
+			tgi_strv_push(picked, tgi_strdup(json_string_value(e)));
+	}
+	json_decref(j);
+	if (!ok) {
+		dirs_free(d, got);
+		tgi_strv_free(picked);
+		return -1;
+	}
+	*dirs = d;
+	*ndirs = n;
+	return 0;
+}
+
+static void store_save(int store_fd, const char *root, const char *key_sha, const seen_dir *dirs,
+                       size_t ndirs, const tgi_strv *picked)
+{
+	json_t *jd = json_array(), *jp = json_array();
+	int ok = 1;
+	for (size_t i = 0; ok && i < ndirs; i++) {
+		const seen_dir *d = &dirs[i];
+		json_t *rel = json_string(d->rel);     /* NULL when not UTF-8 */
+		ok = rel != NULL;
+		if (ok)
+			json_array_append_new(jd, json_pack("[o, I, I, I, I, I, I]", rel,
+			                      (json_int_t)d->dev, (json_int_t)d->ino,
+			                      (json_int_t)d->mtime.tv_sec, (json_int_t)d->mtime.tv_nsec,
+			                      (json_int_t)d->ctime.tv_sec, (json_int_t)d->ctime.tv_nsec));
+	}
+	for (size_t i = 0; ok && i < picked->n; i++) {
+		json_t *p = json_string(picked->v[i]);
+		ok = p != NULL;
+		if (ok)
+			json_array_append_new(jp, p);
+	}
+	json_t *root_s = json_string(root);
+	if (!ok || !root_s) {
+		json_decref(jd);
+		json_decref(jp);
+		json_decref(root_s);
+		return;
+	}
+	json_t *j = json_pack("{s:i, s:o, s:s, s:o, s:o}", "v", 1, "root", root_s, "key", key_sha,
+	                      "dirs", jd, "picked", jp);
+	char *text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	char tmp[64];
+	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", STORE_NAME, (long)getpid());
+	int fd = text ? openat(store_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	                       0600) : -1;
+	if (fd >= 0) {
+		size_t len = strlen(text), off = 0;
+		while (off < len) {
+			ssize_t w = write(fd, text + off, len - off);
+			if (w <= 0 && errno != EINTR)
+				break;
+			off += w > 0 ? (size_t)w : 0;
+		}
+		close(fd);
+		if (off != len || renameat(store_fd, tmp, store_fd, STORE_NAME) < 0)
+			unlinkat(store_fd, tmp, 0);
+	}
+	free(text);
 }
 
 static void strv_append(tgi_strv *out, const tgi_strv *from)
@@ -192,12 +327,31 @@ static void strv_append(tgi_strv *out, const tgi_strv *from)
 		tgi_strv_push(out, tgi_strdup(from->v[i]));
 }
 
+/* Take a result as the one-entry memory cache's. */
+static void remember(const char *root, const char *key, seen_dir *dirs, size_t ndirs,
+                     tgi_strv *picked)
+{
+	pthread_mutex_lock(&cache.mu);
+	free(cache.root);
+	free(cache.key);
+	dirs_free(cache.dirs, cache.ndirs);
+	tgi_strv_free(&cache.picked);
+	cache.root = tgi_strdup(root);
+	cache.key = tgi_strdup(key);
+	cache.dirs = dirs;
+	cache.ndirs = ndirs;
+	cache.picked = *picked;
+	*picked = (tgi_strv){0};
+	pthread_mutex_unlock(&cache.mu);
+}
+
 int tgi_sbmask_find(const char *root, const char *const *starts, size_t nstarts,
-                    tgi_sbmask_match_fn fn, void *arg, const char *key, tgi_strv *out,
-                    tgi_sbmask_stats *stats, char *err, size_t errlen)
+                    tgi_sbmask_match_fn fn, void *arg, const char *key, int store_fd,
+                    tgi_strv *out, tgi_sbmask_stats *stats, char *err, size_t errlen)
 {
 	tgi_sbmask_stats st = {0};
 	double t0 = tgi_now_ms();
+	char key_sha[65] = "";
 	int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
 		char shown[160];
@@ -207,23 +361,34 @@ int tgi_sbmask_find(const char *root, const char *const *starts, size_t nstarts,
 	}
 	if (key) {
 		pthread_mutex_lock(&cache.mu);
-		if (cache.root && !strcmp(cache.root, root) && !strcmp(cache.key, key) &&
-		    cache_fresh(root_fd)) {
+		int hit = cache.root && !strcmp(cache.root, root) && !strcmp(cache.key, key) &&
+		          dirs_fresh(root_fd, cache.dirs, cache.ndirs);
+		if (hit)
 			strv_append(out, &cache.picked);
-			pthread_mutex_unlock(&cache.mu);
-			close(root_fd);
-			st.cached = 1;
-			st.ms = tgi_now_ms() - t0;
-			if (stats)
-				*stats = st;
-			return 0;
-		}
 		pthread_mutex_unlock(&cache.mu);
+		if (hit) {
+			st.cached = 1;
+			goto done;
+		}
+		tgi_sha256_hex(key, strlen(key), key_sha);
+		seen_dir *dirs;
+		size_t ndirs;
+		tgi_strv picked = {0};
+		if (store_fd >= 0 &&
+		    store_load(store_fd, root, key_sha, &dirs, &ndirs, &picked) == 0) {
+			if (dirs_fresh(root_fd, dirs, ndirs)) {
+				strv_append(out, &picked);
+				remember(root, key, dirs, ndirs, &picked);
+				st.cached = 2;
+				goto done;
+			}
+			dirs_free(dirs, ndirs);
+			tgi_strv_free(&picked);
+		}
 	}
 	walk_state w = {0};
 	tgi_strv picked = {0};
 	int rc = walk(root_fd, starts, nstarts, fn, arg, &w, &picked, err, errlen);
-	close(root_fd);
 	if (picked.n)
 		qsort(picked.v, picked.n, sizeof *picked.v, str_cmp);
 	st.dirs = w.ndirs;
@@ -231,26 +396,24 @@ int tgi_sbmask_find(const char *root, const char *const *starts, size_t nstarts,
 	if (rc == 0) {
 		strv_append(out, &picked);
 		if (key) {
-			pthread_mutex_lock(&cache.mu);
-			free(cache.root);
-			free(cache.key);
-			dirs_free(cache.dirs, cache.ndirs);
-			tgi_strv_free(&cache.picked);
-			cache.root = tgi_strdup(root);
-			cache.key = tgi_strdup(key);
-			cache.dirs = w.dirs;
-			cache.ndirs = w.ndirs;
-			cache.picked = picked;
-			pthread_mutex_unlock(&cache.mu);
+			if (store_fd >= 0)
+				store_save(store_fd, root, key_sha, w.dirs, w.ndirs, &picked);
+			remember(root, key, w.dirs, w.ndirs, &picked);
 			w.dirs = NULL;
 			w.ndirs = 0;
-			picked = (tgi_strv){0};
 		}
 	}
 	dirs_free(w.dirs, w.ndirs);
 	tgi_strv_free(&picked);
+	close(root_fd);
 	st.ms = tgi_now_ms() - t0;
 	if (stats)
 		*stats = st;
 	return rc;
+done:
+	close(root_fd);
+	st.ms = tgi_now_ms() - t0;
+	if (stats)
+		*stats = st;
+	return 0;
 }

@@ -12,12 +12,17 @@
  * when a directory, not entered: hiding it hides all below.  At most
  * TGI_SBMASK_MAX_DIRS directories and TGI_SBMASK_MAX_ENTRIES entries.
  *
- * The cache: one result per (root, key), with the modification time and
- * inode of every directory the walk read.  The next find with the same
- * root and key stats those directories only (no reading) and, when none
- * changed, answers from the cache: a directory's mtime moves whenever an
- * entry is added, removed or renamed in it, which is all a name-matcher
- * can see.  Thread-safe (one lock around the one entry).
+ * The cache: one result per (root, key), with the inode, modification
+ * and change times of every directory the walk read.  The next find with
+ * the same root and key stats those directories only (no reading) and,
+ * when none changed, answers from the cache: a directory's mtime and ctime
+ * move whenever an entry is added, removed or renamed in it, which is all
+ * a name-matcher can see (and ctime cannot be set back: a command that
+ * restores an mtime with utime() moves it).  Kept in memory (one entry,
+ * behind a lock) and, given a directory (the gate's state), in a file
+ * there (readmask.json, this user's, 0600), so that a process of its own
+ * per call (`toolgate call`) finds it too; a file that is not this user's,
+ * not JSON of the right shape, or not fresh is a miss.
  *
  * Owns: the walk and the cache.  Must not: follow a symlink, leave the
  * root, or know what the matcher matches (policy does).
@@ -37,7 +42,7 @@ typedef int (*tgi_sbmask_match_fn)(void *arg, const char *rel, int is_dir);
 
 typedef struct tgi_sbmask_stats {
 	size_t dirs, entries;   /* what the walk read (0 when the cache answered) */
-	int    cached;          /* the cache answered */
+	int    cached;          /* 0: walked; 1: the memory cache answered; 2: the file */
 	double ms;
 } tgi_sbmask_stats;
 
@@ -45,12 +50,13 @@ typedef struct tgi_sbmask_stats {
  * The entries below root (absolute, a directory) that fn picks, walking
  * from each of starts (relative to root; "" the root itself; one that is
  * not a directory is skipped), appended to out (relative paths, sorted).
- * key names what fn matches, for the cache (NULL: no cache).  0, or -1
- * with a sentence in err (the root cannot be opened, the walk passed a
- * bound, a directory cannot be read).  stats may be NULL.
+ * key names what fn matches (and starts), for the cache (NULL: no cache);
+ * store_fd is a directory to keep it in between processes (-1: memory
+ * only).  0, or -1 with a sentence in err (the root cannot be opened, the
+ * walk passed a bound, a directory cannot be read).  stats may be NULL.
  */
 int tgi_sbmask_find(const char *root, const char *const *starts, size_t nstarts,
-                    tgi_sbmask_match_fn fn, void *arg, const char *key, tgi_strv *out,
-                    tgi_sbmask_stats *stats, char *err, size_t errlen);
+                    tgi_sbmask_match_fn fn, void *arg, const char *key, int store_fd,
+                    tgi_strv *out, tgi_sbmask_stats *stats, char *err, size_t errlen);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -264,30 +265,91 @@ static void test_cache(void **state)
 	tgi_sbmask_stats st;
 	char err[256];
 	const char *starts[] = {""};
-	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", &out, &st, err,
+	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", -1, &out, &st, err,
 	                                 sizeof err), 0);
 	assert_false(st.cached);
 	size_t n = out.n;
 	assert_true(n >= 2);
 	tgi_strv_free(&out);
-	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", &out, &st, err,
+	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", -1, &out, &st, err,
 	                                 sizeof err), 0);
 	assert_true(st.cached);
 	assert_int_equal(out.n, n);
 	tgi_strv_free(&out);
 	put("notes/.env", "n\n");
-	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", &out, &st, err,
+	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", -1, &out, &st, err,
 	                                 sizeof err), 0);
 	assert_false(st.cached);
 	assert_int_equal(out.n, n + 1);
 	tgi_strv_free(&out);
 	/* another key is another question */
-	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k2", &out, &st, err,
+	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k2", -1, &out, &st, err,
 	                                 sizeof err), 0);
 	assert_false(st.cached);
 	tgi_strv_free(&out);
-	assert_int_equal(tgi_sbmask_find("/nonexistent-tg", starts, 1, pick_env, NULL, NULL, &out,
+	assert_int_equal(tgi_sbmask_find("/nonexistent-tg", starts, 1, pick_env, NULL, NULL, -1, &out,
 	                                 NULL, err, sizeof err), -1);
+}
+
+static size_t find_env(const char *key, int store_fd, int *cached)
+{
+	tgi_strv out = {0};
+	tgi_sbmask_stats st;
+	char err[256];
+	const char *starts[] = {""};
+	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, key, store_fd, &out, &st,
+	                                 err, sizeof err), 0);
+	size_t n = out.n;
+	tgi_strv_free(&out);
+	*cached = st.cached;
+	return n;
+}
+
+/* The cache kept in a directory, for the next process; an mtime set back
+ * does not fool it (the ctime moved); a broken file is a miss. */
+static void test_store(void **state)
+{
+	(void)state;
+	/* outside the workspace, as .toolgate is outside the walk */
+	char a[] = "/tmp/tg-rr-store.XXXXXX", b[] = "/tmp/tg-rr-store.XXXXXX";
+	int cached;
+	assert_non_null(mkdtemp(a));
+	assert_non_null(mkdtemp(b));
+	int fa = open(a, O_PATH | O_DIRECTORY), fb = open(b, O_PATH | O_DIRECTORY);
+	assert_true(fa >= 0 && fb >= 0);
+	size_t n = find_env("s1", fa, &cached);
+	assert_int_equal(cached, 0);
+	assert_int_equal(find_env("s2", fb, &cached), n);   /* the memory now holds s2 */
+	assert_int_equal(find_env("s1", fa, &cached), n);
+	assert_int_equal(cached, 2);                         /* from the file */
+	assert_int_equal(find_env("s1", fa, &cached), n);
+	assert_int_equal(cached, 1);                         /* from memory */
+
+	/* a new .env, the directory's mtime put back: still seen */
+	char d[128];
+	struct stat st;
+	snprintf(d, sizeof d, "%s/src", ws);
+	assert_int_equal(stat(d, &st), 0);
+	put("src/.env", "s\n");
+	struct timespec ts[2] = {st.st_atim, st.st_mtim};
+	assert_int_equal(utimensat(AT_FDCWD, d, ts, 0), 0);
+	assert_int_equal(find_env("s1", fa, &cached), n + 1);
+	assert_int_equal(cached, 0);
+
+	/* a broken file is a miss */
+	find_env("s2", fb, &cached);
+	char f[160];
+	snprintf(f, sizeof f, "%s/readmask.json", a);
+	FILE *fp = fopen(f, "w");
+	fputs("{\"v\":1,\"root\":\"x\",\"dirs\":[[1]]", fp);
+	fclose(fp);
+	assert_int_equal(find_env("s1", fa, &cached), n + 1);
+	assert_int_equal(cached, 0);
+	close(fa);
+	close(fb);
+	char cmd[160];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
+	assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -296,6 +358,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_decisions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_masks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
