@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "exec/sbmask.h"
+#include "util/fs.h"
 
 #define DENTS_BUF 32768
 
@@ -196,15 +197,21 @@ static int dirs_fresh(int root_fd, const seen_dir *dirs, size_t n)
 	return 1;
 }
 
-/* ---- the cache kept between processes (store_fd's STORE_NAME) ----
+/* ---- the cache kept between processes (a file in store_fd per key) ----
  *
  * JSON: {"v":1, "root":R, "key":sha256(key), "dirs":[[rel, dev, ino,
  * msec, mnsec, csec, cnsec], ...], "picked":[rel, ...]}.  Only this
  * user's regular file, at most STORE_MAX bytes, is read; anything else in
  * it (a field missing or of another type) is a miss.  A name that is not
  * UTF-8 cannot be written in JSON: then nothing is stored. */
-#define STORE_NAME "readmask.json"
 #define STORE_MAX  (64u << 20)
+
+/* The file for a key: one per set of rules (principals of different
+ * roles have different sets), "readmask-<16 hex of sha256(key)>.json". */
+static void store_name(const char *key_sha, char out[64])
+{
+	snprintf(out, 64, "readmask-%.16s.json", key_sha);
+}
 
 static json_int_t jint(const json_t *a, size_t i, int *ok)
 {
@@ -216,9 +223,11 @@ static json_int_t jint(const json_t *a, size_t i, int *ok)
 static int store_load(int store_fd, const char *root, const char *key_sha, seen_dir **dirs,
                       size_t *ndirs, tgi_strv *picked)
 {
+	char name[64];
 	*dirs = NULL;
 	*ndirs = 0;
-	int fd = openat(store_fd, STORE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	store_name(key_sha, name);
+	int fd = openat(store_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -228,7 +237,12 @@ static int store_load(int store_fd, const char *root, const char *key_sha, seen_
 		return -1;
 	}
 	json_error_t je;
-	json_t *j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	char *text = NULL;
+	size_t len = 0;
+	/* whole, then parsed: json_loadfd reads a byte per system call */
+	json_t *j = tgi_read_fd(fd, STORE_MAX, &text, &len) == 0
+	          ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+	free(text);
 	close(fd);
 	const json_t *jd = json_object_get(j, "dirs"), *jp = json_object_get(j, "picked");
 	int ok = json_is_object(j) && json_integer_value(json_object_get(j, "v")) == 1 &&
@@ -302,8 +316,9 @@ static void store_save(int store_fd, const char *root, const char *key_sha, cons
 	                      "dirs", jd, "picked", jp);
 	char *text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	char tmp[64];
-	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", STORE_NAME, (long)getpid());
+	char tmp[96], name[64];
+	store_name(key_sha, name);
+	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", name, (long)getpid());
 	int fd = text ? openat(store_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 	                       0600) : -1;
 	if (fd >= 0) {
@@ -315,7 +330,7 @@ static void store_save(int store_fd, const char *root, const char *key_sha, cons
 			off += w > 0 ? (size_t)w : 0;
 		}
 		close(fd);
-		if (off != len || renameat(store_fd, tmp, store_fd, STORE_NAME) < 0)
+		if (off != len || renameat(store_fd, tmp, store_fd, name) < 0)
 			unlinkat(store_fd, tmp, 0);
 	}
 	free(text);

@@ -20,7 +20,7 @@
  * a name-matcher can see (and ctime cannot be set back: a command that
  * restores an mtime with utime() moves it).  Kept in memory (one entry,
  * behind a lock) and, given a directory (the gate's state), in a file
- * there (readmask.json, this user's, 0600), so that a process of its own
+ * there (readmask-<key digest>.json, this user's, 0600), so that a process of its own
  * per call (`toolgate call`) finds it too; a file that is not this user's,
  * not JSON of the right shape, or not fresh is a miss.
  *

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -338,11 +339,20 @@ static void test_store(void **state)
 
 	/* a broken file is a miss */
 	find_env("s2", fb, &cached);
-	char f[160];
-	snprintf(f, sizeof f, "%s/readmask.json", a);
-	FILE *fp = fopen(f, "w");
-	fputs("{\"v\":1,\"root\":\"x\",\"dirs\":[[1]]", fp);
-	fclose(fp);
+	DIR *dp = opendir(a);
+	int broken = 0;
+	for (struct dirent *e; dp && (e = readdir(dp));) {
+		if (strncmp(e->d_name, "readmask-", 9))
+			continue;
+		char f[512];
+		snprintf(f, sizeof f, "%s/%s", a, e->d_name);
+		FILE *fp = fopen(f, "w");
+		fputs("{\"v\":1,\"dirs\":[[1]]", fp);
+		fclose(fp);
+		broken++;
+	}
+	closedir(dp);
+	assert_int_equal(broken, 1);
 	assert_int_equal(find_env("s1", fa, &cached), n + 1);
 	assert_int_equal(cached, 0);
 	close(fa);
