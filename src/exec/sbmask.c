@@ -220,46 +220,31 @@ static json_int_t jint(const json_t *a, size_t i, int *ok)
 	return json_integer_value(v);
 }
 
-static int store_load(int store_fd, const char *root, const char *key_sha, seen_dir **dirs,
-                      size_t *ndirs, tgi_strv *picked)
+/* The cache file's text, for root and key: its directories and picks, or
+ * -1 for anything not of the shape above (a miss). */
+static int store_parse(const char *text, size_t len, const char *root, const char *key_sha,
+                       seen_dir **dirs, size_t *ndirs, tgi_strv *picked)
 {
-	char name[64];
+	json_error_t je;
 	*dirs = NULL;
 	*ndirs = 0;
-	store_name(key_sha, name);
-	int fd = openat(store_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (size_t)st.st_size > STORE_MAX) {
-		close(fd);
-		return -1;
-	}
-	json_error_t je;
-	char *text = NULL;
-	size_t len = 0;
-	/* whole, then parsed: json_loadfd reads a byte per system call */
-	json_t *j = tgi_read_fd(fd, STORE_MAX, &text, &len) == 0
-	          ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &je) : NULL;
-	free(text);
-	close(fd);
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	const json_t *jd = json_object_get(j, "dirs"), *jp = json_object_get(j, "picked");
+	const char *jroot = json_string_value(json_object_get(j, "root"));
+	const char *jkey = json_string_value(json_object_get(j, "key"));
 	int ok = json_is_object(j) && json_integer_value(json_object_get(j, "v")) == 1 &&
-	         json_is_string(json_object_get(j, "root")) &&
-	         !strcmp(json_string_value(json_object_get(j, "root")), root) &&
-	         json_is_string(json_object_get(j, "key")) &&
-	         !strcmp(json_string_value(json_object_get(j, "key")), key_sha) &&
+	         jroot && !strcmp(jroot, root) && jkey && !strcmp(jkey, key_sha) &&
 	         json_is_array(jd) && json_is_array(jp) && json_array_size(jd) > 0 &&
-	         json_array_size(jd) <= TGI_SBMASK_MAX_DIRS;
+	         json_array_size(jd) <= TGI_SBMASK_MAX_DIRS &&
+	         json_array_size(jp) <= TGI_SBMASK_MAX_ENTRIES;
 	size_t n = ok ? json_array_size(jd) : 0;
 	seen_dir *d = n ? tgi_xcalloc(n, sizeof *d) : NULL;
 	size_t got = 0;
 	for (size_t i = 0; ok && i < n; i++) {
 		const json_t *e = json_array_get(jd, i);
 		const char *rel = json_string_value(json_array_get(e, 0));
-		ok = json_is_array(e) && json_array_size(e) == 7 && rel && !memchr(rel, '\0',
-		     json_string_length(json_array_get(e, 0)));
+		ok = json_is_array(e) && json_array_size(e) == 7 && rel &&
+		     !memchr(rel, '\0', json_string_length(json_array_get(e, 0)));
 		if (!ok)
 			break;
 		d[i] = (seen_dir){tgi_strdup(rel), (dev_t)jint(e, 1, &ok), (ino_t)jint(e, 2, &ok),
@@ -282,6 +267,48 @@ static int store_load(int store_fd, const char *root, const char *key_sha, seen_
 	*dirs = d;
 	*ndirs = n;
 	return 0;
+}
+
+int tgi_sbmask_store_check(const char *text, size_t len, const char *root, const char *key_sha,
+                           size_t *ndirs, size_t *npicked)
+{
+	seen_dir *d;
+	size_t n;
+	tgi_strv picked = {0};
+	*ndirs = *npicked = 0;
+	if (store_parse(text, len, root, key_sha, &d, &n, &picked) < 0)
+		return -1;
+	*ndirs = n;
+	*npicked = picked.n;
+	dirs_free(d, n);
+	tgi_strv_free(&picked);
+	return 0;
+}
+
+static int store_load(int store_fd, const char *root, const char *key_sha, seen_dir **dirs,
+                      size_t *ndirs, tgi_strv *picked)
+{
+	char name[64];
+	*dirs = NULL;
+	*ndirs = 0;
+	store_name(key_sha, name);
+	int fd = openat(store_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (size_t)st.st_size > STORE_MAX) {
+		close(fd);
+		return -1;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	/* whole, then parsed: json_loadfd reads a byte per system call */
+	int rc = tgi_read_fd(fd, STORE_MAX, &text, &len) == 0
+	       ? store_parse(text, len, root, key_sha, dirs, ndirs, picked) : -1;
+	free(text);
+	close(fd);
+	return rc;
 }
 
 static void store_save(int store_fd, const char *root, const char *key_sha, const seen_dir *dirs,

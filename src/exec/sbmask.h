@@ -59,4 +59,10 @@ int tgi_sbmask_find(const char *root, const char *const *starts, size_t nstarts,
                     tgi_sbmask_match_fn fn, void *arg, const char *key, int store_fd,
                     tgi_strv *out, tgi_sbmask_stats *stats, char *err, size_t errlen);
 
+/* The cache file's reader alone (for the fuzzer): 0 with the counts when
+ * text is a cache for root and key_sha (sha256 hex of the key), -1 for
+ * anything else. */
+int tgi_sbmask_store_check(const char *text, size_t len, const char *root, const char *key_sha,
+                           size_t *ndirs, size_t *npicked);
+
 #endif
