@@ -13,7 +13,9 @@
 #    the ask rule makes `cat notes/private.txt` pending;
 #  - sandbox: what policy cannot see into runs (bypassPermissions) but does
 #    not see the secrets: python's open(), `cp .env x && cat x`,
-#    `tar c . | cat`, `grep -r TOKEN .`, sub/.env through `**/.env`;
+#    `tar c . | cat`, `grep -r TOKEN .`, sub/.env through `**/.env`, a
+#    .env one call made, in the next call; the asked file unless a person
+#    approved the call (then that call reads it);
 #  - `policy check --explain` and `policy test` give the rule; doctor lists
 #    what the sandbox hides for the rules.
 . "$(dirname "$0")/lib.sh"
@@ -154,6 +156,15 @@ half() { # AS DIR LABEL
 	eq "$(rule "$l-ask")" "ask: read_file(./notes/private.txt)" "$l: by the ask rule"
 	no_secret "$l-ask" "$l: the asked file"
 
+	# approved, the asked file is shown to that call (the approver saw it)
+	run_tg "$l-approve" approvals approve "$(jq -r .error.approval_id "$OUT/$l-ask.json")"
+	sh_call "$l-ask2" "cat notes/private.txt"
+	ran "$l-ask2" "$l: the approved call runs"
+	contains "$(out "$l-ask2")" "ASKED-$SECRET" "$l: and reads the asked file"
+	# unapproved, a command that reads it without naming it does not
+	sh_call "$l-askpy" "$PY -c \"print(open('notes/private.txt').read())\"" --mode bypassPermissions
+	no_secret "$l-askpy" "$l: python reading the asked file unasked"
+
 	# ---- the sandbox: what policy cannot see into does not see the secrets
 	sh_call "$l-py" "$PY -c \"print(open('.env').read())\"" --mode bypassPermissions
 	no_secret "$l-py" "$l: python open('.env')"
@@ -165,6 +176,11 @@ half() { # AS DIR LABEL
 	ran "$l-tar" "$l: tar c . | cat runs"
 	contains "$(out "$l-tar")" "hello readme" "$l: tar shows the README"
 	no_secret "$l-tar" "$l: tar c . | cat"
+	# a file a glob rule names, made by one call, is hidden from the next
+	sh_call "$l-mk" "mkdir -p made && echo MADE-$SECRET > made/.env" --mode bypassPermissions
+	ran "$l-mk" "$l: a call makes made/.env"
+	sh_call "$l-pymk" "$PY -c \"print(open('made/.env').read())\"" --mode bypassPermissions
+	no_secret "$l-pymk" "$l: the next call does not see made/.env"
 	sh_call "$l-pyls" "$PY -c \"import os; print(sorted(os.listdir('secrets')))\"" --mode bypassPermissions
 	ran "$l-pyls" "$l: python lists secrets/"
 	CHECKS=$((CHECKS + 1))
@@ -176,7 +192,7 @@ half() { # AS DIR LABEL
 	eq "$(jq -r .rule "$OUT/$l-explain.json")" "deny: read_file(./.env)" "$l: explain: rule"
 	run_tg "$l-doctor" doctor --json
 	eq "$(jq -r '.shell.read_rules.hidden | map(sub(".*/ws/"; "")) | sort | join(" ")' "$OUT/$l-doctor.json")" \
-		".env notes/private.txt secrets sub/.env" "$l: doctor lists what read rules hide"
+		".env made/.env notes/private.txt secrets sub/.env" "$l: doctor lists what read rules hide"
 	CHECKS=$((CHECKS + 1))
 	jq -e --arg p "$D/ws/.env" '.shell.hidden | index($p)' "$OUT/$l-doctor.json" > /dev/null ||
 		fail "$l: doctor's view of the shell hides .env"
