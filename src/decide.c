@@ -4,7 +4,9 @@
  * Order, first match wins:
  *   availability (unavailable tools are denied: fail closed)
  *   for a command line (shell.h): the command floor, a sandboxed mode
- *     with no sandbox backend, execpolicy `forbidden` → deny
+ *     with no sandbox backend, execpolicy `forbidden` → deny; then read
+ *     rules on the files each read-only command names (read_rules below:
+ *     a deny for read_file → deny, an ask → ask)
  *   hard floor (compiled in; nothing lifts it) and protected paths
  *   deny rules  (global, then the caller's roles)
  *   requires_grant without a matching allow rule → deny (never ask)

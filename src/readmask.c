@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 
 #include "gate.h"
+#include "exec/sandbox.h"
 #include "exec/sbmask.h"
 #include "util/util.h"
 
@@ -203,6 +204,10 @@ json_t *tgi_read_masks_report(tg_gate *g, tgi_strv *out)
 	if (gs.bare)
 		json_array_append_new(not_hidden, json_pack("{s:s, s:s}", "rule", "read_file",
 		                      "why", "a rule without a path hides the tool, not files"));
+	if (tgi_sandbox_probe()->backend == TGI_SB_LANDLOCK)
+		json_object_set_new(o, "enforced", json_string(
+			"no: under Landlock nothing inside the workspace can be hidden; only policy's "
+			"judgement of the files read-only commands name holds"));
 	json_object_set_new(o, "hidden", hidden);
 	json_object_set_new(o, "not_hidden", not_hidden);
 	if (rc < 0)
