@@ -345,8 +345,10 @@ static void store_save(int store_fd, const char *root, const char *key_sha, cons
 	json_decref(j);
 	char tmp[96], name[64];
 	store_name(key_sha, name);
-	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", name, (long)getpid());
-	int fd = text ? openat(store_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	static unsigned seq;   /* two threads of one process write apart */
+	snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", name, (long)getpid(),
+	         __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	int fd = text ? openat(store_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	                       0600) : -1;
 	if (fd >= 0) {
 		size_t len = strlen(text), off = 0;
