@@ -416,7 +416,7 @@ typedef struct read_judge {
 	tgi_call   *c;
 	const char *ws;             /* as configured */
 	char        ws_real[4096];  /* resolved */
-	int         sandboxed;      /* the sandbox hides what deny rules name */
+	int         sandboxed;      /* the sandbox hides what read rules name (bubblewrap) */
 	int         ask;            /* an ask was found: rule says which */
 	char        rule[512];
 	char        msg[768];       /* a denial's sentence */
@@ -614,8 +614,9 @@ static void follow_cd(const tgi_cmd *cmd, size_t p, tgi_strv *cwds, int *lost)
  * workdir, then each `cd`), as read_file would judge them: the floor and
  * protected paths, then deny (stops) and ask rules.  What a recursive
  * reader (grep -r, find, ...) meets below a directory it names is hidden
- * by the sandbox (tgi_read_masks); with no sandbox (danger-full-access) it
- * asks when a deny or ask rule could match there.  A word whose
+ * by the sandbox (tgi_read_masks); with no sandbox that can hide it
+ * (danger-full-access, Landlock) it asks when a deny or ask rule could
+ * match there.  A word whose
  * files cannot be told (a variable, a glob over too much) asks when any
  * read rule exists.  Other commands are left to the rest of the policy
  * and to the sandbox, which hides what deny rules name (tgi_read_masks).
@@ -624,8 +625,10 @@ static tgi_verdict read_rules(tgi_call *c, int *ask, char *rule, size_t cap)
 {
 	tg_gate *g = c->g;
 	const tgi_shell_cfg *sh = &g->cfg->shell;
+	/* only bubblewrap can hide a path inside the workspace (not Landlock) */
 	read_judge j = {.c = c, .ws = g->cfg->workspace,
-	                .sandboxed = g->cfg->sandbox_profile.mode != TGI_SANDBOX_FULL};
+	                .sandboxed = g->cfg->sandbox_profile.mode != TGI_SANDBOX_FULL &&
+	                             tgi_sandbox_probe()->backend == TGI_SB_BWRAP};
 	tgi_strv cwds = {0}, words = {0};
 	char start[8192], folded[4096];
 	int lost = 0;

@@ -202,6 +202,25 @@ static void test_decisions(void **state)
 	decided(g, "python3 -c \"print(open('.env').read())\"", NULL, decision, rule, sizeof decision);
 	assert_string_equal(decision, "allow");      /* the sandbox's to stop */
 	tg_gate_close(g);
+
+	/* no sandbox to hide what lies below: a recursive read that reaches a
+	 * rule asks */
+	char cfg[128];
+	snprintf(cfg, sizeof cfg, "%s/toolgate.yaml", ws);
+	FILE *f = fopen(cfg, "a");
+	fputs("sandbox: danger-full-access\n", f);
+	fclose(f);
+	g = open_gate(NULL);
+	decided(g, "grep -r TOKEN .", NULL, decision, rule, sizeof decision);
+	assert_string_equal(decision, "ask");
+	assert_non_null(strstr(rule, "no sandbox hides it"));
+	decided(g, "grep -r int src", NULL, decision, rule, sizeof decision);
+	assert_string_equal(decision, "ask");        /* a .env may lie below src/ too */
+	decided(g, "cat src/a.c", NULL, decision, rule, sizeof decision);
+	assert_string_equal(decision, "allow");
+	decided(g, "cat .env", NULL, decision, rule, sizeof decision);
+	assert_string_equal(decision, "deny");
+	tg_gate_close(g);
 	assert_int_equal(chdir(cwd), 0);
 }
 
