@@ -13,7 +13,8 @@
  *     a bounded walk below its literal leading directory finds
  *     (exec/sbmask.h; .git and .toolgate are not entered; cached between
  *     calls, in memory and in the state directory, by the directories'
- *     inodes, mtimes and ctimes).
+ *     inodes, mtimes and ctimes; a few changed directories are read again
+ *     rather than all).
  * What a glob matches that is created while the command runs is not hidden
  * (a mount needs a path that exists when the sandbox is set up); the next
  * call hides it.  Rules a sandbox cannot turn into paths are said in
@@ -215,8 +216,8 @@ json_t *tgi_read_masks_report(tg_gate *g, tgi_strv *out)
 	else if (gs.globs.n)
 		json_object_set_new(o, "walk", json_pack("{s:I, s:I, s:f, s:s}", "dirs",
 		                    (json_int_t)stats.dirs, "entries", (json_int_t)stats.entries,
-		                    "ms", stats.ms, "cached", stats.cached == 2 ? "file" :
-		                    stats.cached ? "memory" : "no"));
+		                    "ms", stats.ms, "cached", stats.cached == 3 ? "refreshed" :
+		                    stats.cached == 2 ? "file" : stats.cached ? "memory" : "no"));
 	json_object_set_new(o, "created_during_a_run", json_string(
 		"a file a glob rule names that a command creates is not hidden during that run; "
 		"the next call hides it"));

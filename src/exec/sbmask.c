@@ -94,10 +94,11 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Read one directory (fd open on it): pick or queue its entries. */
+/* Read one directory (fd open on it): pick or queue its entries; a
+ * directory among known (sorted; may be NULL) is not queued. */
 static int read_dir(int fd, const char *rel, walk_state *w, tgi_strv *stack,
-                    tgi_sbmask_match_fn fn, void *arg, tgi_strv *picked, char *buf, char *err,
-                    size_t errlen)
+                    tgi_sbmask_match_fn fn, void *arg, tgi_strv *picked, char *buf,
+                    const tgi_strv *known, char *err, size_t errlen)
 {
 	for (long got; (got = syscall(SYS_getdents64, fd, buf, DENTS_BUF)) > 0;) {
 		for (long off = 0; off < got;) {
@@ -121,7 +122,9 @@ static int read_dir(int fd, const char *rel, walk_state *w, tgi_strv *stack,
 				tgi_strv_push(picked, c);
 				continue;
 			}
-			if (is_dir && strcmp(n, ".git") && strcmp(n, ".toolgate"))
+			if (is_dir && strcmp(n, ".git") && strcmp(n, ".toolgate") &&
+			    !(known && known->n &&
+			      bsearch(&c, known->v, known->n, sizeof *known->v, str_cmp)))
 				tgi_strv_push(stack, c);
 			else
 				free(c);
@@ -168,7 +171,7 @@ static int walk(int root_fd, const char *const *starts, size_t nstarts, tgi_sbma
 			w->dirs = tgi_xrealloc(w->dirs, w->cap * sizeof *w->dirs);
 		}
 		w->dirs[w->ndirs++] = (seen_dir){rel, st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
-		rc = read_dir(fd, rel, w, &stack, fn, arg, picked, buf, err, errlen);
+		rc = read_dir(fd, rel, w, &stack, fn, arg, picked, buf, NULL, err, errlen);
 		close(fd);
 	}
 	tgi_strv_free(&stack);
@@ -195,6 +198,107 @@ static int dirs_fresh(int root_fd, const seen_dir *dirs, size_t n)
 			return 0;
 	}
 	return 1;
+}
+
+/* A copy of n directories. */
+static seen_dir *dirs_copy(const seen_dir *d, size_t n)
+{
+	seen_dir *c = tgi_xcalloc(n ? n : 1, sizeof *c);
+	for (size_t i = 0; i < n; i++) {
+		c[i] = d[i];
+		c[i].rel = tgi_strdup(d[i].rel);
+	}
+	return c;
+}
+
+/* The directory part of rel ("" for an entry of the root), into out. */
+static void parent_of(const char *rel, char *out, size_t cap)
+{
+	const char *slash = strrchr(rel, '/');
+	tgi_snprintf(out, cap, "%.*s", slash ? (int)(slash - rel) : 0, rel);
+}
+
+#define REFRESH_MAX 64   /* changed directories worth re-reading one by one */
+
+/*
+ * Bring a stale result up to date without walking everything: the
+ * directories whose mtime or ctime moved are read again (their picks
+ * found anew, their new subdirectories walked whole); picks in the others
+ * stay.  0 with w (every directory, with its times now), picked and
+ * *nread (the directories read) filled;
+ * 1 when a walk is the better answer (a directory gone or replaced, more
+ * than REFRESH_MAX changed); -1 with err.
+ */
+static int refresh(int root_fd, const seen_dir *dirs, size_t n, const tgi_strv *old_picked,
+                   tgi_sbmask_match_fn fn, void *arg, walk_state *w, tgi_strv *picked,
+                   size_t *nread, char *err, size_t errlen)
+{
+	unsigned char *changed = tgi_xcalloc(n ? n : 1, 1);
+	struct stat *now = tgi_xcalloc(n ? n : 1, sizeof *now);
+	size_t nchanged = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const seen_dir *d = &dirs[i];
+		struct stat *st = &now[i];
+		if (fstatat(root_fd, d->rel[0] ? d->rel : ".", st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st->st_mode) || st->st_dev != d->dev || st->st_ino != d->ino)
+			rc = 1;                          /* gone or replaced */
+		else if (!same_time(&st->st_mtim, &d->mtime) || !same_time(&st->st_ctim, &d->ctime))
+			changed[i] = 1, nchanged++;
+	}
+	if (rc || !n || nchanged > REFRESH_MAX) {
+		free(changed);
+		free(now);
+		return 1;
+	}
+	/* the known directories, sorted, and which of them changed */
+	tgi_strv known = {0}, fresh = {0};
+	for (size_t i = 0; i < n; i++) {
+		tgi_strv_push(&known, tgi_strdup(dirs[i].rel));
+		if (changed[i])
+			tgi_strv_push(&fresh, tgi_strdup(dirs[i].rel));
+	}
+	qsort(known.v, known.n, sizeof *known.v, str_cmp);
+	if (fresh.n)
+		qsort(fresh.v, fresh.n, sizeof *fresh.v, str_cmp);
+	/* picks whose directory did not change stay */
+	for (size_t i = 0; i < old_picked->n; i++) {
+		char dir[PATH_MAX], *pd = dir;
+		parent_of(old_picked->v[i], dir, sizeof dir);
+		if (!fresh.n || !bsearch(&pd, fresh.v, fresh.n, sizeof *fresh.v, str_cmp))
+			tgi_strv_push(picked, tgi_strdup(old_picked->v[i]));
+	}
+	w->dirs = dirs_copy(dirs, n);
+	w->ndirs = w->cap = n;
+	tgi_strv stack = {0};
+	char *buf = tgi_xmalloc(DENTS_BUF);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!changed[i])
+			continue;
+		seen_dir *d = &w->dirs[i];
+		int fd = open_below(root_fd, d->rel, O_RDONLY | O_DIRECTORY);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != d->ino) {
+			rc = 1;                          /* changed under us: walk */
+		} else {
+			d->mtime = st.st_mtim;
+			d->ctime = st.st_ctim;
+			rc = read_dir(fd, d->rel, w, &stack, fn, arg, picked, buf, &known, err, errlen);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	free(buf);
+	if (rc == 0 && stack.n)                  /* new directories: whole */
+		rc = walk(root_fd, (const char *const *)stack.v, stack.n, fn, arg, w, picked, err,
+		          errlen);
+	*nread = nchanged + (w->ndirs - n);
+	tgi_strv_free(&stack);
+	tgi_strv_free(&known);
+	tgi_strv_free(&fresh);
+	free(changed);
+	free(now);
+	return rc;
 }
 
 /* ---- the cache kept between processes (a file in store_fd per key) ----
@@ -403,39 +507,54 @@ int tgi_sbmask_find(const char *root, const char *const *starts, size_t nstarts,
 		tgi_snprintf(err, errlen, "cannot open the workspace \"%s\": %s", shown, strerror(errno));
 		return -1;
 	}
+	/* what was found last time, from memory or the state directory */
+	seen_dir *dirs = NULL;
+	size_t ndirs = 0;
+	tgi_strv was = {0};
+	int from = 0;
 	if (key) {
 		pthread_mutex_lock(&cache.mu);
-		int hit = cache.root && !strcmp(cache.root, root) && !strcmp(cache.key, key) &&
-		          dirs_fresh(root_fd, cache.dirs, cache.ndirs);
-		if (hit)
-			strv_append(out, &cache.picked);
+		if (cache.root && !strcmp(cache.root, root) && !strcmp(cache.key, key)) {
+			dirs = dirs_copy(cache.dirs, cache.ndirs);
+			ndirs = cache.ndirs;
+			strv_append(&was, &cache.picked);
+			from = 1;
+		}
 		pthread_mutex_unlock(&cache.mu);
-		if (hit) {
-			st.cached = 1;
-			goto done;
-		}
 		tgi_sha256_hex(key, strlen(key), key_sha);
-		seen_dir *dirs;
-		size_t ndirs;
-		tgi_strv picked = {0};
-		if (store_fd >= 0 &&
-		    store_load(store_fd, root, key_sha, &dirs, &ndirs, &picked) == 0) {
-			if (dirs_fresh(root_fd, dirs, ndirs)) {
-				strv_append(out, &picked);
-				remember(root, key, dirs, ndirs, &picked);
-				st.cached = 2;
-				goto done;
-			}
-			dirs_free(dirs, ndirs);
-			tgi_strv_free(&picked);
-		}
+		if (!from && store_fd >= 0 &&
+		    store_load(store_fd, root, key_sha, &dirs, &ndirs, &was) == 0)
+			from = 2;
 	}
 	walk_state w = {0};
 	tgi_strv picked = {0};
-	int rc = walk(root_fd, starts, nstarts, fn, arg, &w, &picked, err, errlen);
+	int rc;
+	if (from && dirs_fresh(root_fd, dirs, ndirs)) {
+		strv_append(out, &was);
+		if (from == 2)
+			remember(root, key, dirs, ndirs, &was);
+		else
+			dirs_free(dirs, ndirs);
+		tgi_strv_free(&was);
+		st.cached = from;
+		goto done;
+	}
+	size_t nread = 0;
+	rc = from ? refresh(root_fd, dirs, ndirs, &was, fn, arg, &w, &picked, &nread, err, errlen)
+	          : 1;
+	dirs_free(dirs, ndirs);
+	tgi_strv_free(&was);
+	if (rc == 0) {
+		st.cached = 3;
+	} else {                                 /* walk everything */
+		dirs_free(w.dirs, w.ndirs);
+		tgi_strv_free(&picked);
+		w = (walk_state){0};
+		rc = walk(root_fd, starts, nstarts, fn, arg, &w, &picked, err, errlen);
+	}
 	if (picked.n)
 		qsort(picked.v, picked.n, sizeof *picked.v, str_cmp);
-	st.dirs = w.ndirs;
+	st.dirs = st.cached == 3 ? nread : w.ndirs;
 	st.entries = w.entries;
 	if (rc == 0) {
 		strv_append(out, &picked);

@@ -15,7 +15,9 @@
  * The cache: one result per (root, key), with the inode, modification
  * and change times of every directory the walk read.  The next find with
  * the same root and key stats those directories only (no reading) and,
- * when none changed, answers from the cache: a directory's mtime and ctime
+ * when none changed, answers from the cache; when a few changed (at most
+ * 64, none gone or replaced), reads only those again, and walks only the
+ * directories new in them: a directory's mtime and ctime
  * move whenever an entry is added, removed or renamed in it, which is all
  * a name-matcher can see (and ctime cannot be set back: a command that
  * restores an mtime with utime() moves it).  Kept in memory (one entry,
@@ -42,7 +44,8 @@ typedef int (*tgi_sbmask_match_fn)(void *arg, const char *rel, int is_dir);
 
 typedef struct tgi_sbmask_stats {
 	size_t dirs, entries;   /* what the walk read (0 when the cache answered) */
-	int    cached;          /* 0: walked; 1: the memory cache answered; 2: the file */
+	int    cached;          /* 0: walked; 1: the memory cache answered; 2: the file;
+	                           3: the cache, with the directories that changed read again */
 	double ms;
 } tgi_sbmask_stats;
 

@@ -299,8 +299,35 @@ static void test_cache(void **state)
 	put("notes/.env", "n\n");
 	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", -1, &out, &st, err,
 	                                 sizeof err), 0);
-	assert_false(st.cached);
+	assert_int_equal(st.cached, 3);          /* notes/ read again, nothing else */
+	assert_int_equal(st.dirs, 1);
 	assert_int_equal(out.n, n + 1);
+	tgi_strv_free(&out);
+	/* a new directory with a .env in it, a .env removed: found, dropped */
+	dir("notes/deeper");
+	dir("notes/deeper/more");
+	put("notes/deeper/more/.env", "m\n");
+	char gone[128];
+	snprintf(gone, sizeof gone, "%s/sub/.env", ws);
+	assert_int_equal(unlink(gone), 0);
+	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", -1, &out, &st, err,
+	                                 sizeof err), 0);
+	assert_int_equal(st.cached, 3);
+	assert_int_equal(out.n, n + 1);
+	int deep = 0, sub = 0;
+	for (size_t i = 0; i < out.n; i++) {
+		deep |= !strcmp(out.v[i], "notes/deeper/more/.env");
+		sub |= !strcmp(out.v[i], "sub/.env");
+	}
+	assert_true(deep && !sub);
+	tgi_strv_free(&out);
+	/* a directory gone: everything walked again */
+	snprintf(gone, sizeof gone, "rm -r '%s/notes/deeper'", ws);
+	assert_int_equal(system(gone), 0);
+	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k1", -1, &out, &st, err,
+	                                 sizeof err), 0);
+	assert_int_equal(st.cached, 0);
+	assert_int_equal(out.n, n);
 	tgi_strv_free(&out);
 	/* another key is another question */
 	assert_int_equal(tgi_sbmask_find(ws, starts, 1, pick_env, NULL, "k2", -1, &out, &st, err,
@@ -354,7 +381,7 @@ static void test_store(void **state)
 	struct timespec ts[2] = {st.st_atim, st.st_mtim};
 	assert_int_equal(utimensat(AT_FDCWD, d, ts, 0), 0);
 	assert_int_equal(find_env("s1", fa, &cached), n + 1);
-	assert_int_equal(cached, 0);
+	assert_int_equal(cached, 3);                         /* src/ read again */
 
 	/* a broken file is a miss */
 	find_env("s2", fb, &cached);
