@@ -4,7 +4,8 @@
  * Input: up to three lines, "RULE\nPATH\nVALUE".  The rule is parsed; a
  * parsed rule must report its text, reparse to the same text, and match
  * calls built from PATH and VALUE without crashing.  The line texts also go
- * straight to the globs, the glob checker and the floor.  Any crash, leak,
+ * straight to the globs (a path a glob matches it also reaches; its
+ * literal base fits), the glob checker and the floor.  Any crash, leak,
  * hang or sanitizer report is a bug; a parse error is an ordinary outcome.
  *
  * Owns: nothing beyond one input.  Must not: touch the filesystem or
@@ -80,6 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	(void)tgi_path_glob(rule, path);
+	/* a glob that matches a path reaches it; the literal base is a prefix */
+	if (tgi_path_glob(rule, path) && !tgi_path_glob_reaches(rule, path))
+		abort();
+	char base[256];
+	int b = tgi_path_glob_base(rule, base, sizeof base);
+	if (b < -1 || b > 2 || (b >= 0 && strlen(base) >= sizeof base))
+		abort();
 	(void)tgi_text_glob(rule, value);
 	if (tgi_path_glob_check(rule, &at, &what) < 0 && (at >= strlen(rule) || !what))
 		abort();

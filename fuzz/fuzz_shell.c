@@ -7,7 +7,8 @@
  * that their counts describe, every string present, known redirection
  * operators, known flags, a printable reason exactly when a command is
  * opaque, depth at most 4, no more than TGI_SHELL_MAX_CMDS commands, and
- * tgi_shell_program inside argv.  A split that fails must leave the output
+ * tgi_shell_program inside argv; what each command reads
+ * (tgi_shell_read_paths) is a list of words.  A split that fails must leave the output
  * empty and say why in one printable line.  Any crash, leak, hang or
  * sanitizer report is a bug.
  *
@@ -62,6 +63,20 @@ static void check_line(const tgi_cmdline *cl)
 		check(c->depth <= 4);
 		prog = tgi_shell_program(c);
 		check(prog <= c->argc);
+		/* what it reads (readonly.c): words present, the class answered */
+		for (size_t from = 0; from <= c->argc && from <= prog + 1; from += prog ? prog : 1) {
+			tgi_strv reads = {0};
+			int rec = -1;
+			int r = tgi_shell_read_paths(c, from, &reads, &rec);
+			check((r == 0 || r == 1) && (rec == 0 || rec == 1));
+			for (size_t k = 0; k < reads.n; k++)
+				check(reads.v[k] != NULL);
+			tgi_strv_free(&reads);
+			r = tgi_shell_reads_only(c, from, NULL, 0);
+			check(r == 0 || r == 1);
+			if (!prog)
+				break;
+		}
 	}
 }
 

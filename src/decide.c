@@ -4,7 +4,9 @@
  * Order, first match wins:
  *   availability (unavailable tools are denied: fail closed)
  *   for a command line (shell.h): the command floor, a sandboxed mode
- *     with no sandbox backend, execpolicy `forbidden` → deny
+ *     with no sandbox backend, execpolicy `forbidden` → deny; then read
+ *     rules on the files each read-only command names (read_rules below:
+ *     a deny for read_file → deny, an ask → ask)
  *   hard floor (compiled in; nothing lifts it) and protected paths
  *   deny rules  (global, then the caller's roles)
  *   requires_grant without a matching allow rule → deny (never ask)
@@ -45,6 +47,8 @@
  * approvals or run anything.  Stops with `denied`.
  */
 #include <errno.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -348,6 +352,330 @@ static tgi_verdict command_gates(tgi_call *c, int *ask, char *rule, size_t cap)
 	return TGI_NEXT;
 }
 
+/* ---- read rules on what a command line reads (readonly.c names it) ---- */
+
+#define READ_CWDS  8      /* directories a line may be in, followed through cd */
+#define READ_GLOB  1024   /* names one glob word may expand to */
+
+/* The first rule of kind, global or of the caller's roles, that names
+ * read_file and could match dir or a path below it (NULL: any path). */
+static const tgi_rule *read_rule_reaching(const tgi_call *c, tgi_rule_kind kind, const char *dir)
+{
+	tg_gate *g = c->g;
+	const tgi_rule *r = tgi_ruleset_reaches(g->rules, kind, "read_file", dir);
+	for (size_t i = 0; !r && i < c->principal->roles.n; i++)
+		for (size_t j = 0; !r && j < g->cfg->nroles; j++)
+			if (!strcmp(g->cfg->roles[j].name, c->principal->roles.v[i]))
+				r = tgi_ruleset_reaches(g->role_rules[j], kind, "read_file", dir);
+	return r;
+}
+
+/* p with "." and ".." parts folded and slashes single, into out; p is
+ * absolute. */
+static void fold_path(const char *p, char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (const char *s = p; *s;) {
+		while (*s == '/')
+			s++;
+		size_t len = strcspn(s, "/");
+		if (!len)
+			break;
+		if (len == 1 && s[0] == '.') {
+		} else if (len == 2 && s[0] == '.' && s[1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+		} else if (n + len + 2 < cap) {
+			out[n++] = '/';
+			memcpy(out + n, s, len);
+			n += len;
+		}
+		out[n] = '\0';
+		s += len;
+	}
+	if (!n)
+		tgi_snprintf(out, cap, "/");
+}
+
+/* abs (folded) relative to root, into rel: 1 when it lies inside. */
+static int inside(const char *abs, const char *root, char *rel, size_t cap)
+{
+	size_t n = strlen(root);
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (strncmp(abs, root, n) || (abs[n] != '/' && abs[n] != '\0'))
+		return 0;
+	tgi_snprintf(rel, cap, "%s", abs[n] ? abs + n + 1 : ".");
+	return 1;
+}
+
+typedef struct read_judge {
+	tgi_call   *c;
+	const char *ws;             /* as configured */
+	char        ws_real[4096];  /* resolved */
+	int         sandboxed;      /* the sandbox hides what read rules name (bubblewrap) */
+	int         ask;            /* an ask was found: rule says which */
+	char        rule[512];
+	char        msg[768];       /* a denial's sentence */
+	const char *deny_rule;      /* set on a denial */
+	char        deny_text[512];
+} read_judge;
+
+/* Judge one workspace-relative path (and what it resolves to) a command
+ * reads; recursive: what lies below it too.  1 on a denial (j set). */
+static int judge_rel(read_judge *j, const char *rel, int recursive)
+{
+	tgi_call *c = j->c;
+	char res[4096], msg[512], shown[300];
+	const char *why;
+	if (tgi_path_resolve(c->g->ws_fd, rel, res, sizeof res) < 0)
+		tgi_snprintf(res, sizeof res, "%s", rel);
+	const char *forms[2] = {rel, res};
+	for (int k = 0; k < 2; k++) {
+		if (path_refused(c, forms[k], 0, msg, sizeof msg, &why)) {
+			if (!strcmp(why, "floor"))
+				tgi_snprintf(j->deny_text, sizeof j->deny_text, "floor: %s", msg);
+			else
+				tgi_snprintf(j->deny_text, sizeof j->deny_text, "%s", why);
+			tgi_snprintf(j->msg, sizeof j->msg, "%s", msg);
+			j->deny_rule = j->deny_text;
+			return 1;
+		}
+	}
+	json_t *args = json_pack("{s:s}", "path", rel);
+	const char *paths[1] = {rel}, *resolved[1] = {res};
+	tgi_match_input in = {
+		.tool = "read_file", .args = args, .paths = paths, .resolved = resolved,
+		.npaths = 1, .has_paths = 1,
+	};
+	const tgi_rule *d = first_rule(c, TGI_RULE_DENY, &in);
+	const tgi_rule *a = d ? NULL : first_rule(c, TGI_RULE_ASK, &in);
+	json_decref(args);
+	tgi_sanitize(shown, sizeof shown, rel);
+	if (d) {
+		tgi_snprintf(j->deny_text, sizeof j->deny_text, "deny: %s", tgi_rule_text(d));
+		tgi_snprintf(j->msg, sizeof j->msg, "policy does not allow reading \"%s\" (the command "
+		             "reads it); do not retry; ask the owner", shown);
+		j->deny_rule = j->deny_text;
+		return 1;
+	}
+	if (a && !j->ask) {
+		j->ask = 1;
+		tgi_snprintf(j->rule, sizeof j->rule, "ask: %s", tgi_rule_text(a));
+	}
+	if (!recursive || j->ask || j->sandboxed)
+		return 0;
+	/* what lies below: the sandbox hides what deny rules name, and what
+	 * ask rules name unless a person approves the call (tgi_read_masks);
+	 * with no sandbox, a reading that reaches either asks */
+	for (int k = 0; k < 2 && !j->ask; k++) {
+		const tgi_rule *r = read_rule_reaching(c, TGI_RULE_DENY, forms[k]);
+		if (!r)
+			r = read_rule_reaching(c, TGI_RULE_ASK, forms[k]);
+		if (r) {
+			j->ask = 1;
+			tgi_snprintf(j->rule, sizeof j->rule, "read rules: a recursive read of \"%s\" "
+			             "reaches what %s names, and no sandbox hides it", shown,
+			             tgi_rule_text(r));
+		}
+	}
+	return 0;
+}
+
+/* Judge an absolute path a command reads: inside the workspace (as
+ * written, or once resolved), as judge_rel; outside, not here (the floor
+ * and the sandbox judge those). */
+static int judge_abs(read_judge *j, const char *abs, int recursive)
+{
+	char folded[4096], rel[4096], real[4096];
+	fold_path(abs, folded, sizeof folded);
+	if (inside(folded, j->ws, rel, sizeof rel) || inside(folded, j->ws_real, rel, sizeof rel))
+		return judge_rel(j, rel, recursive);
+	if (realpath(folded, real) && inside(real, j->ws_real, rel, sizeof rel))
+		return judge_rel(j, rel, recursive);
+	return 0;
+}
+
+static void unknown_word(read_judge *j, const char *word)
+{
+	char shown[160];
+	if (j->ask || !(read_rule_reaching(j->c, TGI_RULE_DENY, NULL) ||
+	                read_rule_reaching(j->c, TGI_RULE_ASK, NULL)))
+		return;
+	tgi_sanitize(shown, sizeof shown, word);
+	j->ask = 1;
+	tgi_snprintf(j->rule, sizeof j->rule, "read rules: which files \"%s\" names cannot be told "
+	             "before it runs", shown);
+}
+
+/* One word naming what a command reads, from each directory the line may
+ * be in.  1 on a denial. */
+static int judge_word(read_judge *j, const char *word, const tgi_strv *cwds, int recursive)
+{
+	char abs[8192], subst[8192];
+	const char *home = home_dir();
+	/* the variables the gate itself sets (tools/shell.c): HOME is the home
+	 * (the workspace may lie in it), TMPDIR a private directory that never
+	 * holds the workspace */
+	static const char *const own[][2] = {{"$HOME", "~"}, {"${HOME}", "~"},
+	                                     {"$TMPDIR", NULL}, {"${TMPDIR}", NULL}};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(own); i++) {
+		size_t n = strlen(own[i][0]);
+		if (strncmp(word, own[i][0], n) || (word[n] && word[n] != '/'))
+			continue;
+		if (!own[i][1])
+			return 0;
+		tgi_snprintf(subst, sizeof subst, "%s%s", own[i][1], word + n);
+		word = subst;
+		break;
+	}
+	if (strchr(word, '$') || strchr(word, '`') ||
+	    (word[0] == '~' && word[1] && word[1] != '/')) {
+		unknown_word(j, word);
+		return 0;
+	}
+	for (size_t i = 0; i < cwds->n; i++) {
+		if (word[0] == '/')
+			tgi_snprintf(abs, sizeof abs, "%s", word);
+		else if (word[0] == '~')
+			tgi_snprintf(abs, sizeof abs, "%s%s", home, word + 1);
+		else
+			tgi_snprintf(abs, sizeof abs, "%s/%s", cwds->v[i], word[0] ? word : ".");
+		if (!strpbrk(word, "*?[")) {
+			if (judge_abs(j, abs, recursive))
+				return 1;
+			continue;
+		}
+		/* a glob: what the shell would expand it to now, else the word */
+		glob_t gl;
+		int r = glob(abs, GLOB_NOSORT | GLOB_NOCHECK, NULL, &gl);
+		if (r != 0 || gl.gl_pathc > READ_GLOB) {
+			if (r == 0)
+				globfree(&gl);
+			unknown_word(j, word);
+			continue;
+		}
+		int denied = 0;
+		for (size_t k = 0; k < gl.gl_pathc && !denied; k++)
+			denied = judge_abs(j, gl.gl_pathv[k], recursive);
+		globfree(&gl);
+		if (denied)
+			return 1;
+	}
+	return 0;
+}
+
+/* `cd DIR`: the line may now be in DIR (from each directory it may have
+ * been in) as well; a directory it cannot tell makes every later relative
+ * word unknown (cwds emptied, *lost set). */
+static void follow_cd(const tgi_cmd *cmd, size_t p, tgi_strv *cwds, int *lost)
+{
+	const char *dir = NULL;
+	char abs[8192], folded[4096];
+	for (size_t i = p + 1; i < cmd->argc && !dir; i++)
+		if (strcmp(cmd->argv[i], "-L") && strcmp(cmd->argv[i], "-P") &&
+		    strcmp(cmd->argv[i], "--"))
+			dir = cmd->argv[i];
+	if (!dir)
+		dir = "~";
+	if (!strcmp(dir, "-") || strchr(dir, '$') || strchr(dir, '`') || strpbrk(dir, "*?[") ||
+	    (dir[0] == '~' && dir[1] && dir[1] != '/') || cmd->argc > p + 3) {
+		*lost = 1;
+		return;
+	}
+	size_t n = cwds->n;
+	for (size_t i = 0; i < n && !*lost; i++) {
+		if (dir[0] == '/')
+			tgi_snprintf(abs, sizeof abs, "%s", dir);
+		else if (dir[0] == '~')
+			tgi_snprintf(abs, sizeof abs, "%s%s", home_dir(), dir + 1);
+		else
+			tgi_snprintf(abs, sizeof abs, "%s/%s", cwds->v[i], dir);
+		fold_path(abs, folded, sizeof folded);
+		int have = 0;
+		for (size_t k = 0; k < cwds->n && !have; k++)
+			have = !strcmp(cwds->v[k], folded);
+		if (have)
+			continue;
+		if (cwds->n >= READ_CWDS)
+			*lost = 1;
+		else
+			tgi_strv_push(cwds, tgi_strdup(folded));
+	}
+}
+
+/*
+ * Read rules on what the line reads: every simple command in the
+ * read-only class (wrappers peeled) is judged on the files it names
+ * (tgi_shell_read_paths), from every directory the line may be in (the
+ * workdir, then each `cd`), as read_file would judge them: the floor and
+ * protected paths, then deny (stops) and ask rules.  What a recursive
+ * reader (grep -r, find, ...) meets below a directory it names is hidden
+ * by the sandbox (tgi_read_masks); with no sandbox that can hide it
+ * (danger-full-access, Landlock) it asks when a deny or ask rule could
+ * match there.  A word whose
+ * files cannot be told (a variable, a glob over too much) asks when any
+ * read rule exists.  Other commands are left to the rest of the policy
+ * and to the sandbox, which hides what deny rules name (tgi_read_masks).
+ */
+static tgi_verdict read_rules(tgi_call *c, int *ask, char *rule, size_t cap)
+{
+	tg_gate *g = c->g;
+	const tgi_shell_cfg *sh = &g->cfg->shell;
+	/* only bubblewrap can hide a path inside the workspace (not Landlock) */
+	read_judge j = {.c = c, .ws = g->cfg->workspace,
+	                .sandboxed = g->cfg->sandbox_profile.mode != TGI_SANDBOX_FULL &&
+	                             tgi_sandbox_probe()->backend == TGI_SB_BWRAP};
+	tgi_strv cwds = {0}, words = {0};
+	char start[8192], folded[4096];
+	int lost = 0;
+	if (!realpath(j.ws, j.ws_real))
+		tgi_snprintf(j.ws_real, sizeof j.ws_real, "%s", j.ws);
+	const char *wd = json_string_value(json_object_get(c->args, "workdir"));
+	if (wd && wd[0] == '/')
+		tgi_snprintf(start, sizeof start, "%s", wd);
+	else
+		tgi_snprintf(start, sizeof start, "%s/%s", j.ws, wd ? wd : ".");
+	fold_path(start, folded, sizeof folded);
+	tgi_strv_push(&cwds, tgi_strdup(folded));
+
+	for (size_t i = 0; i < c->cmds.n && !j.deny_rule; i++) {
+		const tgi_cmd *cmd = &c->cmds.v[i];
+		if ((cmd->flags & TGI_CMD_OPAQUE) || !cmd->argc)
+			continue;
+		size_t p = tgi_shell_program(cmd);
+		if (p >= cmd->argc)
+			p = 0;
+		if (!strcmp(tgi_shell_basename(cmd->argv[p]), "cd")) {
+			follow_cd(cmd, p, &cwds, &lost);
+			continue;
+		}
+		if (!tgi_shell_reads_only(cmd, p, &sh->read_only, sh->read_only_replace))
+			continue;
+		int recursive = 0;
+		tgi_strv_free(&words);
+		tgi_shell_read_paths(cmd, p, &words, &recursive);
+		for (size_t k = 0; k < words.n && !j.deny_rule; k++) {
+			if (lost && words.v[k][0] != '/' && words.v[k][0] != '~')
+				unknown_word(&j, words.v[k]);
+			else
+				judge_word(&j, words.v[k], &cwds, recursive);
+		}
+	}
+	tgi_strv_free(&cwds);
+	tgi_strv_free(&words);
+	if (j.deny_rule)
+		return deny(c, j.deny_rule, j.msg);
+	if (j.ask && !*ask) {
+		*ask = 1;
+		tgi_snprintf(rule, cap, "%s", j.rule);
+	}
+	return TGI_NEXT;
+}
+
 /*
  * Is every simple command of the line allowed, each by an allow rule
  * (global or a role's) or by execpolicy `allow`?  A rule covers a command
@@ -414,6 +742,8 @@ tgi_verdict tgi_decide(tgi_call *c)
 	int cmd_ask = 0;
 	char cmd_rule[512] = "";
 	if (c->has_cmds && command_gates(c, &cmd_ask, cmd_rule, sizeof cmd_rule) == TGI_STOP)
+		return TGI_STOP;
+	if (c->has_cmds && read_rules(c, &cmd_ask, cmd_rule, sizeof cmd_rule) == TGI_STOP)
 		return TGI_STOP;
 
 	/* resolve every path inside the workspace; leaving it is a denial */

@@ -117,6 +117,7 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx, struct tgi_netrun *net)
 		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
 		.may_read = tgi_may_read,
 		.policy = c,
+		.read_masks = tgi_read_masks,
 		.protect = (const char *const *)g->protected,
 		.nprotect = g->nprotected,
 		.cancel = c->req->cancel,

@@ -244,6 +244,27 @@ int tgi_may_read(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
  * call could read it.  (src/decide.c) */
 int tgi_may_read_file(const tgi_exec_ctx *ctx, const char *relpath, int is_dir);
 
+/*
+ * Read rules inside the sandbox (src/readmask.c): the absolute paths in
+ * the workspace that deny rules for reading name -- and ask rules, unless
+ * a person approved the call -- for tgi_sb_spec.mask; appended to out.
+ * 0, or -1 with a sentence in err (a walk the workspace's size or an
+ * unreadable directory stopped; more than TGI_READ_MASKS_MAX paths): the
+ * caller then runs nothing (fail closed).  tgi_read_masks is the call's
+ * (ctx->policy is its tgi_call; what tgi_exec_ctx.read_masks points at);
+ * tgi_read_masks_for serves a process that outlives calls (a bridged
+ * server): p's rules (NULL: every role's), with_ask to add ask rules'.
+ * tgi_read_masks_report: for doctor, {"hidden": [...], "not_hidden":
+ * [{"rule","why"}], "walk": {dirs,entries,ms,cached} | "error"}, every
+ * role's rules with ask rules; the paths also appended to out (may be
+ * NULL).
+ */
+#define TGI_READ_MASKS_MAX 512
+int     tgi_read_masks(const tgi_exec_ctx *ctx, tgi_strv *out, char *err, size_t errlen);
+int     tgi_read_masks_for(tg_gate *g, const tgi_principal_cfg *p, int with_ask, tgi_strv *out,
+                           char *err, size_t errlen);
+json_t *tgi_read_masks_report(tg_gate *g, tgi_strv *out);
+
 /* Set *errmsg (if not NULL) to a new copy of the sentence; returns -1. */
 int tgi_fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

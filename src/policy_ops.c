@@ -218,18 +218,25 @@ static json_t *shell_view(tg_gate *g)
 		tgi_snprintf(p, sizeof p, "%s/%s", g->cfg->workspace, g->protected[i]);
 		tgi_strv_push(&prot, tgi_strdup(p));
 	}
-	const char *masks[] = {g->state_dir};
+	/* hidden: the state directory, and what read rules name (every role's:
+	 * the strictest; a call of a principal with fewer rules hides less) */
+	tgi_strv masks = {0};
+	tgi_strv_push(&masks, tgi_strdup(g->state_dir));
+	json_t *rr = tgi_read_masks_report(g, g->cfg->sandbox_profile.mode != TGI_SANDBOX_FULL
+	                                      ? &masks : NULL);
 	tgi_sb_spec spec = {
 		.profile = &g->cfg->sandbox_profile,
 		.workspace = g->cfg->workspace,
 		.protect = (const char *const *)prot.v,
 		.nprotect = prot.n,
-		.mask = masks,
-		.nmask = 1,
+		.mask = (const char *const *)masks.v,
+		.nmask = masks.n,
 		.attach = tgi_netrun_attach,   /* as a call's (execute.c); never called here */
 	};
 	json_t *v = tgi_sandbox_view(&spec);
+	json_object_set_new(v, "read_rules", rr);
 	tgi_strv_free(&prot);
+	tgi_strv_free(&masks);
 	return v;
 }
 

@@ -93,6 +93,12 @@ typedef struct tgi_exec_ctx {
 	int                     (*net_attach)(void *arg, pid_t pid, const struct tgi_sb_profile *profile,
 	                                      char *err, size_t errlen);
 	void                     *net_attach_arg;
+	/* Read rules inside the sandbox: append to out the absolute paths a
+	 * sandbox this call starts must hide (what deny rules for reading name;
+	 * gate.h tgi_read_masks), 0; or -1 with a sentence in err (run nothing).
+	 * NULL: none. */
+	int                     (*read_masks)(const struct tgi_exec_ctx *ctx, tgi_strv *out,
+	                                      char *err, size_t errlen);
 } tgi_exec_ctx;
 
 /* What a handler returns. */

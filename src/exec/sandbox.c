@@ -443,10 +443,10 @@ static int seccomp_program(tgi_net net, int session, char *err, size_t errlen)
 		for (unsigned f = 0; f < AF_INET6 && !r; f++)
 			if (f != AF_UNIX && f != AF_INET)
 				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
-				                     SCMP_A0(SCMP_CMP_EQ, f));
+				                     SCMP_A0(SCMP_CMP_EQ, f, 0));
 		if (!r)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
-			                     SCMP_A0(SCMP_CMP_GT, AF_INET6));
+			                     SCMP_A0(SCMP_CMP_GT, AF_INET6, 0));
 	}
 	for (size_t i = 0; session && i < TGI_ARRAY_LEN(sess) && !r; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), sess[i], 0);

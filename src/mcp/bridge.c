@@ -1722,21 +1722,34 @@ static int server_sandbox(srv *s, char ***envp, char *why, size_t cap)
 		tgi_snprintf(p, sizeof p, "%s/%s", g->cfg->workspace, g->protected[i]);
 		tgi_strv_push(&prot, tgi_strdup(p));
 	}
-	const char *masks[] = {g->state_dir};
+	/* hidden: the gate's state, and what read rules keep from reading --
+	 * every principal's, ask rules too (no person approves a server's
+	 * reads), as the files are now: fixed for the server's life */
+	tgi_strv masks = {0};
+	tgi_strv_push(&masks, tgi_strdup(g->state_dir));
+	if (s->sb.mode != TGI_SANDBOX_FULL &&
+	    tgi_read_masks_for(g, NULL, 1, &masks, err, sizeof err) < 0) {
+		tgi_snprintf(why, cap, "its sandbox cannot hide what read rules keep: %s", err);
+		tgi_strv_free(&prot);
+		tgi_strv_free(&masks);
+		sandbox_end(s);
+		return -1;
+	}
 	tgi_sb_spec spec = {
 		.profile = &s->sb,
 		.workspace = g->cfg->workspace,
 		.tmpdir = s->tmpdir,
 		.protect = (const char *const *)prot.v,
 		.nprotect = prot.n,
-		.mask = masks,
-		.nmask = 1,
+		.mask = (const char *const *)masks.v,
+		.nmask = masks.n,
 		.quarantine = g->state_dir,
 		.attach = tgi_netrun_attach,
 		.attach_arg = s->net = tgi_gate_net_run(g), /* ended with the sandbox */
 	};
 	int r = tgi_sandbox_prepare(&spec, s->argv, &s->sbx, err, sizeof err);
 	tgi_strv_free(&prot);
+	tgi_strv_free(&masks);
 	s->have_sbx = 1;
 	if (r < 0) {
 		tgi_snprintf(why, cap, "its sandbox cannot be made: %s", err);

@@ -256,6 +256,78 @@ int tgi_path_glob(const char *pattern, const char *path)
 	}
 }
 
+/* Is the pattern anchored (a leading "/" or "./", or a '/' before its
+ * trailing ones)?  *pe: its end without trailing slashes. */
+static int anchored_at(const char *p, const char **pe)
+{
+	const char *e = p + strlen(p);
+	int anchored = p[0] == '/' || (p[0] == '.' && (p[1] == '/' || p[1] == '\0'));
+	while (e > p && e[-1] == '/')
+		e--;
+	if (!anchored && memchr(p, '/', (size_t)(e - p)))
+		anchored = 1;
+	*pe = e;
+	return anchored;
+}
+
+int tgi_path_glob_reaches(const char *pattern, const char *dir)
+{
+	if (!pattern || !dir || !*pattern || is_absolute_pattern(pattern))
+		return 0;
+	if (tgi_path_glob(pattern, dir))
+		return 1;
+	const char *pe, *pc = pattern, *tc = dir, *te = dir + strlen(dir);
+	if (!anchored_at(pattern, &pe))
+		return 1;                   /* a name at any depth: one may lie below */
+	seg ps, ts;
+	while (next_seg(&tc, te, &ts)) {
+		if (!next_seg(&pc, pe, &ps) || is_globstar(&ps))
+			return 1;
+		if (!seg_match(&ps, &ts))
+			return 0;
+	}
+	return 1;                           /* dir is a prefix of what it names */
+}
+
+static int has_meta(const char *s, const char *e)
+{
+	for (; s < e; s++)
+		if (*s == '*' || *s == '?' || *s == '[' || *s == '\\')
+			return 1;
+	return 0;
+}
+
+int tgi_path_glob_base(const char *pattern, char *base, size_t cap)
+{
+	const char *pe, *pc = pattern;
+	size_t n = 0;
+	seg ps;
+	if (cap)
+		base[0] = '\0';
+	if (!pattern || !*pattern || is_absolute_pattern(pattern) || !cap)
+		return -1;
+	if (!anchored_at(pattern, &pe))
+		return 0;
+	while (next_seg(&pc, pe, &ps)) {
+		if (is_globstar(&ps)) {
+			const char *rest = pc;
+			seg more;
+			return next_seg(&rest, pe, &more) ? 0 : 2;
+		}
+		if (has_meta(ps.s, ps.e) || (ps.e - ps.s == 2 && ps.s[0] == '.' && ps.s[1] == '.'))
+			return 0;
+		size_t len = (size_t)(ps.e - ps.s);
+		if (n + len + 2 > cap)
+			return -1;
+		if (n)
+			base[n++] = '/';
+		memcpy(base + n, ps.s, len);
+		n += len;
+		base[n] = '\0';
+	}
+	return 1;
+}
+
 int tgi_path_glob_check(const char *pattern, size_t *at, const char **what)
 {
 	for (const char *p = pattern; *p; p++) {

@@ -71,6 +71,20 @@ int tgi_ruleset_names(const tgi_ruleset *rs, tgi_rule_kind kind, const char *too
 /* First matching rule of this kind, or NULL. */
 const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, const tgi_match_input *in);
 
+/* The first rule of kind whose tool part matches tool and that could
+ * match dir or a path below it (tgi_path_glob_reaches; dir NULL: any path
+ * at all); a rule without a specifier (`read_file`) reaches everything.
+ * NULL when none: a recursive read of dir can meet none of the list's
+ * rules for tool. */
+const tgi_rule *tgi_ruleset_reaches(const tgi_ruleset *rs, tgi_rule_kind kind, const char *tool,
+                                    const char *dir);
+/* The path globs of the rules of kind whose tool part matches tool,
+ * appended to globs (copies; their rule texts to texts when not NULL).
+ * Returns how many such rules have no specifier (they name every path). */
+struct tgi_strv;
+size_t tgi_ruleset_path_globs(const tgi_ruleset *rs, tgi_rule_kind kind, const char *tool,
+                              struct tgi_strv *globs, struct tgi_strv *texts);
+
 /*
  * gitignore-style glob: `*` within a segment, `**` across segments, `?`,
  * `[...]`; a pattern without '/' (other than a trailing one) matches the
@@ -79,6 +93,17 @@ const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, con
  * workspace-relative and normalised.
  */
 int tgi_path_glob(const char *pattern, const char *path);
+/* Does the pattern match dir, or could it match a path below dir (a
+ * reading of everything under dir reaches what it names)?  Conservative:
+ * 1 unless the pattern's leading segments rule dir out. */
+int tgi_path_glob_reaches(const char *pattern, const char *dir);
+/* The literal directory the pattern's matches lie under, into base
+ * (workspace-relative, "" for the root): 1 when the whole pattern is that
+ * literal path, 2 when it is that path followed by a final `**` (it covers
+ * the path and all below), 0 when a walk below base must find its matches
+ * (a pattern without '/' names an entry at any depth: base ""); -1 for an
+ * absolute pattern or one too long for cap. */
+int tgi_path_glob_base(const char *pattern, char *base, size_t cap);
 /* Plain glob for values and tool names: `*` matches anything (incl. '/'), `?` one char. */
 int tgi_text_glob(const char *pattern, const char *text);
 /* The same over len bytes of text, which may hold NUL bytes (JSON strings). */

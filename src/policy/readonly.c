@@ -539,6 +539,19 @@ static int cmd_readonly(const tgi_cmd *cmd, const tgi_strv *extra, int replace)
 	return builtin_readonly(tgi_shell_basename(cmd->argv[0]), cmd->argv + 1, cmd->argc - 1);
 }
 
+int tgi_shell_reads_only(const tgi_cmd *cmd, size_t from, const tgi_strv *extra, int replace)
+{
+	if (!cmd || from >= cmd->argc)
+		return 0;
+	for (size_t i = 0; extra && i < extra->n; i++)
+		if (extra->v[i] && extra_covers(extra->v[i], cmd->argv + from, cmd->argc - from))
+			return 1;
+	if (replace || !system_program(cmd->argv[from]))
+		return 0;
+	return builtin_readonly(tgi_shell_basename(cmd->argv[from]), cmd->argv + from + 1,
+	                        cmd->argc - from - 1);
+}
+
 int tgi_shell_readonly(const tgi_cmdline *cl, const tgi_strv *extra, int replace)
 {
 	if (!cl || cl->n == 0)
@@ -547,4 +560,271 @@ int tgi_shell_readonly(const tgi_cmdline *cl, const tgi_strv *extra, int replace
 		if (!cmd_readonly(&cl->v[i], extra, replace))
 			return 0;
 	return 1;
+}
+
+/* ---- what a read-only command reads */
+
+/*
+ * How a program of the list names the files it reads: the short options
+ * that take a value (the rest of their cluster, else the next word), the
+ * long ones that take one as a separate word, the options whose value is
+ * itself a file read (grep -f), how many leading operands are not files
+ * (grep's pattern, sed's script), and whether it reads what lies below a
+ * directory operand (always, or with one of rec_short / rec_long).  What
+ * it reads when it names no file: nothing (stdin) or "." (dot).
+ */
+static const struct ro_args {
+	const char *prog;
+	const char *vals;        /* short options with a value */
+	const char *file_vals;   /* of those, the ones whose value is a file read */
+	const char *const *lvals;/* long options with a separate value */
+	int         skip;        /* leading operands that are not files */
+	int         recursive;   /* 1: always; 0: with rec_short/rec_long */
+	const char *rec_short;
+	const char *const *rec_long;
+	int         dot;         /* with no file operand it reads "." */
+	int         none;        /* it names no files at all */
+} ro_args[] = {
+	{ "cat", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "tac", "bs", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "nl", "bdfhilnsvw", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "head", "nc", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "tail", "ncs", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "wc", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "grep", "efmABCdD", "f", (const char *const[]){ "--regexp", "--file", "--max-count",
+	  "--after-context", "--before-context", "--context", "--directories", "--devices",
+	  "--label", NULL }, 1, 0, "rR", (const char *const[]){ "--recursive",
+	  "--dereference-recursive", "--directories=recurse", "--directories=r", NULL }, 1, 0 },
+	{ "egrep", "efmABCdD", "f", NULL, 1, 0, "rR", (const char *const[]){ "--recursive", NULL }, 1, 0 },
+	{ "fgrep", "efmABCdD", "f", NULL, 1, 0, "rR", (const char *const[]){ "--recursive", NULL }, 1, 0 },
+	{ "rg", "ABCEMTefgjmrtd", "f", (const char *const[]){ "--regexp", "--file", "--glob",
+	  "--iglob", "--type", "--type-not", "--max-count", "--max-depth", "--context",
+	  "--after-context", "--before-context", "--encoding", "--replace", NULL }, 1, 1, NULL,
+	  NULL, 1, 0 },
+	{ "ag", "ABCGgm", NULL, NULL, 1, 1, NULL, NULL, 1, 0 },
+	{ "du", "dBtX", "X", NULL, 0, 1, NULL, NULL, 1, 0 },
+	{ "file", "emfFP", "f", NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "stat", "c", NULL, (const char *const[]){ "--format", "--printf", NULL }, 0, 0, NULL,
+	  NULL, 0, 0 },
+	{ "tree", "LPIHT", NULL, NULL, 0, 1, NULL, NULL, 1, 0 },
+	{ "ls", "IwT", NULL, (const char *const[]){ "--ignore", "--hide", "--width", NULL }, 0,
+	  0, "R", (const char *const[]){ "--recursive", NULL }, 1, 0 },
+	{ "sort", "ktST", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "uniq", "fsw", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "cut", "dfcb", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "diff", "xXIFCUL", "X", NULL, 0, 0, "r", (const char *const[]){ "--recursive", NULL },
+	  0, 0 },
+	{ "cmp", "in", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "md5sum", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "sha1sum", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "sha224sum", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "sha256sum", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "sha384sum", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "sha512sum", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "b2sum", "l", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "cksum", "a", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "readlink", "", NULL, NULL, 0, 0, NULL, NULL, 0, 0 },
+	{ "realpath", "", NULL, (const char *const[]){ "--relative-to", "--relative-base", NULL },
+	  0, 0, NULL, NULL, 0, 0 },
+	{ "tr", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "echo", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "printf", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "pwd", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "which", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "whoami", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "id", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "date", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "uname", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "env", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "printenv", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "df", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "basename", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "dirname", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "test", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "[", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "true", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+	{ "false", "", NULL, NULL, 0, 0, NULL, NULL, 0, 1 },
+};
+
+static void push_word(tgi_strv *out, const char *w)
+{
+	tgi_strv_push(out, tgi_strdup(w));
+}
+
+/* sed: the script is the first operand unless -e/-f/--expression gave it;
+ * the rest are files. */
+static void sed_reads(char *const *a, size_t n, tgi_strv *out)
+{
+	int given = 0, opts = 1;
+	size_t ops = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *w = a[i];
+		if (opts && !strcmp(w, "--")) {
+			opts = 0;
+			continue;
+		}
+		if (opts && is_option(w)) {
+			if (!strncmp(w, "--expression", 12) || !strncmp(w, "--file", 6)) {
+				given = 1;
+				i += strchr(w, '=') == NULL;
+			} else if (w[1] != '-') {
+				for (const char *q = w + 1; *q; q++)
+					if (*q == 'e' || *q == 'f' || *q == 'l') {
+						given |= *q != 'l';
+						if (*q == 'f' && (q[1] || i + 1 < n))
+							push_word(out, q[1] ? q + 1 : a[i + 1]);
+						i += !q[1];
+						break;
+					}
+			}
+			continue;
+		}
+		if (ops++ == 0 && !given)
+			continue;
+		push_word(out, w);
+	}
+}
+
+/* find: the starting points before the first expression word (default
+ * "."), and the files its tests read (-newer F and the like). */
+static void find_reads(char *const *a, size_t n, tgi_strv *out)
+{
+	static const char *const file_tests[] = { "-newer", "-anewer", "-cnewer", "-samefile",
+		                                      "-files0-from", NULL };
+	size_t i = 0, starts = 0;
+	while (i < n && (!strcmp(a[i], "-H") || !strcmp(a[i], "-L") || !strcmp(a[i], "-P") ||
+	                 !strncmp(a[i], "-D", 2) || !strncmp(a[i], "-O", 2)))
+		i++;
+	for (; i < n && a[i][0] != '-' && strcmp(a[i], "(") && strcmp(a[i], "!"); i++, starts++)
+		push_word(out, a[i]);
+	if (!starts)
+		push_word(out, ".");
+	for (; i + 1 < n; i++)
+		if (in_list(a[i], file_tests))
+			push_word(out, a[++i]);
+}
+
+/* git: every word after the subcommand that is not an option; REV:PATH
+ * gives PATH (what `git show HEAD:.env` prints is .env as committed). */
+static void git_reads(char *const *a, size_t n, tgi_strv *out)
+{
+	size_t sub = git_subcommand(a, n);
+	if (sub == SIZE_MAX || sub >= n)
+		return;
+	int opts = 1;
+	for (size_t i = sub + 1; i < n; i++) {
+		const char *w = a[i];
+		if (opts && !strcmp(w, "--")) {
+			opts = 0;
+			continue;
+		}
+		if (opts && is_option(w))
+			continue;
+		const char *colon = strchr(w, ':');
+		push_word(out, colon ? colon + 1 : w);
+	}
+}
+
+/* A generic reader (a config entry): every word not an option. */
+static void generic_reads(char *const *a, size_t n, tgi_strv *out)
+{
+	int opts = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (opts && !strcmp(a[i], "--"))
+			opts = 0;
+		else if (!(opts && is_option(a[i])))
+			push_word(out, a[i]);
+	}
+}
+
+static int rec_option(const struct ro_args *r, char *const *a, size_t n)
+{
+	if (r->recursive)
+		return 1;
+	return (r->rec_short || r->rec_long) &&
+	       has_any(a, n, r->rec_short ? r->rec_short : "", r->vals, r->rec_long);
+}
+
+int tgi_shell_read_paths(const tgi_cmd *cmd, size_t from, tgi_strv *out, int *recursive)
+{
+	*recursive = 0;
+	for (size_t i = 0; i < cmd->nredirs; i++)
+		if ((!strcmp(cmd->redirs[i].op, "<") || !strcmp(cmd->redirs[i].op, "<>")) &&
+		    cmd->redirs[i].target)
+			push_word(out, cmd->redirs[i].target);
+	if (from >= cmd->argc)
+		return 0;
+	const char *prog = tgi_shell_basename(cmd->argv[from]);
+	char *const *a = cmd->argv + from + 1;
+	size_t n = cmd->argc - from - 1;
+
+	if (!strcmp(prog, "cd"))
+		return 0;
+	if (!strcmp(prog, "sed")) {
+		sed_reads(a, n, out);
+		return 0;
+	}
+	if (!strcmp(prog, "find")) {
+		find_reads(a, n, out);
+		*recursive = 1;
+		return 0;
+	}
+	if (!strcmp(prog, "git")) {
+		git_reads(a, n, out);
+		return 0;
+	}
+	const struct ro_args *r = NULL;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(ro_args) && !r; i++)
+		if (!strcmp(ro_args[i].prog, prog))
+			r = &ro_args[i];
+	if (!r) {
+		generic_reads(a, n, out);
+		return 1;
+	}
+	if (r->none)
+		return 0;
+	int opts = 1, given = 0;
+	size_t ops = 0, files = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *w = a[i];
+		if (opts && !strcmp(w, "--")) {
+			opts = 0;
+			continue;
+		}
+		if (opts && is_option(w)) {
+			if (w[1] == '-') {
+				const char *eq = strchr(w, '=');
+				int takes = r->lvals && !eq && in_list(w, r->lvals);
+				if (takes && i + 1 < n) {
+					if (!strcmp(w, "--file") || !strcmp(w, "--exclude-from"))
+						push_word(out, a[i + 1]);
+					given |= !strcmp(w, "--regexp") || !strcmp(w, "--file");
+					i++;
+				} else if (eq && (!strncmp(w, "--file=", 7) || !strncmp(w, "--regexp=", 9))) {
+					if (w[2] == 'f')
+						push_word(out, eq + 1);
+					given = 1;
+				}
+				continue;
+			}
+			for (const char *q = w + 1; *q; q++)
+				if (strchr(r->vals, *q)) {
+					const char *v = q[1] ? q + 1 : i + 1 < n ? a[i + 1] : NULL;
+					if (v && r->file_vals && strchr(r->file_vals, *q))
+						push_word(out, v);
+					given |= r->skip && (*q == 'e' || *q == 'f');
+					i += !q[1];
+					break;
+				}
+			continue;
+		}
+		if (ops++ < (size_t)r->skip && !given)
+			continue;
+		push_word(out, w);
+		files++;
+	}
+	*recursive = rec_option(r, a, n);
+	if (!files && r->dot && (*recursive || !strcmp(prog, "ls")))
+		push_word(out, ".");
+	return 0;
 }

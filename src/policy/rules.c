@@ -713,3 +713,39 @@ const tgi_rule *tgi_ruleset_first(const tgi_ruleset *rs, tgi_rule_kind kind, con
 			return rs->list[kind].v[i];
 	return NULL;
 }
+
+const tgi_rule *tgi_ruleset_reaches(const tgi_ruleset *rs, tgi_rule_kind kind, const char *tool,
+                                    const char *dir)
+{
+	if (!rs || !kind_ok(kind) || !tool)
+		return NULL;
+	for (size_t i = 0; i < rs->list[kind].n; i++) {
+		const tgi_rule *r = rs->list[kind].v[i];
+		if (!tgi_text_glob(r->tool, tool))
+			continue;
+		if (r->kind == SPEC_ANY || (r->kind == SPEC_PATH && (!dir || tgi_path_glob_reaches(r->spec, dir))))
+			return r;
+	}
+	return NULL;
+}
+
+size_t tgi_ruleset_path_globs(const tgi_ruleset *rs, tgi_rule_kind kind, const char *tool,
+                              tgi_strv *globs, tgi_strv *texts)
+{
+	size_t bare = 0;
+	if (!rs || !kind_ok(kind) || !tool)
+		return 0;
+	for (size_t i = 0; i < rs->list[kind].n; i++) {
+		const tgi_rule *r = rs->list[kind].v[i];
+		if (!tgi_text_glob(r->tool, tool))
+			continue;
+		if (r->kind == SPEC_ANY)
+			bare++;
+		else if (r->kind == SPEC_PATH) {
+			tgi_strv_push(globs, tgi_strdup(r->spec));
+			if (texts)
+				tgi_strv_push(texts, tgi_strdup(r->text));
+		}
+	}
+	return bare;
+}

@@ -219,4 +219,22 @@ tgi_floor_verdict tgi_floor_judge(const tgi_cmdline *cl, const tgi_floor_in *in,
  */
 int tgi_shell_readonly(const tgi_cmdline *cl, const tgi_strv *extra, int replace);
 
+/* Is the program at cmd->argv[from] (wrappers before it peeled) with its
+ * arguments in the read-only class, whatever its redirections?  1 or 0. */
+int tgi_shell_reads_only(const tgi_cmd *cmd, size_t from, const tgi_strv *extra, int replace);
+
+/*
+ * What a command reads, for judging it against read rules (readonly.c):
+ * the words naming files it reads, as written (appended to out, copies):
+ * its input redirections (`< F`), then for the program at argv[from]
+ * (wrappers peeled by the caller) its file operands -- grep's pattern,
+ * sed's script and option values left out, `git show REV:PATH` giving
+ * PATH, find's starting points, "." for a recursive reader naming none.
+ * *recursive: it reads what lies below a directory it names (grep -r,
+ * rg, find, du, ls -R, ...).  Returns 0 when the program is one whose
+ * arguments it knows (cd: none; the caller follows it), 1 when every word
+ * not an option was taken as a file (a program it does not know).
+ */
+int tgi_shell_read_paths(const tgi_cmd *cmd, size_t from, tgi_strv *out, int *recursive);
+
 #endif

@@ -182,20 +182,26 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 		tgi_snprintf(p, sizeof p, "%s/%s", ctx->workspace, ctx->protect[i]);
 		tgi_strv_push(&prot, tgi_strdup(p));
 	}
-	const char *masks[] = {ctx->state_dir};
+	/* hidden: the gate's state, and what read rules keep from reading */
+	tgi_strv masks = {0};
+	tgi_strv_push(&masks, tgi_strdup(ctx->state_dir));
 	tgi_sb_spec spec = {
 		.profile = &tc->sandbox,
 		.workspace = ctx->workspace,
 		.tmpdir = tmpdir,
 		.protect = (const char *const *)prot.v,
 		.nprotect = prot.n,
-		.mask = masks,
-		.nmask = 1,
 		.quarantine = ctx->state_dir,
 		.attach = ctx->net_attach,
 		.attach_arg = ctx->net_attach_arg,
 	};
-	int have_sb = tgi_sandbox_prepare(&spec, tc->command.v, &sb, err, sizeof err) == 0;
+	int have_sb = 0;
+	if (tc->sandbox.mode == TGI_SANDBOX_FULL || !ctx->read_masks ||
+	    ctx->read_masks(ctx, &masks, err, sizeof err) == 0) {
+		spec.mask = (const char *const *)masks.v;
+		spec.nmask = masks.n;
+		have_sb = tgi_sandbox_prepare(&spec, tc->command.v, &sb, err, sizeof err) == 0;
+	}
 	tgi_strv_free(&prot);
 	if (!have_sb) {
 		out->kind = TG_ERR_NOT_PERMITTED;
@@ -203,6 +209,7 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 		tgi_snprintf(out->message, sizeof out->message, "%s; nothing was run; do not retry; "
 		             "ask the owner (toolgate doctor)", err);
 		tgi_sandbox_release(&sb);
+		tgi_strv_free(&masks);
 		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		free(in_text);
 		return -1;
@@ -254,6 +261,7 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 	if (rc == 0)
 		audit_notes(tgi_sandbox_audit(&sb), out);
 	tgi_sandbox_release(&sb);
+	tgi_strv_free(&masks);
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 
 	if (rc == 0 && res.start_error[0]) {

@@ -13,7 +13,9 @@
  * else of the gate's environment.  stdin is /dev/null; its own process
  * group; rlimits and a pids cgroup (exec/limits.h); the sandbox of config
  * `sandbox` (exec/sandbox.h), with the gate's own files and the
- * workspace's .git/ and .toolgate/ read-only; network by host through
+ * workspace's .git/ read-only, .toolgate/ hidden, and hidden too what read
+ * rules keep from reading (gate.h tgi_read_masks: a deny rule for
+ * read_file holds inside the sandbox); network by host through
  * ctx->net_attach (the call's run at the gate's proxy: what it refuses
  * becomes the call's events and warnings, execute.c).
  *
@@ -424,7 +426,7 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 	const tgi_shell_cfg *sh = &ctx->cfg->shell;
 	char cwd[PATH_MAX], rel[PATH_MAX], tmpdir[PATH_MAX], err[512];
 	long long timeout;
-	tgi_strv argv = {0}, env = {0}, prot = {0};
+	tgi_strv argv = {0}, env = {0}, prot = {0}, masks = {0};
 	tgi_sb_exec sb = {0};
 	tgi_limits_run lim;
 	int rc = -1, have_lim = 0, have_sb = 0;
@@ -443,15 +445,22 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		return tgi_tool_fail(out, TG_ERR_TRANSIENT);
 	}
 	protected_paths(ctx, &prot);
-	const char *masks[] = {ctx->state_dir};
+	/* hidden: the gate's state, and what read rules keep from reading */
+	tgi_strv_push(&masks, tgi_strdup(ctx->state_dir));
+	if (ctx->cfg->sandbox_profile.mode != TGI_SANDBOX_FULL && ctx->read_masks &&
+	    ctx->read_masks(ctx, &masks, err, sizeof err) < 0) {
+		tgi_snprintf(out->message, sizeof out->message, "%s; nothing was run", err);
+		tgi_tool_fail(out, TG_ERR_NOT_PERMITTED);
+		goto done;
+	}
 	tgi_sb_spec spec = {
 		.profile = &ctx->cfg->sandbox_profile,
 		.workspace = ctx->workspace,
 		.tmpdir = tmpdir,
 		.protect = (const char *const *)prot.v,
 		.nprotect = prot.n,
-		.mask = masks,
-		.nmask = 1,
+		.mask = (const char *const *)masks.v,
+		.nmask = masks.n,
 		.quarantine = ctx->state_dir,
 		.attach = ctx->net_attach,
 		.attach_arg = ctx->net_attach_arg,
@@ -535,6 +544,7 @@ done:
 	tgi_strv_free(&argv);
 	tgi_strv_free(&env);
 	tgi_strv_free(&prot);
+	tgi_strv_free(&masks);
 	return rc;
 }
 

@@ -317,6 +317,63 @@ static void test_check(void **state)
 	}
 }
 
+/* tgi_path_glob_reaches: could the pattern match dir or a path below it? */
+static void test_reaches(void **state)
+{
+	static const struct { const char *pat, *dir; int want; } cases[] = {
+		{ "./.env", ".", 1 },
+		{ "./.env", "src", 0 },
+		{ "./.env", ".env", 1 },
+		{ "**/.env", "src/deep", 1 },
+		{ ".env", "src", 1 },
+		{ "*.pem", "certs", 1 },
+		{ "./secrets/**", "secrets", 1 },
+		{ "./secrets/**", ".", 1 },
+		{ "./secrets/**", "src", 0 },
+		{ "./secrets/**", "secrets/sub", 1 },
+		{ "secrets/key", "secrets", 1 },
+		{ "secrets/key", "secret", 0 },
+		{ "src/*/key", "src/a", 1 },
+		{ "src/*/key", "src/a/b", 0 },
+		{ "src/**/key", "src/a/b", 1 },
+		{ "~/.ssh/id_rsa", ".", 0 },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		if (tgi_path_glob_reaches(cases[i].pat, cases[i].dir) != cases[i].want)
+			fail_msg("reaches(%s, %s) != %d", cases[i].pat, cases[i].dir, cases[i].want);
+}
+
+/* tgi_path_glob_base: the literal directory of a pattern's matches. */
+static void test_base(void **state)
+{
+	static const struct { const char *pat, *base; int want; } cases[] = {
+		{ "./.env", ".env", 1 },
+		{ "/secrets/key", "secrets/key", 1 },
+		{ "secrets/key", "secrets/key", 1 },
+		{ "./secrets/**", "secrets", 2 },
+		{ "./secrets/", "secrets", 1 },
+		{ "**/.env", "", 0 },
+		{ ".env", "", 0 },
+		{ "*.pem", "", 0 },
+		{ "./src/*.key", "src", 0 },
+		{ "./a/**/k", "a", 0 },
+		{ "./a/../b", "a", 0 },
+		{ "./a/\\*", "a", 0 },
+		{ "~/.ssh", "", -1 },
+	};
+	char base[64];
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int r = tgi_path_glob_base(cases[i].pat, base, sizeof base);
+		if (r != cases[i].want || (r >= 0 && strcmp(base, cases[i].base)))
+			fail_msg("base(%s) = %d \"%s\", expected %d \"%s\"", cases[i].pat, r, base,
+			         cases[i].want, cases[i].base);
+	}
+	assert_int_equal(tgi_path_glob_base("./a/very/long/literal/path/beyond/the/cap", base, 8),
+	                 -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +383,8 @@ int main(void)
 		cmocka_unit_test(test_text_glob_n),
 		cmocka_unit_test(test_hostile_patterns),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_reaches),
+		cmocka_unit_test(test_base),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

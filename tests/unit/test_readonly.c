@@ -293,6 +293,105 @@ static void test_argv(void **state)
 	tgi_cmdline_free(&cl);
 }
 
+/* ---- what a read-only command reads (tgi_shell_read_paths) */
+
+typedef struct reads_case {
+	const char *cmd;
+	const char *paths;   /* the words, joined by '|' */
+	int         recursive;
+} reads_case;
+
+static const reads_case reads[] = {
+	{ "cat .env", ".env", 0 },
+	{ "cat a b -- -c", "a|b|-c", 0 },
+	{ "head -c 10 ./.env", "./.env", 0 },
+	{ "head -n5 a", "a", 0 },
+	{ "tail -n 1 sub/.env", "sub/.env", 0 },
+	{ "cat < .env", ".env", 0 },
+	{ "wc -l < in.txt", "in.txt", 0 },
+	{ "grep TOKEN README .env", "README|.env", 0 },
+	{ "grep -e TOKEN .env", ".env", 0 },
+	{ "grep -f pats.txt src", "pats.txt|src", 0 },
+	{ "grep -r TOKEN .", ".", 1 },
+	{ "grep -rn TOKEN", ".", 1 },
+	{ "grep TOKEN", "", 0 },
+	{ "rg -n foo", ".", 1 },
+	{ "rg -g '*.c' foo src", "src", 1 },
+	{ "ag foo src", "src", 1 },
+	{ "sed -n 1p .env", ".env", 0 },
+	{ "sed -n -e 1p a b", "a|b", 0 },
+	{ "find secrets -type f", "secrets", 1 },
+	{ "find -name '*.c'", ".", 1 },
+	{ "find . -newer .env", ".|.env", 1 },
+	{ "ls", ".", 0 },
+	{ "ls -R src", "src", 1 },
+	{ "ls -I '*.o' secrets", "secrets", 0 },
+	{ "du -sh .", ".", 1 },
+	{ "tree", ".", 1 },
+	{ "git show HEAD:.env", ".env", 0 },
+	{ "git -C sub log -p -- .env", ".env", 0 },
+	{ "git status", "", 0 },
+	{ "echo .env", "", 0 },
+	{ "test -f .env", "", 0 },
+	{ "diff -r a b", "a|b", 1 },
+	{ "stat -c %s .env", ".env", 0 },
+	{ "sort -k 2 data", "data", 0 },
+	{ "cut -d: -f1 .env", ".env", 0 },
+	{ "file -f names.txt", "names.txt", 0 },
+};
+
+static void test_read_paths(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+		tgi_cmdline cl = {0};
+		tgi_strv out = {0};
+		char err[256], joined[512] = "";
+		int rec = -1;
+		assert_int_equal(tgi_shell_split(reads[i].cmd, strlen(reads[i].cmd), &cl, err,
+		                                 sizeof err), 0);
+		assert_int_equal(tgi_shell_read_paths(&cl.v[0], 0, &out, &rec), 0);
+		for (size_t k = 0; k < out.n; k++) {
+			if (k)
+				strcat(joined, "|");
+			strcat(joined, out.v[k]);
+		}
+		if (strcmp(joined, reads[i].paths) || rec != reads[i].recursive)
+			fail_msg("%s: got \"%s\" (recursive %d), expected \"%s\" (%d)", reads[i].cmd,
+			         joined, rec, reads[i].paths, reads[i].recursive);
+		tgi_strv_free(&out);
+		tgi_cmdline_free(&cl);
+	}
+}
+
+/* A program it does not know (a config entry): every word not an option;
+ * wrappers before `from` are not read. */
+static void test_read_paths_generic(void **state)
+{
+	(void)state;
+	tgi_cmdline cl = {0};
+	tgi_strv out = {0};
+	char err[256];
+	int rec;
+	const char *cmd = "nice make -n -C dir all";
+	assert_int_equal(tgi_shell_split(cmd, strlen(cmd), &cl, err, sizeof err), 0);
+	size_t p = tgi_shell_program(&cl.v[0]);
+	assert_int_equal(p, 1);
+	assert_int_equal(tgi_shell_read_paths(&cl.v[0], p, &out, &rec), 1);
+	assert_int_equal(out.n, 2);
+	assert_string_equal(out.v[0], "dir");
+	assert_string_equal(out.v[1], "all");
+	tgi_strv_free(&out);
+	tgi_cmdline_free(&cl);
+	/* the class of the program at `from`, whatever wraps it */
+	cmd = "timeout 5 cat .env";
+	assert_int_equal(tgi_shell_split(cmd, strlen(cmd), &cl, err, sizeof err), 0);
+	assert_int_equal(tgi_shell_readonly(&cl, NULL, 0), 0);
+	assert_int_equal(tgi_shell_reads_only(&cl.v[0], tgi_shell_program(&cl.v[0]), NULL, 0), 1);
+	assert_int_equal(tgi_shell_reads_only(&cl.v[0], 0, NULL, 0), 0);
+	tgi_cmdline_free(&cl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +400,8 @@ int main(void)
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_argv),
+		cmocka_unit_test(test_read_paths),
+		cmocka_unit_test(test_read_paths_generic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -159,6 +159,15 @@ def main(argv):
     elif what == "read":
         for p in argv[2:]:
             attempt("read " + p, lambda p=p: read(p))
+    elif what == "ls":
+        for p in argv[2:]:
+            try:
+                names = sorted(os.listdir(p))
+            except OSError as e:
+                print("ls " + p + ": " + err(e.errno))
+                continue
+            if names:
+                print("\n".join(names))
     elif what == "keyread":
         buf = ctypes.create_string_buffer(256)
         print(f"keyread: {sysc(NR['keyctl'], 11, int(argv[2]), buf, 256)} {buf.value!r}")
