@@ -58,7 +58,40 @@ setup() { # DIR OWNER
 	    - {call: {tool: shell, args: {command: "cat .env"}}, expect: deny}
 	    - {call: {tool: shell, args: {command: "cat README"}}, expect: allow}
 	    - {call: {tool: shell, args: {command: "cat notes/private.txt"}}, expect: ask}
+	tools:
+	  peek:
+	    description: Runs a command.
+	    command: [$PY, peek.py]
+	    input_schema: {type: object, properties: {cmd: {type: string}}, required: [cmd]}
+	mcp_servers:
+	  srv: {command: [$PY, srv.py], timeout_s: 30}
 	YAML
+	# a command tool and a bridged server that read what they are told
+	cat > "$d/ws/peek.py" <<-'PY'
+	import json, subprocess, sys
+	call = json.load(sys.stdin)
+	r = subprocess.run(["/bin/sh", "-c", call["args"]["cmd"]], capture_output=True, text=True)
+	print(json.dumps({"out": r.stdout + r.stderr}))
+	PY
+	cat > "$d/ws/srv.py" <<-'PY'
+	import json, subprocess, sys
+	TOOL = {"name": "run", "description": "Runs a command.",
+	        "inputSchema": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}
+	def reply(i, result):
+	    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": i, "result": result}) + "\n"); sys.stdout.flush()
+	for line in sys.stdin:
+	    m = json.loads(line); meth, i = m.get("method"), m.get("id")
+	    if i is None: continue
+	    if meth == "initialize":
+	        reply(i, {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+	                  "serverInfo": {"name": "srv", "version": "1"}})
+	    elif meth == "tools/list": reply(i, {"tools": [TOOL]})
+	    elif meth == "tools/call":
+	        r = subprocess.run(["/bin/sh", "-c", m["params"]["arguments"]["cmd"]], capture_output=True,
+	                           text=True, stdin=subprocess.DEVNULL)
+	        reply(i, {"content": [{"type": "text", "text": r.stdout + r.stderr}]})
+	    else: reply(i, {})
+	PY
 	chown -R "$owner" "$d"
 	chmod 755 "$d"
 }
@@ -172,6 +205,17 @@ half() { # AS DIR LABEL
 	no_secret "$l-pysub" "$l: python open('sub/.env'), open('secrets/key')"
 	sh_call "$l-cp" "cp .env x && cat x" --mode bypassPermissions
 	no_secret "$l-cp" "$l: cp .env x && cat x"
+	# ---- a command tool and a bridged server: the same masks
+	local probe='cat README; cat .env sub/.env secrets/key notes/private.txt; grep -r TOKEN .'
+	run_tg "$l-peek" call --json --mode bypassPermissions peek "$(jq -cn --arg c "$probe" '{cmd: $c}')"
+	ran "$l-peek" "$l: the command tool ran"
+	contains "$(jq -r '.output | tostring' "$OUT/$l-peek.json")" "hello readme" "$l: the command tool reads README"
+	no_secret "$l-peek" "$l: the command tool"
+	run_tg "$l-srv" call --json --mode bypassPermissions srv__run "$(jq -cn --arg c "$probe" '{cmd: $c}')"
+	ran "$l-srv" "$l: the bridged server's tool ran"
+	contains "$(jq -r '.output | tostring' "$OUT/$l-srv.json")" "hello readme" "$l: the bridged server reads README"
+	no_secret "$l-srv" "$l: the bridged server (ask rules hide too: no person approves its reads)"
+
 	sh_call "$l-tar" "tar c . | cat" --mode bypassPermissions
 	ran "$l-tar" "$l: tar c . | cat runs"
 	contains "$(out "$l-tar")" "hello readme" "$l: tar shows the README"
