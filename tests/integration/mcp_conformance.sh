@@ -18,7 +18,11 @@ mkdir "$WS/ws"
 
 # serve's stdin is a FIFO held open by us, so nothing ends it but SIGTERM
 mkfifo "$WS/stdin"
-"$TG" serve --http 127.0.0.1:0 --config "$MCP/conformance.yaml" --workspace "$WS/ws" \
+# the bridged fixture runs in its sandbox (read-only, no network): it must
+# see its directory, where node finds the SDK
+sed "s|^    cwd: \..*|    cwd: $MCP\n    sandbox: {read: [$MCP]}|" "$MCP/conformance.yaml" > "$WS/conformance.yaml"
+grep -q "sandbox: {read: \[$MCP\]}" "$WS/conformance.yaml" || fail "the fixture's sandbox.read was not added"
+"$TG" serve --http 127.0.0.1:0 --config "$WS/conformance.yaml" --workspace "$WS/ws" \
 	< "$WS/stdin" > "$WS/serve.out" 2> "$WS/serve.err" &
 pid=$!
 exec 3> "$WS/stdin"
