@@ -35,7 +35,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +43,7 @@
 #include <unistd.h>
 
 #include "exec/sbaudit.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #define REMOVE_DEPTH 128
@@ -108,20 +108,6 @@ static void gits_free(git_ent *v, size_t n)
 	free(v);
 }
 
-/* openat2 beneath the root, no symlink anywhere: an fd or -1 with errno. */
-static int open_below(int root_fd, const char *rel, int flags)
-{
-	struct open_how how = {
-		.flags = (unsigned)(flags | O_NOFOLLOW | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	for (;;) {
-		long fd = syscall(SYS_openat2, root_fd, rel[0] ? rel : ".", &how, sizeof how);
-		if (fd >= 0 || (errno != EINTR && errno != EAGAIN))
-			return (int)fd;
-	}
-}
-
 /* Make the directory fd (O_PATH) readable and searchable again, when it is
  * this user's.  0 when done. */
 static int make_readable(int fd)
@@ -171,16 +157,16 @@ static int walk(tgi_sbaudit *a, int after, git_ent **found, size_t *nfound, char
 			rc = -1;
 			break;
 		}
-		int fd = open_below(a->root_fd, rel, O_RDONLY | O_DIRECTORY);
+		int fd = tgi_open_below(a->root_fd, rel, O_RDONLY | O_DIRECTORY);
 		if (fd < 0 && errno == EACCES) {
-			int pfd = open_below(a->root_fd, rel, O_PATH | O_DIRECTORY);
+			int pfd = tgi_open_below(a->root_fd, rel, O_PATH | O_DIRECTORY);
 			int fixed = after && pfd >= 0 && make_readable(pfd) == 0;
 			int writable = pfd >= 0 && faccessat(a->root_fd, rel[0] ? rel : ".", W_OK | X_OK,
 			                                     AT_EACCESS) == 0;
 			if (pfd >= 0)
 				close(pfd);
 			if (fixed)
-				fd = open_below(a->root_fd, rel, O_RDONLY | O_DIRECTORY);
+				fd = tgi_open_below(a->root_fd, rel, O_RDONLY | O_DIRECTORY);
 			else if (!writable) {
 				free(rel);        /* nothing can be made in it either */
 				continue;
@@ -514,7 +500,7 @@ static int open_parent(int root_fd, const char *rel, const char **name)
 	if (!slash)
 		return fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
 	char *dir = tgi_strndup(rel, (size_t)(slash - rel));
-	int fd = open_below(root_fd, dir, O_PATH | O_DIRECTORY);
+	int fd = tgi_open_below(root_fd, dir, O_PATH | O_DIRECTORY);
 	free(dir);
 	return fd;
 }

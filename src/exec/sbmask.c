@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,19 +61,6 @@ static void dirs_free(seen_dir *d, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(d[i].rel);
 	free(d);
-}
-
-static int open_below(int root_fd, const char *rel, int flags)
-{
-	struct open_how how = {
-		.flags = (unsigned)(flags | O_NOFOLLOW | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	for (;;) {
-		long fd = syscall(SYS_openat2, root_fd, rel[0] ? rel : ".", &how, sizeof how);
-		if (fd >= 0 || (errno != EINTR && errno != EAGAIN))
-			return (int)fd;
-	}
 }
 
 static char *child_path(const char *rel, const char *name)
@@ -151,7 +137,7 @@ static int walk(int root_fd, const char *const *starts, size_t nstarts, tgi_sbma
 			rc = -1;
 			break;
 		}
-		int fd = open_below(root_fd, rel, O_RDONLY | O_DIRECTORY);
+		int fd = tgi_open_below(root_fd, rel, O_RDONLY | O_DIRECTORY);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			if (fd >= 0)
@@ -276,7 +262,7 @@ static int refresh(int root_fd, const seen_dir *dirs, size_t n, const tgi_strv *
 		if (!changed[i])
 			continue;
 		seen_dir *d = &w->dirs[i];
-		int fd = open_below(root_fd, d->rel, O_RDONLY | O_DIRECTORY);
+		int fd = tgi_open_below(root_fd, d->rel, O_RDONLY | O_DIRECTORY);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != d->ino) {
 			rc = 1;                          /* changed under us: walk */

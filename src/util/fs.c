@@ -63,6 +63,19 @@ int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	}
 }
 
+int tgi_open_below(int dirfd, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = (unsigned)(flags | O_NOFOLLOW | O_CLOEXEC),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	for (;;) {
+		long fd = syscall(SYS_openat2, dirfd, rel[0] ? rel : ".", &how, sizeof how);
+		if (fd >= 0 || (errno != EINTR && errno != EAGAIN))
+			return (int)fd;
+	}
+}
+
 /* ---- path strings ---- */
 
 /* Up to n bytes of s as printable text for a sentence. */

@@ -30,6 +30,11 @@ struct tgi_tool_out;
  * non-empty and free of NUL (callers check for embedded NULs in JSON
  * strings first); EXDEV/ELOOP mean the path escapes the workspace. */
 int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* Open rel beneath dirfd with no symlink in any component (the walks of a
+ * tree the gate does not trust: the sandbox's audit and read masks);
+ * "" is dirfd itself.  An fd, or -1 with errno (ELOOP/EXDEV: a link or
+ * an escape). */
+int tgi_open_below(int dirfd, const char *rel, int flags);
 
 /*
  * Check a model-supplied path before use: not empty, no NUL (len is the

@@ -199,17 +199,7 @@ half() { # AS DIR LABEL
 	AS=$1 D=$2
 	local l=$3
 	OUT=$D/out
-	RUN_TG=$TG RUN_LSAN=${LSAN_OPTIONS:-}
-	if [ -n "$AS" ] && ! runuser -u "$AS" -- test -x "$TG"; then
-		cp "$TG" "$BASE/toolgate"
-		chmod 755 "$BASE/toolgate"
-		RUN_TG=$BASE/toolgate
-	fi
-	if [ -n "$AS" ] && [ -f "$ROOT/tests/lsan.supp" ] && ! runuser -u "$AS" -- test -r "$ROOT/tests/lsan.supp"; then
-		cp "$ROOT/tests/lsan.supp" "$BASE/lsan.supp"
-		chmod 644 "$BASE/lsan.supp"
-		RUN_LSAN=${RUN_LSAN//$ROOT\/tests\/lsan.supp/$BASE/lsan.supp}
-	fi
+	reach_as "$AS" "$BASE"
 
 	# ---- legitimate use first
 	sh_call "$l-ok" "echo hi > made.txt && cat made.txt && git status --short > /dev/null && echo tmp > \"\$TMPDIR/t\" && echo home > ~/h && cat ~/h && ls /usr/bin > /dev/null && $PY -c 'print(40+2)'"

@@ -148,16 +148,7 @@ if [ "$(id -u)" = 0 ]; then
 		useradd --system --no-create-home --shell /usr/sbin/nologin "$U" || { fail "useradd $U"; finish; exit; }
 		USER_MADE=$U
 	fi
-	if ! runuser -u "$U" -- test -x "$TG"; then
-		cp "$TG" "$BASE/toolgate"
-		chmod 755 "$BASE/toolgate"
-		RUN_TG=$BASE/toolgate
-	fi
-	if [ -f "$ROOT/tests/lsan.supp" ] && ! runuser -u "$U" -- test -r "$ROOT/tests/lsan.supp"; then
-		cp "$ROOT/tests/lsan.supp" "$BASE/lsan.supp"
-		chmod 644 "$BASE/lsan.supp"
-		RUN_LSAN=${RUN_LSAN//$ROOT\/tests\/lsan.supp/$BASE/lsan.supp}
-	fi
+	reach_as "$U" "$BASE"
 	setup "$BASE/user" "$U:"
 	half "$BASE/user" "$U" user
 else

@@ -34,6 +34,25 @@ tgcall() {
 }
 
 # sanitizers FILE WHAT: a sanitizer report in a program's stderr is a failure
+# reach_as USER DIR: RUN_TG and RUN_LSAN to run the gate as USER (empty:
+# as this user), with copies in DIR of the binary and of the LSan
+# suppressions when USER cannot reach them where they are.
+reach_as() {
+	local as=$1 dir=$2
+	RUN_TG=$TG RUN_LSAN=${LSAN_OPTIONS:-}
+	[ -n "$as" ] || return 0
+	if ! runuser -u "$as" -- test -x "$TG"; then
+		cp "$TG" "$dir/toolgate"
+		chmod 755 "$dir/toolgate"
+		RUN_TG=$dir/toolgate
+	fi
+	if [ -f "$ROOT/tests/lsan.supp" ] && ! runuser -u "$as" -- test -r "$ROOT/tests/lsan.supp"; then
+		cp "$ROOT/tests/lsan.supp" "$dir/lsan.supp"
+		chmod 644 "$dir/lsan.supp"
+		RUN_LSAN=${RUN_LSAN//$ROOT\/tests\/lsan.supp/$dir/lsan.supp}
+	fi
+}
+
 sanitizers() {
 	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|ThreadSanitizer' "$1" 2>/dev/null; then
 		fail "$2: sanitizer report:"; head -n 30 "$1" >&2

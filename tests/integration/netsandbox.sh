@@ -183,17 +183,7 @@ half() { # AS DIR LABEL
 	AS=$1 D=$2
 	local l=$3 c
 	OUT=$D/out
-	RUN_TG=$TG RUN_LSAN=${LSAN_OPTIONS:-}
-	if [ -n "$AS" ] && ! runuser -u "$AS" -- test -x "$TG"; then
-		cp "$TG" "$BASE/toolgate"
-		chmod 755 "$BASE/toolgate"
-		RUN_TG=$BASE/toolgate
-	fi
-	if [ -n "$AS" ] && [ -f "$ROOT/tests/lsan.supp" ] && ! runuser -u "$AS" -- test -r "$ROOT/tests/lsan.supp"; then
-		cp "$ROOT/tests/lsan.supp" "$BASE/lsan.supp"
-		chmod 644 "$BASE/lsan.supp"
-		RUN_LSAN=${RUN_LSAN//$ROOT\/tests\/lsan.supp/$BASE/lsan.supp}
-	fi
+	reach_as "$AS" "$BASE"
 
 	# ---- control: the allowed host, plain and through a tunnel
 	c='curl -s --max-time 10'

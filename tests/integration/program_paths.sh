@@ -146,17 +146,7 @@ half() { # AS DIR LABEL
 	cp -a "$d/tmp/evil/." "$evil/"
 	[ -z "$as" ] || chown -R "$as" "$evil"
 	# the user must reach the program (and the sanitizers' suppressions)
-	RUN_TG=$TG RUN_LSAN=${LSAN_OPTIONS:-}
-	if [ -n "$as" ] && ! runuser -u "$as" -- test -x "$TG"; then
-		cp "$TG" "$BASE/toolgate"
-		chmod 755 "$BASE/toolgate"
-		RUN_TG=$BASE/toolgate
-	fi
-	if [ -n "$as" ] && [ -f "$ROOT/tests/lsan.supp" ] && ! runuser -u "$as" -- test -r "$ROOT/tests/lsan.supp"; then
-		cp "$ROOT/tests/lsan.supp" "$BASE/lsan.supp"
-		chmod 644 "$BASE/lsan.supp"
-		RUN_LSAN=${RUN_LSAN//$ROOT\/tests\/lsan.supp/$BASE/lsan.supp}
-	fi
+	reach_as "$as" "$BASE"
 
 	call "$as" "$l-usr" plain "$d" /usr/bin/git --version
 	allowed "$l: /usr/bin/git" "$l-usr"
