@@ -58,13 +58,19 @@ call() {
 decision() { jq -r '.stages[] | select(.stage=="decide") | .decision' <<< "$1"; }
 rule() { jq -r '.error.rule // (.stages[] | select(.stage=="decide") | .rule)' <<< "$1"; }
 
-# every case of the data file, under bypassPermissions
+# every case of the data file, under bypassPermissions; as the user (whose
+# home and rights are what differ) every third case and every case that
+# names a home (the unit test judges all of them in process)
 spellings() {
-	local d=$1 as=$2 l=$3 verdict rest args st dec why n=0 i=0
+	local d=$1 as=$2 l=$3 verdict rest args st dec why n=0 i=0 k=0
 	local -a verdicts=() texts=()
 	: > "$BASE/out"
 	while read -r verdict rest; do
 		case $verdict in '' | '#'*) continue ;; esac
+		k=$((k + 1))
+		if [ -n "$as" ] && [ $((k % 3)) != 0 ]; then
+			case $rest in *'~'* | *HOME* | *home* | *root*) ;; *) continue ;; esac
+		fi
 		case $rest in
 		'{'*) args=$rest ;;
 		*) args="{\"command\": $rest}" ;;
