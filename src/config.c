@@ -265,8 +265,9 @@ void tgi_config_free(tgi_config *c)
 
 /* ---- where a node is, and how to say what went wrong ---- */
 
-/* Line and column of the node at ptr, or of its nearest ancestor the map
- * knows (a missing key is reported at the mapping that lacks it). */
+/* Line and column of the key of the node at ptr (an item's own), or of its
+ * nearest ancestor the map knows (a missing key is reported at the key of
+ * the mapping that lacks it). */
 static int locate(const tgi_config *c, const char *ptr, int *line, int *col)
 {
 	char p[PTR_MAX];
@@ -274,7 +275,7 @@ static int locate(const tgi_config *c, const char *ptr, int *line, int *col)
 		return 0;
 	tgi_snprintf(p, sizeof p, "%s", ptr);
 	for (;;) {
-		if (tgi_srcmap_lookup(c->srcmap, p, line, col) == 0)
+		if (tgi_srcmap_lookup_key(c->srcmap, p, line, col) == 0)
 			return 1;
 		char *slash = strrchr(p, '/');
 		if (!slash)

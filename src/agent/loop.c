@@ -263,13 +263,23 @@ static void show_call(agent *a, const tgi_pcall *c, const json_t *env)
 		fputs("\xE2\x86\x92 ", a->out);
 		put_text(a->out, name, strlen(name), &a->c2);
 		put_text_end(a->out, &a->c2);
-		fprintf(a->out, "  %s", status ? status : "?");
+		const char *sgr = a->o->color ? tgi_status_sgr(status) : "";
+		fprintf(a->out, "  %s%s%s%s%s", *sgr ? "\033[" : "", sgr, *sgr ? "m" : "",
+		        status ? status : "?", *sgr ? "\033[0m" : "");
 		if (stage)
 			fprintf(a->out, "  [%s]", stage);
 		if (*res) {
 			fputs("  ", a->out);
 			put_text(a->out, res, strlen(res), &a->c2);
 			put_text_end(a->out, &a->c2);
+		}
+		/* the approval whole, however short the result was cut */
+		const char *approval = json_string_value(
+			json_object_get(json_object_get(env, "error"), "approval_id"));
+		if (approval) {
+			char id[64];
+			tgi_sanitize(id, sizeof id, approval);
+			fprintf(a->out, "\n    approve: toolgate approvals approve %s", id);
 		}
 		fputc('\n', a->out);
 		fflush(a->out);
