@@ -22,6 +22,7 @@ static const char usage_text[] =
 	"A batch is a JSON array of {\"tool\", \"args\", \"call_id\", \"idempotency_key\"};\n"
 	"the results come back as an array, in call order.\n\n"
 	"options:\n"
+	"  --batch FILE         run the calls of FILE (or - for standard input) as one batch\n"
 	"  --as NAME            call as this principal (else $TOOLGATE_PRINCIPAL, token, default)\n"
 	"  --key KEY            idempotency key\n"
 	"  --call-id ID         the provider's call id\n"
