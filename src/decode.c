@@ -7,7 +7,6 @@
  * arguments mean (validate), who is calling (identify) or what is allowed
  * (decide).  Stops with `invalid`.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,24 +68,15 @@ static tgi_verdict unknown_tool(tgi_call *c)
  * as many as fit, then how many more there are. */
 static const char *profile_tools(tg_gate *g, char *out, size_t cap)
 {
-	size_t n = tgi_registry_count(g->reg), shown = 0, more = 0, len = 0;
-	out[0] = '\0';
+	size_t n = tgi_registry_count(g->reg), k = 0;
+	const char **v = tgi_xcalloc(n + 1, sizeof *v);
 	for (size_t i = 0; i < n; i++) {
 		const tgi_entry *e = tgi_registry_at(g->reg, i);
-		if (!e || tgi_registry_in_profile(g->cfg, g->profile, e) != 1)
-			continue;
-		size_t need = strlen(e->row->name) + (shown ? 2 : 0);
-		if (len + need + 24 >= cap) {
-			more++;
-			continue;
-		}
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", shown ? ", " : "", e->row->name);
-		shown++;
+		if (e && tgi_registry_in_profile(g->cfg, g->profile, e) == 1)
+			v[k++] = e->row->name;
 	}
-	if (!shown && !more)
-		tgi_snprintf(out, cap, "this profile has none");
-	else if (more)
-		snprintf(out + len, cap - len, " and %zu more", more);
+	tgi_names_join(out, cap, v, k);
+	free(v);
 	return out;
 }
 

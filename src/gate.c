@@ -607,18 +607,11 @@ static int open_middleware(tg_gate *g, char **errmsg)
 
 const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap)
 {
-	size_t len = 0, more = 0;
-	out[0] = '\0';
-	for (size_t i = 0; i < cfg->nprofiles; i++) {
-		const char *name = cfg->profiles[i].name;
-		if (len + strlen(name) + 24 >= cap) {
-			more++;
-			continue;
-		}
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ", " : "", name);
-	}
-	if (more)
-		snprintf(out + len, cap - len, " and %zu more", more);
+	const char **v = tgi_xcalloc(cfg->nprofiles + 1, sizeof *v);
+	for (size_t i = 0; i < cfg->nprofiles; i++)
+		v[i] = cfg->profiles[i].name;
+	tgi_names_join(out, cap, v, cfg->nprofiles);
+	free(v);
 	return out;
 }
 

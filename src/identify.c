@@ -11,7 +11,6 @@
  * Owns: the principal and its roles for this call.  Must not: look at the
  * tool or arguments.  Stops with `denied`.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,20 +36,11 @@ static const tgi_principal_cfg *find(const tgi_config *cfg, const char *name)
 
 const char *tgi_principal_names(const tgi_config *cfg, char *out, size_t cap)
 {
-	size_t len = 0, more = 0;
-	out[0] = '\0';
-	for (size_t i = 0; i < cfg->nprincipals; i++) {
-		const char *name = cfg->principals[i].name;
-		if (len + strlen(name) + 24 >= cap) {
-			more++;
-			continue;
-		}
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ", " : "", name);
-	}
-	if (!len && !more)
-		tgi_snprintf(out, cap, "none");
-	else if (more)
-		snprintf(out + len, cap - len, " and %zu more", more);
+	const char **v = tgi_xcalloc(cfg->nprincipals + 1, sizeof *v);
+	for (size_t i = 0; i < cfg->nprincipals; i++)
+		v[i] = cfg->principals[i].name;
+	tgi_names_join(out, cap, v, cfg->nprincipals);
+	free(v);
 	return out;
 }
 
