@@ -96,8 +96,16 @@ static void print_human(const char *text)
 	} else if (out && !json_is_null(out)) {
 		cli_value(stdout, out, 0);
 	}
-	if (json_is_true(json_object_get(env, "truncated")))
-		puts("(the output was cut: the whole of it is in the envelope)");
+	json_t *cut = json_object_get(env, "truncated");
+	if (json_is_object(cut)) {             /* the output was cut for the model */
+		printf("(the output was cut from %lld characters", (long long)json_integer_value(
+		       json_object_get(cut, "original_chars")));
+		if (str(cut, "spill_path")) {
+			fputs("; all of it: ", stdout);
+			cli_paint(stdout, "", str(cut, "spill_path"));
+		}
+		puts(")");
+	}
 	if (op && status && strcmp(status, "committed"))
 		printf("the whole envelope: toolgate log --op %s --json\n", op);
 	else if (op)

@@ -101,7 +101,8 @@ static void print_human(const char *text)
 		cli_paint(stdout, "", str(bw, "path"));
 		putchar(')');
 	}
-	printf(", Landlock ABI %lld, seccomp ", (long long)json_integer_value(json_object_get(d, "landlock_abi")));
+	printf(", Landlock ABI %lld, seccomp ",
+	       (long long)json_integer_value(json_object_get(d, "landlock_abi")));
 	yes_no(json_is_true(json_object_get(d, "seccomp")));
 	putchar('\n');
 	if (json_string_value(json_object_get(bw, "why"))) {
@@ -117,7 +118,8 @@ static void print_human(const char *text)
 		fputs("  ", stdout);
 	}
 	putchar('\n');
-	json_t *net = json_object_get(json_object_get(d, "network"), str(json_object_get(d, "network"), "backend"));
+	json_t *nets = json_object_get(d, "network");
+	json_t *net = json_object_get(nets, str(nets, "backend"));   /* this machine's backend's */
 	if (json_object_size(net)) {
 		label("network");
 		json_object_foreach(net, k, v) {

@@ -136,7 +136,8 @@ static void print_explained(const char *text)
 		fputs(i ? "\n           " : "\nopaque     ", stdout);
 		cli_paint(stdout, "", json_string_value(w));
 	}
-	printf("\nread-only  %s\nmode       ", json_is_true(json_object_get(x, "read_only")) ? "yes" : "no");
+	printf("\nread-only  %s\nmode       ",
+	       json_is_true(json_object_get(x, "read_only")) ? "yes" : "no");
 	cli_paint(stdout, "", json_string_value(json_object_get(x, "mode")));
 	fputs("\nsandbox    ", stdout);
 	cli_paint(stdout, "", json_string_value(json_object_get(x, "sandbox")));

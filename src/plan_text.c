@@ -249,9 +249,10 @@ void tgi_plan_text(tgi_buf *b, const json_t *plan, int color)
 		put_line(b, "note:", str(plan, "unchecked"));
 	json_array_foreach(json_object_get(plan, "reads"), i, f) {
 		char line[64];
+		const char *path = str(f, "path") ? str(f, "path") : "?";
 		tgi_snprintf(line, sizeof line, " (%s)", str(f, "type") ? str(f, "type") : "?");
 		tgi_buf_puts(b, "  read ");
-		put_clean(b, str(f, "path") ? str(f, "path") : "?", strlen(str(f, "path") ? str(f, "path") : "?"));
+		put_clean(b, path, strlen(path));
 		tgi_buf_puts(b, line);
 		tgi_buf_puts(b, "\n");
 	}

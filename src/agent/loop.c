@@ -309,7 +309,8 @@ static void show_end(agent *a, int rc, const char *errmsg)
 		        a->session);
 	else
 		fprintf(a->out, "stopped at the turn limit (--max-turns %d): %zu call%s (%zu stopped); "
-		        "continue with --resume %s\n", a->turn, a->calls, a->calls == 1 ? "" : "s",
+		        "continue with --resume %s (and the same --provider)\n", a->turn, a->calls,
+		        a->calls == 1 ? "" : "s",
 		        a->stopped, a->session);
 	fflush(a->out);
 }
