@@ -6,6 +6,8 @@
 #define TG_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
 #include "toolgate.h"
 
 /* Options that open a gate, shared by subcommands (--config, --workspace,
@@ -34,6 +36,38 @@ enum { OPT_CONFIG = 1000, OPT_WORKSPACE, OPT_MODE, OPT_APPROVAL, OPT_PROFILE, OP
 	{"profile", 1, 0, OPT_PROFILE}, {"sync", 1, 0, OPT_SYNC},      \
 	{"max-parallel", 1, 0, OPT_MAX_PARALLEL},                   \
 	{"wait-approval", 1, 0, OPT_WAIT_APPROVAL}
+
+/* ---- output for people (term.c) ----
+ * On a terminal (stdout) the commands print a human form; to a pipe, or
+ * with --json, the JSON they always printed.  The commands that colour
+ * take --color. */
+enum { OPT_COLOR = 1100 };
+#define CLI_COLOR_LONGOPT {"color", 1, 0, OPT_COLOR}
+#define CLI_COLOR_HELP                                                         \
+	"  --color WHEN         colour on a terminal: auto (the default: not with\n" \
+	"                       $NO_COLOR set or TERM=dumb), always or never\n"
+
+/* --color WHEN: 1 handled, 0 not this option, -1 a bad value (said). */
+int  cli_color_opt(int opt, const char *arg);
+/* Is f a terminal (the human forms are for it)? */
+int  cli_tty(FILE *f);
+/* Colour what goes to f? */
+int  cli_color(FILE *f);
+/* s in colour sgr (ANSI SGR parameters, "" none) when f is coloured;
+ * control characters as spaces. */
+void cli_paint(FILE *f, const char *sgr, const char *s);
+/* A status (or a decision: allow, ask, deny; or an approval's state) in
+ * its colour, padded to width. */
+void cli_status(FILE *f, const char *status, int width);
+/* n bytes of s, from a tool, a model or the ledger: control characters (but
+ * newline and tab) as spaces, so that nothing in it can drive the terminal. */
+void cli_text(FILE *f, const char *s, size_t n);
+/* A call's plan (a dry run's, an approval's) as tg_plan_text gives it. */
+void cli_plan(FILE *f, const json_t *plan);
+/* A JSON value as lines for a person: a string as its text, an object as
+ * "key: value" lines (nulls left out, multi-line strings on lines of their
+ * own), anything else as compact JSON; indent spaces before each line. */
+void cli_value(FILE *f, const json_t *v, int indent);
 
 void cli_gate_opts_init(cli_gate_opts *g);
 /* Handle a shared option; 1 if it was one, 0 if not, -1 on a bad value. */

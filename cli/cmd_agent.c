@@ -2,10 +2,12 @@
  * cmd_agent.c — `toolgate agent [--provider P] [--model M] [--base-url URL]
  * [--script FILE] [--max-turns N] [--session S | --resume S] [--json]
  * [--as P] [gate options] PROMPT`: a model using tools through the gate
- * (tg_agent).  Offline by default: the scripted provider replays the
- * built-in demo script, or --script FILE.
- * Exit 0 when the model finished, 2 when --max-turns stopped it, 1 for a
- * usage, configuration or provider error.
+ * (tg_agent).  A provider must be named: an HTTP one, scripted (a replay
+ * of --script FILE, which alone implies it) or demo (the built-in demo
+ * script, as make demo runs it); without one it refuses, exit 2, rather
+ * than run a script the user did not ask for in their directory.
+ * Exit 0 when the model finished, 2 when --max-turns stopped it or no
+ * provider was named, 1 for a usage, configuration or provider error.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -24,18 +26,21 @@ static const char usage_text[] =
 	"one batch, their results go back to the model, until it answers without calls.\n"
 	"The conversation is kept in the ledger under the session: `toolgate log --session S`\n"
 	"shows its calls, `toolgate agent --resume S [PROMPT]` continues it.\n\n"
-	"  --provider P         scripted (default: offline, replays a script) | openai-chat |\n"
-	"                       openai-responses | anthropic | gemini (keys from OPENAI_API_KEY,\n"
-	"                       ANTHROPIC_API_KEY, GEMINI_API_KEY)\n"
+	"  --provider P         openai-chat | openai-responses | anthropic | gemini (keys from\n"
+	"                       OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY); scripted:\n"
+	"                       offline, replays --script FILE; demo: offline, the built-in demo\n"
+	"                       script (make demo).  Required (--script FILE alone: scripted)\n"
 	"  --model M            the provider's model (default: the provider's own)\n"
 	"  --base-url URL       an OpenAI-compatible server (llama.cpp, vLLM, Ollama) or a proxy\n"
-	"  --script FILE        scripted: the script of model turns (default: the built-in demo)\n"
+	"  --script FILE        scripted: the script of model turns\n"
 	"  --max-turns N        model replies at most (default 20); exit 2 when reached\n"
 	"  --session S          the session of a new conversation (default: agent-<uuid>)\n"
 	"  --resume S           continue session S; PROMPT, if given, is a new user message\n"
 	"  --json               one JSON line per event instead of the transcript\n"
 	"  --as P               the principal every call is made as\n\n"
-	"options:\n" CLI_GATE_OPTIONS_HELP;
+	"exit: 0 the model finished, 2 --max-turns stopped it (or no provider was named),\n"
+	"      1 usage, configuration or provider error\n\n"
+	"options:\n" CLI_COLOR_HELP CLI_GATE_OPTIONS_HELP;
 
 /* The words after the options, joined by spaces (caller frees), or NULL. */
 static char *join_prompt(int argc, char **argv)
@@ -65,7 +70,8 @@ int cmd_agent(int argc, char **argv)
 		{"provider", 1, 0, 'P'}, {"model", 1, 0, 'm'}, {"base-url", 1, 0, 'u'},
 		{"script", 1, 0, 'f'},   {"max-turns", 1, 0, 't'}, {"session", 1, 0, 'S'},
 		{"resume", 1, 0, 'r'},   {"json", 0, 0, 'j'},     {"as", 1, 0, 'a'},
-		{"help", 0, 0, 'h'},     CLI_GATE_LONGOPTS,       {0, 0, 0, 0},
+		{"help", 0, 0, 'h'},     CLI_COLOR_LONGOPT,       CLI_GATE_LONGOPTS,
+		{0, 0, 0, 0},
 	};
 	cli_gate_opts go;
 	tg_agent_options ao = {0};
@@ -96,12 +102,30 @@ int cmd_agent(int argc, char **argv)
 		}
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
+			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
 				break;
 			fputs(usage_text, stderr);
 			return 1;
 		}
 	}
+	if (!ao.provider && !ao.script) {
+		cli_error("agent: name the model with --provider: anthropic, openai-chat, "
+		          "openai-responses or gemini (a real model), --provider scripted --script FILE "
+		          "(a replay of your script), or --provider demo (the built-in demo script; "
+		          "`make demo` runs it on a fresh copy of examples/demo)");
+		return 2;
+	}
+	if (ao.provider && !strcmp(ao.provider, "demo")) {
+		if (ao.script)
+			return cli_error("agent: --provider demo plays the built-in script; --script is "
+			                 "for --provider scripted");
+		ao.provider = "scripted";    /* without a script: the built-in demo script */
+	} else if (ao.provider && !strcmp(ao.provider, "scripted") && !ao.script) {
+		cli_error("agent: --provider scripted replays a script: give it with --script FILE "
+		          "(the built-in demo: --provider demo)");
+		return 2;
+	}
+	ao.color = !ao.json && cli_color(stdout);
 	if (resume && ao.session && strcmp(resume, ao.session))
 		return cli_error("agent: --session and --resume name different sessions");
 	if (resume) {

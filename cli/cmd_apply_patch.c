@@ -16,7 +16,15 @@
 
 static const char usage_text[] =
 	"Usage: toolgate apply-patch 'PATCH'\n"
-	"       echo 'PATCH' | toolgate apply-patch\n";
+	"       echo 'PATCH' | toolgate apply-patch\n"
+	"       toolgate apply-patch [--preserve-crlf] ['PATCH' | -]\n\n"
+	"Applies a V4A patch (*** Begin Patch ... *** End Patch) to the files under the\n"
+	"current directory, all or nothing, as Codex's apply_patch program does.\n\n"
+	"  PATCH              the patch as one argument\n"
+	"  -                  read the patch from standard input (also without an argument)\n"
+	"  --preserve-crlf    accepted for Codex's sake: line endings are always kept\n"
+	"  -h, --help         this text\n\n"
+	"exit: 0 applied, 1 not applied (nothing changed), 2 usage\n";
 
 int cmd_apply_patch(int argc, char **argv)
 {

@@ -4,7 +4,11 @@
  * An approval is single-use, bound to sha256(tool + canonical args) and
  * the principal, and expires; approving lets the same call run once when
  * it is retried.  A decision is recorded with who made it ($USER) and,
- * with --reason, why: a denied call is told the reason.
+ * with --reason, why: a denied call is told the reason.  An approval is
+ * named by its id or, as git names commits, by a unique prefix of it (at
+ * least 4 characters) among the open ones.  list shows, on a terminal,
+ * each approval with its plan (a diff in colour, a command's argv and
+ * sandbox); to a pipe, the lines it always printed; with --json, JSON.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -19,11 +23,120 @@ static const char usage_text[] =
 	"usage: toolgate approvals list [--all] [--json]\n"
 	"       toolgate approvals approve ID [--reason TEXT]\n"
 	"       toolgate approvals deny ID [--reason TEXT]\n\n"
+	"ID is an approval's id or a unique prefix of it (4 characters or more).\n\n"
 	"options:\n"
 	"  --all                every approval, not only the open ones\n"
 	"  --json               JSON output\n"
 	"  --reason TEXT        why (recorded; a denied call is told it; at most 500 bytes)\n"
-	CLI_GATE_OPTIONS_HELP;
+	CLI_COLOR_HELP CLI_GATE_OPTIONS_HELP;
+
+#define PREFIX_MIN 4
+
+/* The approval id that id names among the approvals of text (a JSON array):
+ * itself, or the one id starts with (*n: how many matched), into out. */
+static int matches(const char *text, const char *id, char *out, size_t cap, json_t *found)
+{
+	json_t *arr = json_loads(text, 0, NULL), *a;
+	size_t i, n = 0, len = strlen(id);
+	json_array_foreach(arr, i, a) {
+		const char *aid = json_string_value(json_object_get(a, "id"));
+		if (!aid || strncmp(aid, id, len))
+			continue;
+		if (!strcmp(aid, id)) {     /* the whole id: that one, whatever else matches */
+			snprintf(out, cap, "%s", aid);
+			json_decref(arr);
+			return 1;
+		}
+		if (!n++)
+			snprintf(out, cap, "%s", aid);
+		json_array_append(found, a);
+	}
+	json_decref(arr);
+	return (int)n;
+}
+
+/* The whole id of the approval id names: itself when no approval starts
+ * with it (the gate then says there is none), the one open approval (else
+ * the one approval) it is a prefix of, or -1 (said, with the candidates)
+ * when it is the prefix of several. */
+static int resolve(tg_gate *g, const char *id, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s", id);
+	if (strlen(id) < PREFIX_MIN)
+		return 0;
+	for (int all = 0; all <= 1; all++) {
+		char *err = NULL, *text = tg_approvals(g, all, &err);
+		free(err);
+		if (!text)
+			return 0;
+		json_t *found = json_array();
+		int n = matches(text, id, out, cap, found);
+		free(text);
+		if (n > 1) {
+			size_t i;
+			json_t *a;
+			cli_error("approval id prefix \"%s\" is ambiguous; it names %d%s approvals:", id,
+			          n, all ? "" : " open");
+			json_array_foreach(found, i, a)
+				fprintf(stderr, "  %s  %-8s %s\n", json_string_value(json_object_get(a, "id")),
+				        json_string_value(json_object_get(a, "state")),
+				        json_string_value(json_object_get(a, "tool")));
+			json_decref(found);
+			return -1;
+		}
+		json_decref(found);
+		if (n == 1)
+			return 0;
+	}
+	snprintf(out, cap, "%s", id);
+	return 0;
+}
+
+/* One approval on a terminal: its id, state, tool, who and why, then what
+ * the call would do (its plan; the arguments when it has none), then how
+ * to decide it. */
+static void print_human(json_t *a)
+{
+	const char *id = json_string_value(json_object_get(a, "id"));
+	const char *state = json_string_value(json_object_get(a, "state"));
+	cli_paint(stdout, "1", id);
+	fputs("  ", stdout);
+	cli_status(stdout, state, 8);
+	putchar(' ');
+	cli_paint(stdout, "1", json_string_value(json_object_get(a, "tool")));
+	fputs("  by ", stdout);
+	cli_paint(stdout, "", json_string_value(json_object_get(a, "principal")));
+	fputs(" (", stdout);
+	cli_paint(stdout, "", json_string_value(json_object_get(a, "reason")));
+	fputs("); expires ", stdout);
+	cli_paint(stdout, "", json_string_value(json_object_get(a, "expires")));
+	putchar('\n');
+	json_t *plan = json_object_get(a, "plan");
+	if (json_is_object(plan)) {
+		cli_plan(stdout, plan);
+	} else {
+		const char *args = json_string_value(json_object_get(a, "args"));
+		fputs("  arguments: ", stdout);
+		cli_paint(stdout, "", args ? args : "{}");
+		putchar('\n');
+	}
+	const char *when = json_string_value(json_object_get(a, "decided"));
+	const char *by = json_string_value(json_object_get(a, "decided_by"));
+	const char *why = json_string_value(json_object_get(a, "decided_reason"));
+	if (when) {
+		fputs("  decided by ", stdout);
+		cli_paint(stdout, "", by ? by : "?");
+		fputs(" at ", stdout);
+		cli_paint(stdout, "", when);
+		if (why) {
+			fputs(": ", stdout);
+			cli_paint(stdout, "", why);
+		}
+		putchar('\n');
+	} else if (state && !strcmp(state, "pending")) {
+		printf("  toolgate approvals approve|deny %s [--reason TEXT]\n", id);
+	}
+}
 
 static int list(tg_gate *g, int all, int as_json)
 {
@@ -47,6 +160,17 @@ static int list(tg_gate *g, int all, int as_json)
 	free(text);
 	size_t i;
 	json_t *a;
+	if (cli_tty(stdout)) {
+		json_array_foreach(arr, i, a) {
+			if (i)
+				putchar('\n');
+			print_human(a);
+		}
+		if (!json_array_size(arr))
+			puts(all ? "no approvals" : "no open approvals");
+		json_decref(arr);
+		return 0;
+	}
 	json_array_foreach(arr, i, a) {
 		const char *args = json_string_value(json_object_get(a, "args"));
 		printf("%s  %-8s %s %.200s  (by %s; expires %s)\n    %s\n",
@@ -73,7 +197,7 @@ int cmd_approvals(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"all", 0, 0, 'A'}, {"json", 0, 0, 'j'}, {"reason", 1, 0, 'r'},
-		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,  {0, 0, 0, 0},
+		{"help", 0, 0, 'h'}, CLI_COLOR_LONGOPT,  CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
 	const char *reason = NULL;
@@ -87,7 +211,7 @@ int cmd_approvals(int argc, char **argv)
 		case 'r': reason = optarg; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
+			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
 				break;
 			fputs(usage_text, stderr);
 			return 1;
@@ -109,12 +233,14 @@ int cmd_approvals(int argc, char **argv)
 	if (decide < 0) {
 		code = list(g, all, as_json);
 	} else {
-		char *err = NULL;
+		char *err = NULL, id[128];
 		const char *by = getenv("USER") ? getenv("USER") : "operator";
-		if (tg_approval_decide(g, argv[optind + 1], decide, by, reason, &err) < 0)
+		if (resolve(g, argv[optind + 1], id, sizeof id) < 0)
+			code = 1;
+		else if (tg_approval_decide(g, id, decide, by, reason, &err) < 0)
 			code = cli_error("%s", err ? err : "cannot decide the approval");
 		else
-			printf("%s %s\n", decide ? "approved" : "denied", argv[optind + 1]);
+			printf("%s %s\n", decide ? "approved" : "denied", id);
 		free(err);
 	}
 	tg_gate_close(g);

@@ -1,7 +1,10 @@
 /*
  * cmd_call.c — `toolgate call`: one call (or a batch) through the gate,
- * from a pipe or a shell.  Prints the envelope and exits with the status's
- * code (DESIGN §1).
+ * from a pipe or a shell.  Exits with the status's code.  To a pipe (and
+ * with --json) it prints the envelope, as JSON; on a terminal a short
+ * result for a person: the status, a one-line reason, the output as text
+ * (a dry run's plan: the diff, the command), and where the whole envelope
+ * is (toolgate log --op ID --json).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +22,7 @@ static const char usage_text[] =
 	"A batch is a JSON array of {\"tool\", \"args\", \"call_id\", \"idempotency_key\"};\n"
 	"the results come back as an array, in call order.\n\n"
 	"options:\n"
+	"  --batch FILE         run the calls of FILE (or - for standard input) as one batch\n"
 	"  --as NAME            call as this principal (else $TOOLGATE_PRINCIPAL, token, default)\n"
 	"  --key KEY            idempotency key\n"
 	"  --call-id ID         the provider's call id\n"
@@ -26,10 +30,88 @@ static const char usage_text[] =
 	"  --dry-run            every stage up to execute, then the plan instead of the run\n"
 	"                       (a file's diff, a command's argv/workdir/sandbox/env); nothing\n"
 	"                       runs or is written, no approval is spent\n"
-	"  --json               compact output\n"
-	CLI_GATE_OPTIONS_HELP
+	"  --json               the envelope as compact JSON (on a terminal too; to a pipe\n"
+	"                       without --json: indented JSON)\n"
+	CLI_COLOR_HELP CLI_GATE_OPTIONS_HELP
 	"\nexit: 0 persisted/replayed/dry_run, 2 invalid, 3 denied, 4 failed, 5 pending,\n"
 	"      6 committed (ran, but the ledger write failed), 1 usage or configuration error\n";
+
+static const char *str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* The stage that stopped the call (the first one not ok), or NULL. */
+static const char *stopped_at(const json_t *env)
+{
+	size_t i;
+	json_t *st;
+	json_array_foreach(json_object_get(env, "stages"), i, st)
+		if (json_is_false(json_object_get(st, "ok")))
+			return str(st, "stage");
+	return NULL;
+}
+
+/* One result for a person at a terminal. */
+static void print_human(const char *text)
+{
+	json_t *env = json_loads(text, 0, NULL);
+	const char *status = str(env, "status"), *op = str(env, "op_id"), *stage = stopped_at(env);
+	json_t *err = json_object_get(env, "error"), *out = json_object_get(env, "output");
+	cli_status(stdout, status, 0);
+	fputs("  ", stdout);
+	cli_paint(stdout, "1", str(env, "tool"));
+	if (stage && strcmp(stage, "persist")) {
+		fputs("  [", stdout);
+		cli_paint(stdout, "", stage);
+		putchar(']');
+	}
+	putchar('\n');
+	if (json_is_object(err)) {          /* the reason, on one line */
+		fputs("  ", stdout);
+		cli_paint(stdout, "", str(err, "kind"));
+		fputs(": ", stdout);
+		cli_paint(stdout, "", str(err, "message"));
+		putchar('\n');
+		if (str(err, "rule") && strcmp(str(err, "rule"), "")) {
+			fputs("  rule: ", stdout);
+			cli_paint(stdout, "", str(err, "rule"));
+			putchar('\n');
+		}
+		if (str(err, "approval_id"))
+			printf("  approve it: toolgate approvals approve %s, then run the same call again\n",
+			       str(err, "approval_id"));
+	}
+	if (status && !strcmp(status, "dry_run") && json_is_object(out)) {
+		fputs("  would run ", stdout);
+		cli_paint(stdout, "1", str(out, "would_run"));
+		fputs(": ", stdout);
+		cli_status(stdout, str(out, "decision"), 0);
+		fputs(" (", stdout);
+		cli_paint(stdout, "", str(out, "decided_by"));
+		fputs(")\n", stdout);
+		if (json_is_object(json_object_get(out, "plan")))
+			cli_plan(stdout, json_object_get(out, "plan"));
+		puts("  nothing ran and nothing was written (--dry-run)");
+	} else if (out && !json_is_null(out)) {
+		cli_value(stdout, out, 0);
+	}
+	json_t *cut = json_object_get(env, "truncated");
+	if (json_is_object(cut)) {             /* the output was cut for the model */
+		printf("(the output was cut from %lld characters", (long long)json_integer_value(
+		       json_object_get(cut, "original_chars")));
+		if (str(cut, "spill_path")) {
+			fputs("; all of it: ", stdout);
+			cli_paint(stdout, "", str(cut, "spill_path"));
+		}
+		puts(")");
+	}
+	if (op && status && strcmp(status, "committed"))
+		printf("the whole envelope: toolgate log --op %s --json\n", op);
+	else if (op)
+		puts("the ledger write failed: the envelope is only in the --json output");
+	json_decref(env);
+}
 
 static int run_batch(tg_gate *g, const char *src, int compact, const tg_request *tmpl)
 {
@@ -61,19 +143,28 @@ static int run_batch(tg_gate *g, const char *src, int compact, const tg_request 
 			reqs[i].idempotency_key = json_string_value(json_object_get(c, "idempotency_key"));
 	}
 	tg_call_batch(g, reqs, n, res);
-	int code = 0;
+	int code = 0, human = !compact && cli_tty(stdout);
 	json_t *out = json_array();
 	for (size_t i = 0; i < n; i++) {
 		int ec = tg_status_exit_code(tg_result_status(res[i]));
 		if (!code && ec)
 			code = ec;
-		json_array_append_new(out, json_loads(tg_result_json(res[i], 0), 0, NULL));
+		if (human) {
+			if (i)
+				putchar('\n');
+			print_human(tg_result_json(res[i], 0));
+		} else {
+			json_array_append_new(out, json_loads(tg_result_json(res[i], 0), 0, NULL));
+		}
 		tg_result_free(res[i]);
 		free(args[i]);
 	}
-	char *s = json_dumps(out, (compact ? JSON_COMPACT : JSON_INDENT(2)) | JSON_REAL_PRECISION(6));
-	puts(s ? s : "[]");
-	free(s);
+	if (!human) {
+		char *s = json_dumps(out, (compact ? JSON_COMPACT : JSON_INDENT(2)) |
+		                              JSON_REAL_PRECISION(6));
+		puts(s ? s : "[]");
+		free(s);
+	}
 	json_decref(out);
 	json_decref(arr);
 	free(reqs);
@@ -87,8 +178,8 @@ int cmd_call(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"as", 1, 0, 'a'},      {"key", 1, 0, 'k'},   {"call-id", 1, 0, 'c'},
 		{"session", 1, 0, 's'}, {"dry-run", 0, 0, 'n'}, {"json", 0, 0, 'j'},
-		{"batch", 1, 0, 'b'},   {"help", 0, 0, 'h'},  CLI_GATE_LONGOPTS,
-		{0, 0, 0, 0},
+		{"batch", 1, 0, 'b'},   {"help", 0, 0, 'h'},  CLI_COLOR_LONGOPT,
+		CLI_GATE_LONGOPTS,      {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
 	tg_request req = {0};
@@ -109,7 +200,7 @@ int cmd_call(int argc, char **argv)
 		case 'b': batch = optarg; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
+			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
 				break;
 			fputs(usage_text, stderr);
 			return 1;
@@ -150,7 +241,10 @@ int cmd_call(int argc, char **argv)
 		}
 		tg_result *r;
 		tg_call(g, &req, &r);
-		puts(tg_result_json(r, !compact));
+		if (!compact && cli_tty(stdout))
+			print_human(tg_result_json(r, 0));
+		else
+			puts(tg_result_json(r, !compact));
 		code = tg_status_exit_code(tg_result_status(r));
 		tg_result_free(r);
 		free(text);

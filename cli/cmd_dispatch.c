@@ -21,7 +21,12 @@ static const char usage_text[] =
 	"(or with --stream its SSE stream) from FILE or stdin, runs every tool call through\n"
 	"the gate (in parallel where safe), prints the tool-result message(s) that API\n"
 	"expects, and one line per call on stderr: call_id tool status [kind: message].\n\n"
-	"options:\n" CLI_GATE_OPTIONS_HELP;
+	"options:\n"
+	"  --protocol API       the API the response is in (required)\n"
+	"  --stream             the input is the response's raw SSE stream\n"
+	"  --session S          the session of every call\n"
+	"  --as P               the principal of every call\n"
+	CLI_GATE_OPTIONS_HELP;
 
 int cmd_dispatch(int argc, char **argv)
 {

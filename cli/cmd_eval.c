@@ -38,7 +38,6 @@ static const char usage_text[] =
 	"  --runs N             ask each case N times (default 1)\n"
 	"  --jobs N             requests at once (default 4; scripted: 1)\n"
 	"  --timeout S          one request to the model, in seconds (default 60)\n"
-	"  --profile P          every case under this profile (default: the case's own)\n"
 	"  --as P               the principal the calls are judged as\n"
 	"  --format F           table (default) | json | junit\n"
 	"  --output FILE        write the report to FILE instead of stdout\n"
@@ -47,8 +46,11 @@ static const char usage_text[] =
 	"                       per-tool difference\n"
 	"  --fail-under X       exit 2 when a pass rate (overall or a tool's) is under X (0..1)\n"
 	"  --max-drop X         with --compare: exit 2 when a pass rate drops more than X\n"
-	"  --history            the runs kept in the ledger, oldest first (--limit N, default 20)\n"
+	"  --history            the runs kept in the ledger, oldest first\n"
+	"  --limit N            with --history: the newest N runs (default 20)\n"
 	"  --sizes              the size of the definitions of every profile, per API\n\n"
+	"The gate option --profile (below) also puts every case under that profile\n"
+	"(without it: the case's own).\n\n"
 	"options:\n" CLI_GATE_OPTIONS_HELP;
 
 enum { OPT_SCRIPT = 2000, OPT_RUNS, OPT_JOBS, OPT_FORMAT, OPT_OUTPUT, OPT_NO_RECORD,

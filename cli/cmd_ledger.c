@@ -38,7 +38,7 @@ static const char usage_text[] =
 	"  --since WHEN         export: only calls since 30s, 10m, 2h, 1d, or\n"
 	"                       2026-11-30[T12:00:00Z] (and events of no call and eval\n"
 	"                       runs since then)\n"
-	"  --output FILE        export: write FILE (0600; replaced only when the export is\n"
+	"  -o, --output FILE    export: write FILE (0600; replaced only when the export is\n"
 	"                       complete) instead of stdout\n"
 	"  --json               import: print {ops, events, claims, eval_runs, skipped,\n"
 	"                       skipped_ops, skipped_events, skipped_claims,\n"

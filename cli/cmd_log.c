@@ -17,7 +17,9 @@
 static const char usage_text[] =
 	"usage: toolgate log [options]\n"
 	"       toolgate log --follow [--tool NAME] [--status STATUS] [--session ID] [--json]\n\n"
-	"Lists the calls in the ledger, oldest first, each with its events.  With\n"
+	"Lists the calls in the ledger, oldest first: when it started, its status, tool,\n"
+	"principal, op id and session (an MCP client's session, an agent run's, --session),\n"
+	"its error and its events.  With\n"
 	"--follow, prints each event as it is written (by any toolgate process)\n"
 	"until interrupted: \"HH:MM:SS.mmm  seq  type  tool  status  summary\" (UTC),\n"
 	"or with --json one JSON object per event, as the events: sinks write them.\n\n"
@@ -31,7 +33,7 @@ static const char usage_text[] =
 	"  -f, --follow         print events as they are written, from now on\n"
 	"  --json               one JSON object per line (a call with \"events\"; with\n"
 	"                       --follow, an event)\n"
-	CLI_GATE_OPTIONS_HELP;
+	CLI_COLOR_HELP CLI_GATE_OPTIONS_HELP;
 
 /* Set by SIGINT/SIGTERM while following; read by tg_log_follow. */
 static volatile int follow_stop;
@@ -52,31 +54,46 @@ static const char *clean(char *out, size_t cap, const char *s)
 	return out;
 }
 
-static void print_human(json_t *op)
-{
-	json_t *env = json_object_get(op, "envelope");
-	json_t *err = json_object_get(env, "error");
-	const char *principal = json_string_value(json_object_get(op, "principal"));
-	printf("%s  %-9s %-16s %-10s op %s\n", json_string_value(json_object_get(op, "started")),
-	       json_string_value(json_object_get(op, "status")),
-	       json_string_value(json_object_get(op, "tool")), principal ? principal : "-",
-	       json_string_value(json_object_get(op, "op_id")));
-	if (json_is_object(err))
-		printf("    %s: %s\n", json_string_value(json_object_get(err, "kind")),
-		       json_string_value(json_object_get(err, "message")));
-	size_t i;
-	json_t *ev;
-	json_array_foreach(json_object_get(op, "events"), i, ev) {
-		const char *ts = json_string_value(json_object_get(ev, "ts"));
-		printf("    %s  %s\n", ts && strlen(ts) > 11 ? ts + 11 : "",
-		       json_string_value(json_object_get(ev, "type")));
-	}
-}
-
 static const char *str_or(json_t *o, const char *key, const char *dflt)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 	return s ? s : dflt;
+}
+
+/* One call: "started  status  tool  principal  op ID  session S" (the
+ * session of an MCP client, an agent run, --session), its error, its
+ * events.  What the ledger holds is shown, never obeyed (cli_text). */
+static void print_human(json_t *op)
+{
+	json_t *env = json_object_get(op, "envelope");
+	json_t *err = json_object_get(env, "error");
+	char tool[160], principal[160];
+	cli_paint(stdout, "", str_or(op, "started", "?"));
+	fputs("  ", stdout);
+	cli_status(stdout, str_or(op, "status", "?"), 9);
+	printf(" %-16s %-10s op %s", clean(tool, sizeof tool, str_or(op, "tool", "?")),
+	       clean(principal, sizeof principal, str_or(op, "principal", "-")),
+	       str_or(op, "op_id", "?"));
+	if (json_string_value(json_object_get(op, "session"))) {
+		fputs("  session ", stdout);
+		cli_paint(stdout, "", str_or(op, "session", ""));
+	}
+	putchar('\n');
+	if (json_is_object(err)) {
+		fputs("    ", stdout);
+		cli_paint(stdout, "", str_or(err, "kind", "?"));
+		fputs(": ", stdout);
+		cli_paint(stdout, "", str_or(err, "message", ""));
+		putchar('\n');
+	}
+	size_t i;
+	json_t *ev;
+	json_array_foreach(json_object_get(op, "events"), i, ev) {
+		const char *ts = json_string_value(json_object_get(ev, "ts"));
+		printf("    %s  ", ts && strlen(ts) > 11 ? ts + 11 : "");
+		cli_paint(stdout, "", str_or(ev, "type", "?"));
+		putchar('\n');
+	}
 }
 
 /* One followed event: "HH:MM:SS.mmm  seq  type  tool  status  summary". */
@@ -90,12 +107,12 @@ static void print_event_human(const char *line)
 	if (strlen(ts) >= 23)
 		snprintf(hms, sizeof hms, "%.12s", ts + 11);
 	char type[64], tool[160], status[32], summary[2048];
-	printf("%s  %6lld  %-22s  %-16s  %-9s  %s\n", hms,
+	printf("%s  %6lld  %-22s  %-16s  ", hms,
 	       (long long)json_integer_value(json_object_get(ev, "seq")),
 	       clean(type, sizeof type, str_or(ev, "type", "?")),
-	       clean(tool, sizeof tool, str_or(ev, "tool", "-")),
-	       clean(status, sizeof status, str_or(ev, "status", "-")),
-	       clean(summary, sizeof summary, str_or(ev, "summary", "")));
+	       clean(tool, sizeof tool, str_or(ev, "tool", "-")));
+	cli_status(stdout, clean(status, sizeof status, str_or(ev, "status", "-")), 9);
+	printf("  %s\n", clean(summary, sizeof summary, str_or(ev, "summary", "")));
 	json_decref(ev);
 }
 
@@ -177,7 +194,8 @@ int cmd_log(int argc, char **argv)
 		{"tool", 1, 0, 't'}, {"status", 1, 0, 's'}, {"since", 1, 0, 'S'},
 		{"op", 1, 0, 'o'},   {"limit", 1, 0, 'l'},  {"json", 0, 0, 'j'},
 		{"session", 1, 0, 'e'}, {"follow", 0, 0, 'f'},
-		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,    {0, 0, 0, 0},
+		{"help", 0, 0, 'h'}, CLI_COLOR_LONGOPT,    CLI_GATE_LONGOPTS,
+		{0, 0, 0, 0},
 	};
 	cli_gate_opts go;
 	tg_log_query q = {0};
@@ -190,8 +208,14 @@ int cmd_log(int argc, char **argv)
 		case 't': q.tool = optarg; break;
 		case 's':
 			for (int i = 0; i <= TG_STATUS__COUNT; i++) {
-				if (i == TG_STATUS__COUNT)
-					return cli_error("unknown status \"%s\"", optarg);
+				if (i == TG_STATUS__COUNT) {
+					char names[256] = "";
+					for (int j = 0; j < TG_STATUS__COUNT; j++)
+						snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+						         j ? ", " : "", tg_status_name((tg_status)j));
+					return cli_error("unknown status \"%s\"; the statuses are %s", optarg,
+					                 names);
+				}
 				if (!strcmp(tg_status_name((tg_status)i), optarg))
 					break;
 			}
@@ -215,7 +239,7 @@ int cmd_log(int argc, char **argv)
 		case 'f': following = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
+			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
 				break;
 			fputs(usage_text, stderr);
 			return 1;

@@ -12,10 +12,11 @@
 
 static const char usage_text[] =
 	"usage: toolgate ops resolve OP_ID --applied yes|no\n\n"
-	"Settle a call whose outcome is unknown (its process stopped while it ran).\n"
-	"  --applied yes        it took effect: repeats of the call replay it\n"
-	"  --applied no         it did not: a repeat may run it again\n\n"
-	"options:\n" CLI_GATE_OPTIONS_HELP;
+	"Settle a call whose outcome is unknown (its process stopped while it ran).\n\n"
+	"options:\n"
+	"  --applied yes|no     yes: it took effect, repeats of the call replay it; no: it\n"
+	"                       did not, a repeat may run it again\n"
+	CLI_GATE_OPTIONS_HELP;
 
 int cmd_ops(int argc, char **argv)
 {

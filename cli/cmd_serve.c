@@ -2,8 +2,9 @@
  * cmd_serve.c — `toolgate serve`: the gate as an MCP server, on stdio (the
  * default) and/or Streamable HTTP, with the configuration's mcp_servers
  * bridged.  SIGINT and SIGTERM stop it cleanly: running calls are
- * cancelled, bridged servers shut down.  Exit 0; 1 on a usage or startup
- * error.
+ * cancelled, bridged servers shut down.  Started by hand on a terminal, it
+ * says on stderr what it is, so that it does not look hung.  Exit 0; 1 on
+ * a usage or startup error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -137,6 +139,9 @@ int cmd_serve(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (so.stdio && isatty(STDIN_FILENO))
+		fputs("toolgate serve: an MCP server on stdin/stdout, for an MCP client to start "
+		      "(see README.md, \"Use it from your MCP client\"); Ctrl-D to quit\n", stderr);
 	char *err = NULL;
 	if (tg_serve(g, &so, &err) < 0) {
 		cli_error("%s", err);

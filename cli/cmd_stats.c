@@ -24,7 +24,7 @@ static const char usage_text[] =
 	"options:\n"
 	"  --since WHEN         only calls since: 30s, 10m, 2h, 1d, or 2026-11-30[T12:00:00Z]\n"
 	"  --json               the figures as one JSON object\n"
-	CLI_GATE_OPTIONS_HELP;
+	CLI_COLOR_HELP CLI_GATE_OPTIONS_HELP;
 
 /* Print s, at most max bytes (not cutting a UTF-8 character), control
  * characters shown as '?' (the ledger holds what tools and models named);
@@ -89,9 +89,11 @@ static void print_tools(json_t *tools)
 	}
 	put_cell("tool", w, w);
 	printf("  %6s", "calls");
-	json_array_foreach(cols, j, c)
-		printf("  %*s", (int)strlen(json_string_value(c)) < 6 ? 6 : (int)strlen(json_string_value(c)),
-		       json_string_value(c));
+	json_array_foreach(cols, j, c) {   /* right-aligned, in the status's colour */
+		const char *st = json_string_value(c);
+		printf("  %*s", (int)strlen(st) < 6 ? 6 - (int)strlen(st) : 0, "");
+		cli_status(stdout, st, 0);
+	}
 	printf("  %9s  %9s\n", "p50 ms", "p99 ms");
 	json_array_foreach(tools, i, t) {
 		const char *name = json_string_value(json_object_get(t, "tool"));
@@ -158,7 +160,7 @@ int cmd_stats(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"since", 1, 0, 'S'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'},
-		CLI_GATE_LONGOPTS,    {0, 0, 0, 0},
+		CLI_COLOR_LONGOPT,    CLI_GATE_LONGOPTS,    {0, 0, 0, 0},
 	};
 	cli_gate_opts go;
 	long long since_ms = 0;
@@ -175,7 +177,7 @@ int cmd_stats(int argc, char **argv)
 		case 'j': as_json = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
+			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
 				break;
 			fputs(usage_text, stderr);
 			return 1;

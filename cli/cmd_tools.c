@@ -19,7 +19,12 @@ static const char usage_text[] =
 	"The manifest digest (sha256 of the canonical definitions) goes to stderr; with\n"
 	"--digest it alone is printed, on stdout.  A session whose digest changes between\n"
 	"two of its calls gets a tool.manifest.changed event in the ledger.\n\n"
-	"options:\n" CLI_GATE_OPTIONS_HELP;
+	"options:\n"
+	"  --format API         the tools array of openai-chat, openai-responses, anthropic\n"
+	"                       or gemini\n"
+	"  --gemini-legacy      with --format gemini: the OpenAPI-subset `parameters`\n"
+	"  --digest             print only the manifest digest\n"
+	CLI_GATE_OPTIONS_HELP;
 
 int cmd_tools(int argc, char **argv)
 {

@@ -22,7 +22,7 @@ static const struct cmd {
 	{"console", cmd_console, "the web console: calls live, approvals, stats, sessions"},
 	{"call", cmd_call, "run one tool call (or a batch) through the gate"},
 	{"dispatch", cmd_dispatch, "run the tool calls of a model's response; print the results"},
-	{"agent", cmd_agent, "run a model with the gate's tools (offline scripted model by default)"},
+	{"agent", cmd_agent, "run a model with the gate's tools: a model API, a replay, the demo"},
 	{"eval", cmd_eval, "score how well a model calls the tools: per-tool evals, compare, history"},
 	{"tools", cmd_tools, "print the tool definitions for a profile (or in an API's shape)"},
 	{"log", cmd_log, "show the ledger: calls, statuses and their events"},

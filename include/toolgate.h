@@ -229,6 +229,7 @@ typedef struct tg_agent_options {
 	int         json;      /* print one JSON line per event instead of the transcript */
 	const char *principal; /* the principal of every call (--as), or NULL */
 	void       *out;       /* FILE * of the transcript; NULL: stdout */
+	int         color;     /* nonzero: statuses in the transcript in colour (a terminal) */
 } tg_agent_options;
 
 /*
@@ -559,10 +560,13 @@ char *tg_policy_check(const char *config_path, const char *const *files, size_t 
  * {"command", "execpolicy": <as tg_policy_check, over the simple commands
  * the gate judges, as the gate reads program paths>, "floor": null or a reason,
  * "opaque": [...], "read_only", "mode", "sandbox", "decision":
- * allow|ask|deny, "rule", "stage"}.  Caller frees; NULL with *errmsg.
+ * allow|ask|deny, "rule", "stage"}.  With nfiles > 0 the execpolicy rules
+ * are those files' instead of the configuration's (for this answer only;
+ * g takes no other call meanwhile).  Caller frees; NULL with *errmsg (a
+ * rules file that does not load, with file:line).
  */
-char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pretty,
-                        char **errmsg);
+char *tg_policy_explain(tg_gate *g, const char *const *files, size_t nfiles,
+                        const char *const *argv, size_t argc, int pretty, char **errmsg);
 
 /*
  * Every self-test of the configuration: the execpolicy examples (checked
@@ -581,6 +585,27 @@ int tg_policy_test(tg_gate *g, char **report, char **errmsg);
  * Caller frees.
  */
 char *tg_doctor(tg_gate *g, int pretty);
+
+/* ---- text for people: what the CLI shows on a terminal ------------------ */
+
+/*
+ * The ANSI SGR parameters ("32", "1;31") a status is shown in on a
+ * terminal: green persisted and replayed, cyan dry_run, yellow pending,
+ * red denied and invalid, bold red failed, magenta committed; "" for a
+ * name this toolgate does not know.  Static.
+ */
+const char *tg_status_sgr(const char *status);
+
+/*
+ * A call's plan (the "plan" of a dry run's output or of an approval, as
+ * JSON text) as lines for a person: a write's or a patch's paths and
+ * unified diff, a command's argv (quoted as a shell would need it),
+ * workdir, sandbox, timeout and environment names, anything else as
+ * "key: value"; with color, ANSI colours (the diff as git colours it).
+ * Control characters are shown as spaces, never written.  Caller frees;
+ * NULL when plan_json is not a JSON object.
+ */
+char *tg_plan_text(const char *plan_json, int color);
 
 /*
  * Apply a V4A patch (Codex's apply_patch format) of len bytes to the files

@@ -33,15 +33,43 @@
 #include "mw/mw.h"
 #include "util/util.h"
 
+static char *approval_plan(tgi_call *c);
+
+/* Colour for the terminal the prompt goes to: unless $NO_COLOR is set (to
+ * anything) or the terminal says it has none. */
+static int prompt_color(void)
+{
+	const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+	return !(no && *no) && !(term && !strcmp(term, "dumb"));
+}
+
+/* Ask at the terminal: who wants to run what, the plan (the diff of a
+ * write or a patch, the argv, workdir and sandbox of a command; the
+ * arguments when the tool has no plan), then "allow once? [y/N]". */
 static int prompt_tty(tgi_call *c)
 {
-	char shown[300], line[16];
-	char *args = tgi_redacted_args(c);  /* a terminal is often a log too */
-	tgi_sanitize(shown, sizeof shown, args);
-	fprintf(stderr, "toolgate: %s wants to run %s %s%s\n  (%s) allow once? [y/N] ",
-	        c->principal->name, c->tool, shown, strlen(args) >= sizeof shown ? "…" : "",
-	        c->rule);
-	free(args);
+	char shown[300], rule[300], line[16];
+	tgi_buf b;
+	tgi_buf_init(&b, 1u << 22);
+	tgi_sanitize(rule, sizeof rule, c->rule);
+	tgi_buf_printf(&b, "toolgate: %s wants to run %s (%s)\n", c->principal->name, c->tool,
+	               rule);
+	char *plan_text = approval_plan(c);   /* redacted: a terminal is often a log too */
+	json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+	free(plan_text);
+	if (json_is_object(plan)) {
+		tgi_plan_text(&b, plan, prompt_color());
+	} else {
+		char *args = tgi_redacted_args(c);
+		tgi_sanitize(shown, sizeof shown, args);
+		tgi_buf_printf(&b, "  arguments: %s%s\n", shown,
+		               strlen(args) >= sizeof shown ? "…" : "");
+		free(args);
+	}
+	json_decref(plan);
+	tgi_buf_puts(&b, "allow once? [y/N] ");
+	fputs(b.p ? b.p : "", stderr);
+	tgi_buf_free(&b);
 	fflush(stderr);
 	if (!fgets(line, sizeof line, stdin))
 		return 0;

@@ -265,16 +265,23 @@ void tgi_config_free(tgi_config *c)
 
 /* ---- where a node is, and how to say what went wrong ---- */
 
-/* Line and column of the node at ptr, or of its nearest ancestor the map
- * knows (a missing key is reported at the mapping that lacks it). */
-static int locate(const tgi_config *c, const char *ptr, int *line, int *col)
+/* Line and column an error about the node at ptr points at: a scalar
+ * value itself (the token that is wrong); else the key it is written
+ * under -- a mapping or a list (whose own mark is its first member), a
+ * key the message names (member), a missing key (reported at the key of
+ * the nearest ancestor the map knows). */
+static int locate(const tgi_config *c, const char *ptr, int member, int *line, int *col)
 {
 	char p[PTR_MAX];
 	if (!c->srcmap)
 		return 0;
 	tgi_snprintf(p, sizeof p, "%s", ptr);
+	const json_t *v = tgi_json_pointer(c->root, p);   /* root: the document, kept */
+	if (!member && v && !json_is_object(v) && !json_is_array(v) &&
+	    tgi_srcmap_lookup(c->srcmap, p, line, col) == 0)
+		return 1;
 	for (;;) {
-		if (tgi_srcmap_lookup(c->srcmap, p, line, col) == 0)
+		if (tgi_srcmap_lookup_key(c->srcmap, p, line, col) == 0)
 			return 1;
 		char *slash = strrchr(p, '/');
 		if (!slash)
@@ -288,15 +295,20 @@ static const char *display_name(const tgi_config *c)
 	return c->file ? c->file : c->path ? c->path : "built-in defaults";
 }
 
-void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap)
+static void where(const tgi_config *c, const char *ptr, int member, char *out, size_t cap)
 {
 	char file[256];
 	int line, col;
 	tgi_sanitize(file, sizeof file, display_name(c));
-	if (locate(c, ptr ? ptr : "", &line, &col))
+	if (locate(c, ptr ? ptr : "", member, &line, &col))
 		tgi_snprintf(out, cap, "%s:%d:%d", file, line, col);
 	else
 		tgi_snprintf(out, cap, "%s", file);
+}
+
+void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap)
+{
+	where(c, ptr, 0, out, cap);
 }
 
 /* The pointer as a key path for people: /tools/x/command/0 → tools.x.command[0]. */
@@ -358,15 +370,15 @@ __attribute__((format(printf, 6, 0)))
 static int vfail(const tgi_config *c, const char *loc, const char *path, char *err,
                  size_t errlen, const char *fmt, va_list ap)
 {
-	char raw[512], msg[512], where[300], kp[256];
+	char raw[512], msg[512], at[300], kp[256];
 	vsnprintf(raw, sizeof raw, fmt, ap);
 	tgi_sanitize(msg, sizeof msg, raw);   /* a value or a path may hold anything */
-	tgi_config_where(c, loc, where, sizeof where);
+	where(c, loc, strcmp(loc, path) != 0, at, sizeof at);   /* a member: its key */
 	keypath(c->root, path, kp, sizeof kp);
 	if (kp[0])
-		tgi_snprintf(err, errlen, "%s: %s: %s", where, kp, msg);
+		tgi_snprintf(err, errlen, "%s: %s: %s", at, kp, msg);
 	else
-		tgi_snprintf(err, errlen, "%s: %s", where, msg);
+		tgi_snprintf(err, errlen, "%s: %s", at, msg);
 	return -1;
 }
 
@@ -1464,7 +1476,7 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 	t->requires_env = strv_empty();
 	t->check = strv_empty();
 	tgi_sanitize(file, sizeof file, display_name(x->c));
-	if (locate(x->c, tp, &line, &col))
+	if (locate(x->c, tp, 1, &line, &col))   /* where the tool is named */
 		tgi_snprintf(t->where, sizeof t->where, "%s:%d", file, line);
 	else
 		tgi_snprintf(t->where, sizeof t->where, "%s", file);

@@ -250,6 +250,9 @@ typedef struct tgi_srcmap tgi_srcmap;
  */
 json_t *tgi_yaml_parse(const char *text, size_t len, tgi_srcmap **map, char *err, size_t errlen);
 int     tgi_srcmap_lookup(const tgi_srcmap *m, const char *ptr, int *line, int *col);
+/* The same, but for a mapping's member the line:column of its key (a
+ * sequence's item: the item), where a configuration error points. */
+int     tgi_srcmap_lookup_key(const tgi_srcmap *m, const char *ptr, int *line, int *col);
 void    tgi_srcmap_free(tgi_srcmap *m);
 
 #endif

@@ -64,6 +64,22 @@ static tgi_verdict unknown_tool(tgi_call *c)
 	return TGI_STOP;
 }
 
+/* The tools of the gate's profile, "read_file, write_file, ...", into out:
+ * as many as fit, then how many more there are. */
+static const char *profile_tools(tg_gate *g, char *out, size_t cap)
+{
+	size_t n = tgi_registry_count(g->reg), k = 0;
+	const char **v = tgi_xcalloc(n + 1, sizeof *v);
+	for (size_t i = 0; i < n; i++) {
+		const tgi_entry *e = tgi_registry_at(g->reg, i);
+		if (e && tgi_registry_in_profile(g->cfg, g->profile, e) == 1)
+			v[k++] = e->row->name;
+	}
+	tgi_names_join(out, cap, v, k);
+	free(v);
+	return out;
+}
+
 static int tool_name_ok(const char *s)
 {
 	size_t n = 0;
@@ -107,9 +123,10 @@ tgi_verdict tgi_decode(tgi_call *c)
 		return unknown_tool(c);
 	}
 	if (!e || tgi_registry_in_profile(g->cfg, g->profile, e) != 1) {
+		char names[640];
 		tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL,
-		         "unknown tool \"%s\"%s; use one of the tools you were given", c->tool,
-		         e ? " in this profile" : "");
+		         "unknown tool \"%s\"%s; use one of the tools you were given (%s)", c->tool,
+		         e ? " in this profile" : "", profile_tools(g, names, sizeof names));
 		return unknown_tool(c);
 	}
 	c->entry = e;
@@ -121,7 +138,8 @@ tgi_verdict tgi_decode(tgi_call *c)
 	size_t len = req->args ? (req->args_len ? req->args_len : strlen(req->args)) : 2;
 	if (len > g->cfg->max_args_bytes)
 		return tgi_stop(c, TG_INVALID, TG_ERR_INVALID_INPUT, NULL,
-		                "the arguments are %zu bytes, over the limit of %zu; send less data",
+		                "the arguments are %zu bytes, over the limit of %zu (limits.max_args_bytes); "
+		                "send less data",
 		                len, g->cfg->max_args_bytes);
 	json_error_t je;
 	c->args = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);

@@ -605,6 +605,16 @@ static int open_middleware(tg_gate *g, char **errmsg)
 	return 0;
 }
 
+const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap)
+{
+	const char **v = tgi_xcalloc(cfg->nprofiles + 1, sizeof *v);
+	for (size_t i = 0; i < cfg->nprofiles; i++)
+		v[i] = cfg->profiles[i].name;
+	tgi_names_join(out, cap, v, cfg->nprofiles);
+	free(v);
+	return out;
+}
+
 static int profile_exists(const tgi_config *cfg, const char *name)
 {
 	for (size_t i = 0; i < cfg->nprofiles; i++)
@@ -661,7 +671,9 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	    open_middleware(g, errmsg) < 0)
 		goto fail;
 	if (!profile_exists(g->cfg, g->profile)) {
-		tgi_fail(errmsg, "unknown profile \"%s\"", g->profile);
+		char names[512];
+		tgi_fail(errmsg, "unknown profile \"%s\"; the profiles are %s", g->profile,
+		         tgi_profile_names(g->cfg, names, sizeof names));
 		goto fail;
 	}
 	if (tgi_store_open(g->cfg->store, g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0, &g->store, err, sizeof err) < 0) {
@@ -761,7 +773,9 @@ json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
 		int in = tgi_registry_in_profile(g->cfg, p, e);
 		if (in < 0) {
 			json_decref(arr);
-			tgi_fail(errmsg, "unknown profile \"%s\"", p);
+			char names[512];
+			tgi_fail(errmsg, "unknown profile \"%s\"; the profiles are %s", p,
+			         tgi_profile_names(g->cfg, names, sizeof names));
 			return NULL;
 		}
 		if (!in || tgi_registry_available(g->reg, e, NULL, 0) != 1)

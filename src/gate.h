@@ -169,6 +169,11 @@ tgi_verdict tgi_execute(tgi_call *c);
  * tgi_plan_fn; reads only where read_file could): a new reference, NULL
  * when the tool has none.  Not redacted.  (src/execute.c) */
 json_t     *tgi_call_plan(tgi_call *c);
+/* A plan (tgi_call_plan's object) as lines for a person, appended to b,
+ * with ANSI colours when color; control characters shown as spaces.  And
+ * the SGR colour of a status ("" for an unknown one).  (src/plan_text.c) */
+void        tgi_plan_text(tgi_buf *b, const json_t *plan, int color);
+const char *tgi_status_sgr(const char *status);
 tgi_verdict tgi_shape(tgi_call *c); /* never stops */
 void        tgi_persist(tgi_call *c);
 
@@ -290,6 +295,11 @@ int tgi_tool_hidden(tg_gate *g, const tgi_principal_cfg *p, const tgi_entry *e);
  * without a principal must belong to one (it never falls back to the
  * default principal).  (src/identify.c) */
 const tgi_principal_cfg *tgi_principal_of(tg_gate *g, const char *principal, const char *token);
+/* The configured principals' names, "a, b, c" (as many as fit, then how
+ * many more), or the configured profiles' names, into out; returns out.
+ * For the sentence that refuses an unknown one.  (src/identify.c, src/gate.c) */
+const char *tgi_principal_names(const tgi_config *cfg, char *out, size_t cap);
+const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap);
 
 /* The manifest digest of the gate's profile, read by persist for each call
  * with a session: computed on the first such call (listing the tools asks

@@ -34,6 +34,16 @@ static const tgi_principal_cfg *find(const tgi_config *cfg, const char *name)
 	return NULL;
 }
 
+const char *tgi_principal_names(const tgi_config *cfg, char *out, size_t cap)
+{
+	const char **v = tgi_xcalloc(cfg->nprincipals + 1, sizeof *v);
+	for (size_t i = 0; i < cfg->nprincipals; i++)
+		v[i] = cfg->principals[i].name;
+	tgi_names_join(out, cap, v, cfg->nprincipals);
+	free(v);
+	return out;
+}
+
 static const char *token_owner(const tgi_config *cfg, const char *token)
 {
 	for (size_t i = 0; i < cfg->nprincipals; i++) {
@@ -89,17 +99,23 @@ tgi_verdict tgi_identify(tgi_call *c)
 	int rc = resolve(c->g->cfg, c->req->principal, c->req->token, &p, c->principal_name,
 	                 sizeof c->principal_name);
 	if (rc == 0) {
+		char names[512];
 		tgi_trace(c, "identify", 0, json_pack("{s:s}", "principal", c->principal_name));
 		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
-		                "unknown principal \"%s\"; do not retry; ask the owner",
-		                c->principal_name);
+		                "unknown principal \"%s\" (the configuration has %s); do not retry; "
+		                "ask the owner", c->principal_name, tgi_principal_names(c->g->cfg, names,
+		                                                                     sizeof names));
 	}
 	if (rc < 0) {
 		const char *want = getenv(p->token_env);
 		tgi_trace(c, "identify", 0, json_pack("{s:s}", "principal", p->name));
+		/* how a caller presents it: a bearer token over HTTP, else $TOOLGATE_TOKEN */
 		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
-		                "principal \"%s\" needs a valid token%s; do not retry; ask the owner",
-		                p->name, want && *want ? "" : " and none is configured");
+		                "principal \"%s\" needs a valid token%s%s; do not retry; ask the owner",
+		                p->name, want && *want ? "" : " and none is configured (its token_env "
+		                "variable is unset)", !want || !*want ? ""
+		                : c->req->token ? " (an HTTP client presents it as its bearer token)"
+		                : " (a CLI or stdio caller sets TOOLGATE_TOKEN to it)");
 	}
 	c->principal = p;
 	tgi_trace(c, "identify", 1, json_pack("{s:s}", "principal", p->name));

@@ -128,15 +128,29 @@ static json_t *dry_run(tg_gate *g, const char *tool, const char *args)
 	return env;
 }
 
-char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pretty,
-                        char **errmsg)
+char *tg_policy_explain(tg_gate *g, const char *const *files, size_t nfiles,
+                        const char *const *argv, size_t argc, int pretty, char **errmsg)
 {
 	char err[1024], why[512];
 	tgi_cmdline cl = {0};
+	tgi_execpolicy *own = NULL;
+	if (nfiles) {   /* these files stand in for the configuration's, as for check */
+		own = tgi_execpolicy_new();
+		for (size_t i = 0; i < nfiles; i++)
+			if (tgi_execpolicy_add_file(own, files[i], err, sizeof err) < 0) {
+				tgi_execpolicy_free(own);
+				tgi_fail(errmsg, "%s", err);
+				return NULL;
+			}
+	}
 	if (tgi_shell_from_argv(argv, argc, &cl, err, sizeof err) < 0) {
+		tgi_execpolicy_free(own);
 		tgi_fail(errmsg, "%s", err);
 		return NULL;
 	}
+	tgi_execpolicy *configured = g->execpolicy;
+	if (own)
+		g->execpolicy = own;
 	json_t *cmd = json_array(), *opaque = json_array();
 	for (size_t i = 0; i < argc; i++)
 		json_array_append_new(cmd, tgi_json_text(argv[i], strlen(argv[i])));
@@ -168,6 +182,8 @@ char *tg_policy_explain(tg_gate *g, const char *const *argv, size_t argc, int pr
 	                        "decision", decision, "rule", rule, "stage", stage);
 	json_decref(env);
 	tgi_cmdline_free(&cl);
+	g->execpolicy = configured;
+	tgi_execpolicy_free(own);
 	return dump(out, pretty);
 }
 

@@ -263,13 +263,23 @@ static void show_call(agent *a, const tgi_pcall *c, const json_t *env)
 		fputs("\xE2\x86\x92 ", a->out);
 		put_text(a->out, name, strlen(name), &a->c2);
 		put_text_end(a->out, &a->c2);
-		fprintf(a->out, "  %s", status ? status : "?");
+		const char *sgr = a->o->color ? tgi_status_sgr(status) : "";
+		fprintf(a->out, "  %s%s%s%s%s", *sgr ? "\033[" : "", sgr, *sgr ? "m" : "",
+		        status ? status : "?", *sgr ? "\033[0m" : "");
 		if (stage)
 			fprintf(a->out, "  [%s]", stage);
 		if (*res) {
 			fputs("  ", a->out);
 			put_text(a->out, res, strlen(res), &a->c2);
 			put_text_end(a->out, &a->c2);
+		}
+		/* the approval whole, however short the result was cut */
+		const char *approval = json_string_value(
+			json_object_get(json_object_get(env, "error"), "approval_id"));
+		if (approval) {
+			char id[64];
+			tgi_sanitize(id, sizeof id, approval);
+			fprintf(a->out, "\n    approve: toolgate approvals approve %s", id);
 		}
 		fputc('\n', a->out);
 		fflush(a->out);
@@ -299,7 +309,8 @@ static void show_end(agent *a, int rc, const char *errmsg)
 		        a->session);
 	else
 		fprintf(a->out, "stopped at the turn limit (--max-turns %d): %zu call%s (%zu stopped); "
-		        "continue with --resume %s\n", a->turn, a->calls, a->calls == 1 ? "" : "s",
+		        "continue with --resume %s (and the same --provider)\n", a->turn, a->calls,
+		        a->calls == 1 ? "" : "s",
 		        a->stopped, a->session);
 	fflush(a->out);
 }

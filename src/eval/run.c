@@ -218,9 +218,12 @@ static judge *judge_for(eval *e, const char *profile, char **errmsg)
 	}
 	/* fail closed: an unknown principal, named or from the environment */
 	if (!tgi_principal_of(g, e->o->principal, NULL)) {
+		char names[512];
+		tgi_principal_names(g->cfg, names, sizeof names);
 		tg_gate_close(g);
 		tgi_fail(errmsg, "unknown principal (from --as, $TOOLGATE_PRINCIPAL or the "
-		         "configuration's default); every call would be denied");
+		         "configuration's default; the configuration has %s); every call would be "
+		         "denied", names);
 		return NULL;
 	}
 	size_t ntools = 0;

@@ -806,7 +806,8 @@ static enum MHD_Result post_message(tgi_mcp_http *h, struct MHD_Connection *c, r
 {
 	if (r->too_large)
 		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL,
-		              "the message is over the limit of %zu bytes", h->max_body);
+		              "the message is over the limit of %zu bytes (toolgate serve --max-line)",
+		              h->max_body);
 	tgi_rpc_msg m;
 	json_t *bad = NULL;
 	tgi_rpc_parse(r->body.p ? r->body.p : "", r->body.len, &m, &bad);
@@ -984,7 +985,8 @@ static enum MHD_Result admit(tgi_mcp_http *h, struct MHD_Connection *c, const ch
 	v = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (v && strtoull(v, NULL, 10) > h->max_body)
 		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL,
-		              "the message is over the limit of %zu bytes", h->max_body);
+		              "the message is over the limit of %zu bytes (toolgate serve --max-line)",
+		              h->max_body);
 	if (r->has_sid) {
 		unsigned status;
 		pthread_mutex_lock(&h->mu);

@@ -170,8 +170,8 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 			tgi_mcp_session_handle(ss, line, len);
 		} else if (st == TGI_LINE_TOO_LONG) {
 			char msg[160];
-			tgi_snprintf(msg, sizeof msg, "the message is longer than the limit of %zu bytes; "
-			             "it was skipped", cap);
+			tgi_snprintf(msg, sizeof msg, "the message is longer than the limit of %zu bytes "
+			             "(toolgate serve --max-line); it was skipped", cap);
 			json_t *e = tgi_rpc_error(NULL, TGI_RPC_INVALID_REQUEST, msg, NULL);
 			size_t n;
 			char *text = tgi_rpc_dump(e, &n);

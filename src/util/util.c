@@ -459,6 +459,27 @@ void tgi_sanitize_n(char *out, size_t cap, const char *s, size_t n, size_t max)
 		strcat(out, "...");
 }
 
+const char *tgi_names_join(char *out, size_t cap, const char *const *names, size_t n)
+{
+	size_t len = 0, shown = 0;
+	if (!cap)
+		return out;
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t need = strlen(names[i]) + (shown ? 2 : 0);
+		size_t keep = i + 1 < n ? 24 : 0;   /* room for " and N more" while more follow */
+		if (len + need + keep >= cap)
+			break;
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", shown ? ", " : "", names[i]);
+		shown++;
+	}
+	if (!shown && !n)
+		snprintf(out, cap, "none");
+	else if (shown < n)
+		snprintf(out + len, cap - len, "%s%zu more", shown ? " and " : "", n - shown);
+	return out;
+}
+
 /* ---- UTF-8 ---- */
 
 size_t tgi_utf8_decode(const char *s, size_t n, uint32_t *cp)

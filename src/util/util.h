@@ -107,6 +107,9 @@ void tgi_sanitize(char *out, size_t cap, const char *s);
 void tgi_sanitize_n(char *out, size_t cap, const char *s, size_t n, size_t max);
 
 /* strings */
+/* n names as "a, b, c" into out (cap bytes): as many as fit, then " and N
+ * more"; "none" when n is 0.  For a sentence that lists the valid values. */
+const char *tgi_names_join(char *out, size_t cap, const char *const *names, size_t n);
 char *tgi_strdup(const char *s);   /* NULL-safe; aborts on OOM */
 char *tgi_strndup(const char *s, size_t n); /* n bytes of s (no NUL among them) + NUL */
 /* A cancel flag set by one thread and polled by others (atomic, so that

@@ -48,7 +48,8 @@ typedef struct map_ent {
 	uint32_t id;
 	uint32_t parent;
 	size_t   tok;        /* offset of the NUL-terminated token in pool */
-	int      line, col;  /* 1-based */
+	int      line, col;  /* 1-based: the node */
+	int      kline, kcol;/* its key, for a mapping's member; else the node */
 } map_ent;
 
 struct tgi_srcmap {
@@ -86,7 +87,8 @@ static const map_ent *map_find(const tgi_srcmap *m, uint32_t parent, const char 
 	return NULL;
 }
 
-int tgi_srcmap_lookup(const tgi_srcmap *m, const char *ptr, int *line, int *col)
+/* The node at ptr, or its key (key != 0), as tgi_srcmap_lookup says it. */
+static int lookup(const tgi_srcmap *m, const char *ptr, int key, int *line, int *col)
 {
 	if (!m || !ptr)
 		return -1;
@@ -127,9 +129,19 @@ out:
 	free(tok);
 	if (!e || *p)
 		return -1;
-	*line = e->line;
-	*col = e->col;
+	*line = key ? e->kline : e->line;
+	*col = key ? e->kcol : e->col;
 	return 0;
+}
+
+int tgi_srcmap_lookup(const tgi_srcmap *m, const char *ptr, int *line, int *col)
+{
+	return lookup(m, ptr, 0, line, col);
+}
+
+int tgi_srcmap_lookup_key(const tgi_srcmap *m, const char *ptr, int *line, int *col)
+{
+	return lookup(m, ptr, 1, line, col);
 }
 
 void tgi_srcmap_free(tgi_srcmap *m)
@@ -227,9 +239,10 @@ static const char *quoted(char out[72], const char *s)
 	return out;
 }
 
-/* Record a node (parent, token) at mark; its id goes to *id.  Without a map
- * only the id counter moves. */
-static int map_add(yp *p, uint32_t parent, const char *tok, yaml_mark_t mark, uint32_t *id)
+/* Record a node (parent, token) at mark, its key at kmark; its id goes to
+ * *id.  Without a map only the id counter moves. */
+static int map_add(yp *p, uint32_t parent, const char *tok, yaml_mark_t mark, yaml_mark_t kmark,
+                   uint32_t *id)
 {
 	if (p->nodes >= YAML_MAX_NODES) {
 		fail(p, mark, "the document has too many nodes");
@@ -248,7 +261,8 @@ static int map_add(yp *p, uint32_t parent, const char *tok, yaml_mark_t mark, ui
 		m->cap = m->cap ? m->cap * 2 : 64;
 		m->e = tgi_xrealloc(m->e, m->cap * sizeof *m->e);
 	}
-	m->e[m->n++] = (map_ent){ *id, parent, off, (int)mark.line + 1, (int)mark.column + 1 };
+	m->e[m->n++] = (map_ent){ *id, parent, off, (int)mark.line + 1, (int)mark.column + 1,
+	                          (int)kmark.line + 1, (int)kmark.column + 1 };
 	return 0;
 }
 
@@ -546,7 +560,7 @@ static json_t *mapping(yp *p, uint32_t id, int depth)
 			free(key);
 			goto fail;
 		}
-		if (map_add(p, id, key, vev.start_mark, &cid) < 0) {
+		if (map_add(p, id, key, vev.start_mark, kmark, &cid) < 0) {
 			yaml_event_delete(&vev);
 			free(key);
 			goto fail;
@@ -580,7 +594,7 @@ static json_t *sequence(yp *p, uint32_t id, int depth)
 			return arr;
 		}
 		snprintf(tok, sizeof tok, "%zu", i);
-		if (map_add(p, id, tok, ev.start_mark, &cid) < 0) {
+		if (map_add(p, id, tok, ev.start_mark, ev.start_mark, &cid) < 0) {
 			yaml_event_delete(&ev);
 			goto fail;
 		}

@@ -74,7 +74,7 @@ rc=$?
 eq "$rc" 0 "make demo as the first command exits 0"
 [ "$rc" = 0 ] || tail -n 30 "$WS/demo.out" >&2
 out=$(cat "$WS/demo.out")
-contains "$out" "toolgate agent --provider scripted" "the demo ran"
+contains "$out" "toolgate agent --provider demo" "the demo ran"
 contains "$out" "done: 11 turns" "the demo's agent finished"
 contains "$out" "deployed v2 to staging" "the demo's deploy ran"
 apt=$(cat "$STATE/apt.log" 2> /dev/null)

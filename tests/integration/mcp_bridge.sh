@@ -453,7 +453,7 @@ sanitizers "$WS/relay.err" "serve (relay)"
 # ---- config errors name file:line ----
 printf 'mcp_servers:\n  fs:\n    command: []\n' > toolgate.yaml
 "$TG" tools > /dev/null 2> cfg.err && fail "an empty command is refused"
-contains "$(cat cfg.err)" "toolgate.yaml:3:14: mcp_servers.fs.command: expected a program name" \
+contains "$(cat cfg.err)" "toolgate.yaml:3:5: mcp_servers.fs.command: expected a program name" \
 	"the error names file:line:col and the key"
 printf 'mcp_servers:\n  fs:\n    command: x\n    url: http://127.0.0.1:9/mcp\n' > toolgate.yaml
 "$TG" tools > /dev/null 2> cfg2.err && fail "command and url together are refused"
@@ -465,7 +465,7 @@ contains "$(cat cfg4.err)" "toolgate.yaml:5:19: mcp_servers.fs.aliases.read.old:
 	"a bad alias names file:line:col and the key"
 printf 'mcp_servers:\n  fs:\n    command: x\n    aliases: [read]\n' > toolgate.yaml
 "$TG" tools > /dev/null 2> cfg5.err && fail "aliases that are not a mapping are refused"
-contains "$(cat cfg5.err)" "toolgate.yaml:4:14: mcp_servers.fs.aliases: expected a mapping of tool names" \
+contains "$(cat cfg5.err)" "toolgate.yaml:4:5: mcp_servers.fs.aliases: expected a mapping of tool names" \
 	"aliases as a list"
 printf 'mcp_servers:\n  fs:\n    command: x\n    aliases:\n      read: {a: b, b: c}\n' > toolgate.yaml
 "$TG" tools > /dev/null 2> cfg6.err && fail "a new name that is itself an old name is refused"

@@ -352,6 +352,48 @@ static void test_srcmap_lookups(void **state)
 	tgi_srcmap_free(NULL);
 }
 
+/* Where a configuration error points: a mapping member's key (where the
+ * key path the message names is written), a sequence item itself. */
+static void test_srcmap_key_lookups(void **state)
+{
+	static const char text[] =
+		"mode: plan\n"                  /* 1 */
+		"tools:\n"                      /* 2 */
+		"  deploy:\n"                   /* 3 */
+		"    command: [./d, \"x y\"]\n" /* 4 */
+		"rate_limits: {read_file: 3}\n" /* 5 */
+		"list:\n"                       /* 6 */
+		"- a\n";                        /* 7 */
+	static const struct { const char *ptr; int line, col; } want[] = {
+		{ "",                       1, 1 },
+		{ "/mode",                  1, 1 },
+		{ "/tools",                 2, 1 },
+		{ "/tools/deploy",          3, 3 },
+		{ "/tools/deploy/command",  4, 5 },
+		{ "/tools/deploy/command/1",4, 20 },
+		{ "/rate_limits/read_file", 5, 15 },
+		{ "/list/0",                7, 3 },
+	};
+	char err[256];
+	tgi_srcmap *map = NULL;
+	json_t *v = tgi_yaml_parse(text, sizeof text - 1, &map, err, sizeof err);
+	if (!v)
+		fail_msg("%s", err);
+	for (size_t i = 0; i < TGI_ARRAY_LEN(want); i++) {
+		int line = 0, col = 0;
+		if (tgi_srcmap_lookup_key(map, want[i].ptr, &line, &col) < 0)
+			fail_msg("\"%s\" not in the map", want[i].ptr);
+		if (line != want[i].line || col != want[i].col)
+			fail_msg("\"%s\": got %d:%d, want %d:%d", want[i].ptr, line, col,
+			         want[i].line, want[i].col);
+	}
+	int line = -7, col = -7;
+	assert_int_equal(tgi_srcmap_lookup_key(map, "/nope", &line, &col), -1);
+	assert_int_equal(line, -7);
+	json_decref(v);
+	tgi_srcmap_free(map);
+}
+
 static void test_srcmap_many_nodes(void **state)
 {
 	/* 2000 keys, each with a 3-item list: every node is found at its line */
@@ -438,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_len_is_respected),
 		cmocka_unit_test(test_syntax_errors_have_line_and_column),
 		cmocka_unit_test(test_srcmap_lookups),
+		cmocka_unit_test(test_srcmap_key_lookups),
 		cmocka_unit_test(test_srcmap_many_nodes),
 		cmocka_unit_test(test_long_keys_stay_linear),
 		cmocka_unit_test(test_error_leaves_no_map_and_no_leak),
