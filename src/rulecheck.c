@@ -15,7 +15,9 @@
  *   - its specifier: a path on tools none of which takes paths, a
  *     key=glob pair on an argument none of its tools' input schemas has
  *     (a schema without `properties` takes any), or on a deprecated name
- *     (`aliases:`), which a call never carries by the time it is judged.
+ *     (`aliases:`), which a call never carries by the time it is judged;
+ *     a path made absolute (`/x` from the configuration's directory, `~/x`,
+ *     `//x`) that lies wholly outside the workspace is reported.
  * Each problem is an error at load: file:line:col, the key path, the rule,
  * and a suggestion (the nearest name: tgi_closest) or the names there are.
  * What may name a bridged tool waits for its server's listing
@@ -377,6 +379,13 @@ static int check_rule(tg_gate *g, const tgi_rule *r, const char *ptr, char *err,
 			tgi_buf_puts(&b, " (mcp_servers is empty)");
 		tgi_strv_free(&names);
 		goto fail;
+	}
+	if (tgi_rule_outside(r)) {
+		tgi_buf_printf(&b, "its path lies outside the workspace (%s): it matches no call",
+		               cfg->workspace);
+		note(rc, r, where, b.p);
+		tgi_buf_free(&b);
+		tgi_buf_init(&b, 1024);
 	}
 	entries_for(g->reg, r, &es);
 	servers_for(cfg, r, &servers);

@@ -73,6 +73,9 @@ const char *tgi_rule_claude(const tgi_rule *r);
 const char *tgi_rule_claude_name(size_t i);
 /* For `mcp__server[__tool]`: the server, else NULL. */
 const char *tgi_rule_server(const tgi_rule *r);
+/* Its path pattern was made absolute (tgi_ruleset_anchor) and lies wholly
+ * outside the workspace: no path a call touches can match it. */
+int         tgi_rule_outside(const tgi_rule *r);
 /* The rule has a specifier (it is not `Tool` or `Tool(*)`). */
 int         tgi_rule_has_spec(const tgi_rule *r);
 /* The keys of its key=glob pairs (a property name or a JSON pointer). */

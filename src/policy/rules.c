@@ -879,6 +879,13 @@ const char *tgi_rule_server(const tgi_rule *r)
 	return r ? r->server : NULL;
 }
 
+int tgi_rule_outside(const tgi_rule *r)
+{
+	if (!r || r->kind != SPEC_PATH || !r->root)
+		return 0;
+	return !tgi_path_glob_reaches(r->spec + 1, r->root + strspn(r->root, "/"));
+}
+
 int tgi_rule_has_spec(const tgi_rule *r)
 {
 	return r && r->kind != SPEC_ANY;

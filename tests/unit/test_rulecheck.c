@@ -213,13 +213,19 @@ static void test_what_loads(void **state)
 		tg_gate_close(g);
 	}
 
-	/* Claude Code's tools toolgate lacks load, and are reported */
+	/* Claude Code's tools toolgate lacks load, and are reported; so is a
+	 * path wholly outside the workspace */
 	char *err = NULL;
 	tg_gate *g = open_cfg("permissions:\n  deny: [\"WebFetch(domain:example.com)\", "
-	                      "\"Read(./.env)\"]\n  ask: [WebSearch]\n", &err);
+	                      "\"Read(./.env)\", \"Read(//etc/shadow)\"]\n  ask: [WebSearch]\n",
+	                      &err);
 	assert_non_null(g);
 	json_t *rep = tgi_rulecheck_report(g);
-	assert_int_equal(json_array_size(rep), 2);
+	assert_int_equal(json_array_size(rep), 3);
+	json_t *third = json_array_get(rep, 2);
+	assert_string_equal(json_string_value(json_object_get(third, "rule")), "Read(//etc/shadow)");
+	assert_non_null(strstr(json_string_value(json_object_get(third, "why")),
+	                       "its path lies outside the workspace"));
 	json_t *first = json_array_get(rep, 1);   /* by list: allow, ask, deny */
 	assert_string_equal(json_string_value(json_object_get(json_array_get(rep, 0), "rule")),
 	                    "WebSearch");
@@ -233,11 +239,11 @@ static void test_what_loads(void **state)
 	assert_int_equal(tg_policy_test(g, &report, &err), 0);
 	assert_non_null(strstr(report, "/toolgate.yaml:2:10: rule \"WebFetch(domain:example.com)\": "));
 	assert_int_equal(strncmp(report, "WARN ", 5), 0);
-	assert_non_null(strstr(report, "0 passed, 0 failed, 2 warnings\n"));
+	assert_non_null(strstr(report, "0 passed, 0 failed, 3 warnings\n"));
 	free(report);
 	char *doc = tg_doctor(g, 0);
 	json_t *d = json_loads(doc, 0, NULL);
-	assert_int_equal(json_array_size(json_object_get(json_object_get(d, "rules"), "unmatched")), 2);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(d, "rules"), "unmatched")), 3);
 	json_decref(d);
 	free(doc);
 	tg_gate_close(g);

@@ -643,6 +643,20 @@ static void test_anchored_paths(void **state)
 	assert_true(anchored_denies(&env, "Read(/**/.env)", "a/.env"));
 	assert_true(anchored_denies(&env, "Read(./.env)", ".env"));
 
+	/* a pattern wholly outside the workspace is known as such */
+	char err[256];
+	tgi_ruleset *rs = tgi_ruleset_new();
+	tgi_ruleset_anchor(rs, &env);
+	static const char *const rules[] = { "Read(/q/.env)", "Read(~/**/.env)", "Read(//etc/x)",
+	                                     "Read(./x)", "Read(/proj/x)", "Read" };
+	static const int outside[] = { 1, 0, 1, 0, 0, 0 };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(rules); i++) {
+		assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, rules[i], err, sizeof err), 0);
+		assert_int_equal(tgi_rule_outside(tgi_ruleset_at(rs, TGI_RULE_DENY, i)), outside[i]);
+	}
+	tgi_ruleset_free(rs);
+	assert_int_equal(tgi_rule_outside(NULL), 0);
+
 	/* without an anchor: `/x` at the workspace root, `~` and `//` match nothing */
 	tgi_rule_env none = { 0 };
 	assert_true(anchored_denies(&none, "Read(/.env)", ".env"));
