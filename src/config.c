@@ -128,6 +128,9 @@ static const char *const top_keys[] = {
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
 static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
+/* permissions: a role's lists, and Claude Code's defaultMode (a block copied
+ * from .claude/settings.json loads as it is) */
+static const char *const perm_keys[]      = { "allow", "ask", "deny", "tests", "defaultMode" };
 static const char *const sandbox_keys[]   = { "mode", "network", "read", "write", "sockets",
                                               "accept" };
 static const char *const shell_keys[]     = { "max_timeout_s", "max_output_chars", "env_allow",
@@ -1184,12 +1187,20 @@ static int load_permissions(ld *x, json_t *root)
 	char ptr[PTR_MAX];
 	json_t *s, *v;
 
-	if (section(x, root, "", "permissions", rule_keys, TGI_ARRAY_LEN(rule_keys), &s, ptr) < 0 ||
+	int dm = -1;
+	if (section(x, root, "", "permissions", perm_keys, TGI_ARRAY_LEN(perm_keys), &s, ptr) < 0 ||
 	    (s && (opt_strv(x, s, ptr, "allow", check_str, &c->allow) < 0 ||
 	           opt_strv(x, s, ptr, "ask", check_str, &c->ask) < 0 ||
 	           opt_strv(x, s, ptr, "deny", check_str, &c->deny) < 0 ||
-	           load_permission_tests(x, s, ptr) < 0)))
+	           load_permission_tests(x, s, ptr) < 0 ||
+	           opt_enum(x, s, ptr, "defaultMode", mode_names, TGI_ARRAY_LEN(mode_names), &dm) < 0)))
 		return -1;
+	/* defaultMode is the mode; beside a `mode:` that says another, neither wins */
+	if (dm >= 0 && child(root, "", "mode", ptr) && (int)c->mode != dm)
+		return fail(x, "/permissions/defaultMode", "\"%s\" contradicts mode: %s; keep one of them",
+		            mode_names[dm], mode_names[c->mode]);
+	if (dm >= 0)
+		c->mode = (tgi_mode)dm;
 
 	v = child(root, "", "execpolicy", ptr);
 	if (!v)

@@ -24,6 +24,7 @@
 #include "mcp/bridge.h"
 #include "exec/batch.h"
 #include "patch/patch.h"
+#include "rulecheck.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -293,37 +294,6 @@ int tgi_fail(char **errmsg, const char *fmt, ...)
 	return -1;
 }
 
-/* A rule that can never match is a typo that silently weakens policy:
- * a path specifier for a known tool that touches no paths. */
-static int rule_sense(tg_gate *g, const char *text, char *err, size_t errlen)
-{
-	tgi_rule *r = tgi_rule_parse(text, err, errlen);
-	if (!r)
-		return -1;
-	const tgi_entry *e = tgi_registry_find(g->reg, tgi_rule_tool(r));
-	int bad = e && !e->row->paths && tgi_rule_is_path(r);
-	if (bad)
-		tgi_snprintf(err, errlen, "rule \"%s\": %s takes no paths; write key=glob pairs, "
-		             "e.g. %s(env=prod)", tgi_rule_text(r), e->row->name, e->row->name);
-	tgi_rule_free(r);
-	return bad ? -1 : 0;
-}
-
-static int add_rules(tg_gate *g, tgi_ruleset *rs, const tgi_strv *v, tgi_rule_kind kind,
-                     const char *base, char **errmsg)
-{
-	char err[512], ptr[256], where[256];
-	for (size_t i = 0; i < v->n; i++) {
-		if (rule_sense(g, v->v[i], err, sizeof err) == 0 &&
-		    tgi_ruleset_add(rs, kind, v->v[i], err, sizeof err) == 0)
-			continue;
-		tgi_snprintf(ptr, sizeof ptr, "%s/%zu", base, i);
-		tgi_config_where(g->cfg, ptr, where, sizeof where);
-		return tgi_fail(errmsg, "%s: %s", where, err);
-	}
-	return 0;
-}
-
 /* The execpolicy .rules files, each example checked: a file that does not
  * load stops the gate (an unparseable policy denies nothing it should).
  * A program given by an absolute path is judged by its basename's rules
@@ -337,34 +307,6 @@ static int load_execpolicy(tg_gate *g, char **errmsg)
 	for (size_t i = 0; i < g->cfg->execpolicy.n; i++)
 		if (tgi_execpolicy_add_file(g->execpolicy, g->cfg->execpolicy.v[i], err, sizeof err) < 0)
 			return tgi_fail(errmsg, "%s", err);
-	return 0;
-}
-
-static int compile_rules(tg_gate *g, char **errmsg)
-{
-	tgi_config *cfg = g->cfg;
-	static const char *const kinds[] = {"allow", "ask", "deny"};
-	g->rules = tgi_ruleset_new();
-	const tgi_strv *lists[] = {&cfg->allow, &cfg->ask, &cfg->deny};
-	char base[256];
-	for (int k = 0; k < 3; k++) {
-		tgi_snprintf(base, sizeof base, "/permissions/%s", kinds[k]);
-		if (add_rules(g, g->rules, lists[k], (tgi_rule_kind)k, base, errmsg) < 0)
-			return -1;
-	}
-	g->role_rules = tgi_xcalloc(cfg->nroles ? cfg->nroles : 1, sizeof *g->role_rules);
-	for (size_t i = 0; i < cfg->nroles; i++) {
-		tgi_role_cfg *r = &cfg->roles[i];
-		const tgi_strv *rl[] = {&r->allow, &r->ask, &r->deny};
-		g->role_rules[i] = tgi_ruleset_new();
-		for (int k = 0; k < 3; k++) {
-			char esc[200];
-			tgi_json_pointer_join(esc, sizeof esc, "", r->name);
-			tgi_snprintf(base, sizeof base, "/roles%s/%s", esc, kinds[k]);
-			if (add_rules(g, g->role_rules[i], rl[k], (tgi_rule_kind)k, base, errmsg) < 0)
-				return -1;
-		}
-	}
 	return 0;
 }
 
@@ -667,7 +609,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
-	if (compile_rules(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0 ||
+	if (tgi_rules_compile(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0 ||
 	    open_middleware(g, errmsg) < 0)
 		goto fail;
 	if (!profile_exists(g->cfg, g->profile)) {
@@ -707,6 +649,7 @@ void tg_gate_close(tg_gate *g)
 	tgi_store_close(g->store);
 	tgi_registry_free(g->reg);
 	tgi_bridge_free(g->bridge);         /* its rows outlived the registry's entries */
+	tgi_rulecheck_free(g->rulecheck);   /* no server lists any more */
 	tgi_netgate_free(g->net);           /* every call and bridged server has ended */
 	tgi_ruleset_free(g->rules);
 	tgi_execpolicy_free(g->execpolicy);

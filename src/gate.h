@@ -59,6 +59,7 @@ struct tg_gate {
 	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
 	                             caller of a batch is the last), started on first use */
 	struct tgi_bridge *bridge;/* owned: downstream MCP servers (tg_options.bridge), or NULL */
+	struct tgi_rulecheck *rulecheck; /* owned: what the rules' check found (rulecheck.h) */
 	struct tgi_netgate *net;  /* owned: network by host (exec/netgate.h): the filtering
 	                             proxy, started on first need */
 

@@ -2,7 +2,8 @@
  * policy_ops.c — the policy side of the operator API: `toolgate policy
  * check` (Codex's execpolicy JSON), `policy check --explain` (the whole
  * decision for a command, without running it), `policy test` (every
- * self-test of a configuration, for a project's CI) and `doctor`.
+ * self-test of a configuration, for a project's CI) and `doctor`; both
+ * also say which rules match no tool (rulecheck.h).
  *
  * Owns: those JSON answers and reports.  Must not: run commands (explain
  * and test go through the gate as dry runs).
@@ -15,6 +16,7 @@
 #include "exec/sandbox.h"
 #include "gate.h"
 #include "mcp/bridge.h"
+#include "rulecheck.h"
 #include "util/util.h"
 
 static char *dump(json_t *v, int pretty)
@@ -219,7 +221,19 @@ int tg_policy_test(tg_gate *g, char **report, char **errmsg)
 		free(args);
 		json_decref(env);
 	}
-	tgi_buf_printf(&b, "%zu passed, %zu failed\n", passed, failed);
+	/* rules that match no tool: said, not failed (rulecheck.h) */
+	json_t *un = tgi_rulecheck_report(g);
+	json_array_foreach(un, i, t)
+		tgi_buf_printf(&b, "WARN %s: rule \"%s\": %s\n",
+		               json_string_value(json_object_get(t, "where")),
+		               json_string_value(json_object_get(t, "rule")),
+		               json_string_value(json_object_get(t, "why")));
+	tgi_buf_printf(&b, "%zu passed, %zu failed", passed, failed);
+	if (json_array_size(un))
+		tgi_buf_printf(&b, ", %zu warning%s", json_array_size(un),
+		               json_array_size(un) == 1 ? "" : "s");
+	tgi_buf_puts(&b, "\n");
+	json_decref(un);
 	*report = tgi_buf_steal(&b);
 	return (int)failed;
 }
@@ -361,6 +375,7 @@ char *tg_doctor(tg_gate *g, int pretty)
 			for (size_t i = 0; i < pr->hosts.n; i++)
 				json_array_append_new(net, json_string(pr->hosts.v[i]));
 		}
+		json_object_set_new(d, "rules", json_pack("{s:o}", "unmatched", tgi_rulecheck_report(g)));
 		json_object_set_new(d, "config", json_pack("{s:s?, s:s, s:s, s:o, s:o, s:I}",
 		                    "file", g->cfg->path, "workspace", g->cfg->workspace,
 		                    "sandbox", tgi_sandbox_name(g->cfg->sandbox),

@@ -5,7 +5,8 @@
  * read_file may not read, `python3 -c "open('.env')"` cannot read either.
  *
  * The rules read are those whose tool part names read_file (`read_file(…)`,
- * `*(…)`), global and of the principal's roles.  Each path glob becomes:
+ * `*(…)`, Claude Code's `Read(…)`: policy/rules.c), global and of the
+ * principal's roles.  Each path glob becomes:
  *   - a literal path (`./.env`, `secrets/key`): that path, when it exists;
  *   - a literal directory and a final `**` (`./secrets/` `**`): the directory
  *     itself, hidden whole (nothing made in it later shows either);
@@ -18,8 +19,10 @@
  * What a glob matches that is created while the command runs is not hidden
  * (a mount needs a path that exists when the sandbox is set up); the next
  * call hides it.  Rules a sandbox cannot turn into paths are said in
- * `toolgate doctor` (tgi_read_masks_report): absolute patterns (`~/…`), a
- * bare `read_file` rule (it hides the tool, not a path).
+ * `toolgate doctor` (tgi_read_masks_report): absolute patterns outside the
+ * workspace (`~/.aws/…`; one inside it was made workspace-relative when the
+ * rules were compiled), a bare `read_file` rule (it hides the tool, not a
+ * path).
  *
  * Owns: turning rules into mask paths.  Must not: decide a call (decide.c
  * judges what a command names), or mount anything (the sandbox does).

@@ -58,6 +58,7 @@
 #include "mw/mw.h"
 #include "policy/policy.h"
 #include "registry.h"
+#include "rulecheck.h"
 #include "store/store.h"
 #include "util/util.h"
 
@@ -1376,6 +1377,7 @@ static int apply_listing(srv *s, const json_t *tools)
 	pthread_mutex_unlock(&b->list_mu);
 	free(old);
 	skips_free(oldskips, noldskips);
+	tgi_rulecheck_listed(b->g, s->name);   /* rules that wait for its tools */
 	return l.changes;
 }
 

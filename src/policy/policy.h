@@ -3,19 +3,22 @@
  *
  * Order, first match wins: hard floor > deny > ask > allow > mode default.
  * Rules are compiled once at config load.  Rule grammar (Claude Code's,
- * extended): `Tool` or `Tool(specifier)`; the tool part may be a glob
- * (`*`, `server__*`).
- *   - file tools (the call has paths): a gitignore-style path glob relative
- *     to the workspace (`./.env`, `src/` + `**`, `*.pem`, `/abs` anchored at the
- *     workspace root too); matched against every path the call touches, as
- *     written and as resolved inside the workspace: a match on either form
- *     counts.
+ * extended; docs/RULES.md): `Tool` or `Tool(specifier)`; the tool part may
+ * be a glob (`*`, `server__*`) or one of Claude Code's names (`Read`,
+ * `Edit`, `Write`, `Bash`, `Glob`, `Grep`, `mcp__server__tool`, ...),
+ * which stand for toolgate's tools that do that work (rules.c).
+ *   - file tools (the call has paths): a gitignore-style path glob
+ *     (`./.env`, `src/` + `**`, `*.pem`; `/x` from the configuration's
+ *     directory, `~/x` from home, `//x` from the filesystem root);
+ *     matched against every path the call touches, as written and as
+ *     resolved inside the workspace: a match on either form counts.
  *   - other tools: comma-separated `key=glob` pairs, key a top-level
  *     property name or a JSON pointer; all pairs must match.  Strings match
  *     as text; numbers, booleans and null as their JSON text.
- *   - shell: a command prefix (`shell(git status)`, `shell(npm run test:*)`),
- *     matched against the call's simple commands (shell.h): deny and ask
- *     when any matches, allow when every one does.
+ *   - shell (and Bash): a command prefix (`shell(git status)` exact,
+ *     `shell(npm run test:*)`, `shell(git push *)`, `shell(git push*)`
+ *     open), matched against the call's simple commands (shell.h): deny
+ *     and ask when any matches, allow when every one does.
  *
  * Owns: rule parsing/matching and the floor.  Must not: read config files,
  * touch the ledger, or know about approvals.
@@ -58,6 +61,26 @@ int tgi_rule_allows(const tgi_rule *r, const tgi_match_input *in);
 /* The rule's specifier is a path glob / its tool part as written. */
 int         tgi_rule_is_path(const tgi_rule *r);
 const char *tgi_rule_tool(const tgi_rule *r);
+/* The text globs of the tool names the rule is for (the tool part, or what
+ * a Claude Code name stands for here; none when toolgate has no such
+ * tool); borrowed. */
+size_t      tgi_rule_ntargets(const tgi_rule *r);
+const char *tgi_rule_target(const tgi_rule *r, size_t i);
+/* The Claude Code tool name the rule was written in ("Read"), else NULL
+ * (`mcp__` names give NULL: see tgi_rule_server). */
+const char *tgi_rule_claude(const tgi_rule *r);
+/* The i-th of Claude Code's tool names rules accept, NULL past the last. */
+const char *tgi_rule_claude_name(size_t i);
+/* For `mcp__server[__tool]`: the server, else NULL. */
+const char *tgi_rule_server(const tgi_rule *r);
+/* Its path pattern was made absolute (tgi_ruleset_anchor) and lies wholly
+ * outside the workspace: no path a call touches can match it. */
+int         tgi_rule_outside(const tgi_rule *r);
+/* The rule has a specifier (it is not `Tool` or `Tool(*)`). */
+int         tgi_rule_has_spec(const tgi_rule *r);
+/* The keys of its key=glob pairs (a property name or a JSON pointer). */
+size_t      tgi_rule_nkeys(const tgi_rule *r);
+const char *tgi_rule_key(const tgi_rule *r, size_t i);
 
 /* A ruleset: three lists.  Add compiles the texts; -1 with err naming the
  * rule on failure. */
@@ -65,6 +88,29 @@ tgi_ruleset *tgi_ruleset_new(void);
 void         tgi_ruleset_free(tgi_ruleset *rs);
 typedef enum { TGI_RULE_ALLOW, TGI_RULE_ASK, TGI_RULE_DENY } tgi_rule_kind;
 int          tgi_ruleset_add(tgi_ruleset *rs, tgi_rule_kind kind, const char *text, char *err, size_t errlen);
+size_t          tgi_ruleset_count(const tgi_ruleset *rs, tgi_rule_kind kind);
+const tgi_rule *tgi_ruleset_at(const tgi_ruleset *rs, tgi_rule_kind kind, size_t i);
+
+/*
+ * Where the path patterns of the rules added from now on start (Claude
+ * Code's reading): `./x` and `x` in the workspace, `/x` in settings_dir
+ * (the configuration file's directory), `~/x` in home, `//x` at the
+ * filesystem root.  All absolute (copied); workspace_given is another
+ * spelling of the workspace, or NULL; a NULL settings_dir or home leaves
+ * that form as it is.  Without it, `/x` is anchored at the workspace root
+ * and `~/x`, `//x` match nothing.
+ */
+typedef struct tgi_rule_env {
+	const char *workspace;
+	const char *workspace_given;
+	const char *settings_dir;
+	const char *home;
+} tgi_rule_env;
+void tgi_ruleset_anchor(tgi_ruleset *rs, const tgi_rule_env *env);
+
+/* The `mcp__server…` rules of server are for the tools named prefix + the
+ * tool (a server whose `prefix:` is not "server__"). */
+void tgi_ruleset_mcp_prefix(tgi_ruleset *rs, const char *server, const char *prefix);
 /* Does a rule of this kind name tool (its tool part matches), whatever its
  * specifier, or only with none when bare is nonzero? */
 int tgi_ruleset_names(const tgi_ruleset *rs, tgi_rule_kind kind, const char *tool, int bare);

@@ -419,6 +419,60 @@ static int unsafe_cp(const unsigned char *p, size_t len)
 	return 0;
 }
 
+static int fold_case(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+size_t tgi_edit_distance(const char *a, const char *b)
+{
+	enum { MAXLEN = 256 };
+	size_t n = strlen(a), m = strlen(b);
+	if (n > MAXLEN || m > MAXLEN)
+		return SIZE_MAX;
+	/* three rows of the table: i-2, i-1, i */
+	size_t rows[3][MAXLEN + 1];
+	for (size_t j = 0; j <= m; j++)
+		rows[0][j] = j;
+	for (size_t i = 1; i <= n; i++) {
+		size_t *cur = rows[i % 3], *prev = rows[(i + 2) % 3], *prev2 = rows[(i + 1) % 3];
+		cur[0] = i;
+		for (size_t j = 1; j <= m; j++) {
+			int same = fold_case((unsigned char)a[i - 1]) == fold_case((unsigned char)b[j - 1]);
+			size_t d = prev[j - 1] + !same;
+			if (prev[j] + 1 < d)
+				d = prev[j] + 1;
+			if (cur[j - 1] + 1 < d)
+				d = cur[j - 1] + 1;
+			if (i > 1 && j > 1 &&
+			    fold_case((unsigned char)a[i - 1]) == fold_case((unsigned char)b[j - 2]) &&
+			    fold_case((unsigned char)a[i - 2]) == fold_case((unsigned char)b[j - 1]) &&
+			    prev2[j - 2] + 1 < d)
+				d = prev2[j - 2] + 1;
+			cur[j] = d;
+		}
+	}
+	return rows[n % 3][m];
+}
+
+const char *tgi_closest(const char *word, const char *const *cands, size_t n)
+{
+	size_t len = strlen(word), limit = len / 3, best = SIZE_MAX;
+	const char *pick = NULL;
+	if (limit < 1)
+		limit = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!cands[i] || !strcmp(cands[i], word))
+			continue;
+		size_t d = tgi_edit_distance(word, cands[i]);
+		if (d <= limit && d < len && d < best) {
+			best = d;
+			pick = cands[i];
+		}
+	}
+	return pick;
+}
+
 void tgi_sanitize(char *out, size_t cap, const char *s)
 {
 	static const char repl[] = "\xEF\xBF\xBD"; /* U+FFFD for invalid bytes */

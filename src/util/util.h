@@ -111,6 +111,16 @@ void tgi_sanitize_n(char *out, size_t cap, const char *s, size_t n, size_t max);
  * more"; "none" when n is 0.  For a sentence that lists the valid values. */
 const char *tgi_names_join(char *out, size_t cap, const char *const *names, size_t n);
 char *tgi_strdup(const char *s);   /* NULL-safe; aborts on OOM */
+/* The optimal string alignment distance between a and b (insertions,
+ * deletions, substitutions, swaps of two neighbours; ASCII letters
+ * compared without case), or SIZE_MAX when either is longer than 256
+ * bytes. */
+size_t tgi_edit_distance(const char *a, const char *b);
+/* Of the n candidates, the one nearest to word (tgi_edit_distance) when
+ * it is near enough to be a typo of it (at most a third of word's length,
+ * at least 1 edit, fewer than its length), else NULL; the first on a tie.
+ * Borrowed from cands. */
+const char *tgi_closest(const char *word, const char *const *cands, size_t n);
 char *tgi_strndup(const char *s, size_t n); /* n bytes of s (no NUL among them) + NUL */
 /* A cancel flag set by one thread and polled by others (atomic, so that
  * ThreadSanitizer agrees).  f may be NULL: never set. */

@@ -986,6 +986,37 @@ static void test_principals_and_roles(void **state)
 	yaml_err("default_principal: \"\"\n", "1:20: default_principal: expected a non-empty string, got \"\"");
 }
 
+/* A permissions block copied from Claude Code's .claude/settings.json
+ * loads as it is: its lists are the rules, its defaultMode the mode. */
+static void test_claude_permissions(void **state)
+{
+	tgi_config *c = yaml_ok("{\"permissions\": {\"allow\": [\"Bash(npm run test:*)\", \"Edit\"],\n"
+	                        " \"deny\": [\"Read(./.env)\"], \"ask\": [\"Bash(git push:*)\"],\n"
+	                        " \"defaultMode\": \"acceptEdits\"}}\n");
+	STRV(&c->allow, "Bash(npm run test:*)", "Edit");
+	STRV(&c->deny, "Read(./.env)");
+	STRV(&c->ask, "Bash(git push:*)");
+	assert_int_equal(c->mode, TGI_MODE_ACCEPT_EDITS);
+	tgi_config_free(c);
+
+	/* the same mode said twice is fine; two modes are not */
+	c = yaml_ok("mode: plan\npermissions: {defaultMode: plan}\n");
+	assert_int_equal(c->mode, TGI_MODE_PLAN);
+	tgi_config_free(c);
+	yaml_err("mode: plan\npermissions: {defaultMode: bypassPermissions}\n",
+	         "2:28: permissions.defaultMode: \"bypassPermissions\" contradicts mode: plan; keep "
+	         "one of them");
+	yaml_err("permissions: {defaultMode: dontAsk}\n",
+	         "1:28: permissions.defaultMode: expected one of default, acceptEdits, plan, "
+	         "bypassPermissions, dryRun, got \"dontAsk\"");
+	/* Claude Code's other keys are not toolgate's */
+	yaml_err("permissions: {additionalDirectories: [../x]}\n",
+	         "1:38: permissions: unknown key \"additionalDirectories\"; expected one of allow, ask, "
+	         "deny, tests, defaultMode");
+	/* a role's lists have no mode */
+	yaml_err("roles: {r: {defaultMode: plan}}\n", "1:26: roles.r: unknown key \"defaultMode\"");
+}
+
 static void test_where(void **state)
 {
 	tgi_config *c = yaml_ok("mode: plan\n"
@@ -1286,6 +1317,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tool_defaults_and_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_profiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_principals_and_roles, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_claude_permissions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_where, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fail_and_strings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_from_json_directly, setup, teardown),

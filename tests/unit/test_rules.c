@@ -5,8 +5,11 @@
  * the bare tool and `*`, tool globs for bridged MCP tools, path globs as
  * written and as resolved, shell command prefixes over split command lines, and
  * key=glob pairs over strings, numbers, booleans, null, pointers, absent
- * keys and model text that looks like rule syntax.  A second table holds
- * rules that must not parse and the sentence each gets.
+ * keys and model text that looks like rule syntax, and Claude Code's names
+ * for toolgate's tools.  A second table holds rules that must not parse
+ * and the sentence each gets.  Then shell prefixes as Claude Code reads
+ * them, where anchored path patterns start, and what a rule tells of
+ * itself.
  *
  * Owns: its tables.  Must not: touch the filesystem or the network.
  */
@@ -163,6 +166,44 @@ static const rule_case cases[] = {
 	/* NUL bytes in a value are part of it */
 	{ "x(env=prod)", "x", "{\"env\":\"prod\\u0000x\"}", NOPATHS, 0 },
 	{ "x(env=prod*)", "x", "{\"env\":\"prod\\u0000x\"}", NOPATHS, 1 },
+	/* Claude Code's names stand for toolgate's tools that do that work */
+	{ "Read(./.env)", "read_file", "{}", { ".env" }, { ".env" }, 1, 1 },
+	{ "Read(./.env)", "list_dir", "{}", { ".env" }, { ".env" }, 1, 1 },
+	{ "Read(./.env)", "search_files", "{}", { ".env" }, { ".env" }, 1, 1 },
+	{ "Read(./.env)", "write_file", "{}", { ".env" }, { ".env" }, 1, 0 },
+	{ "Read(./.env)", "read_file", "{}", { "a/.env" }, { "a/.env" }, 1, 0 },
+	{ "Read", "search_files", "{}", NOPATHS, 1 },
+	{ "Read(*)", "list_dir", "{}", { "." }, { "." }, 1, 1 },
+	{ "Edit(./src/**)", "apply_patch", "{}", { "docs/a", "src/b.c" }, { "docs/a", "src/b.c" }, 1, 1 },
+	{ "Edit(./src/**)", "write_file", "{}", { "src/b.c" }, { "src/b.c" }, 1, 1 },
+	{ "Edit(./src/**)", "read_file", "{}", { "src/b.c" }, { "src/b.c" }, 1, 0 },
+	{ "MultiEdit", "apply_patch", "{}", NOPATHS, 1 },
+	{ "Write(./out/**)", "write_file", "{}", { "out/x" }, { "out/x" }, 1, 1 },
+	{ "Write(./out/**)", "apply_patch", "{}", { "out/x" }, { "out/x" }, 1, 0 }, /* decide.c borrows */
+	{ "Glob", "list_dir", "{}", NOPATHS, 1 },
+	{ "Glob", "search_files", "{}", NOPATHS, 1 },
+	{ "Glob", "read_file", "{}", NOPATHS, 0 },
+	{ "Grep", "search_files", "{}", NOPATHS, 1 },
+	{ "Grep", "list_dir", "{}", NOPATHS, 0 },
+	{ "LS", "list_dir", "{}", NOPATHS, 1 },
+	{ "Bash", "shell", "{\"command\":\"ls\"}", NOPATHS, 1 },
+	{ "Bash", "bash", "{}", NOPATHS, 0 },
+	{ "read", "read_file", "{}", NOPATHS, 0 },                 /* names are exact */
+	{ "mcp__fs__read_file", "fs__read_file", "{}", NOPATHS, 1 },
+	{ "mcp__fs__read_file", "mcp__fs__read_file", "{}", NOPATHS, 0 },
+	{ "mcp__fs", "fs__write_file", "{}", NOPATHS, 1 },
+	{ "mcp__fs", "gh__write_file", "{}", NOPATHS, 0 },
+	{ "mcp__fs__*", "fs__write_file", "{}", NOPATHS, 1 },
+	{ "mcp__fs__get_*", "fs__get_issue", "{}", NOPATHS, 1 },
+	{ "mcp__fs__get_*", "fs__list_issues", "{}", NOPATHS, 0 },
+	{ "mcp__my-srv__t", "my-srv__t", "{}", NOPATHS, 1 },
+	{ "mcp__fs__w(path=a*)", "fs__w", "{\"path\":\"ab\"}", NOPATHS, 1 },
+	/* a Claude Code tool toolgate lacks: kept, matches nothing */
+	{ "WebFetch(domain:example.com)", "WebFetch", "{}", NOPATHS, 0 },
+	{ "WebFetch", "WebFetch", "{}", NOPATHS, 0 },
+	{ "WebSearch", "shell", "{}", NOPATHS, 0 },
+	{ "NotebookEdit(./a.ipynb)", "write_file", "{}", { "a.ipynb" }, { "a.ipynb" }, 1, 0 },
+
 	/* model text is data: rule syntax inside a value changes nothing */
 	{ "x(a=safe)", "x", "{\"a\":\"safe) , b=(x\"}", NOPATHS, 0 },
 	{ "x(a=safe,b=1)", "x", "{\"a\":\"safe,b=1\"}", NOPATHS, 0 },
@@ -265,6 +306,14 @@ static const error_case errors[] = {
 	{ "x(a=\x1b)", "control character", 5 },
 	{ "shell(git status", "missing ')'", 0 },
 	{ "shell(ls) x", "expected ')' at the end of a shell rule", 0 },
+	{ "Bash(ls | wc)", "one command", 0 },
+	{ "Bash(git push", "missing ')'", 0 },
+	{ "Read(./.env", "missing ')'", 12 },
+	{ "Read(a(b))", "unexpected '('", 7 },
+	{ "WebFetch(domain:x", "missing ')'", 0 },
+	{ "WebFetch(domain:x) y", "unexpected text after ')'", 0 },
+	{ "mcp__*__x", "a glob in the server part", 6 },
+	{ "mcp____x", "expected a server name", 6 },
 };
 
 static void test_parse_errors(void **state)
@@ -412,6 +461,39 @@ static void test_shell_rules(void **state)
 		{ "shell(git * --dry-run)", "git push --dry-run", 1, 1 },    /* a glob word */
 		{ "shell(ls)", "FOO=1 ls", 1, 1 },                            /* assignments apart */
 		{ "shell(ls)", "ｌｓ", 1, 1 },                                  /* NFKC */
+		/* Claude Code's prefixes: `:*`, ` *` and a last word ending in `*` */
+		{ "shell(git push)", "git push", 1, 1 },                      /* exact */
+		{ "shell(git push)", "git push origin main", 0, 0 },
+		{ "shell(git push*)", "git push origin main", 1, 1 },
+		{ "shell(git push*)", "git push", 1, 1 },
+		{ "shell(git push*)", "git pushx", 1, 1 },                    /* no word boundary */
+		{ "shell(git push*)", "git pull", 0, 0 },
+		{ "shell(git push:*)", "git push origin main", 1, 1 },
+		{ "shell(git push:*)", "git pushx", 0, 0 },
+		{ "shell(git push *)", "git pushx", 0, 0 },
+		{ "Bash(git push:*)", "git push origin main", 1, 1 },
+		{ "Bash(git push:*)", "git pull", 0, 0 },
+		{ "Bash(git push:*)", "git pull && git push -f", 1, 0 },
+		{ "Bash(git push *)", "sudo git push", 1, 0 },
+		{ "Bash(npm run test:*)", "npm run test -- --watch", 1, 1 },
+		{ "Bash(npm run test:*)", "npm run build", 0, 0 },
+		{ "Bash(ls *)", "ls -la", 1, 1 },
+		{ "Bash(ls *)", "ls", 1, 1 },
+		{ "Bash(ls *)", "lsof -i", 0, 0 },
+		{ "Bash(ls*)", "lsof -i", 1, 1 },
+		{ "Bash(curl:*)", "curl -s https://example.com", 1, 1 },
+		{ "Bash(npm run build)", "npm run build:dev", 0, 0 },
+		/* `*` alone takes one or more words */
+		{ "Bash(git * main)", "git push origin main", 1, 1 },
+		{ "Bash(git * main)", "git checkout main", 1, 1 },
+		{ "Bash(git * main)", "git main", 0, 0 },
+		{ "Bash(git * main)", "git push origin dev", 0, 0 },
+		{ "Bash(* --version)", "node --version", 1, 1 },
+		{ "Bash(git * * main)", "git push origin main", 1, 1 },
+		{ "Bash(git * * main)", "git push main", 0, 0 },
+		{ "Bash(a * b *)", "a x y b", 1, 1 },
+		{ "Bash(a * b *)", "a x y b z", 1, 1 },
+		{ "Bash(a * b *)", "a b", 0, 0 },
 	};
 	int bad = 0;
 	for (size_t i = 0; i < TGI_ARRAY_LEN(shell_cases); i++) {
@@ -501,6 +583,155 @@ static void test_ruleset(void **state)
 	tgi_ruleset_free(NULL);
 }
 
+/* One deny rule in a ruleset anchored at env: does it deny a read_file
+ * call of path (as written and resolved)? */
+static int anchored_denies(const tgi_rule_env *env, const char *rule, const char *path)
+{
+	char err[256];
+	tgi_ruleset *rs = tgi_ruleset_new();
+	tgi_ruleset_anchor(rs, env);
+	if (tgi_ruleset_add(rs, TGI_RULE_DENY, rule, err, sizeof err) < 0)
+		fail_msg("%s: %s", rule, err);
+	const char *paths[] = { path };
+	tgi_match_input in = { .tool = "read_file", .paths = paths, .resolved = paths, .npaths = 1,
+	                       .has_paths = 1 };
+	int hit = tgi_ruleset_first(rs, TGI_RULE_DENY, &in) != NULL;
+	tgi_ruleset_free(rs);
+	return hit;
+}
+
+/* Where a path starts, as Claude Code reads it: `./x` and `x` in the
+ * workspace, `/x` in the configuration's directory, `~/x` at home, `//x`
+ * at the root; an absolute pattern outside the workspace is matched
+ * against the call's paths made absolute. */
+static void test_anchored_paths(void **state)
+{
+	static const struct {
+		const char *rule, *path;
+		int deny;
+	} same[] = {   /* the configuration in the workspace, under home */
+		{ "Read(./.env)", ".env", 1 },
+		{ "Read(.env)", "sub/.env", 1 },                /* gitignore: at any depth */
+		{ "Read(/.env)", ".env", 1 },                   /* the settings' directory */
+		{ "Read(/.env)", "sub/.env", 0 },
+		{ "Read(/src/**/*.ts)", "src/a/b.ts", 1 },
+		{ "Read(~/proj/.env)", ".env", 1 },             /* home */
+		{ "Read(~/proj/secrets/**)", "secrets/k", 1 },
+		{ "Read(~/other/.env)", ".env", 0 },
+		{ "Read(~/**/.env)", "sub/.env", 1 },           /* a glob reaching in from home */
+		{ "Read(//home/u/proj/.env)", ".env", 1 },      /* the root */
+		{ "Read(//home/u/proj/.env)", "sub/.env", 0 },
+		{ "Read(//**/.env)", "sub/.env", 1 },
+		{ "Read(//etc/passwd)", "etc/passwd", 0 },
+		{ "Read(//link/proj/.env)", ".env", 1 },        /* the workspace as configured */
+		{ "read_file(/secrets/**)", "secrets/x", 1 },
+	};
+	tgi_rule_env env = { .workspace = "/home/u/proj", .workspace_given = "/link/proj",
+	                     .settings_dir = "/home/u/proj", .home = "/home/u" };
+	int bad = 0;
+	for (size_t i = 0; i < TGI_ARRAY_LEN(same); i++)
+		if (anchored_denies(&env, same[i].rule, same[i].path) != same[i].deny) {
+			fprintf(stderr, "%s on %s: want %d\n", same[i].rule, same[i].path, same[i].deny);
+			bad++;
+		}
+	assert_int_equal(bad, 0);
+
+	/* the configuration one directory above the workspace */
+	env.settings_dir = "/home/u";
+	assert_true(anchored_denies(&env, "Read(/proj/.env)", ".env"));
+	assert_false(anchored_denies(&env, "Read(/.env)", ".env"));
+	assert_true(anchored_denies(&env, "Read(/**/.env)", "a/.env"));
+	assert_true(anchored_denies(&env, "Read(./.env)", ".env"));
+
+	/* a pattern wholly outside the workspace is known as such */
+	char err[256];
+	tgi_ruleset *rs = tgi_ruleset_new();
+	tgi_ruleset_anchor(rs, &env);
+	static const char *const rules[] = { "Read(/q/.env)", "Read(~/**/.env)", "Read(//etc/x)",
+	                                     "Read(./x)", "Read(/proj/x)", "Read" };
+	static const int outside[] = { 1, 0, 1, 0, 0, 0 };
+	for (size_t i = 0; i < TGI_ARRAY_LEN(rules); i++) {
+		assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, rules[i], err, sizeof err), 0);
+		assert_int_equal(tgi_rule_outside(tgi_ruleset_at(rs, TGI_RULE_DENY, i)), outside[i]);
+	}
+	tgi_ruleset_free(rs);
+	assert_int_equal(tgi_rule_outside(NULL), 0);
+
+	/* without an anchor: `/x` at the workspace root, `~` and `//` match nothing */
+	tgi_rule_env none = { 0 };
+	assert_true(anchored_denies(&none, "Read(/.env)", ".env"));
+	assert_false(anchored_denies(&none, "Read(~/proj/.env)", ".env"));
+	assert_false(anchored_denies(&none, "Read(//home/u/proj/.env)", ".env"));
+}
+
+/* What a rule says about itself: its targets, Claude Code's name, its
+ * server and keys; an `mcp__` rule follows its server's prefix. */
+static void test_rule_parts(void **state)
+{
+	tgi_rule *r = tgi_rule_parse("Read(./.env)", NULL, 0);
+	assert_string_equal(tgi_rule_claude(r), "Read");
+	assert_int_equal(tgi_rule_ntargets(r), 3);
+	assert_string_equal(tgi_rule_target(r, 0), "read_file");
+	assert_string_equal(tgi_rule_target(r, 2), "search_files");
+	assert_null(tgi_rule_target(r, 3));
+	assert_true(tgi_rule_is_path(r));
+	assert_true(tgi_rule_has_spec(r));
+	tgi_rule_free(r);
+
+	r = tgi_rule_parse("WebFetch(domain:example.com)", NULL, 0);
+	assert_string_equal(tgi_rule_claude(r), "WebFetch");
+	assert_int_equal(tgi_rule_ntargets(r), 0);
+	assert_false(tgi_rule_is_path(r));
+	tgi_rule_free(r);
+
+	r = tgi_rule_parse("deploy(env=prod, /a~1b/c=1)", NULL, 0);
+	assert_null(tgi_rule_claude(r));
+	assert_int_equal(tgi_rule_ntargets(r), 1);
+	assert_string_equal(tgi_rule_target(r, 0), "deploy");
+	assert_int_equal(tgi_rule_nkeys(r), 2);
+	assert_string_equal(tgi_rule_key(r, 1), "/a~1b/c");
+	assert_null(tgi_rule_key(r, 2));
+	tgi_rule_free(r);
+
+	r = tgi_rule_parse("mcp__gh", NULL, 0);
+	assert_null(tgi_rule_claude(r));
+	assert_string_equal(tgi_rule_server(r), "gh");
+	assert_string_equal(tgi_rule_target(r, 0), "gh__*");
+	assert_false(tgi_rule_has_spec(r));
+	tgi_rule_free(r);
+
+	size_t n = 0;
+	for (; tgi_rule_claude_name(n); n++) {   /* each name is read as Claude Code's */
+		r = tgi_rule_parse(tgi_rule_claude_name(n), NULL, 0);
+		assert_string_equal(tgi_rule_claude(r), tgi_rule_claude_name(n));
+		tgi_rule_free(r);
+	}
+	assert_true(n >= 8);
+
+	char err[256];
+	tgi_ruleset *rs = tgi_ruleset_new();
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, "mcp__gh__get_*", err, sizeof err), 0);
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_ASK, "mcp__gh", err, sizeof err), 0);
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_ASK, "mcp__fs", err, sizeof err), 0);
+	tgi_ruleset_mcp_prefix(rs, "gh", "github_");
+	tgi_match_input in = { .tool = "github_get_issue" };
+	assert_non_null(tgi_ruleset_first(rs, TGI_RULE_DENY, &in));
+	assert_string_equal(tgi_rule_text(tgi_ruleset_first(rs, TGI_RULE_ASK, &in)), "mcp__gh");
+	in.tool = "gh__get_issue";
+	assert_null(tgi_ruleset_first(rs, TGI_RULE_DENY, &in));
+	in.tool = "fs__x";
+	assert_string_equal(tgi_rule_text(tgi_ruleset_first(rs, TGI_RULE_ASK, &in)), "mcp__fs");
+	assert_int_equal(tgi_ruleset_count(rs, TGI_RULE_ASK), 2);
+	assert_string_equal(tgi_rule_text(tgi_ruleset_at(rs, TGI_RULE_ASK, 1)), "mcp__fs");
+	assert_null(tgi_ruleset_at(rs, TGI_RULE_ASK, 2));
+	assert_int_equal(tgi_ruleset_count(rs, (tgi_rule_kind)7), 0);
+	/* a bare Read names read_file for the tool list (tgi_ruleset_names) */
+	assert_int_equal(tgi_ruleset_add(rs, TGI_RULE_DENY, "Read", err, sizeof err), 0);
+	assert_true(tgi_ruleset_names(rs, TGI_RULE_DENY, "list_dir", 1));
+	assert_false(tgi_ruleset_names(rs, TGI_RULE_DENY, "write_file", 0));
+	tgi_ruleset_free(rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -513,6 +744,8 @@ int main(void)
 		cmocka_unit_test(test_shell_rules),
 		cmocka_unit_test(test_match_null),
 		cmocka_unit_test(test_ruleset),
+		cmocka_unit_test(test_anchored_paths),
+		cmocka_unit_test(test_rule_parts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
