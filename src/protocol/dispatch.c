@@ -112,7 +112,7 @@ static void strip_strict_nulls(json_t *v, const json_t *schema, int depth)
  * string), or NULL to keep the text as it is. */
 static char *unstrict_args(tg_gate *g, const tgi_pcall *c)
 {
-	const tgi_entry *e = c->name ? tgi_registry_find(g->reg, c->name) : NULL;
+	const tgi_entry *e = c->name ? tgi_tool_find(g, c->name) : NULL;
 	json_error_t je;
 	json_t *a = e && c->args ? json_loadb(c->args, c->args_len, JSON_REJECT_DUPLICATES, &je) : NULL;
 	char *s = NULL;
