@@ -2092,19 +2092,19 @@ static void *srv_main(void *arg)
 		unlock(b);
 		why[0] = '\0';
 		tgi_mcp_client *c = start(s, why, sizeof why);
+		if (!c && s->argv)
+			log_note(s, "it could not be started: %s", why);
 		lock(b);
 
 		if (!c) {
 			tgi_snprintf(s->why, sizeof s->why, "%s", why);
-			if (s->argv)
-				log_note(s, "it could not be started: %s", why);
 			went_down(s, 0);
 			s->ready = 1;
 			pthread_cond_broadcast(&b->cv);
 			double in_s = restart_in_s(s);
-			int was_up = s->ever_up;
+			int was_up = s->ever_up, stopping = b->stopping;
 			unlock(b);
-			if (!b->stopping) {
+			if (!stopping) {
 				say("the MCP server \"%s\" could not be started: %s; trying again in %.0f s",
 				    s->name, why, in_s);
 				record_event(b, "mcp.server.exited",
@@ -2479,7 +2479,8 @@ void tgi_bridge_stop(tgi_bridge *b)
 	if (!b || b->stopped)
 		return;
 	lock(b);
-	b->stopping = 1;                    /* no thread is made past here (spawn) */
+	tgi_flag_set(&b->stopping);        /* no thread is made past here (spawn); the
+	                                     * listing in progress is cancelled */
 	pthread_cond_broadcast(&b->cv);
 	unlock(b);
 	for (size_t i = 0; i < b->n; i++) {
