@@ -426,8 +426,9 @@ static void protect(tg_gate *g, const char *file)
 		if (!f || strncmp(f, ws, wl) || (wl > 1 && f[wl] != '/'))
 			continue;
 		const char *rel = f + wl + (wl > 1);
-		char norm[PATH_MAX], err[128];
-		if (tgi_path_check(rel, strlen(rel), norm, sizeof norm, err, sizeof err) < 0)
+		char text[PATH_MAX], norm[PATH_MAX], err[128];   /* paths are matched as text */
+		if (tgi_name_text(rel, strlen(rel), text, sizeof text) < 0 ||
+		    tgi_path_check(text, strlen(text), norm, sizeof norm, err, sizeof err) < 0)
 			continue;
 		g->protected = tgi_xrealloc(g->protected, (g->nprotected + 1) * sizeof *g->protected);
 		g->protected[g->nprotected++] = tgi_strdup(norm);
