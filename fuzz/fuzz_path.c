@@ -5,7 +5,8 @@
  *
  * Invariants checked (a violation traps):
  *   - check refuses with a printable sentence, or yields a normalised
- *     relative path (no empty or "." component, not absolute);
+ *     relative path (no empty or "." component, not absolute) that is
+ *     the text form of its bytes (tgi_path_bytes reads it back);
  *   - resolve fails with -errno, or yields a relative path with no "." or
  *     ".." component (it never leaves);
  *   - whatever openat2 opens for the input lies inside the workspace, and
@@ -91,6 +92,8 @@ static void make_workspace(void)
 	symlinkat("loop", ws_fd, "loop");
 	symlinkat("missing/deeper", ws_fd, "dangling");
 	symlinkat("../../..", ws_fd, "src/up");
+	put("caf\xE9", "latin1 name\n");            /* a name that is not UTF-8 */
+	symlinkat("caf\xE9", ws_fd, "to_latin1");
 }
 
 
@@ -193,11 +196,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == 0)
 		check(normal(res, 0));
 
-	int fd = tgi_open_beneath(ws_fd, norm, O_PATH, 0);
+	/* a checked path is text (names.c): its bytes are what is opened */
+	char bytes[PATH_MAX];
+	check(tgi_path_bytes(norm, bytes, sizeof bytes) == 0);
+	int fd = tgi_open_beneath(ws_fd, bytes, O_PATH, 0);
 	if (fd >= 0) {
 		check(tgi_fd_path(ws_fd, fd, real, sizeof real) == 0 && normal(real, 0));
 		check(r == 0 && strcmp(real, res) == 0);
-		int again = tgi_open_beneath(ws_fd, res, O_PATH, 0);
+		check(tgi_path_bytes(res, bytes, sizeof bytes) == 0);
+		int again = tgi_open_beneath(ws_fd, bytes, O_PATH, 0);
 		check(again >= 0 && same_file(fd, again));
 		close(again);
 		close(fd);
