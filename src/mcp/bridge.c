@@ -1433,8 +1433,9 @@ static void log_open(srv *s)
 		                                   sizeof err);
 	if (s->log_dir >= 0) {
 		tgi_snprintf(name, sizeof name, "%s.log", s->name);
-		s->log_fd = openat(s->log_dir, name,
-		                   O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		/* non-blocking: a FIFO planted there must not hold the open */
+		s->log_fd = openat(s->log_dir, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+		                   O_NONBLOCK | O_CLOEXEC, 0600);
 		if (s->log_fd < 0)
 			tgi_snprintf(err, sizeof err, "%s", strerror(errno));
 		else if (fstat(s->log_fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
@@ -1468,8 +1469,8 @@ static void log_write(srv *s, const char *p, size_t n)
 		close(s->log_fd);
 		/* when it cannot be moved, O_TRUNC cuts it short instead */
 		(void)renameat(s->log_dir, name, s->log_dir, old);
-		s->log_fd = openat(s->log_dir, name,
-		                   O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		s->log_fd = openat(s->log_dir, name, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		                   O_NONBLOCK | O_CLOEXEC, 0600);
 		s->log_size = 0;
 		if (s->log_fd < 0)
 			return;

@@ -47,7 +47,7 @@ char *tg_tools_format(tg_gate *g, const char *profile, const char *api, int gemi
  * tool has not exactly one such. */
 static const char *raw_arg(tg_gate *g, const char *tool)
 {
-	const tgi_entry *e = tool ? tgi_registry_find(g->reg, tool) : NULL;
+	const tgi_entry *e = tool ? tgi_tool_find(g, tool) : NULL;
 	const json_t *req = e ? json_object_get(e->schema_json, "required") : NULL;
 	const json_t *props = e ? json_object_get(e->schema_json, "properties") : NULL;
 	if (json_array_size(req) != 1)
