@@ -83,7 +83,7 @@ static tgi_patch_err refuse(planner *pl, const char *path, const char *why)
  * write_file). */
 static tgi_patch_err check_path(planner *pl, const char *path, int del, char *key, size_t cap)
 {
-	char norm[PATH_MAX], why[320], real[PATH_MAX];
+	char norm[PATH_MAX], why[320], real[PATH_MAX], text[PATH_MAX];
 	int (*const resolve[])(int, const char *, char *, size_t) = {
 		tgi_path_resolve,               /* where a symlink at the end points */
 		tgi_path_resolve_parent,        /* what the write replaces: the key */
@@ -91,6 +91,14 @@ static tgi_patch_err check_path(planner *pl, const char *path, int del, char *ke
 
 	if (!*path)
 		return refuse(pl, path, "empty path");
+	/* a patch read from a file (toolgate apply-patch) may name a file by
+	 * bytes that are not UTF-8: they can only be the name's own, so they
+	 * are taken as its text form says them (fs.h) */
+	if (tgi_utf8_bad(path, strlen(path), NULL)) {
+		if (tgi_name_text(path, strlen(path), text, sizeof text) < 0)
+			return refuse(pl, path, "it is too long");
+		path = text;
+	}
 	if (path[0] == '/')
 		return refuse(pl, path, "absolute paths are not allowed; use a path relative to the "
 		              "workspace");

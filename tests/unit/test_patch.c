@@ -1801,6 +1801,11 @@ static void test_commit_not_utf8_names(void **state)
 	assert_string_equal(plan.writes[0].path, "n\\xFF/new.txt");
 	assert_string_equal(plan.writes[0].fspath, "n\xFF/new.txt");
 	tgi_patch_plan_free(&plan);
+	/* a patch file (toolgate apply-patch) may name it by its raw bytes */
+	r = commit_text(f, PATCH("*** Update File: d\xE9r/caf\xE9.txt\n@@\n-1\n+one again\n"), err);
+	if (r != 0)
+		fail_msg("commit by raw bytes failed (%d): %s", r, err);
+	file_is(f, "d\xE9r/caf\xE9.txt", "one again\n");
 	/* another spelling of the name is refused */
 	plan_fails(f, PATCH("*** Delete File: n\\xff/new.txt\n"), TGI_PATCH_EREFUSED,
 	           "Refused path 'n\\xff/new.txt': path \"n\\xff/new.txt\" is not how toolgate "
