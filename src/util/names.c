@@ -59,6 +59,11 @@ ssize_t tgi_name_text(const char *name, size_t n, char *out, size_t cap)
 
 	if (!cap)
 		return -1;
+	if (n < cap && !memchr(name, '\\', n) && !tgi_utf8_bad(name, n, NULL)) {
+		memcpy(out, name, n);           /* UTF-8 without a backslash: itself */
+		out[n] = '\0';
+		return (ssize_t)n;
+	}
 	for (size_t i = 0; i < n;) {
 		size_t l = name[i] ? tgi_utf8_decode(name + i, n - i, NULL) : 1;
 		unsigned char b = (unsigned char)name[i];
@@ -92,6 +97,11 @@ ssize_t tgi_name_bytes(const char *text, size_t n, char *out, size_t cap, char *
 
 	if (!cap)
 		return -1;
+	if (n < cap && !memchr(text, '\\', n) && !tgi_utf8_bad(text, n, NULL)) {
+		memcpy(out, text, n);           /* UTF-8 without a backslash: itself */
+		out[n] = '\0';
+		return (ssize_t)n;
+	}
 	for (size_t i = 0; i < n;) {
 		int v = text[i] == '\\' ? escape_at(text + i, n - i) : -1;
 		size_t take = v >= 0 ? 4 : 1;
