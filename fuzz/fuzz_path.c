@@ -5,7 +5,8 @@
  *
  * Invariants checked (a violation traps):
  *   - check refuses with a printable sentence, or yields a normalised
- *     relative path (no empty or "." component, not absolute);
+ *     relative path (no empty or "." component, not absolute) that is
+ *     the text form of its bytes (tgi_path_bytes reads it back);
  *   - resolve fails with -errno, or yields a relative path with no "." or
  *     ".." component (it never leaves);
  *   - whatever openat2 opens for the input lies inside the workspace, and
@@ -13,7 +14,8 @@
  *   - tgi_path_writable never accepts a path whose resolution is protected;
  *   - tgi_path_within (the input as an absolute path under a root) places
  *     only an absolute path without a NUL, and then gives a relative one
- *     that tgi_path_check keeps as it is, shorter than the input, whose
+ *     that tgi_path_check keeps as it is (taken exactly when it is the
+ *     text form of its bytes: names.c), shorter than the input, whose
  *     components after the root's are exactly the input's (empty and "."
  *     ones aside) -- nothing resolved, ".." kept; it places every absolute
  *     path under "/".
@@ -91,6 +93,8 @@ static void make_workspace(void)
 	symlinkat("loop", ws_fd, "loop");
 	symlinkat("missing/deeper", ws_fd, "dangling");
 	symlinkat("../../..", ws_fd, "src/up");
+	put("caf\xE9", "latin1 name\n");            /* a name that is not UTF-8 */
+	symlinkat("caf\xE9", ws_fd, "to_latin1");
 }
 
 
@@ -161,8 +165,10 @@ static void within(const uint8_t *data, size_t size)
 			continue;
 		check(strlen(rel) < size || (size == 1 && !strcmp(rel, ".")));
 		check(normal(rel, 1));
-		check(tgi_path_check(rel, strlen(rel), norm, sizeof norm, err, sizeof err) == 0);
-		check(!strcmp(norm, rel));
+		/* kept as it is, when it is the text form of a path (names.c) */
+		int text = tgi_name_bytes(rel, strlen(rel), a, sizeof a, err, sizeof err) >= 0;
+		check((tgi_path_check(rel, strlen(rel), norm, sizeof norm, err, sizeof err) == 0) == text);
+		check(!text || !strcmp(norm, rel));
 		/* the input's components are the root's, then rel's */
 		size_t n = components(roots[k], strlen(roots[k]), b);
 		if (strcmp(rel, ".")) {
@@ -193,11 +199,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == 0)
 		check(normal(res, 0));
 
-	int fd = tgi_open_beneath(ws_fd, norm, O_PATH, 0);
+	/* a checked path is text (names.c): its bytes are what is opened */
+	char bytes[PATH_MAX];
+	check(tgi_path_bytes(norm, bytes, sizeof bytes) == 0);
+	int fd = tgi_open_beneath(ws_fd, bytes, O_PATH, 0);
 	if (fd >= 0) {
 		check(tgi_fd_path(ws_fd, fd, real, sizeof real) == 0 && normal(real, 0));
 		check(r == 0 && strcmp(real, res) == 0);
-		int again = tgi_open_beneath(ws_fd, res, O_PATH, 0);
+		check(tgi_path_bytes(res, bytes, sizeof bytes) == 0);
+		int again = tgi_open_beneath(ws_fd, bytes, O_PATH, 0);
 		check(again >= 0 && same_file(fd, again));
 		close(again);
 		close(fd);

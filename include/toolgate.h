@@ -87,8 +87,9 @@ typedef struct tg_options {
 	int         sync_full;   /* ledger durability: -1 config, 0 NORMAL, 1 FULL */
 	int         interactive; /* nonzero: `ask` may prompt on the terminal */
 	int         max_parallel;/* 0: config (limits.max_parallel, default 8); 1: serial */
-	int         bridge;      /* nonzero: start the configuration's mcp_servers and offer
-	                            their tools (serve, call, dispatch); 0: leave them alone */
+	int         bridge;      /* nonzero: offer the tools of the configuration's
+	                            mcp_servers, each server started when one of its tools
+	                            is first needed (serve, call, dispatch); 0: leave them alone */
 	int         approval_wait_s; /* a call queued for approval waits this long for the
 	                            decision (then runs, or is denied) before it answers
 	                            pending: -1 or 0 config (approvals.wait_s, default 0) */

@@ -116,7 +116,7 @@ tgi_verdict tgi_decode(tgi_call *c)
 	}
 	tgi_snprintf(c->tool, sizeof c->tool, "%s", req->tool);
 
-	const tgi_entry *e = tgi_registry_find(g->reg, c->tool);
+	const tgi_entry *e = tgi_tool_find(g, c->tool);
 	char why[1024];
 	if (!e && g->bridge && tgi_bridge_explain(g->bridge, c->tool, why, sizeof why)) {
 		tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "%s", why);

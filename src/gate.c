@@ -368,8 +368,9 @@ static void protect(tg_gate *g, const char *file)
 		if (!f || strncmp(f, ws, wl) || (wl > 1 && f[wl] != '/'))
 			continue;
 		const char *rel = f + wl + (wl > 1);
-		char norm[PATH_MAX], err[128];
-		if (tgi_path_check(rel, strlen(rel), norm, sizeof norm, err, sizeof err) < 0)
+		char text[PATH_MAX], norm[PATH_MAX], err[128];   /* paths are matched as text */
+		if (tgi_name_text(rel, strlen(rel), text, sizeof text) < 0 ||
+		    tgi_path_check(text, strlen(text), norm, sizeof norm, err, sizeof err) < 0)
 			continue;
 		g->protected = tgi_xrealloc(g->protected, (g->nprotected + 1) * sizeof *g->protected);
 		g->protected[g->nprotected++] = tgi_strdup(norm);
@@ -624,13 +625,10 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	}
 	if (finish_patches(g, errmsg) < 0)
 		goto fail;
-	if (o->bridge) {
-		if (tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0) {
-			tgi_fail(errmsg, "%s", err);
-			goto fail;
-		}
-		if (g->bridge)
-			tgi_bridge_wait_ready(g->bridge);
+	/* no server starts here: the first call or listing that needs its tools does */
+	if (o->bridge && tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0) {
+		tgi_fail(errmsg, "%s", err);
+		goto fail;
 	}
 	*out = g;
 	return 0;
@@ -707,7 +705,16 @@ json_t *tgi_tool_def(const tgi_entry *e)
 	return d;
 }
 
-json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
+const tgi_entry *tgi_tool_find(tg_gate *g, const char *name)
+{
+	const tgi_entry *e = tgi_registry_find(g->reg, name);
+	if (!e && g->bridge && tgi_bridge_need_tool(g->bridge, name))
+		e = tgi_registry_find(g->reg, name);
+	return e;
+}
+
+/* The definitions as they stand: no bridged server is started. */
+static json_t *defs_now(tg_gate *g, const char *profile, char **errmsg)
 {
 	const char *p = profile ? profile : g->profile;
 	json_t *arr = json_array();
@@ -726,6 +733,12 @@ json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
 		json_array_append_new(arr, tgi_tool_def(e));
 	}
 	return arr;
+}
+
+json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
+{
+	tgi_bridge_need_all(g->bridge); /* a listing: every server's tools are in it */
+	return defs_now(g, profile, errmsg);
 }
 
 char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
@@ -762,7 +775,7 @@ int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *
 
 static int manifest_of(tg_gate *g, const char *profile, char out[65], char **errmsg)
 {
-	json_t *defs = tgi_tool_defs(g, profile, errmsg);
+	json_t *defs = defs_now(g, profile, errmsg);
 	if (!defs)
 		return -1;
 	char *text = tgi_json_canonical(defs);
@@ -787,6 +800,10 @@ void tgi_manifest_update(tg_gate *g)
 void tgi_manifest_get(tg_gate *g, char out[65])
 {
 	char d[65];
+	if (!tgi_bridge_all_listed(g->bridge)) {
+		out[0] = '\0';                 /* a server not started yet: not known */
+		return;
+	}
 	pthread_mutex_lock(&g->manifest_mu);
 	int fresh = g->manifest_fresh;
 	unsigned gen = g->manifest_gen;
@@ -807,5 +824,6 @@ int tg_tools_digest(tg_gate *g, const char *profile, char out[65], char **errmsg
 {
 	if (errmsg)
 		*errmsg = NULL;
+	tgi_bridge_need_all(g->bridge); /* a listing */
 	return manifest_of(g, profile, out, errmsg);
 }

@@ -282,8 +282,14 @@ const json_t *tgi_result_envelope(const tg_result *r);
 json_t *tgi_tool_def(const tgi_entry *e);
 
 /* The definitions a model may use under profile (NULL: the gate's), as
- * tg_tools_json documents them; NULL with *errmsg (unknown profile). */
+ * tg_tools_json documents them; NULL with *errmsg (unknown profile).  A
+ * listing: bridged servers not started yet are started first. */
 json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg);
+
+/* The registered tool of this name; a name no tool has yet starts the
+ * bridged server that could offer it (tgi_bridge_need_tool) and is looked
+ * up again.  A built-in or configured tool starts nothing.  NULL: none. */
+const tgi_entry *tgi_tool_find(tg_gate *g, const char *name);
 
 /* Is the tool hidden from this principal's tool list: a bare deny rule
  * (global or one of its roles) names it, or it requires a grant that no
@@ -307,7 +313,8 @@ const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap);
  * each one whether it is available, which may run a configured tool's
  * check command: a gate whose calls have no session never pays for it),
  * and again after tgi_manifest_update says the tools changed (bridged
- * servers). */
+ * servers).  "" while a bridged server has not been started: the tools
+ * are not known then, and a call does not start them to know. */
 void tgi_manifest_update(tg_gate *g);
 void tgi_manifest_get(tg_gate *g, char out[65]);
 

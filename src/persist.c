@@ -71,7 +71,7 @@ void tgi_persist(tgi_call *c)
 		tgi_store_lock(g);
 		int mr = tgi_store_session_manifest(g->store, c->session, before, err, sizeof err);
 		tgi_store_unlock(g);
-		if (mr == 0 && before[0] && strcmp(before, manifest))
+		if (mr == 0 && before[0] && manifest[0] && strcmp(before, manifest))
 			tgi_event_add(c, "tool.manifest.changed", "persist",
 			              json_pack("{s:s, s:s}", "from", before, "to", manifest));
 	}
@@ -113,7 +113,7 @@ void tgi_persist(tgi_call *c)
 		.started_ms = c->started_ms,
 		.duration_ms = c->duration_ms,
 		.loop = c->loop_entry,
-		.manifest = c->session[0] ? manifest : NULL,
+		.manifest = manifest[0] ? manifest : NULL,  /* not known yet: kept as it was */
 		.bucket = c->bucket.tool ? &c->bucket : NULL,
 	};
 	tgi_store_lock(g);

@@ -3,6 +3,13 @@
  * their tools in the gate's registry (DESIGN §6; the config and behaviour
  * are specified in bridge.h).
  *
+ * No server is started with the gate.  A server's thread is made the first
+ * time one of its tools is needed (spawn: tgi_bridge_need_tool for a call
+ * naming a tool no row has, tgi_bridge_need_all for a listing), and whoever
+ * needed it waits until the server is listed or has failed to start.  A
+ * built-in or configured tool is found in the registry first and never
+ * gets here.
+ *
  * One thread per server runs its life:
  *
  *     STARTING --open + every page of tools/list--> UP --closed()--> DOWN
@@ -38,10 +45,22 @@
  * never send requests themselves: a list_changed or a closed connection
  * only wakes the server's thread.
  *
+ * A stdio server's stderr goes to its log, .toolgate/logs/<server>.log,
+ * through the client's reader thread (on_stderr): a line at each start and
+ * end, LOG_MAX bytes at most before the file is moved to <server>.log.1 and
+ * begun again.  The last line it wrote is kept, and quoted (redacted) in
+ * the sentence of a start that failed or of an exit.
+ *
+ * After each listing is put into the registry, after_listing(s) runs on the
+ * server's thread, before anyone waiting for the server is woken: the one
+ * place for what needs to know the tools a server offers.
+ *
  * Locks: b->mu guards every server's state, its calls and its rows' pin
  * state, and is never held across I/O (the client, the store, the
  * registry, stderr) or a callback.  b->list_mu makes one listing at a time
- * claim exposed names, so two servers never put the same name.
+ * claim exposed names, so two servers never put the same name.  s->log_mu
+ * guards a server's log and last line; it may be taken under b->mu, never
+ * the other way round.
  *
  * Owns: the servers, their clients and threads, the rows of their tools,
  * their pins and pin approvals.  Must not: decide policy (the pipeline
@@ -60,9 +79,11 @@
 #include "registry.h"
 #include "rulecheck.h"
 #include "store/store.h"
+#include "util/fs.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -71,6 +92,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +114,8 @@
 #define PIN_ARGS_DESC_MAX   4000       /* characters of a new description shown in its approval */
 #define PIN_ARGS_ANN_MAX    4000       /* bytes of new annotations shown in full there */
 #define LOG_LINE_MAX        500
+#define LOG_MAX             ((size_t)1 << 20) /* bytes of a server's log before it is moved */
+#define LAST_LINE_MAX       300        /* bytes kept of the last line of its stderr */
 
 typedef enum { SRV_STARTING, SRV_UP, SRV_DOWN } srv_state;
 
@@ -156,9 +180,19 @@ struct srv {
 	int         timeout_s, startup_timeout_s;
 
 	pthread_t   thread;
-	int         thread_started;
+
+	/* its log (stdio): under log_mu */
+	pthread_mutex_t log_mu;
+	int         log_dir, log_fd;    /* -1 until opened */
+	size_t      log_size;
+	int         log_said;           /* a log that cannot be written was said, once */
+	char        err_line[LAST_LINE_MAX]; /* the line of stderr being written */
+	size_t      err_len;
+	char        last_line[LAST_LINE_MAX];
 
 	/* under b->mu */
+	int         thread_started;     /* spawn made its thread */
+	double      spawned_ms;         /* monotonic: when */
 	srv_state   state;
 	int         ever_up;
 	int         ready;              /* listed once, or failed to start once */
@@ -195,7 +229,6 @@ struct tgi_bridge {
 	pthread_mutex_t  list_mu;       /* one listing at a time claims names */
 	volatile int     stopping;
 	int              stopped;
-	double           started_ms;
 	void           (*on_change)(void *);
 	void            *on_change_arg;
 	int              notifying;     /* calls of on_change in progress */
@@ -789,6 +822,8 @@ static void down_sentence(const srv *s, char *out, size_t cap)
 {
 	if (s->b->stopping)
 		tgi_snprintf(out, cap, "the MCP server \"%s\" has been shut down", s->name);
+	else if (!s->thread_started && !s->ready)
+		tgi_snprintf(out, cap, "the MCP server \"%s\" has not been started", s->name);
 	else if (!s->ever_up && !s->ready)
 		tgi_snprintf(out, cap, "the MCP server \"%s\" is still starting; try again shortly", s->name);
 	else if (s->ever_up)
@@ -1381,6 +1416,181 @@ static int apply_listing(srv *s, const json_t *tools)
 	return l.changes;
 }
 
+/* ---- the server's log: its stderr (s->log_mu) ---- */
+
+/* Open .toolgate/logs/<server>.log for appending (log_mu held).  A log
+ * that cannot be opened is said once; the server's stderr is then
+ * dropped, never put on ours. */
+static void log_open(srv *s)
+{
+	tg_gate *g = s->b->g;
+	char err[512] = "", name[SERVER_NAME_MAX + 8];
+	struct stat st;
+
+	if (s->log_fd >= 0)
+		return;
+	if (s->log_dir < 0 && g->state_fd >= 0)
+		s->log_dir = tgi_state_subdir_open(g->state_fd, "logs", ".toolgate/logs",
+		                                   "the MCP servers' logs", g->cfg->workspace, err,
+		                                   sizeof err);
+	if (s->log_dir >= 0) {
+		tgi_snprintf(name, sizeof name, "%s.log", s->name);
+		/* non-blocking: a FIFO planted there must not hold the open */
+		s->log_fd = openat(s->log_dir, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+		                   O_NONBLOCK | O_CLOEXEC, 0600);
+		if (s->log_fd < 0)
+			tgi_snprintf(err, sizeof err, "%s", strerror(errno));
+		else if (fstat(s->log_fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+			tgi_snprintf(err, sizeof err, "it is not a regular file of this user");
+			close(s->log_fd);
+			s->log_fd = -1;
+		} else {
+			s->log_size = (size_t)st.st_size;
+		}
+	} else if (!err[0]) {
+		tgi_snprintf(err, sizeof err, "the gate has no state directory");
+	}
+	if (s->log_fd < 0 && !s->log_said) {
+		s->log_said = 1;
+		say("the MCP server \"%s\": its log .toolgate/logs/%s.log cannot be opened (%s); "
+		    "what it writes on stderr is dropped", s->name, s->name, err);
+	}
+}
+
+/* Append n bytes (log_mu held); past LOG_MAX the log is moved to
+ * <server>.log.1 (replacing the one before) and begun again. */
+static void log_write(srv *s, const char *p, size_t n)
+{
+	char name[SERVER_NAME_MAX + 8], old[SERVER_NAME_MAX + 8];
+
+	if (s->log_fd < 0)
+		return;
+	if (s->log_size && s->log_size + n > LOG_MAX) {
+		tgi_snprintf(name, sizeof name, "%s.log", s->name);
+		tgi_snprintf(old, sizeof old, "%s.log.1", s->name);
+		close(s->log_fd);
+		/* when it cannot be moved, O_TRUNC cuts it short instead */
+		(void)renameat(s->log_dir, name, s->log_dir, old);
+		s->log_fd = openat(s->log_dir, name, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_NOFOLLOW |
+		                   O_NONBLOCK | O_CLOEXEC, 0600);
+		s->log_size = 0;
+		if (s->log_fd < 0)
+			return;
+	}
+	if (n > LOG_MAX) {                  /* never more than the bound: its end */
+		p += n - LOG_MAX;
+		n = LOG_MAX;
+	}
+	if (tgi_write_all(s->log_fd, p, n) == 0)
+		s->log_size += n;
+}
+
+/* A line of ours in the log: "---- <time> <text>". */
+__attribute__((format(printf, 2, 3)))
+static void log_note(srv *s, const char *fmt, ...)
+{
+	char line[1024], ts[32];
+	va_list ap;
+	tgi_iso8601(tgi_unix_ms(), ts);
+	int n = snprintf(line, sizeof line, "---- %s toolgate: ", ts);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	size_t len = strlen(line);
+	line[len++] = '\n';
+	pthread_mutex_lock(&s->log_mu);
+	log_write(s, line, len);
+	pthread_mutex_unlock(&s->log_mu);
+}
+
+/* client: what the child wrote on stderr, into its log; the last line kept */
+static void on_stderr(void *arg, const char *data, size_t n)
+{
+	srv *s = arg;
+	pthread_mutex_lock(&s->log_mu);
+	log_write(s, data, n);
+	for (size_t i = 0; i < n; i++) {
+		if (data[i] == '\n' || data[i] == '\r') {
+			if (s->err_len) {
+				memcpy(s->last_line, s->err_line, s->err_len);
+				s->last_line[s->err_len] = '\0';
+			}
+			s->err_len = 0;
+		} else if (s->err_len < sizeof s->err_line - 1) {
+			s->err_line[s->err_len++] = data[i];
+		}
+	}
+	pthread_mutex_unlock(&s->log_mu);
+}
+
+/* A new start: the last line is this run's from now on. */
+static void log_begin(srv *s)
+{
+	pthread_mutex_lock(&s->log_mu);
+	log_open(s);
+	s->err_len = 0;
+	s->last_line[0] = '\0';
+	pthread_mutex_unlock(&s->log_mu);
+	char cmd[200];
+	tgi_sanitize(cmd, sizeof cmd, s->argv[0]);
+	log_note(s, "starting the MCP server \"%s\" (%s)", s->name, cmd);
+}
+
+/* "; its last line on stderr: \"...\" (.toolgate/logs/<server>.log)",
+ * redacted and made printable, appended to why (cap bytes); nothing when
+ * it wrote none. */
+static void last_words(srv *s, char *why, size_t cap)
+{
+	char line[LAST_LINE_MAX], shown[LAST_LINE_MAX + 8];
+
+	pthread_mutex_lock(&s->log_mu);
+	if (s->err_len) {
+		memcpy(line, s->err_line, s->err_len);
+		line[s->err_len] = '\0';
+	} else {
+		tgi_snprintf(line, sizeof line, "%s", s->last_line);
+	}
+	int logged = s->log_fd >= 0;
+	pthread_mutex_unlock(&s->log_mu);
+	if (!line[strspn(line, " \t")])
+		return;
+	char *safe = tgi_redact_text(s->b->g->redact, line, strlen(line));
+	tgi_sanitize_n(shown, sizeof shown, safe, strlen(safe), LAST_LINE_MAX);
+	free(safe);
+	size_t len = strlen(why);
+	if (logged)
+		tgi_snprintf(why + len, cap - len, "; its last line on stderr: \"%s\" (all of it is in "
+		             ".toolgate/logs/%s.log)", shown, s->name);
+	else
+		tgi_snprintf(why + len, cap - len, "; its last line on stderr: \"%s\"", shown);
+}
+
+/*
+ * After a listing of s has been put into the registry (its first, at each
+ * start, and each re-list): the tools it offers now are known and
+ * findable.  Runs on the server's thread with no lock held, before anyone
+ * waiting for the server is woken, so a call or listing that started it
+ * sees what this did.  The place for what needs to know a server's tools:
+ * today the list goes into the server's log.
+ */
+static void after_listing(srv *s)
+{
+	tgi_buf names;
+	tgi_buf_init(&names, 4000);
+	lock(s->b);
+	size_t n = s->ncur;
+	for (size_t i = 0; i < n; i++)
+		if (tgi_buf_printf(&names, "%s%s", i ? ", " : "", s->cur[i]->name) < 0) {
+			tgi_buf_puts(&names, ", ...");
+			break;
+		}
+	unlock(s->b);
+	if (s->argv)
+		log_note(s, "it offers %zu tool%s%s%s", n, n == 1 ? "" : "s", n ? ": " : "",
+		         names.p ? names.p : "");
+	tgi_buf_free(&names);
+}
+
 /* ---- talking to the server ---- */
 
 /* A JSON-RPC error object or our own sentence, as one phrase. */
@@ -1782,8 +1992,11 @@ static tgi_mcp_client *start(srv *s, char *why, size_t cap)
 		.init_timeout_s = s->startup_timeout_s,
 	};
 	if (s->argv) {
+		log_begin(s);
 		if (server_sandbox(s, &envp, why, cap) < 0)
 			return NULL;
+		cc.stderr_data = on_stderr;
+		cc.stderr_arg = s;
 		cc.argv = s->sbx.argv;
 		cc.envp = envp;
 		cc.child_setup = sb_child;
@@ -1821,7 +2034,11 @@ static tgi_mcp_client *start(srv *s, char *why, size_t cap)
 		char said[512];
 		tgi_sanitize(said, sizeof said, err[0] ? err : "it did not start");
 		/* inside, a program or package it needs may simply not be there */
-		tgi_snprintf(why, cap, "%s%s", said, s->have_sbx && s->sb.mode != TGI_SANDBOX_FULL ?
+		tgi_snprintf(why, cap, "%s", said);
+		if (s->argv)
+			last_words(s, why, cap);
+		size_t len = strlen(why);
+		tgi_snprintf(why + len, cap - len, "%s", s->have_sbx && s->sb.mode != TGI_SANDBOX_FULL ?
 		             "; it runs in a sandbox: what it needs outside the system and the "
 		             "workspace must be named in its sandbox.read (toolgate doctor shows "
 		             "what it sees)" : "");
@@ -1835,6 +2052,7 @@ static tgi_mcp_client *start(srv *s, char *why, size_t cap)
 	}
 	apply_listing(s, tools);
 	json_decref(tools);
+	after_listing(s);
 	return c;
 }
 
@@ -1849,6 +2067,7 @@ static void relist(srv *s, tgi_mcp_client *c)
 	}
 	int n = apply_listing(s, tools);
 	json_decref(tools);
+	after_listing(s);
 	if (n)
 		changed(s->b);
 }
@@ -1876,6 +2095,8 @@ static void *srv_main(void *arg)
 		unlock(b);
 		why[0] = '\0';
 		tgi_mcp_client *c = start(s, why, sizeof why);
+		if (!c && s->argv)
+			log_note(s, "it could not be started: %s", why);
 		lock(b);
 
 		if (!c) {
@@ -1884,9 +2105,9 @@ static void *srv_main(void *arg)
 			s->ready = 1;
 			pthread_cond_broadcast(&b->cv);
 			double in_s = restart_in_s(s);
-			int was_up = s->ever_up;
+			int was_up = s->ever_up, stopping = b->stopping;
 			unlock(b);
-			if (!b->stopping) {
+			if (!stopping) {
 				say("the MCP server \"%s\" could not be started: %s; trying again in %.0f s",
 				    s->name, why, in_s);
 				record_event(b, "mcp.server.exited",
@@ -1942,6 +2163,8 @@ static void *srv_main(void *arg)
 			s->state = SRV_DOWN;
 			tgi_snprintf(s->why, sizeof s->why, "toolgate is shutting down");
 		} else {
+			if (s->argv)
+				last_words(s, s->why, sizeof s->why);
 			went_down(s, up_since);
 		}
 		while (s->users)
@@ -1952,6 +2175,8 @@ static void *srv_main(void *arg)
 		tgi_snprintf(reason, sizeof reason, "%s", s->why);
 		unlock(b);
 		stop_client(s, c);
+		if (s->argv)
+			log_note(s, "it ended: %s", reason);
 		if (!stopping) {
 			say("the MCP server \"%s\" %s (%s); restarting it in %.0f s", s->name,
 			    s->url ? "closed its connection" : "exited", reason, in_s);
@@ -1985,6 +2210,11 @@ static void srv_free(srv *s)
 	tgi_strv_free(&s->exclude);
 	json_decref(s->aliases);
 	tgi_strv_free(&s->unlisted);
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+	if (s->log_dir >= 0)
+		close(s->log_dir);
+	pthread_mutex_destroy(&s->log_mu);
 	for (size_t i = 0; i < s->nall; i++)
 		btool_free(s->all[i]);
 	free(s->all);
@@ -2021,6 +2251,8 @@ int tgi_bridge_new(tg_gate *g, tgi_bridge **out, char *err, size_t errlen)
 	b->v = tgi_xcalloc(json_object_size(servers), sizeof *b->v);
 	json_object_foreach((json_t *)servers, name, v) {
 		srv *s = &b->v[b->n++];
+		s->log_dir = s->log_fd = -1;
+		pthread_mutex_init(&s->log_mu, NULL);
 		if (parse_server(b, name, v, s, err, errlen) < 0) {
 			tgi_bridge_free(b);
 			return -1;
@@ -2039,39 +2271,57 @@ int tgi_bridge_new(tg_gate *g, tgi_bridge **out, char *err, size_t errlen)
 				return -1;
 			}
 
-	b->started_ms = tgi_now_ms();
-	for (size_t i = 0; i < b->n; i++) {
-		srv *s = &b->v[i];
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old); /* signals are the caller's */
-		int rc = pthread_create(&s->thread, NULL, srv_main, s);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (rc) {
-			tgi_snprintf(err, errlen, "cannot start a thread for the MCP server \"%s\": %s",
-			             s->name, strerror(rc));
-			tgi_bridge_stop(b);
-			tgi_bridge_free(b);
-			return -1;
-		}
-		s->thread_started = 1;
-	}
 	*out = b;
 	return 0;
 }
 
-void tgi_bridge_wait_ready(tgi_bridge *b)
+/* ---- starting servers when their tools are needed (b->mu) ---- */
+
+/* Make s's thread unless it has one.  A thread that cannot be made leaves
+ * s down with why (its tools are not offered); the next need tries again. */
+static void spawn(srv *s)
+{
+	tgi_bridge *b = s->b;
+	sigset_t all, old;
+
+	if (s->thread_started || b->stopping)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* signals are the caller's */
+	int rc = pthread_create(&s->thread, NULL, srv_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	s->spawned_ms = tgi_now_ms();
+	if (rc) {
+		tgi_snprintf(s->why, sizeof s->why, "toolgate cannot start a thread for it: %s",
+		             strerror(rc));
+		s->state = SRV_DOWN;
+		s->next_start_ms = s->spawned_ms;
+		s->ready = 1;
+		return;
+	}
+	s->thread_started = 1;
+	s->ready = 0;
+}
+
+/* Wait until s has been listed once or has failed to start: opening and
+ * listing share its startup timeout, with a margin for the rest. */
+static void wait_listed(srv *s)
+{
+	tgi_bridge *b = s->b;
+	double until = s->spawned_ms + s->startup_timeout_s * 1000.0 + 2000;
+	while (s->thread_started && !s->ready && !b->stopping && tgi_now_ms() < until)
+		wait_until(b, until);
+}
+
+void tgi_bridge_need_all(tgi_bridge *b)
 {
 	if (!b)
 		return;
 	lock(b);
-	for (size_t i = 0; i < b->n; i++) {
-		srv *s = &b->v[i];
-		/* opening and listing share the startup timeout; a margin for the rest */
-		double until = b->started_ms + s->startup_timeout_s * 1000.0 + 2000;
-		while (!s->ready && !b->stopping && tgi_now_ms() < until)
-			wait_until(b, until);
-	}
+	for (size_t i = 0; i < b->n; i++)
+		spawn(&b->v[i]);
+	for (size_t i = 0; i < b->n; i++)
+		wait_listed(&b->v[i]);
 	unlock(b);
 }
 
@@ -2085,6 +2335,42 @@ static srv *server_of(tgi_bridge *b, const char *name)
 			best = &b->v[i];
 	}
 	return best;
+}
+
+int tgi_bridge_need_tool(tgi_bridge *b, const char *name)
+{
+	if (!b || !name)
+		return 0;
+	/* a name under a server's prefix can only be that server's (the others
+	 * may not take it); any other name, only a server's with prefix "" */
+	const srv *owner = server_of(b, name);
+	int found = 0;
+	lock(b);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; owner && i < b->n; i++) {
+			srv *s = &b->v[i];
+			if (owner->prefix[0] ? s != owner : s->prefix[0] != '\0')
+				continue;
+			if (pass == 0)
+				spawn(s);
+			else
+				wait_listed(s);
+			found = 1;
+		}
+	unlock(b);
+	return found;
+}
+
+int tgi_bridge_all_listed(tgi_bridge *b)
+{
+	if (!b)
+		return 1;
+	int all = 1;
+	lock(b);
+	for (size_t i = 0; i < b->n && all; i++)
+		all = b->v[i].thread_started && b->v[i].ready;
+	unlock(b);
+	return all;
 }
 
 int tgi_bridge_explain(tgi_bridge *b, const char *name, char *out, size_t cap)
@@ -2196,12 +2482,17 @@ void tgi_bridge_stop(tgi_bridge *b)
 	if (!b || b->stopped)
 		return;
 	lock(b);
-	b->stopping = 1;
+	tgi_flag_set(&b->stopping);        /* no thread is made past here (spawn); the
+	                                     * listing in progress is cancelled */
 	pthread_cond_broadcast(&b->cv);
 	unlock(b);
-	for (size_t i = 0; i < b->n; i++)
-		if (b->v[i].thread_started)
+	for (size_t i = 0; i < b->n; i++) {
+		lock(b);
+		int started = b->v[i].thread_started;
+		unlock(b);
+		if (started)
 			pthread_join(b->v[i].thread, NULL);
+	}
 	b->stopped = 1;
 }
 

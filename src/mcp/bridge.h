@@ -26,6 +26,15 @@
  *                                    # {mode, network, read, write, sockets, accept});
  *                                    # default read-only, network off
  *
+ * No server starts with the gate: a server is started when one of its
+ * tools is first needed -- a call that names one (tgi_bridge_need_tool),
+ * or a listing of the tools (tgi_bridge_need_all: `toolgate tools`, MCP
+ * tools/list, an agent's tools) -- and never for a built-in or configured
+ * tool.  A stdio server's stderr goes to .toolgate/logs/<server>.log
+ * (LOG_MAX bytes, then moved to <server>.log.1 and begun again), not to
+ * the gate's stderr; the last line it wrote is quoted when it fails to
+ * start or exits.
+ *
  * A stdio server is started inside the sandbox of its profile
  * (exec/sandbox.h) and stays in it until it exits: the system read-only
  * with /etc's secrets hidden, the workspace (read-only by default), a
@@ -69,8 +78,8 @@ typedef struct tgi_bridge tgi_bridge;
 
 /*
  * Parse the gate's cfg->mcp_servers (an error names file:line through
- * tgi_config_where) and start every server in the background.  No servers
- * configured: 0 with *out NULL.
+ * tgi_config_where); no server is started.  No servers configured: 0 with
+ * *out NULL.
  */
 int tgi_bridge_new(tg_gate *g, tgi_bridge **out, char *err, size_t errlen);
 
@@ -87,9 +96,21 @@ struct tgi_config;
 int tgi_bridge_profile(const struct tgi_config *cfg, const char *name, const json_t *v,
                        struct tgi_sb_profile *out, char *err, size_t errlen);
 
-/* Wait until every server has been listed once or has failed to start,
- * up to its startup timeout. */
-void tgi_bridge_wait_ready(tgi_bridge *b);
+/* A listing of the tools is about to be made: start every server not
+ * started yet, and wait until each has been listed once or has failed to
+ * start (up to its startup timeout).  Thread-safe; NULL is fine. */
+void tgi_bridge_need_all(tgi_bridge *b);
+
+/* A call names `name`, which no registered tool has: start the server(s)
+ * that could offer it (the one whose prefix it carries, else those with
+ * prefix ""), and wait as tgi_bridge_need_all does.  1 when one was
+ * started or waited for (look the name up again), 0 when no server could
+ * offer it. */
+int tgi_bridge_need_tool(tgi_bridge *b, const char *name);
+
+/* Has every server been through its first start (listed, or failed)?
+ * Until then the set of tools is not known (the manifest digest waits). */
+int tgi_bridge_all_listed(tgi_bridge *b);
 
 /* fn(arg) is called (from a bridge thread) whenever the set of bridged
  * tools or their availability changes.  One listener; NULL removes it. */

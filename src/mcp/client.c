@@ -15,10 +15,13 @@
  * a ping still gets its empty result), so a server cannot make us start
  * threads without end.
  *
- *   stdio: the child runs in its own process group with two pipes; our
- *          ends are close-on-exec and non-blocking.  A reader thread reads
- *          lines (tgi_linereader) and polls the pipe beside a wake pipe that
- *          close() uses.  Writes are serialised by write_mu, with SIGPIPE
+ *   stdio: the child runs in its own process group with two pipes (three
+ *          when its stderr is passed on); our ends are close-on-exec and
+ *          non-blocking.  A reader thread reads lines (tgi_linereader) and
+ *          polls the pipe beside a wake pipe that close() uses, and the
+ *          stderr pipe, whose pieces it hands to cfg->stderr_data (what is
+ *          left there when the reader ends is passed on then, up to
+ *          STDERR_DRAIN_MAX).  Writes are serialised by write_mu, with SIGPIPE
  *          blocked in the writing thread (and a pending one consumed), so a
  *          dead child is an error here, never a signal for the process.
  *   HTTP:  each message is a POST on the calling thread (libcurl, loaded
@@ -92,6 +95,8 @@
 #define LISTEN_SETTLE_MS       1000     /* for the GET stream to open after initialize */
 #define EXIT_SETTLE_MS         1000     /* for a child whose pipes broke to be seen exiting */
 #define SERVER_REQUESTS_MAX    16       /* server requests answered at once, each on a thread */
+#define STDERR_CHUNK           4096     /* bytes of the child's stderr read at once */
+#define STDERR_DRAIN_MAX       ((size_t)1 << 20) /* passed on after the reader's end */
 
 typedef enum { T_STDIO, T_HTTP } transport;
 
@@ -127,6 +132,9 @@ struct tgi_mcp_client {
 	pid_t           pid;
 	int             to_child;    /* its stdin; -1 once closed (under write_mu) */
 	int             from_child;  /* its stdout */
+	int             err_child;   /* its stderr, or -1 when it writes to ours */
+	void          (*stderr_data)(void *arg, const char *data, size_t n);
+	void           *stderr_arg;
 	int             wake[2];     /* close() → reader: stop now */
 	pthread_mutex_t write_mu;
 	int             reader_started;
@@ -593,7 +601,8 @@ static void dispatch(tgi_mcp_client *c, const char *text, size_t len)
 enum { CHILD_DUP, CHILD_CWD, CHILD_SETUP, CHILD_EXEC };
 
 /* In the child, after fork: only async-signal-safe calls.  Never returns. */
-static void child_exec(const tgi_mcp_client_cfg *cfg, int in_r, int out_w, int status_w)
+static void child_exec(const tgi_mcp_client_cfg *cfg, int in_r, int out_w, int err_w,
+                       int status_w)
 {
 	int report[2] = {CHILD_DUP, 0};
 	struct sigaction dfl;
@@ -606,11 +615,15 @@ static void child_exec(const tgi_mcp_client_cfg *cfg, int in_r, int out_w, int s
 	sigaction(SIGPIPE, &dfl, NULL); /* ignored dispositions survive exec */
 	sigaction(SIGXFSZ, &dfl, NULL);
 	setpgid(0, 0);
-	/* lift both ends above 2 first, so neither dup2 can clobber the other
-	 * (our own 0 or 1 may have been closed and reused by a pipe) */
+	/* lift the ends above 2 first, so no dup2 can clobber another (our
+	 * own 0, 1 or 2 may have been closed and reused by a pipe) */
 	in_r = fcntl(in_r, F_DUPFD_CLOEXEC, 3);
 	out_w = fcntl(out_w, F_DUPFD_CLOEXEC, 3);
+	if (err_w >= 0)
+		err_w = fcntl(err_w, F_DUPFD_CLOEXEC, 3);
 	if (in_r < 0 || out_w < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0)
+		goto fail;
+	if (cfg->stderr_data && (err_w < 0 || dup2(err_w, 2) < 0))
 		goto fail;
 	report[0] = CHILD_CWD;
 	if (cfg->cwd && chdir(cfg->cwd) < 0)
@@ -646,7 +659,7 @@ static void close_fd(int *fd)
 
 static int stdio_start(tgi_mcp_client *c, const tgi_mcp_client_cfg *cfg, char *err, size_t errlen)
 {
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, st[2] = {-1, -1};
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, st[2] = {-1, -1}, er[2] = {-1, -1};
 	int report[2] = {0, 0};
 	char cmd[200], ebuf[512];
 	ssize_t got;
@@ -654,7 +667,7 @@ static int stdio_start(tgi_mcp_client *c, const tgi_mcp_client_cfg *cfg, char *e
 
 	tgi_sanitize(cmd, sizeof cmd, cfg->argv[0]);
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0 ||
-	    pipe2(c->wake, O_CLOEXEC) < 0) {
+	    pipe2(c->wake, O_CLOEXEC) < 0 || (cfg->stderr_data && pipe2(er, O_CLOEXEC) < 0)) {
 		tgi_snprintf(err, errlen, "cannot start the server \"%s\": %s", c->name,
 		             errno_text(errno, ebuf, sizeof ebuf));
 		goto fail;
@@ -666,11 +679,12 @@ static int stdio_start(tgi_mcp_client *c, const tgi_mcp_client_cfg *cfg, char *e
 		goto fail;
 	}
 	if (pid == 0)
-		child_exec(cfg, in[0], out[1], st[1]);
+		child_exec(cfg, in[0], out[1], er[1], st[1]);
 	setpgid(pid, pid); /* the child does it too; whoever is first wins */
 	close_fd(&in[0]);
 	close_fd(&out[1]);
 	close_fd(&st[1]);
+	close_fd(&er[1]);
 	do
 		got = read(st[0], report, sizeof report);
 	while (got < 0 && errno == EINTR);
@@ -710,8 +724,11 @@ static int stdio_start(tgi_mcp_client *c, const tgi_mcp_client_cfg *cfg, char *e
 	c->pid = pid;
 	c->to_child = in[1];
 	c->from_child = out[0];
+	c->err_child = er[0];
 	fcntl(c->to_child, F_SETFL, fcntl(c->to_child, F_GETFL) | O_NONBLOCK);
 	fcntl(c->from_child, F_SETFL, fcntl(c->from_child, F_GETFL) | O_NONBLOCK);
+	if (c->err_child >= 0)
+		fcntl(c->err_child, F_SETFL, fcntl(c->err_child, F_GETFL) | O_NONBLOCK);
 	return 0;
 fail:
 	close_fd(&in[0]);
@@ -720,6 +737,8 @@ fail:
 	close_fd(&out[1]);
 	close_fd(&st[0]);
 	close_fd(&st[1]);
+	close_fd(&er[0]);
+	close_fd(&er[1]);
 	return -1;
 }
 
@@ -744,11 +763,38 @@ static void exit_text(tgi_mcp_client *c, char *out, size_t cap, int ms)
 		tgi_snprintf(out, cap, " (it was killed by signal %d)", si.si_status);
 }
 
+/*
+ * Pass on what the child's stderr holds now, up to max bytes: 1 while the
+ * pipe is open, 0 once it has ended (*fd is then -1; the client still
+ * closes it).  The reader's thread alone.
+ */
+static int stderr_pass(tgi_mcp_client *c, int *fd, size_t max)
+{
+	char buf[STDERR_CHUNK];
+	size_t done = 0;
+
+	while (*fd >= 0 && done < max) {
+		ssize_t n = read(*fd, buf, sizeof buf);
+		if (n > 0) {
+			c->stderr_data(c->stderr_arg, buf, (size_t)n);
+			done += (size_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return 1;
+		} else {
+			*fd = -1;               /* the end, or an error: nothing more comes */
+		}
+	}
+	return *fd >= 0;
+}
+
 static void *stdio_reader(void *arg)
 {
 	tgi_mcp_client *c = arg;
 	tgi_linereader r;
 	char why[400], status[64];
+	int errfd = c->err_child;
 
 	tgi_linereader_init(&r, c->from_child, c->max_message);
 	for (;;) {
@@ -761,11 +807,14 @@ static void *stdio_reader(void *arg)
 		} else if (st == TGI_LINE_TOO_LONG) {
 			note(c, "a message over %zu bytes was dropped", c->max_message);
 		} else if (st == TGI_LINE_ERROR && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd fds[2] = {{c->from_child, POLLIN, 0}, {c->wake[0], POLLIN, 0}};
-			if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			struct pollfd fds[3] = {{c->from_child, POLLIN, 0}, {c->wake[0], POLLIN, 0},
+			                        {errfd, POLLIN, 0}};   /* -1: not polled */
+			if (poll(fds, 3, -1) < 0 && errno != EINTR)
 				break;
 			if (fds[1].revents)
 				break; /* close() is done with the child */
+			if (fds[2].revents)
+				stderr_pass(c, &errfd, STDERR_CHUNK * 16);
 		} else {
 			break; /* end of input, or a read error */
 		}
@@ -776,6 +825,9 @@ static void *stdio_reader(void *arg)
 	int closing = c->closing;
 	pthread_mutex_unlock(&c->mu);
 	exit_text(c, status, sizeof status, closing ? 0 : EXIT_SETTLE_MS / 2);
+	/* its last words (why it exited, as a rule) */
+	if (errfd >= 0)
+		stderr_pass(c, &errfd, STDERR_DRAIN_MAX);
 	tgi_snprintf(why, sizeof why, "the server \"%s\" closed the connection%s", c->name, status);
 	connection_lost(c, why);
 	return NULL;
@@ -1624,6 +1676,7 @@ static void client_free(tgi_mcp_client *c)
 	conn_free_all(c);
 	close_fd(&c->to_child);
 	close_fd(&c->from_child);
+	close_fd(&c->err_child);
 	close_fd(&c->wake[0]);
 	close_fd(&c->wake[1]);
 	pthread_cond_destroy(&c->cv);
@@ -1643,7 +1696,9 @@ static tgi_mcp_client *client_new(const tgi_mcp_client_cfg *cfg, const tgi_mcp_c
 	c->max_message = cfg->max_message ? cfg->max_message : DEFAULT_MAX_MESSAGE;
 	if (h)
 		c->h = *h;
-	c->to_child = c->from_child = c->wake[0] = c->wake[1] = -1;
+	c->to_child = c->from_child = c->err_child = c->wake[0] = c->wake[1] = -1;
+	c->stderr_data = cfg->stderr_data;
+	c->stderr_arg = cfg->stderr_arg;
 	c->next_id = 1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->write_mu, NULL);

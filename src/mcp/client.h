@@ -53,6 +53,11 @@ typedef struct tgi_mcp_client_cfg {
 	void              *child_arg;
 	int              (*started)(void *arg, pid_t pid, char *err, size_t errlen);
 	void              *started_arg;
+	/* the child's stderr: each piece it writes, passed on from the reader
+	 * thread (the last pieces before close() returns); it may not call
+	 * into this client.  NULL: the child writes to our stderr. */
+	void             (*stderr_data)(void *arg, const char *data, size_t n);
+	void              *stderr_arg;
 	/* or Streamable HTTP: */
 	const char        *url;         /* http(s)://host:port/path; argv must be NULL */
 	const char *const *headers;     /* extra "Name: value" lines (Authorization), or NULL */

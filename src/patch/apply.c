@@ -39,7 +39,8 @@
 
 /* One file as the patch sees it: on disk, then after the operations so far. */
 typedef struct file {
-	char   *key;          /* where the write lands, workspace-relative (owned) */
+	char   *key;          /* where the write lands, workspace-relative, as text (owned) */
+	char   *fs;           /* its bytes: what is opened (owned) */
 	int     disk;         /* 0 none, else S_IFREG, S_IFLNK, S_IFDIR or another S_IFMT */
 	mode_t  disk_mode;
 	char   *disk_data;    /* a regular file's bytes, read when first needed (owned) */
@@ -82,7 +83,7 @@ static tgi_patch_err refuse(planner *pl, const char *path, const char *why)
  * write_file). */
 static tgi_patch_err check_path(planner *pl, const char *path, int del, char *key, size_t cap)
 {
-	char norm[PATH_MAX], why[320], real[PATH_MAX];
+	char norm[PATH_MAX], why[320], real[PATH_MAX], text[PATH_MAX];
 	int (*const resolve[])(int, const char *, char *, size_t) = {
 		tgi_path_resolve,               /* where a symlink at the end points */
 		tgi_path_resolve_parent,        /* what the write replaces: the key */
@@ -90,6 +91,14 @@ static tgi_patch_err check_path(planner *pl, const char *path, int del, char *ke
 
 	if (!*path)
 		return refuse(pl, path, "empty path");
+	/* a patch read from a file (toolgate apply-patch) may name a file by
+	 * bytes that are not UTF-8: they can only be the name's own, so they
+	 * are taken as its text form says them (fs.h) */
+	if (tgi_utf8_bad(path, strlen(path), NULL)) {
+		if (tgi_name_text(path, strlen(path), text, sizeof text) < 0)
+			return refuse(pl, path, "it is too long");
+		path = text;
+	}
 	if (path[0] == '/')
 		return refuse(pl, path, "absolute paths are not allowed; use a path relative to the "
 		              "workspace");
@@ -115,6 +124,8 @@ static tgi_patch_err check_path(planner *pl, const char *path, int del, char *ke
 		if (tgi_path_protected(real))
 			return refuse(pl, path, ".git/ and .toolgate/ are read-only to tools");
 	}
+	if (tgi_path_bytes(real, norm, sizeof norm) < 0)   /* a resolved path always reads back */
+		return refuse(pl, path, "it cannot be checked (its name does not read back)");
 	tgi_snprintf(key, cap, "%s", real);
 	return TGI_PATCH_OK;
 }
@@ -131,9 +142,12 @@ static file *file_get(planner *pl, const char *key)
 	file *f = &pl->files[pl->nfiles++];
 	memset(f, 0, sizeof *f);
 	f->key = tgi_strdup(key);
+	char bytes[PATH_MAX] = "";
+	tgi_path_bytes(key, bytes, sizeof bytes);  /* check_path saw that it reads back */
+	f->fs = tgi_strdup(bytes);
 
 	struct stat st;
-	int fd = tgi_open_beneath(pl->ws_fd, key, O_PATH | O_NOFOLLOW, 0);
+	int fd = tgi_open_beneath(pl->ws_fd, f->fs, O_PATH | O_NOFOLLOW, 0);
 	if (fd >= 0 && fstat(fd, &st) == 0) {
 		f->disk = (int)(st.st_mode & S_IFMT);
 		f->disk_mode = st.st_mode & 07777;
@@ -160,7 +174,7 @@ static int file_bytes(planner *pl, file *f, const char **data, size_t *len)
 	if (f->disk != S_IFREG)
 		return -EINVAL;
 	if (!f->loaded) {
-		int fd = tgi_open_beneath(pl->ws_fd, f->key, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+		int fd = tgi_open_beneath(pl->ws_fd, f->fs, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 		if (fd < 0)
 			return fd;
 		int r = tgi_read_fd(fd, TGI_PATCH_FILE_MAX, &f->disk_data, &f->disk_len);
@@ -232,7 +246,76 @@ static int repl_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* "Failed to find expected lines in p:\n<old lines>" and where it came closest. */
+/*
+ * Does a line of the file match a line of the patch once the file's bytes
+ * that are not UTF-8 are left aside: each of them matches any one
+ * character of the patch's line (the U+FFFD read_file showed for it, or a
+ * guess such as "é" for Latin-1's 0xE9)?  Trailing whitespace aside.
+ */
+static int like_shown(const tgi_patch_line *f, const tgi_patch_line *p)
+{
+	size_t fn = f->len, pn = p->len, i = 0, j = 0;
+	while (fn && (f->s[fn - 1] == ' ' || f->s[fn - 1] == '\t'))
+		fn--;
+	while (pn && (p->s[pn - 1] == ' ' || p->s[pn - 1] == '\t'))
+		pn--;
+	while (i < fn && j < pn) {
+		size_t l = f->s[i] ? tgi_utf8_decode(f->s + i, fn - i, NULL) : 0;
+		if (l) {
+			if (l > pn - j || memcmp(f->s + i, p->s + j, l))
+				return 0;
+			i += l;
+			j += l;
+		} else {
+			size_t m = tgi_utf8_decode(p->s + j, pn - j, NULL);
+			j += m ? m : 1;
+			i++;
+		}
+	}
+	return i == fn && j == pn;
+}
+
+/*
+ * When the file is not UTF-8, what the message says of it first (the tool
+ * passes the start of a long message on): where the chunk's lines are once
+ * its bytes that are not UTF-8 are left aside -- the reason they were not
+ * found -- or how many such bytes it has.
+ */
+static void encoding_note(tgi_buf *b, const char *s, const tgi_patch_chunk *ch,
+                          const tgi_patch_text *t, size_t cursor)
+{
+	size_t bad = 0, bad_line = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t k = tgi_utf8_bad(t->lines[i].s, t->lines[i].len, NULL);
+		if (k && !bad)
+			bad_line = i + 1;
+		bad += k;
+	}
+	if (!bad)
+		return;
+	size_t at = 0;
+	int found = 0;
+	for (size_t i = cursor; !found && ch->nold && i + ch->nold <= t->n; i++) {
+		size_t k = 0;
+		while (k < ch->nold && like_shown(&t->lines[i + k], &ch->old[k]))
+			k++;
+		found = k == ch->nold;
+		at = i;
+	}
+	if (found)
+		tgi_buf_printf(b, " (%s is not UTF-8: these lines are at line %zu, but there the file "
+		               "holds bytes that are not UTF-8 text, which read_file shows as U+FFFD "
+		               "and a patch cannot name; rewrite the file with write_file, or change it "
+		               "with a command)", s, at + 1);
+	else
+		tgi_buf_printf(b, " (%s is not UTF-8: %zu byte%s of it, the first on line %zu, %s "
+		               "shown by read_file as U+FFFD, and a patch cannot name %s)", s, bad,
+		               bad == 1 ? "" : "s", bad_line, bad == 1 ? "is" : "are",
+		               bad == 1 ? "it" : "them");
+}
+
+/* "Failed to find expected lines in p:\n<old lines>" and where it came
+ * closest; first, when the file is not UTF-8, what that did. */
 static void not_found(planner *pl, const char *path, const tgi_patch_chunk *ch,
                       const tgi_patch_text *t, size_t cursor)
 {
@@ -241,7 +324,9 @@ static void not_found(planner *pl, const char *path, const tgi_patch_chunk *ch,
 
 	tgi_buf_init(&b, pl->errlen);
 	shown(s, sizeof s, path, strlen(path));
-	tgi_buf_printf(&b, "Failed to find expected lines in %s:", s);
+	tgi_buf_printf(&b, "Failed to find expected lines in %s", s);
+	encoding_note(&b, s, ch, t, cursor);
+	tgi_buf_puts(&b, ":");
 	for (size_t i = 0; i < ch->nold; i++) {
 		char l[LINE_MAX_SHOWN + 8];
 		shown(l, sizeof l, ch->old[i].s, ch->old[i].len);
@@ -464,6 +549,7 @@ static void files_free(planner *pl)
 {
 	for (size_t i = 0; i < pl->nfiles; i++) {
 		free(pl->files[i].key);
+		free(pl->files[i].fs);
 		free(pl->files[i].disk_data);
 		free(pl->files[i].data);
 	}
@@ -522,6 +608,8 @@ tgi_patch_err tgi_patch_plan_make(int ws_fd, const tgi_patch *p, tgi_patch_plan 
 		tgi_patch_write *w = &plan->writes[plan->nwrites++];
 		w->path = f->key;
 		f->key = NULL;
+		w->fspath = f->fs;
+		f->fs = NULL;
 		w->data = f->data;
 		f->data = NULL;
 		w->len = f->len;
@@ -552,6 +640,7 @@ void tgi_patch_plan_free(tgi_patch_plan *plan)
 {
 	for (size_t i = 0; i < plan->nwrites; i++) {
 		free(plan->writes[i].path);
+		free(plan->writes[i].fspath);
 		free(plan->writes[i].data);
 	}
 	free(plan->writes);

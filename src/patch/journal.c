@@ -245,15 +245,38 @@ static void roll_forward(int ws_fd, const journal *j)
 
 /* ---- the journal file ---- */
 
+/* A path of the journal (bytes) as JSON: its text form (fs.h), or null
+ * for NULL. */
+static json_t *jpath(const char *path)
+{
+	char text[4 * PATH_MAX];
+	if (!path)
+		return json_null();
+	if (tgi_name_text(path, strlen(path), text, sizeof text) < 0)
+		return NULL;                    /* never: paths are under PATH_MAX */
+	return json_string(text);
+}
+
+/* The bytes of a journal path read back (caller frees), or NULL. */
+static char *jpath_bytes(const json_t *v)
+{
+	char bytes[PATH_MAX], err[8];
+	const char *text = json_string_value(v);
+	if (!text || tgi_name_bytes(text, json_string_length(v), bytes, sizeof bytes, err,
+	                            sizeof err) < 0)
+		return NULL;
+	return tgi_strdup(bytes);
+}
+
 static json_t *journal_json(const journal *j)
 {
 	json_t *dirs = json_array(), *files = json_array();
 	for (size_t i = 0; i < j->ndirs; i++)
-		json_array_append_new(dirs, json_string(j->dirs[i]));
+		json_array_append_new(dirs, jpath(j->dirs[i]));
 	for (size_t i = 0; i < j->nfiles; i++)
-		json_array_append_new(files, json_pack("{s:s, s:s?, s:s?}", "path", j->files[i].path,
-		                                       "temp", j->files[i].temp,
-		                                       "backup", j->files[i].backup));
+		json_array_append_new(files, json_pack("{s:o, s:o, s:o}", "path", jpath(j->files[i].path),
+		                                       "temp", jpath(j->files[i].temp),
+		                                       "backup", jpath(j->files[i].backup)));
 	return json_pack("{s:i, s:s, s:o, s:o}", "version", 1, "tx", j->tx, "dirs", dirs,
 	                 "files", files);
 }
@@ -289,17 +312,27 @@ static int journal_parse(const char *text, size_t len, journal *j)
 		j->dirs = tgi_xcalloc(json_array_size(dirs) + 1, sizeof *j->dirs);
 		j->files = tgi_xcalloc(json_array_size(files) + 1, sizeof *j->files);
 		json_array_foreach(dirs, i, v) {
-			ok = ok && jname_ok(json_string_value(v), NULL);
+			char *d = ok ? jpath_bytes(v) : NULL;
+			ok = ok && jname_ok(d, NULL);
 			if (ok)
-				j->dirs[j->ndirs++] = tgi_strdup(json_string_value(v));
+				j->dirs[j->ndirs++] = d;
+			else
+				free(d);
 		}
 		json_array_foreach(files, i, v) {
-			const char *p = json_string_value(json_object_get(v, "path"));
-			const char *t = json_string_value(json_object_get(v, "temp"));
-			const char *b = json_string_value(json_object_get(v, "backup"));
-			ok = ok && jname_ok(p, NULL) && (!t || jname_ok(t, p)) && (!b || jname_ok(b, p));
-			if (ok)
-				j->files[j->nfiles++] = (jfile){tgi_strdup(p), tgi_strdup(t), tgi_strdup(b)};
+			json_t *jt = json_object_get(v, "temp"), *jb = json_object_get(v, "backup");
+			char *p = ok ? jpath_bytes(json_object_get(v, "path")) : NULL;
+			char *t = ok && jt && !json_is_null(jt) ? jpath_bytes(jt) : NULL;
+			char *b = ok && jb && !json_is_null(jb) ? jpath_bytes(jb) : NULL;
+			ok = ok && jname_ok(p, NULL) && (!jt || json_is_null(jt) || jname_ok(t, p)) &&
+			     (!jb || json_is_null(jb) || jname_ok(b, p));
+			if (ok) {
+				j->files[j->nfiles++] = (jfile){p, t, b};
+			} else {
+				free(p);
+				free(t);
+				free(b);
+			}
 		}
 	}
 	json_decref(root);
@@ -360,7 +393,7 @@ static void plan_dirs(int ws_fd, const tgi_patch_plan *plan, journal *j)
 		if (!plan->writes[i].data)
 			continue;
 		char dir[PATH_MAX];
-		tgi_snprintf(dir, sizeof dir, "%s", plan->writes[i].path);
+		tgi_snprintf(dir, sizeof dir, "%s", plan->writes[i].fspath);
 		for (char *s = dir; (s = strchr(s, '/')); *s++ = '/') {
 			*s = '\0';
 			int known = 0;
@@ -377,10 +410,13 @@ static void plan_dirs(int ws_fd, const tgi_patch_plan *plan, journal *j)
 	}
 }
 
+/* path: its bytes, shown as text (fs.h) */
 static int fail(char *err, size_t errlen, const char *what, const char *path, int r)
 {
-	char s[256];
-	tgi_sanitize(s, sizeof s, path);
+	char s[256], text[PATH_MAX];
+	if (tgi_name_text(path, strlen(path), text, sizeof text) < 0)
+		tgi_snprintf(text, sizeof text, "(a path too long to show)");
+	tgi_sanitize(s, sizeof s, text);
 	tgi_snprintf(err, errlen, "%s %s: %s", what, s, strerror(-r));
 	return -1;
 }
@@ -447,17 +483,17 @@ static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, 
 		if (fd >= 0 && close(fd) < 0 && !r && errno != EINTR)
 			r = -errno;
 		if (r)
-			what = "Failed to write file", path = w->path;
+			what = "Failed to write file", path = w->fspath;
 	}
 	/* 4: the old selves kept (the backup lies in the same directory) */
 	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		if (!j->files[i].backup)
 			continue;
 		dirs_get(&d, j->files[i].backup, &bbase);
-		pfd = dirs_get(&d, plan->writes[i].path, &base);
+		pfd = dirs_get(&d, plan->writes[i].fspath, &base);
 		r = pfd < 0 ? pfd : linkat(pfd, base, pfd, bbase, 0) < 0 ? -errno : 0;
 		if (r)
-			what = "Failed to keep a backup of", path = plan->writes[i].path;
+			what = "Failed to keep a backup of", path = plan->writes[i].fspath;
 	}
 	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
 		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
@@ -465,7 +501,7 @@ static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, 
 	/* 5: in place */
 	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		const tgi_patch_write *w = &plan->writes[i];
-		if ((pfd = dirs_get(&d, w->path, &base)) < 0) {
+		if ((pfd = dirs_get(&d, w->fspath, &base)) < 0) {
 			r = pfd;
 		} else if (w->data) {
 			dirs_get(&d, j->files[i].temp, &tbase);
@@ -474,7 +510,7 @@ static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, 
 			r = unlinkat(pfd, base, 0) < 0 ? -errno : 0;
 		}
 		if (r)
-			what = w->data ? "Failed to write file" : "Failed to delete file", path = w->path;
+			what = w->data ? "Failed to write file" : "Failed to delete file", path = w->fspath;
 	}
 	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
 		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
@@ -501,9 +537,9 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 	j.files = tgi_xcalloc(plan->nwrites, sizeof *j.files);
 	for (size_t i = 0; i < plan->nwrites; i++) {
 		const tgi_patch_write *w = &plan->writes[i];
-		j.files[i].path = tgi_strdup(w->path);
-		j.files[i].temp = w->data ? sibling(w->path, tx, i, "new") : NULL;
-		j.files[i].backup = w->existed ? sibling(w->path, tx, i, "old") : NULL;
+		j.files[i].path = tgi_strdup(w->fspath);
+		j.files[i].temp = w->data ? sibling(w->fspath, tx, i, "new") : NULL;
+		j.files[i].backup = w->existed ? sibling(w->fspath, tx, i, "old") : NULL;
 	}
 	j.nfiles = plan->nwrites;
 

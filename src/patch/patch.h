@@ -122,7 +122,8 @@ long tgi_patch_seek(const tgi_patch_line *lines, size_t n, const tgi_patch_line 
 
 /* One file's final state: new bytes, or removal. */
 typedef struct tgi_patch_write {
-	char   *path;      /* normalised, workspace-relative (owned) */
+	char   *path;      /* normalised, workspace-relative, as text (owned; fs.h) */
+	char   *fspath;    /* its bytes: what the journal opens (owned) */
 	char   *data;      /* owned; NULL: remove the file */
 	size_t  len;
 	mode_t  mode;      /* for data: the mode the file gets */

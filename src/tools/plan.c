@@ -47,8 +47,11 @@ int tgi_plan_may_read(const tgi_exec_ctx *ctx, const char *norm)
 void tgi_plan_old_read(const tgi_exec_ctx *ctx, const char *norm, tgi_plan_old *out)
 {
 	struct stat st;
+	char bytes[PATH_MAX];
 	memset(out, 0, sizeof *out);
-	int fd = tgi_open_beneath(ctx->ws_fd, norm, O_PATH | O_NOFOLLOW, 0);
+	int fd = tgi_path_bytes(norm, bytes, sizeof bytes);
+	if (fd == 0)
+		fd = tgi_open_beneath(ctx->ws_fd, bytes, O_PATH | O_NOFOLLOW, 0);
 	if (fd == -ENOENT) {
 		out->state = TGI_OLD_MISSING;
 		return;
@@ -79,7 +82,7 @@ void tgi_plan_old_read(const tgi_exec_ctx *ctx, const char *norm, tgi_plan_old *
 		hidden(out, "the file is over 16 MiB");
 		return;
 	}
-	fd = tgi_open_beneath(ctx->ws_fd, norm, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	fd = tgi_open_beneath(ctx->ws_fd, bytes, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
 		close(fd);
 		fd = -EINVAL;                   /* replaced since: show nothing */

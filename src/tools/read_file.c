@@ -5,8 +5,14 @@
  * The file is streamed in fixed chunks: memory holds one chunk, the first
  * bytes of the current line and the selection (refused past 100,000
  * characters), whatever the file's size.  total_lines counts every line.
- * The stream stops at the call's deadline (timeout).  Bytes that are not
- * UTF-8 become U+FFFD in the output.
+ * The stream stops at the call's deadline (timeout).
+ *
+ * Bytes that are not UTF-8 (each byte of a sequence that is not valid
+ * UTF-8, and NUL past the binary probe) become U+FFFD in the output, and
+ * the result says so: `encoding` {utf8: false, invalid_bytes, first_line,
+ * shown_as} over the whole file, and a warning the model reads, since a
+ * patch built from those lines cannot match them.  A file that is UTF-8
+ * has no `encoding`.
  *
  * Owns: the tool row, its schema, and turning a file into numbered lines.
  * Must not: check permissions (the pipeline does), read .toolgate/ (but a
@@ -57,6 +63,13 @@ typedef struct reader {
 	size_t    chars;                /* characters of the selection */
 	int       over;                 /* past READ_MAX_CHARS: count, stop keeping */
 	tgi_buf   content;              /* raw bytes of the numbered selection */
+	/* UTF-8 over the whole file (utf8_scan) */
+	int       need;                 /* continuation bytes the sequence still needs */
+	int       got;                  /* of it so far, the lead byte included */
+	unsigned char lo, hi;           /* the range of the next continuation byte */
+	long long u_line;               /* the line the scan is on */
+	long long bad;                  /* bytes shown as U+FFFD */
+	long long bad_line;             /* the first line holding one (0: none) */
 	char      held[LINE_MAX_BYTES];
 	char      chunk[CHUNK];
 } reader;
@@ -114,6 +127,59 @@ static void feed(reader *r, const char *p, size_t n)
 	}
 }
 
+static void bad_bytes(reader *r, int n)
+{
+	r->bad += n;
+	if (!r->bad_line)
+		r->bad_line = r->u_line;
+}
+
+/*
+ * Follow UTF-8 across the file (chunks may cut a sequence): each byte not
+ * part of a valid sequence counts, as tgi_json_text replaces each with
+ * U+FFFD, and NUL too.  The ranges are RFC 3629's: no overlong forms, no
+ * surrogates, nothing past U+10FFFF.
+ */
+static void utf8_scan(reader *r, const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = p[i];
+		if (r->need) {
+			if (b >= r->lo && b <= r->hi) {
+				r->need--;
+				r->got++;
+				r->lo = 0x80;
+				r->hi = 0xBF;
+				continue;
+			}
+			bad_bytes(r, r->got);       /* the sequence so far; b starts afresh */
+			r->need = 0;
+		}
+		r->got = 1;
+		r->lo = 0x80;
+		r->hi = 0xBF;
+		if (b == '\n')
+			r->u_line++;
+		if (b == 0)
+			bad_bytes(r, 1);
+		else if (b < 0x80)
+			;
+		else if (b >= 0xC2 && b <= 0xDF)
+			r->need = 1;
+		else if (b >= 0xE0 && b <= 0xEF) {
+			r->need = 2;
+			r->lo = b == 0xE0 ? 0xA0 : 0x80;
+			r->hi = b == 0xED ? 0x9F : 0xBF;
+		} else if (b >= 0xF0 && b <= 0xF4) {
+			r->need = 3;
+			r->lo = b == 0xF0 ? 0x90 : 0x80;
+			r->hi = b == 0xF4 ? 0x8F : 0xBF;
+		} else {
+			bad_bytes(r, 1);
+		}
+	}
+}
+
 /* read() that retries EINTR and fills up to want bytes unless EOF. */
 static ssize_t read_full(int fd, char *buf, size_t want)
 {
@@ -151,10 +217,13 @@ static int stream(int fd, reader *r, const char *shown, double deadline, tgi_too
 			             "\"%s\" is a binary file; read_file shows text only", shown);
 			return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 		}
+		utf8_scan(r, (const unsigned char *)r->chunk, (size_t)n);
 		feed(r, r->chunk, (size_t)n);
 	}
 	if (n < 0)
 		return tgi_tool_fail(out, tgi_path_error(-errno, shown, out->message, sizeof out->message));
+	if (r->need)                    /* cut short by the end */
+		bad_bytes(r, r->got);
 	if (r->line_bytes > 0)          /* a last line without a newline */
 		end_line(r);
 	return 0;
@@ -200,6 +269,7 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 	r->first = offset;
 	r->last = offset + limit - 1;
 	r->line = 1;
+	r->u_line = 1;
 	tgi_buf_init(&r->content, (size_t)READ_MAX_CHARS * 4 + LINE_MAX_BYTES + 256);
 	if (stream(fd, r, shown, deadline, out) < 0)
 		goto done;
@@ -228,6 +298,19 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 	json_object_set_new(o, "start_line", json_integer(offset));
 	json_object_set_new(o, "lines", json_integer(r->shown));
 	json_object_set_new(o, "total_lines", json_integer(total));
+	if (r->bad) {
+		json_object_set_new(o, "encoding",
+		                    json_pack("{s:b, s:I, s:I, s:s}", "utf8", 0, "invalid_bytes",
+		                              (json_int_t)r->bad, "first_line", (json_int_t)r->bad_line,
+		                              "shown_as", "U+FFFD"));
+		char w[512];
+		tgi_snprintf(w, sizeof w,
+		             "\"%s\" is not UTF-8: %lld byte%s of it (the first on line %lld) %s shown "
+		             "as U+FFFD; apply_patch cannot match a line that holds such a byte, and "
+		             "write_file would replace such bytes with what you send", shown, r->bad,
+		             r->bad == 1 ? "" : "s", r->bad_line, r->bad == 1 ? "is" : "are");
+		out->warnings = json_pack("[s]", w);
+	}
 	out->output = o;
 	out->kind = TG_ERR_NONE;
 	rc = 0;

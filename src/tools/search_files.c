@@ -174,8 +174,11 @@ static int scan_fd(search *s, int fd)
 	return r;
 }
 
-static int glob_ok(const search *s, const char *name)
+/* Does the glob take the entry at.path names (its name as text, fs.h)? */
+static int glob_ok(const search *s)
 {
+	const char *name = strrchr(s->at.path, '/');
+	name = name ? name + 1 : s->at.path;
 	return !s->glob || fnmatch(s->glob, s->glob_path ? s->at.path : name, 0) == 0;
 }
 
@@ -197,7 +200,7 @@ static void walk_dir(search *s, int dirfd, size_t len, int depth)
 		if (!end)
 			continue;
 		if (is_dir ? depth >= MAX_DEPTH
-		           : !S_ISREG(e->mode) || (uintmax_t)e->size > FILE_MAX || !glob_ok(s, e->name))
+		           : !S_ISREG(e->mode) || (uintmax_t)e->size > FILE_MAX || !glob_ok(s))
 			continue;
 		if (!tgi_walk_may_read(s->ctx, &s->at, end, is_dir)) {
 			s->withheld++;

@@ -42,9 +42,10 @@ static const char schema[] =
 	"\"required\":[\"path\",\"content\"],\"additionalProperties\":false}";
 
 /* The checks before a write (the handler's and the plan's): path into
- * path (PATH_MAX), the content.  0, or -1 with out's kind and sentence. */
-static int prepare(const tgi_exec_ctx *ctx, const json_t *args, char *path, const char **content,
-                   size_t *len, tgi_tool_out *out)
+ * path (PATH_MAX, as text) and bytes (PATH_MAX, what is opened), the
+ * content.  0, or -1 with out's kind and sentence. */
+static int prepare(const tgi_exec_ctx *ctx, const json_t *args, char *path, char *bytes,
+                   const char **content, size_t *len, tgi_tool_out *out)
 {
 	char shown[160];
 	const char *raw;
@@ -63,28 +64,31 @@ static int prepare(const tgi_exec_ctx *ctx, const json_t *args, char *path, cons
 	}
 	if (tgi_path_writable(ctx->ws_fd, path, &kind, out->message, sizeof out->message) < 0)
 		return tgi_tool_fail(out, kind);
+	int r = tgi_path_bytes(path, bytes, PATH_MAX);
+	if (r < 0)
+		return tgi_tool_fail(out, tgi_path_error(r, path, out->message, sizeof out->message));
 	return 0;
 }
 
 static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
-	char path[PATH_MAX], shown[160];
+	char path[PATH_MAX], bytes[PATH_MAX], shown[160];
 	const char *content;
 	size_t len;
 	tg_errkind kind;
 
-	if (prepare(ctx, args, path, &content, &len, out) < 0)
+	if (prepare(ctx, args, path, bytes, &content, &len, out) < 0)
 		return -1;
 	tgi_sanitize(shown, sizeof shown, path);
 
 	/* Does it exist now?  (The link itself, if it is one: the rename
 	 * replaces a symlink, it does not write through it.) */
-	int fd = tgi_open_beneath(ctx->ws_fd, path, O_PATH | O_NOFOLLOW, 0);
+	int fd = tgi_open_beneath(ctx->ws_fd, bytes, O_PATH | O_NOFOLLOW, 0);
 	int created = fd == -ENOENT;
 	if (fd >= 0)
 		close(fd);
 
-	int r = tgi_write_atomic(ctx->ws_fd, path, content, len, 0644);
+	int r = tgi_write_atomic(ctx->ws_fd, bytes, content, len, 0644);
 	if (r < 0) {
 		kind = tgi_path_error(r, path, out->message, sizeof out->message);
 		if (r == -EISDIR)
@@ -116,18 +120,18 @@ static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_
  */
 static json_t *write_file_plan(const tgi_exec_ctx *ctx, const json_t *args)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], bytes[PATH_MAX];
 	const char *content;
 	size_t len, budget = TGI_PLAN_DIFF_MAX;
 	tgi_tool_out out;
 	struct stat st;
 
 	memset(&out, 0, sizeof out);
-	if (prepare(ctx, args, path, &content, &len, &out) < 0)
+	if (prepare(ctx, args, path, bytes, &content, &len, &out) < 0)
 		return tgi_plan_fail(NULL, out.kind, out.message);
 	json_t *plan = json_object();
 	json_object_set_new(plan, "path", tgi_json_text(path, strlen(path)));
-	int fd = tgi_open_beneath(ctx->ws_fd, path, O_PATH | O_NOFOLLOW, 0);
+	int fd = tgi_open_beneath(ctx->ws_fd, bytes, O_PATH | O_NOFOLLOW, 0);
 	int exists = fd >= 0;
 	int dir = fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 	if (fd >= 0)

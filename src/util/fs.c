@@ -106,6 +106,11 @@ int tgi_path_check(const char *path, size_t len, char *out, size_t cap, char *er
 		tgi_snprintf(err, errlen, "path must be relative to the workspace, got \"%s\"", s);
 		return -1;
 	}
+	char bytes[PATH_MAX], why[512];
+	if (tgi_name_bytes(path, len, bytes, sizeof bytes, why, sizeof why) < 0) {
+		tgi_snprintf(err, errlen, "path %s", why);
+		return -1;
+	}
 	for (size_t i = 0; i < len;) {
 		size_t start = i;
 		while (i < len && path[i] != '/')
@@ -331,7 +336,8 @@ static int ws_abspath(int ws_fd, char *out, size_t cap, int fresh)
 	return n;
 }
 
-int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap)
+/* tgi_fd_path, as bytes. */
+static int fd_relpath(int ws_fd, int fd, char *out, size_t cap)
 {
 	char ws[PATH_MAX], p[PATH_MAX];
 	const char *rel;
@@ -361,6 +367,15 @@ int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap)
 		return -ENAMETOOLONG;
 	memcpy(out, rel, n + 1);
 	return 0;
+}
+
+int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap)
+{
+	char rel[PATH_MAX];
+	int r = fd_relpath(ws_fd, fd, rel, sizeof rel);
+	if (r < 0)
+		return r;
+	return tgi_name_text(rel, strlen(rel), out, cap) < 0 ? -ENAMETOOLONG : 0;
 }
 
 /*
@@ -413,18 +428,16 @@ static int join_lexical(const char *base, const char *rest, char *out, size_t ca
 	return 0;
 }
 
-int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap)
+/* tgi_path_resolve on bytes: the path given as its bytes, out as bytes. */
+static int resolve_bytes(int ws_fd, char cur[PATH_MAX], char *out, size_t cap)
 {
-	char cur[PATH_MAX], base[PATH_MAX];
+	char base[PATH_MAX];
 
-	if (strlen(path) >= sizeof cur)
-		return -ENAMETOOLONG;
-	strcpy(cur, path);
 	/* At most two rounds: the second starts from a path with no "..". */
 	for (;;) {
 		int fd = tgi_open_beneath(ws_fd, cur, O_PATH, 0);
 		if (fd >= 0) {
-			int r = tgi_fd_path(ws_fd, fd, out, cap);
+			int r = fd_relpath(ws_fd, fd, out, cap);
 			close(fd);
 			return r;
 		}
@@ -450,7 +463,7 @@ int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap)
 		}
 		if (pfd < 0)
 			return pfd;
-		int r = tgi_fd_path(ws_fd, pfd, base, sizeof base);
+		int r = fd_relpath(ws_fd, pfd, base, sizeof base);
 		close(pfd);
 		if (r < 0)
 			return r;
@@ -459,10 +472,22 @@ int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap)
 		if (r < 0 || !dots)
 			return r;
 		/* ".." brought us back among existing entries: resolve again. */
-		if (strlen(out) >= sizeof cur)
+		if (strlen(out) >= PATH_MAX)
 			return -ENAMETOOLONG;
 		strcpy(cur, out);
 	}
+}
+
+int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap)
+{
+	char cur[PATH_MAX], res[PATH_MAX];
+
+	int r = tgi_path_bytes(path, cur, sizeof cur);
+	if (r == 0)
+		r = resolve_bytes(ws_fd, cur, res, sizeof res);
+	if (r == 0 && tgi_name_text(res, strlen(res), out, cap) < 0)
+		r = -ENAMETOOLONG;
+	return r;
 }
 
 int tgi_path_resolve_parent(int ws_fd, const char *path, char *out, size_t cap)
@@ -800,6 +825,10 @@ tg_errkind tgi_path_error(int err, const char *path, char *msg, size_t cap)
 	case ENAMETOOLONG:
 		tgi_snprintf(msg, cap, "path \"%s\" is too long, or has a name that is too long", s);
 		return TG_ERR_INVALID_INPUT;
+	case EILSEQ:
+		tgi_snprintf(msg, cap, "path \"%s\" is not written as toolgate writes names (\\xHH, "
+		             "upper-case, only for a byte that is not UTF-8)", s);
+		return TG_ERR_INVALID_INPUT;
 	case ENOSPC:
 	case EDQUOT:
 	case EFBIG:
@@ -867,7 +896,9 @@ int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
 		*kind = refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap);
 		return -1;
 	}
-	int fd = tgi_open_beneath(ws_fd, norm, spill ? flags | O_NOFOLLOW : flags, 0);
+	int fd = tgi_path_bytes(norm, real, sizeof real);
+	if (fd == 0)
+		fd = tgi_open_beneath(ws_fd, real, spill ? flags | O_NOFOLLOW : flags, 0);
 	if (fd < 0) {
 		*kind = spill && fd == -ELOOP ? refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap)
 		                              : tgi_path_error(fd, norm, msg, msgcap);
@@ -1058,14 +1089,20 @@ int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *nor
 
 size_t tgi_walk_path_push(tgi_walk_path *w, size_t len, const char *name)
 {
-	size_t n = strlen(name), sep = len ? 1 : 0;
+	size_t sep = len ? 1 : 0;
 
-	if (len + sep + n + 2 > sizeof w->path)
+	if (len + sep + 2 > sizeof w->path)
 		return 0;
+	/* room for the '/' a directory's name gets when it is listed */
+	ssize_t n = tgi_name_text(name, strlen(name), w->path + len + sep,
+	                          sizeof w->path - len - sep - 1);
+	if (n < 0) {
+		w->path[len] = '\0';
+		return 0;
+	}
 	if (sep)
 		w->path[len] = '/';
-	memcpy(w->path + len + sep, name, n + 1);
-	return len + sep + n;
+	return len + sep + (size_t)n;
 }
 
 int tgi_walk_may_read(const tgi_exec_ctx *ctx, tgi_walk_path *w, size_t len, int is_dir)

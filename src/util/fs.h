@@ -6,6 +6,15 @@
  * paths and symlinks that leave the workspace fail in the kernel, not in a
  * string compare.
  *
+ * Paths come in two forms.  A workspace path as the model, policy, the
+ * ledger and the tools' output hold it is text: the text form of its
+ * names (tgi_name_text: a byte that is not UTF-8 as \xHH).  The kernel
+ * takes bytes.  tgi_path_check, tgi_path_resolve(_parent), tgi_fd_path,
+ * tgi_path_open_read, tgi_path_writable and the walk's paths speak text;
+ * tgi_open_beneath, tgi_open_below, tgi_write_atomic, tgi_read_all and
+ * tgi_dir_read take and give bytes (tgi_path_bytes turns a checked path
+ * into them).
+ *
  * Owns: the openat2 wrapper, path checks, atomic writes, sorted directory
  * reads, the paths of a directory walk, and what the file tools share: the
  * sentences for a failed path, their paths() functions, failing and
@@ -37,9 +46,30 @@ int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 int tgi_open_below(int dirfd, const char *rel, int flags);
 
 /*
+ * File names as text (names.c).  The text form of a name: its bytes where
+ * they are UTF-8; each byte that is not part of valid UTF-8 as \xHH (HH
+ * upper-case hex, 80..FF); a backslash followed by 'x' and two hex digits
+ * (either case) naming 5C or 80..FF as \x5C; every other byte as itself.
+ * tgi_name_text writes it (its length, or -1 when cap is too small);
+ * tgi_name_bytes reads one back (\xHH for 5C and 80..FF is that byte): the
+ * length of the bytes, or -1 with a sentence when text is not exactly the
+ * text form of those bytes (lower-case hex, an escape of a byte that is
+ * UTF-8 there, a needless \x5C, raw bytes that are not UTF-8) or does not
+ * fit.  Both NUL-terminate out.
+ */
+ssize_t tgi_name_text(const char *name, size_t n, char *out, size_t cap);
+ssize_t tgi_name_bytes(const char *text, size_t n, char *out, size_t cap, char *err,
+                       size_t errlen);
+
+/* The bytes of a path tgi_path_check accepted (cap bytes): 0, or -EILSEQ
+ * (it is not a text form) or -ENAMETOOLONG. */
+int tgi_path_bytes(const char *text, char *out, size_t cap);
+
+/*
  * Check a model-supplied path before use: not empty, no NUL (len is the
  * JSON string length), not absolute (the pipeline has made one inside the
- * workspace relative already), shorter than PATH_MAX.  Normalises
+ * workspace relative already), shorter than PATH_MAX, the text form of
+ * the names it means (tgi_name_bytes: one spelling per name).  Normalises
  * "./a//b/" into "a/b" in out (cap bytes); "." or "./" becomes "."; ".."
  * is kept (the kernel refuses it where it leaves).  Returns 0 or -1 with a
  * sentence in err.
@@ -123,8 +153,8 @@ int tgi_path_protected(const char *relpath);
 int tgi_path_is_spill(const char *relpath);
 
 /* The path of the open fd relative to the workspace ws_fd ("." for the
- * workspace itself), read back from the kernel.  0, or -errno (EXDEV when
- * fd lies outside). */
+ * workspace itself), read back from the kernel, as text.  0, or -errno
+ * (EXDEV when fd lies outside). */
 int tgi_fd_path(int ws_fd, int fd, char *out, size_t cap);
 
 /* Write all of data to fd, retrying short writes and EINTR.  0, or -errno
@@ -260,8 +290,9 @@ typedef struct tgi_walk_path {
  * -errno (the root's place in the workspace cannot be read back). */
 int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *norm);
 
-/* Name the entry `name` below path[0..len): returns its length, or 0 when
- * it would not fit (with room for a trailing '/'). */
+/* Name the entry `name` (its bytes, from the directory) below path[0..len),
+ * in its text form: returns the length, or 0 when it would not fit (with
+ * room for a trailing '/'). */
 size_t tgi_walk_path_push(tgi_walk_path *w, size_t len, const char *name);
 
 /*

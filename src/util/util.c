@@ -575,17 +575,24 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return tgi_utf8_decode((const char *)s, n, NULL);
 }
 
+size_t tgi_utf8_bad(const char *s, size_t n, size_t *first)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t bad = 0;
+	for (size_t i = 0; i < n;) {
+		size_t l = u[i] ? utf8_seq(u + i, n - i) : 0;
+		if (!l && !bad++ && first)
+			*first = i;
+		i += l ? l : 1;
+	}
+	return bad;
+}
+
 json_t *tgi_json_text(const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
-	while (i < n) {
-		size_t l = u[i] ? utf8_seq(u + i, n - i) : 0;
-		if (!l)
-			break;
-		i += l;
-	}
-	if (i == n)
+	if (!tgi_utf8_bad(s, n, &i))
 		return json_stringn_nocheck(s, n);
 	tgi_buf b;
 	tgi_buf_init(&b, SIZE_MAX / 2);

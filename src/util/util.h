@@ -84,6 +84,10 @@ const char *tgi_passwd_home(void);
 json_t *tgi_json_text(const char *s, size_t n);
 /* s as by tgi_json_text, or JSON null when s is NULL or empty.  New reference. */
 json_t *tgi_json_str_or_null(const char *s);
+/* The bytes of s that tgi_json_text shows as U+FFFD: each byte not part
+ * of a valid UTF-8 sequence, and NUL.  *first (may be NULL) gets the
+ * offset of the first when there is one. */
+size_t tgi_utf8_bad(const char *s, size_t n, size_t *first);
 /* Number of UTF-8 code points in s (invalid bytes count one each). */
 size_t tgi_utf8_len(const char *s, size_t n);
 /* Byte offset of code point index cp in s (n if past the end). */

@@ -321,12 +321,16 @@ half() { # AS DIR LABEL
 	[[ $(out "$l-srv-ok") != *NODE_PATH=* ]] || fail "$l: the server inherited the gate's NODE_PATH"
 	CHECKS=$((CHECKS + 1))
 	[ ! -e "$D/ws/made2.txt" ] || fail "$l: a server is read-only by default, yet wrote made2.txt"
-	no_secret "$OUT/$l-srv-ok.err" "$l: the server's start-time attacks"
+	# what the server wrote on stderr is in its log, not on the gate's stderr
+	local slog="$D/ws/.toolgate/logs/srv.log"
+	no_secret "$slog" "$l: the server's start-time attacks"
 	no_secret "$OUT/$l-srv-ok.json" "$l: the server's environment"
-	contains "$(tr -d '\0' < "$OUT/$l-srv-ok.err")" "start write $D/outside/at-start: " "$l: the server's start-time attacks ran"
+	contains "$(tr -d '\0' < "$slog")" "start write $D/outside/at-start: " "$l: the server's start-time attacks ran"
+	CHECKS=$((CHECKS + 1))
+	! grep -q "start write" "$OUT/$l-srv-ok.err" || fail "$l: the server's stderr reached the gate's"
 	CHECKS=$((CHECKS + 1))
 	[ ! -e "$D/outside/at-start" ] && ! grep -qx '# owned at start' "$D/ws/mcp/server.py" "$D/ws/hooks/check.sh" ||
-		fail "$l: the server wrote at its start: $(grep 'start write' "$OUT/$l-srv-ok.err" | head -c 600)"
+		fail "$l: the server wrote at its start: $(grep 'start write' "$slog" | head -c 600)"
 	gone "$(cat "$D/out/mark_s")" "$l: the server's daemon after the gate exited"
 
 	# ---- the attacks, from the command tool and from the server
@@ -396,12 +400,15 @@ half() { # AS DIR LABEL
 	contains "$(jq -r .error.message "$OUT/$l-none.json")" "sandbox" "$l: no backend: the sentence says why"
 	CHECKS=$((CHECKS + 1))
 	[ ! -e "$D/ws/ran.txt" ] || fail "$l: no backend: the command tool ran"
+	local slog="$D/ws/.toolgate/logs/srv.log" before
+	before=$(stat -c %s "$slog" 2> /dev/null || echo 0)
 	tool_call "$l-none-srv" srv__run "echo ran > ran.txt"
 	CHECKS=$((CHECKS + 1))
 	[ "$(st "$l-none-srv")" != persisted ] || fail "$l: no backend: the server's tool ran"
 	contains "$(jq -r .error.message "$OUT/$l-none-srv.json")" "sandbox" "$l: no backend: the server's tools say why"
 	CHECKS=$((CHECKS + 1))
-	! grep -q "start read" "$OUT/$l-none-srv.err" || fail "$l: no backend: the server was started"
+	! tail -c +$((before + 1)) "$slog" 2> /dev/null | grep -q "start read" ||
+		fail "$l: no backend: the server was started"
 	run_tg "$l-none-doctor" doctor --json
 	eq "$(jq -r '.servers.srv.usable' "$OUT/$l-none-doctor.json")" false "$l: no backend: doctor says the server cannot start"
 	eq "$(jq -r '.tools.probe.usable' "$OUT/$l-none-doctor.json")" false "$l: no backend: doctor says the tool cannot run"

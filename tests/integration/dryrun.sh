@@ -280,5 +280,6 @@ eq "$(plan b .server)/$(plan b .tool)/$(plan b .arguments.path)" "down/write_fil
 CHECKS=$((CHECKS + 1))
 n=$(sqlite3 down/.toolgate/ledger.db "select count(*) from ops where tool = 'write_file'" 2> /dev/null || echo 0)
 eq "$n" 0 "the server got no call"
+sanitizers .toolgate/logs/down.log "the bridged gate (its stderr is its log)"
 unchanged "bridged dry run"
 finish

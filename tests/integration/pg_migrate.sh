@@ -180,6 +180,7 @@ hcall h-ask2 write_file '{"path":"b.txt","content":"b"}'       # pending
 hcall h-ask2-run write_file '{"path":"b.txt","content":"b"}'   # denied (approval denied)
 hcall h-ask3 write_file '{"path":"c.txt","content":"c"}'       # pending, left pending
 hcall h-down down__read_file '{"path":"toolgate.yaml"}'         # mcp.server.* events of no call
+sanitizers "$H/.toolgate/logs/down.log" "the bridged gate (its stderr is its log)"
 # an unknown outcome: a gate killed while its tool runs; the repeat is pending, never re-run
 echo 5 > slow.delay
 (cd "$H" && exec "$TG" call --json --key u1 slow '{}' > /dev/null 2>&1 < /dev/null) &

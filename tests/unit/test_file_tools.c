@@ -164,6 +164,7 @@ static int teardown(void **state)
 {
 	fx *f = *state;
 	json_decref(f->out.output);
+	json_decref(f->out.warnings);
 	json_decref(f->args);
 	tgi_buf_free(&asked);
 	close(f->ctx.ws_fd);
@@ -178,6 +179,7 @@ static int call(fx *f, const tgi_tool *tool, const char *json)
 	json_error_t e;
 
 	json_decref(f->out.output);
+	json_decref(f->out.warnings);
 	json_decref(f->args);
 	memset(&f->out, 0, sizeof f->out);
 	tgi_buf_free(&asked);
@@ -1153,6 +1155,103 @@ static void test_deadlines(void **state)
 
 /* 26 links to one 10 MiB text file: a search of all of them would read
  * 260 MiB, past the 256 MiB a search may read. */
+/* ---- files and names that are not UTF-8 ---- */
+
+/* A Latin-1 file: shown with U+FFFD, and the result says so (a field and
+ * a warning); a UTF-8 file says nothing of its encoding. */
+static void test_read_file_not_utf8(void **state)
+{
+	fx *f = *state;
+	static const char latin1[] = "ok line\ncaf\xE9 au lait\n\xFF\xFE end\n";
+	put(f, "latin1.txt", latin1, sizeof latin1 - 1);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\":\"latin1.txt\"}");
+	assert_string_equal(ostr(f, "content"),
+	                    "     1\tok line\n     2\tcaf\xEF\xBF\xBD au lait\n"
+	                    "     3\t\xEF\xBF\xBD\xEF\xBF\xBD end\n");
+	json_t *enc = json_object_get(f->out.output, "encoding");
+	assert_non_null(enc);
+	assert_true(json_is_false(json_object_get(enc, "utf8")));
+	assert_int_equal(json_integer_value(json_object_get(enc, "invalid_bytes")), 3);
+	assert_int_equal(json_integer_value(json_object_get(enc, "first_line")), 2);
+	assert_string_equal(json_string_value(json_object_get(enc, "shown_as")), "U+FFFD");
+	assert_int_equal(json_array_size(f->out.warnings), 1);
+	const char *w = json_string_value(json_array_get(f->out.warnings, 0));
+	assert_non_null(strstr(w, "\"latin1.txt\" is not UTF-8: 3 bytes of it (the first on line 2) "
+	                          "are shown as U+FFFD; apply_patch cannot match"));
+
+	/* the whole file counts, not only the lines shown; a sequence cut by a
+	 * chunk's end is whole */
+	tgi_buf b;
+	tgi_buf_init(&b, 1 << 20);
+	for (int i = 0; i < 70000; i++)
+		tgi_buf_puts(&b, "\xC3\xA9");                   /* é, across the 64 KiB chunks */
+	tgi_buf_puts(&b, "\nlast \xE9\n");
+	put(f, "big.txt", b.p, b.len);
+	tgi_buf_free(&b);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\":\"big.txt\",\"limit\":1}");
+	enc = json_object_get(f->out.output, "encoding");
+	assert_int_equal(json_integer_value(json_object_get(enc, "invalid_bytes")), 1);
+	assert_int_equal(json_integer_value(json_object_get(enc, "first_line")), 2);
+
+	expect_ok(f, &tgi_tool_read_file, "{\"path\":\"hello.txt\"}");
+	assert_null(json_object_get(f->out.output, "encoding"));
+	assert_null(f->out.warnings);
+}
+
+/* A name with byte 0xE9: list_dir shows it as "caf\xE9.txt", and that
+ * name reads, writes and searches the file; other spellings are refused. */
+static void test_names_not_utf8(void **state)
+{
+	fx *f = *state;
+	mkdirat(f->ctx.ws_fd, "d\xE9r", 0755);
+	puts_file(f, "d\xE9r/caf\xE9.txt", "needle in latin1 name\n");
+	puts_file(f, "lit\\xE9.txt", "literal backslash\n");
+
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\":\".\",\"depth\":2}");
+	char *listed = json_dumps(json_object_get(f->out.output, "entries"), JSON_COMPACT);
+	assert_non_null(strstr(listed, "{\"name\":\"d\\\\xE9r/\",\"type\":\"dir\""));
+	assert_non_null(strstr(listed, "{\"name\":\"d\\\\xE9r/caf\\\\xE9.txt\",\"type\":\"file\""));
+	assert_non_null(strstr(listed, "{\"name\":\"lit\\\\x5CxE9.txt\",\"type\":\"file\""));
+	free(listed);
+
+	/* read back by the name list_dir gave */
+	expect_ok(f, &tgi_tool_read_file, "{\"path\":\"d\\\\xE9r/caf\\\\xE9.txt\"}");
+	assert_string_equal(ostr(f, "path"), "d\\xE9r/caf\\xE9.txt");
+	assert_string_equal(ostr(f, "content"), "     1\tneedle in latin1 name\n");
+	expect_ok(f, &tgi_tool_read_file, "{\"path\":\"lit\\\\x5CxE9.txt\"}");
+	assert_string_equal(ostr(f, "content"), "     1\tliteral backslash\n");
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\":\"d\\\\xE9r\"}");
+	assert_string_equal(ostr(f, "path"), "d\\xE9r");
+
+	/* other spellings of it are refused, saying which to use */
+	expect_err(f, &tgi_tool_read_file, "{\"path\":\"d\\\\xe9r/caf\\\\xE9.txt\"}",
+	           TG_ERR_INVALID_INPUT, "write \"d\\xE9r/caf\\xE9.txt\"");
+	expect_err(f, &tgi_tool_read_file, "{\"path\":\"lit\\\\xE9.txt\"}", TG_ERR_TOOL_ERROR,
+	           "no such file");
+
+	/* search_files names it the same way, and its glob sees that name (a
+	 * glob's backslash escapes, as in rules: the name's is written \\) */
+	expect_ok(f, &tgi_tool_search_files,
+	          "{\"pattern\":\"needle in latin1\",\"glob\":\"caf\\\\\\\\xE9*\"}");
+	json_t *m = json_array_get(json_object_get(f->out.output, "matches"), 0);
+	assert_string_equal(json_string_value(json_object_get(m, "file")), "d\\xE9r/caf\\xE9.txt");
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\":\"needle\",\"path\":\"d\\\\xE9r\"}");
+	assert_int_equal(json_array_size(json_object_get(f->out.output, "matches")), 1);
+
+	/* write_file writes the file the name names */
+	expect_ok(f, &tgi_tool_write_file, "{\"path\":\"d\\\\xE9r/caf\\\\xE9.txt\",\"content\":\"new\\n\"}");
+	assert_string_equal(ostr(f, "path"), "d\\xE9r/caf\\xE9.txt");
+	assert_true(json_is_false(json_object_get(f->out.output, "created")));
+	char buf[16] = "";
+	int fd = openat(f->ctx.ws_fd, "d\xE9r/caf\xE9.txt", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof buf - 1), 4);
+	close(fd);
+	assert_string_equal(buf, "new\n");
+	expect_ok(f, &tgi_tool_write_file, "{\"path\":\"new\\\\xFF.txt\",\"content\":\"x\"}");
+	assert_int_equal(faccessat(f->ctx.ws_fd, "new\xFF.txt", F_OK, 0), 0);
+}
+
 static void test_search_files_budget(void **state)
 {
 	fx *f = *state;
@@ -1197,6 +1296,8 @@ int main(void)
 		T(test_spill_files),
 		T(test_deadlines),
 		T(test_search_files_budget),
+		T(test_read_file_not_utf8),
+		T(test_names_not_utf8),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

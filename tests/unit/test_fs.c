@@ -1080,6 +1080,115 @@ static void test_walk_path(void **state)
 	free(w);
 }
 
+/* ---- names as text (names.c) ---- */
+
+static void text_is(const char *name, size_t n, const char *want)
+{
+	char out[256], back[256], err[512] = "";
+	ssize_t m = tgi_name_text(name, n, out, sizeof out);
+	assert_int_equal(m, (ssize_t)strlen(want));
+	assert_string_equal(out, want);
+	/* and it reads back to the same bytes */
+	assert_int_equal(tgi_name_bytes(out, (size_t)m, back, sizeof back, err, sizeof err),
+	                 (ssize_t)n);
+	assert_memory_equal(back, name, n);
+}
+
+static void refused(const char *text, const char *want_said)
+{
+	char out[256], err[512] = "";
+	assert_int_equal(tgi_name_bytes(text, strlen(text), out, sizeof out, err, sizeof err), -1);
+	if (!strstr(err, want_said))
+		fail_msg("\"%s\": error \"%s\" lacks \"%s\"", text, err, want_said);
+}
+
+static void test_name_text(void **state)
+{
+	/* UTF-8 is its own text form */
+	text_is("caf\xC3\xA9.txt", 9, "caf\xC3\xA9.txt");
+	text_is("plain/dir\\name", 14, "plain/dir\\name");      /* a lone backslash stays */
+	text_is("a\\x41", 5, "a\\x41");                       /* \x41 is not an escape */
+	/* a byte that is not UTF-8: \xHH, upper case */
+	text_is("caf\xE9.txt", 8, "caf\\xE9.txt");
+	text_is("\xFF\xFE", 2, "\\xFF\\xFE");
+	text_is("\xC3", 1, "\\xC3");                          /* cut short */
+	text_is("\xC0\xAF", 2, "\\xC0\\xAF");                 /* overlong '/' */
+	text_is("\xED\xA0\x80", 3, "\\xED\\xA0\\x80");        /* a surrogate */
+	/* a backslash that would read as an escape: \x5C */
+	text_is("lit\\xE9", 7, "lit\\x5CxE9");
+	text_is("lit\\xe9", 7, "lit\\x5Cxe9");
+	text_is("a\\x5C", 5, "a\\x5Cx5C");
+	text_is("\\x5c\xE9", 5, "\\x5Cx5c\\xE9");
+
+	char small[4];
+	assert_int_equal(tgi_name_text("\xE9", 1, small, sizeof small), -1);   /* needs 5 */
+
+	/* only the one spelling is taken */
+	refused("caf\\xe9.txt", "write \"caf\\xE9.txt\"");                  /* lower case */
+	refused("caf\\xC3\\xA9.txt", "write \"caf\xC3\xA9.txt\"");          /* UTF-8 escaped */
+	refused("a\\x5Cb", "write \"a\\b\"");                               /* needless \x5C */
+	refused("caf\xE9", "write \"caf\\xE9\"");                           /* raw, not UTF-8 */
+
+	/* paths: the check takes the text form and refuses other spellings */
+	check_ok("d\\xE9r/f\\xFF.txt", "d\\xE9r/f\\xFF.txt");
+	check_bad("d\\xe9r", 6, "is not how toolgate writes that name; write \"d\\xE9r\"");
+	char bytes[PATH_MAX];
+	assert_int_equal(tgi_path_bytes("d\\xE9r/f\\xFF.txt", bytes, sizeof bytes), 0);
+	assert_string_equal(bytes, "d\xE9r/f\xFF.txt");
+	assert_int_equal(tgi_path_bytes("d\\xe9r", bytes, sizeof bytes), -EILSEQ);
+	assert_int_equal(tgi_path_bytes("d\\xE9r", bytes, 3), -ENAMETOOLONG);
+}
+
+/* A name that is not UTF-8 on disk: opened, resolved and walked as text. */
+static void test_names_on_disk(void **state)
+{
+	fx *f = *state;
+	char out[PATH_MAX], norm[PATH_MAX], msg[512];
+	tg_errkind kind;
+
+	mkdirat(f->ws_fd, "d\xE9r", 0755);
+	put(f, "d\xE9r/f\xFF.txt", "x\n", 2);
+	put(f, "lit\\xE9", "literal\n", 8);
+	symlinkat("d\xE9r/f\xFF.txt", f->ws_fd, "to_latin1");
+
+	/* resolve and fd_path give text */
+	resolves(f, "to_latin1", "d\\xE9r/f\\xFF.txt");
+	resolves(f, "d\\xE9r/new", "d\\xE9r/new");
+	assert_int_equal(tgi_path_resolve_parent(f->ws_fd, "d\\xE9r/f\\xFF.txt", out, sizeof out), 0);
+	assert_string_equal(out, "d\\xE9r/f\\xFF.txt");
+
+	/* open_read takes the text form, and names the file as text */
+	int fd = tgi_path_open_read(f->ws_fd, "d\\xE9r/f\\xFF.txt", 16, O_RDONLY, norm, sizeof norm,
+	                            &kind, msg, sizeof msg);
+	assert_true(fd >= 0);
+	assert_int_equal(tgi_fd_path(f->ws_fd, fd, out, sizeof out), 0);
+	assert_string_equal(out, "d\\xE9r/f\\xFF.txt");
+	close(fd);
+	/* a literal backslash name is reached by its own text form, not the escape */
+	fd = tgi_path_open_read(f->ws_fd, "lit\\x5CxE9", 10, O_RDONLY, norm, sizeof norm, &kind, msg,
+	                        sizeof msg);
+	assert_true(fd >= 0);
+	char buf[16] = "";
+	assert_int_equal(read(fd, buf, sizeof buf - 1), 8);
+	assert_string_equal(buf, "literal\n");
+	close(fd);
+	assert_int_equal(tgi_path_open_read(f->ws_fd, "lit\\xE9", 7, O_RDONLY, norm, sizeof norm,
+	                                    &kind, msg, sizeof msg), -1);
+	assert_int_equal(tgi_path_writable(f->ws_fd, "d\\xE9r/g\\xFF", &kind, msg, sizeof msg), 0);
+
+	/* a walk names what it finds as text */
+	tgi_walk_path *w = malloc(sizeof *w);
+	fd = tgi_open_beneath(f->ws_fd, "d\xE9r", O_PATH, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(tgi_walk_path_init(w, f->ws_fd, fd, "d\\xE9r"), 0);
+	assert_string_equal(w->form[0], "d\\xE9r");         /* the kernel's word, as text */
+	close(fd);
+	size_t len = tgi_walk_path_push(w, w->root_len, "f\xFF.txt");
+	assert_string_equal(w->path, "d\\xE9r/f\\xFF.txt");
+	assert_int_equal(len, strlen("d\\xE9r/f\\xFF.txt"));
+	free(w);
+}
+
 /* ---- what the file tools share ---- */
 
 static void test_tool_helpers(void **state)
@@ -1109,6 +1218,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_path_check),
+		cmocka_unit_test(test_name_text),
 		cmocka_unit_test(test_path_within),
 		cmocka_unit_test(test_repath_key),
 		T(test_open_beneath),
@@ -1130,6 +1240,7 @@ int main(void)
 		T(test_path_writable),
 		cmocka_unit_test(test_args),
 		T(test_walk_path),
+		T(test_names_on_disk),
 		cmocka_unit_test(test_tool_helpers),
 	};
 #undef T

@@ -551,6 +551,79 @@ static int open_sh(const char *script, int init_timeout_s, size_t max_message,
 	return tgi_mcp_client_open(&cfg, &handlers, c, err, errlen);
 }
 
+/* What a child wrote on stderr, as the client passed it on. */
+static struct {
+	pthread_mutex_t mu;
+	char            text[4096];
+	size_t          len;
+} err_heard = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_stderr(void *arg, const char *data, size_t n)
+{
+	pthread_mutex_lock(&err_heard.mu);
+	if (n > sizeof err_heard.text - 1 - err_heard.len)
+		n = sizeof err_heard.text - 1 - err_heard.len;
+	memcpy(err_heard.text + err_heard.len, data, n);
+	err_heard.len += n;
+	err_heard.text[err_heard.len] = '\0';
+	pthread_mutex_unlock(&err_heard.mu);
+}
+
+static int open_sh_stderr(const char *script, tgi_mcp_client **c, char *err, size_t errlen)
+{
+	char *argv[] = {"sh", "-c", (char *)script, NULL};
+	tgi_mcp_client_cfg cfg = {.name = "fake", .argv = argv, .init_timeout_s = 10,
+	                          .stderr_data = on_stderr, .stderr_arg = NULL};
+	pthread_mutex_lock(&err_heard.mu);
+	err_heard.len = 0;
+	err_heard.text[0] = '\0';
+	pthread_mutex_unlock(&err_heard.mu);
+	return tgi_mcp_client_open(&cfg, &handlers, c, err, errlen);
+}
+
+/* Does what the child wrote on stderr hold want, within ms? */
+static int err_heard_has(const char *want, int ms)
+{
+	for (int waited = 0;; waited += 20) {
+		pthread_mutex_lock(&err_heard.mu);
+		int has = strstr(err_heard.text, want) != NULL;
+		pthread_mutex_unlock(&err_heard.mu);
+		if (has || waited >= ms)
+			return has;
+		usleep(20 * 1000);
+	}
+}
+
+/* With stderr_data, the child's stderr is passed on (before and after
+ * initialize), not written to ours. */
+static void test_stderr_passed_on(void **state)
+{
+	tgi_mcp_client *c = NULL;
+	char err[512] = "";
+
+	assert_int_equal(open_sh_stderr("echo early >&2; read l; printf '%s\\n' '"
+	                                INIT_REPLY("2025-11-25") "'; read l; echo late >&2; "
+	                                "cat >/dev/null", &c, err, sizeof err), 0);
+	assert_true(err_heard_has("early\nlate\n", 5000));
+	tgi_mcp_client_close(c);
+}
+
+/* A child that writes why it fails and exits: its last words are passed
+ * on before open() returns. */
+static void test_stderr_last_words(void **state)
+{
+	tgi_mcp_client *c = NULL;
+	char err[512] = "";
+
+	assert_int_equal(open_sh_stderr("echo 'no module named mcp' >&2; exit 3", &c, err,
+	                                sizeof err), -1);
+	assert_string_equal(err, "the server \"fake\" closed the connection (it exited with "
+	                         "status 3)");
+	pthread_mutex_lock(&err_heard.mu);
+	assert_string_equal(err_heard.text, "no module named mcp\n");
+	pthread_mutex_unlock(&err_heard.mu);
+}
+
 /*
  * A server that ignores both its stdin closing and SIGTERM is still gone,
  * with everything in its process group, within about 4 s.  Those seconds
@@ -1312,6 +1385,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sandbox_hooks),
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_server_exits_early),
+		cmocka_unit_test(test_stderr_passed_on),
+		cmocka_unit_test(test_stderr_last_words),
 		cmocka_unit_test(test_unknown_protocol),
 		cmocka_unit_test(test_refused_initialize),
 		cmocka_unit_test(test_initialize_timeout),

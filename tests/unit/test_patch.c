@@ -1542,6 +1542,41 @@ static void test_plan_matching(void **state)
 	file_is(f, "f.txt", "one\ntwo\n");
 }
 
+/* A file that is not UTF-8: the lines without such bytes are patched and
+ * the rest kept byte for byte; lines that hold them cannot be named, and
+ * the message says so first, with where they are. */
+static void test_plan_not_utf8(void **state)
+{
+	fx *f = *state;
+	tgi_patch_plan plan;
+
+	put(f, "l.txt", "caf\xE9 au lait\nsecond\n");
+	plan_ok(f, PATCH("*** Update File: l.txt\n@@\n-second\n+2nd\n"), &plan);
+	writes_data(&plan, "l.txt", "caf\xE9 au lait\n2nd\n");
+	tgi_patch_plan_free(&plan);
+
+	/* the line as read_file showed it (U+FFFD), or with a guess at the byte */
+	static const char *const tries[] = {
+		PATCH("*** Update File: l.txt\n@@\n-caf\xEF\xBF\xBD au lait\n+coffee\n second\n"),
+		PATCH("*** Update File: l.txt\n@@\n-caf\xC3\xA9 au lait\n+coffee\n"),
+	};
+	for (size_t i = 0; i < 2; i++)
+		plan_fails(f, tries[i], TGI_PATCH_EINVAL,
+		           "Failed to find expected lines in l.txt (l.txt is not UTF-8: these lines "
+		           "are at line 1, but there the file holds bytes that are not UTF-8 text, "
+		           "which read_file shows as U+FFFD and a patch cannot name; rewrite the file "
+		           "with write_file, or change it with a command):\ncaf", 1);
+	/* lines that are nowhere: the file's encoding is still said */
+	plan_fails(f, PATCH("*** Update File: l.txt\n@@\n-nothing\n+x\n"), TGI_PATCH_EINVAL,
+	           "Failed to find expected lines in l.txt (l.txt is not UTF-8: 1 byte of it, the "
+	           "first on line 1, is shown by read_file as U+FFFD, and a patch cannot name it):"
+	           "\nnothing", 1);
+	/* a UTF-8 file says nothing of encodings */
+	put(f, "u.txt", "one\n");
+	plan_fails(f, PATCH("*** Update File: u.txt\n@@\n-two\n+2\n"), TGI_PATCH_EINVAL,
+	           "Failed to find expected lines in u.txt:\ntwo", 1);
+}
+
 /* What a message echoes of the patch carries no control characters. */
 static void test_plan_messages_sanitized(void **state)
 {
@@ -1742,6 +1777,39 @@ static int commit_text(const fx *f, const char *text, char *err)
 	                         err, ERRCAP);
 	tgi_patch_plan_free(&plan);
 	return r;
+}
+
+/* Paths whose names are not UTF-8, in their text form (\xHH): planned,
+ * committed where the bytes name, and listed as text. */
+static void test_commit_not_utf8_names(void **state)
+{
+	fx *f = *state;
+	char err[ERRCAP];
+	put(f, "d\xE9r/caf\xE9.txt", "one\n");
+	int r = commit_text(f, PATCH("*** Update File: d\\xE9r/caf\\xE9.txt\n@@\n-one\n+1\n"
+	                             "*** Add File: n\\xFF/new.txt\n+n\n"),
+	                    err);
+	if (r != 0)
+		fail_msg("commit failed (%d): %s", r, err);
+	file_is(f, "d\xE9r/caf\xE9.txt", "1\n");
+	file_is(f, "n\xFF/new.txt", "n\n");
+	journal_empty(f);
+
+	tgi_patch_plan plan;
+	plan_ok(f, PATCH("*** Delete File: n\\xFF/new.txt\n"), &plan);
+	result_is(&plan, "{\"added\":[],\"modified\":[],\"deleted\":[\"n\\\\xFF/new.txt\"],\"moved\":[]}");
+	assert_string_equal(plan.writes[0].path, "n\\xFF/new.txt");
+	assert_string_equal(plan.writes[0].fspath, "n\xFF/new.txt");
+	tgi_patch_plan_free(&plan);
+	/* a patch file (toolgate apply-patch) may name it by its raw bytes */
+	r = commit_text(f, PATCH("*** Update File: d\xE9r/caf\xE9.txt\n@@\n-1\n+one again\n"), err);
+	if (r != 0)
+		fail_msg("commit by raw bytes failed (%d): %s", r, err);
+	file_is(f, "d\xE9r/caf\xE9.txt", "one again\n");
+	/* another spelling of the name is refused */
+	plan_fails(f, PATCH("*** Delete File: n\\xff/new.txt\n"), TGI_PATCH_EREFUSED,
+	           "Refused path 'n\\xff/new.txt': path \"n\\xff/new.txt\" is not how toolgate "
+	           "writes that name", 1);
 }
 
 static void test_commit_success(void **state)
@@ -1992,6 +2060,25 @@ static void test_recover_prepared(void **state)
 	                "bystander.txt", "b\n"));
 }
 
+/* A journal names files by the text form of their names: a crash in a
+ * directory whose name is not UTF-8 is undone there. */
+static void test_recover_not_utf8_names(void **state)
+{
+	fx *f = *state;
+	char err[ERRCAP] = "";
+	put(f, "d\xE9r/a.txt", "new a\n");
+	put(f, "d\xE9r/" PFX "-0.old", "old a\n");
+	jput(f, TX ".journal",
+	     "{\"version\":1,\"dirs\":[],\"files\":[{\"path\":\"d\\\\xE9r/a.txt\",\"temp\":\"d\\\\xE9r/"
+	     PFX "-0.new\",\"backup\":\"d\\\\xE9r/" PFX "-0.old\"}]}");
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
+	if (r != 1)
+		fail_msg("recover returned %d (%s), want 1", r, err);
+	file_is(f, "d\xE9r/a.txt", "old a\n");
+	assert_false(exists_ws(f, "d\xE9r/" PFX "-0.old"));
+	journal_empty(f);
+}
+
 /* A created directory that holds something else too is left in place. */
 static void test_recover_keeps_foreign_files(void **state)
 {
@@ -2184,6 +2271,8 @@ int main(void)
 		T(test_plan_ops_see_each_other),
 		T(test_plan_line_endings),
 		T(test_plan_matching),
+		T(test_plan_not_utf8),
+		T(test_commit_not_utf8_names),
 		T(test_plan_messages_sanitized),
 		T(test_plan_blank_lines_between_chunks),
 		T(test_plan_files),
@@ -2195,6 +2284,7 @@ int main(void)
 		T(test_commit_rollback_rename_stage),
 		T(test_commit_journal_fails),
 		T(test_recover_prepared),
+		T(test_recover_not_utf8_names),
 		T(test_recover_keeps_foreign_files),
 		T(test_recover_committed),
 		T(test_recover_partial),

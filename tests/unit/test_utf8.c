@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "util/util.h"
 
 static void valid(const char *s, size_t n, size_t want_len, uint32_t want_cp)
@@ -107,12 +109,36 @@ static void test_len_agrees(void **state)
 	assert_int_equal(count(mixed, strlen(mixed)), 10); /* ED A0 80: three */
 }
 
+/* tgi_utf8_bad counts what tgi_json_text replaces with U+FFFD: each byte
+ * not part of a valid sequence, and NUL; and where the first one is. */
+static void test_bad_counts_replacements(void **state)
+{
+	(void)state;
+	const char *mixed = "a\xC3\xA9\xFF\xE2\x82\xAC\xED\xA0\x80\xF0\x9F\x98\x80z\xC3";
+	size_t n = strlen(mixed), first = 99;
+	assert_int_equal(tgi_utf8_bad(mixed, n, &first), 5);     /* FF, ED A0 80, the last C3 */
+	assert_int_equal(first, 3);
+	json_t *j = tgi_json_text(mixed, n);
+	const char *t = json_string_value(j);
+	size_t k = 0;
+	for (const char *p = t; (p = strstr(p, "\xEF\xBF\xBD")); p += 3)
+		k++;
+	assert_int_equal(k, 5);
+	json_decref(j);
+	assert_int_equal(tgi_utf8_bad("a\0b", 3, NULL), 1);
+	assert_int_equal(tgi_utf8_bad("caf\xC3\xA9", 5, NULL), 0);
+	first = 7;
+	assert_int_equal(tgi_utf8_bad("", 0, &first), 0);
+	assert_int_equal(first, 7);                              /* untouched when none */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_len_agrees),
+		cmocka_unit_test(test_bad_counts_replacements),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
