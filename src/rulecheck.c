@@ -582,15 +582,15 @@ json_t *tgi_rulecheck_report(tg_gate *g)
 		waiting = !all_listed(&rc->v[i]);
 	pthread_mutex_unlock(&rc->mu);
 	/* a rule waits for a server's listing: start the servers to have it */
-	if (waiting && !g->bridge) {
+	if (waiting) {
 		pthread_mutex_lock(&rc->mu);
 		rc->quiet = 1;
 		pthread_mutex_unlock(&rc->mu);
-		if (tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0)
+		if (!g->bridge && tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0)
 			json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "rule", "(bridged tools)",
 			                      "where", "mcp_servers", "why", err));
-		else if (g->bridge)
-			tgi_bridge_wait_ready(g->bridge);
+		else
+			tgi_bridge_need_all(g->bridge);
 	}
 	json_array_extend(out, rc->notes);
 	pthread_mutex_lock(&rc->mu);

@@ -1412,7 +1412,6 @@ static int apply_listing(srv *s, const json_t *tools)
 	pthread_mutex_unlock(&b->list_mu);
 	free(old);
 	skips_free(oldskips, noldskips);
-	tgi_rulecheck_listed(b->g, s->name);   /* rules that wait for its tools */
 	return l.changes;
 }
 
@@ -1571,10 +1570,12 @@ static void last_words(srv *s, char *why, size_t cap)
  * findable.  Runs on the server's thread with no lock held, before anyone
  * waiting for the server is woken, so a call or listing that started it
  * sees what this did.  The place for what needs to know a server's tools:
- * today the list goes into the server's log.
+ * the permission rules that waited for them are checked, and the list goes
+ * into the server's log.
  */
 static void after_listing(srv *s)
 {
+	tgi_rulecheck_listed(s->b->g, s->name);
 	tgi_buf names;
 	tgi_buf_init(&names, 4000);
 	lock(s->b);
