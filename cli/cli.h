@@ -15,8 +15,10 @@ typedef struct cli_gate_opts {
 } cli_gate_opts;
 
 #define CLI_GATE_OPTIONS_HELP                                                   \
-	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n" \
-	"  --workspace DIR      workspace directory (default: from the config, or .)\n" \
+	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, else toolgate.yaml\n" \
+	"                       here or in the nearest directory above)\n"            \
+	"  --workspace DIR      workspace directory (default: from the config, the found\n" \
+	"                       file's directory, or .)\n"                            \
 	"  --mode MODE          default | acceptEdits | plan | bypassPermissions | dryRun\n" \
 	"  --approval POLICY    on-request | never | untrusted\n"                     \
 	"  --profile NAME       minimal | coding | messaging | full | a configured one\n" \

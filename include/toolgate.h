@@ -79,8 +79,11 @@ const char *tg_version(void);
 typedef struct tg_gate tg_gate;
 
 typedef struct tg_options {
-	const char *config_path; /* NULL: $TOOLGATE_CONFIG, ./toolgate.yaml, built-in defaults */
-	const char *workspace;   /* NULL: from the config (default ".") */
+	const char *config_path; /* NULL: $TOOLGATE_CONFIG, else toolgate.yaml in the current
+	                            directory (or workspace, when given) or the nearest one
+	                            above it, else built-in defaults */
+	const char *workspace;   /* NULL: from the config (its `workspace`, else a found file's
+	                            directory, else ".") */
 	const char *mode;        /* NULL or default|acceptEdits|plan|bypassPermissions|dryRun */
 	const char *approval;    /* NULL or on-request|never|untrusted */
 	const char *profile;     /* NULL: from the config (default "coding") */

@@ -629,7 +629,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	g->interactive = o->interactive;
 	g->net = tgi_netgate_new(NULL);
 
-	if (tgi_config_load(o->config_path, &g->cfg, err, sizeof err) < 0) {
+	if (tgi_config_find(o->config_path, o->workspace, &g->cfg, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
