@@ -43,6 +43,10 @@ int  cli_gate_opt(cli_gate_opts *g, int opt, const char *arg);
 /* Open the gate or print the reason; NULL on failure. */
 tg_gate *cli_gate_open(cli_gate_opts *g);
 
+/* A gate opened with no_create (the read-only commands) that found no
+ * ledger: says so on stderr and returns 1; 0 when there is one. */
+int cli_no_ledger(tg_gate *g);
+
 /* Print to stderr "toolgate: <msg>\n"; returns 1 (the usage/config exit code). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

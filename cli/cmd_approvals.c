@@ -28,6 +28,7 @@ static const char usage_text[] =
 static int list(tg_gate *g, int all, int as_json)
 {
 	char *err = NULL;
+	cli_no_ledger(g);             /* said; the list is an empty ledger's */
 	char *text = tg_approvals(g, all, &err);
 	if (!text) {
 		cli_error("%s", err ? err : "cannot list approvals");
@@ -102,6 +103,7 @@ int cmd_approvals(int argc, char **argv)
 	if (decide < 0 && reason)
 		return cli_error("approvals list: --reason goes with approve or deny");
 
+	go.o.no_create = 1;           /* an approval to decide is in a ledger that is there */
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;

@@ -230,6 +230,7 @@ int cmd_eval(int argc, char **argv)
 	tg_options judged = go.o;
 	judged.bridge = 1;
 	go.o.bridge = sizes;
+	go.o.no_create = history || sizes;   /* they read; a run is kept in the ledger */
 	char tmp[PATH_MAX];
 	int ofd = output ? open_output(output, tmp) : -1;
 	if (output && ofd < 0)
@@ -244,7 +245,7 @@ int cmd_eval(int argc, char **argv)
 	}
 	char *err = NULL, *text = NULL;
 	int rc = 0;
-	if (history)
+	if (history && (cli_no_ledger(g), 1))   /* said; the history is an empty ledger's */
 		text = tg_eval_history(g, eo.model, limit, eo.format, &err);
 	else if (sizes)
 		text = tg_eval_sizes(g, eo.format, &err);

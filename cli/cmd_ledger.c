@@ -221,8 +221,11 @@ int cmd_ledger(int argc, char **argv)
 
 	char *err = NULL;
 	tg_ledger *l;
-	if (tg_ledger_open(config, 1, &l, &err) < 0) {
-		cli_error("%s", err ? err : "cannot open the ledger");
+	int rc = tg_ledger_open(config, TG_LEDGER_MIGRATE | (exporting ? TG_LEDGER_EXISTING : 0), &l,
+	                        &err);
+	if (rc != 0) {
+		cli_error("%s%s", err ? err : "cannot open the ledger",
+		          rc > 0 ? "; nothing was exported" : "");
 		free(err);
 		return 1;
 	}

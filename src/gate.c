@@ -23,6 +23,7 @@
 #include "exec/netgate.h"
 #include "mcp/bridge.h"
 #include "exec/batch.h"
+#include "ledger.h"
 #include "patch/patch.h"
 #include "util/fs.h"
 #include "util/util.h"
@@ -643,11 +644,14 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "workspace \"%s\": %s", g->cfg->workspace, strerror(errno));
 		goto fail;
 	}
-	g->state_fd = tgi_state_dir_open(g->ws_fd, g->cfg->workspace, err, sizeof err);
-	if (g->state_fd < 0) {
+	g->state_fd = o->no_create ? tgi_state_dir_find(g->ws_fd, g->cfg->workspace, err, sizeof err)
+	                           : tgi_state_dir_open(g->ws_fd, g->cfg->workspace, err, sizeof err);
+	if (g->state_fd == -1) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
+	if (g->state_fd < 0)          /* no_create, and there is none */
+		g->state_fd = -1;
 	size_t n = strlen(g->cfg->workspace) + sizeof "/.toolgate";
 	g->state_dir = tgi_xmalloc(n);
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
@@ -664,11 +668,22 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "unknown profile \"%s\"", g->profile);
 		goto fail;
 	}
-	if (tgi_store_open(g->cfg->store, g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0, &g->store, err, sizeof err) < 0) {
+	int sflags = g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0;
+	if (o->no_create && !tgi_store_is_url(g->cfg->store)) {
+		struct stat st;
+		g->no_ledger = lstat(g->cfg->store, &st) < 0 && errno == ENOENT;
+		sflags |= g->no_ledger ? TGI_STORE_MEMORY : TGI_STORE_MUST_EXIST;
+	}
+	if (tgi_store_open(g->cfg->store, sflags, &g->store, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
-	if (finish_patches(g, errmsg) < 0)
+	/* a patch a crash interrupted is finished by the next gate, one that
+	 * creates nothing too when there is a journal directory to look in */
+	struct stat jst;
+	if ((!o->no_create || (g->state_fd >= 0 &&
+	                       fstatat(g->state_fd, "journal", &jst, AT_SYMLINK_NOFOLLOW) == 0)) &&
+	    finish_patches(g, errmsg) < 0)
 		goto fail;
 	if (o->bridge) {
 		if (tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0) {
@@ -683,6 +698,14 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 fail:
 	tg_gate_close(g);
 	return -1;
+}
+
+const char *tg_gate_ledger(const tg_gate *g, int *exists, char *where, size_t cap)
+{
+	if (exists)
+		*exists = !g->no_ledger;
+	tgi_ledger_shown_where(g->cfg->store, where, cap);
+	return where;
 }
 
 void tg_gate_close(tg_gate *g)

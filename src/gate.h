@@ -47,9 +47,12 @@ struct tg_gate {
 	tgi_hostpath *hostpath;   /* owned: where a program cannot have been planted */
 	tgi_ep_resolve ep_resolve;/* how the gate reads execpolicy: TGI_EP_TRUSTED by hostpath */
 	tgi_store    *store;      /* owned */
+	int           no_ledger;  /* tg_options.no_create found no ledger: store is an empty
+	                             one in memory */
 	pthread_mutex_t store_mu; /* the store handle is used by one thread at a time */
 	int           ws_fd;      /* O_PATH|O_DIRECTORY */
-	int           state_fd;   /* <workspace>/.toolgate, checked */
+	int           state_fd;   /* <workspace>/.toolgate, checked (-1: tg_options.no_create
+	                             found none) */
 	char         *state_dir;  /* its absolute path */
 	char         *profile;    /* active profile */
 	char        **protected;  /* owned: workspace-relative files the gate itself reads or
