@@ -20,7 +20,7 @@ typedef struct cli_gate_opts {
 	"  --workspace DIR      workspace directory (default: from the config, the found\n" \
 	"                       file's directory, or .)\n"                            \
 	"  --mode MODE          default | acceptEdits | plan | bypassPermissions | dryRun\n" \
-	"  --approval POLICY    on-request | never | untrusted\n"                     \
+	"  --approval POLICY    ask | deny | untrusted (docs/MODES.md)\n"             \
 	"  --profile NAME       minimal | coding | messaging | full | a configured one\n" \
 	"  --sync LEVEL         ledger durability: normal | full\n"                 \
 	"  --max-parallel N     calls of a batch run at once (1: serial; default 8)\n" \

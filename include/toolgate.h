@@ -85,7 +85,7 @@ typedef struct tg_options {
 	const char *workspace;   /* NULL: from the config (its `workspace`, else a found file's
 	                            directory, else ".") */
 	const char *mode;        /* NULL or default|acceptEdits|plan|bypassPermissions|dryRun */
-	const char *approval;    /* NULL or on-request|never|untrusted */
+	const char *approval;    /* NULL or ask|deny|untrusted (on-request, never: ask, deny) */
 	const char *profile;     /* NULL: from the config (default "coding") */
 	int         sync_full;   /* ledger durability: -1 config, 0 NORMAL, 1 FULL */
 	int         interactive; /* nonzero: `ask` may prompt on the terminal */

@@ -53,7 +53,11 @@
 
 static const char *const mode_names[]     = { "default", "acceptEdits", "plan", "bypassPermissions",
                                               "dryRun" };
-static const char *const approval_names[] = { "on-request", "never", "untrusted" };
+static const char *const approval_names[] = { "ask", "deny", "untrusted" };
+/* The former names of ask and deny, still read: Codex's words, which mean
+ * more there (its on-request and never run a sandboxed command unasked);
+ * here they never run more than ask and deny do. */
+static const char *const approval_former[] = { "on-request", "never" };
 static const char *const sandbox_names[]  = { "read-only", "workspace-write", "danger-full-access" };
 static const char *const sync_names[]     = { "normal", "full" };
 static const char *const via_names[]      = { "both", "elicitation", "queue" };
@@ -78,6 +82,8 @@ int tgi_mode_parse(const char *s, tgi_mode *out)
 int tgi_approval_parse(const char *s, tgi_approval *out)
 {
 	int i = name_index(s, approval_names, TGI_ARRAY_LEN(approval_names));
+	if (i < 0)
+		i = name_index(s, approval_former, TGI_ARRAY_LEN(approval_former));
 	if (i < 0)
 		return -1;
 	*out = (tgi_approval)i;
@@ -155,7 +161,7 @@ static const struct {
 } tool_flag_keys[] = {
 	{ "read_only",                TGI_T_READ_ONLY },
 	{ "concurrency_safe",         TGI_T_CONCURRENCY_SAFE },
-	{ "destructive",              TGI_T_DESTRUCTIVE },
+	{ "destructive",              TGI_T_DESTRUCTIVE | TGI_T_CONFIRM },
 	{ "idempotent",               TGI_T_IDEMPOTENT },
 	{ "requires_grant",           TGI_T_REQUIRES_GRANT },
 	{ "requires_idempotency_key", TGI_T_REQUIRES_KEY },
@@ -738,10 +744,16 @@ static int load_scalars(ld *x, json_t *root)
 	tgi_config *c = x->c;
 	int mode = c->mode, approval = c->approval;
 
+	char ptr[PTR_MAX];
+	json_t *v = child(root, "", "approval", ptr);
+	int former = name_index(json_string_value(v), approval_former, TGI_ARRAY_LEN(approval_former));
+	if (former >= 0)
+		approval = former;
 	if (opt_str(x, root, "", "profile", &c->profile) < 0 ||
 	    opt_str(x, root, "", "default_principal", &c->default_principal) < 0 ||
 	    opt_enum(x, root, "", "mode", mode_names, TGI_ARRAY_LEN(mode_names), &mode) < 0 ||
-	    opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0)
+	    (former < 0 &&
+	     opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0))
 		return -1;
 	c->mode = (tgi_mode)mode;
 	c->approval = (tgi_approval)approval;
@@ -1672,7 +1684,7 @@ static void set_defaults(tgi_config *c)
 	c->profile = tgi_strdup("coding");
 	c->default_principal = tgi_strdup("local");
 	c->mode = TGI_MODE_DEFAULT;
-	c->approval = TGI_APPROVAL_ON_REQUEST;
+	c->approval = TGI_APPROVAL_ASK;
 	c->sandbox = TGI_SANDBOX_WORKSPACE_WRITE;
 	tgi_sb_profile_init(&c->sandbox_profile, TGI_SANDBOX_WORKSPACE_WRITE);
 	c->allow = strv_empty();

@@ -16,7 +16,10 @@
 /* dryRun: every call is a dry run (decode sets tgi_call.dry_run); decided as in default. */
 typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_BYPASS,
                TGI_MODE_DRY_RUN } tgi_mode;
-typedef enum { TGI_APPROVAL_ON_REQUEST, TGI_APPROVAL_NEVER, TGI_APPROVAL_UNTRUSTED } tgi_approval;
+/* The approval policy: what an ask becomes (approve.c).  ask: put to a
+ * person; deny: refused; untrusted: as ask, and decide asks for more.
+ * on-request and never are read as ask and deny. */
+typedef enum { TGI_APPROVAL_ASK, TGI_APPROVAL_DENY, TGI_APPROVAL_UNTRUSTED } tgi_approval;
 typedef enum { TGI_SANDBOX_READ_ONLY, TGI_SANDBOX_WORKSPACE_WRITE, TGI_SANDBOX_FULL } tgi_sandbox;
 /* How `toolgate serve` puts an ask to an MCP client's user (approvals.via):
  * elicitation only; the queue only; or elicitation, and the queue when the

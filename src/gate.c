@@ -341,6 +341,16 @@ static int load_execpolicy(tg_gate *g, char **errmsg)
 	return 0;
 }
 
+/* The allow rules of v whose tool part has no wildcard, into rs (they
+ * were checked already). */
+static void add_named(tgi_ruleset *rs, const tgi_strv *v)
+{
+	char err[64];
+	for (size_t i = 0; i < v->n; i++)
+		if (strcspn(v->v[i], "*?[") >= strcspn(v->v[i], "("))
+			tgi_ruleset_add(rs, TGI_RULE_ALLOW, v->v[i], err, sizeof err);
+}
+
 static int compile_rules(tg_gate *g, char **errmsg)
 {
 	tgi_config *cfg = g->cfg;
@@ -353,11 +363,15 @@ static int compile_rules(tg_gate *g, char **errmsg)
 		if (add_rules(g, g->rules, lists[k], (tgi_rule_kind)k, base, errmsg) < 0)
 			return -1;
 	}
+	g->named = tgi_ruleset_new();
+	add_named(g->named, &cfg->allow);
 	g->role_rules = tgi_xcalloc(cfg->nroles ? cfg->nroles : 1, sizeof *g->role_rules);
+	g->role_named = tgi_xcalloc(cfg->nroles ? cfg->nroles : 1, sizeof *g->role_named);
 	for (size_t i = 0; i < cfg->nroles; i++) {
 		tgi_role_cfg *r = &cfg->roles[i];
 		const tgi_strv *rl[] = {&r->allow, &r->ask, &r->deny};
 		g->role_rules[i] = tgi_ruleset_new();
+		g->role_named[i] = tgi_ruleset_new();
 		for (int k = 0; k < 3; k++) {
 			char esc[200];
 			tgi_json_pointer_join(esc, sizeof esc, "", r->name);
@@ -365,6 +379,7 @@ static int compile_rules(tg_gate *g, char **errmsg)
 			if (add_rules(g, g->role_rules[i], rl[k], (tgi_rule_kind)k, base, errmsg) < 0)
 				return -1;
 		}
+		add_named(g->role_named[i], &r->allow);
 	}
 	return 0;
 }
@@ -376,7 +391,7 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 		return tgi_fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan, "
 		                    "bypassPermissions or dryRun", o->mode);
 	if (o->approval && tgi_approval_parse(o->approval, &cfg->approval) < 0)
-		return tgi_fail(errmsg, "unknown approval policy \"%s\"; expected on-request, never or "
+		return tgi_fail(errmsg, "unknown approval policy \"%s\"; expected ask, deny or "
 		                    "untrusted", o->approval);
 	if (o->profile) {
 		free(cfg->profile);
@@ -731,6 +746,11 @@ void tg_gate_close(tg_gate *g)
 		for (size_t i = 0; i < g->cfg->nroles; i++)
 			tgi_ruleset_free(g->role_rules[i]);
 	free(g->role_rules);
+	tgi_ruleset_free(g->named);
+	if (g->role_named && g->cfg)
+		for (size_t i = 0; i < g->cfg->nroles; i++)
+			tgi_ruleset_free(g->role_named[i]);
+	free(g->role_named);
 	if (g->ws_fd >= 0)
 		close(g->ws_fd);
 	if (g->state_fd >= 0)

@@ -43,6 +43,10 @@ struct tg_gate {
 	tgi_registry *reg;        /* owned */
 	tgi_ruleset  *rules;      /* owned: permissions allow/ask/deny */
 	tgi_ruleset **role_rules; /* owned: one per cfg->roles[i] */
+	tgi_ruleset  *named;      /* owned: the allow rules of rules that name their tool (no
+	                             wildcard in the tool part), which alone lift a configured
+	                             `destructive: true` (TGI_T_CONFIRM) */
+	tgi_ruleset **role_named; /* owned: the same, one per cfg->roles[i] */
 	tgi_execpolicy *execpolicy; /* owned: the config's .rules files */
 	tgi_hostpath *hostpath;   /* owned: where a program cannot have been planted */
 	tgi_ep_resolve ep_resolve;/* how the gate reads execpolicy: TGI_EP_TRUSTED by hostpath */
