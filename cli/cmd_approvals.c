@@ -113,6 +113,7 @@ int cmd_approvals(int argc, char **argv)
 	} else {
 		char *err = NULL;
 		const char *by = getenv("USER") ? getenv("USER") : "operator";
+		cli_no_ledger(g);         /* said before "no approval ID" */
 		if (tg_approval_decide(g, argv[optind + 1], decide, by, reason, &err) < 0)
 			code = cli_error("%s", err ? err : "cannot decide the approval");
 		else

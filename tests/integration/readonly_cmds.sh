@@ -42,6 +42,7 @@ contains "$(cat "$WS/approvals.out")" "no open approvals" "approvals list: an em
 ro approvalsj 0 approvals list --json
 eq "$(jq -c . "$WS/approvalsj.out")" "[]" "approvals list --json: []"
 ro approve 1 approvals approve 01a250ad-7799-7657-b3e2-dddd77aae12f
+contains "$(cat "$WS/approve.err")" "$NOLEDGER" "approvals approve: says there is no ledger"
 ro sizes 0 eval --sizes
 contains "$(cat "$WS/sizes.out")" "minimal" "eval --sizes: the sizes"
 ro history 0 eval --history
