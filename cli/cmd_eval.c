@@ -245,11 +245,12 @@ int cmd_eval(int argc, char **argv)
 	}
 	char *err = NULL, *text = NULL;
 	int rc = 0;
-	if (history && (cli_no_ledger(g), 1))   /* said; the history is an empty ledger's */
+	if (history) {
+		cli_no_ledger(g);         /* said; the history is an empty ledger's */
 		text = tg_eval_history(g, eo.model, limit, eo.format, &err);
-	else if (sizes)
+	} else if (sizes) {
 		text = tg_eval_sizes(g, eo.format, &err);
-	else {
+	} else {
 		eo.cancel = &stop;
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);

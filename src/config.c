@@ -1979,8 +1979,10 @@ static int config_in(const char *prefix, char *found, size_t cap, uid_t *owner, 
 			continue;
 		}
 		if (full) {
+			char where[PATH_MAX];
+			tgi_sanitize(where, sizeof where, prefix);
 			tgi_snprintf(err, errlen, "both %s%s and %s%s are here; keep one configuration "
-			             "file (or name one with --config)", prefix, full, prefix, candidates[i]);
+			             "file (or name one with --config)", where, full, where, candidates[i]);
 			return -1;
 		}
 		full = candidates[i];
@@ -1999,10 +2001,11 @@ static int config_in(const char *prefix, char *found, size_t cap, uid_t *owner, 
  * root, as git looks for its repository; the first that holds one is the
  * configuration, and its directory the default workspace.  Only what you
  * or root own is trusted: the search stops, with the built-in defaults, at
- * a directory above the start that someone else owns (without looking in
- * it) or that holds a file someone else owns; in the start directory
- * itself such a file is an error rather than passed over, so that a
- * project's policy is never silently not applied.
+ * a directory someone else owns (above the start, without looking in it)
+ * or one that holds a file someone else owns; in the start directory such
+ * a file (or any configuration file, when the directory is someone else's)
+ * is an error rather than passed over, so that the policy of the project
+ * you are in is never silently not applied.
  */
 static int search(const char *from, tgi_config **out, char *err, size_t errlen)
 {
@@ -2026,12 +2029,12 @@ static int search(const char *from, tgi_config **out, char *err, size_t errlen)
 			break;                        /* a directory it cannot reach: no further */
 		int trusted = trusted_owner(st.st_uid);
 		if (!trusted && level > 0)
-			break;
+			break;                        /* neither looked in nor crossed */
 		int r = config_in(prefix, file, sizeof file, &owner, err, errlen);
 		if (r < 0)
 			return -1;
-		if (r > 0 && (!trusted || !trusted_owner(owner))) {
-			if (level > 0)
+		if (!trusted || (r > 0 && !trusted_owner(owner))) {
+			if (r == 0 || level > 0)
 				break;
 			tgi_sanitize(shown, sizeof shown, file);
 			tgi_snprintf(err, errlen, "%s %s owned by uid %u, not by you (uid %u) or root: "

@@ -12,8 +12,9 @@
 #    --workspace still names the workspace, and the search starts there;
 #  - only what you or root own is trusted: a directory above owned by
 #    another user ends the search (its toolgate.yaml is not picked up), as
-#    does a file another user owns in a directory above; one in the current
-#    directory is an error.  Run as an unprivileged user made here and as
+#    does a file another user owns in a directory above, or a current
+#    directory another user owns; such a file in the current directory is an
+#    error.  Run as an unprivileged user made here and as
 #    root (the other user is `nobody`).
 . "$(dirname "$0")/lib.sh"
 
@@ -146,6 +147,14 @@ for who in user root; do
 	chown "$me" "$d/above/other/child"
 	eq "$(decision "$d/above/other/child")" ask \
 		"$who: the search does not cross a directory another user owns"
+	mkdir -p "$d/upplan/otherstart"
+	printf 'mode: plan\n' > "$d/upplan/toolgate.yaml"
+	chown "$me" "$d/upplan" "$d/upplan/toolgate.yaml"
+	chown "$OTHER" "$d/upplan/otherstart"
+	chmod 755 "$d/upplan"
+	chmod 1777 "$d/upplan/otherstart"
+	eq "$(decision "$d/upplan/otherstart")" ask \
+		"$who: from a directory another user owns, the search does not go up"
 	out=$(decision "$d/otherfile")
 	contains "$out" "owned by uid $(id -u "$OTHER"), not by you" \
 		"$who: another user's file in the current directory: an error naming the owner"
