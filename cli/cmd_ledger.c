@@ -43,7 +43,8 @@ static const char usage_text[] =
 	"  --json               import: print {ops, events, claims, eval_runs, skipped,\n"
 	"                       skipped_ops, skipped_events, skipped_claims,\n"
 	"                       skipped_eval_runs, lines, error}\n"
-	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n";
+	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, else toolgate.yaml\n"
+	"                       here or in the nearest directory above)\n";
 
 static int write_line(void *arg, const char *line, size_t len)
 {

@@ -24,7 +24,8 @@ static const char usage_text[] =
 	"  --to N               stop at schema version N (default: the newest)\n"
 	"  --json               one JSON object: {store, where, from, to, latest, dry_run,\n"
 	"                       migrations: [{n, title}], error}\n"
-	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n";
+	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, else toolgate.yaml\n"
+	"                       here or in the nearest directory above)\n";
 
 struct run {
 	int     as_json, dry_run;
