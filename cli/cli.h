@@ -17,10 +17,12 @@ typedef struct cli_gate_opts {
 } cli_gate_opts;
 
 #define CLI_GATE_OPTIONS_HELP                                                   \
-	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n" \
-	"  --workspace DIR      workspace directory (default: from the config, or .)\n" \
+	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, else toolgate.yaml\n" \
+	"                       here or in the nearest directory above)\n"            \
+	"  --workspace DIR      workspace directory (default: from the config, the found\n" \
+	"                       file's directory, or .)\n"                            \
 	"  --mode MODE          default | acceptEdits | plan | bypassPermissions | dryRun\n" \
-	"  --approval POLICY    on-request | never | untrusted\n"                     \
+	"  --approval POLICY    ask | deny | untrusted (docs/MODES.md)\n"             \
 	"  --profile NAME       minimal | coding | messaging | full | a configured one\n" \
 	"  --sync LEVEL         ledger durability: normal | full\n"                 \
 	"  --max-parallel N     calls of a batch run at once (1: serial; default 8)\n" \
@@ -74,6 +76,10 @@ void cli_gate_opts_init(cli_gate_opts *g);
 int  cli_gate_opt(cli_gate_opts *g, int opt, const char *arg);
 /* Open the gate or print the reason; NULL on failure. */
 tg_gate *cli_gate_open(cli_gate_opts *g);
+
+/* A gate opened with no_create (the read-only commands) that found no
+ * ledger: says so on stderr and returns 1; 0 when there is one. */
+int cli_no_ledger(tg_gate *g);
 
 /* Print to stderr "toolgate: <msg>\n"; returns 1 (the usage/config exit code). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -141,6 +141,7 @@ static void print_human(json_t *a)
 static int list(tg_gate *g, int all, int as_json)
 {
 	char *err = NULL;
+	cli_no_ledger(g);             /* said; the list is an empty ledger's */
 	char *text = tg_approvals(g, all, &err);
 	if (!text) {
 		cli_error("%s", err ? err : "cannot list approvals");
@@ -226,6 +227,7 @@ int cmd_approvals(int argc, char **argv)
 	if (decide < 0 && reason)
 		return cli_error("approvals list: --reason goes with approve or deny");
 
+	go.o.no_create = 1;           /* an approval to decide is in a ledger that is there */
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;
@@ -235,6 +237,7 @@ int cmd_approvals(int argc, char **argv)
 	} else {
 		char *err = NULL, id[128];
 		const char *by = getenv("USER") ? getenv("USER") : "operator";
+		cli_no_ledger(g);         /* said before "no approval ID" */
 		if (resolve(g, argv[optind + 1], id, sizeof id) < 0)
 			code = 1;
 		else if (tg_approval_decide(g, id, decide, by, reason, &err) < 0)

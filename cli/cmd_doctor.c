@@ -196,6 +196,7 @@ int cmd_doctor(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return 1;
 	}
+	go.o.no_create = 1;
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;

@@ -232,6 +232,7 @@ int cmd_eval(int argc, char **argv)
 	tg_options judged = go.o;
 	judged.bridge = 1;
 	go.o.bridge = sizes;
+	go.o.no_create = history || sizes;   /* they read; a run is kept in the ledger */
 	char tmp[PATH_MAX];
 	int ofd = output ? open_output(output, tmp) : -1;
 	if (output && ofd < 0)
@@ -246,11 +247,12 @@ int cmd_eval(int argc, char **argv)
 	}
 	char *err = NULL, *text = NULL;
 	int rc = 0;
-	if (history)
+	if (history) {
+		cli_no_ledger(g);         /* said; the history is an empty ledger's */
 		text = tg_eval_history(g, eo.model, limit, eo.format, &err);
-	else if (sizes)
+	} else if (sizes) {
 		text = tg_eval_sizes(g, eo.format, &err);
-	else {
+	} else {
 		eo.cancel = &stop;
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);

@@ -43,7 +43,8 @@ static const char usage_text[] =
 	"  --json               import: print {ops, events, claims, eval_runs, skipped,\n"
 	"                       skipped_ops, skipped_events, skipped_claims,\n"
 	"                       skipped_eval_runs, lines, error}\n"
-	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n";
+	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, else toolgate.yaml\n"
+	"                       here or in the nearest directory above)\n";
 
 static int write_line(void *arg, const char *line, size_t len)
 {
@@ -221,8 +222,11 @@ int cmd_ledger(int argc, char **argv)
 
 	char *err = NULL;
 	tg_ledger *l;
-	if (tg_ledger_open(config, 1, &l, &err) < 0) {
-		cli_error("%s", err ? err : "cannot open the ledger");
+	int rc = tg_ledger_open(config, TG_LEDGER_MIGRATE | (exporting ? TG_LEDGER_EXISTING : 0), &l,
+	                        &err);
+	if (rc != 0) {
+		cli_error("%s%s", err ? err : "cannot open the ledger",
+		          rc > 0 ? "; nothing was exported" : "");
 		free(err);
 		return 1;
 	}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -126,7 +127,29 @@ static int on_event(void *arg, const char *line)
 	return fflush(stdout) != 0 || ferror(stdout);
 }
 
-static int follow(tg_gate *g, const tg_log_query *q, int as_json)
+/* No ledger yet (the gate holds an empty one): wait until a call makes
+ * it, then follow it from its first event.  *g is reopened. */
+static int await_ledger(tg_gate **g, cli_gate_opts *go, long long *after)
+{
+	char where[1024];
+	int exists;
+	tg_gate_ledger(*g, &exists, where, sizeof where);
+	if (exists)
+		return 0;
+	fprintf(stderr, "toolgate: there is no ledger at '%s' yet; waiting for the first call\n",
+	        where);
+	while (!__atomic_load_n(&follow_stop, __ATOMIC_ACQUIRE) && access(where, F_OK) < 0)
+		usleep(100 * 1000);
+	tg_gate_close(*g);
+	*g = NULL;
+	if (__atomic_load_n(&follow_stop, __ATOMIC_ACQUIRE))
+		return 1;
+	*after = 0;
+	*g = cli_gate_open(go);
+	return *g ? 0 : -1;
+}
+
+static int follow(tg_gate **g, cli_gate_opts *go, const tg_log_query *q, int as_json)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -136,7 +159,11 @@ static int follow(tg_gate *g, const tg_log_query *q, int as_json)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);    /* a closed stdout is a write error, then a clean stop */
 	char *err = NULL;
-	int rc = tg_log_follow(g, q, -1, on_event, &as_json, &follow_stop, &err);
+	long long after = -1;
+	int waited = await_ledger(g, go, &after);
+	if (waited)
+		return waited < 0;
+	int rc = tg_log_follow(*g, q, after, on_event, &as_json, &follow_stop, &err);
 	if (rc < 0) {
 		cli_error("%s", err ? err : "cannot read the ledger");
 		free(err);
@@ -148,6 +175,8 @@ static int follow(tg_gate *g, const tg_log_query *q, int as_json)
 static int list(tg_gate *g, const tg_log_query *q, int as_json)
 {
 	char *err = NULL;
+	if (cli_no_ledger(g))
+		return 0;
 	char *text = tg_log(g, q, &err);
 	if (!text) {
 		cli_error("%s", err ? err : "cannot read the ledger");
@@ -250,10 +279,11 @@ int cmd_log(int argc, char **argv)
 	if (following && only_list)
 		return cli_error("--follow prints events from now on; %s does not apply (use toolgate "
 		                 "log %s for what is already there)", only_list, only_list);
+	go.o.no_create = 1;
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;
-	int rc = following ? follow(g, &q, as_json) : list(g, &q, as_json);
+	int rc = following ? follow(&g, &go, &q, as_json) : list(g, &q, as_json);
 	tg_gate_close(g);
 	return rc;
 }

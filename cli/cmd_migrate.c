@@ -20,10 +20,12 @@ static const char usage_text[] =
 	"A ledger whose schema is newer than this toolgate is refused.\n\n"
 	"options:\n"
 	"  --dry-run            show the migrations that would be applied; change nothing\n"
+	"                       (and create no ledger: without one, say so)\n"
 	"  --to N               stop at schema version N (default: the newest)\n"
 	"  --json               one JSON object: {store, where, from, to, latest, dry_run,\n"
 	"                       migrations: [{n, title}], error}\n"
-	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, ./toolgate.yaml)\n";
+	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, else toolgate.yaml\n"
+	"                       here or in the nearest directory above)\n";
 
 struct run {
 	int     as_json, dry_run;
@@ -140,7 +142,23 @@ int cmd_migrate(int argc, char **argv)
 
 	char *err = NULL;
 	tg_ledger *l;
-	if (tg_ledger_open(config, 0, &l, &err) < 0) {
+	int rc = tg_ledger_open(config, r.dry_run ? TG_LEDGER_EXISTING : 0, &l, &err);
+	if (rc > 0) {             /* --dry-run, and no ledger: say so, make none */
+		if (r.as_json) {
+			json_t *o = json_pack("{s:s, s:b, s:i, s:b, s:[]}", "message", err, "exists", 0,
+			                      "latest", tg_ledger_latest(), "dry_run", 1, "migrations");
+			char *text = json_dumps(o, JSON_COMPACT);
+			puts(text ? text : "{}");
+			free(text);
+			json_decref(o);
+		} else {
+			printf("%s; migrate would create it at schema version %d; nothing was changed "
+			       "(--dry-run)\n", err, tg_ledger_latest());
+		}
+		free(err);
+		return 0;
+	}
+	if (rc < 0) {
 		if (r.as_json) {
 			json_t *o = json_pack("{s:s}", "error", err ? err : "cannot open the ledger");
 			char *text = json_dumps(o, JSON_COMPACT);

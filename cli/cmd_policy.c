@@ -153,6 +153,7 @@ int cmd_policy(int argc, char **argv)
 	char *err = NULL, *out = NULL;
 
 	cli_gate_opts_init(&po.go);
+	po.go.o.no_create = 1;        /* check --explain and test make no ledger of their own */
 	optind = 1;
 	/* options may come before the subcommand and after it */
 	if ((r = parse_opts(argc, argv, &po)) <= 0) {

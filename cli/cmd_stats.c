@@ -187,10 +187,12 @@ int cmd_stats(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return 1;
 	}
+	go.o.no_create = 1;
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;
 	char *err = NULL;
+	cli_no_ledger(g);             /* said; the figures are those of an empty ledger */
 	char *text = tg_stats(g, since_ms, &err);
 	tg_gate_close(g);
 	if (!text) {

@@ -56,6 +56,7 @@ int cmd_tools(int argc, char **argv)
 		return cli_error("unexpected argument '%s'", argv[optind]);
 	if (legacy && (!format || strcmp(format, "gemini")))
 		return cli_error("--gemini-legacy goes with --format gemini");
+	go.o.no_create = 1;
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;

@@ -130,6 +130,18 @@ tg_gate *cli_gate_open(cli_gate_opts *g)
 	return gate;
 }
 
+int cli_no_ledger(tg_gate *g)
+{
+	char where[1024];
+	int exists;
+	tg_gate_ledger(g, &exists, where, sizeof where);
+	if (exists)
+		return 0;
+	fprintf(stderr, "toolgate: there is no ledger at '%s' yet: nothing has been recorded "
+	        "here\n", where);
+	return 1;
+}
+
 char *cli_read_input(const char *path, size_t max, size_t *len)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;

@@ -79,10 +79,13 @@ const char *tg_version(void);
 typedef struct tg_gate tg_gate;
 
 typedef struct tg_options {
-	const char *config_path; /* NULL: $TOOLGATE_CONFIG, ./toolgate.yaml, built-in defaults */
-	const char *workspace;   /* NULL: from the config (default ".") */
+	const char *config_path; /* NULL: $TOOLGATE_CONFIG, else toolgate.yaml in the current
+	                            directory (or workspace, when given) or the nearest one
+	                            above it, else built-in defaults */
+	const char *workspace;   /* NULL: from the config (its `workspace`, else a found file's
+	                            directory, else ".") */
 	const char *mode;        /* NULL or default|acceptEdits|plan|bypassPermissions|dryRun */
-	const char *approval;    /* NULL or on-request|never|untrusted */
+	const char *approval;    /* NULL or ask|deny|untrusted (on-request, never: ask, deny) */
 	const char *profile;     /* NULL: from the config (default "coding") */
 	int         sync_full;   /* ledger durability: -1 config, 0 NORMAL, 1 FULL */
 	int         interactive; /* nonzero: `ask` may prompt on the terminal */
@@ -93,6 +96,13 @@ typedef struct tg_options {
 	int         approval_wait_s; /* a call queued for approval waits this long for the
 	                            decision (then runs, or is denied) before it answers
 	                            pending: -1 or 0 config (approvals.wait_s, default 0) */
+	int         no_create;   /* nonzero: the gate creates nothing in the workspace (the
+	                            read-only commands: log, stats, doctor, tools, ...): not
+	                            .toolgate/, not the ledger file; a ledger that is there is
+	                            opened, and without one the gate holds an empty ledger in
+	                            memory, whose records are gone at close (tg_gate_ledger
+	                            says which); a patch a crash interrupted is finished
+	                            all the same when .toolgate/journal is there */
 } tg_options;
 
 /*
@@ -101,6 +111,11 @@ typedef struct tg_options {
  */
 int  tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg);
 void tg_gate_close(tg_gate *g);
+
+/* Where the gate's ledger is, into where[cap] (a file, or a URL without its
+ * credentials), returned; *exists (may be NULL) 0 when the gate was opened
+ * with no_create and there was none (it holds an empty one in memory). */
+const char *tg_gate_ledger(const tg_gate *g, int *exists, char *where, size_t cap);
 
 /* ---- calls ------------------------------------------------------------- */
 
@@ -400,16 +415,23 @@ char *tg_approvals(tg_gate *g, int all, char **errmsg);
 
 typedef struct tg_ledger tg_ledger;
 
+/* Flags of tg_ledger_open. */
+#define TG_LEDGER_MIGRATE  1  /* a schema that is behind is brought up to date (as a gate does
+                                 at open); without it, it is left as it is, and only
+                                 tg_ledger_version and tg_ledger_migrate may be used */
+#define TG_LEDGER_EXISTING 2  /* open only a ledger file that is there, creating nothing (not
+                                 .toolgate/, not the file): without one, return 1 */
+
 /*
  * Open the ledger a configuration names (config_path as for tg_options):
  * its `store:`, or $TOOLGATE_STORE, which wins; a file path (SQLite) or a
  * postgres:// URL.  No gate is opened: tools, policy and middleware are
- * not compiled.  migrate 1: a schema that is behind is brought up to date
- * (as a gate does at open); 0: it is left as it is, and only
- * tg_ledger_version and tg_ledger_migrate may be used.  A schema ahead of
- * this program is refused.  0, or -1 with *errmsg (caller frees).
+ * not compiled.  flags: TG_LEDGER_*.  A schema ahead of this program is
+ * refused.  0; 1 with TG_LEDGER_EXISTING when there is no ledger, *out
+ * NULL and *errmsg saying where it would be; or -1 with *errmsg (caller
+ * frees).
  */
-int  tg_ledger_open(const char *config_path, int migrate, tg_ledger **out, char **errmsg);
+int  tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **errmsg);
 void tg_ledger_close(tg_ledger *l);
 
 /* "sqlite" or "postgres"; where: the file, or the URL without its user,

@@ -1,8 +1,8 @@
 /*
  * approve.c — stage 5: what an `ask` becomes (DESIGN §3, approval policy).
  *
- *   never       → denied
- *   on-request  → a single-use approval already granted for exactly this
+ *   deny        → denied (former name: never)
+ *   ask         → a single-use approval already granted for exactly this
  *                 call (sha256 of tool + canonical args, same principal,
  *                 unexpired) is consumed and the call runs; a denied one
  *                 denies; otherwise the caller's approver when it has one
@@ -11,7 +11,9 @@
  *                 prompt when the gate is interactive and stdin and
  *                 stderr are terminals, else
  *                 a durable queued approval → `pending` with approval_id.
- *   untrusted   → as on-request (decide already turned more into ask).
+ *   untrusted   → as ask (decide already turned more into ask).
+ * (ask was on-request, as in Codex, whose on-request and never run a
+ * sandboxed command unasked; config.c reads the former names.)
  *
  * A queued approval carries the call's plan, made as a dry run makes it
  * (tgi_call_plan: the diff a write would make, the argv a command would
@@ -246,12 +248,12 @@ tgi_verdict tgi_approve(tgi_call *c)
 		tgi_trace(c, "approve", 1, json_pack("{s:s}", "approval", "not needed"));
 		return TGI_NEXT;
 	}
-	if (g->cfg->approval == TGI_APPROVAL_NEVER) {
-		tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "never"));
+	if (g->cfg->approval == TGI_APPROVAL_DENY) {
+		tgi_trace(c, "approve", 0, json_pack("{s:s}", "approval", "deny"));
 		tgi_snprintf(c->error_rule, sizeof c->error_rule, "%s", c->rule);
 		return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL,
-		                "%s needs approval and the approval policy is never; do not retry; ask "
-		                "the owner", c->tool);
+		                "%s needs approval and the approval policy is deny (nobody is asked); "
+		                "do not retry; ask the owner", c->tool);
 	}
 
 	/* a dry run shows the plan; it neither spends nor queues an approval */

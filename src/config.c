@@ -3,9 +3,13 @@
  * and the semantic check that turns a parsed document into a tgi_config.
  *
  * Discovery: an explicit path (must exist), else $TOOLGATE_CONFIG (must
- * exist when set and not empty), else the one of ./toolgate.yaml,
- * ./toolgate.yml, ./toolgate.json that is there (two non-empty ones are an
- * error; empty ones count only alone), else the built-in defaults.  YAML goes through
+ * exist when set and not empty), else the search: the first directory,
+ * from the current one (or --workspace) up to the root, holding one of
+ * toolgate.yaml, toolgate.yml, toolgate.json (two non-empty ones are an
+ * error; empty ones count only alone), trusting only what you or root own
+ * (search()), else the built-in defaults.  The workspace is the file's
+ * `workspace` (relative to the file's directory), else the directory a
+ * found file is in, else the current directory.  YAML goes through
  * tgi_yaml_parse; a file ending in .json is parsed by jansson for exact
  * JSON semantics and through the YAML parser only for its source map.
  *
@@ -49,7 +53,11 @@
 
 static const char *const mode_names[]     = { "default", "acceptEdits", "plan", "bypassPermissions",
                                               "dryRun" };
-static const char *const approval_names[] = { "on-request", "never", "untrusted" };
+static const char *const approval_names[] = { "ask", "deny", "untrusted" };
+/* The former names of ask and deny, still read: Codex's words, which mean
+ * more there (its on-request and never run a sandboxed command unasked);
+ * here they never run more than ask and deny do. */
+static const char *const approval_former[] = { "on-request", "never" };
 static const char *const sandbox_names[]  = { "read-only", "workspace-write", "danger-full-access" };
 static const char *const sync_names[]     = { "normal", "full" };
 static const char *const via_names[]      = { "both", "elicitation", "queue" };
@@ -74,6 +82,8 @@ int tgi_mode_parse(const char *s, tgi_mode *out)
 int tgi_approval_parse(const char *s, tgi_approval *out)
 {
 	int i = name_index(s, approval_names, TGI_ARRAY_LEN(approval_names));
+	if (i < 0)
+		i = name_index(s, approval_former, TGI_ARRAY_LEN(approval_former));
 	if (i < 0)
 		return -1;
 	*out = (tgi_approval)i;
@@ -154,7 +164,7 @@ static const struct {
 } tool_flag_keys[] = {
 	{ "read_only",                TGI_T_READ_ONLY },
 	{ "concurrency_safe",         TGI_T_CONCURRENCY_SAFE },
-	{ "destructive",              TGI_T_DESTRUCTIVE },
+	{ "destructive",              TGI_T_DESTRUCTIVE | TGI_T_CONFIRM },
 	{ "idempotent",               TGI_T_IDEMPOTENT },
 	{ "requires_grant",           TGI_T_REQUIRES_GRANT },
 	{ "requires_idempotency_key", TGI_T_REQUIRES_KEY },
@@ -427,6 +437,8 @@ typedef struct ld {
 	tgi_config *c;
 	char       *err;
 	size_t      errlen;
+	int         found;   /* the file was found by the search (its directory is the
+	                        default workspace), not named */
 } ld;
 
 /* Report a problem located at the node loc, under the key path of path. */
@@ -667,8 +679,8 @@ void tgi_workspace_shown(const tgi_config *c, char *out, size_t cap)
 }
 
 /* The workspace as the configuration spells it: its `workspace` (relative
- * to the file's directory as the file was named), else the current
- * directory. */
+ * to the file's directory as the file was named), else the directory of a
+ * file the search found, else the current directory. */
 static char *workspace_given(const tgi_config *c, const json_t *v)
 {
 	const char *w = v ? json_string_value(v) : ".";
@@ -700,6 +712,8 @@ static int load_workspace(ld *x, json_t *root)
 		ws = path_join(c->dir, json_string_value(v));
 		if (!ws)
 			return fail(x, ptr, "expected a shorter path, got one over %d bytes", PATH_MAX);
+	} else if (x->found) {      /* as `workspace: .` */
+		ws = tgi_strdup(c->dir);
 	} else {
 		ws = current_dir();
 		if (!ws)
@@ -745,10 +759,16 @@ static int load_scalars(ld *x, json_t *root)
 	tgi_config *c = x->c;
 	int mode = c->mode, approval = c->approval;
 
+	char ptr[PTR_MAX];
+	json_t *v = child(root, "", "approval", ptr);
+	int former = name_index(json_string_value(v), approval_former, TGI_ARRAY_LEN(approval_former));
+	if (former >= 0)
+		approval = former;
 	if (opt_str(x, root, "", "profile", &c->profile) < 0 ||
 	    opt_str(x, root, "", "default_principal", &c->default_principal) < 0 ||
 	    opt_enum(x, root, "", "mode", mode_names, TGI_ARRAY_LEN(mode_names), &mode) < 0 ||
-	    opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0)
+	    (former < 0 &&
+	     opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0))
 		return -1;
 	c->mode = (tgi_mode)mode;
 	c->approval = (tgi_approval)approval;
@@ -1687,7 +1707,7 @@ static void set_defaults(tgi_config *c)
 	c->profile = tgi_strdup("coding");
 	c->default_principal = tgi_strdup("local");
 	c->mode = TGI_MODE_DEFAULT;
-	c->approval = TGI_APPROVAL_ON_REQUEST;
+	c->approval = TGI_APPROVAL_ASK;
 	c->sandbox = TGI_SANDBOX_WORKSPACE_WRITE;
 	tgi_sb_profile_init(&c->sandbox_profile, TGI_SANDBOX_WORKSPACE_WRITE);
 	c->allow = strv_empty();
@@ -1714,11 +1734,11 @@ static void set_defaults(tgi_config *c)
 	c->shell.processes = 512;
 }
 
-int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
-                         const char *dir, tgi_config **out, char *err, size_t errlen)
+static int from_json(json_t *root, tgi_srcmap *map, const char *name, const char *dir,
+                     int found, tgi_config **out, char *err, size_t errlen)
 {
 	tgi_config *c = tgi_xcalloc(1, sizeof *c);
-	ld x = { c, err, errlen };
+	ld x = { c, err, errlen, found };
 
 	*out = NULL;
 	c->root = root;
@@ -1765,11 +1785,25 @@ int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
 	return 0;
 }
 
+int tgi_config_from_json(json_t *root, tgi_srcmap *map, const char *name,
+                         const char *dir, tgi_config **out, char *err, size_t errlen)
+{
+	return from_json(root, map, name, dir, 0, out, err, errlen);
+}
+
 /* ---- files ---- */
 
+/* May the search trust a file or directory uid owns?  Yours or root's:
+ * what another user owns, they can change. */
+static int trusted_owner(uid_t uid)
+{
+	return uid == geteuid() || uid == 0;
+}
+
 /* Read the whole file (at most CFG_MAX_BYTES).  -errno, -EFBIG when too
- * large, -EISDIR/-EINVAL when not a regular file. */
-static int read_text(const char *path, char **text, size_t *len)
+ * large, -EISDIR/-EINVAL when not a regular file, -EPERM when owner_check
+ * and the file opened is not trusted_owner's. */
+static int read_text(const char *path, int owner_check, char **text, size_t *len)
 {
 	struct stat st;
 	char chunk[65536];
@@ -1780,7 +1814,8 @@ static int read_text(const char *path, char **text, size_t *len)
 	int rc = fstat(fd, &st) < 0 ? -errno
 	       : S_ISDIR(st.st_mode) ? -EISDIR
 	       : !S_ISREG(st.st_mode) ? -EINVAL
-	       : st.st_size > (off_t)CFG_MAX_BYTES ? -EFBIG : 0;
+	       : st.st_size > (off_t)CFG_MAX_BYTES ? -EFBIG
+	       : owner_check && !trusted_owner(st.st_uid) ? -EPERM : 0;
 	tgi_buf_init(&b, CFG_MAX_BYTES);
 	while (rc == 0) {
 		ssize_t r = read(fd, chunk, sizeof chunk);
@@ -1880,17 +1915,25 @@ static int parse_text(const char *file, const char *text, size_t len,
 	return 0;
 }
 
-static int load_file(const char *file, int from_env, tgi_config **out, char *err, size_t errlen)
+/* Load file: named by the caller (how 0), by $TOOLGATE_CONFIG (1), or
+ * found by the search (2: its owner is checked again once it is open). */
+enum { NAMED, FROM_ENV, FOUND };
+
+static int load_file(const char *file, int how, tgi_config **out, char *err, size_t errlen)
 {
 	char name[256], e[128];
 	char *text = NULL, *abs = NULL, *dir;
 	size_t len = 0;
 	json_t *root;
 	tgi_srcmap *map = NULL;
+	int from_env = how == FROM_ENV;
 
 	tgi_sanitize(name, sizeof name, file);
-	int rc = read_text(file, &text, &len);
-	if (rc == -ENOENT && from_env)
+	int rc = read_text(file, how == FOUND, &text, &len);
+	if (rc == -EPERM)
+		tgi_snprintf(err, errlen, "config file \"%s\" is not owned by you or root; it is not "
+		             "loaded (name it with --config if you trust it)", name);
+	else if (rc == -ENOENT && from_env)
 		tgi_snprintf(err, errlen, "$TOOLGATE_CONFIG names \"%s\", which does not exist", name);
 	else if (rc == -ENOENT)
 		tgi_snprintf(err, errlen, "config file \"%s\" does not exist", name);
@@ -1918,7 +1961,7 @@ static int load_file(const char *file, int from_env, tgi_config **out, char *err
 	}
 	dir = tgi_strdup(abs);
 	*strrchr(dir, '/') = '\0';
-	rc = tgi_config_from_json(root, map, file, dir[0] ? dir : "/", out, err, errlen);
+	rc = from_json(root, map, file, dir[0] ? dir : "/", how == FOUND, out, err, errlen);
 	free(dir);
 	if (rc < 0) {
 		free(abs);
@@ -1928,11 +1971,122 @@ static int load_file(const char *file, int from_env, tgi_config **out, char *err
 	return 0;
 }
 
+/* The configuration files the search looks for, in one directory. */
+static const char *const candidates[] = { "toolgate.yaml", "toolgate.yml", "toolgate.json" };
+
+/*
+ * The configuration file in the directory prefix names ("" the current
+ * one, else ending in '/'), into found (prefix + name): 1 when there is
+ * one, 0 when none, -1 with err when two are there.  Two of them is
+ * refused rather than one picked: a file that appears beside the real one
+ * (a command's, say) must not replace it; the sandbox also removes one a
+ * command made (exec/sbaudit.h).  An empty file (all defaults) counts only
+ * when no other is there.  *owner gets the owner of the name (lstat).
+ */
+static int config_in(const char *prefix, char *found, size_t cap, uid_t *owner, char *err,
+                     size_t errlen)
+{
+	const char *full = NULL, *empty = NULL;
+	uid_t full_uid = 0, empty_uid = 0;
+	struct stat st;
+	char p[PATH_MAX];
+	for (size_t i = 0; i < TGI_ARRAY_LEN(candidates); i++) {
+		tgi_snprintf(p, sizeof p, "%s%s", prefix, candidates[i]);
+		if (lstat(p, &st) < 0)
+			continue;
+		if (S_ISREG(st.st_mode) && st.st_size == 0) {
+			if (!empty) {
+				empty = candidates[i];
+				empty_uid = st.st_uid;
+			}
+			continue;
+		}
+		if (full) {
+			char where[PATH_MAX];
+			tgi_sanitize(where, sizeof where, prefix);
+			tgi_snprintf(err, errlen, "both %s%s and %s%s are here; keep one configuration "
+			             "file (or name one with --config)", where, full, where, candidates[i]);
+			return -1;
+		}
+		full = candidates[i];
+		full_uid = st.st_uid;
+	}
+	if (!full && !empty)
+		return 0;
+	tgi_snprintf(found, cap, "%s%s", prefix, full ? full : empty);
+	*owner = full ? full_uid : empty_uid;
+	return 1;
+}
+
+/*
+ * The search for a configuration when none is named: the directory `from`
+ * (NULL: the current one), then each one above it, up to the filesystem
+ * root, as git looks for its repository; the first that holds one is the
+ * configuration, and its directory the default workspace.  Only what you
+ * or root own is trusted: the search stops, with the built-in defaults, at
+ * a directory someone else owns (above the start, without looking in it)
+ * or one that holds a file someone else owns; in the start directory such
+ * a file (or any configuration file, when the directory is someone else's)
+ * is an error rather than passed over, so that the policy of the project
+ * you are in is never silently not applied.
+ */
+static int search(const char *from, tgi_config **out, char *err, size_t errlen)
+{
+	char prefix[PATH_MAX], dir[PATH_MAX], file[PATH_MAX], shown[PATH_MAX];
+	size_t n = 0;
+	struct stat st, up;
+	uid_t owner = 0;
+
+	prefix[0] = '\0';
+	if (from && *from)
+		n = (size_t)snprintf(prefix, sizeof prefix, "%s%s", from,
+		                     from[strlen(from) - 1] == '/' ? "" : "/");
+	if (n + 4 >= sizeof prefix) {
+		tgi_snprintf(err, errlen, "the workspace path is too long to look for a configuration "
+		             "from (at most %zu bytes)", sizeof prefix - 5);
+		return -1;
+	}
+	for (int level = 0; n + 4 < sizeof prefix; level++) {
+		tgi_snprintf(dir, sizeof dir, "%s", n ? prefix : ".");
+		if (stat(dir, &st) < 0)
+			break;                        /* a directory it cannot reach: no further */
+		int trusted = trusted_owner(st.st_uid);
+		if (!trusted && level > 0)
+			break;                        /* neither looked in nor crossed */
+		int r = config_in(prefix, file, sizeof file, &owner, err, errlen);
+		if (r < 0)
+			return -1;
+		if (!trusted || (r > 0 && !trusted_owner(owner))) {
+			if (r == 0 || level > 0)
+				break;
+			tgi_sanitize(shown, sizeof shown, file);
+			tgi_snprintf(err, errlen, "%s %s owned by uid %u, not by you (uid %u) or root: "
+			             "it is not loaded, as what another user can change must not set your "
+			             "policy (name it with --config if you trust it)", shown,
+			             trusted ? "is" : "is in a directory",
+			             (unsigned)(trusted ? owner : st.st_uid), (unsigned)geteuid());
+			return -1;
+		}
+		if (r > 0)
+			return load_file(file, FOUND, out, err, errlen);
+		/* the root is its own parent */
+		tgi_snprintf(file, sizeof file, "%s..", prefix);
+		if (stat(file, &up) < 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))
+			break;
+		n += (size_t)snprintf(prefix + n, sizeof prefix - n, "../");
+	}
+	return from_json(json_object(), NULL, NULL, NULL, 0, out, err, errlen);
+}
+
 int tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen)
 {
-	static const char *const candidates[] = { "toolgate.yaml", "toolgate.yml", "toolgate.json" };
+	return tgi_config_find(path, NULL, out, err, errlen);
+}
+
+int tgi_config_find(const char *path, const char *from, tgi_config **out, char *err,
+                    size_t errlen)
+{
 	const char *env = getenv("TOOLGATE_CONFIG");
-	struct stat st;
 
 	*out = NULL;
 	if (path) {
@@ -1940,30 +2094,9 @@ int tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen
 			tgi_snprintf(err, errlen, "config file \"\" does not exist");
 			return -1;
 		}
-		return load_file(path, 0, out, err, errlen);
+		return load_file(path, NAMED, out, err, errlen);
 	}
 	if (env && *env)
-		return load_file(env, 1, out, err, errlen);
-	/* Two of them is refused rather than one picked: a file that appears
-	 * beside the real one (a command's, say) must not replace it; the
-	 * sandbox also removes one a command made (exec/sbaudit.h).  An empty
-	 * file (all defaults) counts only when no other is there. */
-	const char *found = NULL, *empty = NULL;
-	for (size_t i = 0; i < TGI_ARRAY_LEN(candidates); i++) {
-		if (lstat(candidates[i], &st) < 0)
-			continue;
-		if (S_ISREG(st.st_mode) && st.st_size == 0) {
-			empty = empty ? empty : candidates[i];
-			continue;
-		}
-		if (found) {
-			tgi_snprintf(err, errlen, "both %s and %s are here; keep one configuration file "
-			             "(or name one with --config)", found, candidates[i]);
-			return -1;
-		}
-		found = candidates[i];
-	}
-	if (found || empty)
-		return load_file(found ? found : empty, 0, out, err, errlen);
-	return tgi_config_from_json(json_object(), NULL, NULL, NULL, out, err, errlen);
+		return load_file(env, FROM_ENV, out, err, errlen);
+	return search(from, out, err, errlen);
 }

@@ -16,7 +16,10 @@
 /* dryRun: every call is a dry run (decode sets tgi_call.dry_run); decided as in default. */
 typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_BYPASS,
                TGI_MODE_DRY_RUN } tgi_mode;
-typedef enum { TGI_APPROVAL_ON_REQUEST, TGI_APPROVAL_NEVER, TGI_APPROVAL_UNTRUSTED } tgi_approval;
+/* The approval policy: what an ask becomes (approve.c).  ask: put to a
+ * person; deny: refused; untrusted: as ask, and decide asks for more.
+ * on-request and never are read as ask and deny. */
+typedef enum { TGI_APPROVAL_ASK, TGI_APPROVAL_DENY, TGI_APPROVAL_UNTRUSTED } tgi_approval;
 typedef enum { TGI_SANDBOX_READ_ONLY, TGI_SANDBOX_WORKSPACE_WRITE, TGI_SANDBOX_FULL } tgi_sandbox;
 /* How `toolgate serve` puts an ask to an MCP client's user (approvals.via):
  * elicitation only; the queue only; or elicitation, and the queue when the
@@ -185,14 +188,24 @@ typedef struct tgi_config {
 } tgi_config;
 
 /*
- * Load the configuration.  path NULL: $TOOLGATE_CONFIG, else ./toolgate.yaml
- * (or ./toolgate.yml, ./toolgate.json) if present, else built-in defaults
- * with the current directory as workspace.  An explicit path that does not
- * exist is an error.  On error returns -1 with a sentence in err:
+ * Load the configuration.  path NULL: $TOOLGATE_CONFIG, else the first
+ * toolgate.yaml (or toolgate.yml, toolgate.json) in the current directory
+ * or a directory above it, up to the root, found as git finds its
+ * repository (a directory above owned by someone other than you or root
+ * ends the search; a file someone else owns is never loaded: an error in
+ * the current directory, the end of the search above it), else built-in
+ * defaults with the current directory as workspace.  A found file's
+ * directory is the default workspace (as `workspace: .`); a named one's is
+ * the current directory.  An explicit path that does not exist is an
+ * error.  On error returns -1 with a sentence in err:
  * "toolgate.yaml:12:5: mode: expected one of default, acceptEdits, plan,
  * bypassPermissions, dryRun, got \"yolo\"".
  */
 int  tgi_config_load(const char *path, tgi_config **out, char *err, size_t errlen);
+/* The same, with the search starting at the directory from (NULL: the
+ * current one): the gate starts it at --workspace when one is given. */
+int  tgi_config_find(const char *path, const char *from, tgi_config **out, char *err,
+                     size_t errlen);
 void tgi_config_free(tgi_config *c);
 
 

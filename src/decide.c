@@ -15,9 +15,12 @@
  *     line does not set, code built at run time, …) → ask (deny in plan
  *     mode): what would otherwise run unasked asks
  *   ask rules, then a before-hook's ask (src/mw/hooks.c; a hook never allows)
- *   allow rules, or execpolicy `allow` for every simple command
+ *   allow rules, or execpolicy `allow` for every simple command (for a
+ *     configured tool marked `destructive: true`, only an allow rule that
+ *     names the tool: `*` and other wildcard tool parts do not count)
  *   mode default (default / acceptEdits / plan / bypassPermissions; dryRun
- *     decides as default)
+ *     decides as default; a configured `destructive: true` asks in every
+ *     mode but plan, which denies it)
  * then the approval policy `untrusted` turns a mode-default allow of
  * anything but a read-only call into ask.
  *
@@ -67,19 +70,27 @@ static tgi_verdict deny(tgi_call *c, const char *rule, const char *msg)
 	return tgi_stop(c, TG_DENIED, TG_ERR_NOT_PERMITTED, NULL, "%s", msg);
 }
 
-/* First matching rule of `kind` among the global rules and the caller's roles. */
-static const tgi_rule *first_rule(const tgi_call *c, tgi_rule_kind kind, const tgi_match_input *in)
+/* First matching rule of `kind` in global, then in the caller's roles' sets. */
+static const tgi_rule *first_in(const tgi_call *c, const tgi_ruleset *global,
+                                tgi_ruleset *const *roles, tgi_rule_kind kind,
+                                const tgi_match_input *in)
 {
 	tg_gate *g = c->g;
-	const tgi_rule *r = tgi_ruleset_first(g->rules, kind, in);
+	const tgi_rule *r = tgi_ruleset_first(global, kind, in);
 	if (r)
 		return r;
 	for (size_t i = 0; i < c->principal->roles.n; i++)
 		for (size_t j = 0; j < g->cfg->nroles; j++)
 			if (!strcmp(g->cfg->roles[j].name, c->principal->roles.v[i]) &&
-			    (r = tgi_ruleset_first(g->role_rules[j], kind, in)))
+			    (r = tgi_ruleset_first(roles[j], kind, in)))
 				return r;
 	return NULL;
+}
+
+/* First matching rule of `kind` among the global rules and the caller's roles. */
+static const tgi_rule *first_rule(const tgi_call *c, tgi_rule_kind kind, const tgi_match_input *in)
+{
+	return first_in(c, c->g->rules, c->g->role_rules, kind, in);
 }
 
 /* Does a rule of kind name the tool, globally or in one of p's roles? */
@@ -109,6 +120,10 @@ static tgi_decision mode_default(tgi_call *c, const char **why)
 	unsigned k = c->contract;
 	int ro = k & TGI_T_READ_ONLY;
 	int edit = (k & TGI_T_EDITS_FILES) && !(k & TGI_T_DESTRUCTIVE);
+	if ((k & TGI_T_CONFIRM) && c->g->cfg->mode != TGI_MODE_PLAN) {
+		*why = "destructive: true (only an allow rule naming the tool lifts it)";
+		return TGI_ASK;
+	}
 	switch (c->g->cfg->mode) {
 	case TGI_MODE_ACCEPT_EDITS:
 		*why = "mode acceptEdits";
@@ -806,6 +821,12 @@ tgi_verdict tgi_decide(tgi_call *c)
 		             "principal \"%s\" holds no grant for %s with these arguments; do not "
 		             "retry; ask the owner", c->principal->name, c->tool);
 		return deny(c, "requires_grant: no allow rule matches", msg);
+	}
+	/* a configured `destructive: true` runs unasked only under an allow
+	 * rule that names the tool: `*` may grant it, never lift the asking */
+	if (c->contract & TGI_T_CONFIRM) {
+		allow = allow ? first_in(c, g->named, g->role_named, TGI_RULE_ALLOW, &in) : NULL;
+		parts_allowed = 0;
 	}
 	if (cmd_ask) {
 		record(c, TGI_ASK, cmd_rule);

@@ -23,6 +23,7 @@
 #include "exec/netgate.h"
 #include "mcp/bridge.h"
 #include "exec/batch.h"
+#include "ledger.h"
 #include "patch/patch.h"
 #include "rulecheck.h"
 #include "util/fs.h"
@@ -317,7 +318,7 @@ static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
 		return tgi_fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan, "
 		                    "bypassPermissions or dryRun", o->mode);
 	if (o->approval && tgi_approval_parse(o->approval, &cfg->approval) < 0)
-		return tgi_fail(errmsg, "unknown approval policy \"%s\"; expected on-request, never or "
+		return tgi_fail(errmsg, "unknown approval policy \"%s\"; expected ask, deny or "
 		                    "untrusted", o->approval);
 	if (o->profile) {
 		free(cfg->profile);
@@ -582,7 +583,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	g->interactive = o->interactive;
 	g->net = tgi_netgate_new(NULL);
 
-	if (tgi_config_load(o->config_path, &g->cfg, err, sizeof err) < 0) {
+	if (tgi_config_find(o->config_path, o->workspace, &g->cfg, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
@@ -596,11 +597,14 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "workspace \"%s\": %s", g->cfg->workspace, strerror(errno));
 		goto fail;
 	}
-	g->state_fd = tgi_state_dir_open(g->ws_fd, g->cfg->workspace, err, sizeof err);
-	if (g->state_fd < 0) {
+	g->state_fd = o->no_create ? tgi_state_dir_find(g->ws_fd, g->cfg->workspace, err, sizeof err)
+	                           : tgi_state_dir_open(g->ws_fd, g->cfg->workspace, err, sizeof err);
+	if (g->state_fd == -1) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
+	if (g->state_fd < 0)          /* no_create, and there is none */
+		g->state_fd = -1;
 	size_t n = strlen(g->cfg->workspace) + sizeof "/.toolgate";
 	g->state_dir = tgi_xmalloc(n);
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
@@ -619,11 +623,22 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		         tgi_profile_names(g->cfg, names, sizeof names));
 		goto fail;
 	}
-	if (tgi_store_open(g->cfg->store, g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0, &g->store, err, sizeof err) < 0) {
+	int sflags = g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0;
+	if (o->no_create && !tgi_store_is_url(g->cfg->store)) {
+		struct stat st;
+		g->no_ledger = lstat(g->cfg->store, &st) < 0 && errno == ENOENT;
+		sflags |= g->no_ledger ? TGI_STORE_MEMORY : TGI_STORE_MUST_EXIST;
+	}
+	if (tgi_store_open(g->cfg->store, sflags, &g->store, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
-	if (finish_patches(g, errmsg) < 0)
+	/* a patch a crash interrupted is finished by the next gate, one that
+	 * creates nothing too when there is a journal directory to look in */
+	struct stat jst;
+	if ((!o->no_create || (g->state_fd >= 0 &&
+	                       fstatat(g->state_fd, "journal", &jst, AT_SYMLINK_NOFOLLOW) == 0)) &&
+	    finish_patches(g, errmsg) < 0)
 		goto fail;
 	/* no server starts here: the first call or listing that needs its tools does */
 	if (o->bridge && tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0) {
@@ -635,6 +650,14 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 fail:
 	tg_gate_close(g);
 	return -1;
+}
+
+const char *tg_gate_ledger(const tg_gate *g, int *exists, char *where, size_t cap)
+{
+	if (exists)
+		*exists = !g->no_ledger;
+	tgi_ledger_shown_where(g->cfg->store, where, cap);
+	return where;
 }
 
 void tg_gate_close(tg_gate *g)
@@ -661,6 +684,11 @@ void tg_gate_close(tg_gate *g)
 		for (size_t i = 0; i < g->cfg->nroles; i++)
 			tgi_ruleset_free(g->role_rules[i]);
 	free(g->role_rules);
+	tgi_ruleset_free(g->named);
+	if (g->role_named && g->cfg)
+		for (size_t i = 0; i < g->cfg->nroles; i++)
+			tgi_ruleset_free(g->role_named[i]);
+	free(g->role_named);
 	if (g->ws_fd >= 0)
 		close(g->ws_fd);
 	if (g->state_fd >= 0)

@@ -43,13 +43,20 @@ struct tg_gate {
 	tgi_registry *reg;        /* owned */
 	tgi_ruleset  *rules;      /* owned: permissions allow/ask/deny */
 	tgi_ruleset **role_rules; /* owned: one per cfg->roles[i] */
+	tgi_ruleset  *named;      /* owned: the allow rules of rules that name their tool (no
+	                             wildcard in the tool part), which alone lift a configured
+	                             `destructive: true` (TGI_T_CONFIRM) */
+	tgi_ruleset **role_named; /* owned: the same, one per cfg->roles[i] */
 	tgi_execpolicy *execpolicy; /* owned: the config's .rules files */
 	tgi_hostpath *hostpath;   /* owned: where a program cannot have been planted */
 	tgi_ep_resolve ep_resolve;/* how the gate reads execpolicy: TGI_EP_TRUSTED by hostpath */
 	tgi_store    *store;      /* owned */
+	int           no_ledger;  /* tg_options.no_create found no ledger: store is an empty
+	                             one in memory */
 	pthread_mutex_t store_mu; /* the store handle is used by one thread at a time */
 	int           ws_fd;      /* O_PATH|O_DIRECTORY */
-	int           state_fd;   /* <workspace>/.toolgate, checked */
+	int           state_fd;   /* <workspace>/.toolgate, checked (-1: tg_options.no_create
+	                             found none) */
 	char         *state_dir;  /* its absolute path */
 	char         *profile;    /* active profile */
 	char        **protected;  /* owned: workspace-relative files the gate itself reads or

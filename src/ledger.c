@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -550,10 +551,11 @@ static int state_dir(const char *workspace, char *err, size_t errlen)
 	return 0;
 }
 
-int tg_ledger_open(const char *config_path, int migrate, tg_ledger **out, char **errmsg)
+int tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **errmsg)
 {
 	char err[1024];
 	tgi_config *cfg = NULL;
+	struct stat st;
 
 	*out = NULL;
 	if (errmsg)
@@ -561,11 +563,21 @@ int tg_ledger_open(const char *config_path, int migrate, tg_ledger **out, char *
 	if (tgi_config_load(config_path, &cfg, err, sizeof err) < 0)
 		return tgi_fail(errmsg, "%s", err);
 	const char *where = cfg->store;   /* $TOOLGATE_STORE already applied */
-	int flags = (cfg->sync_full ? TGI_STORE_SYNC_FULL : 0) |
-	            (migrate ? 0 : TGI_STORE_NO_MIGRATE);
+	int file = !tgi_store_is_url(where);
+	int existing = (flags & TG_LEDGER_EXISTING) && file;
+	if (existing && lstat(where, &st) < 0 && errno == ENOENT) {
+		char shown[PATH_MAX];
+		tgi_ledger_shown_where(where, shown, sizeof shown);
+		tgi_config_free(cfg);
+		tgi_fail(errmsg, "there is no ledger at '%s'", shown);
+		return 1;
+	}
+	int sflags = (cfg->sync_full ? TGI_STORE_SYNC_FULL : 0) |
+	             (flags & TG_LEDGER_MIGRATE ? 0 : TGI_STORE_NO_MIGRATE) |
+	             (existing ? TGI_STORE_MUST_EXIST : 0);
 	tg_ledger *l = tgi_xcalloc(1, sizeof *l);
-	if ((!tgi_store_is_url(where) && state_dir(cfg->workspace, err, sizeof err) < 0) ||
-	    tgi_store_open(where, flags, &l->store, err, sizeof err) < 0) {
+	if ((file && !existing && state_dir(cfg->workspace, err, sizeof err) < 0) ||
+	    tgi_store_open(where, sflags, &l->store, err, sizeof err) < 0) {
 		tgi_config_free(cfg);
 		free(l);
 		return tgi_fail(errmsg, "%s", err);

@@ -41,6 +41,11 @@ struct tgi_cmdline;
  * TGI_T_REQUIRES_KEY     The schema gains `idempotency_key` (string, required).
  * TGI_T_EDITS_FILES      Edits files inside the workspace (acceptEdits may
  *                        allow it when not destructive).
+ * TGI_T_CONFIRM          A configured tool's `destructive: true` (with
+ *                        TGI_T_DESTRUCTIVE): asked in every mode (plan denies),
+ *                        bypassPermissions included, and under every allow rule
+ *                        but one that names the tool (no wildcard in its tool
+ *                        part: `deploy(env=staging)`, not `*`).
  */
 enum {
 	TGI_T_READ_ONLY        = 1u << 0,
@@ -50,6 +55,7 @@ enum {
 	TGI_T_REQUIRES_GRANT   = 1u << 4,
 	TGI_T_REQUIRES_KEY     = 1u << 5,
 	TGI_T_EDITS_FILES      = 1u << 6,
+	TGI_T_CONFIRM          = 1u << 7,
 };
 
 struct tgi_exec_ctx;

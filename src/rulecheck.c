@@ -433,6 +433,19 @@ static int add_rules(tg_gate *g, tgi_ruleset *rs, const tgi_strv *v, tgi_rule_ki
 	return 0;
 }
 
+/* The allow rules of v whose tool part has no wildcard (they were checked
+ * already): the rules that may let a `destructive: true` tool run unasked. */
+static tgi_ruleset *named_allows(const tgi_strv *v, const tgi_rule_env *env)
+{
+	char err[64];
+	tgi_ruleset *rs = tgi_ruleset_new();
+	tgi_ruleset_anchor(rs, env);
+	for (size_t i = 0; i < v->n; i++)
+		if (strcspn(v->v[i], "*?[") >= strcspn(v->v[i], "("))
+			tgi_ruleset_add(rs, TGI_RULE_ALLOW, v->v[i], err, sizeof err);
+	return rs;
+}
+
 static int check_set(tg_gate *g, const tgi_ruleset *rs, const char *base, char **errmsg)
 {
 	static const char *const kinds[] = {"allow", "ask", "deny"};
@@ -473,7 +486,9 @@ int tgi_rules_compile(tg_gate *g, char **errmsg)
 		if (add_rules(g, g->rules, lists[k], (tgi_rule_kind)k, base, errmsg) < 0)
 			return -1;
 	}
+	g->named = named_allows(&cfg->allow, &env);
 	g->role_rules = tgi_xcalloc(cfg->nroles ? cfg->nroles : 1, sizeof *g->role_rules);
+	g->role_named = tgi_xcalloc(cfg->nroles ? cfg->nroles : 1, sizeof *g->role_named);
 	for (size_t i = 0; i < cfg->nroles; i++) {
 		tgi_role_cfg *r = &cfg->roles[i];
 		const tgi_strv *rl[] = {&r->allow, &r->ask, &r->deny};
@@ -485,13 +500,17 @@ int tgi_rules_compile(tg_gate *g, char **errmsg)
 			if (add_rules(g, g->role_rules[i], rl[k], (tgi_rule_kind)k, base, errmsg) < 0)
 				return -1;
 		}
+		g->role_named[i] = named_allows(&r->allow, &env);
 	}
 	/* `mcp__server…` names the tools by the server's prefix */
 	json_object_foreach(cfg->mcp_servers, name, v) {
 		prefix_of(name, v, prefix, sizeof prefix);
 		tgi_ruleset_mcp_prefix(g->rules, name, prefix);
-		for (size_t i = 0; i < cfg->nroles; i++)
+		tgi_ruleset_mcp_prefix(g->named, name, prefix);
+		for (size_t i = 0; i < cfg->nroles; i++) {
 			tgi_ruleset_mcp_prefix(g->role_rules[i], name, prefix);
+			tgi_ruleset_mcp_prefix(g->role_named[i], name, prefix);
+		}
 	}
 	if (check_set(g, g->rules, "/permissions", errmsg) < 0)
 		return -1;

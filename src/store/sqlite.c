@@ -370,6 +370,8 @@ typedef struct sq {
 	sqlite3_stmt *ev_st[TGI_EVENT_BATCH]; /* ev_st[k-1] inserts k events */
 	int           sync_full;      /* 1: FULL for every write; 0: NORMAL, claims FULL */
 	int           no_migrate;     /* TGI_STORE_NO_MIGRATE: leave a schema that is behind */
+	int           must_exist;     /* TGI_STORE_MUST_EXIST: create nothing */
+	int           memory;         /* TGI_STORE_MEMORY: no file (file is "") */
 	tgi_self      me;             /* this process, as a claim's owner */
 	char          shown[PATH_MAX]; /* the ledger path, fit for sentences */
 	char          file[PATH_MAX]; /* the path opened, for the checkpointer's connection */
@@ -833,6 +835,16 @@ static int open_db(sq *s, const char *path, char *err, size_t errlen)
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 
+	if (s->memory) {
+		int rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+		                                             SQLITE_OPEN_NOMUTEX, NULL);
+		if (rc != SQLITE_OK)
+			return fail(s, s->db ? sqlite3_extended_errcode(s->db) : rc, err, errlen,
+			            "cannot open an empty ledger in memory");
+		sqlite3_extended_result_codes(s->db, 1);
+		return 0;
+	}
+
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
 		tgi_snprintf(err, errlen, "the ledger path '%s' names a directory, not a file", s->shown);
 		return -1;
@@ -868,19 +880,26 @@ static int open_db(sq *s, const char *path, char *err, size_t errlen)
 
 	/* Create it ourselves so that it (and so its -wal and -shm, which
 	 * SQLite gives the same mode) is 0600: it holds call records. */
-	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = s->must_exist ? -1
+	       : open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		close(fd);
-	} else if (errno != EEXIST) {
+	} else if (!s->must_exist && errno != EEXIST) {
 		tgi_snprintf(err, errlen, "cannot create the ledger '%s': %s", s->shown, strerror(errno));
 		return -1;
 	}
 
 	tgi_snprintf(s->file, sizeof s->file, "%s", file);
+	/* a ledger that must exist is opened read-write all the same (WAL
+	 * readers need the -shm), but never made */
 	int rc = sqlite3_open_v2(file, &s->db,
-	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
-	                                 SQLITE_OPEN_NOMUTEX,
+	                         SQLITE_OPEN_READWRITE | (s->must_exist ? 0 : SQLITE_OPEN_CREATE) |
+	                                 SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
 	                         NULL);
+	if (rc == SQLITE_CANTOPEN && s->must_exist && access(file, F_OK) < 0 && errno == ENOENT) {
+		tgi_snprintf(err, errlen, "there is no ledger at '%s'", s->shown);
+		return -1;
+	}
 	if (rc != SQLITE_OK)
 		return fail(s, s->db ? sqlite3_extended_errcode(s->db) : rc, err, errlen,
 		            "cannot open the ledger");
@@ -1044,7 +1063,7 @@ static int setup(sq *s, char *err, size_t errlen)
 		sqlite3_sleep(1 + (int)(getpid() % 8));
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot open the ledger");
-	if (strcasecmp(mode, "wal") != 0) {
+	if (strcasecmp(mode, s->memory ? "memory" : "wal") != 0) {
 		tgi_snprintf(err, errlen, "cannot put the ledger '%s' in WAL mode (it stays in '%s' mode)",
 		             s->shown, mode);
 		return -1;
@@ -1085,6 +1104,8 @@ int tgi_sqlite_open(const char *path, int flags, tgi_store **out, char *err, siz
 	s->base.impl = &sqlite_impl;
 	s->sync_full = flags & TGI_STORE_SYNC_FULL ? 1 : 0;
 	s->no_migrate = flags & TGI_STORE_NO_MIGRATE ? 1 : 0;
+	s->must_exist = flags & TGI_STORE_MUST_EXIST ? 1 : 0;
+	s->memory = flags & TGI_STORE_MEMORY ? 1 : 0;
 	pthread_mutex_init(&s->ckpt.mu, NULL);
 	pthread_cond_init(&s->ckpt.cv, NULL);
 	s->ckpt.sync_full = s->sync_full;
@@ -2573,8 +2594,8 @@ static int sq_watch_open(tgi_store *base, tgi_watch_what what, tgi_watch **out, 
 	w->fd = -1;
 	w->wal_wd = -1;
 	*out = &w->base;
-	if (strlen(s->file) + sizeof "-wal" > sizeof w->wal)
-		return 0;
+	if (!s->file[0] || strlen(s->file) + sizeof "-wal" > sizeof w->wal)
+		return 0;                 /* in memory (or too long): the timeout alone */
 	tgi_snprintf(w->wal, sizeof w->wal, "%s-wal", s->file);
 	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
 		return 0;

@@ -8,7 +8,7 @@
  * with a sentence.  Directories are opened with O_NOFOLLOW and checked on
  * the open fd (fstat), so a swap between check and use cannot slip in.
  *
- * Owns: tgi_state_dir_open and the shared checks declared at the end of
+ * Owns: tgi_state_dir_open (and _find) and the shared checks declared at the end of
  * store.h.  Must not: open the database or write files (sqlite.c and
  * spill.c do), or follow a symlink.
  */
@@ -49,8 +49,9 @@ static int check_stat(const struct stat *st, int want_dir, const char *shown, co
 	return 0;
 }
 
-int tgi_state_subdir_open(int dir_fd, const char *name, const char *shown, const char *guards,
-                          const char *where, char *err, size_t errlen)
+/* tgi_state_subdir_open; create 0: -2 when name is not there. */
+static int subdir_open(int dir_fd, const char *name, const char *shown, const char *guards,
+                       const char *where, int create, char *err, size_t errlen)
 {
 	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 	char in[512] = "";
@@ -62,6 +63,8 @@ int tgi_state_subdir_open(int dir_fd, const char *name, const char *shown, const
 		tgi_snprintf(in, sizeof in, " in '%s'", w);
 	}
 	int fd = openat(dir_fd, name, flags);
+	if (fd < 0 && errno == ENOENT && !create)
+		return -2;
 	if (fd < 0 && errno == ENOENT) {
 		if (mkdirat(dir_fd, name, 0700) < 0 && errno != EEXIST) {
 			tgi_snprintf(err, errlen, "cannot create %s%s: %s", shown, in, strerror(errno));
@@ -89,6 +92,17 @@ int tgi_state_subdir_open(int dir_fd, const char *name, const char *shown, const
 		return -1;
 	}
 	return fd;
+}
+
+int tgi_state_subdir_open(int dir_fd, const char *name, const char *shown, const char *guards,
+                          const char *where, char *err, size_t errlen)
+{
+	return subdir_open(dir_fd, name, shown, guards, where, 1, err, errlen);
+}
+
+int tgi_state_dir_find(int ws_fd, const char *ws_path, char *err, size_t errlen)
+{
+	return subdir_open(ws_fd, ".toolgate", ".toolgate", "the ledger", ws_path, 0, err, errlen);
 }
 
 int tgi_state_dir_open(int ws_fd, const char *ws_path, char *err, size_t errlen)

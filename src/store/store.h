@@ -37,12 +37,21 @@ typedef struct tgi_store tgi_store;
  * O_DIRECTORY fd of the state dir, or -1 with err.
  */
 int tgi_state_dir_open(int ws_fd, const char *ws_path, char *err, size_t errlen);
+/* The same for a state directory that is there, creating nothing (not it,
+ * not its .gitignore): the fd, -1 with err, or -2 when there is none. */
+int tgi_state_dir_find(int ws_fd, const char *ws_path, char *err, size_t errlen);
 
 /* Flags of tgi_store_open. */
 #define TGI_STORE_SYNC_FULL  1  /* SQLite: synchronous=FULL for every write (else NORMAL;
                                  * in_flight claims are always FULL) */
 #define TGI_STORE_NO_MIGRATE 2  /* open a schema that is behind as it is (toolgate migrate);
                                  * only the schema functions below may be used then */
+#define TGI_STORE_MUST_EXIST 4  /* SQLite: open the file only if it is there, creating
+                                 * nothing (the read-only commands); a missing one is an
+                                 * error.  PostgreSQL: no effect */
+#define TGI_STORE_MEMORY     8  /* SQLite: an empty ledger in memory, nothing on disk (where
+                                 * is only shown): a read-only command's stand-in for a ledger
+                                 * that is not there */
 
 /* Does where name a PostgreSQL ledger (postgres:// or postgresql://)? */
 int tgi_store_is_url(const char *where);

@@ -113,5 +113,5 @@ printf 'mode: default\nprofile: coding\napproval: sometimes\n' > "$WS/bad.yaml"
 (cd "$WS" && "$TG" call --config bad.yaml read_file '{"path":"README.md"}' > /dev/null 2> bad.err)
 eq "$?" 1 "bad config: exit 1"
 contains "$(cat bad.err)" "bad.yaml:3:" "bad config: file:line"
-contains "$(cat bad.err)" "on-request" "bad config: what was expected"
+contains "$(cat bad.err)" "one of ask, deny, untrusted" "bad config: what was expected"
 finish

@@ -185,7 +185,7 @@ static void test_defaults_without_a_file(void **state)
 	assert_string_equal(c->store, want);
 	assert_string_equal(c->profile, "coding");
 	assert_int_equal(c->mode, TGI_MODE_DEFAULT);
-	assert_int_equal(c->approval, TGI_APPROVAL_ON_REQUEST);
+	assert_int_equal(c->approval, TGI_APPROVAL_ASK);
 	assert_int_equal(c->sandbox, TGI_SANDBOX_WORKSPACE_WRITE);
 	assert_string_equal(c->default_principal, "local");
 	assert_int_equal(c->nprincipals, 1);
@@ -375,9 +375,11 @@ static void test_every_enum_value(void **state)
 		{ "plan", TGI_MODE_PLAN }, { "bypassPermissions", TGI_MODE_BYPASS },
 		{ "dryRun", TGI_MODE_DRY_RUN },
 	};
-	static const struct { const char *name; tgi_approval v; } approvals[] = {
-		{ "on-request", TGI_APPROVAL_ON_REQUEST }, { "never", TGI_APPROVAL_NEVER },
-		{ "untrusted", TGI_APPROVAL_UNTRUSTED },
+	/* on-request and never, the former names (Codex's), read as ask and deny */
+	static const struct { const char *name; tgi_approval v; const char *canon; } approvals[] = {
+		{ "ask", TGI_APPROVAL_ASK, "ask" }, { "deny", TGI_APPROVAL_DENY, "deny" },
+		{ "on-request", TGI_APPROVAL_ASK, "ask" }, { "never", TGI_APPROVAL_DENY, "deny" },
+		{ "untrusted", TGI_APPROVAL_UNTRUSTED, "untrusted" },
 	};
 	static const struct { const char *name; tgi_sandbox v; } sandboxes[] = {
 		{ "read-only", TGI_SANDBOX_READ_ONLY }, { "workspace-write", TGI_SANDBOX_WORKSPACE_WRITE },
@@ -400,7 +402,7 @@ static void test_every_enum_value(void **state)
 		tgi_approval a = (tgi_approval)-1;
 		assert_int_equal(tgi_approval_parse(approvals[i].name, &a), 0);
 		assert_int_equal(a, approvals[i].v);
-		assert_string_equal(tgi_approval_name(approvals[i].v), approvals[i].name);
+		assert_string_equal(tgi_approval_name(approvals[i].v), approvals[i].canon);
 		snprintf(text, sizeof text, "approval: %s\n", approvals[i].name);
 		c = yaml_ok(text);
 		assert_int_equal(c->approval, approvals[i].v);
@@ -429,7 +431,7 @@ static void test_every_enum_value(void **state)
 
 	/* names are exact */
 	tgi_mode m = TGI_MODE_PLAN;
-	tgi_approval a = TGI_APPROVAL_NEVER;
+	tgi_approval a = TGI_APPROVAL_DENY;
 	tgi_sandbox s = TGI_SANDBOX_FULL;
 	assert_int_equal(tgi_mode_parse("Plan", &m), -1);
 	assert_int_equal(tgi_mode_parse("acceptedits", &m), -1);
@@ -437,7 +439,7 @@ static void test_every_enum_value(void **state)
 	assert_int_equal(tgi_mode_parse(NULL, &m), -1);
 	assert_int_equal(m, TGI_MODE_PLAN);
 	assert_int_equal(tgi_approval_parse("on_request", &a), -1);
-	assert_int_equal(a, TGI_APPROVAL_NEVER);
+	assert_int_equal(a, TGI_APPROVAL_DENY);
 	assert_int_equal(tgi_sandbox_parse("full", &s), -1);
 	assert_int_equal(s, TGI_SANDBOX_FULL);
 	assert_string_equal(tgi_mode_name((tgi_mode)42), "unknown");
@@ -475,9 +477,9 @@ static void test_limits_and_numbers(void **state)
  * optional, checked, and apart from the approval policy (`approval:`). */
 static void test_mcp_approvals_and_client_args(void **state)
 {
-	tgi_config *c = yaml_ok("approval: never\n");
+	tgi_config *c = yaml_ok("approval: deny\n");
 	assert_int_equal(c->approvals_via, TGI_VIA_BOTH);        /* the default */
-	assert_int_equal(c->approval, TGI_APPROVAL_NEVER);       /* the policy, apart */
+	assert_int_equal(c->approval, TGI_APPROVAL_DENY);        /* the policy, apart */
 	assert_int_equal(c->mcp_strip_args.n, 0);
 	assert_null(c->mcp_strip_args.v[0]);
 	tgi_config_free(c);
@@ -626,8 +628,9 @@ static void test_yaml_and_json_load_equal(void **state)
 	STRV(&y->execpolicy, want, "/etc/toolgate/site.rules");
 	assert_int_equal(y->ntools, 2);
 	const tgi_tool_cfg *d = tool(y, "deploy");
-	assert_int_equal(d->flags, TGI_T_DESTRUCTIVE | TGI_T_REQUIRES_GRANT | TGI_T_REQUIRES_KEY |
-	                           TGI_T_EDITS_FILES);
+	/* destructive: true is confirmed as well (docs/MODES.md, "Destructive tools") */
+	assert_int_equal(d->flags, TGI_T_DESTRUCTIVE | TGI_T_CONFIRM | TGI_T_REQUIRES_GRANT |
+	                           TGI_T_REQUIRES_KEY | TGI_T_EDITS_FILES);
 	assert_string_equal(d->category, "ops");
 	assert_int_equal(d->max_result_chars, 2000);
 	assert_int_equal(d->timeout_s, 30);
@@ -733,7 +736,7 @@ static void test_example_loads(void **state)
 	assert_string_equal(c->dir, want);
 	assert_string_equal(c->profile, "coding");
 	assert_int_equal(c->mode, TGI_MODE_DEFAULT);
-	assert_int_equal(c->approval, TGI_APPROVAL_ON_REQUEST);
+	assert_int_equal(c->approval, TGI_APPROVAL_ASK);
 	assert_int_equal(c->sandbox, TGI_SANDBOX_WORKSPACE_WRITE);
 	assert_int_equal(c->nprincipals, 2);
 	assert_int_equal(c->nroles, 2);
@@ -871,8 +874,8 @@ static void test_tool_defaults_and_flags(void **state)
 	assert_string_equal(t->where, "toolgate.yaml:2");
 	t = tool(c, "all-flags_2");
 	assert_int_equal(t->flags, TGI_T_READ_ONLY | TGI_T_CONCURRENCY_SAFE | TGI_T_DESTRUCTIVE |
-	                           TGI_T_IDEMPOTENT | TGI_T_REQUIRES_GRANT | TGI_T_REQUIRES_KEY |
-	                           TGI_T_EDITS_FILES);
+	                           TGI_T_CONFIRM | TGI_T_IDEMPOTENT | TGI_T_REQUIRES_GRANT |
+	                           TGI_T_REQUIRES_KEY | TGI_T_EDITS_FILES);
 	assert_empty_strv(&t->check);
 	tgi_config_free(c);
 
