@@ -4,6 +4,7 @@
  * code (DESIGN §1).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,44 @@ static const char usage_text[] =
 	CLI_GATE_OPTIONS_HELP
 	"\nexit: 0 persisted/replayed/dry_run, 2 invalid, 3 denied, 4 failed, 5 pending,\n"
 	"      6 committed (ran, but the ledger write failed), 1 usage or configuration error\n";
+
+/* SIGINT or SIGTERM while the call runs: TG_CANCEL_SIGNAL(sig), the
+ * call's cancel flag.  The gate stops the tool (its process group is
+ * killed) and records the call; then toolgate exits by that signal. */
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+	if (!interrupted)
+		interrupted = TG_CANCEL_SIGNAL(sig);
+}
+
+/* Catch SIGINT and SIGTERM, unless they are ignored (a background job of
+ * a script): without SA_RESTART, so a terminal prompt gives up at once. */
+static void catch_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction sa, old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/* The call was recorded and printed: end as the signal would have. */
+static void reraise(void)
+{
+	int sig = interrupted & 0xff;
+	if (!interrupted)
+		return;
+	fflush(stdout);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static int run_batch(tg_gate *g, const char *src, int compact, const tg_request *tmpl)
 {
@@ -126,6 +165,8 @@ int cmd_call(int argc, char **argv)
 	if (!g)
 		return 1;
 	int code;
+	req.cancel = &interrupted;
+	catch_signals();
 	if (batch) {
 		code = run_batch(g, batch, compact, &req);
 	} else {
@@ -156,5 +197,6 @@ int cmd_call(int argc, char **argv)
 		free(text);
 	}
 	tg_gate_close(g);
+	reraise();
 	return code;
 }

@@ -71,6 +71,43 @@ static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)
 	return TGI_STOP;
 }
 
+/* The signal a cancel names (toolgate.h TG_CANCEL_SIGNAL), or 0: the
+ * client cancelled. */
+static int cancel_signal(const tgi_call *c)
+{
+	int v = tgi_flag_value(c->req->cancel);
+	return (v & ~0xff) == TG_CANCEL_SIGNAL(0) && (v & 0xff) ? v & 0xff : 0;
+}
+
+/* Whether the call was cancelled, and why, as the start of a sentence:
+ * "toolgate received SIGTERM and stopped the call" (the process making or
+ * serving the call got a signal) or "the client cancelled the call". */
+static int cancel_cause(const tgi_call *c, char *out, size_t cap)
+{
+	if (!tgi_flag_get(c->req->cancel))
+		return 0;
+	int sig = cancel_signal(c);
+	const char *name = sig ? sigabbrev_np(sig) : NULL;
+	if (sig)
+		tgi_snprintf(out, cap, "toolgate received SIG%s and stopped the call",
+		             name ? name : "?");
+	else
+		tgi_snprintf(out, cap, "the client cancelled the call");
+	return 1;
+}
+
+/* The data of a tool.call.cancelled event: {"signal": "SIGTERM"} or
+ * {"by": "client"}. */
+static json_t *cancel_data(const tgi_call *c)
+{
+	int sig = cancel_signal(c);
+	char name[16];
+	if (!sig)
+		return json_pack("{s:s}", "by", "client");
+	tgi_snprintf(name, sizeof name, "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+	return json_pack("{s:s}", "signal", name);
+}
+
 /* The events a handler may report (an event's type is a static string). */
 static const char *const handler_events[] = {"tool.sandbox.removed"};
 
@@ -247,11 +284,12 @@ tgi_verdict tgi_execute(tgi_call *c)
 	}
 
 	tgi_exec_ctx ctx;
-	if (tgi_flag_get(c->req->cancel)) {    /* cancelled while it waited: nothing ran */
+	char cause[64];
+	if (cancel_cause(c, cause, sizeof cause)) {    /* cancelled while it waited: nothing ran */
 		tgi_trace(c, "execute", 0, json_pack("{s:b}", "cancelled", 1));
-		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
+		tgi_event_add(c, "tool.call.cancelled", "execute", cancel_data(c));
 		return tgi_stop(c, TG_FAILED, TG_ERR_TOOL_ERROR, NULL,
-		                "the client cancelled the call before %s ran; nothing was run", c->tool);
+		                "%s before %s ran; nothing was run", cause, c->tool);
 	}
 	tgi_tool_out out;
 	memset(&out, 0, sizeof out);
@@ -264,17 +302,16 @@ tgi_verdict tgi_execute(tgi_call *c)
 	take_notes(c, &out);
 	tgi_net_call_end(c, net);        /* its sandboxes are gone: what the proxy refused */
 
-	/* a tool stopped by the client's cancel failed part-way: whatever it
-	 * says, a side effect may have begun (a tool that finished anyway keeps
-	 * its result: it is known, and only the client stopped listening) */
-	if (rc < 0 && tgi_flag_get(c->req->cancel)) {
+	/* a tool stopped by a cancel failed part-way: whatever it says, a side
+	 * effect may have begun (a tool that finished anyway keeps its result:
+	 * it is known, and only the caller stopped listening) */
+	if (rc < 0 && cancel_cause(c, cause, sizeof cause)) {
 		int ro = (c->contract & TGI_T_READ_ONLY) != 0;
 		out.kind = TG_ERR_TOOL_ERROR;
 		out.applied = ro ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
-		tgi_snprintf(out.message, sizeof out.message,
-		             "the client cancelled the call while %s ran%s", c->tool,
+		tgi_snprintf(out.message, sizeof out.message, "%s while %s ran%s", cause, c->tool,
 		             ro ? "" : "; it may have taken effect in part");
-		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
+		tgi_event_add(c, "tool.call.cancelled", "execute", cancel_data(c));
 	}
 
 	if (rc < 0) {
