@@ -152,6 +152,8 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx, struct tgi_netrun *net)
 		.cfg = g->cfg,
 		.data = t->data,
 		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
+		.max_result_chars = t->max_result_chars ? t->max_result_chars
+		                                        : g->cfg->max_result_chars,
 		.may_read = tgi_may_read,
 		.policy = c,
 		.read_masks = tgi_read_masks,
@@ -316,6 +318,7 @@ tgi_verdict tgi_execute(tgi_call *c)
 
 	if (rc < 0) {
 		json_decref(out.output);
+		json_decref(out.truncated);
 		c->settle = out.applied == TGI_APPLIED_NO ? TGI_SETTLE_RELEASE : TGI_SETTLE_UNKNOWN;
 		tgi_trace(c, "execute", 0, json_pack("{s:f}", "ms", ms));
 		tgi_verdict v = tgi_stop(c, TG_FAILED, out.kind ? out.kind : TG_ERR_TOOL_ERROR, NULL,
@@ -328,6 +331,7 @@ tgi_verdict tgi_execute(tgi_call *c)
 		return v;
 	}
 	c->output = out.output ? out.output : json_null();
+	c->truncated = out.truncated;  /* the tool cut and spilled its output itself */
 	c->settle = TGI_SETTLE_DONE;
 	c->status = TG_PERSISTED; /* persist turns this into committed if the ledger fails */
 	tgi_trace(c, "execute", 1, json_pack("{s:f}", "ms", ms));
