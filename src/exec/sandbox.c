@@ -986,6 +986,24 @@ json_t *tgi_sandbox_audit(tgi_sb_exec *x)
 	return c && c->view.audit ? tgi_sbaudit_end(c->view.audit) : NULL;
 }
 
+int tgi_sandbox_exec_failed(const tgi_sb_exec *x, const char *prog, int exit_code,
+                            size_t out_len, const char *err, char *why, size_t cap)
+{
+	static const char head[] = "bwrap: execvp ";
+	size_t pn = strlen(prog);
+	if (x->backend != TGI_SB_BWRAP || exit_code != 1 || out_len || !err ||
+	    strncmp(err, head, sizeof head - 1) || strncmp(err + sizeof head - 1, prog, pn) ||
+	    strncmp(err + sizeof head - 1 + pn, ": ", 2))
+		return 0;
+	const char *r = err + sizeof head - 1 + pn + 2, *nl = strchr(r, '\n');
+	if (!nl || nl[1] || nl == r)
+		return 0;
+	char reason[256];
+	tgi_snprintf(reason, sizeof reason, "%.*s", (int)(nl - r), r);
+	tgi_sanitize(why, cap, reason);
+	return 1;
+}
+
 void tgi_sandbox_release(tgi_sb_exec *x)
 {
 	if (!x)

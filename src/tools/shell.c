@@ -549,6 +549,18 @@ static int prepare(const tgi_exec_ctx *ctx, const json_t *args, char *cwd, char 
 		tgi_strv_free(argv);
 		return -1;
 	}
+	/* a program named bare that the command's PATH does not hold: the
+	 * gate's own sentence, not the sandbox's (it is looked up on the host,
+	 * whose system directories the sandbox shows as they are) */
+	if (json_is_array(json_object_get(args, "command")) && !strchr(argv->v[0], '/') &&
+	    !tgi_spawn_findable(argv->v[0], sh->path)) {
+		char prog[128];
+		tgi_sanitize(prog, sizeof prog, argv->v[0]);
+		tgi_snprintf(out->message, sizeof out->message, "there is no program \"%s\" on the "
+		             "command's PATH (%s); nothing was run", prog, sh->path);
+		tgi_strv_free(argv);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+	}
 	return 0;
 }
 
@@ -642,6 +654,18 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		             res.start_error);
 		tgi_spawn_result_free(&res);
 		tgi_tool_fail(out, TG_ERR_NOT_PERMITTED);
+		goto done;
+	}
+	char why[256];
+	if (res.exited && tgi_sandbox_exec_failed(&sb, argv.v[0], res.exit_code, res.out_len,
+	                                          res.err, why, sizeof why)) {
+		char prog[128];
+		tgi_sanitize(prog, sizeof prog, argv.v[0]);
+		tgi_snprintf(out->message, sizeof out->message, "could not run \"%s\" inside the "
+		             "sandbox: %s (it is not there, or not readable there: toolgate doctor "
+		             "shows what the sandbox sees); nothing was run", prog, why);
+		tgi_spawn_result_free(&res);
+		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 		goto done;
 	}
 	if (res.spawn_errno) {
