@@ -14,7 +14,11 @@
  *   owner gone → `pending` (unknown_outcome): never re-run silently
  * A dry run stops here with `dry_run` and the plan.
  *
- * Owns: the claim, the handler call and its timing.  Must not: decide
+ * A command tool's output is checked against its output_schema: one that
+ * does not fit is the tool's error (failed, naming the mismatch).
+ *
+ * Owns: the claim, the handler call and its timing, the output's check
+ * against the tool's output_schema.  Must not: decide
  * permission, shape output, or write the ops row (persist settles the
  * claim in the same transaction as the row).  Stops with `failed`,
  * `pending`, `replayed` or `dry_run`.
@@ -24,6 +28,7 @@
 
 #include "exec/netgate.h"
 #include "gate.h"
+#include "schema/schema.h"
 #include "util/util.h"
 
 /* An in_flight claim's lease is the tool's timeout plus ledger.lease_grace_s.
@@ -106,6 +111,34 @@ static json_t *cancel_data(const tgi_call *c)
 		return json_pack("{s:s}", "by", "client");
 	tgi_snprintf(name, sizeof name, "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 	return json_pack("{s:s}", "signal", name);
+}
+
+/* Does the output fit the tool's output_schema (a command tool's: MCP
+ * clients validate what it advertises)?  1; or 0 with out made the tool's
+ * error (the output dropped): it ran, and what it did is as unknown as
+ * its answer is wrong -- unless it is read-only. */
+static int output_fits(const tgi_call *c, tgi_tool_out *out)
+{
+	tgi_schema_result res;
+	if (tgi_schema_validate(c->entry->output_check, out->output ? out->output : json_null(), 0,
+	                        &res))
+		return 1;
+	tgi_buf b;
+	tgi_buf_init(&b, sizeof out->message - 1);
+	tgi_buf_printf(&b, "%s returned output that does not match its output_schema:", c->tool);
+	for (int i = 0; i < res.nerrors; i++)
+		if (tgi_buf_printf(&b, " %s %s.", *res.errors[i].pointer ? res.errors[i].pointer
+		                                                         : "the output",
+		                   res.errors[i].message) < 0)
+			break;
+	tgi_buf_puts(&b, " Ask the owner to fix the tool");
+	tgi_snprintf(out->message, sizeof out->message, "%s", b.p ? b.p : "");
+	tgi_buf_free(&b);
+	json_decref(out->output);
+	out->output = NULL;
+	out->kind = TG_ERR_TOOL_ERROR;
+	out->applied = (c->contract & TGI_T_READ_ONLY) ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
+	return 0;
 }
 
 /* The events a handler may report (an event's type is a static string). */
@@ -301,6 +334,8 @@ tgi_verdict tgi_execute(tgi_call *c)
 	double t0 = tgi_now_ms();
 	int rc = t->handler(&ctx, c->args, &out);
 	double ms = tgi_now_ms() - t0;
+	if (rc == 0 && c->entry->output_check && !output_fits(c, &out))
+		rc = -1;
 	take_notes(c, &out);
 	tgi_net_call_end(c, net);        /* its sandboxes are gone: what the proxy refused */
 

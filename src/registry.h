@@ -202,6 +202,9 @@ typedef struct tgi_entry {
 	json_t             *schema_json;   /* owned: the input schema as exported */
 	json_t             *output_schema; /* owned or NULL: the output schema, when the tool has one */
 	struct tgi_schema  *schema;        /* owned: compiled */
+	struct tgi_schema  *output_check;  /* owned or NULL: a command tool's output_schema,
+	                                      compiled: its output is checked against it
+	                                      (execute.c) */
 	tgi_strv            sensitive;     /* owned: property names the schema marks
 	                                      x-sensitive (masked in what is logged) */
 	const json_t       *aliases;       /* borrowed from the config (a bridged
