@@ -260,6 +260,7 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 	 * it): what it made at a refused name goes now */
 	if (rc == 0)
 		audit_notes(tgi_sandbox_audit(&sb), out);
+	tgi_sb_backend backend = sb.backend;
 	tgi_sandbox_release(&sb);
 	tgi_strv_free(&masks);
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -314,8 +315,8 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 			out->retry_after_s = json_number_value(ra);
 		tgi_snprintf(out->message, sizeof out->message, "temporary failure%s%s; retry later",
 		             *reason ? ": " : "", reason);
-	} else if (res.exited && tgi_sandbox_exec_failed(&sb, tc->command.v[0], res.exit_code,
-	                                                 res.out_len, res.err, why, sizeof why)) {
+	} else if (res.exited && tgi_sandbox_exec_failed(backend, res.exit_code, res.out_len,
+	                                                 res.err, why, sizeof why)) {
 		/* the wrapper could not start the program inside: nothing ran */
 		out->kind = TG_ERR_TOOL_ERROR;
 		out->applied = TGI_APPLIED_NO;

@@ -657,8 +657,8 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		goto done;
 	}
 	char why[256];
-	if (res.exited && tgi_sandbox_exec_failed(&sb, argv.v[0], res.exit_code, res.out_len,
-	                                          res.err, why, sizeof why)) {
+	if (res.exited && tgi_sandbox_exec_failed(sb.backend, res.exit_code, res.out_len, res.err, why,
+	                                          sizeof why)) {
 		char prog[128];
 		tgi_sanitize(prog, sizeof prog, argv.v[0]);
 		tgi_snprintf(out->message, sizeof out->message, "could not run \"%s\" inside the "
