@@ -62,7 +62,8 @@ CHECKS=$((CHECKS + 1))
 wait_for alive || fail "kill -9: the command did not start"
 kill -9 $k9
 wait $k9 2> /dev/null
-pkill -f "^sleep $NAP"           # (its orphan: nothing kills it once the gate is gone)
+CHECKS=$((CHECKS + 1))
+wait_for gone || fail "kill -9: the sandboxed command outlived the gate"
 k9_op=$(sql "select op_id from idem where scope like '%:k9'")
 
 # ---- ops list --unknown
