@@ -384,7 +384,10 @@ static json_t *result_json(const tgi_exec_ctx *ctx, const tgi_spawn_result *res,
 	char spill[PATH_MAX] = "";
 	int cut;
 	json_t *o = result_object(res, max, wo, we, spill, &cut);
-	if (!cut && (n = json_chars(o)) <= cap)
+	/* surely within the cap (each byte at most a 6-character escape, and
+	 * the fixed fields): no need to render it to know */
+	if (!cut && ((cap > 512 && res->out_len + res->err_len < (cap - 512) / 6) ||
+	             json_chars(o) <= cap))
 		return o;
 	spill_both(ctx, res, spill, sizeof spill);
 	measure(res->out, res->out_len, &oc, &ow);
