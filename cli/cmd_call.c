@@ -7,6 +7,7 @@
  * is (toolgate log --op ID --json).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,44 @@ static void print_human(const char *text)
 	json_decref(env);
 }
 
+/* SIGINT or SIGTERM while the call runs: TG_CANCEL_SIGNAL(sig), the
+ * call's cancel flag.  The gate stops the tool (its process group is
+ * killed) and records the call; then toolgate exits by that signal. */
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+	if (!interrupted)
+		interrupted = TG_CANCEL_SIGNAL(sig);
+}
+
+/* Catch SIGINT and SIGTERM, unless they are ignored (a background job of
+ * a script): without SA_RESTART, so a terminal prompt gives up at once. */
+static void catch_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction sa, old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/* The call was recorded and printed: end as the signal would have. */
+static void reraise(void)
+{
+	int sig = interrupted & 0xff;
+	if (!interrupted)
+		return;
+	fflush(stdout);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static int run_batch(tg_gate *g, const char *src, int compact, const tg_request *tmpl)
 {
 	size_t len;
@@ -217,6 +256,8 @@ int cmd_call(int argc, char **argv)
 	if (!g)
 		return 1;
 	int code;
+	req.cancel = &interrupted;
+	catch_signals();
 	if (batch) {
 		code = run_batch(g, batch, compact, &req);
 	} else {
@@ -250,5 +291,6 @@ int cmd_call(int argc, char **argv)
 		free(text);
 	}
 	tg_gate_close(g);
+	reraise();
 	return code;
 }

@@ -38,8 +38,7 @@ static const char usage_text[] =
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	tg_serve_stop();
+	tg_serve_stop_signal(sig);
 }
 
 /* The value s of --name as a whole number from 1 to max; -1, said on

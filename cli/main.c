@@ -28,7 +28,7 @@ static const struct cmd {
 	{"log", cmd_log, "show the ledger: calls, statuses and their events"},
 	{"stats", cmd_stats, "per-tool calls by status, p50/p99 duration, denials by rule"},
 	{"approvals", cmd_approvals, "list, approve or deny queued approvals"},
-	{"ops", cmd_ops, "settle an unknown outcome (ops resolve)"},
+	{"ops", cmd_ops, "list and settle unknown outcomes (ops list --unknown, ops resolve)"},
 	{"migrate", cmd_migrate, "bring the ledger's schema up to date (--dry-run: show what would)"},
 	{"ledger", cmd_ledger, "export the ledger's history as JSON lines; import it into another"},
 	{"apply-patch", cmd_apply_patch, "apply a V4A patch here, as Codex's apply_patch does"},

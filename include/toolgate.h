@@ -166,7 +166,10 @@ typedef struct tg_request {
 	                                with this sentence and not run */
 	volatile const int *cancel;  /* or NULL; becomes nonzero: stop the running tool (its
 	                                process group is killed) and end the call `failed`,
-	                                applied `unknown` if it may have had side effects */
+	                                applied `unknown` if it may have had side effects.
+	                                The value says why: TG_CANCEL_SIGNAL(sig) the caller's
+	                                process received sig, anything else the client
+	                                cancelled; the call's error says which */
 	const tg_callbacks *cb;      /* or NULL */
 	const char *client_call_id;  /* or NULL: the client's own id of this tool use (Claude
 	                                Code's tool_use id, Codex's call id), as it sent it;
@@ -179,6 +182,10 @@ typedef struct tg_request {
 	                                tool's input schema does not declare is removed before
 	                                validation; the call's trace names what was removed. */
 } tg_request;
+
+/* A tg_request.cancel value: the process making the call received signal
+ * sig (SIGINT, SIGTERM), and the call is stopped because of it. */
+#define TG_CANCEL_SIGNAL(sig) (0x10000 | (sig))
 
 typedef struct tg_result tg_result;
 
@@ -338,9 +345,22 @@ int tg_approval_decide(tg_gate *g, const char *approval_id, int approve,
 /*
  * Settle an unknown outcome: the operator says whether op_id's side effect
  * happened.  A later repeat of the call then replays (applied) or may run
- * again (not applied).  0 on success, -1 with *errmsg.
+ * again (not applied); a call without a claim (no key, no call id) is only
+ * marked settled.  0 on success, -1 with *errmsg.
  */
 int tg_op_resolve(tg_gate *g, const char *op_id, int applied, char **errmsg);
+
+/*
+ * The calls whose outcome is unknown, oldest first, as a JSON array of
+ * {op_id, tool, principal, session, status, started, message, claim,
+ * scope}: every call recorded with `applied: unknown` (interrupted, timed
+ * out, killed) that no operator has settled with tg_op_resolve, and every
+ * idempotency claim whose process stopped before it could record its call
+ * (tool, status and message null; claim "in_flight" or "unknown").  claim
+ * and scope are the call's idempotency claim, null for a call without one.
+ * Caller frees with free(); NULL with *errmsg on error.
+ */
+char *tg_ops_unknown(tg_gate *g, char **errmsg);
 
 /* The largest argument text a call may carry (bytes). */
 size_t tg_gate_max_args_bytes(const tg_gate *g);
@@ -527,8 +547,12 @@ typedef struct tg_serve_options {
  * port that cannot be bound, say).
  */
 int  tg_serve(tg_gate *g, const tg_serve_options *o, char **errmsg);
-/* Ask a running tg_serve to stop; async-signal-safe. */
+/* Ask a running tg_serve to stop; async-signal-safe.  Its running calls
+ * are cancelled at once, even while it waits for them after stdin closed. */
 void tg_serve_stop(void);
+/* The same, because the server received signal sig: the calls it stops
+ * say so (TG_CANCEL_SIGNAL).  Async-signal-safe. */
+void tg_serve_stop_signal(int sig);
 
 /* ---- the console: toolgate console ------------------------------------ */
 

@@ -14,7 +14,11 @@
  *   owner gone → `pending` (unknown_outcome): never re-run silently
  * A dry run stops here with `dry_run` and the plan.
  *
- * Owns: the claim, the handler call and its timing.  Must not: decide
+ * A command tool's output is checked against its output_schema: one that
+ * does not fit is the tool's error (failed, naming the mismatch).
+ *
+ * Owns: the claim, the handler call and its timing, the output's check
+ * against the tool's output_schema.  Must not: decide
  * permission, shape output, or write the ops row (persist settles the
  * claim in the same transaction as the row).  Stops with `failed`,
  * `pending`, `replayed` or `dry_run`.
@@ -24,6 +28,7 @@
 
 #include "exec/netgate.h"
 #include "gate.h"
+#include "schema/schema.h"
 #include "util/util.h"
 
 /* An in_flight claim's lease is the tool's timeout plus ledger.lease_grace_s.
@@ -71,6 +76,71 @@ static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)
 	return TGI_STOP;
 }
 
+/* The signal a cancel names (toolgate.h TG_CANCEL_SIGNAL), or 0: the
+ * client cancelled. */
+static int cancel_signal(const tgi_call *c)
+{
+	int v = tgi_flag_value(c->req->cancel);
+	return (v & ~0xff) == TG_CANCEL_SIGNAL(0) && (v & 0xff) ? v & 0xff : 0;
+}
+
+/* Whether the call was cancelled, and why, as the start of a sentence:
+ * "toolgate received SIGTERM and stopped the call" (the process making or
+ * serving the call got a signal) or "the client cancelled the call". */
+static int cancel_cause(const tgi_call *c, char *out, size_t cap)
+{
+	if (!tgi_flag_get(c->req->cancel))
+		return 0;
+	int sig = cancel_signal(c);
+	const char *name = sig ? sigabbrev_np(sig) : NULL;
+	if (sig)
+		tgi_snprintf(out, cap, "toolgate received SIG%s and stopped the call",
+		             name ? name : "?");
+	else
+		tgi_snprintf(out, cap, "the client cancelled the call");
+	return 1;
+}
+
+/* The data of a tool.call.cancelled event: {"signal": "SIGTERM"} or
+ * {"by": "client"}. */
+static json_t *cancel_data(const tgi_call *c)
+{
+	int sig = cancel_signal(c);
+	char name[16];
+	if (!sig)
+		return json_pack("{s:s}", "by", "client");
+	tgi_snprintf(name, sizeof name, "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+	return json_pack("{s:s}", "signal", name);
+}
+
+/* Does the output fit the tool's output_schema (a command tool's: MCP
+ * clients validate what it advertises)?  1; or 0 with out made the tool's
+ * error (the output dropped): it ran, and what it did is as unknown as
+ * its answer is wrong -- unless it is read-only. */
+static int output_fits(const tgi_call *c, tgi_tool_out *out)
+{
+	tgi_schema_result res;
+	if (tgi_schema_validate(c->entry->output_check, out->output ? out->output : json_null(), 0,
+	                        &res))
+		return 1;
+	tgi_buf b;
+	tgi_buf_init(&b, sizeof out->message - 1);
+	tgi_buf_printf(&b, "%s returned output that does not match its output_schema:", c->tool);
+	for (int i = 0; i < res.nerrors; i++)
+		if (tgi_buf_printf(&b, " %s %s.", *res.errors[i].pointer ? res.errors[i].pointer
+		                                                         : "the output",
+		                   res.errors[i].message) < 0)
+			break;
+	tgi_buf_puts(&b, " Ask the owner to fix the tool");
+	tgi_snprintf(out->message, sizeof out->message, "%s", b.p ? b.p : "");
+	tgi_buf_free(&b);
+	json_decref(out->output);
+	out->output = NULL;
+	out->kind = TG_ERR_TOOL_ERROR;
+	out->applied = (c->contract & TGI_T_READ_ONLY) ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
+	return 0;
+}
+
 /* The events a handler may report (an event's type is a static string). */
 static const char *const handler_events[] = {"tool.sandbox.removed"};
 
@@ -115,6 +185,8 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx, struct tgi_netrun *net)
 		.cfg = g->cfg,
 		.data = t->data,
 		.timeout_s = t->timeout_s ? t->timeout_s : g->cfg->timeout_s,
+		.max_result_chars = t->max_result_chars ? t->max_result_chars
+		                                        : g->cfg->max_result_chars,
 		.may_read = tgi_may_read,
 		.policy = c,
 		.read_masks = tgi_read_masks,
@@ -247,11 +319,12 @@ tgi_verdict tgi_execute(tgi_call *c)
 	}
 
 	tgi_exec_ctx ctx;
-	if (tgi_flag_get(c->req->cancel)) {    /* cancelled while it waited: nothing ran */
+	char cause[64];
+	if (cancel_cause(c, cause, sizeof cause)) {    /* cancelled while it waited: nothing ran */
 		tgi_trace(c, "execute", 0, json_pack("{s:b}", "cancelled", 1));
-		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
+		tgi_event_add(c, "tool.call.cancelled", "execute", cancel_data(c));
 		return tgi_stop(c, TG_FAILED, TG_ERR_TOOL_ERROR, NULL,
-		                "the client cancelled the call before %s ran; nothing was run", c->tool);
+		                "%s before %s ran; nothing was run", cause, c->tool);
 	}
 	tgi_tool_out out;
 	memset(&out, 0, sizeof out);
@@ -261,24 +334,26 @@ tgi_verdict tgi_execute(tgi_call *c)
 	double t0 = tgi_now_ms();
 	int rc = t->handler(&ctx, c->args, &out);
 	double ms = tgi_now_ms() - t0;
+	if (rc == 0 && c->entry->output_check && !output_fits(c, &out))
+		rc = -1;
 	take_notes(c, &out);
 	tgi_net_call_end(c, net);        /* its sandboxes are gone: what the proxy refused */
 
-	/* a tool stopped by the client's cancel failed part-way: whatever it
-	 * says, a side effect may have begun (a tool that finished anyway keeps
-	 * its result: it is known, and only the client stopped listening) */
-	if (rc < 0 && tgi_flag_get(c->req->cancel)) {
+	/* a tool stopped by a cancel failed part-way: whatever it says, a side
+	 * effect may have begun (a tool that finished anyway keeps its result:
+	 * it is known, and only the caller stopped listening) */
+	if (rc < 0 && cancel_cause(c, cause, sizeof cause)) {
 		int ro = (c->contract & TGI_T_READ_ONLY) != 0;
 		out.kind = TG_ERR_TOOL_ERROR;
 		out.applied = ro ? TGI_APPLIED_NO : TGI_APPLIED_UNKNOWN;
-		tgi_snprintf(out.message, sizeof out.message,
-		             "the client cancelled the call while %s ran%s", c->tool,
+		tgi_snprintf(out.message, sizeof out.message, "%s while %s ran%s", cause, c->tool,
 		             ro ? "" : "; it may have taken effect in part");
-		tgi_event_add(c, "tool.call.cancelled", "execute", NULL);
+		tgi_event_add(c, "tool.call.cancelled", "execute", cancel_data(c));
 	}
 
 	if (rc < 0) {
 		json_decref(out.output);
+		json_decref(out.truncated);
 		c->settle = out.applied == TGI_APPLIED_NO ? TGI_SETTLE_RELEASE : TGI_SETTLE_UNKNOWN;
 		tgi_trace(c, "execute", 0, json_pack("{s:f}", "ms", ms));
 		tgi_verdict v = tgi_stop(c, TG_FAILED, out.kind ? out.kind : TG_ERR_TOOL_ERROR, NULL,
@@ -291,6 +366,7 @@ tgi_verdict tgi_execute(tgi_call *c)
 		return v;
 	}
 	c->output = out.output ? out.output : json_null();
+	c->truncated = out.truncated;  /* the tool cut and spilled its output itself */
 	c->settle = TGI_SETTLE_DONE;
 	c->status = TG_PERSISTED; /* persist turns this into committed if the ledger fails */
 	tgi_trace(c, "execute", 1, json_pack("{s:f}", "ms", ms));

@@ -508,6 +508,8 @@ static void build_chain(tg_gate *g)
 	tgi_step *a = g->admit, *r = g->run;
 	size_t na = 0, nr = 0;
 	a[na++] = (tgi_step){"decode", tgi_decode, 1};
+	/* acts only on a shell call that is Codex's apply_patch */
+	a[na++] = (tgi_step){"shell_patch", tgi_shell_patch_step, 1};
 	/* acts only on requests that name client-added arguments (MCP) */
 	a[na++] = (tgi_step){"client_args", tgi_client_args_step, 1};
 	if (any_aliases(g->cfg))

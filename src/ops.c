@@ -69,6 +69,22 @@ static char *dump(json_t *v)
 	return s;
 }
 
+char *tg_ops_unknown(tg_gate *g, char **errmsg)
+{
+	char err[512];
+	json_t *rows = NULL;
+	if (errmsg)
+		*errmsg = NULL;
+	tgi_store_lock(g);
+	int rc = tgi_store_unknown(g->store, &rows, err, sizeof err);
+	tgi_store_unlock(g);
+	if (rc < 0) {
+		tgi_fail(errmsg, "%s", err);
+		return NULL;
+	}
+	return dump(rows);
+}
+
 char *tg_log(tg_gate *g, const tg_log_query *q, char **errmsg)
 {
 	char err[512];

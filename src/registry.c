@@ -94,6 +94,8 @@ static json_t *export_schema(const tgi_tool *t, const json_t *given, char *err, 
 	return s;
 }
 
+static void entry_free(tgi_entry *e);
+
 /* A new entry for t with its schemas compiled; NULL with err. */
 static tgi_entry *make_entry(const tgi_tool *t, const json_t *given_schema,
                              const json_t *output_schema, int assert_formats, char *err,
@@ -116,6 +118,19 @@ static tgi_entry *make_entry(const tgi_tool *t, const json_t *given_schema,
 		return NULL;
 	}
 	e->output_schema = json_is_object(output_schema) ? json_deep_copy(output_schema) : NULL;
+	/* a command tool's output is held to it (a bridged tool's is its server's
+	 * to keep, and the schema its server's to write) */
+	if (e->output_schema && t->handler == tgi_command_run) {
+		e->output_check = tgi_schema_compile(e->output_schema,
+		                                     assert_formats ? TGI_SCHEMA_ASSERT_FORMATS : 0,
+		                                     serr, sizeof serr);
+		if (!e->output_check) {
+			tgi_snprintf(err, errlen, "tool \"%s\": output_schema does not compile: %s",
+			             t->name, serr);
+			entry_free(e);
+			return NULL;
+		}
+	}
 	tgi_schema_sensitive_keys(e->schema_json, &e->sensitive);
 	return e;
 }
@@ -125,6 +140,7 @@ static void entry_free(tgi_entry *e)
 	json_decref(e->schema_json);
 	json_decref(e->output_schema);
 	tgi_schema_free(e->schema);
+	tgi_schema_free(e->output_check);
 	tgi_strv_free(&e->sensitive);
 	free(e);
 }

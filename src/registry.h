@@ -84,6 +84,8 @@ typedef struct tgi_exec_ctx {
 	const struct tgi_config  *cfg;
 	const void               *data;       /* the row's data pointer */
 	int                       timeout_s;
+	size_t                    max_result_chars; /* the result cap the shape stage applies
+	                                          (characters of its JSON text; 0: none) */
 	double                    deadline_ms; /* tgi_now_ms() past which in-process tools stop
 	                                          with TG_ERR_TIMEOUT */
 	tgi_may_read_fn           may_read;   /* per-entry policy for directory walks (never NULL) */
@@ -120,6 +122,10 @@ typedef struct tgi_tool_out {
 	                                caller takes them, on success and on error) */
 	json_t     *events;          /* NULL or [{"type", "data"}]: events of the call (the
 	                                caller takes them) */
+	json_t     *truncated;       /* NULL, or on success {"original_chars", "spill_path"}: the
+	                                tool fitted its output to max_result_chars itself and
+	                                spilled the whole of it (the caller takes it; the shape
+	                                stage then leaves the output as it is) */
 } tgi_tool_out;
 
 /* Run the tool on validated args.  Returns 0 on success, -1 on error with
@@ -202,6 +208,9 @@ typedef struct tgi_entry {
 	json_t             *schema_json;   /* owned: the input schema as exported */
 	json_t             *output_schema; /* owned or NULL: the output schema, when the tool has one */
 	struct tgi_schema  *schema;        /* owned: compiled */
+	struct tgi_schema  *output_check;  /* owned or NULL: a command tool's output_schema,
+	                                      compiled: its output is checked against it
+	                                      (execute.c) */
 	tgi_strv            sensitive;     /* owned: property names the schema marks
 	                                      x-sensitive (masked in what is logged) */
 	const json_t       *aliases;       /* borrowed from the config (a bridged

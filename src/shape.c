@@ -4,7 +4,10 @@
  * Output over the tool's max_result_chars (code points of its text form:
  * the string itself, or compact JSON) is spilled in full to
  * .toolgate/spill/<op_id>.txt and replaced by head + a marker + tail;
- * `truncated` says how long it was and where the rest is.
+ * `truncated` says how long it was and where the rest is.  A tool that
+ * fitted its output to the cap and spilled it itself (tgi_tool_out's
+ * truncated: the shell tool) keeps its output as it made it, and its one
+ * spill file.
  *
  * Owns: the shaped output and the notes the model reads beside it.  Must
  * not: change the status or run anything.
@@ -49,6 +52,12 @@ tgi_verdict tgi_shape(tgi_call *c)
 	const char *text;
 	size_t len;
 
+	if (c->truncated) {
+		/* the tool fitted its output to the cap and spilled it whole itself
+		 * (the shell tool): one spill per call, the output as the tool made it */
+		tgi_trace(c, "shape", 1, json_pack("{s:s}", "spilled", "by the tool"));
+		return TGI_NEXT;
+	}
 	if (json_is_string(c->output)) {
 		text = json_string_value(c->output);
 		len = json_string_length(c->output);

@@ -986,6 +986,28 @@ json_t *tgi_sandbox_audit(tgi_sb_exec *x)
 	return c && c->view.audit ? tgi_sbaudit_end(c->view.audit) : NULL;
 }
 
+int tgi_sandbox_exec_failed(tgi_sb_backend backend, int exit_code, size_t out_len,
+                            const char *err, char *why, size_t cap)
+{
+	static const char head[] = "bwrap: execvp ";
+	const char *nl = err ? strchr(err, '\n') : NULL;
+	if (backend != TGI_SB_BWRAP || exit_code != 1 || out_len || !nl || nl[1] ||
+	    strncmp(err, head, sizeof head - 1))
+		return 0;
+	/* the program as the wrapper was given it (resolved: it may differ from
+	 * what the caller named), then its reason */
+	const char *r = NULL;
+	for (const char *p = err + sizeof head - 1; p + 1 < nl; p++)
+		if (p[0] == ':' && p[1] == ' ')
+			r = p + 2;
+	if (!r || r == nl)
+		return 0;
+	char reason[256];
+	tgi_snprintf(reason, sizeof reason, "%.*s", (int)(nl - r), r);
+	tgi_sanitize(why, cap, reason);
+	return 1;
+}
+
 void tgi_sandbox_release(tgi_sb_exec *x)
 {
 	if (!x)

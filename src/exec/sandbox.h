@@ -178,6 +178,15 @@ json_t *tgi_sandbox_audit(tgi_sb_exec *x);
  * NULL is a no-op. */
 void tgi_sandbox_release(tgi_sb_exec *x);
 
+/* Did the sandbox's wrapper fail to start the program (bubblewrap's
+ * execvp: exit 1, no output, and only its one line on stderr)?  1 with
+ * the system's reason ("No such file or directory") in why, for a
+ * sentence of the caller's own (the wrapper's text never reaches a
+ * model); else 0.  backend: the run's (tgi_sb_exec.backend, before its
+ * release). */
+int  tgi_sandbox_exec_failed(tgi_sb_backend backend, int exit_code, size_t out_len,
+                             const char *err, char *why, size_t cap);
+
 /* Can a sandbox of this profile run here?  1, or 0 with a sentence in
  * why (no backend; Landlock not accepted; hosts without a proxy). */
 int  tgi_sandbox_usable(const tgi_sb_profile *p, int attach, char *why, size_t cap);

@@ -3,7 +3,8 @@
  * HTTP or both) and the bridge's change notices, until stdin ends or
  * tg_serve_stop().
  *
- * Owns: the stop flag and its self-pipe.  Must not: handle messages
+ * Owns: the stop flag and its self-pipe, and the signal that stopped the
+ * server (the calls it cancels say so).  Must not: handle messages
  * (server.c) or speak a transport (stdio.c, http.c).
  */
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include "util/util.h"
 
 static int wake[2] = {-1, -1};
+static volatile sig_atomic_t stop_signal;  /* the signal that stopped the server, or 0 */
 
 void tg_serve_stop(void)
 {
@@ -28,6 +30,19 @@ void tg_serve_stop(void)
 		ssize_t n = write(fd, "x", 1);
 		(void)n;
 	}
+}
+
+void tg_serve_stop_signal(int sig)
+{
+	if (!stop_signal && sig > 0 && sig < 256)
+		stop_signal = sig;
+	tg_serve_stop();
+}
+
+int tgi_mcp_stop_cancel(void)
+{
+	int sig = stop_signal;
+	return sig ? TG_CANCEL_SIGNAL(sig) : 1;
 }
 
 static void list_changed(void *arg)

@@ -23,6 +23,7 @@
 #include "mcp/server.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1022,14 +1023,29 @@ int tgi_mcp_session_initialized(const tgi_mcp_session *css)
 	return on;
 }
 
-void tgi_mcp_session_drain(tgi_mcp_session *ss)
+/* Is fd readable now?  (The serve loop's wake pipe: the server stops.) */
+static int readable(int fd)
 {
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+int tgi_mcp_session_drain(tgi_mcp_session *ss, int wake_fd)
+{
+	int woken = 0;
 	pthread_mutex_lock(&ss->mu);
 	ss->draining = 1;
 	pthread_cond_broadcast(&ss->cv);
-	while (ss->ncalls)
-		pthread_cond_wait(&ss->cv, &ss->mu);
+	while (ss->ncalls && !(woken = readable(wake_fd))) {
+		struct timespec ts;                  /* a signal writes to wake_fd: look often */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&ss->cv, &ss->mu, &ts);
+	}
 	pthread_mutex_unlock(&ss->mu);
+	return woken;
 }
 
 void tgi_mcp_session_free(tgi_mcp_session *ss)
@@ -1047,8 +1063,9 @@ void tgi_mcp_session_free(tgi_mcp_session *ss)
 
 	pthread_mutex_lock(&ss->mu);
 	ss->closing = 1;
+	int why = tgi_mcp_stop_cancel();
 	for (call_run *cr = ss->calls; cr; cr = cr->next)
-		tgi_flag_set(&cr->cancel);
+		tgi_flag_set_to(&cr->cancel, why);
 	pthread_cond_broadcast(&ss->cv);
 	while (ss->ncalls)
 		pthread_cond_wait(&ss->cv, &ss->mu);

@@ -83,13 +83,21 @@ int         tgi_mcp_session_initialized(const tgi_mcp_session *ss);
 void tgi_mcp_server_list_changed(tgi_mcp_server *s);
 
 /* The client's input ended: let the running calls finish (their answers
- * still go out; questions to the client fail at once) and wait for them. */
-void tgi_mcp_session_drain(tgi_mcp_session *ss);
+ * still go out; questions to the client fail at once) and wait for them,
+ * or until wake_fd (-1: none) becomes readable: the server is stopping
+ * (1, and the caller frees the session, which cancels them; else 0). */
+int tgi_mcp_session_drain(tgi_mcp_session *ss, int wake_fd);
 
 /* Cancel the session's running calls, answer its waiting elicitations as
  * cancelled, wait for its threads, and free it.  send is not called after
- * this returns. */
+ * this returns.  The calls' cancel says why (tgi_mcp_stop_cancel). */
 void tgi_mcp_session_free(tgi_mcp_session *ss);
+
+/* The value a call's cancel flag gets when its session is freed
+ * (toolgate.h tg_request.cancel): TG_CANCEL_SIGNAL(sig) once the server
+ * was stopped by signal sig (tg_serve_stop_signal), else 1 (the client
+ * went away).  Async-signal-safe to set; read on any thread.  (serve.c) */
+int tgi_mcp_stop_cancel(void);
 
 /*
  * The transports (src/mcp/stdio.c, src/mcp/http.c).  stdio serves one

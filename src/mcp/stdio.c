@@ -185,8 +185,8 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 			break;
 		}
 	}
-	if (!woken)
-		tgi_mcp_session_drain(ss);   /* the client closed its side: finish what runs */
+	if (!woken)                      /* the client closed its side: finish what runs, */
+		tgi_mcp_session_drain(ss, wake_fd);  /* unless the server is stopped meanwhile */
 	tgi_mcp_session_free(ss);
 	tgi_linereader_free(&r);
 	pthread_mutex_lock(&o.mu);       /* the last answers go out, then the writer ends */

@@ -8,7 +8,7 @@
  * holds a step only when its part is configured: a gate without hooks has
  * no hook step and pays nothing for it (nginx's phase handlers).
  *
- *   decode → client args → [aliases] → validate → identify → [loop check] → [before-hooks]
+ *   decode → shell patch → client args → [aliases] → validate → identify → [loop check] → [before-hooks]
  *   → decide → [rate limit] → approve → execute → shape
  *   → [loop record] → persist → sinks → [after-hooks]
  *
@@ -294,5 +294,18 @@ tgi_verdict tgi_aliases_step(tgi_call *c);
  * in the trace: {stage: "client_args", ok: true, removed: ["wait_for_previous"]}.
  */
 tgi_verdict tgi_client_args_step(tgi_call *c);
+
+/* ---- Codex's apply_patch through the shell (shell_patch.c) ----
+ *
+ * A shell call that is Codex's apply_patch ({"command": ["apply_patch",
+ * PATCH]}, or a script that is only `[cd DIR &&] apply_patch <<'EOF'`
+ * with the patch, as a string or ["bash", "-lc", SCRIPT]) is rewritten
+ * into an apply_patch call before validation, and judged and run as one.
+ */
+tgi_verdict tgi_shell_patch_step(tgi_call *c);
+/* Is args (a shell call's) one of those forms?  1 with the patch text in
+ * *patch (len bytes, NUL-terminated; caller frees) and the directory a
+ * `cd DIR &&` names in *dir (NULL: none; caller frees); else 0, both NULL. */
+int tgi_shell_patch_of(const json_t *args, char **patch, size_t *len, char **dir);
 
 #endif

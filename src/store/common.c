@@ -623,6 +623,23 @@ json_t *tgi_val_time(int64_t ms)
 	return json_string(iso);
 }
 
+json_t *tgi_unknown_row(const char *op_id, const char *tool, const char *principal,
+                        const char *session, const char *status, int64_t started_ms,
+                        const char *message, const char *claim, const char *scope)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "op_id", tgi_val_string(op_id));
+	json_object_set_new(o, "tool", tgi_val_string(tool));
+	json_object_set_new(o, "principal", tgi_val_string(principal));
+	json_object_set_new(o, "session", tgi_val_string(session));
+	json_object_set_new(o, "status", tgi_val_string(status));
+	json_object_set_new(o, "started", tgi_val_time(started_ms));
+	json_object_set_new(o, "message", tgi_val_string(message));
+	json_object_set_new(o, "claim", tgi_val_string(claim));
+	json_object_set_new(o, "scope", tgi_val_string(scope));
+	return o;
+}
+
 /* ---- stats ---- */
 
 int tgi_same_tool(const char *a, const char *b)

@@ -78,6 +78,7 @@ typedef struct tgi_store_impl {
 	int (*stats)(tgi_store *s, int64_t since_ms, json_t **out, char *err, size_t errlen);
 	int (*export)(tgi_store *s, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
 	              char *err, size_t errlen);
+	int (*unknown)(tgi_store *s, json_t **out, char *err, size_t errlen);
 
 	int  (*watch_open)(tgi_store *s, tgi_watch_what what, tgi_watch **out, char *err,
 	                   size_t errlen);
@@ -221,5 +222,19 @@ json_t *tgi_val_time(int64_t ms);
 int     tgi_same_tool(const char *a, const char *b);
 void    tgi_tools_sort(json_t **v, size_t n);
 json_t *tgi_stats_json(int64_t since_ms, json_int_t calls, json_t *tools, json_t *denials);
+
+/* tgi_store_unknown: which calls are listed, one query both stores make
+ * (ops that ran, failed or committed, whose envelope says error.applied
+ * "unknown" and that no operator settled -- not a `pending` answer naming
+ * another op's unknown outcome -- and every claim in_flight or unknown),
+ * and one row as listed from its columns (any text may be NULL; claim is
+ * the claim's state). */
+#define TGI_UNKNOWN_OPS_WHERE(applied)                                                   \
+	"status <> 'persisted' AND status IN ('failed', 'committed') AND " applied           \
+	" = 'unknown' AND NOT EXISTS (SELECT 1 FROM"                                          \
+	" events e WHERE e.op_id = ops.op_id AND e.type = 'tool.call.resolved')"
+json_t *tgi_unknown_row(const char *op_id, const char *tool, const char *principal,
+                        const char *session, const char *status, int64_t started_ms,
+                        const char *message, const char *claim, const char *scope);
 
 #endif

@@ -311,6 +311,10 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  "UPDATE idem SET state = 'unknown', updated_ms = " PG_NOW_MS ", " PG_NO_OWNER          \
 	  " WHERE scope = $1 AND op_id = $2")                                                   \
 	X(ST_IDEM_RELEASE, 2, "DELETE FROM idem WHERE scope = $1 AND op_id = $2")               \
+	X(ST_OP_UNSETTLED, 1,                                                                   \
+	  "SELECT 1 FROM ops WHERE op_id = $1 AND "                                            \
+	  TGI_UNKNOWN_OPS_WHERE("toolgate_json_text(envelope, 'error', 'applied')")            \
+	  " FOR UPDATE OF ops")                                                                 \
 	X(ST_IDEM_SETTLE_HELD, 6,                                                               \
 	  "WITH h AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])"                 \
 	  " AS h(scope, op_id, how)),"                                                          \
@@ -1841,15 +1845,20 @@ static int owner_alive(pg *s, const struct owner *o)
 /* Columns col.. of r: owner_host, owner_pid, owner_start, lease_until_ms,
  * then (at now_col) the server's now, whether the backend lives, and
  * whether it started before the server did. */
+static void read_owner_at(const PGresult *r, int row, int col, int now_col, struct owner *o)
+{
+	val_copy(r, row, col, o->host, sizeof o->host);
+	o->pid = val_i64(r, row, col + 1, 0);
+	o->start = val_i64(r, row, col + 2, -1);
+	o->lease_until = val_i64(r, row, col + 3, 0);
+	o->now = val_i64(r, row, now_col, 0);
+	o->backend_alive = val_bool(r, row, now_col + 1);
+	o->backend_before = val_bool(r, row, now_col + 2);
+}
+
 static void read_owner(const PGresult *r, int col, int now_col, struct owner *o)
 {
-	val_copy(r, 0, col, o->host, sizeof o->host);
-	o->pid = val_i64(r, 0, col + 1, 0);
-	o->start = val_i64(r, 0, col + 2, -1);
-	o->lease_until = val_i64(r, 0, col + 3, 0);
-	o->now = val_i64(r, 0, now_col, 0);
-	o->backend_alive = val_bool(r, 0, now_col + 1);
-	o->backend_before = val_bool(r, 0, now_col + 2);
+	read_owner_at(r, 0, col, now_col, o);
 }
 
 enum claim_step { CLAIM_DONE, CLAIM_AGAIN, CLAIM_MARK };
@@ -2032,6 +2041,52 @@ static int resolve_find(pg *s, const char *op_id, char *scope, size_t cap, char 
 	return rc;
 }
 
+/* Resolve an op that holds no claim, in the caller's transaction: one
+ * whose outcome is unknown is settled by the record of the operator's
+ * word alone (and its envelope marked applied, when it was). */
+static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, size_t errlen)
+{
+	q qs[4];
+	int n = 0, rc;
+	q_init(&qs[0], ST_OP_UNSETTLED, NULL);
+	q_text(&qs[0], op_id);
+	rc = run(s, qs, 1);
+	int found = rc == 0 && rows(&qs[0]) == 1;
+	q_free(qs, 1);
+	if (rc < 0) {
+		tx_abort(s);
+		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+	}
+	if (!found) {
+		tx_abort(s);
+		tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim and no unknown "
+		             "outcome; nothing to resolve", op_id);
+		return -1;
+	}
+	rc = 0;
+	if (applied) {
+		rc = mark_applied(s, op_id, NULL, &qs[n]);
+		if (rc > 0)
+			n++;
+	}
+	tgi_event ev = { .type = "tool.call.resolved", .ts_ms = tgi_unix_ms() };
+	char *data = tgi_strdup(applied ? "{\"applied\":true}" : "{\"applied\":false}");
+	if (rc >= 0) {
+		events_q(&qs[n++], op_id, &ev, 1, &data);
+		q_init(&qs[n++], ST_ADHOC, "COMMIT");
+		rc = run(s, qs, n);
+		if (rc == 0)
+			s->tx = 0;
+	}
+	q_free(qs, n);
+	free(data);
+	if (rc < 0) {
+		tx_abort(s);
+		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+	}
+	return 0;
+}
+
 static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *err, size_t errlen)
 {
 	pg *s = enter(base);
@@ -2047,12 +2102,8 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		tx_abort(s);
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
-	if (none) {
-		tx_abort(s);
-		tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim; nothing to resolve",
-		             op_id);
-		return -1;
-	}
+	if (none)     /* no claim (a call without a key): an op whose outcome is unknown? */
+		return resolve_claimless(s, op_id, applied, err, errlen);
 	/* unknown too: one marked so by another gate may still run */
 	if (owner_alive(s, &o)) {
 		char host[128];
@@ -3038,6 +3089,46 @@ static int stream(pg *s, const char *sql, q *x, json_t *(*row)(pg *, const PGres
 	return rc ? rc : stop;
 }
 
+/* ---- unknown outcomes ---- */
+
+static int pg_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
+{
+	pg *s = enter(base);
+	static const char sql[] =
+		"WITH u(op_id) AS (SELECT op_id FROM ops WHERE "
+		TGI_UNKNOWN_OPS_WHERE("toolgate_json_text(envelope, 'error', 'applied')")
+		" UNION SELECT op_id FROM idem WHERE state IN ('in_flight', 'unknown'))"
+		" SELECT u.op_id, o.tool, o.principal, o.session, o.status,"
+		" coalesce(o.started_ms, i.created_ms) AS started,"
+		" toolgate_json_text(o.envelope, 'error', 'message'),"
+		" i.state, i.scope, i.owner_host, i.owner_pid, i.owner_start, i.lease_until_ms,"
+		" " PG_NOW_MS ", " PG_BACKEND_ALIVE ", " PG_BACKEND_BEFORE
+		" FROM u LEFT JOIN ops o ON o.op_id = u.op_id"
+		" LEFT JOIN idem i ON i.op_id = u.op_id AND i.state IN ('in_flight', 'unknown')"
+		" ORDER BY started, u.op_id";
+	q x;
+	q_init(&x, ST_ADHOC, sql);
+	if (run(s, &x, 1) < 0) {
+		q_free(&x, 1);
+		return fail(s, err, errlen, "cannot read the ledger");
+	}
+	json_t *a = json_array();
+	for (int r = 0; r < rows(&x); r++) {
+		const char *state = val(x.res, r, 7);
+		struct owner o;
+		read_owner_at(x.res, r, 9, 13, &o);
+		if (state && !strcmp(state, "in_flight") && owner_alive(s, &o))
+			continue;               /* running now: its outcome is not known yet */
+		json_array_append_new(a, tgi_unknown_row(val(x.res, r, 0), val(x.res, r, 1),
+		                                         val(x.res, r, 2), val(x.res, r, 3),
+		                                         val(x.res, r, 4), val_i64(x.res, r, 5, 0),
+		                                         val(x.res, r, 6), state, val(x.res, r, 8)));
+	}
+	q_free(&x, 1);
+	*out = a;
+	return 0;
+}
+
 static int pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
                      char *err, size_t errlen)
 {
@@ -3258,6 +3349,7 @@ static const tgi_store_impl postgres_impl = {
 	.last_seq = pg_last_seq,
 	.stats = pg_stats,
 	.export = pg_export,
+	.unknown = pg_unknown,
 	.watch_open = pg_watch_open,
 	.watch_wait = pg_watch_wait,
 	.watch_close = pg_watch_close,

@@ -273,6 +273,10 @@ static const char *const verify_sql[] = {
 	  "UPDATE idem SET state = 'unknown', updated_ms = ?3"                                  \
 	  " WHERE scope = ?1 AND op_id = ?2 AND state = 'in_flight'")                           \
 	X(ST_IDEM_RELEASE, "DELETE FROM idem WHERE scope = ?1 AND op_id = ?2")                  \
+	X(ST_OP_UNSETTLED,                                                                      \
+	  "SELECT 1 FROM ops WHERE op_id = ?1 AND "                                            \
+	  TGI_UNKNOWN_OPS_WHERE("CASE WHEN json_valid(envelope)"                              \
+	                        " THEN json_extract(envelope, '$.error.applied') END"))       \
 	X(ST_APPROVAL_INSERT,                                                                   \
 	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
 	  " created_ms, expires_ms, plan)"                                                      \
@@ -1464,6 +1468,21 @@ static int mark_applied(sq *s, const char *op_id, const char *scope, int64_t now
 	return rc;
 }
 
+/* The end of a resolve whose settling gave rc: the operator's word as an
+ * event (tool.call.resolved), and the commit. */
+static int resolved(sq *s, const char *op_id, int applied, int rc, int64_t now, char *err,
+                    size_t errlen)
+{
+	if (rc == SQLITE_OK)
+		rc = st_run(s, ST_EVENT_INSERT, "itttt", now, op_id, "tool.call.resolved", NULL,
+		            applied ? "{\"applied\":true}" : "{\"applied\":false}");
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
+	return 0;
+}
+
 static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
@@ -1477,10 +1496,19 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 	if (rc == SQLITE_OK)
 		rc = st_step(s, ST_IDEM_BY_OP, "t", op_id);
 	if (rc == SQLITE_DONE) {
-		tx_rollback(s);
-		tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim; nothing to resolve",
-		             op_id);
-		return -1;
+		/* no claim (a call without a key): an op whose outcome is unknown is
+		 * settled by the record of the operator's word alone */
+		rc = st_step(s, ST_OP_UNSETTLED, "t", op_id);
+		st_reset(s, ST_OP_UNSETTLED);
+		if (rc == SQLITE_DONE) {
+			tx_rollback(s);
+			tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim and no "
+			             "unknown outcome; nothing to resolve", op_id);
+			return -1;
+		}
+		if (rc == SQLITE_ROW)
+			rc = applied ? mark_applied(s, op_id, NULL, now) : SQLITE_OK;
+		return resolved(s, op_id, applied, rc, now, err, errlen);
 	}
 	if (rc != SQLITE_ROW)
 		return fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
@@ -1505,14 +1533,7 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 	} else {
 		rc = st_run(s, ST_IDEM_RELEASE, "tt", scope, op_id);
 	}
-	if (rc == SQLITE_OK)
-		rc = st_run(s, ST_EVENT_INSERT, "itttt", now, op_id, "tool.call.resolved", NULL,
-		            applied ? "{\"applied\":true}" : "{\"applied\":false}");
-	if (rc == SQLITE_OK)
-		rc = tx_commit(s);
-	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
-	return 0;
+	return resolved(s, op_id, applied, rc, now, err, errlen);
 }
 
 /* ---- approvals ---- */
@@ -2555,6 +2576,48 @@ static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t
 	return 0;
 }
 
+/* ---- unknown outcomes ---- */
+
+static int sq_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	static const char *const sql =
+		"WITH u(op_id) AS (SELECT op_id FROM ops WHERE "
+		TGI_UNKNOWN_OPS_WHERE("CASE WHEN json_valid(envelope)"
+		                      " THEN json_extract(envelope, '$.error.applied') END")
+		" UNION SELECT op_id FROM idem WHERE state IN ('in_flight', 'unknown'))"
+		" SELECT u.op_id, o.tool, o.principal, o.session, o.status,"
+		" coalesce(o.started_ms, i.created_ms) AS started,"
+		" CASE WHEN json_valid(o.envelope) THEN json_extract(o.envelope, '$.error.message') END,"
+		" i.state, i.scope, i.owner_host, i.owner_pid, i.owner_start, i.lease_until_ms"
+		" FROM u LEFT JOIN ops o ON o.op_id = u.op_id"
+		" LEFT JOIN idem i ON i.op_id = u.op_id AND i.state IN ('in_flight', 'unknown')"
+		" ORDER BY started, u.op_id";
+	sqlite3_stmt *st = NULL;
+	int64_t now = tgi_unix_ms();
+	json_t *a = json_array();
+
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *state = col_text(st, 7);
+		struct owner o;
+		read_owner(st, 9, &o);
+		if (state && !strcmp(state, "in_flight") && owner_alive(s, &o, now))
+			continue;               /* running now: its outcome is not known yet */
+		json_array_append_new(a, tgi_unknown_row(col_text(st, 0), col_text(st, 1),
+		                                         col_text(st, 2), col_text(st, 3),
+		                                         col_text(st, 4), sqlite3_column_int64(st, 5),
+		                                         col_text(st, 6), state, col_text(st, 8)));
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		json_decref(a);
+		return fail(s, rc, err, errlen, "cannot read the ledger");
+	}
+	*out = a;
+	return 0;
+}
+
 /* ---- watches ----
  *
  * A commit lands in the WAL, so a watch is inotify on the WAL and on the
@@ -2689,6 +2752,7 @@ static const tgi_store_impl sqlite_impl = {
 	.last_seq = sq_last_seq,
 	.stats = sq_stats,
 	.export = sq_export,
+	.unknown = sq_unknown,
 	.watch_open = sq_watch_open,
 	.watch_wait = sq_watch_wait,
 	.watch_close = sq_watch_close,

@@ -156,6 +156,12 @@ int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err
 	return s->impl->op_resolve(s, op_id, applied, err, errlen);
 }
 
+int tgi_store_unknown(tgi_store *s, json_t **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	return s->impl->unknown(s, out, err, errlen);
+}
+
 int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen)
 {
 	return s->impl->approval_add(s, row, err, errlen);

@@ -457,6 +457,17 @@ void tgi_store_watch_close(tgi_watch *w);
 int tgi_store_export(tgi_store *s, int64_t since_ms, int (*fn)(void *arg, json_t *row), void *arg,
                      char *err, size_t errlen);
 
+/* Calls whose outcome is unknown, oldest first: *out a new array of
+ * {op_id, tool, principal, session, status, started (ISO 8601), message,
+ * claim, scope}: each op whose envelope says error.applied "unknown" and
+ * that no operator has settled (tool.call.resolved), with its claim's
+ * state and scope when it holds one (else null), and each claim in_flight
+ * or unknown that has no such op (its process died while the tool ran:
+ * the op's columns null, started when the claim was made).  A claim
+ * in_flight whose owner still runs it is not listed: that call is
+ * running. */
+int tgi_store_unknown(tgi_store *s, json_t **out, char *err, size_t errlen);
+
 /* ---- spill files (src/store/spill.c) ---- */
 
 /* Write text to <state_dir>/spill/<op_id>.txt atomically (0600; spill/ is

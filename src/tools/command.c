@@ -260,6 +260,7 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 	 * it): what it made at a refused name goes now */
 	if (rc == 0)
 		audit_notes(tgi_sandbox_audit(&sb), out);
+	tgi_sb_backend backend = sb.backend;
 	tgi_sandbox_release(&sb);
 	tgi_strv_free(&masks);
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -285,7 +286,7 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 
 	json_error_t je;
 	json_t *parsed = res.out_len ? json_loadb(res.out, res.out_len, JSON_DECODE_ANY, &je) : NULL;
-	char reason[400];
+	char reason[400], why[256];
 	stderr_reason(res.err, reason, sizeof reason);
 	int ret = -1;
 
@@ -314,14 +315,14 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 			out->retry_after_s = json_number_value(ra);
 		tgi_snprintf(out->message, sizeof out->message, "temporary failure%s%s; retry later",
 		             *reason ? ": " : "", reason);
-	} else if (res.exit_code != 0 && tc->sandbox.mode != TGI_SANDBOX_FULL && !res.out_len &&
-	           !strncmp(res.err, "bwrap: execvp ", 14)) {
-		/* the wrapper could not find the program inside: nothing ran */
+	} else if (res.exited && tgi_sandbox_exec_failed(backend, res.exit_code, res.out_len,
+	                                                 res.err, why, sizeof why)) {
+		/* the wrapper could not start the program inside: nothing ran */
 		out->kind = TG_ERR_TOOL_ERROR;
 		out->applied = TGI_APPLIED_NO;
-		tgi_snprintf(out->message, sizeof out->message, "the tool's program cannot be found "
+		tgi_snprintf(out->message, sizeof out->message, "the tool's program cannot be run "
 		             "inside its sandbox (%s); ask the owner to name its directory in the "
-		             "tool's sandbox.read (toolgate doctor shows what it sees)", reason);
+		             "tool's sandbox.read (toolgate doctor shows what it sees)", why);
 	} else if (res.exit_code != 0) {
 		json_t *ap = json_is_object(parsed) ? json_object_get(parsed, "applied") : NULL;
 		out->kind = TG_ERR_TOOL_ERROR;

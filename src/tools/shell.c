@@ -20,10 +20,13 @@
  * becomes the call's events and warnings, execute.c).
  *
  * Output: {"exit_code","signal","timed_out","stdout","stderr",
- * "duration_ms"}; a stream over shell.max_output_chars keeps its head and
- * tail around a marker, and both streams go in full to the spill file
- * (.toolgate/spill/<op_id>.txt), named in "spilled".  A non-zero exit or a
- * timeout is a result the model reads, not a gate failure.
+ * "duration_ms"}, always an object within the call's result cap: a stream
+ * over shell.max_output_chars, or streams that together would not fit the
+ * cap, keep their head and tail around a marker, and both streams go in
+ * full to one spill file (.toolgate/spill/<op_id>.txt), named in "spilled",
+ * in the markers and in the envelope's `truncated` (the shape stage leaves
+ * such an output as it is).  A non-zero exit or a timeout is a result the
+ * model reads, not a gate failure.
  *
  * The policy gates (floor, execpolicy, shell(...) rules, modes) judge the
  * simple commands commands() reports before this runs (decide.c).
@@ -208,24 +211,75 @@ static int build_env(const tgi_exec_ctx *ctx, const json_t *args, const char *tm
 
 /* ---- output ---- */
 
-/* The stream as the model sees it: whole, or head + marker + tail.
- * *cut says whether it was cut. */
-static json_t *shaped(const char *s, size_t len, size_t total, size_t max, const char *spill,
-                      int *cut)
+/* The code point at s (n bytes left, n > 0) as the result's JSON text
+ * shows it: *adv bytes of s, and the characters it takes there (an invalid
+ * byte or a NUL is U+FFFD, tgi_json_text; a quote, a backslash or a
+ * control character is escaped). */
+static size_t json_width(const char *s, size_t n, size_t *adv)
 {
-	size_t chars = tgi_utf8_len(s, len);
-	*cut = chars > max || total > len;
+	uint32_t cp;
+	size_t k = tgi_utf8_decode(s, n, &cp);
+	*adv = k ? k : 1;
+	if (!k || cp == 0)
+		return 1;
+	if (cp == '"' || cp == '\\' || cp == '\b' || cp == '\f' || cp == '\n' || cp == '\r' ||
+	    cp == '\t')
+		return 2;
+	return cp < 0x20 ? 6 : 1;
+}
+
+/* The code points of s and the characters its JSON text takes. */
+static void measure(const char *s, size_t len, size_t *chars, size_t *width)
+{
+	size_t adv;
+	*chars = *width = 0;
+	for (size_t i = 0; i < len; i += adv, ++*chars)
+		*width += json_width(s + i, len - i, &adv);
+}
+
+/*
+ * The stream as the model sees it: whole, or head + marker + tail, where
+ * head and tail keep at most max_cp code points (shell.max_output_chars)
+ * and, with the marker, at most max_w characters of JSON text (the share
+ * of the result cap this stream gets).  total is what the program wrote
+ * (more than len: the capture was cut).  *cut says whether it was cut.
+ */
+static json_t *shaped(const char *s, size_t len, size_t total, size_t max_cp, size_t max_w,
+                      const char *spill, int *cut)
+{
+	size_t chars, width, adv;
+	measure(s, len, &chars, &width);
+	*cut = chars > max_cp || width > max_w || total > len;
 	if (!*cut)
 		return tgi_json_text(s, len);
-	size_t head = tgi_utf8_offset(s, len, max / 2);
-	size_t tail = tgi_utf8_offset(s, len, chars > max - max / 2 ? chars - (max - max / 2) : 0);
-	if (tail < head)
-		tail = head;
+	char marker[PATH_MAX + 256];
+	size_t mc, mw;
+	if (spill[0])
+		tgi_snprintf(marker, sizeof marker, "\n... [%zu bytes in all; the middle is left out; "
+		             "the full output is in %s: read it with read_file and offset/limit] ...\n",
+		             total, spill);
+	else
+		tgi_snprintf(marker, sizeof marker, "\n... [%zu bytes in all; the middle is left out; "
+		             "the full output could not be saved] ...\n", total);
+	measure(marker, strlen(marker), &mc, &mw);
+	size_t room_w = max_w > mw ? max_w - mw : 0;
+	size_t head = 0, hc = 0, hw = 0;            /* half of each budget for the head */
+	while (head < len) {
+		size_t w = json_width(s + head, len - head, &adv);
+		if (hc + 1 > max_cp / 2 || hw + w > room_w / 2)
+			break;
+		head += adv, hc++, hw += w;
+	}
+	size_t tc = max_cp - hc, tw = room_w - hw;  /* the rest for the tail */
+	size_t tail = head, rc = chars - hc, rw = width - hw;
+	while (tail < len && (rc > tc || rw > tw)) {
+		rw -= json_width(s + tail, len - tail, &adv);
+		tail += adv, rc--;
+	}
 	tgi_buf b;
-	tgi_buf_init(&b, len + 512);
+	tgi_buf_init(&b, head + sizeof marker + (len - tail));
 	tgi_buf_append(&b, s, head);
-	tgi_buf_printf(&b, "\n... [%zu bytes in all; the middle is left out; the full output is in %s] "
-	               "...\n", total, spill[0] ? spill : "(no spill file could be written)");
+	tgi_buf_puts(&b, marker);
 	tgi_buf_append(&b, s + tail, len - tail);
 	json_t *j = tgi_json_text(b.p, b.len);
 	tgi_buf_free(&b);
@@ -254,27 +308,107 @@ static void spill_both(const tgi_exec_ctx *ctx, const tgi_spawn_result *res, cha
 	close(sfd);
 }
 
-static json_t *result_json(const tgi_exec_ctx *ctx, const tgi_spawn_result *res)
+/* The result with each stream cut to max_cp code points and to wo / we
+ * characters of JSON text; *cut: was either cut. */
+static json_t *result_object(const tgi_spawn_result *res, size_t max_cp, size_t wo, size_t we,
+                             const char *spill, int *cut)
 {
-	size_t max = ctx->cfg->shell.max_output_chars;
-	char spill[PATH_MAX] = "";
 	int cut_out, cut_err;
-	size_t oc = tgi_utf8_len(res->out, res->out_len), ec = tgi_utf8_len(res->err, res->err_len);
-	if (oc > max || ec > max || res->out_truncated || res->err_truncated)
-		spill_both(ctx, res, spill, sizeof spill);
 	json_t *o = json_object();
 	json_object_set_new(o, "exit_code", res->exited ? json_integer(res->exit_code) : json_null());
 	json_object_set_new(o, "signal", res->signal ? json_string(sigabbrev_np(res->signal) ?
 	                                                           sigabbrev_np(res->signal) : "?")
 	                                             : json_null());
 	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
-	json_object_set_new(o, "stdout", shaped(res->out, res->out_len, res->out_total, max, spill,
-	                                        &cut_out));
-	json_object_set_new(o, "stderr", shaped(res->err, res->err_len, res->err_total, max, spill,
-	                                        &cut_err));
+	json_object_set_new(o, "stdout", shaped(res->out, res->out_len, res->out_total, max_cp, wo,
+	                                        spill, &cut_out));
+	json_object_set_new(o, "stderr", shaped(res->err, res->err_len, res->err_total, max_cp, we,
+	                                        spill, &cut_err));
 	json_object_set_new(o, "duration_ms", json_real((double)(long long)(res->duration_ms * 1000) / 1000));
-	if (cut_out || cut_err)
+	*cut = cut_out || cut_err;
+	if (*cut)
 		json_object_set_new(o, "spilled", spill[0] ? json_string(spill) : json_null());
+	return o;
+}
+
+/* The characters of v's compact JSON text (what the shape stage counts). */
+static size_t json_chars(const json_t *v)
+{
+	char *t = json_dumps(v, JSON_COMPACT);
+	size_t n = t ? tgi_utf8_len(t, strlen(t)) : 0;
+	free(t);
+	return n;
+}
+
+/* The characters a string member takes in o's JSON text. */
+static size_t member_width(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+	size_t chars, width;
+	measure(json_string_value(v), json_string_length(v), &chars, &width);
+	return width;
+}
+
+/* Split avail characters between the streams (full: the JSON widths of
+ * what each would show uncut): one that fits in half keeps all of it and
+ * leaves the rest to the other. */
+static void share(size_t avail, size_t full_out, size_t full_err, size_t *wo, size_t *we)
+{
+	if (full_out <= avail / 2) {
+		*wo = full_out;
+		*we = avail - full_out;
+	} else if (full_err <= avail / 2) {
+		*we = full_err;
+		*wo = avail - full_err;
+	} else {
+		*wo = avail / 2;
+		*we = avail - avail / 2;
+	}
+}
+
+/*
+ * The result as the model gets it: the whole of it within the call's
+ * result cap (ctx->max_result_chars, as the shape stage counts it), each
+ * stream within shell.max_output_chars.  Whatever is cut goes to one spill
+ * file with both streams in full (as captured), named in "spilled", in the
+ * markers, and in out->truncated, so that the shape stage neither cuts
+ * the object into a string nor spills a second time.  A cap too small
+ * even for the fixed fields leaves the streams at their markers.
+ */
+static json_t *result_json(const tgi_exec_ctx *ctx, const tgi_spawn_result *res,
+                           tgi_tool_out *out)
+{
+	size_t max = ctx->cfg->shell.max_output_chars;
+	size_t cap = ctx->max_result_chars ? ctx->max_result_chars : SIZE_MAX;
+	size_t wo = SIZE_MAX, we = SIZE_MAX, avail = SIZE_MAX, n, oc, ow, ec, ew;
+	char spill[PATH_MAX] = "";
+	int cut;
+	json_t *o = result_object(res, max, wo, we, spill, &cut);
+	/* surely within the cap (each byte at most a 6-character escape, and
+	 * the fixed fields): no need to render it to know */
+	if (!cut && ((cap > 512 && res->out_len + res->err_len < (cap - 512) / 6) ||
+	             json_chars(o) <= cap))
+		return o;
+	spill_both(ctx, res, spill, sizeof spill);
+	measure(res->out, res->out_len, &oc, &ow);
+	measure(res->err, res->err_len, &ec, &ew);
+	for (int i = 0; i < 6; i++) {
+		json_decref(o);
+		o = result_object(res, max, wo, we, spill, &cut);
+		if ((n = json_chars(o)) <= cap)
+			break;
+		if (avail == SIZE_MAX) {       /* what the fixed fields and the markers leave */
+			size_t shown = member_width(o, "stdout") + member_width(o, "stderr");
+			avail = cap > n - shown ? cap - (n - shown) : 0;
+		} else {                       /* a marker came or grew: take its room too */
+			avail = avail > n - cap ? avail - (n - cap) : 0;
+		}
+		share(avail, ow, ew, &wo, &we);
+	}
+	out->truncated = json_pack("{s:I, s:s?}", "original_chars",
+	                           (json_int_t)(oc + ec + (res->out_total - res->out_len) +
+	                                        (res->err_total - res->err_len)),
+	                           "spill_path", spill[0] ? spill : NULL);
 	return o;
 }
 
@@ -418,6 +552,18 @@ static int prepare(const tgi_exec_ctx *ctx, const json_t *args, char *cwd, char 
 		tgi_strv_free(argv);
 		return -1;
 	}
+	/* a program named bare that the command's PATH does not hold: the
+	 * gate's own sentence, not the sandbox's (it is looked up on the host,
+	 * whose system directories the sandbox shows as they are) */
+	if (json_is_array(json_object_get(args, "command")) && !strchr(argv->v[0], '/') &&
+	    !tgi_spawn_findable(argv->v[0], sh->path)) {
+		char prog[128];
+		tgi_sanitize(prog, sizeof prog, argv->v[0]);
+		tgi_snprintf(out->message, sizeof out->message, "there is no program \"%s\" on the "
+		             "command's PATH (%s); nothing was run", prog, sh->path);
+		tgi_strv_free(argv);
+		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+	}
 	return 0;
 }
 
@@ -513,6 +659,18 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		tgi_tool_fail(out, TG_ERR_NOT_PERMITTED);
 		goto done;
 	}
+	char why[256];
+	if (res.exited && tgi_sandbox_exec_failed(sb.backend, res.exit_code, res.out_len, res.err, why,
+	                                          sizeof why)) {
+		char prog[128];
+		tgi_sanitize(prog, sizeof prog, argv.v[0]);
+		tgi_snprintf(out->message, sizeof out->message, "could not run \"%s\" inside the "
+		             "sandbox: %s (it is not there, or not readable there: toolgate doctor "
+		             "shows what the sandbox sees); nothing was run", prog, why);
+		tgi_spawn_result_free(&res);
+		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+		goto done;
+	}
 	if (res.spawn_errno) {
 		char prog[128];
 		tgi_sanitize(prog, sizeof prog, argv.v[0]);
@@ -531,7 +689,7 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		out->applied = TGI_APPLIED_UNKNOWN;
 		goto done;
 	}
-	out->output = result_json(ctx, &res);
+	out->output = result_json(ctx, &res, out);
 	out->kind = TG_ERR_NONE;
 	tgi_spawn_result_free(&res);
 	rc = 0;

@@ -130,6 +130,9 @@ char *tgi_strndup(const char *s, size_t n); /* n bytes of s (no NUL among them) 
  * ThreadSanitizer agrees).  f may be NULL: never set. */
 static inline int  tgi_flag_get(volatile const int *f) { return f && __atomic_load_n(f, __ATOMIC_ACQUIRE); }
 static inline void tgi_flag_set(volatile int *f) { __atomic_store_n(f, 1, __ATOMIC_RELEASE); }
+/* The flag's value itself (a cancel's reason, toolgate.h TG_CANCEL_SIGNAL); 0 for NULL. */
+static inline int  tgi_flag_value(volatile const int *f) { return f ? __atomic_load_n(f, __ATOMIC_ACQUIRE) : 0; }
+static inline void tgi_flag_set_to(volatile int *f, int v) { __atomic_store_n(f, v, __ATOMIC_RELEASE); }
 
 void *tgi_xmalloc(size_t n);       /* aborts on OOM */
 void *tgi_xcalloc(size_t n, size_t sz);

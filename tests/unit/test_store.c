@@ -1736,6 +1736,121 @@ static void test_idem_resolve_marks_envelope(void **state)
 	assert_int_equal(count_ops(f->s, &flt), 1);
 }
 
+/* Record one op of status with an envelope whose error says applied
+ * (NULL: no error), started at ms; scope/how its claim's settle. */
+static void record_applied(tgi_store *s, const char *op_id, const char *status,
+                           const char *applied, int64_t ms, const char *scope,
+                           tgi_idem_settle how)
+{
+	char env[512], err[512] = "";
+	if (applied)
+		snprintf(env, sizeof env, "{\"op_id\":\"%s\",\"status\":\"%s\",\"error\":{\"kind\":"
+		         "\"tool_error\",\"message\":\"stopped %s\",\"applied\":\"%s\"}}", op_id, status,
+		         op_id, applied);
+	else
+		snprintf(env, sizeof env, "{\"op_id\":\"%s\",\"status\":\"%s\",\"error\":null}", op_id,
+		         status);
+	tgi_op_record op = { .op_id = op_id, .tool = "shell", .principal = "local",
+	                     .status = status, .error_kind = applied ? "tool_error" : NULL,
+	                     .idem_scope = scope, .envelope = env, .started_ms = ms };
+	if (tgi_store_record(s, &op, NULL, 0, scope, how, err, sizeof err) < 0)
+		fail_msg("record: %s", err);
+}
+
+/* The op ids tgi_store_unknown lists, space-separated, into out. */
+static void unknown_ids(tgi_store *s, char *out, size_t cap, json_t **rows)
+{
+	char err[512];
+	json_t *a, *v;
+	size_t i;
+	if (tgi_store_unknown(s, &a, err, sizeof err) < 0)
+		fail_msg("unknown: %s", err);
+	out[0] = '\0';
+	json_array_foreach(a, i, v)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "",
+		         json_string_value(json_object_get(v, "op_id")));
+	if (rows)
+		*rows = a;
+	else
+		json_decref(a);
+}
+
+/* ops list --unknown: calls that ran and may have acted, unsettled; claims
+ * whose process died; not a running claim, a pending answer, a known
+ * outcome.  ops resolve settles one without a claim too. */
+static void test_unknown_outcomes(void **state)
+{
+	struct fx *f = *state;
+	tgi_idem_info info;
+	char a[37], b[37], c[37], d[37], e[37], g[37], h[37], live[37], err[512], ids[512],
+	     want[512];
+	json_t *rows;
+
+	unknown_ids(f->s, ids, sizeof ids, NULL);
+	assert_string_equal(ids, "");
+	uuid_at(1000, a);
+	uuid_at(2000, b);
+	uuid_at(3000, c);
+	uuid_at(4000, d);
+	uuid_at(5000, e);
+	uuid_at(6000, g);
+	uuid_at(7000, h);
+	tgi_uuidv7(live);
+	record_applied(f->s, a, "failed", "unknown", 1000, NULL, TGI_SETTLE_NONE); /* listed */
+	record_applied(f->s, b, "persisted", NULL, 2000, NULL, TGI_SETTLE_NONE);   /* known */
+	record_applied(f->s, c, "failed", "no", 3000, NULL, TGI_SETTLE_NONE);       /* nothing ran */
+	record_applied(f->s, d, "pending", "unknown", 4000, NULL, TGI_SETTLE_NONE); /* names another */
+	assert_int_equal(claim(f->s, "p:shell:k", e, 10, &info), TGI_IDEM_CLAIMED);
+	record_applied(f->s, e, "failed", "unknown", 5000, "p:shell:k", TGI_SETTLE_UNKNOWN);
+	claim_and_die(f, "p:shell:dead", g, 1);      /* killed: a claim, no row */
+	assert_int_equal(claim(f->s, "p:shell:live", live, 10, &info), TGI_IDEM_CLAIMED);
+	record_applied(f->s, h, "committed", "unknown", 7000, NULL, TGI_SETTLE_NONE);
+
+	unknown_ids(f->s, ids, sizeof ids, &rows);
+	snprintf(want, sizeof want, "%s %s %s %s", a, e, h, g);
+	/* the dead claim was made now: after every op of 1970 */
+	assert_string_equal(ids, want);
+	json_t *ra = json_array_get(rows, 0), *re = json_array_get(rows, 1),
+	       *rg = json_array_get(rows, 3);
+	assert_string_equal(json_string_value(json_object_get(ra, "tool")), "shell");
+	assert_string_equal(json_string_value(json_object_get(ra, "status")), "failed");
+	assert_string_equal(json_string_value(json_object_get(ra, "principal")), "local");
+	assert_string_equal(json_string_value(json_object_get(ra, "started")),
+	                    "1970-01-01T00:00:01.000Z");
+	char msg[64];
+	snprintf(msg, sizeof msg, "stopped %s", a);
+	assert_string_equal(json_string_value(json_object_get(ra, "message")), msg);
+	assert_true(json_is_null(json_object_get(ra, "claim")));
+	assert_true(json_is_null(json_object_get(ra, "scope")));
+	assert_string_equal(json_string_value(json_object_get(re, "claim")), "unknown");
+	assert_string_equal(json_string_value(json_object_get(re, "scope")), "p:shell:k");
+	assert_true(json_is_null(json_object_get(rg, "tool")));
+	assert_true(json_is_null(json_object_get(rg, "message")));
+	assert_string_equal(json_string_value(json_object_get(rg, "claim")), "in_flight");
+	assert_string_equal(json_string_value(json_object_get(rg, "scope")), "p:shell:dead");
+	json_decref(rows);
+
+	/* settled: no longer listed; without a claim too, each once */
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 0, err, sizeof err), 0);
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "nothing to resolve"));
+	assert_int_equal(tgi_store_op_resolve(f->s, h, 1, err, sizeof err), 0);
+	assert_int_equal(tgi_store_op_resolve(f->s, e, 1, err, sizeof err), 0);
+	assert_int_equal(tgi_store_op_resolve(f->s, g, 0, err, sizeof err), 0);
+	unknown_ids(f->s, ids, sizeof ids, NULL);
+	assert_string_equal(ids, "");
+	/* applied yes marks the envelope; a known outcome is not resolvable */
+	char sql[200], applied[16];
+	snprintf(sql, sizeof sql, "SELECT json_extract(envelope, '$.error.applied') FROM ops "
+	         "WHERE op_id = '%s'", h);
+	raw_text(f->db, sql, applied, sizeof applied);
+	assert_string_equal(applied, "yes");
+	assert_int_equal(tgi_store_op_resolve(f->s, b, 1, err, sizeof err), -1);
+	assert_int_equal(tgi_store_op_resolve(f->s, c, 0, err, sizeof err), -1);
+	assert_int_equal(tgi_store_op_resolve(f->s, d, 0, err, sizeof err), -1);
+	assert_non_null(strstr(err, "nothing to resolve"));
+}
+
 /* This process as a claim's owner host: hostname/boot id/pid namespace;
  * name gets the hostname alone, boot the boot id. */
 static void self_identity(char *out, size_t cap, char name[256], char boot[64])
@@ -3672,6 +3787,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idem_lifecycle, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_dead_owner, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_resolve_marks_envelope, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_outcomes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_pid_reuse_and_other_hosts, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_concurrent_processes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_concurrent_threads, setup_store, teardown),

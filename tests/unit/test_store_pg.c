@@ -1096,6 +1096,97 @@ static void test_dead_owner_this_host(void **state)
 	free(info.envelope);
 }
 
+/* An op of status whose envelope's error says applied (NULL: no error),
+ * started at ms, its claim settled how. */
+static void record_applied(tgi_store *s, const char *op_id, const char *status,
+                           const char *applied, int64_t ms, const char *scope,
+                           tgi_idem_settle how)
+{
+	char env[512];
+	if (applied)
+		snprintf(env, sizeof env, "{\"op_id\":\"%s\",\"status\":\"%s\",\"error\":{\"kind\":"
+		         "\"tool_error\",\"message\":\"stopped\",\"applied\":\"%s\"}}", op_id, status,
+		         applied);
+	else
+		snprintf(env, sizeof env, "{\"op_id\":\"%s\",\"status\":\"%s\",\"error\":null}", op_id,
+		         status);
+	tgi_op_record r = rec(op_id, "shell", status, NULL, env, ms);
+	record_ok(s, &r, NULL, 0, scope, how);
+}
+
+/* The op ids tgi_store_unknown lists, space-separated. */
+static void unknown_ids(tgi_store *s, char *out, size_t cap)
+{
+	char err[512];
+	json_t *a, *v;
+	size_t i;
+	if (tgi_store_unknown(s, &a, err, sizeof err) < 0)
+		fail_msg("unknown: %s", err);
+	out[0] = '\0';
+	json_array_foreach(a, i, v)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "",
+		         json_string_value(json_object_get(v, "op_id")));
+	json_decref(a);
+}
+
+/* ops list --unknown as in SQLite: calls that ran and may have acted,
+ * unsettled, and claims whose process died; not a running claim, a
+ * pending answer or a known outcome.  ops resolve settles one without a
+ * claim too. */
+static void test_unknown_outcomes(void **state)
+{
+	struct fx *f = *state;
+	char err[512], ids[512], want[512], a[37], b[37], c[37], d[37], e[37], g[37], live[37];
+	tgi_idem_info info;
+	unknown_ids(f->s, ids, sizeof ids);
+	assert_string_equal(ids, "");
+	record_applied(f->s, new_id(a), "failed", "unknown", 1000, NULL, TGI_SETTLE_NONE);
+	record_applied(f->s, new_id(b), "persisted", NULL, 2000, NULL, TGI_SETTLE_NONE);
+	record_applied(f->s, new_id(c), "pending", "unknown", 3000, NULL, TGI_SETTLE_NONE);
+	claim_ok(f->s, "key:k", new_id(d), BINDING_A, &info);
+	record_applied(f->s, d, "failed", "unknown", 4000, "key:k", TGI_SETTLE_UNKNOWN);
+	new_id(e);
+	pid_t pid = fork();
+	if (pid == 0) {
+		tgi_store *s = NULL;
+		tgi_idem_info i2;
+		if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0 ||
+		    tgi_store_idem_claim(s, "key:dead", e, BINDING_A, 30, &i2, err, sizeof err) < 0)
+			_exit(1);
+		_exit(0); /* a crash: no settle, no close */
+	}
+	assert_int_equal(wait_child(pid), 0);
+	claim_ok(f->s, "key:live", new_id(live), BINDING_A, &info);
+	record_applied(f->s, new_id(g), "failed", "no", 5000, NULL, TGI_SETTLE_NONE);
+
+	unknown_ids(f->s, ids, sizeof ids);
+	snprintf(want, sizeof want, "%s %s %s", a, d, e);
+	assert_string_equal(ids, want);
+	json_t *rows;
+	assert_int_equal(tgi_store_unknown(f->s, &rows, err, sizeof err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "message")),
+	                    "stopped");
+	assert_true(json_is_null(json_object_get(json_array_get(rows, 0), "claim")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 1), "claim")),
+	                    "unknown");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 2), "claim")),
+	                    "in_flight");
+	assert_true(json_is_null(json_object_get(json_array_get(rows, 2), "tool")));
+	json_decref(rows);
+
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 1, err, sizeof err), 0);
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 1, err, sizeof err), -1);
+	assert_non_null(strstr(err, "nothing to resolve"));
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops WHERE op_id = '%s' AND"
+	                         " envelope::json #>> '{error,applied}' = 'yes'", a), 1);
+	assert_int_equal(tgi_store_op_resolve(f->s, d, 0, err, sizeof err), 0);
+	assert_int_equal(tgi_store_op_resolve(f->s, e, 0, err, sizeof err), 0);
+	unknown_ids(f->s, ids, sizeof ids);
+	assert_string_equal(ids, "");
+	assert_int_equal(tgi_store_op_resolve(f->s, c, 0, err, sizeof err), -1);
+	assert_int_equal(tgi_store_op_resolve(f->s, g, 0, err, sizeof err), -1);
+}
+
 /* An owner on another host: alive while its backend exists (with that
  * start time) and its lease runs; a gone backend or a run-out lease is an
  * unknown outcome. */
@@ -2322,6 +2413,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_lost_connection, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_lifecycle, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_owner_this_host, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_outcomes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_other_host, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_race, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_record_atomic, setup_store, teardown),
