@@ -61,5 +61,5 @@ YAML
 tgcall bad broken '{}' --config bad.yaml
 eq "$(cat bad.exit)" 1 "a broken output_schema: the configuration is refused"
 contains "$(cat bad.err)" "output_schema does not compile" "and says why"
-contains "$(cat bad.err)" "bad.yaml:3" "where (the tool's line)"
+contains "$(cat bad.err)" "bad.yaml:2" "where (the tool's key)"
 finish
