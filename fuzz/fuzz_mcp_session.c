@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tgi_mcp_session_handle(ss, p, n);
 		p += n + (nl != NULL);
 	}
-	tgi_mcp_session_drain(ss);
+	tgi_mcp_session_drain(ss, -1);
 	tgi_mcp_session_free(ss);
 	return 0;
 }
