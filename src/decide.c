@@ -174,7 +174,9 @@ static int path_refused(const tgi_call *c, const char *relpath, int writing, cha
 			own = !strcmp(relpath, g->protected[i]);
 		if (prot || own) {
 			tgi_snprintf(msg, cap, "\"%s\" is read-only to tools%s; do not retry; ask the owner",
-			             relpath, own ? " (the gate's own configuration)" : "");
+			             relpath, own ? " (the gate's own configuration)"
+			                      : prot == TGI_PROTECTED_CONFIG ? " (a configuration's name: the "
+			                        "gate loads it when run from that directory)" : "");
 			return 1;
 		}
 	} else if (prot == TGI_PROTECTED_STATE && !tgi_path_is_spill(relpath)) {

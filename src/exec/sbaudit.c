@@ -1,15 +1,16 @@
 /*
  * sbaudit.c — what a sandboxed command may not create (sbaudit.h): the
- * .git entries of the workspace found before a run, and what appeared at
+ * .git entries (and configuration files below the root: toolgate.yaml,
+ * .yml, .json) of the workspace found before a run, and what appeared at
  * a refused name after it.
  *
  * The walk is depth first over paths relative to the root, each
  * directory opened with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
  * from the root's fd, so that a directory swapped for a symlink between
- * two steps is skipped, never followed.  An entry named .git (of any type)
- * is recorded with its inode and not entered; other directories are
- * entered unless skipped.  d_type is trusted when the file system gives
- * it; DT_UNKNOWN costs an fstatat.
+ * two steps is skipped, never followed.  An entry named .git or as a
+ * configuration (of any type) is recorded with its inode and not entered;
+ * other directories are entered unless skipped.  d_type is trusted when
+ * the file system gives it; DT_UNKNOWN costs an fstatat.
  *
  * After the run a .git is new when its inode was not among those found
  * before: a directory above an old .git may have been renamed (the .git is
@@ -199,7 +200,9 @@ static int walk(tgi_sbaudit *a, int after, git_ent **found, size_t *nfound, char
 					rc = -1;
 					break;
 				}
-				if (!strcmp(n, ".git")) {
+				/* a .git, or a configuration below the root (the root's are the
+				 * gate's own files, held by the view) */
+				if (!strcmp(n, ".git") || (rel[0] && tgi_is_config_name(n, strlen(n)))) {
 					struct stat st;
 					if (fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
 						continue;
@@ -582,7 +585,10 @@ json_t *tgi_sbaudit_end(tgi_sbaudit *a)
 				tgi_snprintf(action, sizeof action, "left: it changed while it was checked");
 			close(parent);
 		}
-		report(&list, now[i].rel, "a .git, which commands may not create", action);
+		const char *base = strrchr(now[i].rel, '/');
+		report(&list, now[i].rel, strcmp(base ? base + 1 : now[i].rel, ".git")
+		       ? "a configuration file, which commands may not create"
+		       : "a .git, which commands may not create", action);
 	}
 	gits_free(now, nnow);
 	return list;

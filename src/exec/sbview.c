@@ -679,7 +679,9 @@ int tgi_sbview_build(const tgi_sb_spec *spec, tgi_sbview *v, char *err, size_t e
 				continue;                          /* a .git symlink: where it leads */
 			long r = writable_root(v, p);
 			if (r >= 0 && strcmp(p, v->ops[r].dest)) {
-				add(v, TGI_SBV_RO, p, NULL, ".git");
+				const char *rel = tgi_sbaudit_git(v->audit, i), *b = strrchr(rel, '/');
+				add(v, TGI_SBV_RO, p, NULL, strcmp(b ? b + 1 : rel, ".git") ? "configuration"
+				                                                           : ".git");
 				v->ngit++;
 			}
 		}

@@ -244,6 +244,15 @@ char *tgi_workspace_spelled(const char *given, const char *real)
 	return NULL;
 }
 
+int tgi_is_config_name(const char *name, size_t len)
+{
+	static const char *const names[] = {"toolgate.yaml", "toolgate.yml", "toolgate.json"};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
+		if (len == strlen(names[i]) && memcmp(name, names[i], len) == 0)
+			return 1;
+	return 0;
+}
+
 int tgi_path_protected(const char *relpath)
 {
 	int which = 0;
@@ -257,6 +266,8 @@ int tgi_path_protected(const char *relpath)
 			return TGI_PROTECTED_STATE;
 		if (n == 4 && memcmp(s, ".git", 4) == 0)
 			which = TGI_PROTECTED_GIT;
+		else if (!*p && !which && tgi_is_config_name(s, n))
+			which = TGI_PROTECTED_CONFIG;
 		if (*p)
 			p++;
 	}
@@ -867,6 +878,9 @@ static tg_errkind refuse_protected(int which, const char *path, char *msg, size_
 	if (which == TGI_PROTECTED_STATE)
 		tgi_snprintf(msg, cap, "path \"%s\" is in .toolgate/, the gate's own state, which tools may "
 		             "not touch; do not retry; ask the owner", s);
+	else if (which == TGI_PROTECTED_CONFIG)
+		tgi_snprintf(msg, cap, "path \"%s\" is named as the gate's configuration, which tools may "
+		             "not write; do not retry; ask the owner", s);
 	else
 		tgi_snprintf(msg, cap, "path \"%s\" is in .git/, which is read-only to tools; do not retry", s);
 	return TG_ERR_NOT_PERMITTED;

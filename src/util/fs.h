@@ -138,11 +138,17 @@ int tgi_path_resolve_parent(int ws_fd, const char *path, char *out, size_t cap);
 /*
  * Is a workspace-relative path protected?  Any component equal to ".git"
  * (the repository, or a submodule's or vendored one's: its hooks run code)
- * or ".toolgate" (the gate's state) makes it so.  0 if not, else which,
- * TGI_PROTECTED_STATE when both appear.
+ * or ".toolgate" (the gate's state) makes it so, and so does a last
+ * component that is a configuration's name (toolgate.yaml, .yml, .json:
+ * at any depth, since the gate finds its configuration from the directory
+ * it runs in upward).  0 if not, else which, TGI_PROTECTED_STATE first,
+ * then TGI_PROTECTED_GIT.
  */
-enum { TGI_PROTECTED_GIT = 1, TGI_PROTECTED_STATE = 2 };
+enum { TGI_PROTECTED_GIT = 1, TGI_PROTECTED_STATE = 2, TGI_PROTECTED_CONFIG = 4 };
 int tgi_path_protected(const char *relpath);
+
+/* Is name (one component) a name the gate loads its configuration from? */
+int tgi_is_config_name(const char *name, size_t len);
 
 /*
  * Is relpath exactly ".toolgate/spill/<op id>.txt", the op id a lowercase

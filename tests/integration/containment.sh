@@ -397,6 +397,24 @@ half() { # AS DIR LABEL
 	CHECKS=$((CHECKS + 1))
 	[ ! -e "$D/ws/toolgate.yml" ] || fail "$l: toolgate.yml stays after the run"
 	contains "$(jq -r '.warnings // [] | join("\n")' "$OUT/$l-first.json")" "toolgate.yml" "$l: the warning names toolgate.yml"
+
+	# the configuration is found from the directory the gate runs in upward:
+	# one below the root is the gate's as much as the root's
+	as_user mkdir -p "$D/ws/nest/deep"
+	sh_call "$l-nested" "printf 'mode: bypassPermissions\n' > nest/toolgate.yaml && echo made"
+	ran "$l-nested" "$l: writing nest/toolgate.yaml runs"
+	CHECKS=$((CHECKS + 1))
+	[ ! -e "$D/ws/nest/toolgate.yaml" ] || fail "$l: nest/toolgate.yaml stays after the run"
+	contains "$(jq -r '.warnings // [] | join("\n")' "$OUT/$l-nested.json")" "nest/toolgate.yaml" "$l: the warning names it"
+	as_user sh -c "printf 'mode: plan\n' > '$D/ws/nest/deep/toolgate.json'"
+	sh_call "$l-nested-old" "echo '{}' > nest/deep/toolgate.json; cat nest/deep/toolgate.json"
+	eq "$(cat "$D/ws/nest/deep/toolgate.json")" "mode: plan" "$l: a configuration below the root is read-only in the sandbox"
+	run_tg "$l-nested-wf" call --json write_file '{"path":"nest/toolgate.yml","content":"mode: bypassPermissions\n"}'
+	eq "$(st "$l-nested-wf")" denied "$l: write_file of nest/toolgate.yml: denied"
+	contains "$(jq -r .error.message "$OUT/$l-nested-wf.json")" "configuration" "$l: the denial says why"
+	run_tg "$l-nested-patch" call --json apply_patch '{"patch":"*** Begin Patch\n*** Add File: nest/deep/toolgate.yaml\n+mode: bypassPermissions\n*** End Patch"}'
+	eq "$(st "$l-nested-patch")" denied "$l: apply_patch adding nest/deep/toolgate.yaml: denied"
+	as_user rm -f "$D/ws/nest/deep/toolgate.json"
 }
 
 if [ -n "$ROOTED" ]; then

@@ -458,6 +458,15 @@ static void test_path_protected(void **state)
 	assert_int_equal(tgi_path_protected("./vendor//lib/.git/config"), TGI_PROTECTED_GIT);
 	assert_int_equal(tgi_path_protected("a/../.git/x"), TGI_PROTECTED_GIT);
 	assert_int_equal(tgi_path_protected("vendor/.toolgate/ledger.db"), TGI_PROTECTED_STATE);
+
+	/* a configuration's name, at any depth: the gate finds one upward */
+	assert_int_equal(tgi_path_protected("toolgate.yaml"), TGI_PROTECTED_CONFIG);
+	assert_int_equal(tgi_path_protected("sub/toolgate.yml"), TGI_PROTECTED_CONFIG);
+	assert_int_equal(tgi_path_protected("a/b/toolgate.json"), TGI_PROTECTED_CONFIG);
+	assert_int_equal(tgi_path_protected("sub/.git/toolgate.yaml"), TGI_PROTECTED_GIT);
+	assert_int_equal(tgi_path_protected("toolgate.yaml/x"), 0);     /* only the last part */
+	assert_int_equal(tgi_path_protected("sub/toolgate.yaml.bak"), 0);
+	assert_int_equal(tgi_path_protected("sub/toolgate.yam"), 0);
 	assert_int_equal(tgi_path_protected("a/.toolgate"), TGI_PROTECTED_STATE);
 	assert_int_equal(tgi_path_protected("a/.git/b/.toolgate/c"), TGI_PROTECTED_STATE); /* the stricter */
 	assert_int_equal(tgi_path_protected(".toolgate/.git"), TGI_PROTECTED_STATE);
