@@ -228,6 +228,7 @@ int cmd_ledger(int argc, char **argv)
 		cli_error("%s%s", err ? err : "cannot open the ledger",
 		          rc > 0 ? "; nothing was exported" : "");
 		free(err);
+		tg_ledger_close(l);       /* the empty one that stood in (rc 1) */
 		return 1;
 	}
 	int code = exporting ? export(l, since, output) : import(l, file, as_json);

@@ -29,6 +29,7 @@ static const char usage_text[] =
 
 struct run {
 	int     as_json, dry_run;
+	int     missing;   /* no ledger: an empty one in memory stands in (--dry-run) */
 	json_t *applied;   /* [{n, title}] */
 };
 
@@ -61,6 +62,7 @@ static void print_json(tg_ledger *l, struct run *r, int from, int to, const char
 	                      "where", tg_ledger_where(l), "from", from, "to", to, "latest",
 	                      tg_ledger_latest(), "dry_run", r->dry_run, "migrations", r->applied);
 	json_object_set_new(o, "error", error ? json_string(error) : json_null());
+	json_object_set_new(o, "exists", json_boolean(!r->missing));
 	char *text = json_dumps(o, JSON_COMPACT);
 	puts(text ? text : "{}");
 	free(text);
@@ -76,7 +78,7 @@ static int migrate(tg_ledger *l, struct run *r, int to)
 		free(err);
 		return code;
 	}
-	if (!r->as_json)
+	if (!r->as_json && !r->missing)
 		printf("ledger %s %s: schema version %d\n", tg_ledger_kind(l), tg_ledger_where(l),
 		       from);
 	if (tg_ledger_migrate(l, to, r->dry_run, on_migration, r, &err) < 0) {
@@ -144,19 +146,11 @@ int cmd_migrate(int argc, char **argv)
 	tg_ledger *l;
 	int rc = tg_ledger_open(config, r.dry_run ? TG_LEDGER_EXISTING : 0, &l, &err);
 	if (rc > 0) {             /* --dry-run, and no ledger: say so, make none */
-		if (r.as_json) {
-			json_t *o = json_pack("{s:s, s:b, s:i, s:b, s:[]}", "message", err, "exists", 0,
-			                      "latest", tg_ledger_latest(), "dry_run", 1, "migrations");
-			char *text = json_dumps(o, JSON_COMPACT);
-			puts(text ? text : "{}");
-			free(text);
-			json_decref(o);
-		} else {
-			printf("%s; migrate would create it at schema version %d; nothing was changed "
-			       "(--dry-run)\n", err, tg_ledger_latest());
-		}
+		r.missing = 1;
+		if (!r.as_json)
+			printf("%s: migrate would create it with these migrations\n", err);
 		free(err);
-		return 0;
+		err = NULL;
 	}
 	if (rc < 0) {
 		if (r.as_json) {

@@ -73,7 +73,7 @@ static void fuzz_config(const char *text, size_t len)
 	if (tgi_config_from_json(doc, NULL, "fuzz.yaml", root, &cfg, err, sizeof err) < 0)
 		return;   /* the loader refused it (it took doc) */
 	tgi_sinks *s = NULL;
-	if (tgi_sinks_open(cfg, &s, err, sizeof err) < 0) {
+	if (tgi_sinks_open(cfg, 0, &s, err, sizeof err) < 0) {
 		check(printable(err));
 		check(strstr(err, "events") != NULL);
 		check(s == NULL);

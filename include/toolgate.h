@@ -440,16 +440,18 @@ typedef struct tg_ledger tg_ledger;
                                  at open); without it, it is left as it is, and only
                                  tg_ledger_version and tg_ledger_migrate may be used */
 #define TG_LEDGER_EXISTING 2  /* open only a ledger file that is there, creating nothing (not
-                                 .toolgate/, not the file): without one, return 1 */
+                                 .toolgate/, not the file): without one, return 1 with an
+                                 empty ledger in memory standing in for it */
 
 /*
  * Open the ledger a configuration names (config_path as for tg_options):
  * its `store:`, or $TOOLGATE_STORE, which wins; a file path (SQLite) or a
  * postgres:// URL.  No gate is opened: tools, policy and middleware are
  * not compiled.  flags: TG_LEDGER_*.  A schema ahead of this program is
- * refused.  0; 1 with TG_LEDGER_EXISTING when there is no ledger, *out
- * NULL and *errmsg saying where it would be; or -1 with *errmsg (caller
- * frees).
+ * refused.  0; 1 with TG_LEDGER_EXISTING when there is no ledger, *out an
+ * empty one in memory (schema version 0 without TG_LEDGER_MIGRATE: what
+ * creating it would apply) and *errmsg saying where it would be; or -1
+ * with *errmsg (caller frees).
  */
 int  tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **errmsg);
 void tg_ledger_close(tg_ledger *l);

@@ -530,8 +530,9 @@ static void build_chain(tg_gate *g)
 	g->nrun = nr;
 }
 
-/* The middleware's parts, each from its section (mw.h). */
-static int open_middleware(tg_gate *g, char **errmsg)
+/* The middleware's parts, each from its section (mw.h); a gate that
+ * creates nothing (no_create) opens and binds no event sink. */
+static int open_middleware(tg_gate *g, int no_create, char **errmsg)
 {
 	char err[1024];
 	const tgi_config *cfg = g->cfg;
@@ -539,7 +540,7 @@ static int open_middleware(tg_gate *g, char **errmsg)
 	    tgi_loop_new(cfg, &g->loop, err, sizeof err) < 0 ||
 	    tgi_ratelimit_new(cfg, &g->rate, err, sizeof err) < 0 ||
 	    tgi_hooks_new(cfg, &g->hooks, err, sizeof err) < 0 ||
-	    tgi_sinks_open(cfg, &g->sinks, err, sizeof err) < 0)
+	    tgi_sinks_open(cfg, no_create, &g->sinks, err, sizeof err) < 0)
 		return tgi_fail(errmsg, "%s", err);
 	const tgi_strv *own = g->sinks ? tgi_sinks_paths(g->sinks) : NULL;
 	for (size_t i = 0; own && i < own->n; i++)
@@ -617,7 +618,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		goto fail;
 	}
 	if (tgi_rules_compile(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0 ||
-	    open_middleware(g, errmsg) < 0)
+	    open_middleware(g, o->no_create, errmsg) < 0)
 		goto fail;
 	if (!profile_exists(g->cfg, g->profile)) {
 		char names[512];

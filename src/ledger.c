@@ -565,16 +565,10 @@ int tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **e
 	const char *where = cfg->store;   /* $TOOLGATE_STORE already applied */
 	int file = !tgi_store_is_url(where);
 	int existing = (flags & TG_LEDGER_EXISTING) && file;
-	if (existing && lstat(where, &st) < 0 && errno == ENOENT) {
-		char shown[PATH_MAX];
-		tgi_ledger_shown_where(where, shown, sizeof shown);
-		tgi_config_free(cfg);
-		tgi_fail(errmsg, "there is no ledger at '%s'", shown);
-		return 1;
-	}
+	int missing = existing && lstat(where, &st) < 0 && errno == ENOENT;
 	int sflags = (cfg->sync_full ? TGI_STORE_SYNC_FULL : 0) |
 	             (flags & TG_LEDGER_MIGRATE ? 0 : TGI_STORE_NO_MIGRATE) |
-	             (existing ? TGI_STORE_MUST_EXIST : 0);
+	             (missing ? TGI_STORE_MEMORY : existing ? TGI_STORE_MUST_EXIST : 0);
 	tg_ledger *l = tgi_xcalloc(1, sizeof *l);
 	if ((file && !existing && state_dir(cfg->workspace, err, sizeof err) < 0) ||
 	    tgi_store_open(where, sflags, &l->store, err, sizeof err) < 0) {
@@ -585,7 +579,9 @@ int tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **e
 	tgi_ledger_shown_where(where, l->where, sizeof l->where);
 	tgi_config_free(cfg);
 	*out = l;
-	return 0;
+	if (missing)
+		tgi_fail(errmsg, "there is no ledger at '%s'", l->where);
+	return missing;
 }
 
 void tg_ledger_close(tg_ledger *l)

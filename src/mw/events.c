@@ -733,7 +733,7 @@ static int sock_open(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errl
 	return 0;
 }
 
-int tgi_sinks_open(const tgi_config *cfg, tgi_sinks **out, char *err, size_t errlen)
+int tgi_sinks_open(const tgi_config *cfg, int closed, tgi_sinks **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (!cfg->events || json_is_null(cfg->events) ||
@@ -744,8 +744,8 @@ int tgi_sinks_open(const tgi_config *cfg, tgi_sinks **out, char *err, size_t err
 	pthread_mutex_init(&s->jsonl_mu, NULL);
 	pthread_mutex_init(&s->mu, NULL);
 	if (cfg_read(s, cfg, err, errlen) < 0 ||
-	    (s->jsonl_path && jsonl_open(s, cfg, err, errlen) < 0) ||
-	    (s->sock_path && sock_open(s, cfg, err, errlen) < 0)) {
+	    (!closed && s->jsonl_path && jsonl_open(s, cfg, err, errlen) < 0) ||
+	    (!closed && s->sock_path && sock_open(s, cfg, err, errlen) < 0)) {
 		tgi_sinks_close(s);
 		return -1;
 	}

@@ -79,8 +79,11 @@ void tgi_schema_sensitive_keys(const json_t *schema, tgi_strv *out);
 typedef struct tgi_sinks tgi_sinks;
 
 /* NULL *out (and 0) when no sink is configured.  -1 with err (file:line)
- * for a bad section or a path that cannot be opened. */
-int  tgi_sinks_open(const tgi_config *cfg, tgi_sinks **out, char *err, size_t errlen);
+ * for a bad section or a path that cannot be opened.  closed: the section
+ * is read and its paths known (tgi_sinks_paths), but nothing is opened or
+ * bound and nothing is ever written (a gate that creates nothing). */
+int  tgi_sinks_open(const tgi_config *cfg, int closed, tgi_sinks **out, char *err,
+                    size_t errlen);
 void tgi_sinks_close(tgi_sinks *s);
 
 /* Workspace files the sinks write (the JSONL file, the socket), so the gate

@@ -1014,10 +1014,10 @@ static void test_claude_permissions(void **state)
 	         "bypassPermissions, dryRun, got \"dontAsk\"");
 	/* Claude Code's other keys are not toolgate's */
 	yaml_err("permissions: {additionalDirectories: [../x]}\n",
-	         "1:38: permissions: unknown key \"additionalDirectories\"; expected one of allow, ask, "
+	         "1:15: permissions: unknown key \"additionalDirectories\"; expected one of allow, ask, "
 	         "deny, tests, defaultMode");
 	/* a role's lists have no mode */
-	yaml_err("roles: {r: {defaultMode: plan}}\n", "1:26: roles.r: unknown key \"defaultMode\"");
+	yaml_err("roles: {r: {defaultMode: plan}}\n", "1:13: roles.r: unknown key \"defaultMode\"");
 }
 
 static void test_where(void **state)

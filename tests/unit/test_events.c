@@ -108,7 +108,7 @@ static tgi_sinks *sinks_try(const char *body, tgi_config **cfg, char *err, size_
 	tgi_sinks *s = NULL;
 	err[0] = '\0';
 	*cfg = load_cfg_err(body, err, errlen);
-	if (!*cfg || tgi_sinks_open(*cfg, &s, err, errlen) < 0)
+	if (!*cfg || tgi_sinks_open(*cfg, 0, &s, err, errlen) < 0)
 		return NULL;
 	return s;
 }
@@ -260,11 +260,11 @@ static void test_config_refused(void **state)
 	tgi_config *cfg = load_cfg("mode: default\n");
 	tgi_sinks *s = (tgi_sinks *)1;
 	char err[256];
-	assert_int_equal(tgi_sinks_open(cfg, &s, err, sizeof err), 0);
+	assert_int_equal(tgi_sinks_open(cfg, 0, &s, err, sizeof err), 0);
 	assert_null(s);
 	tgi_config_free(cfg);
 	cfg = load_cfg("events: {}\n");
-	assert_int_equal(tgi_sinks_open(cfg, &s, err, sizeof err), 0);
+	assert_int_equal(tgi_sinks_open(cfg, 0, &s, err, sizeof err), 0);
 	assert_null(s);
 	tgi_config_free(cfg);
 	tgi_sinks_close(NULL);
