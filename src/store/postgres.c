@@ -2041,31 +2041,14 @@ static int resolve_find(pg *s, const char *op_id, char *scope, size_t cap, char 
 	return rc;
 }
 
-/* Resolve an op that holds no claim, in the caller's transaction: one
- * whose outcome is unknown is settled by the record of the operator's
- * word alone (and its envelope marked applied, when it was). */
-static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, size_t errlen)
+/* The rest of a resolve, after the n queries in qs (at most 2 of 4):
+ * the envelope marked applied when it was, the operator's word as an
+ * event, COMMIT.  The queries are freed.  0, or -1 (the caller aborts). */
+static int resolve_commit(pg *s, const char *op_id, const char *scope, int applied, q *qs, int n)
 {
-	q qs[4];
-	int n = 0, rc;
-	q_init(&qs[0], ST_OP_UNSETTLED, NULL);
-	q_text(&qs[0], op_id);
-	rc = run(s, qs, 1);
-	int found = rc == 0 && rows(&qs[0]) == 1;
-	q_free(qs, 1);
-	if (rc < 0) {
-		tx_abort(s);
-		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
-	}
-	if (!found) {
-		tx_abort(s);
-		tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim and no unknown "
-		             "outcome; nothing to resolve", op_id);
-		return -1;
-	}
-	rc = 0;
+	int rc = 0;
 	if (applied) {
-		rc = mark_applied(s, op_id, NULL, &qs[n]);
+		rc = mark_applied(s, op_id, scope, &qs[n]);
 		if (rc > 0)
 			n++;
 	}
@@ -2080,7 +2063,31 @@ static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, s
 	}
 	q_free(qs, n);
 	free(data);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Resolve an op that holds no claim, in the caller's transaction: one
+ * whose outcome is unknown is settled by the record of the operator's
+ * word alone (and its envelope marked applied, when it was). */
+static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, size_t errlen)
+{
+	q qs[4];
+	q_init(&qs[0], ST_OP_UNSETTLED, NULL);
+	q_text(&qs[0], op_id);
+	int rc = run(s, qs, 1);
+	int found = rc == 0 && rows(&qs[0]) == 1;
+	q_free(qs, 1);
 	if (rc < 0) {
+		tx_abort(s);
+		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+	}
+	if (!found) {
+		tx_abort(s);
+		tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim and no unknown "
+		             "outcome; nothing to resolve", op_id);
+		return -1;
+	}
+	if (resolve_commit(s, op_id, NULL, applied, qs, 0) < 0) {
 		tx_abort(s);
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
@@ -2114,25 +2121,8 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		return -1;
 	}
 	q qs[4];
-	int n = 0, rc = 0;
-	settle_q(&qs[n++], scope, op_id, applied ? TGI_SETTLE_DONE : TGI_SETTLE_RELEASE);
-	if (applied) {
-		rc = mark_applied(s, op_id, scope, &qs[n]);
-		if (rc > 0)
-			n++;
-	}
-	tgi_event ev = { .type = "tool.call.resolved", .ts_ms = tgi_unix_ms() };
-	char *data = tgi_strdup(applied ? "{\"applied\":true}" : "{\"applied\":false}");
-	if (rc >= 0) {
-		events_q(&qs[n++], op_id, &ev, 1, &data);
-		q_init(&qs[n++], ST_ADHOC, "COMMIT");
-		rc = run(s, qs, n);
-		if (rc == 0)
-			s->tx = 0;
-	}
-	q_free(qs, n);
-	free(data);
-	if (rc < 0) {
+	settle_q(&qs[0], scope, op_id, applied ? TGI_SETTLE_DONE : TGI_SETTLE_RELEASE);
+	if (resolve_commit(s, op_id, scope, applied, qs, 1) < 0) {
 		tx_abort(s);
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
