@@ -35,7 +35,9 @@ static const char usage_text[] =
 	"                       without --json: indented JSON)\n"
 	CLI_COLOR_HELP CLI_GATE_OPTIONS_HELP
 	"\nexit: 0 persisted/replayed/dry_run, 2 invalid, 3 denied, 4 failed, 5 pending,\n"
-	"      6 committed (ran, but the ledger write failed), 1 usage or configuration error\n";
+	"      6 committed (ran, but the ledger write failed), 1 usage or configuration error;\n"
+	"      130/143 stopped by SIGINT/SIGTERM (the call recorded failed, applied unknown:\n"
+	"      toolgate ops list --unknown)\n";
 
 static const char *str(const json_t *o, const char *key)
 {
