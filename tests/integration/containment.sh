@@ -414,7 +414,13 @@ half() { # AS DIR LABEL
 	contains "$(jq -r .error.message "$OUT/$l-nested-wf.json")" "configuration" "$l: the denial says why"
 	run_tg "$l-nested-patch" call --json apply_patch '{"patch":"*** Begin Patch\n*** Add File: nest/deep/toolgate.yaml\n+mode: bypassPermissions\n*** End Patch"}'
 	eq "$(st "$l-nested-patch")" denied "$l: apply_patch adding nest/deep/toolgate.yaml: denied"
-	as_user rm -f "$D/ws/nest/deep/toolgate.json"
+	# renaming the directory above it, then writing one at the old place
+	sh_call "$l-nested-mv" "mv nest/deep nest/deep.old; mkdir -p nest/deep && printf 'mode: bypassPermissions\n' > nest/deep/toolgate.json; echo done"
+	eq "$(cat "$D/ws/nest/deep/toolgate.json" 2> /dev/null || cat "$D/ws/nest/deep.old/toolgate.json")" "mode: plan" \
+		"$l: a parent renamed: no configuration but the old one stands"
+	CHECKS=$((CHECKS + 1))
+	! grep -rqs bypassPermissions "$D/ws/nest" || fail "$l: a parent renamed: a new configuration stays"
+	as_user rm -rf "$D/ws/nest"
 }
 
 if [ -n "$ROOTED" ]; then
