@@ -317,9 +317,10 @@ int tgi_command_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *o
 		             *reason ? ": " : "", reason);
 	} else if (res.exited && tgi_sandbox_exec_failed(backend, res.exit_code, res.out_len,
 	                                                 res.err, why, sizeof why)) {
-		/* the wrapper could not start the program inside: nothing ran */
+		/* the wrapper could not start the program inside, by its words; a
+		 * program can print them too, so what ran is not known */
 		out->kind = TG_ERR_TOOL_ERROR;
-		out->applied = TGI_APPLIED_NO;
+		out->applied = TGI_APPLIED_UNKNOWN;
 		tgi_snprintf(out->message, sizeof out->message, "the tool's program cannot be run "
 		             "inside its sandbox (%s); ask the owner to name its directory in the "
 		             "tool's sandbox.read (toolgate doctor shows what it sees)", why);

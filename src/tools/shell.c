@@ -405,6 +405,10 @@ static json_t *result_json(const tgi_exec_ctx *ctx, const tgi_spawn_result *res,
 		}
 		share(avail, ow, ew, &wo, &we);
 	}
+	if (json_chars(o) > cap) {         /* still over: the markers alone, pointing at the spill */
+		json_decref(o);
+		o = result_object(res, max, 0, 0, spill, &cut);
+	}
 	out->truncated = json_pack("{s:I, s:s?}", "original_chars",
 	                           (json_int_t)(oc + ec + (res->out_total - res->out_len) +
 	                                        (res->err_total - res->err_len)),
@@ -666,9 +670,12 @@ static int shell_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *
 		tgi_sanitize(prog, sizeof prog, argv.v[0]);
 		tgi_snprintf(out->message, sizeof out->message, "could not run \"%s\" inside the "
 		             "sandbox: %s (it is not there, or not readable there: toolgate doctor "
-		             "shows what the sandbox sees); nothing was run", prog, why);
+		             "shows what the sandbox sees)", prog, why);
 		tgi_spawn_result_free(&res);
 		tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
+		/* the sandbox's own words, but a command can print them too: what
+		 * ran is not known */
+		out->applied = TGI_APPLIED_UNKNOWN;
 		goto done;
 	}
 	if (res.spawn_errno) {

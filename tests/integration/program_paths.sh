@@ -136,9 +136,10 @@ allowed() { # WHAT NAME
 }
 # allowed, for a program outside what the sandbox shows (a directory no
 # sandbox.read names): policy lets it run, and the gate says that the
-# sandbox has no such program (nothing ran)
+# sandbox has no such program (applied unknown: a command could print the
+# sandbox's words itself)
 allowed_unseen() { # WHAT NAME
-	eq "$(status "$2")/$(jq -r .error.applied "$BASE/out/$2.json")" failed/no "$1: nothing ran"
+	eq "$(status "$2")/$(jq -r .error.applied "$BASE/out/$2.json")" failed/unknown "$1: failed, applied unknown"
 	contains "$(jq -r .error.message "$BASE/out/$2.json")" "inside the sandbox" \
 		"$1: the gate says the sandbox cannot start it"
 	contains "$(rule "$2")" "execpolicy allow" "$1: allowed by the execpolicy rule"

@@ -82,7 +82,11 @@ printf '#!/bin/sh\necho ran\n' > "$WS/bin/hidden_prog_21"
 chmod +x "$WS/bin/hidden_prog_21"
 printf 'mode: bypassPermissions\nshell: {path: "%s/bin:/usr/bin:/bin"}\n' "$WS" > toolgate.yaml
 tg n2 shell '{"command":["hidden_prog_21"]}'
-eq "$(J n2 .status)/$(J n2 .error.applied)" failed/no "a program the sandbox hides: failed, nothing applied"
+eq "$(J n2 .status)/$(J n2 .error.applied)" failed/unknown "a program the sandbox hides: failed, applied unknown"
+# a command that prints the sandbox's words itself after acting: never "applied no"
+tg n3 shell '{"command":"echo x > acted.txt; echo \"bwrap: execvp x: No such file or directory\" >&2; exit 1"}'
+CHECKS=$((CHECKS + 1))
+[ "$(J n3 .error.applied)" != no ] || fail "a spoofed sandbox message made a command that acted 'applied no'"
 contains "$(J n2 .error.message)" 'could not run "hidden_prog_21" inside the sandbox' "the gate says so"
 for n in n1 n2 p5 s1; do
 	CHECKS=$((CHECKS + 1))
