@@ -440,9 +440,15 @@ static tgi_ruleset *named_allows(const tgi_strv *v, const tgi_rule_env *env)
 	char err[64];
 	tgi_ruleset *rs = tgi_ruleset_new();
 	tgi_ruleset_anchor(rs, env);
-	for (size_t i = 0; i < v->n; i++)
-		if (strcspn(v->v[i], "*?[") >= strcspn(v->v[i], "("))
-			tgi_ruleset_add(rs, TGI_RULE_ALLOW, v->v[i], err, sizeof err);
+	for (size_t i = 0; i < v->n; i++) {
+		const char *t = v->v[i];
+		size_t tool = strcspn(t, "(");
+		/* `mcp__server` alone stands for all of a server's tools */
+		int server = !strncmp(t, "mcp__", 5) &&
+		             !memmem(t + 5, tool > 5 ? tool - 5 : 0, "__", 2);
+		if (strcspn(t, "*?[") >= tool && !server)
+			tgi_ruleset_add(rs, TGI_RULE_ALLOW, t, err, sizeof err);
+	}
 	return rs;
 }
 

@@ -405,7 +405,7 @@ static int is_file_tool(const char *s, size_t n)
 }
 
 /* A shell prefix: one simple command of words; a last word `*`, `…:*` or
- * `…*` opens it. */
+ * `…*` (not a path glob) opens it. */
 static int parse_shell(parser *ps, tgi_rule *r, size_t a, size_t b)
 {
 	char err[256];
@@ -426,8 +426,11 @@ static int parse_shell(parser *ps, tgi_rule *r, size_t a, size_t b)
 	} else if (n >= 2 && !strcmp(last + n - 2, ":*")) {
 		last[n - 2] = '\0';
 		r->open = 1;
-	} else if (n >= 1 && last[n - 1] == '*') {
-		r->open = 1;       /* `git push*`: the word as a glob, and what follows */
+	} else if (n >= 1 && last[n - 1] == '*' && !memchr(last, '/', n)) {
+		/* `git push*`: the word as a glob, and what follows.  A path glob
+		 * (`rm build/x*`) stays one argument: opening it would let an allow
+		 * rule take `rm build/x -rf ~` too. */
+		r->open = 1;
 	}
 	if (!c->argc || !c->argv[0][0])
 		return fail_at(ps, a, "a shell rule needs a program before '*'");

@@ -468,6 +468,8 @@ static void test_shell_rules(void **state)
 		{ "shell(git push*)", "git push", 1, 1 },
 		{ "shell(git push*)", "git pushx", 1, 1 },                    /* no word boundary */
 		{ "shell(git push*)", "git pull", 0, 0 },
+		{ "shell(rm build/*)", "rm build/x", 1, 1 },                  /* a path glob: one word */
+		{ "shell(rm build/*)", "rm build/x -rf ~", 0, 0 },            /* and nothing after it */
 		{ "shell(git push:*)", "git push origin main", 1, 1 },
 		{ "shell(git push:*)", "git pushx", 0, 0 },
 		{ "shell(git push *)", "git pushx", 0, 0 },
