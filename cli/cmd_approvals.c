@@ -77,10 +77,14 @@ static int resolve(tg_gate *g, const char *id, char *out, size_t cap)
 			json_t *a;
 			cli_error("approval id prefix \"%s\" is ambiguous; it names %d%s approvals:", id,
 			          n, all ? "" : " open");
-			json_array_foreach(found, i, a)
-				fprintf(stderr, "  %s  %-8s %s\n", json_string_value(json_object_get(a, "id")),
-				        json_string_value(json_object_get(a, "state")),
-				        json_string_value(json_object_get(a, "tool")));
+			json_array_foreach(found, i, a) {   /* ledger text: through cli_paint */
+				static const char *const keys[] = {"id", "state", "tool"};
+				for (size_t k = 0; k < 3; k++) {
+					fputs("  ", stderr);
+					cli_paint(stderr, "", json_string_value(json_object_get(a, keys[k])));
+				}
+				fputc('\n', stderr);
+			}
 			json_decref(found);
 			return -1;
 		}

@@ -289,6 +289,8 @@ int cmd_call(int argc, char **argv)
 		else
 			puts(tg_result_json(r, !compact));
 		code = tg_status_exit_code(tg_result_status(r));
+		if (tg_result_status(r) != TG_FAILED)
+			interrupted = 0;   /* the call ended before the signal stopped it: its own code */
 		tg_result_free(r);
 		free(text);
 	}

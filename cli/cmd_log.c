@@ -45,12 +45,21 @@ static void on_signal(int sig)
 	__atomic_store_n(&follow_stop, 1, __ATOMIC_RELEASE);
 }
 
-/* s into out with control characters as spaces (it came from the ledger). */
+/* s into out with control characters as spaces (it came from the ledger):
+ * C0, DEL, and C1 (U+0080..U+009F, UTF-8 C2 80..9F: U+009B starts a
+ * terminal's control sequence as ESC [ does). */
 static const char *clean(char *out, size_t cap, const char *s)
 {
 	size_t i = 0;
-	for (; s && s[i] && i + 1 < cap; i++)
-		out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? ' ' : s[i];
+	for (; s && s[i] && i + 1 < cap; i++) {
+		unsigned char c = (unsigned char)s[i], d = (unsigned char)s[i + 1];
+		if (c == 0xc2 && d >= 0x80 && d <= 0x9f && i + 2 < cap) {
+			out[i++] = ' ';
+			out[i] = ' ';
+		} else {
+			out[i] = c < 0x20 || c == 0x7f ? ' ' : s[i];
+		}
+	}
 	out[i] = '\0';
 	return out;
 }

@@ -109,7 +109,7 @@ wait $srv
 eq "$?" 0 "serve: a clean stop"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 CHECKS=$((CHECKS + 1))
-[ "$ms" -lt 2500 ] || fail "serve: stopped ${ms} ms after SIGTERM (the call was not cancelled at once)"
+[ "$ms" -lt 10000 ] || fail "serve: stopped ${ms} ms after SIGTERM (the call was not cancelled: it sleeps 29 s)"
 sanitizers serve.err serve
 CHECKS=$((CHECKS + 1))
 wait_for gone || fail "serve: the command still runs after SIGTERM"
