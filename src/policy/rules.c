@@ -713,12 +713,15 @@ static int path_matches(const tgi_rule *r, const char *path)
 		return 0;
 	if (!r->root)
 		return tgi_path_glob(r->spec, path);
-	char abs[8192];
 	const char *root = r->root + strspn(r->root, "/");
-	int n = snprintf(abs, sizeof abs, "%s/%s", root, path);
-	if (n < 0 || (size_t)n >= sizeof abs)
-		return 0;
-	return tgi_path_glob(r->spec + 1, abs);   /* "//x" -> "/x": anchored at the root */
+	size_t rn = strlen(root), pn = strlen(path);
+	char *abs = tgi_xmalloc(rn + pn + 2);  /* no cap: "too long" must not be "no match" */
+	memcpy(abs, root, rn);
+	abs[rn] = '/';
+	memcpy(abs + rn + 1, path, pn + 1);
+	int m = tgi_path_glob(r->spec + 1, abs);   /* "//x" -> "/x": anchored at the root */
+	free(abs);
+	return m;
 }
 
 /* Lenient: any touched path in either form.  Strict: every path in both
