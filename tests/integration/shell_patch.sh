@@ -32,6 +32,8 @@ EOF
 ")"
 eq "$(J a2 .status)/$(J a2 .tool)" persisted/apply_patch "here-doc after cd: persisted"
 eq "$(cat sub/second.txt 2> /dev/null)" "hi there" "here-doc after cd: written where cd went"
+contains "$(sql "select args_redacted from ops where op_id = '$(J a2 .op_id)'")" "sub/second.txt" \
+	"the ledger records the patch as it ran: the cd's directory in its path"
 tg a3 shell "$(jq -nc --arg s "apply_patch <<PATCH
 ${P/hello/third}
 PATCH" '{command: ["bash", "-lc", $s], workdir: "sub"}')"
