@@ -86,9 +86,48 @@ typedef struct tgi_store_impl {
 	void (*watch_close)(tgi_watch *w);
 } tgi_store_impl;
 
+#define TGI_KEY_BYTES 32
+
+/* Where the machine key comes from (key.c): env, else file, else the
+ * default under $XDG_STATE_HOME/toolgate; NULL members are unset. */
+typedef struct tgi_key_source {
+	const char *env;    /* ledger.key_env: a variable holding 64 hex digits */
+	const char *file;   /* ledger.key_file: a file of 64 hex digits */
+} tgi_key_source;
+
+/* Load the machine key into key: 0, or -1 with a sentence in err. */
+int tgi_key_load(const tgi_key_source *src, unsigned char key[TGI_KEY_BYTES], char *err,
+                 size_t errlen);
+
 struct tgi_store {
 	const tgi_store_impl *impl;
+	/* the ledger's identity and the keys derived for it from the machine
+	 * key (mac.c); keyed 0 until tgi_store_keys_derive */
+	int           keyed;
+	char          ledger_id[37];
+	unsigned char row_key[TGI_KEY_BYTES];   /* MACs of rows that carry authority */
+	unsigned char mask_key[TGI_KEY_BYTES];  /* redaction's masks */
 };
+
+/* ---- MACs under the machine key (mac.c) ---- */
+
+/* Derive s's row and mask keys from the machine key and ledger_id (a
+ * UUID); s is keyed from then on. */
+void tgi_store_keys_derive(tgi_store *s, const unsigned char machine[TGI_KEY_BYTES],
+                           const char *ledger_id);
+
+/* The MAC (64 hex digits + NUL) of a row: HMAC-SHA256 under s's row key of
+ * the domain (the kind of row: "approval", "idem", ...) and the n fields,
+ * each length-prefixed (a NULL field differs from ""), so that no two
+ * different rows share an input.  An unkeyed store gives "" (verifies
+ * nothing). */
+void tgi_store_mac(const tgi_store *s, const char *domain, const char *const *fields, size_t n,
+                   char out[65]);
+
+/* Does mac (may be NULL) verify for these fields?  1 yes; 0 no (also for
+ * an unkeyed store, a NULL or malformed mac). */
+int tgi_store_mac_ok(const tgi_store *s, const char *domain, const char *const *fields,
+                     size_t n, const char *mac);
 
 /* Each implementation's watch begins with this. */
 struct tgi_watch {

@@ -1,12 +1,14 @@
 /*
- * sha256.c — SHA-256 (FIPS 180-4), for the ledger's argument digests,
- * approval bindings, description pins and redaction's masks (the
- * «redacted:<prefix>» of a secret is its hash's first hex digits).
+ * sha256.c — SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), for the
+ * ledger's argument digests, approval bindings, description pins, and the
+ * MACs under the machine key that give the ledger's rows their authority
+ * and redaction its masks (src/store/mac.c).
  *
  * Small and self-contained: the gate hashes a few short texts per call,
  * and a general crypto library would cost more to load and to initialise
  * than all of those hashes together.  Checked against the FIPS 180-4
- * examples and sha256sum (tests/unit/test_sha256.c).
+ * examples and sha256sum, HMAC against RFC 4231's test cases
+ * (tests/unit/test_sha256.c).
  *
  * Owns: nothing but the context it is given.  Must not: branch on or
  * index memory by the bytes it hashes (it hashes secrets: the rounds are
@@ -109,4 +111,63 @@ void tgi_sha256_final(tgi_sha256 *s, unsigned char md[32])
 		md[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
 		md[4 * i + 3] = (unsigned char)s->h[i];
 	}
+}
+
+/* ---- HMAC-SHA256 ---- */
+
+void tgi_hmac_init(tgi_hmac *h, const void *key, size_t klen)
+{
+	unsigned char k[64] = {0}, ipad[64];
+	if (klen > 64) {
+		tgi_sha256 t;
+		tgi_sha256_init(&t);
+		tgi_sha256_update(&t, key, klen);
+		tgi_sha256_final(&t, k);
+	} else if (klen) {
+		memcpy(k, key, klen);
+	}
+	for (int i = 0; i < 64; i++) {
+		ipad[i] = k[i] ^ 0x36;
+		h->opad[i] = k[i] ^ 0x5c;
+	}
+	tgi_sha256_init(&h->inner);
+	tgi_sha256_update(&h->inner, ipad, 64);
+	explicit_bzero(k, sizeof k);
+	explicit_bzero(ipad, sizeof ipad);
+}
+
+void tgi_hmac_update(tgi_hmac *h, const void *data, size_t n)
+{
+	tgi_sha256_update(&h->inner, data, n);
+}
+
+void tgi_hmac_final(tgi_hmac *h, unsigned char mac[32])
+{
+	unsigned char in[32];
+	tgi_sha256 outer;
+	tgi_sha256_final(&h->inner, in);
+	tgi_sha256_init(&outer);
+	tgi_sha256_update(&outer, h->opad, 64);
+	tgi_sha256_update(&outer, in, 32);
+	tgi_sha256_final(&outer, mac);
+	explicit_bzero(h, sizeof *h);
+	explicit_bzero(in, sizeof in);
+}
+
+void tgi_hmac_sha256(const void *key, size_t klen, const void *data, size_t n,
+                     unsigned char mac[32])
+{
+	tgi_hmac h;
+	tgi_hmac_init(&h, key, klen);
+	tgi_hmac_update(&h, data, n);
+	tgi_hmac_final(&h, mac);
+}
+
+int tgi_ct_equal(const void *a, const void *b, size_t n)
+{
+	const volatile unsigned char *x = a, *y = b;
+	unsigned char d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= x[i] ^ y[i];
+	return d == 0;
 }

@@ -62,6 +62,18 @@ void tgi_sha256_final(tgi_sha256 *s, unsigned char md[32]);
 void tgi_sha256_hex(const void *data, size_t n, char out[65]);
 /* sha256 of the n strings joined by "\n", without building the joined text. */
 void tgi_sha256_lines(const char *const *parts, size_t n, char out[65]);
+/* HMAC-SHA256 (RFC 2104) under key (any length), incrementally or at once. */
+typedef struct tgi_hmac {
+	tgi_sha256    inner;
+	unsigned char opad[64];
+} tgi_hmac;
+void tgi_hmac_init(tgi_hmac *h, const void *key, size_t klen);
+void tgi_hmac_update(tgi_hmac *h, const void *data, size_t n);
+void tgi_hmac_final(tgi_hmac *h, unsigned char mac[32]);
+void tgi_hmac_sha256(const void *key, size_t klen, const void *data, size_t n,
+                     unsigned char mac[32]);
+/* Compare n bytes in time that depends on n alone: 1 equal, 0 not. */
+int  tgi_ct_equal(const void *a, const void *b, size_t n);
 void tgi_random_hex(char *out, size_t nbytes); /* writes 2*nbytes hex + NUL */
 /* n bytes as 2n lowercase hex digits + NUL into out. */
 void tgi_hex(const unsigned char *in, size_t n, char *out);

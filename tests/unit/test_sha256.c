@@ -91,12 +91,54 @@ static void test_incremental(void **state)
 	}
 }
 
+/* RFC 4231's test cases 1, 2, 3 and 6 (a key longer than a block). */
+static void test_hmac_rfc4231(void **state)
+{
+	(void)state;
+	static const struct {
+		unsigned char key[131];
+		size_t        klen;
+		const char   *data;
+		size_t        dlen;
+		const char   *mac;
+	} cases[] = {
+		{{[0 ... 19] = 0x0b}, 20, "Hi There", 8,
+		 "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+		{"Jefe", 4, "what do ya want for nothing?", 28,
+		 "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+		{{[0 ... 19] = 0xaa}, 20, NULL, 50,
+		 "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
+		{{[0 ... 130] = 0xaa}, 131, "Test Using Larger Than Block-Size Key - Hash Key First", 54,
+		 "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+	};
+	unsigned char dd[50], mac[32];
+	char hex[65];
+	memset(dd, 0xdd, sizeof dd);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const void *data = cases[i].data ? (const void *)cases[i].data : dd;
+		tgi_hmac_sha256(cases[i].key, cases[i].klen, data, cases[i].dlen, mac);
+		tgi_hex(mac, sizeof mac, hex);
+		assert_string_equal(hex, cases[i].mac);
+		/* in pieces, the same */
+		tgi_hmac h;
+		tgi_hmac_init(&h, cases[i].key, cases[i].klen);
+		tgi_hmac_update(&h, data, 3);
+		tgi_hmac_update(&h, (const char *)data + 3, cases[i].dlen - 3);
+		tgi_hmac_final(&h, mac);
+		tgi_hex(mac, sizeof mac, hex);
+		assert_string_equal(hex, cases[i].mac);
+	}
+	assert_int_equal(tgi_ct_equal("abc", "abc", 3), 1);
+	assert_int_equal(tgi_ct_equal("abc", "abd", 3), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fips_examples),
 		cmocka_unit_test(test_against_sha256sum),
 		cmocka_unit_test(test_incremental),
+		cmocka_unit_test(test_hmac_rfc4231),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
