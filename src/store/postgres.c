@@ -160,7 +160,9 @@
  *
  * Version 5 adds approvals.plan (the call's dry-run plan, redacted JSON
  * text) and approvals.decided_reason, as in sqlite.c.  Version 6 adds
- * eval_runs (toolgate eval), with the indexes of sqlite.c.
+ * eval_runs (toolgate eval), with the indexes of sqlite.c.  Version 7
+ * adds the ledger's identity (table ledger) and a mac column on approvals,
+ * idem, rate_buckets and pins, as in sqlite.c.
  *
  * The version lives in toolgate_schema, one row per migration applied.
  * Migration n takes the schema from version n - 1 to n, in one transaction
@@ -230,6 +232,14 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"  score_pass double precision, report text NOT NULL);"
 	"CREATE INDEX eval_runs_ts ON eval_runs(ts_ms, id);"
 	"CREATE INDEX eval_runs_model ON eval_runs(model, ts_ms, id);",
+
+	"CREATE TABLE ledger("
+	"  one integer PRIMARY KEY CHECK (one = 1), id text NOT NULL, bound text NOT NULL,"
+	"  created_ms bigint NOT NULL, mac text NOT NULL);"
+	"ALTER TABLE approvals ADD COLUMN mac text;"
+	"ALTER TABLE idem ADD COLUMN mac text;"
+	"ALTER TABLE rate_buckets ADD COLUMN mac text;"
+	"ALTER TABLE pins ADD COLUMN mac text;",
 };
 
 /* The columns of an eval run, in tgi_eval_row's order. */

@@ -141,6 +141,16 @@
  * first, eval_runs_model that of one model.  A new table: the upgrade
  * rewrites nothing.
  *
+ * Version 7 (a record that cannot be forged).  ledger: the ledger's
+ * identity, one row: a UUID, what it is bound to (the ledger file's real
+ * path; a copy elsewhere is another ledger), when it was made, and its MAC
+ * under the machine key (mac.c): a ledger whose identity does not verify
+ * is foreign.  A `mac` column on each kind of row that carries authority
+ * (approvals, idem, rate_buckets, pins): a row whose MAC does not verify
+ * carries none.  Columns appended and a new one-row table: the upgrade
+ * rewrites nothing; rows written before it have no MAC, and so no
+ * authority.
+ *
  * Migration i takes user_version i to i + 1.
  */
 static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
@@ -194,6 +204,13 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"  report TEXT NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS eval_runs_ts ON eval_runs(ts_ms, id);"
 	"CREATE INDEX IF NOT EXISTS eval_runs_model ON eval_runs(model, ts_ms, id);",
+	"CREATE TABLE IF NOT EXISTS ledger("
+	"  one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL, bound TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL, mac TEXT NOT NULL);"
+	"ALTER TABLE approvals ADD COLUMN mac TEXT;"
+	"ALTER TABLE idem ADD COLUMN mac TEXT;"
+	"ALTER TABLE rate_buckets ADD COLUMN mac TEXT;"
+	"ALTER TABLE pins ADD COLUMN mac TEXT;",
 };
 
 /* The columns of an eval run, in tgi_eval_row's order. */

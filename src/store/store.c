@@ -62,6 +62,7 @@ static const char *const titles[TGI_STORE_SCHEMA_VERSION] = {
 	"agent conversations (messages)",
 	"approvals: the call's dry-run plan and the decision's reason",
 	"eval runs (toolgate eval)",
+	"the ledger's identity and MACs on the rows that carry authority",
 };
 
 const char *tgi_store_migration_title(int n)
