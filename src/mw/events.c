@@ -360,8 +360,8 @@ static int sock_live(const tgi_sinks *s)
  * EADDRINUSE said before.  The socket's mode is also set on its
  * descriptor before bind, which Linux carries to the file it creates: one
  * more wall, not the one relied on.  The private directory is removed
- * before this returns (a crash in between leaves an empty-but-for-a-dead-
- * socket directory named ".<socket>.bind-XXXXXXXX"). */
+ * before this returns (a crash in between leaves it, holding a dead
+ * socket, named ".<socket>.bind-XXXXXXXXXXXXXXXX"). */
 static int sock_bind(tgi_sinks *s, char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
