@@ -96,7 +96,7 @@ int tgi_store_transient(const tgi_store *s);
 /* ---- schema: versioned migrations, numbered alike for both stores ---- */
 
 /* Migration n (1-based) takes the schema from version n - 1 to n. */
-#define TGI_STORE_SCHEMA_VERSION 6
+#define TGI_STORE_SCHEMA_VERSION 7
 
 /* A one-line description of migration n (1..TGI_STORE_SCHEMA_VERSION). */
 const char *tgi_store_migration_title(int n);
@@ -222,6 +222,15 @@ typedef struct tgi_idem_info {
  */
 int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
                          int lease_s, tgi_idem_info *info, char *err, size_t errlen);
+
+/* What a ledger keeps of an idempotency scope: "sha256:" and the sha256
+ * hex of its text (a key is the model's text and may hold a secret it was
+ * shown).  A scope already in that form is kept as it is, so a digest is
+ * never digested twice.  tgi_store_idem_claim and tgi_store_record take a
+ * scope in either form and keep only the digest. */
+#define TGI_SCOPE_DIGEST_LEN 71
+int  tgi_scope_is_digest(const char *scope);
+void tgi_scope_digest(const char *scope, char out[TGI_SCOPE_DIGEST_LEN + 1]);
 
 /* Settle an unknown outcome (toolgate ops resolve).  applied=1: the scope
  * becomes done with that op (its envelope marked applied); applied=0: the
