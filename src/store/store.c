@@ -148,6 +148,8 @@ int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_
                      const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen)
 {
 	char d1[TGI_SCOPE_DIGEST_LEN + 1], d2[TGI_SCOPE_DIGEST_LEN + 1];
+	if (!op)   /* refused by the implementation, with its sentence */
+		return s->impl->record(s, op, ev, nev, idem_scope, settle, err, errlen);
 	tgi_op_record kept = *op;
 	if (op->idem_scope && *op->idem_scope) {
 		tgi_scope_digest(op->idem_scope, d1);
