@@ -187,6 +187,7 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx, struct tgi_netrun *net)
 		.op_id = c->op_id,
 		.tool = c->tool,
 		.principal = c->principal->name,
+		.session = c->session,
 		.idempotency_key = c->idem_key[0] ? c->idem_key : NULL,
 		.cfg = g->cfg,
 		.data = t->data,

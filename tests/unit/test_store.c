@@ -2822,7 +2822,7 @@ static void test_spill(void **state)
 	assert_true(sd >= 0);
 	tgi_uuidv7(a);
 
-	assert_int_equal(tgi_spill_write(sd, a, "hello, spill", 12, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "hello, spill", 12, out, sizeof out, err, sizeof err), 0);
 	char want[80];
 	snprintf(want, sizeof want, ".toolgate/spill/%s.txt", a);
 	assert_string_equal(out, want);
@@ -2836,13 +2836,13 @@ static void test_spill(void **state)
 	assert_int_equal(st.st_mode & 0777, 0700);
 
 	/* replaced atomically, no temp file left behind */
-	assert_int_equal(tgi_spill_write(sd, a, "again", 5, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "again", 5, out, sizeof out, err, sizeof err), 0);
 	snprintf(p, sizeof p, "%s/%s", f->dir, want);
 	assert_int_equal(read_file(p, buf, sizeof buf), 5);
 	assert_memory_equal(buf, "again", 5);
 	char b[37];
 	tgi_uuidv7(b);
-	assert_int_equal(tgi_spill_write(sd, b, "", 0, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_write(sd, b, NULL, "", 0, out, sizeof out, err, sizeof err), 0);
 	snprintf(p, sizeof p, "%s/.toolgate/spill", f->dir);
 	int entries = 0;
 	struct dirent *de;
@@ -2856,12 +2856,12 @@ static void test_spill(void **state)
 	const char *bad[] = { "../../etc/passwd", "a/b", "", "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77x",
 	                      "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e7", "0193a5f0/7c1e-7d2a-9b1e-4f0c2a9d1e77" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		assert_int_equal(tgi_spill_write(sd, bad[i], "x", 1, out, sizeof out, err, sizeof err), -1);
+		assert_int_equal(tgi_spill_write(sd, bad[i], NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 		assert_non_null(strstr(err, "is not a UUID"));
 	}
-	assert_int_equal(tgi_spill_write(sd, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, NULL, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 	/* no room for the path */
-	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, 20, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "x", 1, out, 20, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no room for the spill path"));
 
 	/* spill/ redirected by a symlink, or not a directory */
@@ -2869,13 +2869,13 @@ static void test_spill(void **state)
 	snprintf(moved, sizeof moved, "%s/moved", f->dir);
 	assert_int_equal(rename(p, moved), 0);
 	assert_int_equal(symlink(moved, p), 0);
-	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 	assert_string_equal(err,
 	                    ".toolgate/spill is a symlink; refusing to use it (a repository must not redirect spill files)");
 	unlink(p);
 	int x = open(p, O_CREAT | O_WRONLY, 0600);
 	close(x);
-	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a directory"));
 	unlink(p);
 	close(sd);
