@@ -2850,7 +2850,37 @@ static void test_spill(void **state)
 	while ((de = readdir(d)))
 		entries += de->d_name[0] != '.';
 	closedir(d);
-	assert_int_equal(entries, 2);
+	assert_int_equal(entries, 4);   /* each spill file and the record of its session */
+
+	/* readable only by the session it was made for */
+	char msg[256], c[37], rel[80];
+	snprintf(rel, sizeof rel, ".toolgate/spill/%s.txt", a);
+	assert_int_equal(tgi_spill_readable(ws, rel, NULL, msg, sizeof msg), 1);
+	assert_int_equal(tgi_spill_readable(ws, rel, "", msg, sizeof msg), 1);
+	assert_int_equal(tgi_spill_readable(ws, rel, "s1", msg, sizeof msg), 0);
+	assert_non_null(strstr(msg, "another session"));
+	tgi_uuidv7(c);
+	assert_int_equal(tgi_spill_write(sd, c, "s1", "mine", 4, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_readable(ws, out, "s1", msg, sizeof msg), 1);
+	assert_int_equal(tgi_spill_readable(ws, out, "s2", msg, sizeof msg), 0);
+	assert_int_equal(tgi_spill_readable(ws, out, NULL, msg, sizeof msg), 0);
+	snprintf(p, sizeof p, "%s/.toolgate/spill/%s.session", f->dir, c);
+	assert_int_equal(unlink(p), 0);   /* no record: refused, whoever asks */
+	assert_int_equal(tgi_spill_readable(ws, out, "s1", msg, sizeof msg), 0);
+	assert_non_null(strstr(msg, "no record"));
+
+	/* kept spill.keep: older ones go with their record, fresh ones stay */
+	snprintf(p, sizeof p, "%s/%s", f->dir, want);
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 8 * 86400}, {.tv_sec = time(NULL) - 8 * 86400}};
+	assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	assert_int_equal(tgi_spill_prune(sd, 7 * 86400, tgi_unix_ms()), 1);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof p, "%s/.toolgate/spill/%s.session", f->dir, a);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof p, "%s/.toolgate/spill/%s.txt", f->dir, b);
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_equal(tgi_spill_prune(sd, 7 * 86400, tgi_unix_ms()), 0);
+	snprintf(p, sizeof p, "%s/.toolgate/spill", f->dir);
 
 	/* no path tricks: the name must be a UUID */
 	const char *bad[] = { "../../etc/passwd", "a/b", "", "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77x",
