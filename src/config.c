@@ -134,7 +134,7 @@ static const char *const top_keys[] = {
 	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
 	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
 	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
-	"rate_limits", "redact", "shell", "hide_denied", "events", "console", "mcp",
+	"rate_limits", "redact", "shell", "hide_denied", "events", "console", "mcp", "spill",
 };
 static const char *const principal_keys[] = { "roles", "token_env" };
 static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
@@ -155,6 +155,7 @@ static const char *const limits_keys[]    = { "max_args_bytes", "max_result_char
 static const char *const formats_keys[]   = { "assert" };
 static const char *const approvals_keys[] = { "ttl_s", "wait_s", "via" };
 static const char *const ledger_keys[]    = { "sync", "lease_grace_s" };
+static const char *const spill_keys[]     = { "keep" };
 static const char *const console_keys[]   = { "listen", "token_env" };
 static const char *const mcp_keys[]       = { "strip_client_args" };
 
@@ -590,6 +591,43 @@ static int opt_bool(ld *x, json_t *obj, const char *base, const char *key, int *
 	if (!json_is_boolean(v))
 		return fail_type(x, ptr, v, "true or false");
 	*out = json_is_true(v);
+	return 0;
+}
+
+/* A duration: whole seconds, or a string "N" and a unit s, m, h or d
+ * ("7d", "12h"), from lo to hi seconds. */
+static int opt_duration(ld *x, json_t *obj, const char *base, const char *key,
+                        long long lo, long long hi, long long *out)
+{
+	char ptr[PTR_MAX], want[128];
+	json_t *v = child(obj, base, key, ptr);
+	if (!v)
+		return 0;
+	snprintf(want, sizeof want, "a duration (seconds, or N and s, m, h or d, as in 7d) from "
+	         "%llds to %lldd", lo, hi / 86400);
+	long long n = 0;
+	if (json_is_integer(v)) {
+		n = (long long)json_integer_value(v);
+	} else if (json_is_string(v)) {
+		const char *t = json_string_value(v);
+		size_t len = json_string_length(v), i = 0;
+		for (; i < len && t[i] >= '0' && t[i] <= '9' && n <= hi; i++)
+			n = n * 10 + (t[i] - '0');
+		static const struct { char u; long long s; } units[] = {
+			{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400} };
+		long long mult = 0;
+		for (size_t u = 0; i > 0 && i + 1 == len && u < TGI_ARRAY_LEN(units); u++)
+			if (t[i] == units[u].u)
+				mult = units[u].s;
+		if (!mult || n > hi)
+			return fail_type(x, ptr, v, want);
+		n *= mult;
+	} else {
+		return fail_type(x, ptr, v, want);
+	}
+	if (n < lo || n > hi)
+		return fail_type(x, ptr, v, want);
+	*out = n;
 	return 0;
 }
 
@@ -1096,7 +1134,7 @@ static int load_limits(ld *x, json_t *root)
 	json_t *s;
 	long long args = (long long)c->max_args_bytes, chars = (long long)c->max_result_chars;
 	long long timeout = c->timeout_s, ttl = c->approval_ttl_s, par = c->max_parallel;
-	long long wait = c->approval_wait_s, grace = c->lease_grace_s;
+	long long wait = c->approval_wait_s, grace = c->lease_grace_s, keep = c->spill_keep_s;
 	int sync = c->sync_full, via = c->approvals_via;
 
 	if (section(x, root, "", "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), &s, ptr) < 0 ||
@@ -1119,6 +1157,9 @@ static int load_limits(ld *x, json_t *root)
 	    (s && (opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0 ||
 	           opt_int(x, s, ptr, "lease_grace_s", 1, MAX_TTL_S, &grace) < 0)))
 		return -1;
+	if (section(x, root, "", "spill", spill_keys, TGI_ARRAY_LEN(spill_keys), &s, ptr) < 0 ||
+	    (s && opt_duration(x, s, ptr, "keep", 60, 10LL * MAX_TTL_S, &keep) < 0))
+		return -1;
 	c->max_args_bytes = (size_t)args;
 	c->max_result_chars = (size_t)chars;
 	c->timeout_s = (int)timeout;
@@ -1127,6 +1168,7 @@ static int load_limits(ld *x, json_t *root)
 	c->approval_wait_s = (int)wait;
 	c->approvals_via = (tgi_approvals_via)via;
 	c->lease_grace_s = (int)grace;
+	c->spill_keep_s = keep;
 	c->sync_full = sync;
 	return 0;
 }
@@ -1722,6 +1764,7 @@ static void set_defaults(tgi_config *c)
 	c->hide_denied = 1;
 	c->approval_ttl_s = 3600;
 	c->lease_grace_s = 60;
+	c->spill_keep_s = 7 * 86400;
 	c->sync_full = 0;
 	c->shell.max_timeout_s = 600;
 	c->shell.max_output_chars = 50000;

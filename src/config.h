@@ -168,6 +168,8 @@ typedef struct tgi_config {
 	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */
 	int     lease_grace_s;       /* ledger.lease_grace_s: an in_flight claim's lease is the
 	                              * tool's timeout plus this (default 60) */
+	long long spill_keep_s;      /* spill.keep: how long a spill file is kept; older ones
+	                              * go when a gate opens (default 7 days) */
 	int     hide_denied;         /* MCP tools/list leaves out what a bare deny rule forbids
 	                                (default 1) */
 	char   *console_listen;      /* console.listen: "HOST:PORT" of `toolgate console` (NULL:

@@ -155,7 +155,7 @@ static void record(tgi_call *c, tgi_decision d, const char *rule)
 
 /* Is relpath (workspace-relative, normalised) off limits?  For a write:
  * protected directories and the gate's own files; for a read: .toolgate
- * except spill files.  The floor holds for both.  msg gets the sentence. */
+ * except spill files of the call's own session.  The floor holds for both.  msg gets the sentence. */
 static int path_refused(const tgi_call *c, const char *relpath, int writing, char *msg,
                         size_t cap, const char **rule)
 {
@@ -181,6 +181,10 @@ static int path_refused(const tgi_call *c, const char *relpath, int writing, cha
 		}
 	} else if (prot == TGI_PROTECTED_STATE && !tgi_path_is_spill(relpath)) {
 		tgi_snprintf(msg, cap, "\"%s\" is not readable to tools; do not retry", relpath);
+		return 1;
+	} else if (prot == TGI_PROTECTED_STATE &&
+	           !tgi_spill_readable(g->ws_fd, relpath, c->session, msg, cap)) {
+		*rule = "spill of another session";
 		return 1;
 	}
 	return 0;

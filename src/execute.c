@@ -3,7 +3,8 @@
  *
  * Idempotency sits around the handler (DESIGN §1, §5).  The scope is
  * principal:tool:idempotency_key when the call has a key, else
- * session:call_id when the provider gave a call id, else none — except
+ * session:call_id when the provider gave a call id (held and kept only as
+ * its digest, tgi_scope_digest: a key may hold a secret), else none — except
  * in a shared store (several gates), where such a call claims its own op
  * id, so that no side effect runs while the ledger cannot record it;
  * read-only calls need none.  Before a side-effecting tool runs, its scope
@@ -49,7 +50,12 @@ static char *make_scope(tgi_call *c)
 		tgi_buf_printf(&b, "op:%s", c->op_id);
 	else
 		return NULL;
-	return tgi_buf_steal(&b);
+	/* the ledger keeps, and this call holds, only the scope's digest */
+	char *text = tgi_buf_steal(&b);
+	char *d = tgi_xmalloc(TGI_SCOPE_DIGEST_LEN + 1);
+	tgi_scope_digest(text, d);
+	free(text);
+	return d;
 }
 
 /* What the call is, for its claim: sha256(tool "\n" principal "\n" args). */
@@ -181,6 +187,7 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx, struct tgi_netrun *net)
 		.op_id = c->op_id,
 		.tool = c->tool,
 		.principal = c->principal->name,
+		.session = c->session,
 		.idempotency_key = c->idem_key[0] ? c->idem_key : NULL,
 		.cfg = g->cfg,
 		.data = t->data,

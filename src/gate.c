@@ -608,6 +608,9 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	}
 	if (g->state_fd < 0)          /* no_create, and there is none */
 		g->state_fd = -1;
+	/* spill files hold whole outputs, unredacted: kept spill.keep, no longer */
+	if (!o->no_create && g->state_fd >= 0)
+		(void)tgi_spill_prune(g->state_fd, g->cfg->spill_keep_s, (int64_t)tgi_unix_ms());
 	size_t n = strlen(g->cfg->workspace) + sizeof "/.toolgate";
 	g->state_dir = tgi_xmalloc(n);
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);

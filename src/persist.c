@@ -53,6 +53,21 @@ static json_t *kept_message(const tgi_call *c, json_t *stored)
 	return stored;
 }
 
+/* stored (taken) with its idempotency key masked like a secret: the key is
+ * the model's text and may hold one; the caller's envelope keeps it. */
+static json_t *kept_key(const tgi_call *c, json_t *stored)
+{
+	const json_t *k = json_object_get(stored, "idempotency_key");
+	if (!json_is_string(k))
+		return stored;
+	char m[32];
+	tgi_redact_mask(json_string_value(k), json_string_length(k), m);
+	json_t *top = json_copy(stored);
+	json_object_set_new(top, "idempotency_key", json_string(m));
+	json_decref(stored);
+	return top;
+}
+
 void tgi_persist(tgi_call *c)
 {
 	tg_gate *g = c->g;
@@ -80,7 +95,7 @@ void tgi_persist(tgi_call *c)
 	 * below shows in what the caller gets, not in the stored copy */
 	json_t *env = c->envelope = tgi_envelope(c);
 	const tgi_strv *keys = c->entry ? &c->entry->sensitive : NULL;
-	json_t *stored = kept_message(c, tgi_redact_json(g->redact, env, keys));
+	json_t *stored = kept_key(c, kept_message(c, tgi_redact_json(g->redact, env, keys)));
 	char *env_text = json_dumps(stored, JSON_COMPACT | JSON_REAL_PRECISION(6));
 	json_decref(stored);
 	for (size_t i = 0; i < c->nevents; i++) {

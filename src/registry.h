@@ -80,6 +80,7 @@ typedef struct tgi_exec_ctx {
 	const char               *op_id;
 	const char               *tool;
 	const char               *principal;
+	const char               *session;    /* the call's session id ("" when none) */
 	const char               *idempotency_key; /* or NULL */
 	const struct tgi_config  *cfg;
 	const void               *data;       /* the row's data pointer */

@@ -77,7 +77,7 @@ tgi_verdict tgi_shape(tgi_call *c)
 	}
 
 	char spill[256] = "", err[256];
-	int rc = tgi_spill_write(g->state_fd, c->op_id, text, len, spill, sizeof spill, err,
+	int rc = tgi_spill_write(g->state_fd, c->op_id, c->session, text, len, spill, sizeof spill, err,
 	                         sizeof err);
 	char marker[512];
 	size_t keep = max > 400 ? max - 200 : max; /* leave room for the marker */

@@ -349,41 +349,114 @@ static int sock_live(const tgi_sinks *s)
 	return -1;
 }
 
-/* Bind and listen.  1 serving, 0 someone else got there first, -1 (err). */
+/* Bind and listen.  1 serving, 0 someone else got there first, -1 (err).
+ *
+ * Never a moment in which another user could connect, whatever the umask
+ * (a process-wide setting this multithreaded gate must not touch): the
+ * socket is bound inside a directory of our own, made 0700 (mkdir's mode
+ * can only lose bits to the umask, and is set again to be sure), made 0600
+ * there, listening, and only then given its name with link(), which fails
+ * when the name exists: the first gate to link it serves it, as bind's
+ * EADDRINUSE said before.  The socket's mode is also set on its
+ * descriptor before bind, which Linux carries to the file it creates: one
+ * more wall, not the one relied on.  The private directory is removed
+ * before this returns (a crash in between leaves it, holding a dead
+ * socket, named ".<socket>.bind-XXXXXXXXXXXXXXXX"). */
 static int sock_bind(tgi_sinks *s, char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
 	socklen_t len;
 	struct stat st;
+	char tmp[NAME_MAX + 1], hex[17];
 	if (sock_addr(s, &sa, &len) < 0) {
 		tgi_snprintf(err, errlen, "the socket path \"%s\" is too long", s->sock_path);
 		return -1;
 	}
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* the private directory, beside the socket (the same file system) */
+	int made = 0;
+	for (int tries = 0; tries < 8 && !made; tries++) {
+		tgi_random_hex(hex, 8);
+		if (snprintf(tmp, sizeof tmp, ".%.200s.bind-%s", s->sock_base, hex) < 0)
+			break;
+		if (mkdirat(s->dir_fd, tmp, 0700) == 0)
+			made = 1;
+		else if (errno != EEXIST)
+			break;
+	}
+	if (!made) {
+		tgi_snprintf(err, errlen, "cannot make a private directory beside \"%s\": %s",
+		             s->sock_path, strerror(errno));
+		return -1;
+	}
+	int rc = -1;
+	int fd = -1;
+	int tfd = openat(s->dir_fd, tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* ours, and nobody else's to enter (a directory another user put in its
+	 * place would not be owned by us) */
+	if (tfd < 0 || fstat(tfd, &st) < 0 || fchmodat(s->dir_fd, tmp, 0700, 0) < 0 ||
+	    fstat(tfd, &st) < 0) {
+		tgi_snprintf(err, errlen, "cannot make a private directory beside \"%s\": %s",
+		             s->sock_path, strerror(errno));
+		goto out;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+		tgi_snprintf(err, errlen, "the private directory made beside \"%s\" was replaced "
+		             "by another; not binding there", s->sock_path);
+		goto out;
+	}
+	struct sockaddr_un ta;
+	memset(&ta, 0, sizeof ta);
+	ta.sun_family = AF_UNIX;
+	int w = snprintf(ta.sun_path, sizeof ta.sun_path, "/proc/self/fd/%d/s", tfd);
+	size_t dn = strlen(s->sock_path) - strlen(s->sock_base);   /* "dir/" */
+	if (dn + strlen(tmp) + 2 < sizeof ta.sun_path)              /* "dir/tmp/s": no /proc needed */
+		w = snprintf(ta.sun_path, sizeof ta.sun_path, "%.*s%s/s", (int)dn, s->sock_path, tmp);
+	socklen_t tlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)w + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		tgi_snprintf(err, errlen, "cannot make a socket: %s", strerror(errno));
-		return -1;
+		goto out;
 	}
-	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
-		int e = errno;
-		close(fd);
-		if (e == EADDRINUSE)
-			return 0;
-		tgi_snprintf(err, errlen, "cannot bind \"%s\": %s", s->sock_path, strerror(e));
-		return -1;
-	}
+	(void)fchmod(fd, 0600);
 	/* subscribers of another user have no business here */
-	if (chmod(s->sock_path, 0600) < 0 || lstat(s->sock_path, &st) < 0 ||
-	    listen(fd, SOMAXCONN) < 0) {
+	if (bind(fd, (struct sockaddr *)&ta, tlen) < 0 || fchmodat(tfd, "s", 0600, 0) < 0 ||
+	    fstatat(tfd, "s", &st, AT_SYMLINK_NOFOLLOW) < 0 || listen(fd, SOMAXCONN) < 0) {
 		tgi_snprintf(err, errlen, "cannot listen on \"%s\": %s", s->sock_path, strerror(errno));
-		unlink(s->sock_path);
-		close(fd);
-		return -1;
+		goto out;
+	}
+	if (linkat(tfd, "s", s->dir_fd, s->sock_base, 0) < 0) {
+		int e = errno;
+		if (e == EEXIST) {
+			rc = 0;
+			goto out;
+		}
+		/* a file system without hard links: a rename that will not replace */
+		if ((e != EPERM && e != EOPNOTSUPP) ||
+		    renameat2(tfd, "s", s->dir_fd, s->sock_base, RENAME_NOREPLACE) < 0) {
+			if (e == EPERM || e == EOPNOTSUPP)
+				e = errno;
+			if (e == EEXIST) {
+				rc = 0;
+				goto out;
+			}
+			tgi_snprintf(err, errlen, "cannot bind \"%s\": %s", s->sock_path, strerror(e));
+			goto out;
+		}
 	}
 	s->sock_dev = st.st_dev;
 	s->sock_ino = st.st_ino;
 	s->listen_fd = fd;
-	return 1;
+	fd = -1;
+	rc = 1;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tfd >= 0) {
+		unlinkat(tfd, "s", 0);
+		close(tfd);
+	}
+	unlinkat(s->dir_fd, tmp, AT_REMOVEDIR);
+	return rc;
 }
 
 /* Serve the socket if nobody does.  1 serving, 0 another process serves it

@@ -886,6 +886,15 @@ char *tgi_redacted_args(const tgi_call *c)
 	          .extra = c->entry ? &c->entry->sensitive : NULL, .cut = 1};
 	json_t *out = walk_value(&w, c->args, 0);
 	scratch_fini(&w.x);
+	/* the idempotency key is the model's text and may hold a secret: masked
+	 * wherever the args are kept or shown (the claim keeps its digest) */
+	const json_t *k = json_object_get(out ? out : c->args, "idempotency_key");
+	if (json_is_string(k) && !is_mask(json_string_value(k), json_string_length(k))) {
+		json_t *top = json_copy(out ? out : c->args);
+		json_object_set_new(top, "idempotency_key", mask_value((json_t *)k));
+		json_decref(out);
+		out = top;
+	}
 	if (!out)
 		return c->args_canon ? tgi_strdup(c->args_canon) : tgi_json_canonical(c->args);
 	char *s = tgi_json_canonical(out);

@@ -163,6 +163,9 @@
  * eval_runs (toolgate eval), with the indexes of sqlite.c.  Version 7
  * adds the ledger's identity (table ledger) and a mac column on approvals,
  * idem, rate_buckets and pins, as in sqlite.c.
+ * Also in version 7, as in sqlite.c: scopes become their digest (sha256(),
+ * PostgreSQL 11) and kept keys masks; a row whose envelope is not JSON jsonb
+ * takes is left as it is, and a rewritten one keeps jsonb's spelling of it.
  *
  * The version lives in toolgate_schema, one row per migration applied.
  * Migration n takes the schema from version n - 1 to n, in one transaction
@@ -233,6 +236,31 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"CREATE INDEX eval_runs_ts ON eval_runs(ts_ms, id);"
 	"CREATE INDEX eval_runs_model ON eval_runs(model, ts_ms, id);",
 
+	"CREATE FUNCTION toolgate_scope_digest(scope text) RETURNS text"
+	"  LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS"
+	"  $$ SELECT CASE WHEN scope ~ '^sha256:[0-9a-f]{64}$' THEN scope"
+	"    ELSE 'sha256:' || encode(sha256(convert_to(scope, 'UTF8')), 'hex') END $$;"
+	"CREATE FUNCTION toolgate_key_masked(doc text) RETURNS text"
+	"  LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$"
+	"  DECLARE k text; BEGIN"
+	"    IF jsonb_typeof(doc::jsonb -> 'idempotency_key') IS DISTINCT FROM 'string' THEN"
+	"      RETURN doc; END IF;"
+	"    k := doc::jsonb ->> 'idempotency_key';"
+	"    IF k ~ '^\xC2\xABredacted:[0-9a-f]{8}\xC2\xBB$' THEN RETURN doc; END IF;"
+	"    RETURN (doc::jsonb || jsonb_build_object('idempotency_key', '\xC2\xABredacted:'"
+	"      || left(encode(sha256(convert_to(k, 'UTF8')), 'hex'), 8) || '\xC2\xBB'))::text;"
+	"  EXCEPTION WHEN others THEN RETURN doc; END $$;"
+	"UPDATE idem SET scope = toolgate_scope_digest(scope) WHERE scope NOT LIKE 'sha256:%';"
+	"UPDATE ops SET idem_scope = toolgate_scope_digest(idem_scope)"
+	"  WHERE idem_scope NOT LIKE 'sha256:%';"
+	"UPDATE ops SET envelope = toolgate_key_masked(envelope)"
+	"  WHERE strpos(envelope, '\"idempotency_key\"') > 0;"
+	"UPDATE ops SET args_redacted = toolgate_key_masked(args_redacted)"
+	"  WHERE strpos(args_redacted, '\"idempotency_key\"') > 0;"
+	"UPDATE approvals SET args = toolgate_key_masked(args)"
+	"  WHERE strpos(args, '\"idempotency_key\"') > 0;"
+	"DROP FUNCTION toolgate_key_masked(text);"
+	"DROP FUNCTION toolgate_scope_digest(text);"
 	"CREATE TABLE ledger("
 	"  one integer PRIMARY KEY CHECK (one = 1), id text NOT NULL, bound text NOT NULL,"
 	"  created_ms bigint NOT NULL, mac text NOT NULL);"

@@ -150,6 +150,13 @@
  * carries none.  Columns appended and a new one-row table: the upgrade
  * rewrites nothing; rows written before it have no MAC, and so no
  * authority.
+ * Also in version 7: an idempotency key is the model's text and may
+ * hold a secret: idem.scope and ops.idem_scope keep "sha256:" and the
+ * sha256 hex of the scope (tgi_scope_digest), and the key in a kept
+ * envelope, args or approval's args is masked.  The upgrade rewrites the
+ * scopes of earlier rows (the same digest a new call's scope has, so they
+ * still replay) and masks their keys, with two functions of ours
+ * (register_functions); rows are found without parsing every envelope.
  *
  * Migration i takes user_version i to i + 1.
  */
@@ -204,6 +211,21 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"  report TEXT NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS eval_runs_ts ON eval_runs(ts_ms, id);"
 	"CREATE INDEX IF NOT EXISTS eval_runs_model ON eval_runs(model, ts_ms, id);",
+	"UPDATE idem SET scope = toolgate_scope_digest(scope) WHERE scope NOT LIKE 'sha256:%';"
+	"UPDATE ops SET idem_scope = toolgate_scope_digest(idem_scope)"
+	"  WHERE idem_scope IS NOT NULL AND idem_scope NOT LIKE 'sha256:%';"
+	"UPDATE ops SET envelope = json_set(envelope, '$.idempotency_key',"
+	"    toolgate_key_mask(json_extract(envelope, '$.idempotency_key')))"
+	"  WHERE instr(envelope, '\"idempotency_key\"') AND json_valid(envelope)"
+	"    AND json_type(envelope, '$.idempotency_key') = 'text';"
+	"UPDATE ops SET args_redacted = json_set(args_redacted, '$.idempotency_key',"
+	"    toolgate_key_mask(json_extract(args_redacted, '$.idempotency_key')))"
+	"  WHERE instr(args_redacted, '\"idempotency_key\"') AND json_valid(args_redacted)"
+	"    AND json_type(args_redacted, '$.idempotency_key') = 'text';"
+	"UPDATE approvals SET args = json_set(args, '$.idempotency_key',"
+	"    toolgate_key_mask(json_extract(args, '$.idempotency_key')))"
+	"  WHERE instr(args, '\"idempotency_key\"') AND json_valid(args)"
+	"    AND json_type(args, '$.idempotency_key') = 'text';"
 	"CREATE TABLE IF NOT EXISTS ledger("
 	"  one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL, bound TEXT NOT NULL,"
 	"  created_ms INTEGER NOT NULL, mac TEXT NOT NULL);"
@@ -212,6 +234,54 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE rate_buckets ADD COLUMN mac TEXT;"
 	"ALTER TABLE pins ADD COLUMN mac TEXT;",
 };
+
+/* Migration 7's functions (registered on every connection that may run
+ * it).  toolgate_scope_digest(scope): tgi_scope_digest.  toolgate_key_mask
+ * (key): a key as redact.c masked a secret when these rows were written
+ * («redacted:» and 8 hex digits of its sha256), a mask left as it is. */
+static void fn_scope_digest(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	char d[TGI_SCOPE_DIGEST_LEN + 1];
+	const char *t = (const char *)sqlite3_value_text(argv[0]);
+	(void)argc;
+	if (!t) {
+		sqlite3_result_null(cx);
+		return;
+	}
+	tgi_scope_digest(t, d);
+	sqlite3_result_text(cx, d, -1, SQLITE_TRANSIENT);
+}
+
+static void fn_key_mask(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	static const char pre[] = "\xC2\xABredacted:", suf[] = "\xC2\xBB";
+	char hex[65], m[40];
+	const char *t = (const char *)sqlite3_value_text(argv[0]);
+	int n = sqlite3_value_bytes(argv[0]);
+	(void)argc;
+	if (!t) {
+		sqlite3_result_null(cx);
+		return;
+	}
+	if (n == (int)(sizeof pre - 1 + 8 + sizeof suf - 1) && !memcmp(t, pre, sizeof pre - 1)) {
+		sqlite3_result_value(cx, argv[0]);
+		return;
+	}
+	tgi_sha256_hex(t, (size_t)n, hex);
+	tgi_snprintf(m, sizeof m, "%s%.8s%s", pre, hex, suf);
+	sqlite3_result_text(cx, m, -1, SQLITE_TRANSIENT);
+}
+
+static int register_functions(sqlite3 *db)
+{
+	int fl = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY;
+	int rc = sqlite3_create_function(db, "toolgate_scope_digest", 1, fl, NULL, fn_scope_digest,
+	                                 NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_create_function(db, "toolgate_key_mask", 1, fl, NULL, fn_key_mask, NULL,
+		                             NULL);
+	return rc;
+}
 
 /* The columns of an eval run, in tgi_eval_row's order. */
 #define TGI_EVAL_COLS                                                                           \
@@ -1073,6 +1143,8 @@ static int setup(sq *s, char *err, size_t errlen)
 	int rc;
 
 	sqlite3_busy_timeout(s->db, TGI_BUSY_MS);
+	if ((rc = register_functions(s->db)) != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot set up the ledger");
 	/* The first read: a file that is not a database fails here.  Putting
 	 * a new file in WAL mode needs an exclusive lock, and when several
 	 * processes open a new ledger at once SQLite answers SQLITE_BUSY at

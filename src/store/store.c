@@ -62,7 +62,7 @@ static const char *const titles[TGI_STORE_SCHEMA_VERSION] = {
 	"agent conversations (messages)",
 	"approvals: the call's dry-run plan and the decision's reason",
 	"eval runs (toolgate eval)",
-	"the ledger's identity and MACs on the rows that carry authority",
+	"the ledger's identity, MACs on the rows that carry authority, idempotency scopes kept as their sha256 and keys in kept rows masked",
 };
 
 const char *tgi_store_migration_title(int n)
@@ -122,10 +122,44 @@ void tgi_store_watch_close(tgi_watch *w)
 
 /* ---- everything else: straight to the implementation ---- */
 
+/* ---- idempotency scopes: only their digest reaches a ledger ---- */
+
+int tgi_scope_is_digest(const char *scope)
+{
+	if (!scope || strncmp(scope, "sha256:", 7) || strlen(scope) != TGI_SCOPE_DIGEST_LEN)
+		return 0;
+	for (const char *p = scope + 7; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return 0;
+	return 1;
+}
+
+void tgi_scope_digest(const char *scope, char out[TGI_SCOPE_DIGEST_LEN + 1])
+{
+	if (tgi_scope_is_digest(scope)) {
+		memcpy(out, scope, TGI_SCOPE_DIGEST_LEN + 1);
+		return;
+	}
+	memcpy(out, "sha256:", 7);
+	tgi_sha256_hex(scope, strlen(scope), out + 7);
+}
+
 int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen)
 {
-	return s->impl->record(s, op, ev, nev, idem_scope, settle, err, errlen);
+	char d1[TGI_SCOPE_DIGEST_LEN + 1], d2[TGI_SCOPE_DIGEST_LEN + 1];
+	if (!op)   /* refused by the implementation, with its sentence */
+		return s->impl->record(s, op, ev, nev, idem_scope, settle, err, errlen);
+	tgi_op_record kept = *op;
+	if (op->idem_scope && *op->idem_scope) {
+		tgi_scope_digest(op->idem_scope, d1);
+		kept.idem_scope = d1;
+	}
+	if (idem_scope && *idem_scope) {
+		tgi_scope_digest(idem_scope, d2);
+		idem_scope = d2;
+	}
+	return s->impl->record(s, &kept, ev, nev, idem_scope, settle, err, errlen);
 }
 
 int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], char *err,
@@ -149,6 +183,11 @@ int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, 
 int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
                          int lease_s, tgi_idem_info *info, char *err, size_t errlen)
 {
+	char d[TGI_SCOPE_DIGEST_LEN + 1];
+	if (scope && *scope) {
+		tgi_scope_digest(scope, d);
+		scope = d;
+	}
 	return s->impl->idem_claim(s, scope, op_id, binding, lease_s, info, err, errlen);
 }
 

@@ -223,6 +223,15 @@ typedef struct tgi_idem_info {
 int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
                          int lease_s, tgi_idem_info *info, char *err, size_t errlen);
 
+/* What a ledger keeps of an idempotency scope: "sha256:" and the sha256
+ * hex of its text (a key is the model's text and may hold a secret it was
+ * shown).  A scope already in that form is kept as it is, so a digest is
+ * never digested twice.  tgi_store_idem_claim and tgi_store_record take a
+ * scope in either form and keep only the digest. */
+#define TGI_SCOPE_DIGEST_LEN 71
+int  tgi_scope_is_digest(const char *scope);
+void tgi_scope_digest(const char *scope, char out[TGI_SCOPE_DIGEST_LEN + 1]);
+
 /* Settle an unknown outcome (toolgate ops resolve).  applied=1: the scope
  * becomes done with that op (its envelope marked applied); applied=0: the
  * scope is released.  Error if op_id has no in_flight/unknown idem row, or
@@ -471,10 +480,24 @@ int tgi_store_unknown(tgi_store *s, json_t **out, char *err, size_t errlen);
 /* ---- spill files (src/store/spill.c) ---- */
 
 /* Write text to <state_dir>/spill/<op_id>.txt atomically (0600; spill/ is
- * created 0700 and checked like the state dir).  path_out gets the path
- * relative to the workspace (".toolgate/spill/<op_id>.txt"). */
-int tgi_spill_write(int state_fd, const char *op_id, const char *text, size_t len,
-                    char *path_out, size_t cap, char *err, size_t errlen);
+ * created 0700), with <op_id>.session beside it naming the session it was
+ * made for (session NULL or "": a call of no session).  path_out receives
+ * the path relative to the workspace (".toolgate/spill/<op_id>.txt"). */
+int tgi_spill_write(int state_fd, const char *op_id, const char *session, const char *text,
+                    size_t len, char *path_out, size_t cap, char *err, size_t errlen);
+
+/* May a call of session (NULL or "": none) read the spill file relpath
+ * (".toolgate/spill/<op_id>.txt", tgi_path_is_spill)?  1 yes; 0 no, with a
+ * sentence in msg: a spill of another session, or one with no record of
+ * its session. */
+int tgi_spill_readable(int ws_fd, const char *relpath, const char *session, char *msg,
+                       size_t msgcap);
+
+/* Remove spill files (with their session records and leftover temp files)
+ * whose mtime is more than keep_s seconds before now_ms, looking at a
+ * bounded number of names.  The number removed, or -1 (nothing to say: the
+ * next open tries again). */
+int tgi_spill_prune(int state_fd, long long keep_s, int64_t now_ms);
 
 /* ---- internal to src/store/ (state.c): the checks sqlite.c and spill.c share ---- */
 

@@ -16,7 +16,8 @@
  *
  * Owns: the tool row, its schema, and turning a file into numbered lines.
  * Must not: check permissions (the pipeline does), read .toolgate/ (but a
- * spill file named exactly, which tgi_path_open_read allows), open a path
+ * spill file named exactly, which tgi_path_open_read allows, of the call's
+ * own session: tgi_spill_readable), open a path
  * except through openat2 beneath the workspace, or cap its output beyond
  * the 100,000-character rule (the shape stage does that).
  */
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "store/store.h"
 #include "tools/plan.h"
 #include "util/fs.h"
 #include "util/util.h"
@@ -249,6 +251,12 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 	                            path, sizeof path, &kind, out->message, sizeof out->message);
 	if (fd < 0)
 		return tgi_tool_fail(out, kind);
+	/* a spill file holds a call's whole output: only its own session's */
+	if (tgi_path_is_spill(path) &&
+	    !tgi_spill_readable(ctx->ws_fd, path, ctx->session, out->message, sizeof out->message)) {
+		close(fd);
+		return tgi_tool_fail(out, TG_ERR_NOT_PERMITTED);
+	}
 	tgi_sanitize(shown, sizeof shown, path);
 	if (fstat(fd, &st) < 0) {
 		tgi_tool_fail(out, tgi_path_error(-errno, path, out->message, sizeof out->message));

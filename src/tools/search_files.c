@@ -14,7 +14,8 @@
  *
  * Owns: the tool row, its schema, the walk and the matching.  Must not:
  * judge policy itself (the pipeline and may_read do), search inside
- * .toolgate/ (but a spill file named exactly), name a withheld entry, or
+ * .toolgate/ (but a spill file named exactly, of its own session), name a
+ * withheld entry, or
  * follow a symlink.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "store/store.h"
 #include "tools/plan.h"
 #include "util/fs.h"
 #include "util/util.h"
@@ -355,6 +357,13 @@ static int search_files_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_too
 	                            sizeof path, &kind, out->message, sizeof out->message);
 	if (fd < 0) {
 		tgi_tool_fail(out, kind);
+		goto done;
+	}
+	/* a spill file holds a call's whole output: only its own session's */
+	if (tgi_path_is_spill(path) &&
+	    !tgi_spill_readable(ctx->ws_fd, path, ctx->session, out->message, sizeof out->message)) {
+		close(fd);
+		tgi_tool_fail(out, TG_ERR_NOT_PERMITTED);
 		goto done;
 	}
 	tgi_sanitize(shown, sizeof shown, path);

@@ -302,7 +302,7 @@ static void spill_both(const tgi_exec_ctx *ctx, const tgi_spawn_result *res, cha
 	tgi_buf_printf(&b, "\n--- stderr (%zu bytes%s) ---\n", res->err_total,
 	               res->err_truncated ? ", the first 8 MiB kept" : "");
 	tgi_buf_append(&b, res->err, res->err_len);
-	if (tgi_spill_write(sfd, ctx->op_id, b.p, b.len, path, cap, err, sizeof err) < 0)
+	if (tgi_spill_write(sfd, ctx->op_id, ctx->session, b.p, b.len, path, cap, err, sizeof err) < 0)
 		path[0] = '\0';
 	tgi_buf_free(&b);
 	close(sfd);

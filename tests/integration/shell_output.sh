@@ -21,7 +21,7 @@ CHECKS=$((CHECKS + 1))
 [ "$(chars big.json .output)" -ge 45000 ] || fail "the output uses the cap: $(chars big.json .output)"
 spill=$(jqv big.json .truncated.spill_path)
 eq "$(jqv big.json .output.spilled)" "$spill" "the output names the envelope's spill file"
-eq "$(ls .toolgate/spill | wc -l)" 1 "one spill file for the call"
+eq "$(ls .toolgate/spill | grep -c "\.txt$")" 1 "one spill file for the call"
 eq "$spill" ".toolgate/spill/$(jqv big.json .op_id).txt" "the spill file is the call's"
 eq "$(tr -cd a < "$spill" | wc -c)" 250000 "the spill file holds all 250,000 bytes"
 eq "$(jqv big.json .truncated.original_chars)" 250000 "truncated.original_chars counts them"
@@ -52,7 +52,7 @@ tgcall small shell '{"command":"echo hi"}'
 eq "$(jqv small.json .output.stdout)" "hi" "a small output is whole"
 eq "$(jqv small.json .truncated)" null "a small output is not truncated"
 eq "$(jqv small.json '.output | has("spilled")')" false "a small output names no spill"
-eq "$(ls .toolgate/spill | wc -l)" 2 "no spill file for it"
+eq "$(ls .toolgate/spill | grep -c "\.txt$")" 2 "no spill file for it"
 
 # ---- a smaller cap and a per-stream cap: one spill, within both
 cat > small.yaml <<'YAML'
@@ -67,5 +67,5 @@ eq "$(jqv capped.json '.output | type')" object "capped: output is an object"
 CHECKS=$((CHECKS + 1))
 [ "$(jqv capped.json .output.stdout | grep -c '^[0-9][0-9]*$')" -le 300 ] || fail "within max_output_chars"
 eq "$(grep -c '^[0-9][0-9]*$' "$(jqv capped.json .truncated.spill_path)")" 5000 "the spill holds all 5,000 lines"
-eq "$(ls .toolgate/spill | wc -l)" 3 "one more spill file"
+eq "$(ls .toolgate/spill | grep -c "\.txt$")" 3 "one more spill file"
 finish

@@ -133,6 +133,24 @@ static void path_in(const struct fx *f, const char *name, char *out, size_t cap)
 	snprintf(out, cap, "%s/%s", f->dir, name);
 }
 
+/* toolgate_scope_digest(text) on a raw connection: what the ledger keeps of
+ * a scope (tgi_scope_digest), so that queries can name a scope by its text */
+static void raw_digest_fn(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	char d[TGI_SCOPE_DIGEST_LEN + 1];
+	(void)argc;
+	tgi_scope_digest((const char *)sqlite3_value_text(argv[0]), d);
+	sqlite3_result_text(cx, d, -1, SQLITE_TRANSIENT);
+}
+
+static void raw_open(const char *path, sqlite3 **db)
+{
+	assert_int_equal(sqlite3_open(path, db), SQLITE_OK);
+	sqlite3_busy_timeout(*db, 5000);
+	sqlite3_create_function(*db, "toolgate_scope_digest", 1, SQLITE_UTF8, NULL, raw_digest_fn,
+	                        NULL, NULL);
+}
+
 /* First column of the first row of sql on the ledger at path (raw SQLite),
  * or -1 when there is no row. */
 static int64_t raw_int(const char *path, const char *sql)
@@ -140,8 +158,7 @@ static int64_t raw_int(const char *path, const char *sql)
 	sqlite3 *db;
 	sqlite3_stmt *st;
 	int64_t v = -1;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
+	raw_open(path, &db);
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_int64(st, 0);
@@ -155,8 +172,7 @@ static void raw_text(const char *path, const char *sql, char *out, size_t cap)
 	sqlite3 *db;
 	sqlite3_stmt *st;
 	out[0] = '\0';
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
+	raw_open(path, &db);
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
 	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
 		snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
@@ -167,8 +183,7 @@ static void raw_text(const char *path, const char *sql, char *out, size_t cap)
 static void raw_exec(const char *path, const char *sql)
 {
 	sqlite3 *db;
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
+	raw_open(path, &db);
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 }
@@ -1144,7 +1159,9 @@ static void test_export(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r0, "args"), "path")), "a");
 	assert_int_equal(json_integer_value(json_object_get(r0, "started_ms")), t);
 	assert_string_equal(json_string_value(json_object_get(r1, "idem_state")), "done");
-	assert_string_equal(json_string_value(json_object_get(r1, "idem_scope")), "key:k1");
+	char dk[TGI_SCOPE_DIGEST_LEN + 1];
+	tgi_scope_digest("key:k1", dk);   /* the ledger keeps the scope's digest */
+	assert_string_equal(json_string_value(json_object_get(r1, "idem_scope")), dk);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r1, "envelope"), "status")),
 	                    "persisted");
 	json_t *ev = json_object_get(json_array_get(rows, 3), "event");
@@ -1508,10 +1525,10 @@ static void test_idem_lifecycle(void **state)
 	assert_int_equal(claim(f->s, "local:deploy:k1", a, 10, &info), TGI_IDEM_CLAIMED);
 	assert_string_equal(info.op_id, a);
 	assert_null(info.envelope);
-	assert_int_equal(raw_int(f->db, "SELECT owner_pid FROM idem WHERE scope = 'local:deploy:k1'"),
+	assert_int_equal(raw_int(f->db, "SELECT owner_pid FROM idem WHERE scope = toolgate_scope_digest('local:deploy:k1')"),
 	                 getpid());
 	char st[32];
-	raw_text(f->db, "SELECT state FROM idem WHERE scope = 'local:deploy:k1'", st, sizeof st);
+	raw_text(f->db, "SELECT state FROM idem WHERE scope = toolgate_scope_digest('local:deploy:k1')", st, sizeof st);
 	assert_string_equal(st, "in_flight");
 
 	/* a second claimer while we (alive) hold it: pending, retry inside the lease */
@@ -1522,7 +1539,7 @@ static void test_idem_lifecycle(void **state)
 	assert_int_equal(claim(f->s, "local:long:k", a, 3600, &info), TGI_IDEM_CLAIMED);
 	assert_int_equal(claim(f->s, "local:long:k", b, 3600, &info), TGI_IDEM_IN_FLIGHT);
 	assert_true(info.retry_after_s == 30.0);
-	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 0 WHERE scope = 'local:long:k'");
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 0 WHERE scope = toolgate_scope_digest('local:long:k')");
 	assert_int_equal(claim(f->s, "local:long:k", b, 3600, &info), TGI_IDEM_IN_FLIGHT);
 	assert_true(info.retry_after_s == 1.0);
 
@@ -1544,7 +1561,7 @@ static void test_idem_lifecycle(void **state)
 	assert_int_equal(claim(f->s, "local:deploy:k2", d, 10, &info), TGI_IDEM_CLAIMED);
 	assert_int_equal(record(f->s, d, "deploy", "failed", "s1", 1001, "local:deploy:k2",
 	                        TGI_SETTLE_RELEASE, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem WHERE scope = 'local:deploy:k2'"), 0);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem WHERE scope = toolgate_scope_digest('local:deploy:k2')"), 0);
 	assert_int_equal(claim(f->s, "local:deploy:k2", e, 10, &info), TGI_IDEM_CLAIMED);
 	assert_string_equal(info.op_id, e);
 
@@ -1579,8 +1596,13 @@ static void test_idem_lifecycle(void **state)
 	char *huge = malloc(2000);
 	memset(huge, 'k', 1999);
 	huge[1999] = '\0';
-	assert_int_equal(tgi_store_idem_claim(f->s, huge, a, NULL, 10, &info, err, sizeof err), -1);
-	assert_non_null(strstr(err, "too long"));
+	/* a scope of any length is kept as its digest */
+	assert_int_equal(tgi_store_idem_claim(f->s, huge, a, NULL, 10, &info, err, sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
+	char dh[TGI_SCOPE_DIGEST_LEN + 1], sql_h[160];
+	tgi_scope_digest(huge, dh);
+	snprintf(sql_h, sizeof sql_h, "SELECT count(*) FROM idem WHERE scope = '%s'", dh);
+	assert_int_equal(raw_int(f->db, sql_h), 1);
 	free(huge);
 	assert_int_equal(tgi_store_idem_claim(f->s, "s", "not-a-uuid", NULL, 10, &info, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a UUID"));
@@ -1631,7 +1653,7 @@ static void test_idem_dead_owner(void **state)
 	/* the owner is gone: unknown outcome, never re-run; the row says so now */
 	assert_int_equal(claim(f->s, "s1:call_dead", b, 10, &info), TGI_IDEM_UNKNOWN);
 	assert_string_equal(info.op_id, a);
-	raw_text(f->db, "SELECT state FROM idem WHERE scope = 's1:call_dead'", st, sizeof st);
+	raw_text(f->db, "SELECT state FROM idem WHERE scope = toolgate_scope_digest('s1:call_dead')", st, sizeof st);
 	assert_string_equal(st, "unknown");
 	assert_int_equal(claim(f->s, "s1:call_dead", b, 10, &info), TGI_IDEM_UNKNOWN);
 
@@ -1823,11 +1845,14 @@ static void test_unknown_outcomes(void **state)
 	assert_true(json_is_null(json_object_get(ra, "claim")));
 	assert_true(json_is_null(json_object_get(ra, "scope")));
 	assert_string_equal(json_string_value(json_object_get(re, "claim")), "unknown");
-	assert_string_equal(json_string_value(json_object_get(re, "scope")), "p:shell:k");
+	char dk[TGI_SCOPE_DIGEST_LEN + 1];
+	tgi_scope_digest("p:shell:k", dk);   /* the ledger keeps the scope's digest */
+	assert_string_equal(json_string_value(json_object_get(re, "scope")), dk);
 	assert_true(json_is_null(json_object_get(rg, "tool")));
 	assert_true(json_is_null(json_object_get(rg, "message")));
 	assert_string_equal(json_string_value(json_object_get(rg, "claim")), "in_flight");
-	assert_string_equal(json_string_value(json_object_get(rg, "scope")), "p:shell:dead");
+	tgi_scope_digest("p:shell:dead", dk);
+	assert_string_equal(json_string_value(json_object_get(rg, "scope")), dk);
 	json_decref(rows);
 
 	/* settled: no longer listed; without a claim too, each once */
@@ -1884,12 +1909,12 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	tgi_uuidv7(d);
 	assert_int_equal(claim(f->s, "r:mine", d, 10, &info), TGI_IDEM_CLAIMED);
 	char got[512];
-	raw_text(f->db, "SELECT owner_host FROM idem WHERE scope = 'r:mine'", got, sizeof got);
+	raw_text(f->db, "SELECT owner_host FROM idem WHERE scope = toolgate_scope_digest('r:mine')", got, sizeof got);
 	assert_string_equal(got, host);
 
 	/* our own pid, but another start time: a reused pid, the owner is dead */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES('r:reuse', '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", a,
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:reuse'), '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", a,
 	         host, (int)getpid(), (long long)now + 60000);
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:reuse", b, 10, &info), TGI_IDEM_UNKNOWN);
@@ -1899,23 +1924,23 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	 * container sharing the hostname): its pid means nothing here, so it
 	 * is not looked up; the lease decides */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES('r:container', '%s', 'in_flight', '%s/%s/1', %d, 1, %lld,"
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:container'), '%s', 'in_flight', '%s/%s/1', %d, 1, %lld,"
 	         " 0, 0, NULL)", c, name, boot, (int)getpid(), (long long)now + 20000);
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:container", d, 10, &info), TGI_IDEM_IN_FLIGHT);
 	assert_string_equal(info.op_id, c);
-	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:container'");
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = toolgate_scope_digest('r:container')");
 	assert_int_equal(claim(f->s, "r:container", d, 10, &info), TGI_IDEM_UNKNOWN);
 
 	/* a bare hostname (a row from before the host said more): another
 	 * host's too, whatever its pid; the lease decides */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES('r:bare', '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", d,
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:bare'), '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", d,
 	         name, (int)getpid(), (long long)now + 20000);
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:bare", a, 10, &info), TGI_IDEM_IN_FLIGHT);
 	assert_string_equal(info.op_id, d);
-	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:bare'");
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = toolgate_scope_digest('r:bare')");
 	assert_int_equal(claim(f->s, "r:bare", a, 10, &info), TGI_IDEM_UNKNOWN);
 
 	/* unknown, marked so by another process while its owner (on another
@@ -1923,18 +1948,18 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	char m[37];
 	tgi_uuidv7(m);
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES('r:marked', '%s', 'unknown', 'elsewhere.invalid/%s/7', 1, 1,"
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:marked'), '%s', 'unknown', 'elsewhere.invalid/%s/7', 1, 1,"
 	         " %lld, 0, 0, NULL)", m, boot, (long long)now + 20000);
 	raw_exec(f->db, sql);
 	assert_int_equal(tgi_store_op_resolve(f->s, m, 0, err, sizeof err), -1);
 	assert_non_null(strstr(err, "still running"));
 	assert_non_null(strstr(err, "host 'elsewhere.invalid'"));   /* the hostname alone */
-	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:marked'");
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = toolgate_scope_digest('r:marked')");
 	assert_int_equal(tgi_store_op_resolve(f->s, m, 0, err, sizeof err), 0);
 
 	/* another host: the lease decides */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES('r:remote', '%s', 'in_flight', 'elsewhere.invalid', 1, 1, %lld, 0, 0, NULL)",
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:remote'), '%s', 'in_flight', 'elsewhere.invalid', 1, 1, %lld, 0, 0, NULL)",
 	         b, (long long)now + 20000);
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_IN_FLIGHT);
@@ -1943,7 +1968,7 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	assert_int_equal(tgi_store_op_resolve(f->s, b, 0, err, sizeof err), -1);
 	assert_non_null(strstr(err, "still running"));
 	assert_non_null(strstr(err, "elsewhere.invalid"));
-	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'r:remote'");
+	raw_exec(f->db, "UPDATE idem SET lease_until_ms = 1 WHERE scope = toolgate_scope_digest('r:remote')");
 	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_UNKNOWN);
 	assert_int_equal(tgi_store_op_resolve(f->s, b, 0, err, sizeof err), 0);
 	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_CLAIMED);
@@ -2009,7 +2034,7 @@ static void test_idem_concurrent_processes(void **state)
 	assert_int_equal(failed, 0);
 	assert_int_equal(claimed, 1);
 	assert_int_equal(in_flight, NCLAIMERS - 1);
-	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem WHERE scope = 'k:race'"), 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem WHERE scope = toolgate_scope_digest('k:race')"), 1);
 }
 
 struct racer {
@@ -2597,10 +2622,11 @@ static void test_schema_versions(void **state)
 	/* a newer ledger is refused with a sentence */
 	tgi_store_close(f->s);
 	f->s = NULL;
-	raw_exec(f->db, "PRAGMA user_version = 7");
+	snprintf(want, sizeof want, "PRAGMA user_version = %d", TGI_STORE_SCHEMA_VERSION + 1);
+	raw_exec(f->db, want);
 	assert_int_equal(tgi_store_open(f->db, 0, &s, err, sizeof err), -1);
-	snprintf(want, sizeof want, "has schema version 7, newer than this toolgate understands (%d)",
-	         TGI_STORE_SCHEMA_VERSION);
+	snprintf(want, sizeof want, "has schema version %d, newer than this toolgate understands (%d)",
+	         TGI_STORE_SCHEMA_VERSION + 1, TGI_STORE_SCHEMA_VERSION);
 	assert_non_null(strstr(err, want));
 
 	/* another program's database is not a ledger */
@@ -2796,7 +2822,7 @@ static void test_spill(void **state)
 	assert_true(sd >= 0);
 	tgi_uuidv7(a);
 
-	assert_int_equal(tgi_spill_write(sd, a, "hello, spill", 12, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "hello, spill", 12, out, sizeof out, err, sizeof err), 0);
 	char want[80];
 	snprintf(want, sizeof want, ".toolgate/spill/%s.txt", a);
 	assert_string_equal(out, want);
@@ -2810,13 +2836,13 @@ static void test_spill(void **state)
 	assert_int_equal(st.st_mode & 0777, 0700);
 
 	/* replaced atomically, no temp file left behind */
-	assert_int_equal(tgi_spill_write(sd, a, "again", 5, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "again", 5, out, sizeof out, err, sizeof err), 0);
 	snprintf(p, sizeof p, "%s/%s", f->dir, want);
 	assert_int_equal(read_file(p, buf, sizeof buf), 5);
 	assert_memory_equal(buf, "again", 5);
 	char b[37];
 	tgi_uuidv7(b);
-	assert_int_equal(tgi_spill_write(sd, b, "", 0, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_write(sd, b, NULL, "", 0, out, sizeof out, err, sizeof err), 0);
 	snprintf(p, sizeof p, "%s/.toolgate/spill", f->dir);
 	int entries = 0;
 	struct dirent *de;
@@ -2824,18 +2850,48 @@ static void test_spill(void **state)
 	while ((de = readdir(d)))
 		entries += de->d_name[0] != '.';
 	closedir(d);
-	assert_int_equal(entries, 2);
+	assert_int_equal(entries, 4);   /* each spill file and the record of its session */
+
+	/* readable only by the session it was made for */
+	char msg[256], c[37], rel[80];
+	snprintf(rel, sizeof rel, ".toolgate/spill/%s.txt", a);
+	assert_int_equal(tgi_spill_readable(ws, rel, NULL, msg, sizeof msg), 1);
+	assert_int_equal(tgi_spill_readable(ws, rel, "", msg, sizeof msg), 1);
+	assert_int_equal(tgi_spill_readable(ws, rel, "s1", msg, sizeof msg), 0);
+	assert_non_null(strstr(msg, "another session"));
+	tgi_uuidv7(c);
+	assert_int_equal(tgi_spill_write(sd, c, "s1", "mine", 4, out, sizeof out, err, sizeof err), 0);
+	assert_int_equal(tgi_spill_readable(ws, out, "s1", msg, sizeof msg), 1);
+	assert_int_equal(tgi_spill_readable(ws, out, "s2", msg, sizeof msg), 0);
+	assert_int_equal(tgi_spill_readable(ws, out, NULL, msg, sizeof msg), 0);
+	snprintf(p, sizeof p, "%s/.toolgate/spill/%s.session", f->dir, c);
+	assert_int_equal(unlink(p), 0);   /* no record: refused, whoever asks */
+	assert_int_equal(tgi_spill_readable(ws, out, "s1", msg, sizeof msg), 0);
+	assert_non_null(strstr(msg, "no record"));
+
+	/* kept spill.keep: older ones go with their record, fresh ones stay */
+	snprintf(p, sizeof p, "%s/%s", f->dir, want);
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 8 * 86400}, {.tv_sec = time(NULL) - 8 * 86400}};
+	assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	assert_int_equal(tgi_spill_prune(sd, 7 * 86400, tgi_unix_ms()), 1);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof p, "%s/.toolgate/spill/%s.session", f->dir, a);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof p, "%s/.toolgate/spill/%s.txt", f->dir, b);
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_equal(tgi_spill_prune(sd, 7 * 86400, tgi_unix_ms()), 0);
+	snprintf(p, sizeof p, "%s/.toolgate/spill", f->dir);
 
 	/* no path tricks: the name must be a UUID */
 	const char *bad[] = { "../../etc/passwd", "a/b", "", "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77x",
 	                      "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e7", "0193a5f0/7c1e-7d2a-9b1e-4f0c2a9d1e77" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		assert_int_equal(tgi_spill_write(sd, bad[i], "x", 1, out, sizeof out, err, sizeof err), -1);
+		assert_int_equal(tgi_spill_write(sd, bad[i], NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 		assert_non_null(strstr(err, "is not a UUID"));
 	}
-	assert_int_equal(tgi_spill_write(sd, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, NULL, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 	/* no room for the path */
-	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, 20, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "x", 1, out, 20, err, sizeof err), -1);
 	assert_non_null(strstr(err, "no room for the spill path"));
 
 	/* spill/ redirected by a symlink, or not a directory */
@@ -2843,13 +2899,13 @@ static void test_spill(void **state)
 	snprintf(moved, sizeof moved, "%s/moved", f->dir);
 	assert_int_equal(rename(p, moved), 0);
 	assert_int_equal(symlink(moved, p), 0);
-	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 	assert_string_equal(err,
 	                    ".toolgate/spill is a symlink; refusing to use it (a repository must not redirect spill files)");
 	unlink(p);
 	int x = open(p, O_CREAT | O_WRONLY, 0600);
 	close(x);
-	assert_int_equal(tgi_spill_write(sd, a, "x", 1, out, sizeof out, err, sizeof err), -1);
+	assert_int_equal(tgi_spill_write(sd, a, NULL, "x", 1, out, sizeof out, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a directory"));
 	unlink(p);
 	close(sd);
@@ -3140,6 +3196,16 @@ static void test_schema_upgrade_v2(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 3);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 3);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem"), 1);
+	/* its scope is kept as its digest now (version 7): a repeat still replays */
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem"
+	                                " WHERE scope = toolgate_scope_digest('local:deploy:k')"), 1);
+	tgi_idem_info di;
+	memset(&di, 0, sizeof di);
+	assert_int_equal(tgi_store_idem_claim(f->s, "local:deploy:k",
+	                                      "0193a5f0-7c30-7d2a-9b1e-4f0c2a9d1e77", NULL, 10, &di,
+	                                      err, sizeof err), 0);
+	assert_int_equal(di.state, TGI_IDEM_DONE);
+	free(di.envelope);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 1);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 2);
 	tgi_log_filter flt = { .tool = "shell" };
@@ -3732,7 +3798,7 @@ static void test_schema_upgrade_v5(void **state)
 	         " ('fs__x', '" DIGEST_A "', 1, 1);");
 
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	raw_text(f->db, "PRAGMA integrity_check", text, sizeof text);
 	assert_string_equal(text, "ok");
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
@@ -3762,7 +3828,7 @@ static void test_schema_upgrade_v5(void **state)
 	assert_int_equal(tgi_store_eval_list(f->s, "m1", 20, &j, err, sizeof err), 0);
 	assert_int_equal(json_array_size(j), 1);
 	json_decref(j);
-	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 6);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 }
 
 int main(void)

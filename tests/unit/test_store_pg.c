@@ -560,7 +560,7 @@ static void test_transient_and_reconnect(void **state)
 	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
 	long long old = handle_backend(f);
 	assert_true(old > 0);
-	assert_int_equal(sql_num(f->sql, "SELECT owner_backend_pid FROM idem WHERE scope = 'key:held'"), old);
+	assert_int_equal(sql_num(f->sql, "SELECT owner_backend_pid FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:held', 'UTF8')), 'hex')"), old);
 
 	/* the backend killed, and no new connection let in: the claim finds
 	 * the connection gone and cannot make another */
@@ -570,7 +570,7 @@ static void test_transient_and_reconnect(void **state)
 	assert_int_equal(tgi_store_idem_claim(f->s, "key:lost", new_id(op2), BINDING_A, 30, &info, err,
 	                                      sizeof err), -1);
 	assert_int_equal(tgi_store_transient(f->s), 1);
-	assert_non_null(strstr(err, "cannot claim idempotency scope 'key:lost'"));
+	assert_non_null(strstr(err, "cannot claim idempotency scope 'sha256:"));
 	assert_non_null(strstr(err, "unreachable"));
 	/* within the backoff: refused at once, saying when it tries again */
 	double t0 = tgi_now_ms();
@@ -594,7 +594,7 @@ static void test_transient_and_reconnect(void **state)
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE owner_backend_pid = %lld",
 	                         now_pid), 2);
 	/* the refused claim left nothing: the scope is free */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:lost'"), 0);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:lost', 'UTF8')), 'hex')"), 0);
 	claim_ok(f->s, "key:lost", new_id(op2), BINDING_A, &info);
 	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
 
@@ -747,10 +747,10 @@ static void test_failed_settle_after_reconnect(void **state)
 	OK(tgi_store_last_seq(f->s, &seq, err, sizeof err));
 	long long now_pid = handle_backend(f);
 
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:fin'"
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:fin', 'UTF8')), 'hex')"
 	                                 " AND state = 'unknown' AND owner_pid IS NULL"), 1);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:rel'"), 0);
-	assert_int_equal(sql_num(f->sql, "SELECT owner_backend_pid FROM idem WHERE scope = 'key:run'"),
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:rel', 'UTF8')), 'hex')"), 0);
+	assert_int_equal(sql_num(f->sql, "SELECT owner_backend_pid FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:run', 'UTF8')), 'hex')"),
 	                 now_pid);
 	tgi_store *s2 = open_or_die(f->url);
 	claim_ok(s2, "key:fin", new_id(b), BINDING_A, &info);
@@ -784,7 +784,7 @@ static void test_failed_settle_at_once(void **state)
 	                                  sizeof err), -1);
 	assert_non_null(strstr(err, "already in the ledger"));
 	assert_int_equal(tgi_store_transient(f->s), 0);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:dup'"
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:dup', 'UTF8')), 'hex')"
 	                                 " AND state = 'unknown'"), 1);
 	claim_ok(f->s, "key:dup", new_id(b), BINDING_A, &info);
 	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
@@ -794,7 +794,7 @@ static void test_failed_settle_at_once(void **state)
 	record_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
 	assert_int_equal(tgi_store_record(f->s, &r, NULL, 0, "key:dup2", TGI_SETTLE_RELEASE, err,
 	                                  sizeof err), -1);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:dup2'"), 0);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:dup2', 'UTF8')), 'hex')"), 0);
 }
 
 /* A claim whose commit reply was lost with the connection (its call was
@@ -811,7 +811,7 @@ static void test_close_deletes_lost_claim(void **state)
 	 * its backend is killed meanwhile */
 	sqlx(f->sql, "BEGIN", NULL, 0);
 	sqlx(f->sql, "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms) VALUES"
-	             " ('key:lostreply', '0190a000-0000-7000-8000-0000000000aa', 'in_flight', 0, 0)",
+	             " ('sha256:' || encode(sha256(convert_to('key:lostreply', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-0000000000aa', 'in_flight', 0, 0)",
 	     NULL, 0);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -834,7 +834,7 @@ static void test_close_deletes_lost_claim(void **state)
 	self_identity(host, sizeof host);
 	snprintf(sql, sizeof sql,
 	         "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"
-	         " lease_until_ms, created_ms, updated_ms) VALUES ('key:lostreply', '%s', 'in_flight',"
+	         " lease_until_ms, created_ms, updated_ms) VALUES ('sha256:' || encode(sha256(convert_to('key:lostreply', 'UTF8')), 'hex'), '%s', 'in_flight',"
 	         " '%s', %d, 1, (extract(epoch from now()) * 1000)::bigint + 60000, 0, 0)",
 	         a, host, (int)getpid());
 	sqlx(f->sql, sql, NULL, 0);
@@ -842,7 +842,7 @@ static void test_close_deletes_lost_claim(void **state)
 	tgi_store_close(f->s);
 	f->s = NULL;
 	assert_true(tgi_now_ms() - t0 < 2500);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:lostreply'"), 0);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:lostreply', 'UTF8')), 'hex')"), 0);
 }
 
 /* base_url with host:port first in its host list (NULL: it names no
@@ -944,13 +944,13 @@ static void test_owner_through_server_restart(void **state)
 	         "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"
 	         " owner_backend_pid, owner_backend_start, lease_until_ms, created_ms, updated_ms)"
 	         " VALUES"
-	         " ('key:restart', '0190a000-0000-7000-8000-000000000011', 'in_flight', 'far.example',"
+	         " ('sha256:' || encode(sha256(convert_to('key:restart', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-000000000011', 'in_flight', 'far.example',"
 	         "  7, 1, 2147483000, 1000000, %s + 60000, 0, 0),"
-	         " ('key:restart-late', '0190a000-0000-7000-8000-000000000012', 'in_flight',"
+	         " ('sha256:' || encode(sha256(convert_to('key:restart-late', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-000000000012', 'in_flight',"
 	         "  'far.example', 7, 1, 2147483000, 1000000, %s - 1000, 0, 0),"
-	         " ('key:gone', '0190a000-0000-7000-8000-000000000013', 'in_flight', 'far.example',"
+	         " ('sha256:' || encode(sha256(convert_to('key:gone', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-000000000013', 'in_flight', 'far.example',"
 	         "  7, 1, 2147483000, (extract(epoch from now()) * 1000000)::bigint, %s + 60000, 0, 0),"
-	         " ('key:marked', '0190a000-0000-7000-8000-000000000014', 'unknown', 'far.example',"
+	         " ('sha256:' || encode(sha256(convert_to('key:marked', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-000000000014', 'unknown', 'far.example',"
 	         "  7, 1, %s, %s, %s + 60000, 0, 0)",
 	         now, now, now, pid_s, start_s, now);
 	sqlx(f->sql, sql, NULL, 0);
@@ -970,7 +970,7 @@ static void test_owner_through_server_restart(void **state)
 	                                      sizeof err), -1);
 	assert_non_null(strstr(err, "still running"));
 	assert_non_null(strstr(err, "far.example"));
-	sqlx(f->sql, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'key:marked'", NULL, 0);
+	sqlx(f->sql, "UPDATE idem SET lease_until_ms = 1 WHERE scope = 'sha256:' || encode(sha256(convert_to('key:marked', 'UTF8')), 'hex')", NULL, 0);
 	OK(tgi_store_op_resolve(f->s, "0190a000-0000-7000-8000-000000000014", 0, err, sizeof err));
 	tgi_pq.finish(other);
 }
@@ -984,7 +984,7 @@ static void test_owner_identity(void **state)
 	tgi_idem_info info;
 	claim_ok(f->s, "key:who", new_id(a), BINDING_A, &info);
 	self_identity(want, sizeof want);
-	sqlx(f->sql, "SELECT owner_host FROM idem WHERE scope = 'key:who'", got, sizeof got);
+	sqlx(f->sql, "SELECT owner_host FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:who', 'UTF8')), 'hex')", got, sizeof got);
 	assert_string_equal(got, want);
 }
 
@@ -1000,7 +1000,7 @@ static void test_claim_lifecycle(void **state)
 	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
 	assert_string_equal(info.op_id, a);
 	/* committed before it returned: another connection sees it */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:1'"
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:1', 'UTF8')), 'hex')"
 	                                 " AND state = 'in_flight'"), 1);
 
 	/* the same key again while the owner (this process) lives: pending */
@@ -1082,7 +1082,7 @@ static void test_dead_owner_this_host(void **state)
 	claim_ok(f->s, "key:dead", new_id(b), BINDING_A, &info);
 	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
 	assert_string_equal(info.op_id, op);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'key:dead'"
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:dead', 'UTF8')), 'hex')"
 	                                 " AND state = 'unknown'"), 1);
 	claim_ok(f->s, "key:dead", new_id(b), BINDING_A, &info);
 	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
@@ -1204,13 +1204,13 @@ static void test_owner_other_host(void **state)
 	snprintf(sql, sizeof sql,
 	         "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"
 	         " owner_backend_pid, owner_backend_start, lease_until_ms, created_ms, updated_ms)"
-	         " VALUES ('key:far', '0190a000-0000-7000-8000-000000000001', 'in_flight',"
+	         " VALUES ('sha256:' || encode(sha256(convert_to('key:far', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-000000000001', 'in_flight',"
 	         " 'another-host.example', 4242, 1, %s, %s,"
 	         " (extract(epoch from now()) * 1000)::bigint + 60000, 0, 0),"
-	         " ('key:lease', '0190a000-0000-7000-8000-000000000002', 'in_flight',"
+	         " ('sha256:' || encode(sha256(convert_to('key:lease', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-000000000002', 'in_flight',"
 	         " 'another-host.example', 4242, 1, %s, %s,"
 	         " (extract(epoch from now()) * 1000)::bigint - 1000, 0, 0),"
-	         " ('key:reused', '0190a000-0000-7000-8000-000000000003', 'in_flight',"
+	         " ('sha256:' || encode(sha256(convert_to('key:reused', 'UTF8')), 'hex'), '0190a000-0000-7000-8000-000000000003', 'in_flight',"
 	         " 'another-host.example', 4242, 1, %s, %s - 1,"
 	         " (extract(epoch from now()) * 1000)::bigint + 60000, 0, 0)",
 	         pid_s, start_s, pid_s, start_s, pid_s, start_s);
@@ -2360,13 +2360,34 @@ static void test_upgrade_v5_eval(void **state)
 	         EVAL_ID(9), BINDING_A, (long long)later);
 	sqlx(f->sql, sql, NULL, 0);
 
+	/* a claim and a call written before version 7: a plain scope, the key in the envelope */
+	sqlx(f->sql, "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms) VALUES"
+	             " ('key:old-sk-1', '0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'done', 1000, 1000);"
+	             "INSERT INTO ops(op_id, tool, status, started_ms, idem_scope, envelope) VALUES"
+	             " ('0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'deploy', 'persisted', 1000,"
+	             " 'key:old-sk-1', '{\"output\":{\"ok\":1},\"idempotency_key\":\"old-sk-1\"}')",
+	     NULL, 0);
+
 	assert_int_equal(open_store(f, 0), 0);
 	OK(tgi_store_schema_version(f->s, &v, err, sizeof err));
-	assert_int_equal(v, 6);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), 6);
+	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), TGI_STORE_SCHEMA_VERSION);
+	/* version 7: the scope is its digest, the key masked; the call still replays */
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' ||"
+	                                 " encode(sha256(convert_to('key:old-sk-1', 'UTF8')), 'hex')"), 1);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops WHERE idem_scope LIKE 'sha256:%%'"), 1);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops WHERE strpos(envelope, 'old-sk-1') > 0"), 0);
+	{
+		tgi_idem_info oi;
+		memset(&oi, 0, sizeof oi);
+		OK(tgi_store_idem_claim(f->s, "key:old-sk-1", "0193a5f0-7c30-7d2a-9b1e-4f0c2a9d1e77", NULL,
+		                        10, &oi, err, sizeof err));
+		assert_int_equal(oi.state, TGI_IDEM_DONE);
+		free(oi.envelope);
+	}
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
 	                                 " ('eval_runs_ts', 'eval_runs_model')"), 2);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops"), 1);
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops"), 2);
 	OK(tgi_store_approval_get(f->s, EVAL_ID(9), &got, &found, err, sizeof err));
 	assert_int_equal(found, 1);
 	assert_string_equal(got.state, "denied");
