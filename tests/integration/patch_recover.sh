@@ -90,7 +90,9 @@ eq "$?" 0 "apply-patch runs after a crash past the commit point"
 eq "$(cat g/a.txt) $(cat g/c.txt)" "ONE three" "rolled forward"
 eq "$(leftovers g)" "" "no leftovers, no journal (committed)"
 (cd g && "$TG" ops list --unknown --json > "$WS/unknown.out" 2> /dev/null)
-eq "$(jq -r '.[].claim' unknown.out)" unknown "the committed call is an unknown outcome, as a gate's start leaves it"
+hex=$(awk '$2 == "renameat" && $3 ~ /\.journal\.tmp$/ && $4 ~ /\.journal$/ { sub(/\.journal$/, "", $4); print $4; exit }' gkill.out.log)
+op=$(jq -r '.[].op_id' unknown.out)
+eq "${op//-/}" "$hex" "the committed call is an unknown outcome for the operator, as a gate's start leaves it"
 
 # ---- 2. a path someone else created since the crash survives the rollback
 printf '*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n+ONE\n*** Add File: new.txt\n+ours\n*** End Patch\n' > addpatch.txt
