@@ -11,7 +11,7 @@
  *      beside it; the directories fsynced;
  *   4b. when the patch creates files: the journal written again, the same
  *      way, now with what each created file is (device, inode and, where
- *      the file system keeps one, birth time: "made");
+ *      the file system keeps them, generation and birth time: "made");
  *   5. the renames (temp over file) and unlinks; the directories fsynced;
  *   6. the commit point: <tx>.journal renamed to <tx>.commit, fsynced;
  *   7. the backups and the journal removed.
@@ -28,8 +28,9 @@
  * is there is someone else's; one after may find the path replaced since.
  * Such a file is left, and said so (kept).  A journal of version 1 (before
  * identities) is still read; a file it created cannot be told from
- * another's and is left the same way.  The birth time tells a file from a
- * later one that reuses the inode number (ext4 reuses them at once).
+ * another's and is left the same way.  The inode generation and birth
+ * time tell a file from a later one that reuses the inode number (ext4
+ * reuses them at once; a birth time is only as fine as a clock tick).
  *
  * With BULK_SYNC files or more, the fsyncs of steps 3 to 5 are one
  * syncfs() of the workspace's file system each: one journal commit of
@@ -55,6 +56,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <linux/fs.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -77,6 +80,8 @@ typedef struct jmade {
 	int      born_known;   /* the file system keeps a birth time */
 	int64_t  born_s;
 	uint32_t born_ns;
+	int      gen_known;    /* and an inode generation (FS_IOC_GETVERSION) */
+	uint32_t gen;
 } jmade;
 
 /* One file of a transaction. */
@@ -209,16 +214,21 @@ static int exists(int pfd, const char *name)
 	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* What a file is: fd itself (name NULL) or name in the directory fd, not
- * followed.  0 or -errno. */
-static int identify(int fd, const char *name, jmade *m)
+/* What the open file fd is.  0 or -errno. */
+static int identify(int fd, jmade *m)
 {
 	struct statx sx;
+	unsigned int gen;
 	memset(m, 0, sizeof *m);
-	if (statx(fd, name ? name : "", name ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH,
-	          STATX_INO | STATX_BTIME, &sx) < 0)
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) < 0)
 		return -errno;
 	m->known = 1;
+	/* the generation changes when an inode number is used again (ext4,
+	 * XFS); the birth time is only as fine as the kernel's clock tick */
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0) {
+		m->gen_known = 1;
+		m->gen = gen;
+	}
 	m->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
 	m->ino = sx.stx_ino;
 	if (sx.stx_mask & STATX_BTIME) {
@@ -233,7 +243,28 @@ static int same_file(const jmade *made, const jmade *now)
 {
 	return made->known && now->known && made->dev == now->dev && made->ino == now->ino &&
 	       (!made->born_known || (now->born_known && made->born_s == now->born_s &&
-	                              made->born_ns == now->born_ns));
+	                              made->born_ns == now->born_ns)) &&
+	       (!made->gen_known || (now->gen_known && made->gen == now->gen));
+}
+
+/* What the file name in the directory pfd is, if it is a regular file
+ * (opened without following, blocking or taking a terminal: never a
+ * device's open).  0, -ENOENT, or -errno; a file that is not regular
+ * reads as unknown (now->known 0). */
+static int identify_at(int pfd, const char *name, jmade *now)
+{
+	struct stat st;
+	memset(now, 0, sizeof *now);
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	int fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : 0;
+	int r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? identify(fd, now) : 0;
+	close(fd);
+	return r;
 }
 
 /* A file a rollback left where the patch was to create one: a sentence
@@ -273,7 +304,7 @@ static int undo_created(int pfd, const char *base, const char *tbase, const jour
 		     "the patch had not put its file there yet, so another made it");
 		return 0;
 	}
-	int r = identify(pfd, base, &now);
+	int r = identify_at(pfd, base, &now);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	if (!same_file(&f->made, &now)) {
@@ -382,20 +413,29 @@ static json_t *jmade_json(const jmade *m)
 	if (m->born_known)
 		json_object_set_new(o, "born", json_pack("[I, I]", (json_int_t)m->born_s,
 		                                         (json_int_t)m->born_ns));
+	if (m->gen_known)
+		json_object_set_new(o, "gen", json_integer((json_int_t)m->gen));
 	return o;
 }
 
 static int jmade_parse(const json_t *v, jmade *m)
 {
 	const json_t *dev = json_object_get(v, "dev"), *ino = json_object_get(v, "ino");
-	const json_t *born = json_object_get(v, "born");
+	const json_t *born = json_object_get(v, "born"), *gen = json_object_get(v, "gen");
 	memset(m, 0, sizeof *m);
 	if (!json_is_object(v) || !json_is_integer(dev) || !json_is_integer(ino) ||
-	    json_object_size(v) != 2u + (born != NULL))
+	    json_object_size(v) != 2u + (born != NULL) + (gen != NULL))
 		return -1;
 	m->known = 1;
 	m->dev = (uint64_t)json_integer_value(dev);
 	m->ino = (uint64_t)json_integer_value(ino);
+	if (gen) {
+		if (!json_is_integer(gen) || json_integer_value(gen) < 0 ||
+		    json_integer_value(gen) > UINT32_MAX)
+			return -1;
+		m->gen_known = 1;
+		m->gen = (uint32_t)json_integer_value(gen);
+	}
 	if (!born)
 		return 0;
 	const json_t *bs = json_array_get(born, 0), *bn = json_array_get(born, 1);
@@ -655,7 +695,7 @@ static int apply_steps(int ws_fd, int jfd, const char *tx, const tgi_patch_plan 
 		                          w->mode ? w->mode : 0644);
 		r = fd < 0 ? fd : 0;
 		if (!r && !j->files[i].backup) {        /* a file created: what it is */
-			r = identify(fd, NULL, &j->files[i].made);
+			r = identify(fd, &j->files[i].made);
 			creates = 1;
 		}
 		if (!r && w->mode && fchmod(fd, w->mode) < 0)

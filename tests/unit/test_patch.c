@@ -31,8 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <linux/fs.h>
 #include <unistd.h>
 
 #include "patch/patch.h"
@@ -2058,6 +2060,12 @@ static void made_of(const fx *f, const char *rel, long long delta, char *out, si
 	if (sx.stx_mask & STATX_BTIME)
 		n += snprintf(out + n, cap - (size_t)n, ",\"born\":[%lld,%u]",
 		              (long long)sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec);
+	unsigned int gen;
+	int fd = openat(f->ws_fd, rel, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0)
+		n += snprintf(out + n, cap - (size_t)n, ",\"gen\":%u", gen);
+	close(fd);
 	snprintf(out + n, cap - (size_t)n, "}");
 }
 
@@ -2388,7 +2396,8 @@ static void test_journal_versions(void **state)
 	free(canon);
 	const char *v2 = "{\"version\":2,\"tx\":\"0193a5f0-7c1e\",\"dirs\":[\"d\"],\"files\":[{"
 	                 "\"path\":\"d/a\",\"temp\":\"d/.tgpatch-x-0.new\",\"backup\":null,"
-	                 "\"made\":{\"dev\":-1,\"ino\":9223372036854775807,\"born\":[-5,999999999]}}]}";
+	                 "\"made\":{\"dev\":-1,\"ino\":9223372036854775807,\"born\":[-5,999999999],"
+	                 "\"gen\":4294967295}}]}";
 	assert_int_equal(tgi_patch_journal_check(v2, strlen(v2), &canon, err, sizeof err), 2);
 	assert_string_equal(canon, v2);
 	free(canon);
