@@ -59,7 +59,7 @@ int cmd_apply_patch(int argc, char **argv)
 	int code = tg_apply_patch(NULL, patch, len, &summary, &message);
 	if (code == 0)
 		fputs(summary, stdout);
-	else
+	if (message)            /* the error, or what recovering an earlier patch left */
 		fprintf(stderr, "%s\n", message);
 	free(summary);
 	free(message);

@@ -665,7 +665,11 @@ char *tg_plan_text(const char *plan_json, int color);
  * ...), or 1 with *message (Codex's wording: "Failed to find expected
  * lines in p:\n...") when nothing was changed -- or, if undoing a failed
  * commit failed too, when the outcome is unknown (the message says so;
- * the next call finishes it).  Caller frees both with free().
+ * the next call finishes it).  A patch an earlier crash left part-way is
+ * finished first by opening a gate on dir (creating nothing), as any
+ * gate's start would: the files and the interrupted call's claim in the
+ * ledger.  *message may then be set with 0 too, saying which files that
+ * left as they were (not the patch's).  Caller frees both with free().
  */
 int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summary, char **message);
 

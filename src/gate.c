@@ -378,23 +378,49 @@ static void protect(tg_gate *g, const char *file)
 	}
 }
 
-/* A patch a crash interrupted is finished before any call runs: rolled
+/*
+ * A patch a crash interrupted is finished before any call runs: rolled
  * back if it had not committed, its backups removed if it had.  Files that
  * may be part-way through a patch are not worked on.  A call whose patch
  * was rolled back applied nothing, so its claim is released (a retry runs
- * again) rather than left an unknown outcome. */
+ * again) rather than left an unknown outcome; one rolled forward keeps
+ * its claim, an unknown outcome for the operator (its result may not be
+ * recorded).  A file the rollback left because it is not the one the
+ * patch created is a `patch.rollback.kept` event of the call.
+ *
+ * The one recovery of patches: `toolgate apply-patch` opens a gate for it
+ * (tg_apply_patch), so the files and the ledger are settled the same way
+ * whoever starts first.
+ */
 static int finish_patches(tg_gate *g, char **errmsg)
 {
 	char err[512], ignored[512];
 	tgi_strv undone = {0};
+	json_t *kept = json_array();
 	int jfd = tgi_patch_journal_open(g->state_fd, err, sizeof err);
-	int r = jfd < 0 ? -1 : tgi_patch_recover(g->ws_fd, jfd, &undone, err, sizeof err);
+	int r = jfd < 0 ? -1 : tgi_patch_recover(g->ws_fd, jfd, &undone, kept, err, sizeof err);
 	if (jfd >= 0)
 		close(jfd);
 	for (size_t i = 0; i < undone.n; i++)   /* an op without a claim has nothing to settle */
 		tgi_store_op_resolve(g->store, undone.v[i], 0, ignored, sizeof ignored);
 	tgi_strv_free(&undone);
+	size_t i;
+	json_t *k;
+	json_array_foreach(kept, i, k) {
+		const char *tx = json_string_value(json_object_get(k, "tx"));
+		tgi_gate_event(g, tx && tgi_uuid_ok(tx) ? tx : NULL, "patch.rollback.kept", NULL, k,
+		               ignored, sizeof ignored);
+	}
+	if (json_array_size(kept))
+		g->patch_kept = kept;
+	else
+		json_decref(kept);
 	return r < 0 ? tgi_fail(errmsg, "%s", err) : 0;
+}
+
+const json_t *tgi_gate_patch_kept(const tg_gate *g)
+{
+	return g->patch_kept;
 }
 
 /* A command's files: its program when it is a path, and every argument
@@ -700,6 +726,7 @@ void tg_gate_close(tg_gate *g)
 	if (g->state_fd >= 0)
 		close(g->state_fd);
 	free(g->state_dir);
+	json_decref(g->patch_kept);
 	free(g->profile);
 	for (size_t i = 0; i < g->nprotected; i++)
 		free(g->protected[i]);

@@ -58,6 +58,8 @@ struct tg_gate {
 	int           state_fd;   /* <workspace>/.toolgate, checked (-1: tg_options.no_create
 	                             found none) */
 	char         *state_dir;  /* its absolute path */
+	json_t       *patch_kept; /* owned: the files the start's patch recovery left, each
+	                             {tx, path, message} (tgi_patch_recover), or NULL */
 	char         *profile;    /* active profile */
 	char        **protected;  /* owned: workspace-relative files the gate itself reads or
 	                             runs (its config, command scripts, rule files): read-only */
@@ -330,6 +332,11 @@ void tgi_manifest_get(tg_gate *g, char out[65]);
  * 0, or -1 with err when the ledger write failed (the sinks still get it). */
 int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
                    const json_t *data, char *err, size_t errlen);
+
+/* The files the gate's start left while undoing interrupted patches
+ * (finish_patches in gate.c), each {tx, path, message}; NULL when none.
+ * Borrowed.  `toolgate apply-patch` opens a gate to recover and says these. */
+const json_t *tgi_gate_patch_kept(const tg_gate *g);
 
 /*
  * Network by host (src/netcall.c, over exec/netgate.h).

@@ -9,6 +9,9 @@
  *   3. every new file's bytes in a temp file beside it, fsynced;
  *   4. every file to be replaced or removed hard-linked to a backup name
  *      beside it; the directories fsynced;
+ *   4b. when the patch creates files: the journal written again, the same
+ *      way, now with what each created file is (device, inode and, where
+ *      the file system keeps them, generation and birth time: "made");
  *   5. the renames (temp over file) and unlinks; the directories fsynced;
  *   6. the commit point: <tx>.journal renamed to <tx>.commit, fsynced;
  *   7. the backups and the journal removed.
@@ -18,6 +21,16 @@
  * tgi_patch_recover rolls back the same way; a crash after it leaves
  * <tx>.commit, which recovery rolls forward (the backups are removed).  So
  * every file is either as it was or as the patch made it, never a mix.
+ *
+ * A file that did not exist is removed by a rollback only when the file
+ * at its path is the very one the commit made (its "made" identity): a
+ * crash before 4b leaves no identity, and no rename happened yet, so what
+ * is there is someone else's; one after may find the path replaced since.
+ * Such a file is left, and said so (kept).  A journal of version 1 (before
+ * identities) is still read; a file it created cannot be told from
+ * another's and is left the same way.  The inode generation and birth
+ * time tell a file from a later one that reuses the inode number (ext4
+ * reuses them at once; a birth time is only as fine as a clock tick).
  *
  * With BULK_SYNC files or more, the fsyncs of steps 3 to 5 are one
  * syncfs() of the workspace's file system each: one journal commit of
@@ -36,11 +49,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <linux/fs.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "patch/patch.h"
@@ -51,14 +70,30 @@
 #define TEMP_PREFIX ".tgpatch-"
 #define BULK_SYNC   8   /* from this many files, one syncfs instead of an fsync each */
 
+#define JOURNAL_VERSION 2   /* 1: no "made" identities (still read) */
+
+/* What a created file is: its temp as the commit made it (a rename keeps
+ * all three). */
+typedef struct jmade {
+	int      known;
+	uint64_t dev, ino;
+	int      born_known;   /* the file system keeps a birth time */
+	int64_t  born_s;
+	uint32_t born_ns;
+	int      gen_known;    /* and an inode generation (FS_IOC_GETVERSION) */
+	uint32_t gen;
+} jmade;
+
 /* One file of a transaction. */
 typedef struct jfile {
 	char *path;       /* the file, workspace-relative */
 	char *temp;       /* its new bytes before the rename, or NULL (a removal) */
 	char *backup;     /* its old self during the commit, or NULL (it did not exist) */
+	jmade made;       /* temp without backup: the file created, once known */
 } jfile;
 
 typedef struct journal {
+	int     version;
 	char   *tx;       /* the txid as given (an op id) */
 	char  **dirs;     /* created, parents first */
 	size_t  ndirs;
@@ -179,13 +214,114 @@ static int exists(int pfd, const char *name)
 	return fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* What the open file fd is.  0 or -errno. */
+static int identify(int fd, jmade *m)
+{
+	struct statx sx;
+	unsigned int gen;
+	memset(m, 0, sizeof *m);
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) < 0)
+		return -errno;
+	m->known = 1;
+	/* the generation changes when an inode number is used again (ext4,
+	 * XFS); the birth time is only as fine as the kernel's clock tick */
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0) {
+		m->gen_known = 1;
+		m->gen = gen;
+	}
+	m->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	m->ino = sx.stx_ino;
+	if (sx.stx_mask & STATX_BTIME) {
+		m->born_known = 1;
+		m->born_s = sx.stx_btime.tv_sec;
+		m->born_ns = sx.stx_btime.tv_nsec;
+	}
+	return 0;
+}
+
+static int same_file(const jmade *made, const jmade *now)
+{
+	return made->known && now->known && made->dev == now->dev && made->ino == now->ino &&
+	       (!made->born_known || (now->born_known && made->born_s == now->born_s &&
+	                              made->born_ns == now->born_ns)) &&
+	       (!made->gen_known || (now->gen_known && made->gen == now->gen));
+}
+
+/* What the file name in the directory pfd is, if it is a regular file
+ * (opened without following, blocking or taking a terminal: never a
+ * device's open).  0, -ENOENT, or -errno; a file that is not regular
+ * reads as unknown (now->known 0). */
+static int identify_at(int pfd, const char *name, jmade *now)
+{
+	struct stat st;
+	memset(now, 0, sizeof *now);
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	int fd = openat(pfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : 0;
+	int r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? identify(fd, now) : 0;
+	close(fd);
+	return r;
+}
+
+/* A file a rollback left where the patch was to create one: a sentence
+ * in kept ({tx, path, message}), if kept. */
+static void left(json_t *kept, const journal *j, const char *path, const char *why)
+{
+	char text[4 * PATH_MAX], shown[PATH_MAX], msg[PATH_MAX + 512];
+	if (!kept)
+		return;
+	if (tgi_name_text(path, strlen(path), text, sizeof text) < 0)
+		tgi_snprintf(text, sizeof text, "(a path too long to show)");
+	tgi_sanitize(shown, sizeof shown, text);
+	tgi_snprintf(msg, sizeof msg, "%s was left as it is while undoing an interrupted patch: %s",
+	             shown, why);
+	json_array_append_new(kept, json_pack("{s:s?, s:s, s:s}", "tx", j->tx, "path", text,
+	                                      "message", msg));
+}
+
+/* A file the transaction was to create (no backup): removed when the
+ * file at its path is the one the commit made, else left (and said so).
+ * 0 or -errno. */
+static int undo_created(int pfd, const char *base, const char *tbase, const journal *j,
+                        const jfile *f, json_t *kept)
+{
+	jmade now;
+	if (!exists(pfd, base))
+		return 0;
+	if (tbase && exists(pfd, tbase)) {
+		/* the rename never came: whatever is there is another's */
+		left(kept, j, f->path, "the patch had not put its file there yet, so another made it");
+		return 0;
+	}
+	if (!f->made.known) {
+		left(kept, j, f->path, j->version < 2 ?
+		     "the journal (an earlier version) does not say which file the patch created; "
+		     "remove it if it is the patch's" :
+		     "the patch had not put its file there yet, so another made it");
+		return 0;
+	}
+	int r = identify_at(pfd, base, &now);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	if (!same_file(&f->made, &now)) {
+		left(kept, j, f->path, "it is not the file the patch created (another replaced it since)");
+		return 0;
+	}
+	return unlinkat(pfd, base, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
 /*
  * Undo a transaction that did not reach its commit point: every backup
- * back in place, every file that did not exist removed (once its temp is
- * gone, the file there is ours), temps and created directories removed.
- * Idempotent.  0 or -errno.
+ * back in place, every file that did not exist removed when it is the one
+ * the commit made (undo_created; others are left, each with a sentence in
+ * kept if not NULL), temps and created directories removed.  Idempotent.
+ * 0 or -errno.
  */
-static int rollback(int ws_fd, const journal *j)
+static int rollback(int ws_fd, const journal *j, json_t *kept)
 {
 	dirset d = {.ws_fd = ws_fd};
 	int r = 0;
@@ -212,9 +348,10 @@ static int rollback(int ws_fd, const journal *j)
 				r = -errno;
 			else
 				unlinkat(pfd, bbase, 0);
-		} else if (!bbase && f->temp && !exists(pfd, tbase) && exists(pfd, base)) {
-			if (unlinkat(pfd, base, 0) < 0 && errno != ENOENT)
-				r = -errno;
+		} else if (!bbase && f->temp) {
+			int k = undo_created(pfd, base, tbase, j, f, kept);
+			if (k < 0)
+				r = k;
 		}
 		if (tbase && unlinkat(pfd, tbase, 0) < 0 && errno != ENOENT)
 			r = -errno;
@@ -268,17 +405,68 @@ static char *jpath_bytes(const json_t *v)
 	return tgi_strdup(bytes);
 }
 
+/* A made identity as JSON: {"dev", "ino"[, "born": [s, ns]]} (the
+ * unsigned numbers as JSON's signed ones, bit for bit). */
+static json_t *jmade_json(const jmade *m)
+{
+	json_t *o = json_pack("{s:I, s:I}", "dev", (json_int_t)m->dev, "ino", (json_int_t)m->ino);
+	if (m->born_known)
+		json_object_set_new(o, "born", json_pack("[I, I]", (json_int_t)m->born_s,
+		                                         (json_int_t)m->born_ns));
+	if (m->gen_known)
+		json_object_set_new(o, "gen", json_integer((json_int_t)m->gen));
+	return o;
+}
+
+static int jmade_parse(const json_t *v, jmade *m)
+{
+	const json_t *dev = json_object_get(v, "dev"), *ino = json_object_get(v, "ino");
+	const json_t *born = json_object_get(v, "born"), *gen = json_object_get(v, "gen");
+	memset(m, 0, sizeof *m);
+	if (!json_is_object(v) || !json_is_integer(dev) || !json_is_integer(ino) ||
+	    json_object_size(v) != 2u + (born != NULL) + (gen != NULL))
+		return -1;
+	m->known = 1;
+	m->dev = (uint64_t)json_integer_value(dev);
+	m->ino = (uint64_t)json_integer_value(ino);
+	if (gen) {
+		if (!json_is_integer(gen) || json_integer_value(gen) < 0 ||
+		    json_integer_value(gen) > UINT32_MAX)
+			return -1;
+		m->gen_known = 1;
+		m->gen = (uint32_t)json_integer_value(gen);
+	}
+	if (!born)
+		return 0;
+	const json_t *bs = json_array_get(born, 0), *bn = json_array_get(born, 1);
+	if (json_array_size(born) != 2 || !json_is_integer(bs) || !json_is_integer(bn) ||
+	    json_integer_value(bn) < 0 || json_integer_value(bn) > 999999999)
+		return -1;
+	m->born_known = 1;
+	m->born_s = json_integer_value(bs);
+	m->born_ns = (uint32_t)json_integer_value(bn);
+	return 0;
+}
+
 static json_t *journal_json(const journal *j)
 {
 	json_t *dirs = json_array(), *files = json_array();
 	for (size_t i = 0; i < j->ndirs; i++)
 		json_array_append_new(dirs, jpath(j->dirs[i]));
-	for (size_t i = 0; i < j->nfiles; i++)
-		json_array_append_new(files, json_pack("{s:o, s:o, s:o}", "path", jpath(j->files[i].path),
-		                                       "temp", jpath(j->files[i].temp),
-		                                       "backup", jpath(j->files[i].backup)));
-	return json_pack("{s:i, s:s, s:o, s:o}", "version", 1, "tx", j->tx, "dirs", dirs,
-	                 "files", files);
+	for (size_t i = 0; i < j->nfiles; i++) {
+		const jfile *f = &j->files[i];
+		json_t *o = json_pack("{s:o, s:o, s:o}", "path", jpath(f->path), "temp", jpath(f->temp),
+		                      "backup", jpath(f->backup));
+		if (f->made.known)
+			json_object_set_new(o, "made", jmade_json(&f->made));
+		json_array_append_new(files, o);
+	}
+	json_t *doc = json_pack("{s:i}", "version", j->version ? j->version : JOURNAL_VERSION);
+	if (j->tx)
+		json_object_set_new(doc, "tx", json_string(j->tx));
+	json_object_set_new(doc, "dirs", dirs);
+	json_object_set_new(doc, "files", files);
+	return doc;
 }
 
 /* A name the journal may use: a path beneath the workspace outside .git/
@@ -296,19 +484,44 @@ static int jname_ok(const char *s, const char *of)
 	return !strcmp(p1, p2) && strncmp(base, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0;
 }
 
-static int journal_parse(const char *text, size_t len, journal *j)
+/* A transaction id as a journal may give it: an op id's characters. */
+static int tx_ok(const char *tx)
+{
+	size_t n = tx ? strlen(tx) : 0;
+	if (!n || n > 36)
+		return 0;
+	for (const char *c = tx; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || *c == '-'))
+			return 0;
+	return 1;
+}
+
+/* A journal's text read back.  0, or -1 with why (a sentence's end: "it
+ * is not ...") in why. */
+static int journal_parse(const char *text, size_t len, journal *j, char *why, size_t whylen)
 {
 	json_error_t e;
-	json_t *root = json_loadb(text, len, 0, &e), *v;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e), *v;
+	const json_t *ver = json_object_get(root, "version"), *jtx = json_object_get(root, "tx");
 	size_t i;
-	int ok = root && json_integer_value(json_object_get(root, "version")) == 1 &&
-	         json_is_array(json_object_get(root, "dirs")) &&
-	         json_is_array(json_object_get(root, "files"));
 
 	memset(j, 0, sizeof *j);
+	tgi_snprintf(why, whylen, "it is not a patch journal this toolgate can read");
+	if (json_is_integer(ver) && json_integer_value(ver) != 1 &&
+	    json_integer_value(ver) != JOURNAL_VERSION)
+		tgi_snprintf(why, whylen, "it is of version %" JSON_INTEGER_FORMAT ", which this "
+		             "toolgate does not know (a newer one wrote it?)", json_integer_value(ver));
+	int version = json_is_integer(ver) ? (int)json_integer_value(ver) : 0;
+	int ok = root && (version == 1 || version == JOURNAL_VERSION) &&
+	         json_integer_value(ver) == version &&
+	         json_is_array(json_object_get(root, "dirs")) &&
+	         json_is_array(json_object_get(root, "files")) &&
+	         (jtx ? tx_ok(json_string_value(jtx)) : version == 1);
+
 	if (ok) {
 		json_t *dirs = json_object_get(root, "dirs"), *files = json_object_get(root, "files");
-		j->tx = tgi_strdup(json_string_value(json_object_get(root, "tx")));
+		j->version = version;
+		j->tx = jtx ? tgi_strdup(json_string_value(jtx)) : NULL;
 		j->dirs = tgi_xcalloc(json_array_size(dirs) + 1, sizeof *j->dirs);
 		j->files = tgi_xcalloc(json_array_size(files) + 1, sizeof *j->files);
 		json_array_foreach(dirs, i, v) {
@@ -321,13 +534,17 @@ static int journal_parse(const char *text, size_t len, journal *j)
 		}
 		json_array_foreach(files, i, v) {
 			json_t *jt = json_object_get(v, "temp"), *jb = json_object_get(v, "backup");
+			json_t *jm = json_object_get(v, "made");
 			char *p = ok ? jpath_bytes(json_object_get(v, "path")) : NULL;
 			char *t = ok && jt && !json_is_null(jt) ? jpath_bytes(jt) : NULL;
 			char *b = ok && jb && !json_is_null(jb) ? jpath_bytes(jb) : NULL;
+			jmade m = {0};
 			ok = ok && jname_ok(p, NULL) && (!jt || json_is_null(jt) || jname_ok(t, p)) &&
 			     (!jb || json_is_null(jb) || jname_ok(b, p));
+			/* an identity only from version 2, and only of a file created */
+			ok = ok && (!jm || (version >= 2 && t && !b && jmade_parse(jm, &m) == 0));
 			if (ok) {
-				j->files[j->nfiles++] = (jfile){p, t, b};
+				j->files[j->nfiles++] = (jfile){p, t, b, m};
 			} else {
 				free(p);
 				free(t);
@@ -341,8 +558,9 @@ static int journal_parse(const char *text, size_t len, journal *j)
 	return ok ? 0 : -1;
 }
 
-/* Write <tx>.journal durably.  Returns the fd that holds its lock, or -errno. */
-static int journal_write(int jfd, const char *tx, const journal *j)
+/* Write <tx>.journal durably (again: replace, and on failure the one in
+ * place stays).  Returns the fd that holds its lock, or -errno. */
+static int journal_write(int jfd, const char *tx, const journal *j, int replace)
 {
 	char tmp[96], name[96];
 	tgi_snprintf(tmp, sizeof tmp, "%s.journal.tmp", tx);
@@ -366,7 +584,8 @@ static int journal_write(int jfd, const char *tx, const journal *j)
 	free(text);
 	if (r) {
 		unlinkat(jfd, tmp, 0);
-		unlinkat(jfd, name, 0);
+		if (!replace)
+			unlinkat(jfd, name, 0);
 		if (fd >= 0)
 			close(fd);
 		return r;
@@ -452,12 +671,13 @@ static int sync_steps(dirset *d, const journal *j, int bulk)
 	return r;
 }
 
-/* Steps 2-5.  0, or -1 with err (the caller rolls back). */
-static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, char *err,
-                       size_t errlen)
+/* Steps 2-5; *relock gets the lock of the journal written again at 4b
+ * (or stays -1).  0, or -1 with err (the caller rolls back). */
+static int apply_steps(int ws_fd, int jfd, const char *tx, const tgi_patch_plan *plan, journal *j,
+                       int *relock, char *err, size_t errlen)
 {
 	dirset d = {.ws_fd = ws_fd};
-	int bulk = plan->nwrites >= BULK_SYNC, r = 0, pfd;
+	int bulk = plan->nwrites >= BULK_SYNC, r = 0, pfd, creates = 0;
 	const char *base, *tbase, *bbase;
 	const char *what = NULL, *path = NULL;
 
@@ -474,6 +694,10 @@ static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, 
 		         tgi_open_beneath(pfd, tbase, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
 		                          w->mode ? w->mode : 0644);
 		r = fd < 0 ? fd : 0;
+		if (!r && !j->files[i].backup) {        /* a file created: what it is */
+			r = identify(fd, &j->files[i].made);
+			creates = 1;
+		}
 		if (!r && w->mode && fchmod(fd, w->mode) < 0)
 			r = -errno;
 		if (!r)
@@ -497,6 +721,12 @@ static int apply_steps(int ws_fd, const tgi_patch_plan *plan, const journal *j, 
 	}
 	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
 		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
+	/* 4b: what was created, durable before any of it takes a file's place */
+	if (!what && creates && (*relock = journal_write(jfd, tx, j, 1)) < 0) {
+		r = *relock;
+		*relock = -1;
+		what = "Failed to write the patch journal for", path = j->files[0].path;
+	}
 
 	/* 5: in place */
 	for (size_t i = 0; i < plan->nwrites && !what; i++) {
@@ -543,7 +773,7 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 	}
 	j.nfiles = plan->nwrites;
 
-	int lock = journal_write(journal_fd, tx, &j);
+	int lock = journal_write(journal_fd, tx, &j, 0), relock = -1;
 	if (lock < 0) {
 		tgi_snprintf(err, errlen, "Failed to write the patch journal: %s; no file was changed",
 		             strerror(-lock));
@@ -551,9 +781,9 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 		return -1;
 	}
 	int rc = 0;
-	if (apply_steps(ws_fd, plan, &j, err, errlen) < 0) {
+	if (apply_steps(ws_fd, journal_fd, tx, plan, &j, &relock, err, errlen) < 0) {
 		/* before the commit point: undo; if that fails too the journal stays */
-		int r = rollback(ws_fd, &j);
+		int r = rollback(ws_fd, &j, NULL);
 		size_t l = strlen(err);
 		if (r < 0) {
 			tgi_snprintf(err + l, errlen - l, "; undoing the files already changed failed "
@@ -577,14 +807,18 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 	roll_forward(ws_fd, &j);
 	journal_remove(journal_fd, tx);
 out:
+	/* the first lock was held to here: a recovery that opened the journal
+	 * before 4b replaced it must not lock the old one while we run */
+	if (relock >= 0)
+		close(relock);
 	close(lock);
 	journal_free(&j);
 	return rc;
 }
 
 /* Finish one journal file (name ends in .journal, .commit or .journal.tmp). */
-static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, char *err,
-                       size_t errlen)
+static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, json_t *kept,
+                       char *err, size_t errlen)
 {
 	size_t len = strlen(name);
 	int committed = len > 7 && !strcmp(name + len - 7, ".commit");
@@ -599,21 +833,31 @@ static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, c
 		                                         name, strerror(-fd)), -1);
 	/* ours are 0600 files of this user: anything else (a journal a
 	 * repository carried in, say) is not acted on */
-	struct stat st;
+	struct stat st, now;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 0077) || flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		close(fd);
 		return 0;                       /* not ours, or a live commit holds it */
 	}
+	/* locked, but is it still the journal of that name?  A commit writes
+	 * its journal again (4b) and renames it on; one that finished since
+	 * the open let go of a file that is no longer what the name says */
+	if (fstatat(jfd, name, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_ino != st.st_ino ||
+	    now.st_dev != st.st_dev) {
+		close(fd);
+		return 0;
+	}
 	int rc = 1, k;
 	if (!partial) {                         /* a partial journal: nothing was done yet */
 		char *text;
 		size_t tlen;
+		char why[160] = "it cannot be read";
 		journal j;
-		if (tgi_read_fd(fd, JOURNAL_MAX, &text, &tlen) < 0 || journal_parse(text, tlen, &j) < 0) {
-			tgi_snprintf(err, errlen, "patch journal .toolgate/journal/%s cannot be read; the "
-			             "files it names may be part-way through a patch: check them, then "
-			             "remove the journal", name);
+		if (tgi_read_fd(fd, JOURNAL_MAX, &text, &tlen) < 0 ||
+		    journal_parse(text, tlen, &j, why, sizeof why) < 0) {
+			tgi_snprintf(err, errlen, "patch journal .toolgate/journal/%s is not acted on: %s; "
+			             "the files it names may be part-way through a patch: check them, then "
+			             "remove the journal", name, why);
 			free(text);
 			close(fd);
 			return -1;
@@ -621,7 +865,7 @@ static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, c
 		free(text);
 		if (committed) {
 			roll_forward(ws_fd, &j);
-		} else if ((k = rollback(ws_fd, &j)) < 0) {
+		} else if ((k = rollback(ws_fd, &j, kept)) < 0) {
 			tgi_snprintf(err, errlen, "undoing the interrupted patch in %s failed: %s", name,
 			             strerror(-k));
 			rc = -1;
@@ -638,7 +882,8 @@ static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, c
 	return rc;
 }
 
-int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, char *err, size_t errlen)
+int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, json_t *kept, char *err,
+                      size_t errlen)
 {
 	tgi_dirent *ents;
 	size_t n, more;
@@ -653,9 +898,23 @@ int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, char *err, si
 	for (size_t i = 0; i < n && done >= 0; i++) {
 		if (!S_ISREG(ents[i].mode))
 			continue;
-		int k = recover_one(ws_fd, journal_fd, ents[i].name, undone, err, errlen);
+		int k = recover_one(ws_fd, journal_fd, ents[i].name, undone, kept, err, errlen);
 		done = k < 0 ? -1 : done + k;
 	}
 	tgi_dirents_free(ents, n);
 	return done;
+}
+
+int tgi_patch_journal_check(const char *text, size_t len, char **canon, char *err, size_t errlen)
+{
+	journal j;
+	*canon = NULL;
+	if (journal_parse(text, len, &j, err, errlen) < 0)
+		return -1;
+	json_t *doc = journal_json(&j);
+	*canon = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	int version = j.version;
+	journal_free(&j);
+	return *canon ? version : -1;
 }

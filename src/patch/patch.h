@@ -178,10 +178,29 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
  * prepared one back (every file as before), a committed one forward
  * (remove its backups).  Journals held by a live commit are skipped.  The
  * txid of each transaction rolled back is appended to undone (if not
- * NULL): nothing of it was applied.  Returns the number of transactions
- * finished, or -1 with err if one could not be.
+ * NULL): nothing of it was applied.  A file the transaction was to create
+ * is removed only when it is the very file the commit made (device, inode,
+ * birth time); one that is not -- made or replaced by another since, or
+ * named by a journal of version 1, which does not say -- is left, and
+ * {"tx", "path" (as text), "message" (a sentence)} appended to kept (a
+ * JSON array, if not NULL).  Returns the number of transactions finished,
+ * or -1 with err if one could not be (a journal of a version this build
+ * does not know, or unreadable, is kept and named).
+ *
+ * The gate's start is the one caller that settles what it finds
+ * (finish_patches in gate.c: the claims of the calls rolled back);
+ * `toolgate apply-patch` opens a gate for it.
  */
-int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, char *err, size_t errlen);
+int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, json_t *kept, char *err,
+                      size_t errlen);
+
+/*
+ * The journal file's parser, for fuzz/fuzz_journal.c: text read back as
+ * recovery reads it.  Returns its version (1 or 2) with *canon the text it
+ * would be written as (caller frees; read back, the same), or -1 with the
+ * reason in err (*canon NULL).
+ */
+int tgi_patch_journal_check(const char *text, size_t len, char **canon, char *err, size_t errlen);
 
 /* ---- the whole (run.c) --------------------------------------------------------- */
 

@@ -3,20 +3,25 @@
  * apply_patch tool and `toolgate apply-patch` (tg_apply_patch).
  *
  * The journal lives in <state>/journal (<workspace>/.toolgate/journal);
- * leftovers of a crashed commit there are finished when a gate opens, and
- * by `toolgate apply-patch` before it applies anything -- never while a
- * gate runs, where another call's commit may be in flight.
+ * leftovers of a crashed commit there are finished when a gate opens
+ * (finish_patches in gate.c: the files, and the ledger's claim of the
+ * call whose patch it was), and before `toolgate apply-patch` applies
+ * anything, by opening a gate there for it: one recovery, whoever comes
+ * first -- never while a gate runs, where another call's commit may be in
+ * flight.
  *
  * Owns: the order of the steps and what each failure means for the
  * caller.  Must not: decide policy.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gate.h"
 #include "patch/patch.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -85,9 +90,58 @@ static int within_dir(void *ud, const char *path, size_t len, char *out, size_t 
 	return 0;
 }
 
+/* Does the journal directory hold anything a crash may have left? */
+static int journals_left(int jfd)
+{
+	static const char *const ext[] = {".journal", ".commit", ".journal.tmp"};
+	tgi_dirent *ents;
+	size_t n, more;
+	int found = 0;
+	if (tgi_dir_read(jfd, 100000, &ents, &n, &more) < 0)
+		return 1;                       /* the gate's start says what is wrong */
+	for (size_t i = 0; i < n && !found; i++)
+		for (size_t k = 0; k < TGI_ARRAY_LEN(ext) && !found; k++) {
+			size_t nl = strlen(ents[i].name), el = strlen(ext[k]);
+			found = nl > el && !strcmp(ents[i].name + nl - el, ext[k]);
+		}
+	tgi_dirents_free(ents, n);
+	return found || more;
+}
+
+/*
+ * Finish what a crash left in dir's journal the one way there is: a gate's
+ * start (finish_patches), with dir as its workspace, creating nothing, so
+ * that the ledger it finds settles the interrupted call's claim as any
+ * gate would.  *notes gets the sentences of the files it left (caller
+ * frees; NULL when none).  0, or -1 with err.
+ */
+static int finish_by_gate(const char *dir, char **notes, char *err, size_t errlen)
+{
+	tg_options o = {.workspace = dir ? dir : ".", .no_create = 1, .sync_full = -1};
+	tg_gate *g;
+	char *msg = NULL;
+	if (tg_gate_open(&o, &g, &msg) < 0) {
+		tgi_snprintf(err, errlen, "Failed to finish the patch a crash interrupted (in "
+		             ".toolgate/journal), as opening a gate there does: %s; no file was changed",
+		             msg ? msg : "the gate did not open");
+		free(msg);
+		return -1;
+	}
+	const json_t *kept = tgi_gate_patch_kept(g), *k;
+	size_t i, cap = 1, used = 0;
+	json_array_foreach(kept, i, k)
+		cap += strlen(json_string_value(json_object_get(k, "message"))) + 1;
+	*notes = cap > 1 ? tgi_xmalloc(cap) : NULL;
+	json_array_foreach(kept, i, k)
+		used += (size_t)snprintf(*notes + used, cap - used, "%s%s", used ? "\n" : "",
+		                         json_string_value(json_object_get(k, "message")));
+	tg_gate_close(g);
+	return 0;
+}
+
 int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summary, char **message)
 {
-	char err[8192], tx[37];
+	char err[8192], tx[37], *notes = NULL;
 	tgi_patch_plan plan;
 	int made_state = 0, made_journal = 0, state_fd = -1, jfd = -1, unknown = 0;
 	tg_errkind kind = TG_ERR_TOOL_ERROR;
@@ -109,9 +163,8 @@ int tg_apply_patch(const char *dir, const char *patch, size_t len, char **summar
 		goto out;
 	}
 	tgi_uuidv7(tx);
-	/* a commit a crash interrupted is finished before anything is read
-	 * (a gate does this when it opens) */
-	if (tgi_patch_recover(ws_fd, jfd, NULL, err, sizeof err) < 0)
+	/* a commit a crash interrupted is finished before anything is read */
+	if (journals_left(jfd) && finish_by_gate(dir, &notes, err, sizeof err) < 0)
 		goto out;
 	char *roots[2] = {realpath(dir ? dir : ".", NULL), NULL}, *mapped = NULL;
 	size_t mlen = 0;
@@ -138,7 +191,13 @@ out:
 		unlinkat(ws_fd, ".toolgate", AT_REMOVEDIR);
 	if (ws_fd >= 0)
 		close(ws_fd);
-	if (kind != TG_ERR_NONE)
-		*message = tgi_strdup(err);
+	if (kind != TG_ERR_NONE && notes) {
+		size_t n = strlen(err) + strlen(notes) + 2;
+		*message = tgi_xmalloc(n);
+		snprintf(*message, n, "%s\n%s", err, notes);
+		free(notes);
+	} else {
+		*message = kind != TG_ERR_NONE ? tgi_strdup(err) : notes;
+	}
 	return kind == TG_ERR_NONE ? 0 : 1;
 }

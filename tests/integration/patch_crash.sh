@@ -300,7 +300,7 @@ contains "$(jqv gnext.out .output.content)" "return 1;" "and reads the restored 
 # the interrupted call applied nothing -- its journal, named after the op, was
 # rolled back -- so the gate that rolled it back released the call's claim
 # (recorded as resolved, applied false): the same call, repeated, runs
-hex=$(awk '$2 == "renameat" && $3 ~ /\.journal\.tmp$/ && $4 ~ /\.journal$/ { sub(/\.journal$/, "", $4); print $4 }' gkill.out.log)
+hex=$(awk '$2 == "renameat" && $3 ~ /\.journal\.tmp$/ && $4 ~ /\.journal$/ { sub(/\.journal$/, "", $4); print $4; exit }' gkill.out.log)
 [ -n "$hex" ] || fail "the interrupted commit wrote no journal"
 eq "$(ls -A g/.toolgate/journal)" "" "the interrupted commit's journal is gone"
 resolved=$(sqlite3 g/.toolgate/ledger.db "SELECT op_id || ' ' || data FROM events WHERE type = 'tool.call.resolved'")

@@ -31,7 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/fs.h>
 #include <unistd.h>
 
 #include "patch/patch.h"
@@ -1862,7 +1865,7 @@ static void test_commit_success(void **state)
 	assert_false(exists_ws(f, "t"));
 	journal_empty(f);
 	/* nothing is left to recover */
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err), 0);
 }
 
 /* Writes land where the path resolves; a symbolic link is replaced or
@@ -1920,7 +1923,7 @@ static void fails_and_rolls_back(fx *f, const char *patch, void (*sabotage)(cons
 	/* nothing was changed, so nothing is unknown: -1, no journal left, and
 	 * nothing for recovery to do (were it -2, recovery must finish it) */
 	char rerr[ERRCAP] = "";
-	int rr = tgi_patch_recover(f->ws_fd, f->jfd, NULL, rerr, sizeof rerr);
+	int rr = tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, rerr, sizeof rerr);
 	if (r != -1 || rr != 0)
 		fail_msg("commit returned %d (%s), want -1; recovery then returned %d (%s), want 0",
 		         r, err, rr, rr < 0 ? rerr : "");
@@ -2032,30 +2035,74 @@ static void crashed_commit(const fx *f)
 	put(f, "bystander.txt", "b\n");
 }
 
-static const char crashed_journal[] =
-	"{\"version\":1,\"dirs\":[\"nd\",\"nd2\"],\"files\":["
-	"{\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\",\"backup\":\"" PFX "-0.old\"},"
-	"{\"path\":\"b.txt\",\"temp\":\"" PFX "-1.new\",\"backup\":\"" PFX "-1.old\"},"
-	"{\"path\":\"nd/c.txt\",\"temp\":\"nd/" PFX "-2.new\"},"
-	"{\"path\":\"nd2/d.txt\",\"temp\":\"nd2/" PFX "-3.new\",\"backup\":null},"
-	"{\"path\":\"e.txt\",\"backup\":\"" PFX "-4.old\"},"
-	"{\"path\":\"f.txt\",\"temp\":null,\"backup\":\"" PFX "-5.old\"}]}";
+/* Its journal as version 1 wrote it (no identities), and as version 2
+ * does, with the identity of the created nd/c.txt (made: "%s"). */
+#define CRASHED_FILES(made)                                                              \
+	"\"dirs\":[\"nd\",\"nd2\"],\"files\":["                                               \
+	"{\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\",\"backup\":\"" PFX "-0.old\"},"          \
+	"{\"path\":\"b.txt\",\"temp\":\"" PFX "-1.new\",\"backup\":\"" PFX "-1.old\"},"          \
+	"{\"path\":\"nd/c.txt\",\"temp\":\"nd/" PFX "-2.new\"" made "},"                       \
+	"{\"path\":\"nd2/d.txt\",\"temp\":\"nd2/" PFX "-3.new\",\"backup\":null},"             \
+	"{\"path\":\"e.txt\",\"backup\":\"" PFX "-4.old\"},"                                   \
+	"{\"path\":\"f.txt\",\"temp\":null,\"backup\":\"" PFX "-5.old\"}]}"
+
+static const char crashed_journal_v1[] = "{\"version\":1," CRASHED_FILES("");
+
+/* ,"made":{...} for the file at rel as it is now (plus delta on its inode:
+ * another file's identity). */
+static void made_of(const fx *f, const char *rel, long long delta, char *out, size_t cap)
+{
+	struct statx sx;
+	assert_int_equal(statx(f->ws_fd, rel, AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME, &sx), 0);
+	int n = snprintf(out, cap, ",\"made\":{\"dev\":%llu,\"ino\":%llu",
+	                 (unsigned long long)makedev(sx.stx_dev_major, sx.stx_dev_minor),
+	                 (unsigned long long)sx.stx_ino + (unsigned long long)delta);
+	if (sx.stx_mask & STATX_BTIME)
+		n += snprintf(out + n, cap - (size_t)n, ",\"born\":[%lld,%u]",
+		              (long long)sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec);
+	unsigned int gen;
+	int fd = openat(f->ws_fd, rel, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0)
+		n += snprintf(out + n, cap - (size_t)n, ",\"gen\":%u", gen);
+	close(fd);
+	snprintf(out + n, cap - (size_t)n, "}");
+}
+
+/* The crashed commit's journal of version 2 (call after crashed_commit). */
+static const char *crashed_journal(const fx *f)
+{
+	static char text[4096];
+	char made[256];
+	made_of(f, "nd/c.txt", 0, made, sizeof made);
+	snprintf(text, sizeof text, "{\"version\":2,\"tx\":\"%s\"," CRASHED_FILES("%s"),
+	         "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77", made);
+	return text;
+}
 
 static void test_recover_prepared(void **state)
 {
 	fx *f = *state;
 	char err[ERRCAP] = "";
 	crashed_commit(f);
-	jput(f, TX ".journal", crashed_journal);
+	jput(f, TX ".journal", crashed_journal(f));
 
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
+	tgi_strv undone = {0};
+	json_t *kept = json_array();
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, &undone, kept, err, sizeof err);
 	if (r != 1)
 		fail_msg("recover returned %d (%s), want 1", r, err);
+	/* the transaction is named, and nothing was left */
+	assert_int_equal(undone.n, 1);
+	assert_string_equal(undone.v[0], "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77");
+	assert_int_equal(json_array_size(kept), 0);
+	tgi_strv_free(&undone);
+	json_decref(kept);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n"));
 	journal_empty(f);
 	/* again: nothing to do */
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err), 0);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n"));
 }
@@ -2071,7 +2118,7 @@ static void test_recover_not_utf8_names(void **state)
 	jput(f, TX ".journal",
 	     "{\"version\":1,\"dirs\":[],\"files\":[{\"path\":\"d\\\\xE9r/a.txt\",\"temp\":\"d\\\\xE9r/"
 	     PFX "-0.new\",\"backup\":\"d\\\\xE9r/" PFX "-0.old\"}]}");
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err);
 	if (r != 1)
 		fail_msg("recover returned %d (%s), want 1", r, err);
 	file_is(f, "d\xE9r/a.txt", "old a\n");
@@ -2086,8 +2133,8 @@ static void test_recover_keeps_foreign_files(void **state)
 	char err[ERRCAP] = "";
 	crashed_commit(f);
 	put(f, "nd2/theirs.txt", "t\n");
-	jput(f, TX ".journal", crashed_journal);
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 1);
+	jput(f, TX ".journal", crashed_journal(f));
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err), 1);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n", "nd2/", DIR_, "nd2/theirs.txt", "t\n"));
 	journal_empty(f);
@@ -2108,7 +2155,7 @@ static void test_recover_committed(void **state)
 	     "{\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\",\"backup\":\"" PFX "-0.old\"},"
 	     "{\"path\":\"nd/c.txt\",\"temp\":\"nd/" PFX "-1.new\"},"
 	     "{\"path\":\"e.txt\",\"backup\":\"" PFX "-2.old\"}]}");
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err);
 	if (r != 1)
 		fail_msg("recover returned %d (%s), want 1", r, err);
 	tree_is(f, TREE("a.txt", "new a\n", "nd/", DIR_, "nd/c.txt", "new c\n", "keep.txt", "k\n"));
@@ -2125,7 +2172,7 @@ static void test_recover_partial(void **state)
 	jput(f, TX ".journal.tmp",
 	     "{\"version\":1,\"dirs\":[],\"files\":[{\"path\":\"a.txt\",\"backup\":\"" PFX "-0.old\"");
 	json_t *before = snapshot(f, 1);
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err);
 	if (r < 0)
 		fail_msg("recover failed: %s", err);
 	json_t *after = snapshot(f, 1);
@@ -2150,7 +2197,7 @@ static void test_recover_several(void **state)
 	                       "\"temp\":\".tgpatch-bbbb-0.new\",\"backup\":\".tgpatch-bbbb-0.old\"}]}");
 	jput(f, "README", "not a journal\n");
 	assert_int_equal(mkdirat(f->jfd, "sub.journal", 0700), 0);
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err);
 	if (r != 2)
 		fail_msg("recover returned %d (%s), want 2", r, err);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "new b\n"));
@@ -2168,13 +2215,13 @@ static void test_recover_skips_locked(void **state)
 	fx *f = *state;
 	char err[ERRCAP] = "";
 	crashed_commit(f);
-	jput(f, TX ".journal", crashed_journal);
+	jput(f, TX ".journal", crashed_journal(f));
 	int held = openat(f->jfd, TX ".journal", O_RDONLY | O_CLOEXEC);
 	assert_true(held >= 0);
 	assert_int_equal(flock(held, LOCK_EX), 0);
 	json_t *before = snapshot(f, 1);
 
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err), 0);
 	json_t *after = snapshot(f, 1);
 	same_tree(after, before);
 	json_decref(after);
@@ -2182,7 +2229,7 @@ static void test_recover_skips_locked(void **state)
 
 	/* a shared lock is held too */
 	assert_int_equal(flock(held, LOCK_SH), 0);
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 0);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err), 0);
 	after = snapshot(f, 1);
 	same_tree(after, before);
 	json_decref(after);
@@ -2190,9 +2237,76 @@ static void test_recover_skips_locked(void **state)
 
 	/* once the commit is gone, recovery finishes it */
 	close(held);
-	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err), 1);
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err), 1);
 	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
 	                "bystander.txt", "b\n"));
+	journal_empty(f);
+}
+
+/* A file the commit was to create that is not the one it made -- made,
+ * or replaced, by another since -- is left, and said so. */
+static void test_recover_leaves_anothers_file(void **state)
+{
+	fx *f = *state;
+	char err[ERRCAP] = "", made[256], text[4096];
+	crashed_commit(f);
+	made_of(f, "nd/c.txt", 0, made, sizeof made);
+	/* another replaced nd/c.txt since (a new file: another inode, born later) */
+	assert_int_equal(unlinkat(f->ws_fd, "nd/c.txt", 0), 0);
+	usleep(2000);
+	put(f, "nd/c.txt", "theirs\n");
+	snprintf(text, sizeof text, "{\"version\":2,\"tx\":\"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77\","
+	         CRASHED_FILES("%s"), made);
+	jput(f, TX ".journal", text);
+	json_t *kept = json_array();
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, kept, err, sizeof err);
+	if (r != 1)
+		fail_msg("recover returned %d (%s), want 1", r, err);
+	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
+	                "bystander.txt", "b\n", "nd/", DIR_, "nd/c.txt", "theirs\n"));
+	assert_int_equal(json_array_size(kept), 1);
+	json_t *k = json_array_get(kept, 0);
+	assert_string_equal(json_string_value(json_object_get(k, "path")), "nd/c.txt");
+	assert_string_equal(json_string_value(json_object_get(k, "tx")),
+	                    "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77");
+	assert_non_null(strstr(json_string_value(json_object_get(k, "message")), "nd/c.txt"));
+	json_decref(kept);
+	journal_empty(f);
+
+	/* an identity that names another inode: the same */
+	unlinkat(f->ws_fd, "nd/c.txt", 0);
+	unlinkat(f->ws_fd, "nd", AT_REMOVEDIR);
+	crashed_commit(f);
+	made_of(f, "nd/c.txt", 1, made, sizeof made);
+	snprintf(text, sizeof text, "{\"version\":2,\"tx\":\"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77\","
+	         CRASHED_FILES("%s"), made);
+	jput(f, TX ".journal", text);
+	kept = json_array();
+	assert_int_equal(tgi_patch_recover(f->ws_fd, f->jfd, NULL, kept, err, sizeof err), 1);
+	file_is(f, "nd/c.txt", "new c\n");
+	assert_int_equal(json_array_size(kept), 1);
+	json_decref(kept);
+	journal_empty(f);
+}
+
+/* A journal of version 1 is still read: backups go back; a created file
+ * cannot be told from another's, so it is left and said so. */
+static void test_recover_version_1(void **state)
+{
+	fx *f = *state;
+	char err[ERRCAP] = "";
+	crashed_commit(f);
+	jput(f, TX ".journal", crashed_journal_v1);
+	json_t *kept = json_array();
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, kept, err, sizeof err);
+	if (r != 1)
+		fail_msg("recover returned %d (%s), want 1", r, err);
+	tree_is(f, TREE("a.txt", "old a\n", "b.txt", "old b\n", "e.txt", "old e\n", "f.txt", "old f\n",
+	                "bystander.txt", "b\n", "nd/", DIR_, "nd/c.txt", "new c\n"));
+	assert_int_equal(json_array_size(kept), 1);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(kept, 0), "message")),
+	                       "earlier version"));
+	json_decref(kept);
 	journal_empty(f);
 }
 
@@ -2206,7 +2320,7 @@ static void hostile_journal(fx *f, const char *name, const char *text)
 	put(f, PFX "-0.old", "backup\n");
 	jput(f, name, text);
 	json_t *before = snapshot(f, 1);
-	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, err, sizeof err);
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err);
 	if (r != -1)
 		fail_msg("recover returned %d for the journal %s", r, text);
 	assert_true(err[0] != '\0');
@@ -2240,11 +2354,53 @@ static void test_recover_refuses_hostile(void **state)
 	hostile_journal(f, TX ".journal", "{\"version\":1,\"dirs\":[\"/tmp\"],\"files\":[]}");
 	/* not a journal at all */
 	hostile_journal(f, TX ".journal", "garbage");
+	hostile_journal(f, TX ".journal", "{\"version\":3,\"dirs\":[],\"files\":[]}");
+	/* version 2: a tx is required, an op id's characters; identities only of created files */
 	hostile_journal(f, TX ".journal", "{\"version\":2,\"dirs\":[],\"files\":[]}");
+	hostile_journal(f, TX ".journal", "{\"version\":2,\"tx\":\"../x\",\"dirs\":[],\"files\":[]}");
+	hostile_journal(f, TX ".journal", "{\"version\":2,\"tx\":\"ab\",\"dirs\":[],\"files\":[{"
+	                                  "\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\",\"backup\":\""
+	                                  PFX "-0.old\",\"made\":{\"dev\":1,\"ino\":2}}]}");
+	hostile_journal(f, TX ".journal", "{\"version\":2,\"tx\":\"ab\",\"dirs\":[],\"files\":[{"
+	                                  "\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\","
+	                                  "\"made\":{\"dev\":\"1\",\"ino\":2}}]}");
+	hostile_journal(f, TX ".journal", "{\"version\":2,\"tx\":\"ab\",\"dirs\":[],\"files\":[{"
+	                                  "\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\","
+	                                  "\"made\":{\"dev\":1,\"ino\":2,\"born\":[1,1000000000]}}]}");
+	/* an identity in a version 1 journal */
+	hostile_journal(f, TX ".journal", "{\"version\":1,\"dirs\":[],\"files\":[{"
+	                                  "\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\","
+	                                  "\"made\":{\"dev\":1,\"ino\":2}}]}");
 	hostile_journal(f, TX ".commit", "{\"version\":1,\"files\":[]}");
 	hostile_journal(f, TX ".journal", "{\"version\":1,\"dirs\":[],\"files\":[{\"temp\":\""
 	                                  PFX "-0.new\"}]}");
 	hostile_journal(f, TX ".journal", "{\"version\":1,\"dirs\":[],\"files\":[{\"path\":7}]}");
+}
+
+/* The journal's parser as the fuzzer sees it: versions, the refusal's
+ * sentence, and a text read back written the same. */
+static void test_journal_versions(void **state)
+{
+	(void)state;
+	char err[ERRCAP] = "", *canon;
+	const char *v9 = "{\"version\":9,\"tx\":\"ab\",\"dirs\":[],\"files\":[]}";
+	assert_int_equal(tgi_patch_journal_check(v9, strlen(v9), &canon, err, sizeof err), -1);
+	assert_null(canon);
+	assert_non_null(strstr(err, "version 9"));
+	assert_int_equal(tgi_patch_journal_check(crashed_journal_v1, strlen(crashed_journal_v1), &canon,
+	                                         err, sizeof err), 1);
+	char *again;
+	assert_int_equal(tgi_patch_journal_check(canon, strlen(canon), &again, err, sizeof err), 1);
+	assert_string_equal(again, canon);
+	free(again);
+	free(canon);
+	const char *v2 = "{\"version\":2,\"tx\":\"0193a5f0-7c1e\",\"dirs\":[\"d\"],\"files\":[{"
+	                 "\"path\":\"d/a\",\"temp\":\"d/.tgpatch-x-0.new\",\"backup\":null,"
+	                 "\"made\":{\"dev\":-1,\"ino\":9223372036854775807,\"born\":[-5,999999999],"
+	                 "\"gen\":4294967295}}]}";
+	assert_int_equal(tgi_patch_journal_check(v2, strlen(v2), &canon, err, sizeof err), 2);
+	assert_string_equal(canon, v2);
+	free(canon);
 }
 
 int main(void)
@@ -2291,6 +2447,9 @@ int main(void)
 		T(test_recover_several),
 		T(test_recover_skips_locked),
 		T(test_recover_refuses_hostile),
+		T(test_recover_leaves_anothers_file),
+		T(test_recover_version_1),
+		T(test_journal_versions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
