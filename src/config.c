@@ -157,7 +157,8 @@ static const char *const approvals_keys[] = { "ttl_s", "wait_s", "via" };
 static const char *const ledger_keys[]    = { "sync", "lease_grace_s" };
 static const char *const spill_keys[]     = { "keep" };
 static const char *const console_keys[]   = { "listen", "token_env" };
-static const char *const mcp_keys[]       = { "strip_client_args" };
+static const char *const mcp_keys[]       = { "strip_client_args",
+                                              "max_calls_per_principal" };
 
 static const struct {
 	const char *key;
@@ -1693,7 +1694,8 @@ static int check_arg_name(ld *x, const json_t *v, const char *ptr)
 	return 0;
 }
 
-/* mcp: {strip_client_args: [NAME...]} (toolgate serve). */
+/* mcp: {strip_client_args: [NAME...], max_calls_per_principal: N} (toolgate
+ * serve; N up to the server's 256 call threads). */
 static int load_mcp(ld *x, json_t *root)
 {
 	char ptr[PTR_MAX], lp[PTR_MAX];
@@ -1702,6 +1704,10 @@ static int load_mcp(ld *x, json_t *root)
 		return -1;
 	if (!s)
 		return 0;
+	long long per = x->c->mcp_max_calls_per_principal;
+	if (opt_int(x, s, ptr, "max_calls_per_principal", 1, 256, &per) < 0)
+		return -1;
+	x->c->mcp_max_calls_per_principal = (int)per;
 	v = child(s, ptr, "strip_client_args", lp);
 	if (v && json_is_array(v) && json_array_size(v) > 64)
 		return fail(x, lp, "expected at most 64 names, got %zu", json_array_size(v));

@@ -179,6 +179,8 @@ typedef struct tgi_config {
 	tgi_strv mcp_strip_args;     /* mcp.strip_client_args: more argument names MCP clients
 	                                add to calls on their own (beyond the built-in list of
 	                                src/mcp/server.c) */
+	int      mcp_max_calls_per_principal; /* mcp.max_calls_per_principal: call threads one
+	                                     * principal's MCP sessions hold at once; 0: 64 */
 
 	/* sections later issues own, kept as parsed JSON (owned; may be NULL) */
 	json_t *mcp_servers, *hooks, *loop_detection, *rate_limits, *redact, *events;

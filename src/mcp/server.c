@@ -9,12 +9,33 @@
  * Call threads are kept while busy or recently idle and made when none is
  * idle (up to MAX_WORKERS; beyond, calls wait their turn), so a long call
  * never holds up a short one and a steady stream of calls makes no threads.
+ * Shares: a session runs at most SESSION_THREADS calls at once, and all the
+ * sessions of one principal at most mcp.max_calls_per_principal (default a
+ * quarter of MAX_WORKERS), so that no client and no principal takes every
+ * thread from the others.
+ *
+ * A call waiting for the client's answer (an approval question, a bridged
+ * server's elicitation) is parked: its thread stops counting against the
+ * server's, the session's and the principal's share while it waits, and a
+ * queued call may take the place (a new thread is made for it); when the
+ * answer comes the call counts again and goes on, on the same thread.
+ * The pipeline is synchronous (the question is asked from inside the
+ * approve stage, or mid-execution for a bridged tool), so the waiting
+ * thread itself stays; parked threads are bounded apart (MAX_PARKED per
+ * server, PRINCIPAL_PARKED per principal); past these a question waits on
+ * its counted thread as any running call does.
+ *
+ * A call whose client is gone (the transport's probe says so) is never
+ * started: no ledger row, no side effect.  One that started finishes and
+ * is recorded, so that its key or call id replays it.
+ *
  * One ticker thread per server sends heartbeat progress for long calls
  * whose request carried a progress token.
  *
- * Locks: server->mu (the session list) before session->mu (its state).
- * Messages about a call are sent with session->mu held, so that a progress
- * notification can never follow the call's response.
+ * Locks: server->mu (the session list) before session->mu (its state)
+ * before server->pool_mu (the queue and the shares).  Messages about a call
+ * are sent with session->mu held, so that a progress notification can
+ * never follow the call's response.
  *
  * Owns: sessions, running calls, our outgoing requests and their waits.
  * Must not: decide anything the gate decides (visibility only mirrors
@@ -41,6 +62,9 @@
 #define MAX_CALLS        1024        /* tools/call running or waiting, per session */
 #define MAX_WORKERS      256         /* call threads of one server; more calls wait */
 #define SESSION_THREADS  32          /* call threads one session may hold at once */
+#define PRINCIPAL_SHARE  (MAX_WORKERS / 4) /* default mcp.max_calls_per_principal */
+#define MAX_PARKED       1024        /* calls parked for the client's answer, per server */
+#define PRINCIPAL_PARKED 256         /* ... per principal */
 #define WORKER_IDLE_S    30          /* an idle call thread ends after this */
 #define DEFAULT_PAGE     100
 #define DEFAULT_LINE     (16u << 20)
@@ -93,6 +117,7 @@ typedef struct call_run {
 	int              done;      /* the response went (under ss->mu) */
 	int              own_progress; /* the tool reports progress itself: no heartbeat */
 	int              dry_run;   /* _meta.dry_run: run every stage up to execute, show the plan */
+	int              parked;    /* waits for the client's answer, off the shares (pool_mu) */
 	int              envelope;  /* the result's _meta gets the envelope (not ss->no_envelope) */
 	double           progress;  /* the last progress value sent */
 	double           started_ms, next_tick_ms;
@@ -101,8 +126,18 @@ typedef struct call_run {
 	struct call_run *qnext;     /* the server's queue */
 } call_run;
 
+/* The calls of one principal's sessions (under the server's pool_mu). */
+typedef struct share {
+	char         *name;       /* the sessions' principal as given ("" for none) */
+	int           sessions;   /* sessions that hold it */
+	int           running;    /* its calls on call threads now, parked ones not counted */
+	int           parked;
+	struct share *next;
+} share;
+
 struct tgi_mcp_session {
 	tgi_mcp_server  *s;
+	share           *share;       /* its principal's (the server's pool_mu) */
 	char             id[37];
 	char            *principal, *token;
 	tgi_mcp_send_fn  send;
@@ -145,6 +180,9 @@ struct tgi_mcp_server {
 	pthread_cond_t    pool_cv;     /* work queued, or a thread ended */
 	call_run         *qhead, *qtail;
 	int               qlen, nworkers, nidle, pool_stop;
+	int               nparked;     /* threads of parked calls (in nworkers, off the limit) */
+	int               max_principal; /* mcp.max_calls_per_principal */
+	share            *shares;
 };
 
 /* ---- sending ---- */
@@ -185,10 +223,14 @@ static void reply(tgi_mcp_session *ss, json_t *id, json_t *result)
  * becomes set (may be NULL) or timeout_s passes.  Returns the response
  * message (new reference) or NULL with a phrase in why.
  */
-static json_t *ask_client(tgi_mcp_session *ss, const json_t *related, const char *method,
-                          json_t *params, volatile int *cancel, int timeout_s, char *why,
-                          size_t cap)
+static void park(call_run *cr);
+static void unpark(call_run *cr);
+
+static json_t *ask_client(tgi_mcp_session *ss, call_run *cr, const char *method, json_t *params,
+                          int timeout_s, char *why, size_t cap)
 {
+	const json_t *related = cr->id;
+	volatile int *cancel = &cr->cancel;
 	outreq r = {.id = ++ss->next_id};
 	r.next = ss->out;
 	ss->out = &r;
@@ -199,6 +241,7 @@ static json_t *ask_client(tgi_mcp_session *ss, const json_t *related, const char
 		tgi_snprintf(why, cap, "the client is gone");
 	} else {
 		double until = tgi_now_ms() + timeout_s * 1000.0;
+		park(cr);                      /* its thread off the shares while it waits */
 		while (!r.reply && !ss->closing && !ss->draining && !tgi_flag_get(cancel)) {
 			double left = until - tgi_now_ms();
 			if (left <= 0)
@@ -211,6 +254,7 @@ static json_t *ask_client(tgi_mcp_session *ss, const json_t *related, const char
 			ts.tv_nsec %= 1000000000L;
 			pthread_cond_timedwait(&ss->cv, &ss->mu, &ts);
 		}
+		unpark(cr);
 		if (!r.reply)
 			tgi_snprintf(why, cap, "%s",
 			             ss->closing || ss->draining ? "the session ended"
@@ -307,8 +351,7 @@ static int cb_approve(void *arg, const char *tool, const char *args, const char 
 	    "Reason (optional)", "description", "Why you allow or refuse this call; kept in the "
 	    "gate's ledger", "maxLength", 200);
 	int timeout = o->elicit_timeout_s > 0 ? o->elicit_timeout_s : DEFAULT_ELICIT_S;
-	json_t *rep = ask_client(ss, cr->id, "elicitation/create", params, &cr->cancel, timeout,
-	                         reason, cap);
+	json_t *rep = ask_client(ss, cr, "elicitation/create", params, timeout, reason, cap);
 	/* no answer: the call or the session ended (deny), or time ran out */
 	int unanswered = !rep && !tgi_flag_get(&cr->cancel) && !ss->closing && !ss->draining;
 	pthread_mutex_unlock(&ss->mu);
@@ -371,8 +414,7 @@ static int cb_request(void *arg, const char *method, const char *params, char **
 		return -1;
 	}
 	int timeout = ss->s->o.elicit_timeout_s > 0 ? ss->s->o.elicit_timeout_s : DEFAULT_ELICIT_S;
-	json_t *rep = ask_client(ss, cr->id, method, p ? p : json_object(), &cr->cancel, timeout, why,
-	                         sizeof why);
+	json_t *rep = ask_client(ss, cr, method, p ? p : json_object(), timeout, why, sizeof why);
 	pthread_mutex_unlock(&ss->mu);
 	json_t *res = json_object_get(rep, "result");
 	json_t *err = json_object_get(rep, "error");
@@ -527,20 +569,27 @@ static void run_call(call_run *cr)
 		.client_args = (const char *const *)ss->s->client_args,
 	};
 	tg_result *res = NULL;
-	tg_call(g, &req, &res);
-	json_t *result = tgi_mcp_result(tgi_registry_find(g->reg, cr->tool), tgi_result_envelope(res),
-	                                cr->envelope);
+	json_t *result = NULL;
+	/* never start a call whose answer has nowhere to go: once the client
+	 * is gone (the transport's probe), a call not yet started never is */
+	int gone = ss->send(ss->arg, cr->id, 0, NULL, 0) < 0;
+	if (!gone) {
+		tg_call(g, &req, &res);
+		result = tgi_mcp_result(tgi_registry_find(g->reg, cr->tool),
+		                        tgi_result_envelope(res), cr->envelope);
+	}
 
 	/* its thread is free for the session's next call (the session lives
 	 * on: this call still counts in ncalls) */
 	pthread_mutex_lock(&ss->s->pool_mu);
 	ss->running--;
+	ss->share->running--;
 	pthread_cond_broadcast(&ss->s->pool_cv);
 	pthread_mutex_unlock(&ss->s->pool_mu);
 
 	pthread_mutex_lock(&ss->mu);
 	cr->done = 1;
-	if (tgi_flag_get(&cr->cancel)) {
+	if (gone || tgi_flag_get(&cr->cancel)) {
 		json_decref(result);            /* MCP: a cancelled request gets no response */
 		ss->send(ss->arg, cr->id, 1, NULL, 0);
 	} else {
@@ -558,15 +607,85 @@ static void run_call(call_run *cr)
 	free(cr);
 }
 
-/* The link to the first queued call whose session holds fewer than
- * SESSION_THREADS threads (*result NULL when there is none), so that one
- * session's long calls never take every thread from the others. */
+/* May cr run now?  Its session holds fewer than SESSION_THREADS threads
+ * and its principal fewer than its share (pool_mu held). */
+static int eligible(const tgi_mcp_server *s, const call_run *cr)
+{
+	return cr->ss->running < SESSION_THREADS && cr->ss->share->running < s->max_principal;
+}
+
+/* The link to the first queued call that may run now (*result NULL when
+ * there is none), so that one session's or one principal's long calls never
+ * take every thread from the others. */
 static call_run **next_eligible(tgi_mcp_server *s)
 {
 	call_run **at = &s->qhead;
-	while (*at && (*at)->ss->running >= SESSION_THREADS)
+	while (*at && !eligible(s, *at))
 		at = &(*at)->qnext;
 	return at;
+}
+
+static void *worker_main(void *arg);
+
+/* Make one more call thread, if the limit allows (pool_mu held): 0, or an
+ * errno.  Threads of parked calls do not count. */
+static int spawn_locked(tgi_mcp_server *s)
+{
+	if (s->nworkers - s->nparked >= MAX_WORKERS)
+		return EAGAIN;
+	pthread_attr_t at;
+	pthread_t th;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&th, &at, worker_main, s);
+	pthread_attr_destroy(&at);
+	if (rc == 0)
+		s->nworkers++;
+	return rc;
+}
+
+/*
+ * Park cr while it waits for the client's answer (its session's mu held):
+ * its thread stops counting against the shares, and a queued call that may
+ * now run gets an idle thread or a new one.  Past MAX_PARKED or its
+ * principal's PRINCIPAL_PARKED, cr waits counted, as any running call.
+ */
+static void park(call_run *cr)
+{
+	tgi_mcp_server *s = cr->ss->s;
+	share *sh = cr->ss->share;
+	pthread_mutex_lock(&s->pool_mu);
+	if (!cr->parked && s->nparked < MAX_PARKED && sh->parked < PRINCIPAL_PARKED) {
+		cr->parked = 1;
+		s->nparked++;
+		sh->parked++;
+		cr->ss->running--;
+		sh->running--;
+		if (*next_eligible(s)) {
+			if (s->nidle > 0)
+				pthread_cond_broadcast(&s->pool_cv);
+			else
+				spawn_locked(s);     /* none made: a running call's thread takes it later */
+		}
+	}
+	pthread_mutex_unlock(&s->pool_mu);
+}
+
+/* The answer came (or the wait ended): cr counts again and goes on at once
+ * (its session or principal may be over its share for as long: the calls
+ * queued behind wait for it). */
+static void unpark(call_run *cr)
+{
+	tgi_mcp_server *s = cr->ss->s;
+	pthread_mutex_lock(&s->pool_mu);
+	if (cr->parked) {
+		cr->parked = 0;
+		s->nparked--;
+		cr->ss->share->parked--;
+		cr->ss->running++;
+		cr->ss->share->running++;
+	}
+	pthread_mutex_unlock(&s->pool_mu);
 }
 
 /* A call thread: runs queued calls; ends when idle too long or stopping. */
@@ -598,6 +717,7 @@ static void *worker_main(void *arg)
 		}
 		s->qlen--;
 		cr->ss->running++;
+		cr->ss->share->running++;
 		pthread_mutex_unlock(&s->pool_mu);
 		run_call(cr);
 		pthread_mutex_lock(&s->pool_mu);
@@ -615,18 +735,10 @@ static int submit(tgi_mcp_server *s, call_run *cr)
 	int rc = 0;
 	pthread_mutex_lock(&s->pool_mu);
 	/* every idle thread may already be promised to a queued call; a call of
-	 * a session at its share waits for one of that session's threads */
-	if (cr->ss->running < SESSION_THREADS && s->nidle <= s->qlen &&
-	    s->nworkers < MAX_WORKERS) {
-		pthread_attr_t at;
-		pthread_t th;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		rc = pthread_create(&th, &at, worker_main, s);
-		pthread_attr_destroy(&at);
-		if (rc == 0)
-			s->nworkers++;
-		else if (s->nworkers > 0)
+	 * a session or principal at its share waits for one of their threads */
+	if (eligible(s, cr) && s->nidle <= s->qlen && s->nworkers - s->nparked < MAX_WORKERS) {
+		rc = spawn_locked(s);
+		if (rc != 0 && s->nworkers > 0)
 			rc = 0;           /* a busy thread takes it when it is free */
 	}
 	if (rc == 0) {
@@ -926,6 +1038,8 @@ tgi_mcp_server *tgi_mcp_server_new(tg_gate *g, const tg_serve_options *o)
 	if (o->approvals_via && tgi_approvals_via_parse(o->approvals_via, &s->via) < 0)
 		s->via = g->cfg->approvals_via;       /* tg_serve refuses it first */
 	client_args_build(s);
+	s->max_principal = g->cfg->mcp_max_calls_per_principal > 0
+	                       ? g->cfg->mcp_max_calls_per_principal : PRINCIPAL_SHARE;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->tick_cv, NULL);
 	pthread_mutex_init(&s->pool_mu, NULL);
@@ -997,6 +1111,19 @@ tgi_mcp_session *tgi_mcp_session_new(tgi_mcp_server *s, const char *principal, c
 	ss->min_level = -1;
 	pthread_mutex_init(&ss->mu, NULL);
 	pthread_cond_init(&ss->cv, NULL);
+	const char *who = principal ? principal : "";
+	pthread_mutex_lock(&s->pool_mu);
+	for (share *sh = s->shares; sh && !ss->share; sh = sh->next)
+		if (!strcmp(sh->name, who))
+			ss->share = sh;
+	if (!ss->share) {
+		ss->share = tgi_xcalloc(1, sizeof *ss->share);
+		ss->share->name = tgi_strdup(who);
+		ss->share->next = s->shares;
+		s->shares = ss->share;
+	}
+	ss->share->sessions++;
+	pthread_mutex_unlock(&s->pool_mu);
 	pthread_mutex_lock(&s->mu);
 	ss->next = s->sessions;
 	s->sessions = ss;
@@ -1071,6 +1198,17 @@ void tgi_mcp_session_free(tgi_mcp_session *ss)
 		pthread_cond_wait(&ss->cv, &ss->mu);
 	pthread_mutex_unlock(&ss->mu);
 
+	pthread_mutex_lock(&s->pool_mu);        /* the last session of its principal frees the share */
+	if (--ss->share->sessions == 0) {
+		for (share **p = &s->shares; *p; p = &(*p)->next)
+			if (*p == ss->share) {
+				*p = ss->share->next;
+				break;
+			}
+		free(ss->share->name);
+		free(ss->share);
+	}
+	pthread_mutex_unlock(&s->pool_mu);
 	pthread_cond_destroy(&ss->cv);
 	pthread_mutex_destroy(&ss->mu);
 	free(ss->principal);

@@ -43,6 +43,9 @@ typedef struct tgi_mcp_session tgi_mcp_session;
  * (tools/list_changed).  final: this is the response to `related`, the
  * last message about it.  Called from any thread; the transport serialises.
  * Returns 0, or -1 when the client is gone (the message is dropped).
+ * text NULL sends nothing: with final, the request ended without a
+ * response (cancelled); without, a probe before a call starts: -1 means
+ * its answer has nowhere to go, and the call is not started.
  */
 typedef int (*tgi_mcp_send_fn)(void *arg, const json_t *related, int final, const char *text,
                                size_t len);

@@ -4,11 +4,18 @@
  *
  * The reading loop runs on the caller's thread.  Answers are queued whole
  * (so responses may go out of order but never interleave) and written by
- * a writer thread of their own: a client that stops reading fills the
- * queue, never blocks a call thread that holds a session's lock.  A queue
- * over OUT_MAX means the client is not reading at all: it is treated as
- * gone.  A line over the cap is skipped and answered with an error; a
- * trailing "\r" is dropped.
+ * a writer thread of their own, so a client that stops reading never
+ * blocks a call thread that holds a session's lock.  Back-pressure: while
+ * OUT_HIGH bytes or more wait to be written, the reader takes no more
+ * requests off stdin (the pipe then pushes back on the client), so the
+ * calls that run are those already read, whose answers still have room
+ * (the queue takes them up to OUT_MAX; past it the client is taken as
+ * gone).  A client is gone when a write fails (EPIPE, its end closed) or
+ * the queue overflows: from then on nothing more is read, the session's
+ * probe (send with no text) says -1 so that no call not yet started
+ * starts, and the calls running finish and are recorded (replayable by
+ * key) before the session ends.  A line over the cap is skipped and
+ * answered with an error; a trailing "\r" is dropped.
  *
  * Owns: the two descriptors while serving.  Must not: interpret a message
  * (server.c does).
@@ -21,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mcp/jsonrpc.h"
@@ -28,30 +36,36 @@
 #include "util/util.h"
 
 #define DEFAULT_LINE (16u << 20)
+#define OUT_HIGH     (256u << 10)   /* bytes unwritten at which the reader stops reading */
 #define OUT_MAX      (256u << 20)   /* bytes queued for a client that does not read */
 
 typedef struct out {
 	pthread_mutex_t mu;
 	pthread_cond_t  cv;      /* something queued, or closing */
+	pthread_cond_t  room;    /* bytes written, or the client gone */
 	int             fd;      /* the real stdout */
 	tgi_buf         q;       /* whole lines waiting for the writer */
+	size_t          writing; /* bytes the writer took and has not written yet */
 	int             broken;  /* a write failed or the queue overflowed: the client is gone */
 	int             closing;
 } out;
 
-/* The session's send: queue one line; never blocks on the client. */
+/* The session's send: queue one line; never blocks on the client.  No
+ * text: a probe (or the end of a cancelled request): -1 once the client is
+ * gone. */
 static int write_line(void *arg, const json_t *related, int final, const char *text, size_t len)
 {
 	out *o = arg;
-	if (!text)
-		return 0;
 	pthread_mutex_lock(&o->mu);
-	if (!o->broken && (tgi_buf_append(&o->q, text, len) < 0 || tgi_buf_puts(&o->q, "\n") < 0)) {
+	if (text && !o->broken &&
+	    (tgi_buf_append(&o->q, text, len) < 0 || tgi_buf_puts(&o->q, "\n") < 0)) {
 		o->broken = 1;
+		pthread_cond_broadcast(&o->room);
 		fprintf(stderr, "toolgate: the client has not read %u MiB of answers; it is taken "
 		                "as gone\n", OUT_MAX >> 20);
 	}
-	pthread_cond_signal(&o->cv);
+	if (text)
+		pthread_cond_signal(&o->cv);
 	int rc = o->broken ? -1 : 0;
 	pthread_mutex_unlock(&o->mu);
 	return rc;
@@ -118,18 +132,57 @@ static void *writer_main(void *arg)
 		w = o->q;
 		o->q = t;
 		o->q.len = 0;
+		o->writing = w.len;
 		pthread_mutex_unlock(&o->mu);
 		int failed = write_out(o, w.p, w.len);
 		w.len = 0;
 		if (w.p)
 			w.p[0] = '\0';
 		pthread_mutex_lock(&o->mu);
-		if (failed)
+		o->writing = 0;
+		if (failed && !o->broken) {
 			o->broken = 1;
+			if (!o->closing)
+				fprintf(stderr, "toolgate: the client closed its end of stdout; the calls "
+				                "it sent that have not started will not start\n");
+		}
+		pthread_cond_broadcast(&o->room);
 	}
 	pthread_mutex_unlock(&o->mu);
 	tgi_buf_free(&w);
 	return NULL;
+}
+
+/* Is fd readable now?  (The serve loop's wake pipe: the server stops.) */
+static int readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+/* Before reading the next request: wait while OUT_HIGH bytes or more are
+ * unwritten.  1: read on; 0: the client is gone; -1: wake_fd (the server
+ * stops). */
+static int wait_room(out *o, int wake_fd)
+{
+	int rc = 1;
+	pthread_mutex_lock(&o->mu);
+	while (!o->broken && o->q.len + o->writing >= OUT_HIGH) {
+		if (readable(wake_fd)) {
+			rc = -1;
+			break;
+		}
+		struct timespec ts;             /* a signal writes to wake_fd: look often */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&o->room, &o->mu, &ts);
+	}
+	if (rc > 0 && o->broken)
+		rc = 0;
+	pthread_mutex_unlock(&o->mu);
+	return rc;
 }
 
 int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
@@ -146,12 +199,14 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&o.mu, NULL);
 	pthread_cond_init(&o.cv, NULL);
+	pthread_cond_init(&o.room, NULL);
 	tgi_buf_init(&o.q, OUT_MAX);
 	int rc = pthread_create(&writer, NULL, writer_main, &o);
 	if (rc != 0) {
 		tgi_snprintf(err, errlen, "cannot start the writer: %s", strerror(rc));
 		dup2(o.fd, 1);
 		close(o.fd);
+		pthread_cond_destroy(&o.room);
 		pthread_cond_destroy(&o.cv);
 		pthread_mutex_destroy(&o.mu);
 		return -1;
@@ -165,6 +220,11 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 	for (;;) {
 		const char *line;
 		size_t len;
+		int room = wait_room(&o, wake_fd);
+		if (room <= 0) {
+			woken = room < 0;
+			break;
+		}
 		tgi_line_status st = tgi_linereader_next(&r, &line, &len);
 		if (st == TGI_LINE_OK) {
 			tgi_mcp_session_handle(ss, line, len);
@@ -197,6 +257,7 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 	tgi_buf_free(&o.q);
 	dup2(o.fd, 1);
 	close(o.fd);
+	pthread_cond_destroy(&o.room);
 	pthread_cond_destroy(&o.cv);
 	pthread_mutex_destroy(&o.mu);
 	return 0;

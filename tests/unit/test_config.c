@@ -529,6 +529,18 @@ static void test_mcp_approvals_and_client_args(void **state)
 		strcat(many, ", a");
 	strcat(many, "]}\n");
 	yaml_err(many, "1:7: mcp.strip_client_args: expected at most 64 names, got 65");
+
+	/* mcp.max_calls_per_principal: 1 to the server's 256 threads; 0 (unset): the default */
+	c = yaml_ok("mcp: {max_calls_per_principal: 16}\n");
+	assert_int_equal(c->mcp_max_calls_per_principal, 16);
+	tgi_config_free(c);
+	c = yaml_ok("mcp: {}\n");
+	assert_int_equal(c->mcp_max_calls_per_principal, 0);
+	tgi_config_free(c);
+	yaml_err("mcp: {max_calls_per_principal: 0}\n",
+	         "1:32: mcp.max_calls_per_principal: expected an integer from 1 to 256, got 0");
+	yaml_err("mcp: {max_calls_per_principal: 257}\n",
+	         "1:32: mcp.max_calls_per_principal: expected an integer from 1 to 256, got 257");
 }
 
 static void test_unknown_keys_in_every_section(void **state)

@@ -11,7 +11,9 @@
  * (no response, the ledger says failed with applied unknown), calls in
  * parallel, freeing a session while a call runs, distinct request ids, a
  * token session never asked, one session's share of the call threads, and
- * back-pressure that never stops the reader while calls wait for answers.
+ * back-pressure that never stops the reader while calls wait for answers,
+ * one principal flooding the server while another is served, and calls
+ * waiting for the client's answer parked off the thread shares.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,10 +54,9 @@ static int rec_send(void *arg, const json_t *related, int final, const char *tex
 		assert_non_null(m);
 		assert_null(memchr(text, '\n', len)); /* one line per message */
 		json_array_append_new(r->msgs, m);
-	} else {
-		assert_true(final);
+	} else if (final) {
 		r->ended++;
-	}
+	}                                     /* else a probe before a call starts */
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	return 0;
@@ -236,6 +237,16 @@ static const char shown_yaml[] =
 	"permissions:\n"
 	"  deny: [\"search_files\"]\n";
 
+static const char principals_yaml[] =
+	"sandbox: danger-full-access\n"
+	"loop_detection: {enabled: false}\n"
+	"default_principal: alice\n"
+	"principals:\n"
+	"  alice: {roles: [dev]}\n"
+	"  bob:   {roles: [dev]}\n"
+	"roles:\n"
+	"  dev: {allow: [\"shell(sleep *)\", read_file], ask: [write_file]}\n";
+
 static const char bypass_yaml[] = "mode: bypassPermissions\nsandbox: danger-full-access\n"
                                   "loop_detection: {enabled: false}\n"; /* repeats on purpose */
 
@@ -245,6 +256,7 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(ws));
 	put("toolgate.yaml", config_yaml);
 	put("bypass.yaml", bypass_yaml);
+	put("principals.yaml", principals_yaml);
 	put("shown.yaml", shown_yaml);
 	put("hello.txt", "one\ntwo\nthree\n");
 	put("secret.txt", "the secret\n");
@@ -1132,6 +1144,165 @@ static void test_backpressure_asks(void **state)
 	fx_close(&f);
 }
 
+/* A session of principal (may be NULL) on f's server, initialized with
+ * request id init_id and elicitation declared. */
+static tgi_mcp_session *open_session(fx *f, const char *principal, int init_id)
+{
+	tgi_mcp_session *ss = tgi_mcp_session_new(f->s, principal, NULL, rec_send, &f->r);
+	json_t *m = rpc(&f->r, ss, init_id, "initialize",
+	                "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"elicitation\":{}}}");
+	assert_non_null(json_object_get(m, "result"));
+	json_decref(m);
+	return ss;
+}
+
+/* Seconds until the response to id (read_file of hello.txt, sent now on
+ * ss) came, persisted; 99 when none came in 20 s. */
+static double served_in(fx *f, tgi_mcp_session *ss, int id)
+{
+	struct timespec s0, s1;
+	clock_gettime(CLOCK_MONOTONIC, &s0);
+	handle(ss, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+	           "\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}}", id);
+	json_t *m = wait_for(&f->r, id, NULL, 20000);
+	clock_gettime(CLOCK_MONOTONIC, &s1);
+	if (!m)
+		return 99;
+	assert_string_equal(status_of(m), "persisted");
+	json_decref(m);
+	return (s1.tv_sec - s0.tv_sec) + (s1.tv_nsec - s0.tv_nsec) / 1e9;
+}
+
+/*
+ * One principal floods the server: nine sessions of alice, each with its 32
+ * calls at once (the session's share), four of writes that ask the client
+ * (nobody answers) and five of slow commands: 288 calls, more than the
+ * server's 256 threads.  Alice holds at most her share of the threads
+ * (mcp.max_calls_per_principal, 64 by default), so bob's call is served at
+ * once, while hers still run and wait.
+ */
+static void test_principal_share(void **state)
+{
+	enum { SESSIONS = 9, PER = 32 };
+	fx f;
+	fx_open(&f, "principals.yaml", 0);
+	tgi_mcp_session *alice[SESSIONS];
+	for (int i = 0; i < SESSIONS; i++)
+		alice[i] = open_session(&f, "alice", 900 + i);
+	tgi_mcp_session *bob = open_session(&f, "bob", 950);
+	for (int i = 0; i < SESSIONS; i++)
+		for (int k = 0; k < PER; k++) {
+			int id = 10000 + i * 100 + k;
+			if (i >= 4)
+				handle(alice[i], "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+				                 "\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":"
+				                 "\"sleep 20\"}}}", id);
+			else
+				handle(alice[i], "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+				                 "\"params\":{\"name\":\"write_file\",\"arguments\":{\"path\":"
+				                 "\"flood-%d.txt\",\"content\":\"x\"}}}", id, id);
+		}
+	/* alice's questions are out: her calls hold what they can */
+	for (int n = 0; n < 100 && count(&f.r, "elicitation/create") < 4 * PER; n++)
+		usleep(50 * 1000);
+	usleep(500 * 1000);
+	double t = served_in(&f, bob, 951);
+	printf("bob's call was served in %.2f s\n", t);
+	assert_true(t < 5.0);
+	for (int i = 0; i < SESSIONS; i++)
+		tgi_mcp_session_free(alice[i]);
+	tgi_mcp_session_free(bob);
+	fx_close(&f);
+}
+
+/*
+ * A call waiting for the client's answer does not hold a call thread's
+ * place: 40 writes of one session ask (more than its 32 threads) and
+ * nobody answers yet; a read of the same session and one of the same
+ * principal's other session are served at once, and when the answers come
+ * every write ends with them.
+ */
+static void test_elicitation_parks(void **state)
+{
+	enum { N = 40 };
+	fx f;
+	fx_open(&f, "principals.yaml", 0);
+	tgi_mcp_session *a = open_session(&f, "alice", 900);
+	tgi_mcp_session *b = open_session(&f, "alice", 901);
+	for (int i = 0; i < N; i++)
+		handle(a, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+		          "\"name\":\"write_file\",\"arguments\":{\"path\":\"parked.txt\","
+		          "\"content\":\"x\"}}}", 1000 + i);
+	for (int n = 0; n < 200 && count(&f.r, "elicitation/create") < N; n++)
+		usleep(50 * 1000);
+	assert_int_equal(count(&f.r, "elicitation/create"), N);   /* all asked at once */
+	double t = served_in(&f, a, 2000);
+	assert_true(t < 5.0);
+	t = served_in(&f, b, 2001);
+	assert_true(t < 5.0);
+	size_t i;
+	json_t *m, *ids = json_array();
+	pthread_mutex_lock(&f.r.mu);
+	json_array_foreach(f.r.msgs, i, m)
+		if (matches(m, NULL, "elicitation/create"))
+			json_array_append(ids, json_object_get(m, "id"));
+	pthread_mutex_unlock(&f.r.mu);
+	json_t *id;
+	json_array_foreach(ids, i, id)
+		handle(a, "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{\"action\":\"decline\"}}",
+		       (long long)json_integer_value(id));
+	json_decref(ids);
+	for (int k = 0; k < N; k++) {
+		m = wait_for(&f.r, 1000 + k, NULL, 20000);
+		assert_non_null(m);
+		assert_string_equal(status_of(m), "denied");
+		json_decref(m);
+	}
+	tgi_mcp_session_free(a);
+	tgi_mcp_session_free(b);
+	fx_close(&f);
+}
+
+/* mcp.max_calls_per_principal caps the calls one principal runs at once,
+ * over all its sessions: 4 here, two sessions of 6 one-second commands. */
+static void test_principal_share_configured(void **state)
+{
+	put("share4.yaml", "mode: bypassPermissions\nsandbox: danger-full-access\n"
+	                   "loop_detection: {enabled: false}\nmcp: {max_calls_per_principal: 4}\n");
+	fx f;
+	fx_open(&f, "share4.yaml", 0);
+	tgi_mcp_session *a = open_session(&f, NULL, 900);
+	tgi_mcp_session *b = open_session(&f, NULL, 901);
+	for (int i = 0; i < 12; i++)
+		handle(i % 2 ? a : b, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+		                      "\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":"
+		                      "\"echo + >> s.log; sleep 1; echo - >> s.log\"}}}", 1000 + i);
+	for (int i = 0; i < 12; i++) {
+		json_t *m = wait_for(&f.r, 1000 + i, NULL, 30000);
+		assert_non_null(m);
+		assert_string_equal(status_of(m), "persisted");
+		json_decref(m);
+	}
+	char p[128], line[8];
+	snprintf(p, sizeof p, "%s/s.log", ws);
+	FILE *fp = fopen(p, "r");
+	assert_non_null(fp);
+	int now = 0, peak = 0, lines = 0;
+	while (fgets(line, sizeof line, fp)) {
+		now += line[0] == '+' ? 1 : -1;
+		peak = now > peak ? now : peak;
+		lines++;
+	}
+	fclose(fp);
+	unlink(p);
+	assert_int_equal(lines, 24);
+	assert_true(peak <= 4);
+	assert_true(peak >= 2);
+	tgi_mcp_session_free(a);
+	tgi_mcp_session_free(b);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1147,6 +1318,9 @@ int main(void)
 		cmocka_unit_test(test_token_session_not_asked),
 		cmocka_unit_test(test_session_thread_share),
 		cmocka_unit_test(test_backpressure_asks),
+		cmocka_unit_test(test_principal_share),
+		cmocka_unit_test(test_elicitation_parks),
+		cmocka_unit_test(test_principal_share_configured),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
