@@ -4,7 +4,12 @@
  *   deny        → denied (former name: never)
  *   ask         → a single-use approval already granted for exactly this
  *                 call (sha256 of tool + canonical args, same principal,
- *                 unexpired) is consumed and the call runs; a denied one
+ *                 unexpired, its decision verifying under the ledger's
+ *                 key) is found and the call goes on: execute spends it in
+ *                 the transaction that claims the call, and only when the
+ *                 tool will run (a replay or a call in flight leaves it
+ *                 unspent); a row that does not verify is no one's
+ *                 approval (the call is asked again, and says so); a denied one
  *                 denies; otherwise the caller's approver when it has one
  *                 (MCP elicitation: it allows, denies, or hands the ask
  *                 on to the queue, as approvals.via says), a terminal
@@ -104,33 +109,49 @@ static tgi_verdict denied_by_owner(tgi_call *c, const char *id, const decided *d
 }
 
 /* What became of the approval the call waits on: 0 nothing yet (or the
- * store cannot say now: the deadline decides), 1 approved and taken by
- * this call, -1 denied, 2 gone (expired, or used by another identical
- * call first).  *d says who decided and why. */
+ * store cannot say now: the deadline decides), 1 approved for this call
+ * (spent by execute as the call runs), -1 denied, 2 gone (expired, or
+ * used by another identical call first), 3 approved but its decision does
+ * not verify under the ledger's key (no one's).  *d says who decided and
+ * why. */
 static int decision(tgi_call *c, const char *binding, decided *d)
 {
 	tg_gate *g = c->g;
 	char err[512];
 	tgi_approval_row row;
-	int found = 0, taken = 0;
+	int found = 0;
 
 	tgi_store_lock(g);
 	int rc = tgi_store_approval_get(g->store, c->approval_id, &row, &found, err, sizeof err);
-	if (rc == 0 && found && !strcmp(row.state, "approved"))   /* this one, not the newest */
-		rc = tgi_store_approval_use(g->store, c->approval_id, c->principal->name, binding,
-		                            &taken, err, sizeof err);
 	tgi_store_unlock(g);
-	if (found) {
-		decided_of(&row, d);
-		tgi_approval_row_clear(&row);
-	}
-	if (rc < 0 || !found || !strcmp(row.state, "pending"))
+	if (rc < 0 || !found)
 		return 0;
-	if (!strcmp(row.state, "denied"))
-		return -1;
-	if (taken == 1)
-		return 1;
-	return 2;   /* used, expired, or approved but taken by another call */
+	decided_of(&row, d);
+	int v = !strcmp(row.state, "pending") ? 0 : !strcmp(row.state, "denied") ? -1 : 2;
+	if (!strcmp(row.state, "approved") && !strcmp(row.principal, c->principal->name) &&
+	    !strcmp(row.binding, binding))   /* this one, not the newest */
+		v = row.verified ? 1 : 3;
+	tgi_approval_row_clear(&row);
+	return v;
+}
+
+/* An approval in the ledger for this call did not verify: it is no one's,
+ * and the call says so (and the ledger keeps that it was seen). */
+static void unverified_seen(tgi_call *c, const char *id, int n)
+{
+	tgi_event_add(c, "tool.call.approval_unverified", "approve",
+	              id ? json_pack("{s:s}", "approval_id", id) : json_pack("{s:i}", "rows", n));
+}
+
+static const char unverified_note[] =
+	"; an approval for it in the ledger did not verify under this gate's key and was ignored";
+
+/* The approval id found approved for this call: execute spends it as the
+ * call runs (with the claim of its key, in one transaction). */
+static void spend_later(tgi_call *c, const char *id, const char *binding)
+{
+	memcpy(c->approval_spend, id, sizeof c->approval_spend);
+	memcpy(c->approval_binding, binding, sizeof c->approval_binding);
 }
 
 /*
@@ -168,6 +189,7 @@ static tgi_verdict await_decision(tgi_call *c, const char *binding)
 	tgi_store_watch_close(w);
 
 	if (got == 1) {
+		spend_later(c, c->approval_id, binding);
 		tgi_event_add(c, "tool.call.approved", "approve",
 		              json_pack("{s:s, s:s, s:s, s:s*}", "by", "queue", "approval_id",
 		                        c->approval_id, "decided_by", d.by, "reason",
@@ -187,8 +209,16 @@ static tgi_verdict await_decision(tgi_call *c, const char *binding)
 		return denied_by_owner(c, c->approval_id, &d);
 	}
 	tgi_trace(c, "approve", 0,
-	          json_pack("{s:s, s:s}", "approval", got == 2 ? "gone" : "pending", "approval_id",
+	          json_pack("{s:s, s:s}", "approval",
+	                    got == 2 ? "gone" : got == 3 ? "unverified" : "pending", "approval_id",
 	                    c->approval_id));
+	if (got == 3) {
+		unverified_seen(c, c->approval_id, 1);
+		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
+		                "approval %s in the ledger did not verify under this gate's key, so it "
+		                "is no one's approval and the call was not run; retry the same call to "
+		                "ask again", c->approval_id);
+	}
 	if (got == 2)
 		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
 		                "approval %s expired or was used by another identical call before this "
@@ -242,7 +272,7 @@ tgi_verdict tgi_approve(tgi_call *c)
 {
 	tg_gate *g = c->g;
 	char err[512], binding[65], pending_id[37] = "";
-	int found = 0;
+	int found = 0, forged = 0;
 
 	if (c->decision == TGI_ALLOW) {
 		tgi_trace(c, "approve", 1, json_pack("{s:s}", "approval", "not needed"));
@@ -266,15 +296,22 @@ tgi_verdict tgi_approve(tgi_call *c)
 	const char *parts[] = {c->tool, c->args_canon};
 	tgi_sha256_lines(parts, 2, binding);
 
+	/* found, not spent: execute spends it with the claim, and only when
+	 * the tool will run (not for a replay or a call still in flight) */
 	tgi_store_lock(g);
-	int rc = tgi_store_approval_take(g->store, binding, c->principal->name, &found, pending_id,
-	                                 err, sizeof err);
+	int rc = tgi_store_approval_find(g->store, binding, c->principal->name, &found, pending_id,
+	                                 &forged, err, sizeof err);
 	tgi_store_unlock(g);
 	if (rc < 0)
 		return tgi_stop(c, TG_DENIED, TG_ERR_NEEDS_APPROVAL, NULL,
 		                "the approval queue is unavailable (%s); the call was not run", err);
+	if (forged)
+		unverified_seen(c, NULL, forged);
+	const char *note = forged ? unverified_note : "";
 	if (found == 1) {
-		tgi_event_add(c, "tool.call.approved", "approve", json_pack("{s:s}", "by", "queue"));
+		spend_later(c, pending_id, binding);
+		tgi_event_add(c, "tool.call.approved", "approve",
+		              json_pack("{s:s, s:s}", "by", "queue", "approval_id", pending_id));
 		tgi_trace(c, "approve", 1, json_pack("{s:s}", "approval", "granted"));
 		return TGI_NEXT;
 	}
@@ -288,8 +325,8 @@ tgi_verdict tgi_approve(tgi_call *c)
 		tgi_trace(c, "approve", 0,
 		          json_pack("{s:s, s:s}", "approval", "pending", "approval_id", c->approval_id));
 		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
-		                "this call is still waiting for approval %s; retry the same call once "
-		                "the owner has approved it", c->approval_id);
+		                "this call is still waiting for approval %s%s; retry the same call once "
+		                "the owner has approved it", c->approval_id, note);
 	}
 
 	const tg_callbacks *cb = c->req->cb;
@@ -360,8 +397,10 @@ tgi_verdict tgi_approve(tgi_call *c)
 	json_t *rec = json_pack("{s:s, s:s}", "approval", "queued", "approval_id", c->approval_id);
 	if (asked[0])
 		json_object_set_new(rec, "asked", json_string(asked));
+	if (forged)
+		json_object_set_new(rec, "unverified", json_integer(forged));
 	tgi_trace(c, "approve", 0, rec);
 	return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
-	                "this call needs approval (%s); it is queued as %s; retry the same call once "
-	                "the owner has approved it", c->rule, c->approval_id);
+	                "this call needs approval (%s); it is queued as %s%s; retry the same call once "
+	                "the owner has approved it", c->rule, c->approval_id, note);
 }

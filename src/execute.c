@@ -82,6 +82,27 @@ static tgi_verdict replay(tgi_call *c, const tgi_idem_info *info)
 	return TGI_STOP;
 }
 
+/* The approval found for the call could not be spent: another identical
+ * call used it first (or it expired, or, forged, did not verify).  Nothing
+ * ran and nothing was claimed: the call is pending, as if asked again. */
+static tgi_verdict approval_gone(tgi_call *c, int forged)
+{
+	char id[37];
+	memcpy(id, c->approval_spend, sizeof id);
+	c->approval_spend[0] = '\0';
+	memcpy(c->approval_id, id, sizeof c->approval_id);
+	tgi_trace(c, "execute", 0, json_pack("{s:s, s:s}", "approval", forged ? "unverified" : "gone",
+	                                     "approval_id", id));
+	if (forged)
+		return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
+		                "approval %s in the ledger did not verify under this gate's key, so it "
+		                "is no one's approval; nothing was run; retry the same call to ask again",
+		                id);
+	return tgi_stop(c, TG_PENDING, TG_ERR_NEEDS_APPROVAL, NULL,
+	                "approval %s was used by another call (or expired) before this one could "
+	                "run; nothing was run; retry the same call to ask again", id);
+}
+
 /* The signal a cancel names (toolgate.h TG_CANCEL_SIGNAL), or 0: the
  * client cancelled. */
 static int cancel_signal(const tgi_call *c)
@@ -269,9 +290,13 @@ tgi_verdict tgi_execute(tgi_call *c)
 		int lease = (t->timeout_s ? t->timeout_s : g->cfg->timeout_s) + g->cfg->lease_grace_s;
 		char binding[65];
 		binding_of(c, binding);
-		int rc = tgi_store_idem_claim(g->store, c->idem_scope, c->op_id, binding, lease, &info,
-		                              err, sizeof err);
+		tgi_approval_spend spend = {c->approval_spend, c->principal->name, c->approval_binding};
+		int rc = tgi_store_idem_claim_spend(g->store, c->idem_scope, c->op_id, binding, lease,
+		                                    c->approval_spend[0] ? &spend : NULL, &info, err,
+		                                    sizeof err);
 		tgi_store_unlock(g);
+		if (rc == 0 && info.state != TGI_IDEM_UNAPPROVED)
+			memcpy(c->idem_binding, binding, sizeof c->idem_binding);
 		if (rc < 0) {
 			free(c->idem_scope);
 			c->idem_scope = NULL; /* not ours: persist must not settle it */
@@ -286,6 +311,10 @@ tgi_verdict tgi_execute(tgi_call *c)
 		switch (info.state) {
 		case TGI_IDEM_CLAIMED:
 		case TGI_IDEM_RETRYABLE:
+			c->approval_spend[0] = '\0';   /* spent with the claim */
+			break;
+		case TGI_IDEM_UNAPPROVED:
+			v = approval_gone(c, 0);
 			break;
 		case TGI_IDEM_DONE:
 			v = replay(c, &info);
@@ -306,7 +335,17 @@ tgi_verdict tgi_execute(tgi_call *c)
 			c->retry_after_s = info.retry_after_s < 2 ? info.retry_after_s : 2;
 			break;
 		case TGI_IDEM_UNKNOWN:
-			tgi_trace(c, "execute", 0, json_pack("{s:s}", "unknown_outcome", info.op_id));
+			tgi_trace(c, "execute", 0,
+			          json_pack("{s:s, s:b}", "unknown_outcome", info.op_id, "unverified",
+			                    info.unverified));
+			if (info.unverified)
+				v = tgi_stop(c, TG_PENDING, TG_ERR_UNKNOWN_OUTCOME, NULL,
+				             "the ledger's record of this call (op %s) did not verify under "
+				             "this gate's key, so whether it ran is not known and its result "
+				             "is not replayed; do not retry; ask the owner to settle it "
+				             "(toolgate ops resolve %s --applied yes|no)", info.op_id,
+				             info.op_id);
+			else
 			v = tgi_stop(c, TG_PENDING, TG_ERR_UNKNOWN_OUTCOME, NULL,
 			             "an earlier attempt of this call (op %s) stopped without a result, so "
 			             "it may or may not have taken effect; do not retry; ask the owner to "
@@ -332,6 +371,24 @@ tgi_verdict tgi_execute(tgi_call *c)
 		tgi_event_add(c, "tool.call.cancelled", "execute", cancel_data(c));
 		return tgi_stop(c, TG_FAILED, TG_ERR_TOOL_ERROR, NULL,
 		                "%s before %s ran; nothing was run", cause, c->tool);
+	}
+	if (c->approval_spend[0]) {
+		/* no claim to spend it with (read-only, or no scope): spent now,
+		 * right before the handler */
+		int used = 0;
+		tgi_store_lock(g);
+		int rc = tgi_store_approval_use(g->store, c->approval_spend, c->principal->name,
+		                                c->approval_binding, &used, err, sizeof err);
+		tgi_store_unlock(g);
+		if (rc < 0) {
+			tgi_trace(c, "execute", 0, NULL);
+			return tgi_stop(c, TG_FAILED, TG_ERR_TRANSIENT, NULL,
+			                "the ledger could not spend the call's approval before running it "
+			                "(%s); nothing was run", err);
+		}
+		if (used != 1)
+			return approval_gone(c, used < 0);
+		c->approval_spend[0] = '\0';
 	}
 	tgi_tool_out out;
 	memset(&out, 0, sizeof out);

@@ -128,9 +128,13 @@ struct tgi_call {
 	tgi_decision      decision;
 	char              rule[512];       /* the rule (or default) that decided */
 	char              approval_id[37];
+	char              approval_spend[37];  /* an approved approval found for this call,
+	                                        * spent by execute as the call runs ("": none) */
+	char              approval_binding[65]; /* its binding: sha256(tool, canonical args) */
 
 	/* execute / shape */
 	char             *idem_scope;      /* owned; NULL when none */
+	char              idem_binding[65]; /* what the claim was made for ("" before one) */
 	tgi_idem_settle   settle;
 	char              replayed_from[37];
 	json_t           *output;          /* owned */

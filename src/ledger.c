@@ -908,7 +908,12 @@ static int import_op(struct importer *im, tgi_ledger_line *ln, char *err, size_t
 			how = !strcmp(ln->idem_state, "done") ? TGI_SETTLE_DONE : TGI_SETTLE_UNKNOWN;
 	}
 	const char *scope = how != TGI_SETTLE_NONE ? op->idem_scope : NULL;
-	if (tgi_store_record(im->s, op, ln->ev, ln->nev, scope, how, err, errlen) < 0)
+	/* An import is the operator's act, with the key: the done claims of
+	 * the export it names are signed here (rowmac.c), as `ops resolve
+	 * --applied yes` signs one; approvals and pins are not imported. */
+	tgi_op_record signed_op = *op;
+	signed_op.idem_binding = ln->idem_binding;
+	if (tgi_store_record(im->s, &signed_op, ln->ev, ln->nev, scope, how, err, errlen) < 0)
 		return -1;
 	im->c->ops++;
 	im->c->events += ln->nev;

@@ -130,6 +130,7 @@ void tgi_persist(tgi_call *c)
 		.loop = c->loop_entry,
 		.manifest = manifest[0] ? manifest : NULL,  /* not known yet: kept as it was */
 		.bucket = c->bucket.tool ? &c->bucket : NULL,
+		.idem_binding = c->idem_binding[0] ? c->idem_binding : NULL,
 	};
 	tgi_store_lock(g);
 	int rc = tgi_store_record(g->store, &op, c->events, c->nevents, c->idem_scope, c->settle, err,

@@ -571,6 +571,8 @@ void tgi_approval_answer(const char *state, const char *id, int *found, char pen
 {
 	if (!strcmp(state, "approved")) {
 		*found = 1;
+		if (pending_id)
+			tgi_snprintf(pending_id, 37, "%s", id);
 	} else if (!strcmp(state, "denied")) {
 		*found = -1;
 		if (pending_id)
@@ -580,6 +582,13 @@ void tgi_approval_answer(const char *state, const char *id, int *found, char pen
 		if (pending_id)
 			tgi_snprintf(pending_id, 37, "%s", id);
 	}
+}
+
+int tgi_approval_spendable(const tgi_approval_row *r, const char *principal,
+                           const char *binding, int64_t now)
+{
+	return !strcmp(r->state, "approved") && r->decided_ms != 0 && r->expires_ms > now &&
+	       !strcmp(r->principal, principal) && !strcmp(r->binding, binding);
 }
 
 void tgi_approval_row_clear(tgi_approval_row *row)

@@ -42,14 +42,15 @@ typedef struct tgi_store_impl {
 	                   double burst, int *ok, double *retry_after_s, char *err, size_t errlen);
 
 	int (*idem_claim)(tgi_store *s, const char *scope, const char *op_id, const char *binding,
-	                  int lease_s, tgi_idem_info *info, char *err, size_t errlen);
+	                  int lease_s, const tgi_approval_spend *spend, tgi_idem_info *info,
+	                  char *err, size_t errlen);
 	int (*op_resolve)(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen);
 
 	int (*approval_add)(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen);
 	int (*approval_decide)(tgi_store *s, const char *id, int approve, const char *by,
 	                       const char *reason, char *err, size_t errlen);
-	int (*approval_take)(tgi_store *s, const char *binding, const char *principal, int *found,
-	                     char pending_id[37], char *err, size_t errlen);
+	int (*approval_find)(tgi_store *s, const char *binding, const char *principal, int *found,
+	                     char id[37], int *forged, char *err, size_t errlen);
 	int (*approval_use)(tgi_store *s, const char *id, const char *principal, const char *binding,
 	                    int *used, char *err, size_t errlen);
 	int (*approval_get)(tgi_store *s, const char *id, tgi_approval_row *row, int *found,
@@ -129,6 +130,38 @@ void tgi_store_mac(const tgi_store *s, const char *domain, const char *const *fi
 int tgi_store_mac_ok(const tgi_store *s, const char *domain, const char *const *fields,
                      size_t n, const char *mac);
 
+/* ---- the fields each kind of row's MAC covers (rowmac.c) ---- */
+
+/* An approval's MAC as if its state were state (row->state is not read). */
+void tgi_mac_approval(const tgi_store *s, const tgi_approval_row *r, const char *state,
+                      char out[65]);
+/* Does mac verify for r as it is (its state included)? */
+int  tgi_mac_approval_ok(const tgi_store *s, const tgi_approval_row *r, const char *mac);
+/* envelope: the op's stored envelope for a `done` row, else NULL. */
+void tgi_mac_idem(const tgi_store *s, const char *scope, const char *op_id, const char *binding,
+                  const char *state, const char *envelope, char out[65]);
+int  tgi_mac_idem_ok(const tgi_store *s, const char *scope, const char *op_id,
+                     const char *binding, const char *state, const char *envelope,
+                     const char *mac);
+void tgi_mac_bucket(const tgi_store *s, const char *principal, const char *tool, double tokens,
+                    int64_t updated_ms, char out[65]);
+int  tgi_mac_bucket_ok(const tgi_store *s, const char *principal, const char *tool,
+                       double tokens, int64_t updated_ms, const char *mac);
+void tgi_mac_pin(const tgi_store *s, const char *name, const char *digest, char out[65]);
+int  tgi_mac_pin_ok(const tgi_store *s, const char *name, const char *digest, const char *mac);
+
+/* A MAC for a column: NULL when s is not keyed (tgi_store_mac gave ""). */
+static inline const char *tgi_mac_col(const char *mac)
+{
+	return mac && *mac ? mac : NULL;
+}
+
+/* Can approval r (read back, state as stored) be spent by principal for
+ * binding at now?  Approved with its decision recorded, unexpired, of
+ * that principal and binding. */
+int tgi_approval_spendable(const tgi_approval_row *r, const char *principal,
+                           const char *binding, int64_t now);
+
 /* Each implementation's watch begins with this. */
 struct tgi_watch {
 	const tgi_store_impl *impl;
@@ -185,9 +218,9 @@ json_t *tgi_eval_json(const tgi_eval_row *r);
  * fill what the store sets: id (UUIDv7), state pending, no decision,
  * created_ms (now, unless given). */
 int tgi_approval_new(tgi_approval_row *row, char *err, size_t errlen);
-/* take's answer from the state of the row found ("" for none): *found 1
- * approved, -1 denied, 2 pending (the id of a denied or pending one into
- * pending_id, if not NULL), else left as it is. */
+/* find's answer from the state of the row found ("" for none): *found 1
+ * approved, -1 denied, 2 pending (its id into pending_id, if not NULL),
+ * else left as it is. */
 void tgi_approval_answer(const char *state, const char *id, int *found, char pending_id[37]);
 
 /* A conversation's entries (a JSON array) as *n compact texts in *text,

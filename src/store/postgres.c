@@ -275,6 +275,12 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"id, ts_ms, provider, api, model, profile, manifest, suite, cases, runs, score_tool,"  \
 	" score_valid, score_args, score_policy, score_pass, report"
 
+/* An approval's columns as approval_row reads them (its state as stored),
+ * then its MAC. */
+#define PG_APPROVAL_RAW                                                                         \
+	"id, op_id, tool, principal, binding, state, args, reason, created_ms, expires_ms,"     \
+	" decided_by, plan, decided_ms, decided_reason, mac"
+
 /*
  * The prepared statements, each with its number of parameters.  As in
  * sqlite.c, approval states are derived at read time: a pending or
@@ -321,33 +327,37 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " updated_ms = greatest(b.updated_ms, excluded.updated_ms),"                          \
 	  " took = " PG_REFILL " >= 1 - " PG_EPSILON " RETURNING tokens, took")               \
 	X(ST_LAST_SEQ, 0, "SELECT coalesce(max(seq), 0) FROM events")                           \
-	X(ST_IDEM_CLAIM, 8,                                                                     \
+	X(ST_IDEM_CLAIM, 9,                                                                     \
 	  "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"          \
 	  " owner_backend_pid, owner_backend_start, lease_until_ms, created_ms, updated_ms,"    \
-	  " binding) SELECT $1, $2, 'in_flight', $3, $4::bigint, $5::bigint, pg_backend_pid(),"  \
-	  " $6::bigint, n.ms + $7::bigint * 1000, n.ms, n.ms, $8"                                \
+	  " binding, mac) SELECT $1, $2, 'in_flight', $3, $4::bigint, $5::bigint,"             \
+	  " pg_backend_pid(), $6::bigint, n.ms + $7::bigint * 1000, n.ms, n.ms, $8, $9"        \
 	  " FROM (SELECT " PG_NOW_MS " AS ms) n ON CONFLICT(scope) DO NOTHING RETURNING op_id") \
 	X(ST_IDEM_GET, 1,                                                                       \
 	  "SELECT i.op_id, i.state, i.owner_host, i.owner_pid, i.owner_start, i.lease_until_ms," \
 	  " i.binding, " PG_NOW_MS ", " PG_BACKEND_ALIVE ", " PG_BACKEND_BEFORE ","              \
-	  " o.envelope FROM idem i LEFT JOIN ops o ON i.state = 'done' AND o.op_id = i.op_id"   \
-	  " WHERE i.scope = $1")                                                                \
+	  " o.envelope, i.mac FROM idem i LEFT JOIN ops o ON i.state = 'done'"                  \
+	  " AND o.op_id = i.op_id WHERE i.scope = $1")                                          \
 	X(ST_IDEM_MARK_UNKNOWN, 2,                                                              \
-	  "UPDATE idem SET state = 'unknown', updated_ms = " PG_NOW_MS                          \
+	  "UPDATE idem SET state = 'unknown', updated_ms = " PG_NOW_MS ", mac = NULL"           \
 	  " WHERE scope = $1 AND op_id = $2 AND state = 'in_flight' RETURNING op_id")           \
+	X(ST_IDEM_FORGED, 3,                                                                    \
+	  "UPDATE idem SET state = 'unknown', updated_ms = " PG_NOW_MS ", " PG_NO_OWNER          \
+	  ", mac = NULL WHERE scope = $1 AND op_id = $2 AND state IN ('done', 'in_flight')"     \
+	  " AND mac IS NOT DISTINCT FROM $3 RETURNING op_id")                                   \
 	X(ST_IDEM_BY_OP, 1,                                                                     \
 	  "SELECT i.scope, i.state, i.owner_host, i.owner_pid, i.owner_start, i.lease_until_ms," \
-	  " " PG_NOW_MS ", " PG_BACKEND_ALIVE ", " PG_BACKEND_BEFORE                             \
+	  " " PG_NOW_MS ", " PG_BACKEND_ALIVE ", " PG_BACKEND_BEFORE ", i.binding"               \
 	  " FROM idem i WHERE i.op_id = $1 AND i.state IN ('in_flight', 'unknown')"             \
 	  " LIMIT 1 FOR UPDATE OF i")                                                           \
-	X(ST_IDEM_DONE, 2,                                                                      \
-	  "INSERT INTO idem AS i(scope, op_id, state, created_ms, updated_ms)"                  \
-	  " SELECT $1, $2, 'done', n.ms, n.ms FROM (SELECT " PG_NOW_MS " AS ms) n"              \
-	  " ON CONFLICT(scope) DO UPDATE SET state = 'done', updated_ms = excluded.updated_ms"  \
-	  " WHERE i.op_id = excluded.op_id")                                                    \
+	X(ST_IDEM_DONE, 4,                                                                      \
+	  "INSERT INTO idem AS i(scope, op_id, state, created_ms, updated_ms, binding, mac)"    \
+	  " SELECT $1, $2, 'done', n.ms, n.ms, $3, $4 FROM (SELECT " PG_NOW_MS " AS ms) n"      \
+	  " ON CONFLICT(scope) DO UPDATE SET state = 'done', updated_ms = excluded.updated_ms," \
+	  " mac = excluded.mac WHERE i.op_id = excluded.op_id")                                 \
 	X(ST_IDEM_UNKNOWN, 2,                                                                   \
 	  "UPDATE idem SET state = 'unknown', updated_ms = " PG_NOW_MS ", " PG_NO_OWNER          \
-	  " WHERE scope = $1 AND op_id = $2")                                                   \
+	  ", mac = NULL WHERE scope = $1 AND op_id = $2")                                       \
 	X(ST_IDEM_RELEASE, 2, "DELETE FROM idem WHERE scope = $1 AND op_id = $2")               \
 	X(ST_OP_UNSETTLED, 1,                                                                   \
 	  "SELECT 1 FROM ops WHERE op_id = $1 AND "                                            \
@@ -359,7 +369,7 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " del AS (DELETE FROM idem i USING h WHERE h.how = 'delete' AND i.scope = h.scope"    \
 	  " AND i.op_id = h.op_id AND i.state = 'in_flight' RETURNING 1),"                      \
 	  " unk AS (UPDATE idem i SET state = 'unknown', updated_ms = " PG_NOW_MS ","            \
-	  " " PG_NO_OWNER " FROM h WHERE h.how = 'unknown' AND i.scope = h.scope"               \
+	  " " PG_NO_OWNER ", mac = NULL FROM h WHERE h.how = 'unknown' AND i.scope = h.scope"               \
 	  " AND i.op_id = h.op_id AND i.state = 'in_flight' RETURNING 1),"                      \
 	  " reb AS (UPDATE idem i SET owner_backend_pid = pg_backend_pid(),"                    \
 	  " owner_backend_start = $4::bigint FROM h WHERE h.how = 'rebind'"                     \
@@ -380,21 +390,20 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	  " ELSE " PG_STMT_MS " END,"                                                           \
 	  " decided_reason = CASE WHEN expires_ms <= " PG_STMT_MS " THEN decided_reason"        \
 	  " ELSE $4 END"                                                                        \
-	  " WHERE id = $1 AND state = 'pending' RETURNING id, state, expires_ms)"               \
-	  " SELECT state, expires_ms, pg_notify('toolgate_approvals', id) FROM u")              \
+	  " WHERE id = $1 AND state = 'pending' RETURNING *)"                                   \
+	  " SELECT " PG_APPROVAL_RAW ", pg_notify('toolgate_approvals', id) FROM u")            \
+	X(ST_APPROVAL_MAC, 2, "UPDATE approvals SET mac = $2 WHERE id = $1")                    \
 	X(ST_APPROVAL_STATE, 1, "SELECT state FROM approvals WHERE id = $1")                    \
-	X(ST_APPROVAL_TAKE, 2,                                                                  \
-	  "WITH c AS (SELECT id, state FROM approvals WHERE binding = $1 AND principal = $2"    \
+	X(ST_APPROVAL_LIVE, 2,                                                                  \
+	  "SELECT " PG_APPROVAL_RAW " FROM approvals WHERE binding = $1 AND principal = $2"     \
 	  " AND state IN ('pending', 'approved', 'denied') AND expires_ms > " PG_STMT_MS        \
 	  " AND (state <> 'approved' OR decided_ms IS NOT NULL)"                                \
-	  " ORDER BY created_ms DESC, id DESC LIMIT 1),"                                        \
-	  " u AS (UPDATE approvals a SET state = 'used' FROM c WHERE a.id = c.id"              \
-	  " AND c.state = 'approved' AND a.state = 'approved' RETURNING a.id)"                  \
-	  " SELECT c.id, c.state, (SELECT count(*) FROM u) FROM c")                             \
-	X(ST_APPROVAL_USE, 3,                                                                   \
-	  "UPDATE approvals SET state = 'used' WHERE id = $1 AND principal = $2"                \
-	  " AND binding = $3 AND state = 'approved' AND decided_ms IS NOT NULL"                 \
-	  " AND expires_ms > " PG_STMT_MS " RETURNING id")                                      \
+	  " ORDER BY created_ms DESC, id DESC")                                                 \
+	X(ST_APPROVAL_LOCK, 1,                                                                  \
+	  "SELECT " PG_APPROVAL_RAW ", " PG_STMT_MS " FROM approvals WHERE id = $1 FOR UPDATE") \
+	X(ST_APPROVAL_USED, 2,                                                                  \
+	  "UPDATE approvals SET state = 'used', mac = $2 WHERE id = $1 AND state = 'approved'"  \
+	  " RETURNING id")                                                                      \
 	X(ST_APPROVAL_LIST, 1,                                                                  \
 	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
 	  " expires_ms, decided_by, plan, decided_ms, decided_reason"                          \
@@ -406,7 +415,7 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	X(ST_APPROVAL_ONE, 1,                                                                   \
 	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
 	  " AND expires_ms <= " PG_STMT_MS " THEN 'expired' ELSE state END, args, reason,"      \
-	  " created_ms, expires_ms, decided_by, plan, decided_ms, decided_reason"              \
+	  " created_ms, expires_ms, decided_by, plan, decided_ms, decided_reason, mac"         \
 	  " FROM approvals WHERE id = $1")                                                      \
 	X(ST_MSG_LOCK, 1,                                                                       \
 	  "SELECT pg_advisory_xact_lock(" PG_STR(PG_LOCK_MESSAGES) ", hashtext($1))")          \
@@ -429,14 +438,14 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	X(ST_EVAL_LIST_MODEL, 2,                                                                \
 	  "SELECT " PG_EVAL_COLS " FROM (SELECT * FROM eval_runs WHERE model = $1"              \
 	  " ORDER BY ts_ms DESC, id DESC LIMIT $2::bigint) e ORDER BY ts_ms, id")               \
-	X(ST_PIN_GET, 1, "SELECT digest FROM pins WHERE name = $1")                             \
-	X(ST_PIN_ADD, 3,                                                                        \
-	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES($1, $2, $3::bigint,"    \
-	  " $3::bigint) ON CONFLICT(name) DO NOTHING RETURNING digest")                         \
-	X(ST_PIN_SET, 3,                                                                        \
-	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES($1, $2, $3::bigint,"    \
-	  " $3::bigint) ON CONFLICT(name) DO UPDATE SET digest = excluded.digest,"              \
-	  " updated_ms = excluded.updated_ms")
+	X(ST_PIN_GET, 1, "SELECT digest, mac FROM pins WHERE name = $1")                        \
+	X(ST_PIN_ADD, 4,                                                                        \
+	  "INSERT INTO pins(name, digest, first_ms, updated_ms, mac) VALUES($1, $2, $3::bigint," \
+	  " $3::bigint, $4) ON CONFLICT(name) DO NOTHING RETURNING digest")                     \
+	X(ST_PIN_SET, 4,                                                                        \
+	  "INSERT INTO pins(name, digest, first_ms, updated_ms, mac) VALUES($1, $2, $3::bigint," \
+	  " $3::bigint, $4) ON CONFLICT(name) DO UPDATE SET digest = excluded.digest,"          \
+	  " updated_ms = excluded.updated_ms, mac = excluded.mac")
 
 #define PG_ST_ENUM(name, n, sql) name,
 #define PG_ST_SQL(name, n, sql) { sql, n },
@@ -1591,13 +1600,21 @@ static int events_data(const tgi_event *ev, size_t n, char **data)
 	return 0;
 }
 
-static void settle_q(q *x, const char *scope, const char *op_id, tgi_idem_settle how)
+/* binding and envelope: a `done` row's MAC covers them (rowmac.c). */
+static void settle_q(pg *s, q *x, const char *scope, const char *op_id, tgi_idem_settle how,
+                     const char *binding, const char *envelope)
 {
 	q_init(x, how == TGI_SETTLE_DONE      ? ST_IDEM_DONE
 	        : how == TGI_SETTLE_RELEASE ? ST_IDEM_RELEASE
 	                                    : ST_IDEM_UNKNOWN, NULL);
 	q_text(x, scope);
 	q_text(x, op_id);
+	if (how == TGI_SETTLE_DONE) {
+		char mac[65];
+		tgi_mac_idem(&s->base, scope, op_id, binding, "done", envelope, mac);
+		q_text(x, binding && *binding ? binding : NULL);
+		q_owned(x, *mac ? tgi_strdup(mac) : NULL);
+	}
 }
 
 /* Did the last failure refuse an ops row already there? */
@@ -1705,7 +1722,7 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 		q_i64(x, b->updated_ms);
 	}
 	if (scope)
-		settle_q(&qs[n++], scope, op->op_id, how);
+		settle_q(s, &qs[n++], scope, op->op_id, how, op->idem_binding, op->envelope);
 	if (nev)
 		events_q(&qs[n++], op->op_id, ev, nev, data);
 
@@ -1899,13 +1916,16 @@ static void read_owner(const PGresult *r, int col, int now_col, struct owner *o)
 	read_owner_at(r, 0, col, now_col, o);
 }
 
-enum claim_step { CLAIM_DONE, CLAIM_AGAIN, CLAIM_MARK };
+static void approval_row(const PGresult *r, int i, tgi_approval_row *a);
+
+enum claim_step { CLAIM_DONE, CLAIM_AGAIN, CLAIM_MARK, CLAIM_FORGED };
 
 /* Decide from the row read back (ST_IDEM_GET) what the claim answers;
- * CLAIM_MARK: its owner is dead, mark it unknown; CLAIM_AGAIN: it went
- * away meanwhile. */
-static enum claim_step claim_answer(pg *s, const PGresult *r, const char *binding,
-                                    tgi_idem_info *info)
+ * CLAIM_MARK: its owner is dead, mark it unknown; CLAIM_FORGED: a done or
+ * in_flight row whose MAC (into mac) does not verify, to mark unknown;
+ * CLAIM_AGAIN: it went away meanwhile. */
+static enum claim_step claim_answer(pg *s, const PGresult *r, const char *scope,
+                                    const char *binding, tgi_idem_info *info, char mac[65])
 {
 	char state[16], bound[65];
 	struct owner o;
@@ -1916,17 +1936,22 @@ static enum claim_step claim_answer(pg *s, const PGresult *r, const char *bindin
 	val_copy(r, 0, 1, state, sizeof state);
 	read_owner(r, 2, 7, &o);
 	val_copy(r, 0, 6, bound, sizeof bound);
+	val_copy(r, 0, 11, mac, 65);
+	int done = !strcmp(state, "done"), flying = !strcmp(state, "in_flight");
+	const char *env = done ? val(r, 0, 10) : NULL;
+	if ((done || flying) &&
+	    !tgi_mac_idem_ok(&s->base, scope, info->op_id, bound, state, env, mac))
+		return CLAIM_FORGED;
 	if (binding && bound[0] && strcmp(binding, bound)) {
 		/* the same key for a different call: never someone else's result */
 		info->state = TGI_IDEM_CONFLICT;
-	} else if (!strcmp(state, "done")) {
-		const char *env = val(r, 0, 10);
+	} else if (done) {
 		info->state = TGI_IDEM_DONE;
 		info->envelope = env ? tgi_strdup(env) : NULL;
-	} else if (!strcmp(state, "in_flight") && owner_alive(s, &o)) {
+	} else if (flying && owner_alive(s, &o)) {
 		info->state = TGI_IDEM_IN_FLIGHT;
 		info->retry_after_s = tgi_retry_after(o.lease_until, o.now);
-	} else if (!strcmp(state, "in_flight")) {
+	} else if (flying) {
 		return CLAIM_MARK;
 	} else {
 		info->state = TGI_IDEM_UNKNOWN;
@@ -1934,56 +1959,137 @@ static enum claim_step claim_answer(pg *s, const PGresult *r, const char *bindin
 	return CLAIM_DONE;
 }
 
+/* Mark the row found unknown (step CLAIM_MARK or CLAIM_FORGED): 1 marked,
+ * 0 it changed meanwhile, -1 error. */
+static int claim_mark(pg *s, const char *scope, enum claim_step step, const char *mac,
+                      tgi_idem_info *info)
+{
+	q x;
+	q_init(&x, step == CLAIM_MARK ? ST_IDEM_MARK_UNKNOWN : ST_IDEM_FORGED, NULL);
+	q_text(&x, scope);
+	q_text(&x, info->op_id);
+	if (step == CLAIM_FORGED)
+		q_text(&x, *mac ? mac : NULL);
+	int rc = run(s, &x, 1);
+	int marked = rc == 0 && rows(&x) == 1;
+	q_free(&x, 1);
+	if (rc < 0)
+		return -1;
+	if (marked) {
+		info->state = TGI_IDEM_UNKNOWN;
+		info->unverified = step == CLAIM_FORGED;
+	}
+	return marked;
+}
+
+/* A claim taken in the transaction spend opened: spend the approval
+ * (locked by the same round trip, its row in r) and commit, or roll back
+ * both.  0 (info says which), -1 error. */
+static int claim_spend(pg *s, const PGresult *r, const tgi_approval_spend *spend,
+                       tgi_idem_info *info)
+{
+	tgi_approval_row row;
+	char mac[65] = "";
+	int ok = tgi_pq.ntuples(r) == 1;
+	if (ok) {
+		approval_row(r, 0, &row);
+		val_copy(r, 0, 14, mac, sizeof mac);
+		tgi_approval_row_clear(&row);
+		ok = tgi_approval_spendable(&row, spend->principal, spend->binding,
+		                            val_i64(r, 0, 15, 0)) &&
+		     tgi_mac_approval_ok(&s->base, &row, mac);
+	}
+	if (!ok) {
+		tx_abort(s);   /* the claim goes with it */
+		info->state = TGI_IDEM_UNAPPROVED;
+		return 0;
+	}
+	tgi_mac_approval(&s->base, &row, "used", mac);
+	q qs[2];
+	q_init(&qs[0], ST_APPROVAL_USED, NULL);
+	q_text(&qs[0], row.id);
+	q_text(&qs[0], mac);
+	q_init(&qs[1], ST_ADHOC, "COMMIT");
+	int rc = run(s, qs, 2);
+	int used = rc == 0 && rows(&qs[0]) == 1;
+	q_free(qs, 2);
+	s->tx = 0;
+	if (rc < 0)
+		return -1;
+	if (!used) {   /* cannot be: the row was locked approved; refuse all the same */
+		info->state = TGI_IDEM_UNAPPROVED;
+		return 0;
+	}
+	return 0;
+}
+
 /* The claim itself and the row read back, in one round trip; when the
  * owner of the row found is dead, its row turns unknown (only if it is
- * still that in_flight row: else look again). */
+ * still that in_flight row: else look again).  With spend, the same trip
+ * opens a transaction and locks the approval, spent (claim_spend) only
+ * when the claim was taken. */
 static int claim(pg *s, const char *scope, const char *op_id, const char *binding, int lease_s,
-                 tgi_idem_info *info)
+                 const tgi_approval_spend *spend, tgi_idem_info *info)
 {
+	char mine[65];
+	tgi_mac_idem(&s->base, scope, op_id, binding, "in_flight", NULL, mine);
 	for (int tries = 0; tries < PG_CLAIM_TRIES; tries++) {
-		q qs[2];
-		q_init(&qs[0], ST_IDEM_CLAIM, NULL);
+		q qs[4];
+		int n = 0;
+		if (spend)
+			q_init(&qs[n++], ST_ADHOC, "BEGIN");
+		q *c = &qs[n++];
+		q_init(c, ST_IDEM_CLAIM, NULL);
 		int64_t start = tgi_self_start(&s->me);   /* first: it also renews me.host */
-		q_text(&qs[0], scope);
-		q_text(&qs[0], op_id);
-		q_text(&qs[0], s->me.host);
-		q_i64(&qs[0], (int64_t)getpid());
-		q_i64(&qs[0], start);
-		q_i64(&qs[0], s->backend_start);
-		q_i64(&qs[0], lease_s > 0 ? lease_s : 1);
-		q_text(&qs[0], binding);
-		q_init(&qs[1], ST_IDEM_GET, NULL);
-		q_text(&qs[1], scope);
-		if (run(s, qs, 2) < 0) {
-			q_free(qs, 2);
+		q_text(c, scope);
+		q_text(c, op_id);
+		q_text(c, s->me.host);
+		q_i64(c, (int64_t)getpid());
+		q_i64(c, start);
+		q_i64(c, s->backend_start);
+		q_i64(c, lease_s > 0 ? lease_s : 1);
+		q_text(c, binding);
+		q_text(c, *mine ? mine : NULL);
+		q *g = &qs[n++];
+		q_init(g, ST_IDEM_GET, NULL);
+		q_text(g, scope);
+		q *a = NULL;
+		if (spend) {
+			a = &qs[n++];
+			q_init(a, ST_APPROVAL_LOCK, NULL);
+			q_text(a, spend->id);
+		}
+		if (run(s, qs, n) < 0) {
+			q_free(qs, n);
 			return -1;
 		}
-		if (rows(&qs[0]) == 1) {
-			q_free(qs, 2);
+		s->tx = spend != NULL;
+		if (rows(c) == 1) {
 			info->state = TGI_IDEM_CLAIMED;
 			tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
-			held_add(s, scope, op_id, HELD_RUNNING);
-			return 0;
+			int rc = spend ? claim_spend(s, a->res, spend, info) : 0;
+			q_free(qs, n);
+			if (rc == 0 && info->state == TGI_IDEM_CLAIMED)
+				held_add(s, scope, op_id, HELD_RUNNING);
+			return rc;
 		}
-		enum claim_step step = claim_answer(s, qs[1].res, binding, info);
-		q_free(qs, 2);
-		if (step == CLAIM_DONE)
-			return 0;
-		if (step == CLAIM_MARK) {
-			q x;
-			q_init(&x, ST_IDEM_MARK_UNKNOWN, NULL);
-			q_text(&x, scope);
-			q_text(&x, info->op_id);
-			int rc = run(s, &x, 1);
-			int marked = rc == 0 && rows(&x) == 1;
-			q_free(&x, 1);
-			if (rc < 0)
-				return -1;
-			if (marked) {
-				info->state = TGI_IDEM_UNKNOWN;
-				return 0;
-			}
+		char mac[65] = "";
+		enum claim_step step = claim_answer(s, g->res, scope, binding, info, mac);
+		q_free(qs, n);
+		int rc = step == CLAIM_MARK || step == CLAIM_FORGED
+		         ? claim_mark(s, scope, step, mac, info) : step == CLAIM_DONE;
+		if (rc == 1 && spend && run_sql(s, "COMMIT") < 0)
+			rc = -1;
+		if (rc != 1 && spend)
+			tx_abort(s);
+		s->tx = 0;
+		if (rc < 0) {
+			free(info->envelope);
+			info->envelope = NULL;
+			return -1;
 		}
+		if (rc == 1)
+			return 0;
 		free(info->envelope);
 		memset(info, 0, sizeof *info);
 	}
@@ -1993,7 +2099,8 @@ static int claim(pg *s, const char *scope, const char *op_id, const char *bindin
 }
 
 static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, const char *binding,
-                         int lease_s, tgi_idem_info *info, char *err, size_t errlen)
+                         int lease_s, const tgi_approval_spend *spend, tgi_idem_info *info,
+                         char *err, size_t errlen)
 {
 	pg *s = enter(base);
 	char qs[96];
@@ -2001,7 +2108,7 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 	memset(info, 0, sizeof *info);
 	if (tgi_check_scope(scope, err, errlen) < 0 || tgi_check_op_id(op_id, err, errlen) < 0)
 		return -1;
-	if (claim(s, scope, op_id, binding, lease_s, info) < 0) {
+	if (claim(s, scope, op_id, binding, lease_s, spend, info) < 0) {
 		/* the claim may have committed before the connection broke: its
 		 * call is refused, so the next connection deletes it */
 		if (s->transient && s->sent)
@@ -2018,7 +2125,7 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
  * process that ran it died before writing a row, insert a minimal one so
  * that a replay has something to return.  Inside the caller's
  * transaction; the statement is added to qs. */
-static int mark_applied(pg *s, const char *op_id, const char *scope, q *x)
+static int mark_applied(pg *s, const char *op_id, const char *scope, q *x, char **kept)
 {
 	q e;
 	q_init(&e, ST_OP_ENVELOPE, NULL);
@@ -2029,14 +2136,20 @@ static int mark_applied(pg *s, const char *op_id, const char *scope, q *x)
 	}
 	int had_row = rows(&e) == 1;
 	char *out;
-	int made_env = tgi_applied_envelope(op_id, had_row, had_row ? val(e.res, 0, 0) : NULL, &out);
+	const char *text = had_row ? val(e.res, 0, 0) : NULL;
+	int made_env = tgi_applied_envelope(op_id, had_row, text, &out);
+	if (made_env == 0) {
+		/* not an object: leave the stored text as it is */
+		*kept = text ? tgi_strdup(text) : NULL;
+		q_free(&e, 1);
+		return 0;
+	}
 	q_free(&e, 1);
-	if (made_env == 0)
-		return 0; /* not an object: leave the stored text as it is */
 	if (made_env < 0) {
 		tgi_snprintf(s->why, sizeof s->why, "out of memory");
 		return -1;
 	}
+	*kept = tgi_strdup(out);
 	if (had_row) {
 		q_init(x, ST_OP_SET_ENVELOPE, NULL);
 		q_text(x, op_id);
@@ -2063,7 +2176,7 @@ static int mark_applied(pg *s, const char *op_id, const char *scope, q *x)
 /* The claim of op_id, locked in the caller's transaction; *none when it
  * has no unsettled one. */
 static int resolve_find(pg *s, const char *op_id, char *scope, size_t cap, char state[16],
-                        struct owner *o, int *none)
+                        char bound[65], struct owner *o, int *none)
 {
 	q x;
 	q_init(&x, ST_IDEM_BY_OP, NULL);
@@ -2074,21 +2187,31 @@ static int resolve_find(pg *s, const char *op_id, char *scope, size_t cap, char 
 		val_copy(x.res, 0, 0, scope, cap);
 		val_copy(x.res, 0, 1, state, 16);
 		read_owner(x.res, 2, 6, o);
+		val_copy(x.res, 0, 9, bound, 65);
 	}
 	q_free(&x, 1);
 	return rc;
 }
 
-/* The rest of a resolve, after the n queries in qs (at most 2 of 4):
- * the envelope marked applied when it was, the operator's word as an
- * event, COMMIT.  The queries are freed.  0, or -1 (the caller aborts). */
-static int resolve_commit(pg *s, const char *op_id, const char *scope, int applied, q *qs, int n)
+/* The rest of a resolve, after the n queries in qs (at most 1 of 5):
+ * the envelope marked applied when it was (and then, with a claim on
+ * scope, the scope done, its MAC over bound and that envelope), or the
+ * claim released; the operator's word as an event, COMMIT.  The queries
+ * are freed.  0, or -1 (the caller aborts). */
+static int resolve_commit(pg *s, const char *op_id, const char *scope, const char *bound,
+                          int applied, q *qs, int n)
 {
 	int rc = 0;
 	if (applied) {
-		rc = mark_applied(s, op_id, scope, &qs[n]);
+		char *kept = NULL;
+		rc = mark_applied(s, op_id, scope, &qs[n], &kept);
 		if (rc > 0)
 			n++;
+		if (rc >= 0 && scope)
+			settle_q(s, &qs[n++], scope, op_id, TGI_SETTLE_DONE, bound, kept);
+		free(kept);
+	} else if (scope) {
+		settle_q(s, &qs[n++], scope, op_id, TGI_SETTLE_RELEASE, NULL, NULL);
 	}
 	tgi_event ev = { .type = "tool.call.resolved", .ts_ms = tgi_unix_ms() };
 	char *data = tgi_strdup(applied ? "{\"applied\":true}" : "{\"applied\":false}");
@@ -2109,7 +2232,7 @@ static int resolve_commit(pg *s, const char *op_id, const char *scope, int appli
  * word alone (and its envelope marked applied, when it was). */
 static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, size_t errlen)
 {
-	q qs[4];
+	q qs[5];
 	q_init(&qs[0], ST_OP_UNSETTLED, NULL);
 	q_text(&qs[0], op_id);
 	int rc = run(s, qs, 1);
@@ -2125,7 +2248,7 @@ static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, s
 		             "outcome; nothing to resolve", op_id);
 		return -1;
 	}
-	if (resolve_commit(s, op_id, NULL, applied, qs, 0) < 0) {
+	if (resolve_commit(s, op_id, NULL, NULL, applied, qs, 0) < 0) {
 		tx_abort(s);
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
@@ -2135,7 +2258,7 @@ static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, s
 static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	char scope[TGI_SCOPE_MAX + 1], state[16];
+	char scope[TGI_SCOPE_MAX + 1], state[16], bound[65] = "";
 	struct owner o;
 	int none = 0;
 
@@ -2143,7 +2266,7 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		return -1;
 	if (tx_begin(s, "BEGIN") < 0)
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
-	if (resolve_find(s, op_id, scope, sizeof scope, state, &o, &none) < 0) {
+	if (resolve_find(s, op_id, scope, sizeof scope, state, bound, &o, &none) < 0) {
 		tx_abort(s);
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
@@ -2158,9 +2281,8 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		             op_id, (long long)o.pid, tgi_owner_host_shown(o.host, host, sizeof host));
 		return -1;
 	}
-	q qs[4];
-	settle_q(&qs[0], scope, op_id, applied ? TGI_SETTLE_DONE : TGI_SETTLE_RELEASE);
-	if (resolve_commit(s, op_id, scope, applied, qs, 1) < 0) {
+	q qs[5];
+	if (resolve_commit(s, op_id, scope, bound, applied, qs, 0) < 0) {
 		tx_abort(s);
 		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
@@ -2211,18 +2333,41 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 
 	if (tgi_check_approval_id(id, err, errlen) < 0)
 		return -1;
-	q_init(&x, ST_APPROVAL_DECIDE, NULL);
-	q_text(&x, id);
-	q_text(&x, approve ? "approved" : "denied");
-	q_text(&x, by);
-	q_text(&x, reason);
-	int rc = run(s, &x, 1);
-	int changed = rc == 0 && rows(&x) == 1;
+	/* the decision on the server's clock, read back, then its MAC (made
+	 * here: the key never goes to the database) in the same transaction */
+	q qs[2];
+	q_init(&qs[0], ST_ADHOC, "BEGIN");
+	q_init(&qs[1], ST_APPROVAL_DECIDE, NULL);
+	q_text(&qs[1], id);
+	q_text(&qs[1], approve ? "approved" : "denied");
+	q_text(&qs[1], by);
+	q_text(&qs[1], reason);
+	int rc = run(s, qs, 2);
+	s->tx = rc == 0;
+	int changed = rc == 0 && rows(&qs[1]) == 1;
+	tgi_approval_row row;
 	if (changed) {
-		val_copy(x.res, 0, 0, state, sizeof state);
-		expires = val_i64(x.res, 0, 1, 0);
+		approval_row(qs[1].res, 0, &row);
+		tgi_approval_row_clear(&row);
+		memcpy(state, row.state, sizeof state);
+		expires = row.expires_ms;
 	}
-	q_free(&x, 1);
+	q_free(qs, 2);
+	if (rc == 0 && changed && strcmp(state, "expired")) {
+		char mac[65];
+		tgi_mac_approval(base, &row, state, mac);
+		q_init(&qs[0], ST_APPROVAL_MAC, NULL);
+		q_text(&qs[0], id);
+		q_text(&qs[0], tgi_mac_col(mac));
+		q_init(&qs[1], ST_ADHOC, "COMMIT");
+		rc = run(s, qs, 2);
+		q_free(qs, 2);
+	} else if (rc == 0) {
+		rc = run_sql(s, "COMMIT");
+	}
+	if (rc < 0)
+		tx_abort(s);
+	s->tx = 0;
 	if (rc < 0)
 		return fail(s, err, errlen, "cannot decide approval '%s'", id);
 	if (changed && !strcmp(state, "expired")) {
@@ -2248,62 +2393,85 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 	return -1;
 }
 
-/* The newest live approval of (binding, principal) answers; an approved
- * one becomes used in the same statement, and of two processes taking it
- * at once one wins (the other's update finds it used and looks again). */
-static int pg_approval_take(tgi_store *base, const char *binding, const char *principal,
-                            int *found, char pending_id[37], char *err, size_t errlen)
+/* The newest live row whose decision verifies answers (a pending one has
+ * none to verify); the rows before it that did not verify are counted in
+ * *forged.  Nothing is spent here. */
+static int pg_approval_find(tgi_store *base, const char *binding, const char *principal,
+                            int *found, char id[37], int *forged, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	char id[37] = "", state[16] = "";
+	char state[16] = "", got[37] = "", mac[65];
+	tgi_approval_row row;
+	q x;
 
-	*found = 0;
-	if (pending_id)
-		pending_id[0] = '\0';
-	if (tgi_check_approval_take(binding, principal, err, errlen) < 0)
-		return -1;
-	for (int tries = 0;; tries++) {
-		q x;
-		q_init(&x, ST_APPROVAL_TAKE, NULL);
-		q_text(&x, binding);
-		q_text(&x, principal);
-		int rc = run(s, &x, 1);
-		int taken = 0;
-		id[0] = state[0] = '\0';
-		if (rc == 0 && rows(&x) == 1) {
-			val_copy(x.res, 0, 0, id, sizeof id);
-			val_copy(x.res, 0, 1, state, sizeof state);
-			taken = val_i64(x.res, 0, 2, 0) == 1;
+	q_init(&x, ST_APPROVAL_LIVE, NULL);
+	q_text(&x, binding);
+	q_text(&x, principal);
+	int rc = run(s, &x, 1);
+	for (int i = 0; rc == 0 && i < rows(&x); i++) {
+		approval_row(x.res, i, &row);
+		val_copy(x.res, i, 14, mac, sizeof mac);
+		tgi_approval_row_clear(&row);
+		if (strcmp(row.state, "pending") && !tgi_mac_approval_ok(base, &row, mac)) {
+			(*forged)++;
+			continue;
 		}
-		q_free(&x, 1);
-		if (rc < 0)
-			return fail(s, err, errlen, "cannot take an approval");
-		if (strcmp(state, "approved") || taken)
-			break;
-		if (tries == PG_CLAIM_TRIES) {
-			tgi_snprintf(s->why, sizeof s->why, "approvals were taken by others %d times",
-			             PG_CLAIM_TRIES);
-			return fail(s, err, errlen, "cannot take an approval");
-		}
+		memcpy(state, row.state, sizeof state);
+		memcpy(got, row.id, sizeof got);
+		break;
 	}
-	tgi_approval_answer(state, id, found, pending_id);
+	q_free(&x, 1);
+	if (rc < 0)
+		return fail(s, err, errlen, "cannot look for an approval");
+	tgi_approval_answer(state, got, found, id);
 	return 0;
 }
 
-/* The approval id, and only it, becomes used if it may (store.h). */
+/* The approval id, and only it, becomes used if it may (store.h): locked
+ * and read in one round trip, checked and its MAC verified here, spent
+ * and committed in a second. */
 static int pg_approval_use(tgi_store *base, const char *id, const char *principal,
                            const char *binding, int *used, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	q x;
+	tgi_approval_row row;
+	char mac[65] = "";
+	q qs[2];
 	*used = 0;
-	q_init(&x, ST_APPROVAL_USE, NULL);
-	q_text(&x, id);
-	q_text(&x, principal);
-	q_text(&x, binding);
-	int rc = run(s, &x, 1);
-	*used = rc == 0 && rows(&x) == 1;
-	q_free(&x, 1);
+	q_init(&qs[0], ST_ADHOC, "BEGIN");
+	q_init(&qs[1], ST_APPROVAL_LOCK, NULL);
+	q_text(&qs[1], id);
+	int rc = run(s, qs, 2);
+	s->tx = rc == 0;
+	int ok = rc == 0 && rows(&qs[1]) == 1;
+	if (ok) {
+		approval_row(qs[1].res, 0, &row);
+		val_copy(qs[1].res, 0, 14, mac, sizeof mac);
+		tgi_approval_row_clear(&row);
+		ok = tgi_approval_spendable(&row, principal, binding, val_i64(qs[1].res, 0, 15, 0));
+		if (ok && !tgi_mac_approval_ok(base, &row, mac)) {
+			ok = 0;
+			*used = -1;
+		}
+	}
+	q_free(qs, 2);
+	if (rc == 0 && ok) {
+		tgi_mac_approval(base, &row, "used", mac);
+		q_init(&qs[0], ST_APPROVAL_USED, NULL);
+		q_text(&qs[0], id);
+		q_text(&qs[0], mac);
+		q_init(&qs[1], ST_ADHOC, "COMMIT");
+		rc = run(s, qs, 2);
+		*used = rc == 0 && rows(&qs[0]) == 1;
+		q_free(qs, 2);
+	} else if (rc == 0) {
+		tx_abort(s);
+	}
+	if (rc < 0) {
+		*used = 0;
+		tx_abort(s);
+	}
+	s->tx = 0;
 	if (rc < 0)
 		return fail(s, err, errlen, "cannot use approval '%s'", id);
 	return 0;
@@ -2370,7 +2538,10 @@ static int pg_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 	q_text(&x, id);
 	int rc = run(s, &x, 1);
 	if (rc == 0 && rows(&x) == 1) {
+		char mac[65];
 		approval_row(x.res, 0, row);
+		val_copy(x.res, 0, 14, mac, sizeof mac);
+		row->verified = tgi_mac_approval_ok(base, row, mac);
 		*found = 1;
 	}
 	q_free(&x, 1);
@@ -2381,18 +2552,30 @@ static int pg_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 
 /* ---- pins of bridged MCP tools ---- */
 
-/* The pinned digest of name into pinned[65]; *found 0 when there is none. */
+/* The pinned digest of name into pinned[65]; *found 0 when there is none,
+ * 1 when its MAC verifies, 2 when it does not. */
 static int pin_get(pg *s, const char *name, char pinned[65], int *found)
 {
+	char mac[65];
 	q x;
 	q_init(&x, ST_PIN_GET, NULL);
 	q_text(&x, name);
 	int rc = run(s, &x, 1);
 	*found = rc == 0 && rows(&x) == 1;
-	if (*found)
+	if (*found) {
 		val_copy(x.res, 0, 0, pinned, 65);
+		val_copy(x.res, 0, 1, mac, sizeof mac);
+		if (!tgi_mac_pin_ok(&s->base, name, pinned, mac))
+			*found = 2;
+	}
 	q_free(&x, 1);
 	return rc;
+}
+
+/* A pin's state: one that does not verify is CHANGED whatever it says. */
+static tgi_pin_state pin_state(const char *pinned, int found, const char *digest)
+{
+	return found == 1 && !strcmp(pinned, digest) ? TGI_PIN_SAME : TGI_PIN_CHANGED;
 }
 
 /* Read first (the common case: it is there and the same); a tool seen for
@@ -2412,14 +2595,17 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 		return fail(s, err, errlen, "cannot pin the description of '%s'",
 		            tgi_quoted(qn, sizeof qn, name));
 	if (found) {
-		*st = strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
+		*st = pin_state(pinned, found, digest);
 		return 0;
 	}
+	char mac[65];
+	tgi_mac_pin(base, name, digest, mac);
 	q x;
 	q_init(&x, ST_PIN_ADD, NULL);
 	q_text(&x, name);
 	q_text(&x, digest);
 	q_i64(&x, tgi_unix_ms());
+	q_text(&x, tgi_mac_col(mac));
 	int rc = run(s, &x, 1);
 	int added = rc == 0 && rows(&x) == 1;
 	q_free(&x, 1);
@@ -2436,7 +2622,7 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 		tgi_snprintf(pinned, 65, "%s", digest);
 		*st = TGI_PIN_NEW;
 	} else {
-		*st = strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
+		*st = pin_state(pinned, found, digest);
 	}
 	return 0;
 }
@@ -2449,10 +2635,13 @@ static int pg_pin_set(tgi_store *base, const char *name, const char *digest, cha
 	q x;
 	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
+	char mac[65];
+	tgi_mac_pin(base, name, digest, mac);
 	q_init(&x, ST_PIN_SET, NULL);
 	q_text(&x, name);
 	q_text(&x, digest);
 	q_i64(&x, tgi_unix_ms());
+	q_text(&x, tgi_mac_col(mac));
 	int rc = run(s, &x, 1);
 	q_free(&x, 1);
 	if (rc < 0)
@@ -3361,7 +3550,7 @@ static const tgi_store_impl postgres_impl = {
 	.op_resolve = pg_op_resolve,
 	.approval_add = pg_approval_add,
 	.approval_decide = pg_approval_decide,
-	.approval_take = pg_approval_take,
+	.approval_find = pg_approval_find,
 	.approval_use = pg_approval_use,
 	.approval_get = pg_approval_get,
 	.approval_list = pg_approval_list,

@@ -305,6 +305,12 @@ static const char *const verify_sql[] = {
 	"SELECT " TGI_EVAL_COLS " FROM eval_runs LIMIT 1",
 };
 
+/* An approval's columns as approval_row reads them (its state as stored),
+ * then its MAC. */
+#define TGI_APPROVAL_RAW                                                                        \
+	"id, op_id, tool, principal, binding, state, args, reason, created_ms, expires_ms,"     \
+	" decided_by, plan, decided_ms, decided_reason, mac"
+
 /* The cached statements.  Approval states are derived at read time: a
  * pending or approved row past expires_ms counts as expired (every approval expires,
  * and an approved row counts only with its decision recorded). */
@@ -333,31 +339,35 @@ static const char *const verify_sql[] = {
 	  "SELECT loop FROM ops WHERE session = ?1 AND loop IS NOT NULL"                       \
 	  " ORDER BY op_id DESC LIMIT ?2")                                                      \
 	X(ST_BUCKET_PUT,                                                                        \
-	  "INSERT INTO rate_buckets(principal, tool, tokens, updated_ms) VALUES(?1, ?2, ?3, ?4)" \
+	  "INSERT INTO rate_buckets(principal, tool, tokens, updated_ms, mac)"                  \
+	  " VALUES(?1, ?2, ?3, ?4, ?5)"                                                         \
 	  " ON CONFLICT(principal, tool) DO UPDATE SET tokens = excluded.tokens,"               \
-	  " updated_ms = excluded.updated_ms WHERE excluded.updated_ms >= updated_ms")          \
+	  " updated_ms = excluded.updated_ms, mac = excluded.mac"                               \
+	  " WHERE excluded.updated_ms >= updated_ms")                                           \
 	X(ST_BUCKET_GET,                                                                        \
-	  "SELECT tokens, updated_ms FROM rate_buckets WHERE principal = ?1 AND tool = ?2")    \
+	  "SELECT tokens, updated_ms, mac FROM rate_buckets WHERE principal = ?1 AND tool = ?2") \
 	X(ST_LAST_SEQ, "SELECT max(seq) FROM events")                                           \
 	X(ST_IDEM_GET,                                                                          \
-	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms, binding"   \
-	  " FROM idem WHERE scope = ?1")                                                        \
+	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms, binding,"  \
+	  " mac FROM idem WHERE scope = ?1")                                                    \
 	X(ST_IDEM_BY_OP,                                                                        \
-	  "SELECT scope, state, owner_host, owner_pid, owner_start, lease_until_ms"            \
+	  "SELECT scope, state, owner_host, owner_pid, owner_start, lease_until_ms, binding"   \
 	  " FROM idem WHERE op_id = ?1 AND state IN ('in_flight', 'unknown') LIMIT 1")         \
 	X(ST_IDEM_INSERT,                                                                       \
 	  "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"          \
-	  " lease_until_ms, created_ms, updated_ms, binding)"                                   \
-	  " VALUES(?1, ?2, 'in_flight', ?3, ?4, ?5, ?6, ?7, ?7, ?8)")                          \
+	  " lease_until_ms, created_ms, updated_ms, binding, mac)"                              \
+	  " VALUES(?1, ?2, 'in_flight', ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9)")                      \
 	X(ST_IDEM_DONE,                                                                         \
-	  "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms)"                      \
-	  " VALUES(?1, ?2, 'done', ?3, ?3) ON CONFLICT(scope) DO UPDATE SET state = 'done',"   \
-	  " updated_ms = excluded.updated_ms WHERE op_id = excluded.op_id")                    \
+	  "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms, binding, mac)"        \
+	  " VALUES(?1, ?2, 'done', ?3, ?3, ?4, ?5) ON CONFLICT(scope) DO UPDATE"                \
+	  " SET state = 'done', updated_ms = excluded.updated_ms, mac = excluded.mac"           \
+	  " WHERE op_id = excluded.op_id")                                                      \
 	X(ST_IDEM_UNKNOWN,                                                                      \
 	  "UPDATE idem SET state = 'unknown', updated_ms = ?3, owner_pid = NULL,"              \
-	  " owner_start = NULL, lease_until_ms = NULL WHERE scope = ?1 AND op_id = ?2")         \
+	  " owner_start = NULL, lease_until_ms = NULL, mac = NULL"                              \
+	  " WHERE scope = ?1 AND op_id = ?2")                                                   \
 	X(ST_IDEM_MARK_UNKNOWN,                                                                 \
-	  "UPDATE idem SET state = 'unknown', updated_ms = ?3"                                  \
+	  "UPDATE idem SET state = 'unknown', updated_ms = ?3, mac = NULL"                      \
 	  " WHERE scope = ?1 AND op_id = ?2 AND state = 'in_flight'")                           \
 	X(ST_IDEM_RELEASE, "DELETE FROM idem WHERE scope = ?1 AND op_id = ?2")                  \
 	X(ST_OP_UNSETTLED,                                                                      \
@@ -368,16 +378,19 @@ static const char *const verify_sql[] = {
 	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
 	  " created_ms, expires_ms, plan)"                                                      \
 	  " VALUES(?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10)")                        \
-	X(ST_APPROVAL_GET, "SELECT state, expires_ms FROM approvals WHERE id = ?1")             \
+	X(ST_APPROVAL_RAW,                                                                      \
+	  "SELECT " TGI_APPROVAL_RAW " FROM approvals WHERE id = ?1")                           \
 	X(ST_APPROVAL_STATE, "UPDATE approvals SET state = ?2 WHERE id = ?1")                   \
 	X(ST_APPROVAL_DECIDE,                                                                   \
 	  "UPDATE approvals SET state = ?2, decided_by = ?3, decided_ms = ?4,"                 \
-	  " decided_reason = ?5 WHERE id = ?1")                                                 \
-	X(ST_APPROVAL_NEWEST,                                                                   \
-	  "SELECT id, state FROM approvals WHERE binding = ?1 AND principal = ?2"              \
+	  " decided_reason = ?5, mac = ?6 WHERE id = ?1")                                       \
+	X(ST_APPROVAL_USED,                                                                     \
+	  "UPDATE approvals SET state = 'used', mac = ?2 WHERE id = ?1 AND state = 'approved'") \
+	X(ST_APPROVAL_LIVE,                                                                     \
+	  "SELECT " TGI_APPROVAL_RAW " FROM approvals WHERE binding = ?1 AND principal = ?2"    \
 	  " AND state IN ('pending', 'approved', 'denied')"                                     \
 	  " AND expires_ms > ?3 AND (state <> 'approved' OR decided_ms IS NOT NULL)"           \
-	  " ORDER BY created_ms DESC, id DESC LIMIT 1")                                         \
+	  " ORDER BY created_ms DESC, id DESC")                                                 \
 	X(ST_APPROVAL_LIST,                                                                     \
 	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
 	  " expires_ms, decided_by, plan, decided_ms, decided_reason"                          \
@@ -386,14 +399,10 @@ static const char *const verify_sql[] = {
 	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
 	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
 	  " ORDER BY created_ms DESC, id DESC")                                                 \
-	X(ST_APPROVAL_USE,                                                                      \
-	  "UPDATE approvals SET state = 'used' WHERE id = ?1 AND principal = ?2"                \
-	  " AND binding = ?3 AND state = 'approved' AND decided_ms IS NOT NULL"                 \
-	  " AND expires_ms > ?4")                                                               \
 	X(ST_APPROVAL_ONE,                                                                      \
 	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
 	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END, args, reason, created_ms,"      \
-	  " expires_ms, decided_by, plan, decided_ms, decided_reason"                          \
+	  " expires_ms, decided_by, plan, decided_ms, decided_reason, mac"                     \
 	  " FROM approvals WHERE id = ?1")                                                      \
 	X(ST_EXPORT_EVENTS,                                                                     \
 	  "SELECT ts_ms, type, stage, data FROM events WHERE op_id = ?1 ORDER BY seq")           \
@@ -412,14 +421,14 @@ static const char *const verify_sql[] = {
 	X(ST_EVAL_LIST_MODEL,                                                                   \
 	  "SELECT " TGI_EVAL_COLS " FROM (SELECT * FROM eval_runs WHERE model = ?1"             \
 	  " ORDER BY ts_ms DESC, id DESC LIMIT ?2) ORDER BY ts_ms, id")                         \
-	X(ST_PIN_GET, "SELECT digest FROM pins WHERE name = ?1")                                \
+	X(ST_PIN_GET, "SELECT digest, mac FROM pins WHERE name = ?1")                           \
 	X(ST_PIN_ADD,                                                                           \
-	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES(?1, ?2, ?3, ?3)"        \
+	  "INSERT INTO pins(name, digest, first_ms, updated_ms, mac) VALUES(?1, ?2, ?3, ?3, ?4)" \
 	  " ON CONFLICT(name) DO NOTHING")                                                      \
 	X(ST_PIN_SET,                                                                           \
-	  "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES(?1, ?2, ?3, ?3)"        \
+	  "INSERT INTO pins(name, digest, first_ms, updated_ms, mac) VALUES(?1, ?2, ?3, ?3, ?4)" \
 	  " ON CONFLICT(name) DO UPDATE SET digest = excluded.digest,"                          \
-	  " updated_ms = excluded.updated_ms")
+	  " updated_ms = excluded.updated_ms, mac = excluded.mac")
 
 #define TGI_ST_ENUM(name, sql) name,
 #define TGI_ST_SQL(name, sql) sql,
@@ -1294,12 +1303,33 @@ static int insert_events(sq *s, const char *op_id, tgi_event *ev, size_t n)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int settle(sq *s, const char *scope, const char *op_id, tgi_idem_settle how,
+/* scope -> done with op_id, its MAC over binding and the envelope the op
+ * row holds (rowmac.c). */
+static int idem_done(sq *s, const char *scope, const char *op_id, const char *binding,
+                     const char *envelope, int64_t now)
+{
+	char mac[65];
+	tgi_mac_idem(&s->base, scope, op_id, binding, "done", envelope, mac);
+	return st_run(s, ST_IDEM_DONE, "ttitt", scope, op_id, now,
+	              binding && *binding ? binding : NULL, tgi_mac_col(mac));
+}
+
+/* Save a rate-limit bucket with its MAC (unless the saved one is newer). */
+static int bucket_put(sq *s, const tgi_bucket *b)
+{
+	char mac[65];
+	tgi_mac_bucket(&s->base, b->principal, b->tool, b->tokens, b->updated_ms, mac);
+	return st_run(s, ST_BUCKET_PUT, "ttfit", b->principal, b->tool, b->tokens,
+	              (int64_t)b->updated_ms, tgi_mac_col(mac));
+}
+
+static int settle(sq *s, const tgi_op_record *op, const char *scope, tgi_idem_settle how,
                   int64_t now)
 {
+	const char *op_id = op->op_id;
 	switch (how) {
 	case TGI_SETTLE_DONE:
-		return st_run(s, ST_IDEM_DONE, "tti", scope, op_id, now);
+		return idem_done(s, scope, op_id, op->idem_binding, op->envelope, now);
 	case TGI_SETTLE_RELEASE:
 		return st_run(s, ST_IDEM_RELEASE, "tt", scope, op_id);
 	case TGI_SETTLE_UNKNOWN:
@@ -1332,10 +1362,9 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 		rc = st_run(s, ST_SESSION_UPSERT, "tit", op->session, (int64_t)op->started_ms,
 		            op->manifest);
 	if (rc == SQLITE_OK && b)
-		rc = st_run(s, ST_BUCKET_PUT, "ttfi", b->principal, b->tool, b->tokens,
-		            (int64_t)b->updated_ms);
+		rc = bucket_put(s, b);
 	if (rc == SQLITE_OK && idem_scope)
-		rc = settle(s, idem_scope, op->op_id, how, now);
+		rc = settle(s, op, idem_scope, how, now);
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK) {
@@ -1413,9 +1442,12 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 		return -1;
 	int rc = st_step(s, ST_BUCKET_GET, "tt", principal, tool);
 	if (rc == SQLITE_ROW) {
+		char mac[65];
 		*tokens = sqlite3_column_double(s->st[ST_BUCKET_GET], 0);
 		*updated_ms = sqlite3_column_int64(s->st[ST_BUCKET_GET], 1);
-		*found = 1;
+		col_copy(s->st[ST_BUCKET_GET], 2, mac, sizeof mac);
+		/* one that does not verify is as a fresh bucket (as if deleted) */
+		*found = tgi_mac_bucket_ok(&s->base, principal, tool, *tokens, *updated_ms, mac);
 		st_reset(s, ST_BUCKET_GET);
 		rc = SQLITE_DONE;
 	}
@@ -1461,8 +1493,62 @@ static int load_envelope(sq *s, const char *op_id, char **out)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+static int use_in_tx(sq *s, const char *id, const char *principal, const char *binding,
+                     int64_t now, int *used);
+
+/* The row found was judged from its MAC: one that does not verify (a done
+ * row whose envelope is not the one its MAC covers, or one no gate with
+ * the key wrote) has no owner and no result: unknown, for an operator to
+ * settle, and marked so, so that `ops resolve` finds it. */
+static int claim_row(sq *s, const char *scope, const char *binding, int64_t now,
+                     tgi_idem_info *info)
+{
+	sqlite3_stmt *st = s->st[ST_IDEM_GET];
+	char state[16], mac[65], bound[65] = "";
+	struct owner o;
+	col_copy(st, 0, info->op_id, sizeof info->op_id);
+	col_copy(st, 1, state, sizeof state);
+	read_owner(st, 2, &o);
+	col_copy(st, 6, bound, sizeof bound);
+	col_copy(st, 7, mac, sizeof mac);
+	st_reset(s, ST_IDEM_GET);
+
+	int rc = SQLITE_OK, done = !strcmp(state, "done"), flying = !strcmp(state, "in_flight");
+	if (done)
+		rc = load_envelope(s, info->op_id, &info->envelope);
+	if (rc != SQLITE_OK)
+		return rc;
+	if ((done || flying) && !tgi_mac_idem_ok(&s->base, scope, info->op_id, bound, state,
+	                                          info->envelope, mac)) {
+		free(info->envelope);
+		info->envelope = NULL;
+		info->state = TGI_IDEM_UNKNOWN;
+		info->unverified = 1;
+		return st_run(s, ST_IDEM_UNKNOWN, "tti", scope, info->op_id, now);
+	}
+	if (binding && bound[0] && strcmp(binding, bound)) {
+		/* the same key for a different call: never someone else's result */
+		info->state = TGI_IDEM_CONFLICT;
+	} else if (done) {
+		info->state = TGI_IDEM_DONE;
+		return SQLITE_OK;
+	} else if (flying && owner_alive(s, &o, now)) {
+		info->state = TGI_IDEM_IN_FLIGHT;
+		info->retry_after_s = tgi_retry_after(o.lease_until, now);
+	} else {
+		/* A dead owner's row turns unknown now, so the answer is
+		 * the same whoever asks next. */
+		info->state = TGI_IDEM_UNKNOWN;
+		if (flying)
+			rc = st_run(s, ST_IDEM_MARK_UNKNOWN, "tti", scope, info->op_id, now);
+	}
+	free(info->envelope);
+	info->envelope = NULL;
+	return rc;
+}
+
 static int claim_tx(sq *s, const char *scope, const char *op_id, const char *binding,
-                    int lease_s, tgi_idem_info *info)
+                    int lease_s, const tgi_approval_spend *spend, tgi_idem_info *info)
 {
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
@@ -1472,37 +1558,23 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 	if (rc == SQLITE_DONE) {
 		int64_t lease_until = now + (int64_t)(lease_s > 0 ? lease_s : 1) * 1000;
 		int64_t start = tgi_self_start(&s->me);   /* first: it also renews me.host */
-		rc = st_run(s, ST_IDEM_INSERT, "tttiiiit", scope, op_id, s->me.host,
-		            (int64_t)getpid(), start, lease_until, now, binding);
+		char mac[65];
+		tgi_mac_idem(&s->base, scope, op_id, binding, "in_flight", NULL, mac);
+		rc = st_run(s, ST_IDEM_INSERT, "tttiiiitt", scope, op_id, s->me.host,
+		            (int64_t)getpid(), start, lease_until, now, binding, tgi_mac_col(mac));
 		info->state = TGI_IDEM_CLAIMED;
 		tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
-	} else if (rc == SQLITE_ROW) {
-		sqlite3_stmt *st = s->st[ST_IDEM_GET];
-		char state[16];
-		struct owner o;
-		char bound[65] = "";
-		col_copy(st, 0, info->op_id, sizeof info->op_id);
-		col_copy(st, 1, state, sizeof state);
-		read_owner(st, 2, &o);
-		col_copy(st, 6, bound, sizeof bound);
-		st_reset(s, ST_IDEM_GET);
-		rc = SQLITE_OK;
-		if (binding && bound[0] && strcmp(binding, bound)) {
-			/* the same key for a different call: never someone else's result */
-			info->state = TGI_IDEM_CONFLICT;
-		} else if (!strcmp(state, "done")) {
-			info->state = TGI_IDEM_DONE;
-			rc = load_envelope(s, info->op_id, &info->envelope);
-		} else if (!strcmp(state, "in_flight") && owner_alive(s, &o, now)) {
-			info->state = TGI_IDEM_IN_FLIGHT;
-			info->retry_after_s = tgi_retry_after(o.lease_until, now);
-		} else {
-			/* A dead owner's row turns unknown now, so the answer is
-			 * the same whoever asks next. */
-			info->state = TGI_IDEM_UNKNOWN;
-			if (!strcmp(state, "in_flight"))
-				rc = st_run(s, ST_IDEM_MARK_UNKNOWN, "tti", scope, info->op_id, now);
+		int used = 1;
+		if (rc == SQLITE_OK && spend)
+			rc = use_in_tx(s, spend->id, spend->principal, spend->binding, now, &used);
+		if (rc == SQLITE_OK && used != 1) {
+			/* the approval is gone: neither the claim nor anything else */
+			tx_rollback(s);
+			info->state = TGI_IDEM_UNAPPROVED;
+			return SQLITE_OK;
 		}
+	} else if (rc == SQLITE_ROW) {
+		rc = claim_row(s, scope, binding, now, info);
 	}
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
@@ -1510,7 +1582,8 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 }
 
 static int sq_idem_claim(tgi_store *base, const char *scope, const char *op_id, const char *binding,
-                         int lease_s, tgi_idem_info *info, char *err, size_t errlen)
+                         int lease_s, const tgi_approval_spend *spend, tgi_idem_info *info,
+                         char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	char q[96];
@@ -1520,7 +1593,7 @@ static int sq_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 		return -1;
 	int rc = set_sync_full(s, 1);
 	if (rc == SQLITE_OK)
-		rc = claim_tx(s, scope, op_id, binding, lease_s, info);
+		rc = claim_tx(s, scope, op_id, binding, lease_s, spend, info);
 	if (rc != SQLITE_OK) {
 		fail(s, rc, err, errlen, "cannot claim idempotency scope '%s'",
 		     tgi_quoted(q, sizeof q, scope));
@@ -1533,8 +1606,9 @@ static int sq_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 
 /* The op was applied: make its stored envelope say so, or, when the
  * process that ran it died before writing a row, insert a minimal one so
- * that a replay has something to return. */
-static int mark_applied(sq *s, const char *op_id, const char *scope, int64_t now)
+ * that a replay has something to return.  *kept (may be NULL) gets the
+ * envelope the row holds then (caller frees; NULL for none). */
+static int mark_applied(sq *s, const char *op_id, const char *scope, int64_t now, char **kept)
 {
 	char *text = NULL, *out = NULL;
 	int rc = load_envelope(s, op_id, &text);
@@ -1542,11 +1616,19 @@ static int mark_applied(sq *s, const char *op_id, const char *scope, int64_t now
 		return rc;
 	int had_row = text != NULL;
 	int made_env = tgi_applied_envelope(op_id, had_row, text, &out);
+	if (made_env == 0) {
+		/* not an object: leave the stored text as it is */
+		if (kept)
+			*kept = text;
+		else
+			free(text);
+		return SQLITE_OK;
+	}
 	free(text);
-	if (made_env == 0)
-		return SQLITE_OK; /* not an object: leave the stored text as it is */
 	if (made_env < 0)
 		return SQLITE_NOMEM;
+	if (kept)
+		*kept = tgi_strdup(out);
 	int64_t made = tgi_uuid_ms(op_id); /* the op started when its id was made, not now */
 	if (had_row)
 		rc = st_run(s, ST_OP_SET_ENVELOPE, "tt", op_id, out);
@@ -1575,7 +1657,7 @@ static int resolved(sq *s, const char *op_id, int applied, int rc, int64_t now, 
 static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
-	char scope[TGI_SCOPE_MAX + 1], state[16];
+	char scope[TGI_SCOPE_MAX + 1], state[16], bound[65];
 	struct owner o;
 
 	if (tgi_check_op_id(op_id, err, errlen) < 0)
@@ -1596,7 +1678,7 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 			return -1;
 		}
 		if (rc == SQLITE_ROW)
-			rc = applied ? mark_applied(s, op_id, NULL, now) : SQLITE_OK;
+			rc = applied ? mark_applied(s, op_id, NULL, now, NULL) : SQLITE_OK;
 		return resolved(s, op_id, applied, rc, now, err, errlen);
 	}
 	if (rc != SQLITE_ROW)
@@ -1605,6 +1687,7 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 	col_copy(st, 0, scope, sizeof scope);
 	col_copy(st, 1, state, sizeof state);
 	read_owner(st, 2, &o);
+	col_copy(st, 6, bound, sizeof bound);
 	st_reset(s, ST_IDEM_BY_OP);
 	/* unknown too: one marked so by another process may still run */
 	if (owner_alive(s, &o, now)) {
@@ -1616,9 +1699,13 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		return -1;
 	}
 	if (applied) {
-		rc = st_run(s, ST_IDEM_DONE, "tti", scope, op_id, now);
+		/* the operator's word, with the key: the scope is done, its MAC
+		 * over the envelope as it is kept now */
+		char *kept = NULL;
+		rc = mark_applied(s, op_id, scope, now, &kept);
 		if (rc == SQLITE_OK)
-			rc = mark_applied(s, op_id, scope, now);
+			rc = idem_done(s, scope, op_id, bound, kept, now);
+		free(kept);
 	} else {
 		rc = st_run(s, ST_IDEM_RELEASE, "tt", scope, op_id);
 	}
@@ -1646,97 +1733,6 @@ static int expired(int64_t expires_ms, int64_t now)
 	return expires_ms <= now; /* every approval expires; 0 is long past */
 }
 
-static int sq_approval_decide(tgi_store *base, const char *id, int approve, const char *by,
-                              const char *reason, char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	char state[16], when[32];
-
-	if (tgi_check_approval_id(id, err, errlen) < 0)
-		return -1;
-	int64_t now = tgi_unix_ms(), expires = 0;
-	int rc = tx_begin(s);
-	if (rc == SQLITE_OK)
-		rc = st_step(s, ST_APPROVAL_GET, "t", id);
-	if (rc == SQLITE_DONE) {
-		tx_rollback(s);
-		tgi_snprintf(err, errlen, "no approval '%s'", id);
-		return -1;
-	}
-	if (rc != SQLITE_ROW)
-		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
-	col_copy(s->st[ST_APPROVAL_GET], 0, state, sizeof state);
-	expires = sqlite3_column_int64(s->st[ST_APPROVAL_GET], 1);
-	st_reset(s, ST_APPROVAL_GET);
-
-	if (strcmp(state, "pending") != 0) {
-		tx_rollback(s);
-		tgi_snprintf(err, errlen, "approval '%s' is already %s", id, state);
-		return -1;
-	}
-	if (expired(expires, now)) {
-		rc = st_run(s, ST_APPROVAL_STATE, "tt", id, "expired");
-		if (rc == SQLITE_OK)
-			rc = tx_commit(s);
-		if (rc != SQLITE_OK)
-			return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
-		tgi_iso8601(expires, when);
-		tgi_snprintf(err, errlen, "approval '%s' expired at %s", id, when);
-		return -1;
-	}
-	rc = st_run(s, ST_APPROVAL_DECIDE, "tttit", id, approve ? "approved" : "denied", by, now,
-	            reason);
-	if (rc == SQLITE_OK)
-		rc = tx_commit(s);
-	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
-	return 0;
-}
-
-static int sq_approval_take(tgi_store *base, const char *binding, const char *principal,
-                            int *found, char pending_id[37], char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	char id[37] = "", state[16] = "";
-
-	*found = 0;
-	if (pending_id)
-		pending_id[0] = '\0';
-	if (tgi_check_approval_take(binding, principal, err, errlen) < 0)
-		return -1;
-	int rc = tx_begin(s);
-	if (rc == SQLITE_OK)
-		rc = st_step(s, ST_APPROVAL_NEWEST, "tti", binding, principal, tgi_unix_ms());
-	if (rc == SQLITE_ROW) {
-		col_copy(s->st[ST_APPROVAL_NEWEST], 0, id, sizeof id);
-		col_copy(s->st[ST_APPROVAL_NEWEST], 1, state, sizeof state);
-		st_reset(s, ST_APPROVAL_NEWEST);
-		rc = SQLITE_OK;
-		if (!strcmp(state, "approved"))
-			rc = st_run(s, ST_APPROVAL_STATE, "tt", id, "used");
-	} else if (rc == SQLITE_DONE) {
-		rc = SQLITE_OK;
-	}
-	if (rc == SQLITE_OK)
-		rc = tx_commit(s);
-	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot take an approval");
-	tgi_approval_answer(state, id, found, pending_id);
-	return 0;
-}
-
-static int sq_approval_use(tgi_store *base, const char *id, const char *principal,
-                           const char *binding, int *used, char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	*used = 0;
-	int rc = st_run(s, ST_APPROVAL_USE, "ttti", id, principal, binding, tgi_unix_ms());
-	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot use approval '%s'", id);
-	*used = sqlite3_changes(s->db) == 1;
-	return 0;
-}
-
 static void approval_row(sqlite3_stmt *st, tgi_approval_row *r)
 {
 	const unsigned char *t;
@@ -1759,6 +1755,148 @@ static void approval_row(sqlite3_stmt *st, tgi_approval_row *r)
 	r->decided_ms = sqlite3_column_int64(st, 12);
 	t = sqlite3_column_text(st, 13);
 	r->decided_reason = t ? tgi_strdup((const char *)t) : NULL;
+}
+
+/* The approval id as stored (approval_row, its state raw) and its MAC
+ * into mac[65]: SQLITE_ROW, SQLITE_DONE when there is none, or an error.
+ * The caller clears r. */
+static int approval_raw(sq *s, const char *id, tgi_approval_row *r, char mac[65])
+{
+	int rc = st_step(s, ST_APPROVAL_RAW, "t", id);
+	if (rc == SQLITE_ROW) {
+		approval_row(s->st[ST_APPROVAL_RAW], r);
+		col_copy(s->st[ST_APPROVAL_RAW], 14, mac, 65);
+		st_reset(s, ST_APPROVAL_RAW);
+	}
+	return rc;
+}
+
+static int sq_approval_decide(tgi_store *base, const char *id, int approve, const char *by,
+                              const char *reason, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	char when[32], mac[65];
+	tgi_approval_row row;
+
+	if (tgi_check_approval_id(id, err, errlen) < 0)
+		return -1;
+	int64_t now = tgi_unix_ms();
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = approval_raw(s, id, &row, mac);
+	if (rc == SQLITE_DONE) {
+		tx_rollback(s);
+		tgi_snprintf(err, errlen, "no approval '%s'", id);
+		return -1;
+	}
+	if (rc != SQLITE_ROW)
+		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+	tgi_approval_row_clear(&row);
+
+	if (strcmp(row.state, "pending") != 0) {
+		tx_rollback(s);
+		tgi_snprintf(err, errlen, "approval '%s' is already %s", id, row.state);
+		return -1;
+	}
+	if (expired(row.expires_ms, now)) {
+		rc = st_run(s, ST_APPROVAL_STATE, "tt", id, "expired");
+		if (rc == SQLITE_OK)
+			rc = tx_commit(s);
+		if (rc != SQLITE_OK)
+			return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+		tgi_iso8601(row.expires_ms, when);
+		tgi_snprintf(err, errlen, "approval '%s' expired at %s", id, when);
+		return -1;
+	}
+	const char *state = approve ? "approved" : "denied";
+	tgi_snprintf(row.decided_by, sizeof row.decided_by, "%s", by ? by : "");
+	row.decided_ms = now;
+	tgi_mac_approval(base, &row, state, mac);
+	rc = st_run(s, ST_APPROVAL_DECIDE, "tttitt", id, state, by, now, reason, tgi_mac_col(mac));
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+	return 0;
+}
+
+/* The newest live row whose decision verifies answers (a pending one
+ * has none to verify); the rows before it that did not verify are
+ * counted in *forged. */
+static int sq_approval_find(tgi_store *base, const char *binding, const char *principal,
+                            int *found, char id[37], int *forged, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	enum st q = ST_APPROVAL_LIVE;
+	tgi_approval_row row;
+	char mac[65], state[16] = "", got[37] = "";
+	int rc;
+
+	for (rc = st_step(s, q, "tti", binding, principal, tgi_unix_ms()); rc == SQLITE_ROW;
+	     rc = sqlite3_step(s->st[q])) {
+		approval_row(s->st[q], &row);
+		col_copy(s->st[q], 14, mac, sizeof mac);
+		tgi_approval_row_clear(&row);
+		if (strcmp(row.state, "pending") && !tgi_mac_approval_ok(base, &row, mac)) {
+			(*forged)++;
+			continue;
+		}
+		memcpy(state, row.state, sizeof state);
+		memcpy(got, row.id, sizeof got);
+		break;
+	}
+	st_reset(s, q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return fail(s, rc, err, errlen, "cannot look for an approval");
+	tgi_approval_answer(state, got, found, id);
+	return 0;
+}
+
+/* Spend approval id inside the caller's transaction (store.h
+ * tgi_store_approval_use): *used 1, 0, or -1 (approved, but its MAC does
+ * not verify). */
+static int use_in_tx(sq *s, const char *id, const char *principal, const char *binding,
+                     int64_t now, int *used)
+{
+	tgi_approval_row row;
+	char mac[65];
+	*used = 0;
+	int rc = approval_raw(s, id, &row, mac);
+	if (rc == SQLITE_DONE)
+		return SQLITE_OK;
+	if (rc != SQLITE_ROW)
+		return rc;
+	tgi_approval_row_clear(&row);
+	if (!tgi_approval_spendable(&row, principal, binding, now))
+		return SQLITE_OK;
+	if (!tgi_mac_approval_ok(&s->base, &row, mac)) {
+		*used = -1;
+		return SQLITE_OK;
+	}
+	tgi_mac_approval(&s->base, &row, "used", mac);
+	rc = st_run(s, ST_APPROVAL_USED, "tt", id, mac);
+	if (rc == SQLITE_OK)
+		*used = sqlite3_changes(s->db) == 1;
+	return rc;
+}
+
+static int sq_approval_use(tgi_store *base, const char *id, const char *principal,
+                           const char *binding, int *used, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	*used = 0;
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = use_in_tx(s, id, principal, binding, tgi_unix_ms(), used);
+	if (rc == SQLITE_OK && *used == 1)
+		rc = tx_commit(s);
+	else if (rc == SQLITE_OK)
+		tx_rollback(s);
+	if (rc != SQLITE_OK) {
+		*used = 0;
+		return fail(s, rc, err, errlen, "cannot use approval '%s'", id);
+	}
+	return 0;
 }
 
 static int sq_approval_list(tgi_store *base, const char *state, tgi_approval_row **rows, size_t *n,
@@ -1797,7 +1935,10 @@ static int sq_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 	*found = 0;
 	int rc = st_step(s, ST_APPROVAL_ONE, "ti", id, tgi_unix_ms());
 	if (rc == SQLITE_ROW) {
+		char mac[65];
 		approval_row(s->st[ST_APPROVAL_ONE], row);
+		col_copy(s->st[ST_APPROVAL_ONE], 14, mac, sizeof mac);
+		row->verified = tgi_mac_approval_ok(base, row, mac);
 		*found = 1;
 		rc = SQLITE_DONE;
 	}
@@ -1809,16 +1950,25 @@ static int sq_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 
 /* ---- pins of bridged MCP tools ---- */
 
-/* The pinned digest of name into pinned[65]: SQLITE_ROW, SQLITE_DONE when
- * there is none, or an error. */
-static int pin_get(sq *s, const char *name, char pinned[65])
+/* The pinned digest of name into pinned[65], *ok whether its MAC
+ * verifies: SQLITE_ROW, SQLITE_DONE when there is none, or an error. */
+static int pin_get(sq *s, const char *name, char pinned[65], int *ok)
 {
+	char mac[65];
 	int rc = st_step(s, ST_PIN_GET, "t", name);
 	if (rc == SQLITE_ROW) {
 		col_copy(s->st[ST_PIN_GET], 0, pinned, 65);
+		col_copy(s->st[ST_PIN_GET], 1, mac, sizeof mac);
+		*ok = tgi_mac_pin_ok(&s->base, name, pinned, mac);
 		st_reset(s, ST_PIN_GET);
 	}
 	return rc;
+}
+
+/* A pin's state: one that does not verify is CHANGED whatever it says. */
+static tgi_pin_state pin_state(const char *pinned, int ok, const char *digest)
+{
+	return ok && !strcmp(pinned, digest) ? TGI_PIN_SAME : TGI_PIN_CHANGED;
 }
 
 /* A pin is read without a transaction (the common case: it is there and
@@ -1833,27 +1983,30 @@ static int sq_pin_check(tgi_store *base, const char *name, const char *digest, t
 	pinned[0] = '\0';
 	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
-	int rc = pin_get(s, name, pinned);
+	int ok = 0;
+	int rc = pin_get(s, name, pinned, &ok);
 	if (rc == SQLITE_ROW) {
-		*st = strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
+		*st = pin_state(pinned, ok, digest);
 		return 0;
 	}
 	int64_t now = tgi_unix_ms();
+	char mac[65];
+	tgi_mac_pin(base, name, digest, mac);
 	if (rc == SQLITE_DONE)
 		rc = tx_begin(s);
 	int added = 0;
 	if (rc == SQLITE_OK)
-		rc = st_run(s, ST_PIN_ADD, "tti", name, digest, now);
+		rc = st_run(s, ST_PIN_ADD, "ttit", name, digest, now, tgi_mac_col(mac));
 	if (rc == SQLITE_OK)
 		added = sqlite3_changes(s->db) == 1; /* else another process pinned it first */
-	if (rc == SQLITE_OK && (rc = pin_get(s, name, pinned)) == SQLITE_ROW)
+	if (rc == SQLITE_OK && (rc = pin_get(s, name, pinned, &ok)) == SQLITE_ROW)
 		rc = tx_commit(s);
 	else if (rc == SQLITE_DONE)
 		rc = SQLITE_CORRUPT; /* inserted or there, yet not found */
 	if (rc != SQLITE_OK)
 		return fail(s, rc, err, errlen, "cannot pin the description of '%s'",
 		            tgi_quoted(q, sizeof q, name));
-	*st = added ? TGI_PIN_NEW : strcmp(pinned, digest) ? TGI_PIN_CHANGED : TGI_PIN_SAME;
+	*st = added ? TGI_PIN_NEW : pin_state(pinned, ok, digest);
 	return 0;
 }
 
@@ -1865,9 +2018,11 @@ static int sq_pin_set(tgi_store *base, const char *name, const char *digest, cha
 
 	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
+	char mac[65];
+	tgi_mac_pin(base, name, digest, mac);
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
-		rc = st_run(s, ST_PIN_SET, "tti", name, digest, tgi_unix_ms());
+		rc = st_run(s, ST_PIN_SET, "ttit", name, digest, tgi_unix_ms(), tgi_mac_col(mac));
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
@@ -2825,7 +2980,7 @@ static const tgi_store_impl sqlite_impl = {
 	.op_resolve = sq_op_resolve,
 	.approval_add = sq_approval_add,
 	.approval_decide = sq_approval_decide,
-	.approval_take = sq_approval_take,
+	.approval_find = sq_approval_find,
 	.approval_use = sq_approval_use,
 	.approval_get = sq_approval_get,
 	.approval_list = sq_approval_list,

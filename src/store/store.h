@@ -144,6 +144,8 @@ typedef struct tgi_op_record {
 	                              * the ledger keeps it in an index), or NULL */
 	const char *manifest;        /* the session's tool manifest digest now, or NULL */
 	const tgi_bucket *bucket;    /* a rate-limit bucket to save with the row, or NULL */
+	const char *idem_binding;    /* the binding its claim was made with (a `done` row's MAC
+	                              * covers it), or NULL */
 } tgi_op_record;
 
 /* What the same transaction does to the call's idempotency row. */
@@ -175,7 +177,8 @@ int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], 
 int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_strv *out,
                           char *err, size_t errlen);
 
-/* A saved rate-limit bucket: *found 0 when there is none.  (A record
+/* A saved rate-limit bucket: *found 0 when there is none, or when its MAC
+ * does not verify (a fresh bucket, as if it were deleted).  (A record
  * saves its bucket unless the saved one is newer: a bucket never goes back
  * in time.) */
 int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
@@ -198,10 +201,15 @@ typedef enum {
 	TGI_IDEM_UNKNOWN,     /* in_flight whose owner is gone: unknown outcome */
 	TGI_IDEM_RETRYABLE,   /* settled as not applied (or failed with applied=no): may run again */
 	TGI_IDEM_CONFLICT,    /* the scope is held by a different call (another binding) */
+	TGI_IDEM_UNAPPROVED,  /* the claim would have been taken, but the approval to spend with
+	                       * it was no longer usable (used by another call, expired, or it
+	                       * did not verify): nothing was claimed or spent */
 } tgi_idem_state;
 
 typedef struct tgi_idem_info {
 	tgi_idem_state state;
+	int     unverified;       /* UNKNOWN: the row found (done or in_flight) did not verify
+	                           * under the ledger's key: its claim of a result is no one's */
 	char    op_id[37];        /* owning / original op */
 	char   *envelope;         /* DONE: the original envelope JSON (caller frees) */
 	double  retry_after_s;    /* IN_FLIGHT: suggested wait */
@@ -231,6 +239,24 @@ int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, con
 #define TGI_SCOPE_DIGEST_LEN 71
 int  tgi_scope_is_digest(const char *scope);
 void tgi_scope_digest(const char *scope, char out[TGI_SCOPE_DIGEST_LEN + 1]);
+
+/* An approval to spend with a claim: id, of principal, for binding (the
+ * approval's binding, tgi_approval_row.binding). */
+typedef struct tgi_approval_spend {
+	const char *id, *principal, *binding;
+} tgi_approval_spend;
+
+/*
+ * tgi_store_idem_claim that spends an approval (spend, may be NULL: none)
+ * in the same transaction, and only when the call will run (CLAIMED or
+ * RETRYABLE): the approval becomes `used` as tgi_store_approval_use says.
+ * When it cannot be used, nothing is claimed or spent and the answer is
+ * UNAPPROVED.  DONE, IN_FLIGHT, UNKNOWN and CONFLICT leave it unspent.
+ */
+int tgi_store_idem_claim_spend(tgi_store *s, const char *scope, const char *op_id,
+                               const char *binding, int lease_s,
+                               const tgi_approval_spend *spend, tgi_idem_info *info, char *err,
+                               size_t errlen);
 
 /* Settle an unknown outcome (toolgate ops resolve).  applied=1: the scope
  * becomes done with that op (its envelope marked applied); applied=0: the
@@ -265,6 +291,8 @@ typedef struct tgi_approval_row {
 	char    decided_by[128];
 	int64_t decided_ms;    /* when it was decided (0: not decided) */
 	char   *decided_reason; /* what the decider said, or NULL */
+	int     verified;      /* read back by get or list: its MAC verifies under the
+	                        * ledger's key (a pending row has none: 0) */
 } tgi_approval_row;
 
 /* Free a row's strings (read back by get or list) and zero them. */
@@ -286,23 +314,34 @@ int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const c
                               const char *reason, char *err, size_t errlen);
 
 /*
- * Consume a single-use approval for this binding and principal: the newest
- * approved, unexpired one becomes `used` atomically (one winner across
- * processes).  *found: 1 approved and consumed, -1 a matching one was
- * denied (most recent decision; its id copied), 2 one is still pending
- * (id copied), 0 none.  pending_id may be NULL.
+ * Find, without spending it, the approval that answers for this binding and
+ * principal: the newest live one (pending, or decided and unexpired) whose
+ * decision verifies under the ledger's key; a decided row whose MAC does
+ * not verify is as if absent, and counted in *forged (may be NULL).
+ * *found: 1 approved (its id copied: spend it with
+ * tgi_store_idem_claim_spend or tgi_store_approval_use), -1 denied (id
+ * copied), 2 still pending (id copied), 0 none.  id may be NULL.
+ */
+int tgi_store_approval_find(tgi_store *s, const char *binding, const char *principal,
+                            int *found, char id[37], int *forged, char *err, size_t errlen);
+
+/*
+ * Find and spend: as find, an approved one then used (tgi_store_approval_use;
+ * when another process used it first, the next is looked for).  *found 1:
+ * approved and consumed, by this caller alone.  (Bridged tools' pins.)
  */
 int tgi_store_approval_take(tgi_store *s, const char *binding, const char *principal,
                             int *found, char pending_id[37], char *err, size_t errlen);
 
 /*
  * Consume the approval id itself (a call waits on that one, not on the
- * newest of its binding): in one statement it becomes `used` only if it
- * is approved with its decision recorded, unexpired, not used yet, and of
- * this principal and binding.  *used 1: consumed, by this caller alone;
- * 0: not (pending, denied, expired, used, another principal's or another
- * call's, or no such approval).  An id that is not a UUID, or a missing
- * principal or binding, is refused (-1).
+ * newest of its binding): in one transaction it becomes `used` only if it
+ * is approved with its decision recorded, unexpired, not used yet, of
+ * this principal and binding, and its MAC verifies.  *used 1: consumed,
+ * by this caller alone; 0: not (pending, denied, expired, used, another
+ * principal's or another call's, or no such approval); -1: approved, but
+ * its MAC does not verify (no one's approval).  An id that is not a UUID,
+ * or a missing principal or binding, is refused (-1).
  */
 int tgi_store_approval_use(tgi_store *s, const char *id, const char *principal,
                            const char *binding, int *used, char *err, size_t errlen);
@@ -330,7 +369,8 @@ typedef enum {
 
 /* Compare digest (sha256 hex of description + canonical schema) with the
  * pin of name (the exposed tool name); pin it if there is none.
- * pinned[65] gets the pinned digest. */
+ * pinned[65] gets the pinned digest.  A pin whose MAC does not verify is
+ * CHANGED whatever its digest (pinned[] then says what the row holds). */
 int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_pin_state *st,
                         char pinned[65], char *err, size_t errlen);
 /* Move the pin of name to digest (a change was approved). */

@@ -167,4 +167,29 @@ eq "$(jqv "$WS/w4.json" .status)" persisted "approved after the wait: the retry 
 	> "$WS/bad.json" 2> "$WS/bad.err" < /dev/null)
 eq "$?" 1 "--wait-approval -3: usage error"
 contains "$(cat "$WS/bad.err")" "wait-approval" "the error names the option"
+# issue 22: an approval edited with SQL (its expiry raised) is no one's; a
+# replay of a key done leaves an approval unspent for the next call that runs
+ac() { (cd "$WS/a" && "$TG" call --json "$@" > "$WS/$name.json" 2> "$WS/$name.err" < /dev/null); }
+name=m1; ac write_file '{"path":"m.txt","content":"m"}'
+mid=$(jqv "$WS/m1.json" .error.approval_id)
+(cd "$WS/b" && "$TG" approvals approve "$mid" > /dev/null) || fail "approve m1"
+pgq "$DB" "UPDATE approvals SET expires_ms = expires_ms + 86400000 WHERE id = '$mid'"
+name=m2; ac write_file '{"path":"m.txt","content":"m"}'
+eq "$(jqv "$WS/m2.json" .status)" pending "an approval edited with SQL is not honoured"
+contains "$(jqv "$WS/m2.json" .error.message)" "did not verify" "... and the call says so"
+[ -e "$WS/a/m.txt" ] && fail "the edited approval let the write run"
+R='{"path":"r.txt","content":"r"}'
+name=r1; ac --key kr write_file "$R"
+(cd "$WS/b" && "$TG" approvals approve "$(jqv "$WS/r1.json" .error.approval_id)" > /dev/null) || fail "approve r1"
+name=r2; ac --key kr write_file "$R"
+eq "$(jqv "$WS/r2.json" .status)" persisted "runs once approved"
+name=r3; ac --key kr write_file "$R"
+rid=$(jqv "$WS/r3.json" .error.approval_id)
+(cd "$WS/b" && "$TG" approvals approve "$rid" > /dev/null) || fail "approve r3"
+name=r4; ac --key kr write_file "$R"
+eq "$(jqv "$WS/r4.json" .status)" replayed "the key replays"
+eq "$(pgq "$DB" "SELECT state FROM approvals WHERE id = '$rid'")" approved "a replay leaves the approval unspent"
+name=r5; ac --key kr2 write_file "$R"
+eq "$(jqv "$WS/r5.json" .status)" persisted "the approval left runs the call under a new key"
+eq "$(pgq "$DB" "SELECT state FROM approvals WHERE id = '$rid'")" used "... and is spent then"
 finish

@@ -49,7 +49,7 @@
 
 #include <sqlite3.h>
 
-#include "store/store.h"
+#include "store/impl.h"
 #include "util/util.h"
 
 #define NOBODY 65534
@@ -1892,6 +1892,20 @@ static void self_identity(char *out, size_t cap, char name[256], char boot[64])
 	snprintf(out, cap, "%s/%s/%llu", name, boot, (unsigned long long)st.st_ino);
 }
 
+/* The MAC column of an in_flight row planted by hand (as the gate would
+ * write it: no binding), quoted for SQL. */
+static const char *fly_mac(tgi_store *s, const char *scope, const char *op)
+{
+	static char out[4][70];
+	static int i;
+	char mac[65], d[TGI_SCOPE_DIGEST_LEN + 1];
+	tgi_scope_digest(scope, d);   /* the ledger keeps, and MACs, the scope's digest */
+	tgi_mac_idem(s, d, op, NULL, "in_flight", NULL, mac);
+	char *o = out[i++ % 4];
+	snprintf(o, 70, "'%s'", mac);
+	return o;
+}
+
 static void test_idem_pid_reuse_and_other_hosts(void **state)
 {
 	struct fx *f = *state;
@@ -1914,8 +1928,8 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 
 	/* our own pid, but another start time: a reused pid, the owner is dead */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:reuse'), '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", a,
-	         host, (int)getpid(), (long long)now + 60000);
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:reuse'), '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL, %s)", a,
+	         host, (int)getpid(), (long long)now + 60000, fly_mac(f->s, "r:reuse", a));
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:reuse", b, 10, &info), TGI_IDEM_UNKNOWN);
 	assert_string_equal(info.op_id, a);
@@ -1925,7 +1939,7 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	 * is not looked up; the lease decides */
 	snprintf(sql, sizeof sql,
 	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:container'), '%s', 'in_flight', '%s/%s/1', %d, 1, %lld,"
-	         " 0, 0, NULL)", c, name, boot, (int)getpid(), (long long)now + 20000);
+	         " 0, 0, NULL, %s)", c, name, boot, (int)getpid(), (long long)now + 20000, fly_mac(f->s, "r:container", c));
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:container", d, 10, &info), TGI_IDEM_IN_FLIGHT);
 	assert_string_equal(info.op_id, c);
@@ -1935,8 +1949,8 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	/* a bare hostname (a row from before the host said more): another
 	 * host's too, whatever its pid; the lease decides */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:bare'), '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL)", d,
-	         name, (int)getpid(), (long long)now + 20000);
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:bare'), '%s', 'in_flight', '%s', %d, 1, %lld, 0, 0, NULL, %s)", d,
+	         name, (int)getpid(), (long long)now + 20000, fly_mac(f->s, "r:bare", d));
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:bare", a, 10, &info), TGI_IDEM_IN_FLIGHT);
 	assert_string_equal(info.op_id, d);
@@ -1949,7 +1963,7 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 	tgi_uuidv7(m);
 	snprintf(sql, sizeof sql,
 	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:marked'), '%s', 'unknown', 'elsewhere.invalid/%s/7', 1, 1,"
-	         " %lld, 0, 0, NULL)", m, boot, (long long)now + 20000);
+	         " %lld, 0, 0, NULL, NULL)", m, boot, (long long)now + 20000);
 	raw_exec(f->db, sql);
 	assert_int_equal(tgi_store_op_resolve(f->s, m, 0, err, sizeof err), -1);
 	assert_non_null(strstr(err, "still running"));
@@ -1959,8 +1973,8 @@ static void test_idem_pid_reuse_and_other_hosts(void **state)
 
 	/* another host: the lease decides */
 	snprintf(sql, sizeof sql,
-	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:remote'), '%s', 'in_flight', 'elsewhere.invalid', 1, 1, %lld, 0, 0, NULL)",
-	         b, (long long)now + 20000);
+	         "INSERT INTO idem VALUES(toolgate_scope_digest('r:remote'), '%s', 'in_flight', 'elsewhere.invalid', 1, 1, %lld, 0, 0, NULL, %s)",
+	         b, (long long)now + 20000, fly_mac(f->s, "r:remote", b));
 	raw_exec(f->db, sql);
 	assert_int_equal(claim(f->s, "r:remote", c, 10, &info), TGI_IDEM_IN_FLIGHT);
 	assert_string_equal(info.op_id, b);
@@ -2138,6 +2152,203 @@ static void approval(tgi_approval_row *r, const char *binding, const char *princ
 	r->args = "{\"env\":\"staging\"}";
 	r->reason = "ask: deploy_service";
 	r->expires_ms = expires_ms;
+}
+
+/* ---- MACs on the rows that carry authority (issue 22) ---- */
+
+/* An approved approval of binding for "local": its id into id. */
+static void approved(tgi_store *s, const char *binding, char id[37])
+{
+	char err[512];
+	tgi_approval_row r;
+	approval(&r, binding, "local", tgi_unix_ms() + 60000);
+	assert_int_equal(tgi_store_approval_add(s, &r, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(s, r.id, 1, "alice", NULL, err, sizeof err), 0);
+	memcpy(id, r.id, 37);
+}
+
+static const char *approval_state(struct fx *f, const char *id, char out[16])
+{
+	char sql[128];
+	snprintf(sql, sizeof sql, "SELECT state FROM approvals WHERE id = '%s'", id);
+	raw_text(f->db, sql, out, 16);
+	return out;
+}
+
+static void test_forged_approvals(void **state)
+{
+	struct fx *f = *state;
+	char err[512], id[37], got[37], sql[512], st[16];
+	const char *b1 = "b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1";
+	const char *b2 = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2";
+	int found = 0, forged = 0, used = 0;
+
+	/* an approved row verifies; found, not spent */
+	approved(f->s, b1, id);
+	assert_int_equal(tgi_store_approval_find(f->s, b1, "local", &found, got, &forged, err,
+	                                         sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_int_equal(forged, 0);
+	assert_string_equal(got, id);
+	assert_string_equal(approval_state(f, id, st), "approved");
+
+	/* its expiry raised by hand: no one's approval */
+	snprintf(sql, sizeof sql, "UPDATE approvals SET expires_ms = expires_ms + 1 WHERE id = '%s'",
+	         id);
+	raw_exec(f->db, sql);
+	assert_int_equal(tgi_store_approval_find(f->s, b1, "local", &found, got, &forged, err,
+	                                         sizeof err), 0);
+	assert_int_equal(found, 0);
+	assert_int_equal(forged, 1);
+	assert_int_equal(tgi_store_approval_use(f->s, id, "local", b1, &used, err, sizeof err), 0);
+	assert_int_equal(used, -1);
+	assert_string_equal(approval_state(f, id, st), "approved");
+	tgi_approval_row row;
+	assert_int_equal(tgi_store_approval_get(f->s, id, &row, &found, err, sizeof err), 0);
+	assert_int_equal(row.verified, 0);
+	tgi_approval_row_clear(&row);
+
+	/* another row's MAC copied onto a row of another binding */
+	char id2[37];
+	approved(f->s, b2, id2);
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO approvals(id, tool, principal, binding, state, created_ms, expires_ms,"
+	         " decided_by, decided_ms, mac) SELECT '01a22d03-4ed7-713f-b5b3-7dc7159d6c71', tool,"
+	         " principal, '%s', state, created_ms, expires_ms, decided_by, decided_ms, mac"
+	         " FROM approvals WHERE id = '%s'", b1, id2);
+	raw_exec(f->db, sql);
+	assert_int_equal(tgi_store_approval_find(f->s, b1, "local", &found, got, &forged, err,
+	                                         sizeof err), 0);
+	assert_int_equal(found, 0);
+	assert_int_equal(tgi_store_approval_take(f->s, b1, "local", &found, got, err, sizeof err), 0);
+	assert_int_equal(found, 0);
+
+	/* the genuine one is spent once; its used row cannot be set back */
+	assert_int_equal(tgi_store_approval_use(f->s, id2, "local", b2, &used, err, sizeof err), 0);
+	assert_int_equal(used, 1);
+	assert_int_equal(tgi_store_approval_use(f->s, id2, "local", b2, &used, err, sizeof err), 0);
+	assert_int_equal(used, 0);
+	snprintf(sql, sizeof sql, "UPDATE approvals SET state = 'approved' WHERE id = '%s'", id2);
+	raw_exec(f->db, sql);
+	assert_int_equal(tgi_store_approval_use(f->s, id2, "local", b2, &used, err, sizeof err), 0);
+	assert_int_equal(used, -1);
+}
+
+static void test_approval_spent_with_claim(void **state)
+{
+	struct fx *f = *state;
+	char err[512], id[37], op[37], op2[37], st[16];
+	const char *b = "b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3b3";
+	tgi_idem_info info;
+
+	/* a claim taken: the approval is spent with it */
+	approved(f->s, b, id);
+	tgi_uuidv7(op);
+	tgi_approval_spend sp = {id, "local", b};
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "k:spend", op, NULL, 30, &sp, &info, err,
+	                                            sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
+	assert_string_equal(approval_state(f, id, st), "used");
+
+	/* that call in flight: a second approval is left unspent */
+	char id2[37];
+	approved(f->s, b, id2);
+	tgi_uuidv7(op2);
+	sp.id = id2;
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "k:spend", op2, NULL, 30, &sp, &info, err,
+	                                            sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
+	assert_string_equal(approval_state(f, id2, st), "approved");
+
+	/* done: a replay leaves it unspent too */
+	assert_int_equal(record(f->s, op, "deploy", "persisted", NULL, tgi_unix_ms(), "k:spend",
+	                        TGI_SETTLE_DONE, err, sizeof err), 0);
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "k:spend", op2, NULL, 30, &sp, &info, err,
+	                                            sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_DONE);
+	assert_non_null(info.envelope);
+	free(info.envelope);
+	assert_string_equal(approval_state(f, id2, st), "approved");
+
+	/* an approval used meanwhile: nothing is claimed */
+	int used = 0;
+	assert_int_equal(tgi_store_approval_use(f->s, id2, "local", b, &used, err, sizeof err), 0);
+	assert_int_equal(used, 1);
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "k:other", op2, NULL, 30, &sp, &info, err,
+	                                            sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_UNAPPROVED);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem WHERE scope = toolgate_scope_digest('k:other')"), 0);
+}
+
+static void test_forged_claims_buckets_pins(void **state)
+{
+	struct fx *f = *state;
+	char err[512], op[37], op2[37], sql[512], pinned[65];
+	tgi_idem_info info;
+
+	/* a done claim verifies, and replays */
+	tgi_uuidv7(op);
+	assert_int_equal(claim(f->s, "k:env", op, 30, &info), TGI_IDEM_CLAIMED);
+	assert_int_equal(record(f->s, op, "deploy", "persisted", NULL, tgi_unix_ms(), "k:env",
+	                        TGI_SETTLE_DONE, err, sizeof err), 0);
+	tgi_uuidv7(op2);
+	assert_int_equal(claim(f->s, "k:env", op2, 30, &info), TGI_IDEM_DONE);
+	free(info.envelope);
+	/* its envelope edited: an unknown outcome, never a replay; resolvable */
+	snprintf(sql, sizeof sql, "UPDATE ops SET envelope = '{\"output\":\"forged\"}' WHERE op_id = '%s'",
+	         op);
+	raw_exec(f->db, sql);
+	assert_int_equal(claim(f->s, "k:env", op2, 30, &info), TGI_IDEM_UNKNOWN);
+	assert_int_equal(info.unverified, 1);
+	assert_null(info.envelope);
+	assert_int_equal(tgi_store_op_resolve(f->s, op, 1, err, sizeof err), 0);
+	assert_int_equal(claim(f->s, "k:env", op2, 30, &info), TGI_IDEM_DONE);   /* the operator's word */
+	free(info.envelope);
+
+	/* a done row planted with a made-up MAC; an in_flight one without */
+	snprintf(sql, sizeof sql,
+	         "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms, mac) VALUES"
+	         " (toolgate_scope_digest('k:planted'), '%s', 'done', 0, 0, '%064d'),"
+	         " (toolgate_scope_digest('k:flying'), '%s', 'in_flight', 0, 0, NULL)", op2, 0, op2);
+	raw_exec(f->db, sql);
+	char op3[37];
+	tgi_uuidv7(op3);
+	assert_int_equal(claim(f->s, "k:planted", op3, 30, &info), TGI_IDEM_UNKNOWN);
+	assert_int_equal(info.unverified, 1);
+	assert_int_equal(claim(f->s, "k:flying", op3, 30, &info), TGI_IDEM_UNKNOWN);
+	assert_int_equal(info.unverified, 1);
+
+	/* a bucket: saved with its MAC; edited, it is as a fresh one */
+	tgi_bucket bk = {"local", "deploy", 0.5, tgi_unix_ms()};
+	tgi_op_record rec = {.op_id = op3, .tool = "deploy", .principal = "local",
+	                     .status = "persisted", .envelope = "{}", .started_ms = 1, .bucket = &bk};
+	assert_int_equal(tgi_store_record(f->s, &rec, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+	double tokens = 0;
+	int64_t upd = 0;
+	int found = 0;
+	assert_int_equal(tgi_store_bucket_get(f->s, "local", "deploy", &tokens, &upd, &found, err,
+	                                      sizeof err), 0);
+	assert_int_equal(found, 1);
+	raw_exec(f->db, "UPDATE rate_buckets SET tokens = 1000");
+	assert_int_equal(tgi_store_bucket_get(f->s, "local", "deploy", &tokens, &upd, &found, err,
+	                                      sizeof err), 0);
+	assert_int_equal(found, 0);
+
+	/* a pin: its digest changed by hand is CHANGED, even for that digest */
+	const char *d1 = "d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1";
+	const char *d2 = "d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2";
+	tgi_pin_state ps;
+	assert_int_equal(tgi_store_pin_check(f->s, "srv__t", d1, &ps, pinned, err, sizeof err), 0);
+	assert_int_equal(ps, TGI_PIN_NEW);
+	assert_int_equal(tgi_store_pin_check(f->s, "srv__t", d1, &ps, pinned, err, sizeof err), 0);
+	assert_int_equal(ps, TGI_PIN_SAME);
+	snprintf(sql, sizeof sql, "UPDATE pins SET digest = '%s'", d2);
+	raw_exec(f->db, sql);
+	assert_int_equal(tgi_store_pin_check(f->s, "srv__t", d2, &ps, pinned, err, sizeof err), 0);
+	assert_int_equal(ps, TGI_PIN_CHANGED);
+	assert_int_equal(tgi_store_pin_set(f->s, "srv__t", d2, err, sizeof err), 0);
+	assert_int_equal(tgi_store_pin_check(f->s, "srv__t", d2, &ps, pinned, err, sizeof err), 0);
+	assert_int_equal(ps, TGI_PIN_SAME);
 }
 
 static void test_approvals_lifecycle(void **state)
@@ -3196,16 +3407,10 @@ static void test_schema_upgrade_v2(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 3);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM events"), 3);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem"), 1);
-	/* its scope is kept as its digest now (version 7): a repeat still replays */
+	/* its scope is kept as its digest now (version 7); what a claim of it
+	 * answers is checked below */
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM idem"
 	                                " WHERE scope = toolgate_scope_digest('local:deploy:k')"), 1);
-	tgi_idem_info di;
-	memset(&di, 0, sizeof di);
-	assert_int_equal(tgi_store_idem_claim(f->s, "local:deploy:k",
-	                                      "0193a5f0-7c30-7d2a-9b1e-4f0c2a9d1e77", NULL, 10, &di,
-	                                      err, sizeof err), 0);
-	assert_int_equal(di.state, TGI_IDEM_DONE);
-	free(di.envelope);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pins"), 1);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 2);
 	tgi_log_filter flt = { .tool = "shell" };
@@ -3222,7 +3427,10 @@ static void test_schema_upgrade_v2(void **state)
 	tgi_idem_info info;
 	char id[37];
 	tgi_uuidv7(id);
-	assert_int_equal(claim(f->s, "local:deploy:k", id, 10, &info), TGI_IDEM_DONE);
+	/* a done claim from before migration 7 has no MAC, and so no authority:
+	 * an unknown outcome for an operator to settle, never a replay */
+	assert_int_equal(claim(f->s, "local:deploy:k", id, 10, &info), TGI_IDEM_UNKNOWN);
+	assert_int_equal(info.unverified, 1);
 	free(info.envelope);
 
 	/* the new columns are empty for the old rows */
@@ -3855,6 +4063,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idem_resolve_marks_envelope, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_outcomes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_pid_reuse_and_other_hosts, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_forged_approvals, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_approval_spent_with_claim, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_forged_claims_buckets_pins, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_concurrent_processes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idem_concurrent_threads, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_open_new_ledger, setup_dir, teardown),

@@ -62,7 +62,7 @@
 
 #include <sqlite3.h>
 
-#include "store/store.h"
+#include "store/impl.h"
 #include "util/dl.h"
 #include "util/util.h"
 
@@ -922,6 +922,109 @@ static void test_reconnect_bounded(void **state)
 	close(bh);
 }
 
+/* Give an in_flight row planted by hand the MAC the gate would have
+ * written (no binding): planted without one, it carries no authority. */
+static void sign_flying(struct fx *f, const char *scope, const char *op)
+{
+	char mac[65], sql[512], d[TGI_SCOPE_DIGEST_LEN + 1];
+	tgi_scope_digest(scope, d);   /* the ledger keeps, and MACs, the scope's digest */
+	tgi_mac_idem(f->s, d, op, NULL, "in_flight", NULL, mac);
+	snprintf(sql, sizeof sql, "UPDATE idem SET mac = '%s' WHERE scope = '%s'", mac, d);
+	sqlx(f->sql, sql, NULL, 0);
+}
+
+/* ---- MACs on the rows that carry authority (issue 22) ---- */
+
+static void pg_approved(tgi_store *s, const char *binding, char id[37])
+{
+	char err[512];
+	tgi_approval_row r;
+	memset(&r, 0, sizeof r);
+	snprintf(r.tool, sizeof r.tool, "deploy");
+	snprintf(r.principal, sizeof r.principal, "local");
+	snprintf(r.binding, sizeof r.binding, "%s", binding);
+	r.args = "{}";
+	r.reason = "ask";
+	r.created_ms = tgi_unix_ms();
+	r.expires_ms = r.created_ms + 60000;
+	assert_int_equal(tgi_store_approval_add(s, &r, err, sizeof err), 0);
+	assert_int_equal(tgi_store_approval_decide(s, r.id, 1, "alice", NULL, err, sizeof err), 0);
+	memcpy(id, r.id, 37);
+}
+
+static void test_forged_rows_pg(void **state)
+{
+	struct fx *f = *state;
+	char err[512], id[37], id2[37], got[37], sql[512], st[16], a[37], b[37], pinned[65];
+	int found = 0, forged = 0, used = 0;
+	tgi_idem_info info;
+
+	/* an approval edited with SQL is no one's; a genuine one is found, unspent */
+	pg_approved(f->s, BINDING_A, id);
+	assert_int_equal(tgi_store_approval_find(f->s, BINDING_A, "local", &found, got, &forged,
+	                                         err, sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_string_equal(got, id);
+	snprintf(sql, sizeof sql, "UPDATE approvals SET expires_ms = expires_ms + 1 WHERE id = '%s'",
+	         id);
+	sqlx(f->sql, sql, NULL, 0);
+	assert_int_equal(tgi_store_approval_find(f->s, BINDING_A, "local", &found, got, &forged,
+	                                         err, sizeof err), 0);
+	assert_int_equal(found, 0);
+	assert_int_equal(forged, 1);
+	assert_int_equal(tgi_store_approval_use(f->s, id, "local", BINDING_A, &used, err, sizeof err), 0);
+	assert_int_equal(used, -1);
+
+	/* spent with a claim that is taken; left by one in flight or done */
+	pg_approved(f->s, BINDING_B, id2);
+	tgi_approval_spend sp = {id2, "local", BINDING_B};
+	new_id(a);
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", a, NULL, 30, &sp, &info, err,
+	                                            sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
+	snprintf(sql, sizeof sql, "SELECT state FROM approvals WHERE id = '%s'", id2);
+	sqlx(f->sql, sql, st, sizeof st);
+	assert_string_equal(st, "used");
+	pg_approved(f->s, BINDING_B, id2);
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", new_id(b), NULL, 30, &sp,
+	                                            &info, err, sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
+	snprintf(sql, sizeof sql, "SELECT state FROM approvals WHERE id = '%s'", id2);
+	sqlx(f->sql, sql, st, sizeof st);
+	assert_string_equal(st, "approved");
+	tgi_op_record r = rec(a, "write", "persisted", NULL, "{\"output\":\"real\"}", tgi_unix_ms());
+	record_ok(f->s, &r, NULL, 0, "key:spend", TGI_SETTLE_DONE);
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", new_id(b), NULL, 30, &sp,
+	                                            &info, err, sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_DONE);
+	free(info.envelope);
+	sqlx(f->sql, sql, st, sizeof st);
+	assert_string_equal(st, "approved");
+
+	/* the done op's envelope edited: unknown, never replayed; resolvable */
+	snprintf(sql, sizeof sql, "UPDATE ops SET envelope = '{\"output\":\"forged\"}' WHERE op_id = '%s'", a);
+	sqlx(f->sql, sql, NULL, 0);
+	claim_ok(f->s, "key:spend", new_id(b), NULL, &info);
+	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
+	assert_int_equal(info.unverified, 1);
+	assert_null(info.envelope);
+	assert_int_equal(tgi_store_op_resolve(f->s, a, 0, err, sizeof err), 0);
+	/* released: claimed anew, spending the approval the others left */
+	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", new_id(b), NULL, 30, &sp,
+	                                            &info, err, sizeof err), 0);
+	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
+
+	/* a pin changed with SQL is CHANGED */
+	tgi_pin_state ps;
+	assert_int_equal(tgi_store_pin_check(f->s, "s__t", BINDING_A, &ps, pinned, err, sizeof err), 0);
+	assert_int_equal(ps, TGI_PIN_NEW);
+	assert_int_equal(tgi_store_pin_check(f->s, "s__t", BINDING_A, &ps, pinned, err, sizeof err), 0);
+	assert_int_equal(ps, TGI_PIN_SAME);
+	sqlx(f->sql, "UPDATE pins SET digest = '" BINDING_B "'", NULL, 0);
+	assert_int_equal(tgi_store_pin_check(f->s, "s__t", BINDING_B, &ps, pinned, err, sizeof err), 0);
+	assert_int_equal(ps, TGI_PIN_CHANGED);
+}
+
 /* ---- owners across a server restart ---- */
 
 /* An owner on another host whose backend started before the server now
@@ -954,6 +1057,9 @@ static void test_owner_through_server_restart(void **state)
 	         "  7, 1, %s, %s, %s + 60000, 0, 0)",
 	         now, now, now, pid_s, start_s, now);
 	sqlx(f->sql, sql, NULL, 0);
+	sign_flying(f, "key:restart", "0190a000-0000-7000-8000-000000000011");
+	sign_flying(f, "key:restart-late", "0190a000-0000-7000-8000-000000000012");
+	sign_flying(f, "key:gone", "0190a000-0000-7000-8000-000000000013");
 
 	claim_ok(f->s, "key:restart", new_id(b), NULL, &info);
 	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
@@ -1015,6 +1121,7 @@ static void test_claim_lifecycle(void **state)
 	/* done: replayed with the stored envelope */
 	const char *env = "{\"op_id\":\"x\",\"status\":\"persisted\",\"output\":\"hi\"}";
 	tgi_op_record r = rec(a, "write", "persisted", NULL, env, tgi_unix_ms());
+	r.idem_binding = BINDING_A;   /* the done row's MAC covers the claim's binding */
 	record_ok(f->s, &r, NULL, 0, "key:1", TGI_SETTLE_DONE);
 	claim_ok(f->s, "key:1", new_id(b), BINDING_A, &info);
 	assert_int_equal(info.state, TGI_IDEM_DONE);
@@ -1215,6 +1322,9 @@ static void test_owner_other_host(void **state)
 	         " (extract(epoch from now()) * 1000)::bigint + 60000, 0, 0)",
 	         pid_s, start_s, pid_s, start_s, pid_s, start_s);
 	sqlx(f->sql, sql, NULL, 0);
+	sign_flying(f, "key:far", "0190a000-0000-7000-8000-000000000001");
+	sign_flying(f, "key:lease", "0190a000-0000-7000-8000-000000000002");
+	sign_flying(f, "key:reused", "0190a000-0000-7000-8000-000000000003");
 
 	claim_ok(f->s, "key:far", new_id(b), NULL, &info);
 	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
@@ -2372,7 +2482,8 @@ static void test_upgrade_v5_eval(void **state)
 	OK(tgi_store_schema_version(f->s, &v, err, sizeof err));
 	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), TGI_STORE_SCHEMA_VERSION);
-	/* version 7: the scope is its digest, the key masked; the call still replays */
+	/* version 7: the scope is its digest, the key masked; the old done claim
+	 * has no MAC, and so no authority: an unknown outcome, never a replay */
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' ||"
 	                                 " encode(sha256(convert_to('key:old-sk-1', 'UTF8')), 'hex')"), 1);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops WHERE idem_scope LIKE 'sha256:%%'"), 1);
@@ -2382,7 +2493,8 @@ static void test_upgrade_v5_eval(void **state)
 		memset(&oi, 0, sizeof oi);
 		OK(tgi_store_idem_claim(f->s, "key:old-sk-1", "0193a5f0-7c30-7d2a-9b1e-4f0c2a9d1e77", NULL,
 		                        10, &oi, err, sizeof err));
-		assert_int_equal(oi.state, TGI_IDEM_DONE);
+		assert_int_equal(oi.state, TGI_IDEM_UNKNOWN);
+		assert_int_equal(oi.unverified, 1);
 		free(oi.envelope);
 	}
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
@@ -2433,6 +2545,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_transient_and_reconnect, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_record_lost_connection, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_claim_lifecycle, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_forged_rows_pg, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_dead_owner_this_host, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_outcomes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_other_host, setup_store, teardown),
