@@ -419,6 +419,25 @@ static void test_threads(void **state)
 	assert_int_equal(limited, THREADS * PER_THREAD - 50);
 }
 
+/* Two gates open at once on one ledger (two long-lived processes) draw
+ * from one bucket: each meets it with a call, then they alternate; 10 of
+ * 24 pass, and the last state each reports is the ledger's. */
+static void test_two_gates(void **state)
+{
+	const char *yaml = "rate_limits:\n  read_file: 10/hour\n";
+	tg_gate *g[2] = {open_with(yaml), open_with(yaml)};
+	int passed = 0, limited = 0;
+	for (int i = 0; i < 24; i++) {
+		const char *o = outcome(g[i % 2], NULL, "read_file", READ);
+		passed += !strcmp(o, "persisted");
+		limited += !strcmp(o, "rate_limited");
+	}
+	assert_int_equal(passed, 10);
+	assert_int_equal(limited, 14);
+	tg_gate_close(g[0]);
+	tg_gate_close(g[1]);
+}
+
 /* ---- across a restart ---- */
 
 /* A bucket outlives the process: use 2 of 3, close, open again: one left. */
@@ -502,6 +521,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spellings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_gates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_one_call_each, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
