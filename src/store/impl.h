@@ -4,8 +4,7 @@
  * store.c holds the public tgi_store_* functions and calls through the
  * table of the handle's implementation, as SQLite calls a VFS: each
  * implementation's handle begins with a struct tgi_store whose impl points
- * at its table.  Every member is required except bucket_take, which only a
- * shared store has.  The contracts are those of store.h, member f being
+ * at its table.  Every member is required.  The contracts are those of store.h, member f being
  * tgi_store_<f>; store.c checks the arguments every implementation would
  * check alike (NULL handles, the schema number range) before calling.
  *
@@ -39,7 +38,8 @@ typedef struct tgi_store_impl {
 	int (*bucket_get)(tgi_store *s, const char *principal, const char *tool, double *tokens,
 	                  int64_t *updated_ms, int *found, char *err, size_t errlen);
 	int (*bucket_take)(tgi_store *s, const char *principal, const char *tool, double rate,
-	                   double burst, int *ok, double *retry_after_s, char *err, size_t errlen);
+	                   double burst, int *ok, double *left, double *retry_after_s, char *err,
+	                   size_t errlen);
 
 	int (*idem_claim)(tgi_store *s, const char *scope, const char *op_id, const char *binding,
 	                  int lease_s, tgi_idem_info *info, char *err, size_t errlen);
@@ -111,7 +111,7 @@ const char *tgi_quoted(char *buf, size_t cap, const char *s);
 int tgi_check_op_id(const char *op_id, char *err, size_t errlen);
 int tgi_check_scope(const char *scope, char *err, size_t errlen);
 /* record's arguments: an op with an id, a status and an envelope, typed
- * events, the scope when a settle is asked, a whole bucket if any. */
+ * events, the scope when a settle is asked. */
 int tgi_check_record(const tgi_op_record *op, const tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen);
 int tgi_check_loop_window(const char *session, char *err, size_t errlen);

@@ -267,11 +267,6 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	X(ST_LOOP_SESSION, 2,                                                                   \
 	  "SELECT loop FROM ops WHERE session = $1 AND loop IS NOT NULL"                        \
 	  " ORDER BY op_id DESC LIMIT $2::bigint")                                              \
-	X(ST_BUCKET_PUT, 4,                                                                     \
-	  "INSERT INTO rate_buckets AS b(principal, tool, tokens, updated_ms)"                  \
-	  " VALUES($1, $2, $3::double precision, $4::bigint)"                                   \
-	  " ON CONFLICT(principal, tool) DO UPDATE SET tokens = excluded.tokens,"               \
-	  " updated_ms = excluded.updated_ms WHERE excluded.updated_ms >= b.updated_ms")        \
 	X(ST_BUCKET_GET, 2,                                                                     \
 	  "SELECT tokens, updated_ms FROM rate_buckets WHERE principal = $1 AND tool = $2")     \
 	X(ST_BUCKET_TAKE, 4,                                                                    \
@@ -1608,8 +1603,8 @@ static void record_failed(pg *s, const char *scope, const char *op_id, tgi_idem_
 }
 
 /*
- * One round trip, one transaction: the ops row, the session, the bucket,
- * the idempotency row, and last the events with their seqs (and the
+ * One round trip, one transaction: the ops row, the session, the
+ * idempotency row, and last the events with their seqs (and the
  * NOTIFY), so that the counter's row lock is held only through the commit.
  * Every record takes its row locks in that order: no two deadlock.
  */
@@ -1617,7 +1612,7 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	q qs[5];
+	q qs[4];
 	int n = 0;
 
 	for (size_t i = 0; ev && i < nev; i++)
@@ -1656,15 +1651,6 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 		q_text(x, op->session);
 		q_i64(x, op->started_ms);
 		q_text(x, op->manifest);
-	}
-	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
-	if (b) {
-		x = &qs[n++];
-		q_init(x, ST_BUCKET_PUT, NULL);
-		q_text(x, b->principal);
-		q_text(x, b->tool);
-		q_f64(x, b->tokens);
-		q_i64(x, b->updated_ms);
 	}
 	if (scope)
 		settle_q(&qs[n++], scope, op->op_id, how);
@@ -1785,21 +1771,16 @@ static int pg_bucket_get(tgi_store *base, const char *principal, const char *too
 /* One statement on the server's clock: the bucket refilled at rate a
  * second up to burst (a new one starts full), one token taken if there is
  * one.  Seconds until the next whole token, to the millisecond above (as
- * src/mw/ratelimit.c says it), when there is none. */
+ * src/mw/ratelimit.c says it), when there is none.  (store.c checked rate
+ * and burst.) */
 static int pg_bucket_take(tgi_store *base, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *retry_after_s, char *err, size_t errlen)
+                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          size_t errlen)
 {
 	pg *s = enter(base);
 	q x;
-	*ok = 0;
-	*retry_after_s = 0;
 	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	if (!isfinite(rate) || rate <= 0 || !isfinite(burst) || burst < 1) {
-		tgi_snprintf(err, errlen,
-		             "a rate-limit bucket needs a rate above 0 and a burst of at least 1 token");
-		return -1;
-	}
 	q_init(&x, ST_BUCKET_TAKE, NULL);
 	q_text(&x, principal);
 	q_text(&x, tool);
@@ -1807,10 +1788,10 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 	q_f64(&x, burst);
 	int rc = run(s, &x, 1);
 	if (rc == 0 && rows(&x) == 1) {
-		double left = val_f64(x.res, 0, 0);
+		*left = val_f64(x.res, 0, 0);
 		*ok = val_bool(x.res, 0, 1);
 		if (!*ok) {
-			double ms = ceil((left < 1 ? 1 - left : 0) * 1000 / rate);
+			double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
 			*retry_after_s = (ms < 1 ? 1 : ms) / 1000;
 		}
 	} else if (rc == 0) {

@@ -6,8 +6,8 @@
  * start time and lease), events (append-only, seq never reused),
  * approvals, sessions (with the tool manifest each last ran with), pins
  * (the first-seen digest of each bridged MCP tool's description),
- * rate_buckets (the rate limiter's token buckets, so a restart does not
- * refill them), messages (an agent session's conversation), eval_runs
+ * rate_buckets (the rate limiter's token buckets: every process using the
+ * ledger takes its tokens here, and a restart does not refill them), messages (an agent session's conversation), eval_runs
  * (toolgate eval: who was tested on what, and how it scored).  The schema
  * version lives in PRAGMA user_version; an older ledger is upgraded in
  * place, a newer one is refused.
@@ -245,10 +245,10 @@ static const char *const verify_sql[] = {
 	X(ST_LOOP_SESSION,                                                                      \
 	  "SELECT loop FROM ops WHERE session = ?1 AND loop IS NOT NULL"                       \
 	  " ORDER BY op_id DESC LIMIT ?2")                                                      \
-	X(ST_BUCKET_PUT,                                                                        \
+	X(ST_BUCKET_SET,                                                                        \
 	  "INSERT INTO rate_buckets(principal, tool, tokens, updated_ms) VALUES(?1, ?2, ?3, ?4)" \
 	  " ON CONFLICT(principal, tool) DO UPDATE SET tokens = excluded.tokens,"               \
-	  " updated_ms = excluded.updated_ms WHERE excluded.updated_ms >= updated_ms")          \
+	  " updated_ms = excluded.updated_ms")                                                  \
 	X(ST_BUCKET_GET,                                                                        \
 	  "SELECT tokens, updated_ms FROM rate_buckets WHERE principal = ?1 AND tool = ?2")    \
 	X(ST_LAST_SEQ, "SELECT max(seq) FROM events")                                           \
@@ -1227,8 +1227,6 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	sq *s = (sq *)base;
 	if (tgi_check_record(op, ev, nev, idem_scope, how, err, errlen) < 0)
 		return -1;
-	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
-
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
@@ -1242,9 +1240,6 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	if (rc == SQLITE_OK && op->session)
 		rc = st_run(s, ST_SESSION_UPSERT, "tit", op->session, (int64_t)op->started_ms,
 		            op->manifest);
-	if (rc == SQLITE_OK && b)
-		rc = st_run(s, ST_BUCKET_PUT, "ttfi", b->principal, b->tool, b->tokens,
-		            (int64_t)b->updated_ms);
 	if (rc == SQLITE_OK && idem_scope)
 		rc = settle(s, idem_scope, op->op_id, how, now);
 	if (rc == SQLITE_OK)
@@ -1334,6 +1329,72 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 		char q[80];
 		return fail(s, rc, err, errlen, "cannot read the rate-limit bucket of '%s'",
 		            tgi_quoted(q, sizeof q, tool));
+	}
+	return 0;
+}
+
+/*
+ * The one take, inside the caller's write transaction (BEGIN IMMEDIATE: no
+ * other process writes between the read and the write): the bucket as the
+ * ledger has it (a new one full), refilled at rate a second since it was
+ * written, capped at burst; a token taken if there is a whole one (to
+ * float noise).  A clock that went backwards refills nothing and takes
+ * nothing away: the bucket's time moves back with it, so refilling starts
+ * again from now.  A damaged count (negative) is an empty bucket.  An
+ * empty take writes nothing unless that moved the time back or mended the
+ * count (what it read refills to the same later).  All the bucket's SQL.
+ */
+#define TGI_BUCKET_EPSILON 1e-9 /* tokens: float noise (as src/mw/ratelimit.c) */
+static int bucket_take_tx(sq *s, const char *principal, const char *tool, double rate,
+                          double burst, int64_t now, int *ok, double *left)
+{
+	double stored = burst, tokens;
+	int64_t at = now;
+	int found = 0;
+	int rc = st_step(s, ST_BUCKET_GET, "tt", principal, tool);
+	if (rc == SQLITE_ROW) {
+		stored = sqlite3_column_double(s->st[ST_BUCKET_GET], 0);
+		at = sqlite3_column_int64(s->st[ST_BUCKET_GET], 1);
+		found = 1;
+		st_reset(s, ST_BUCKET_GET);
+	} else if (rc != SQLITE_DONE) {
+		return rc;
+	}
+	tokens = stored >= 0 ? stored : 0; /* also NaN */
+	if (now > at)
+		tokens += (double)(now - at) * rate / 1000;
+	if (tokens > burst)
+		tokens = burst;
+	*ok = tokens >= 1 - TGI_BUCKET_EPSILON;
+	if (*ok)
+		tokens = tokens >= 1 ? tokens - 1 : 0;
+	*left = tokens;
+	if (!*ok && found && now >= at && stored >= 0)
+		return SQLITE_OK;
+	return st_run(s, ST_BUCKET_SET, "ttfi", principal, tool, tokens, now);
+}
+
+static int sq_bucket_take(tgi_store *base, const char *principal, const char *tool, double rate,
+                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          size_t errlen)
+{
+	sq *s = (sq *)base;
+	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
+		return -1;
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = bucket_take_tx(s, principal, tool, rate, burst, tgi_unix_ms(), ok, left);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK) {
+		char q[80];
+		*ok = 0;
+		return fail(s, rc, err, errlen, "cannot take from the rate-limit bucket of '%s'",
+		            tgi_quoted(q, sizeof q, tool));
+	}
+	if (!*ok) {
+		double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
+		*retry_after_s = (ms < 1 ? 1 : ms) / 1000;
 	}
 	return 0;
 }
@@ -2731,7 +2792,7 @@ static const tgi_store_impl sqlite_impl = {
 	.session_manifest = sq_session_manifest,
 	.loop_window = sq_loop_window,
 	.bucket_get = sq_bucket_get,
-	.bucket_take = NULL,
+	.bucket_take = sq_bucket_take,
 	.idem_claim = sq_idem_claim,
 	.op_resolve = sq_op_resolve,
 	.approval_add = sq_approval_add,
