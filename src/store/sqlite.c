@@ -114,8 +114,8 @@
  * MB for 100k calls) instead of every row with its envelope (~200 MB):
  * the entries grow by a few bytes, the pages a record writes stay the
  * same.  Loop windows are the newest calls of a session, read by every
- * call of a process that has not seen the session yet (each `toolgate
- * call`): ops_session is (session, op_id, loop), so the newest entries
+ * call of the session (at its check and its record): ops_session is
+ * (session, op_id, loop), so the newest entries
  * are read from the index alone, newest first, without a sort; it also
  * serves `log --session`.  Calls without a session have no window.  The
  * loop column comes last (ALTER TABLE appends it, after the envelope),

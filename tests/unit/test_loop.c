@@ -4,8 +4,9 @@
  * positives users hit (different searches, re-reading after a write, a
  * status poll), a result that differs only by a timestamp or an id, the
  * ping-pong, observe mode, the window's size, calls that do not count,
- * calls without a session (not tracked), the configuration's checks, and
- * a second gate continuing a session from the ledger.  The outcome digest
+ * calls without a session (not tracked), the configuration's checks, a
+ * second gate continuing a session from the ledger, and two gates serving
+ * one session at once.  The outcome digest
  * and the ledger entry are also tested on their own.
  */
 #include <stdarg.h>
@@ -645,9 +646,9 @@ static void other_sessions(tg_gate *g, const char *prefix, int n)
 	free(names);
 }
 
-/* More sessions than the gate keeps in memory (4096; 131 of window 1000):
- * the oldest window goes, and comes back from the ledger when its session
- * returns. */
+/* Many sessions between two calls of one (more than the gate once kept
+ * windows for in memory: 4096; 131 of window 1000): its window is still
+ * whole when it returns. */
 static void test_many_sessions(void **state)
 {
 	static const struct { const char *config, *session; int others; } runs[] = {

@@ -3,8 +3,9 @@
  * contract: a token bucket per (principal, tool) from `rate_limits`, the
  * `rate_limited` answer with retry_after_s, isolation between principals
  * and tools, the first matching glob, dry runs, bad configuration with
- * file:line, many threads on one gate, the memory bound, and a restart
- * that does not reset a bucket.
+ * file:line, many threads on one gate, two gates on one ledger drawing
+ * from one bucket, many buckets, and a restart that does not reset a
+ * bucket.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -483,8 +484,8 @@ static void test_restart_one_call_each(void **state)
 	}
 }
 
-/* The buckets in memory are bounded; one that had to make room starts
- * again from the ledger, not from full. */
+/* Many buckets (more than the gate once kept in memory): each its own,
+ * none forgotten. */
 #define MANY 4200
 static void test_bounded(void **state)
 {
@@ -503,7 +504,7 @@ static void test_bounded(void **state)
 		if (strcmp(o, "persisted"))
 			fail_msg("%s's first call: %s", name, o);
 	}
-	/* p0's bucket was the oldest when room was needed */
+	/* the first and the last are both still used up */
 	assert_string_equal(outcome(g, "p0", "read_file", READ), "rate_limited");
 	assert_string_equal(outcome(g, "p4199", "read_file", READ), "rate_limited");
 	tg_gate_close(g);
