@@ -36,19 +36,22 @@
  *
  * A window is the last `window` counted calls of the session, in every
  * process: it lives in the ledger (ops.loop, which persist writes from
- * c->loop_entry) and nowhere else, read back at each call's check and
- * again at its record (the call's own entry in front), so `toolgate call`
- * processes, long-lived servers and gates on other hosts that serve one
- * session each see the others' calls as soon as they are persisted.  A
- * window that cannot be read counts as empty (loop detection guides a
- * model; it guards no authority).
+ * c->loop_entry) and nowhere else, read back at each call's check (and
+ * kept in c->loop_window for its record, which counts it again with the
+ * call's own entry in front; a call stopped before the check reads it at
+ * its record), so `toolgate call` processes, long-lived servers and gates
+ * on other hosts that serve one session each see the others' calls as
+ * soon as they are persisted.  A window that cannot be read counts as
+ * empty (loop detection guides a model; it guards no authority).
  *
  * The window entry as the ledger keeps it, one line:
  *   v1 <sig: 64 hex> <outcome: 64 hex> <flags> <tool>
  * flags: any of r (read-only), w (had side effects and succeeded), b (was
  * blocked), in that order, or "-" for none.
  *
- * Owns: the settings, c->loop_sig, c->loop_entry and c->hint.  Must not:
+ * Owns: the settings, c->loop_sig, c->loop_entry, c->loop_window (freed by
+ * the record, which every call that was checked reaches) and c->hint.
+ * Must not:
  * decide permission, look at what a tool did beyond its answer, keep a
  * window of its own between calls, or touch the ledger except to read a
  * window back.
@@ -76,10 +79,11 @@ typedef struct loop_entry {
 	const char   *tool;        /* borrowed: the window's rows, or the call's */
 } loop_entry;
 
-/* A session's window as one call sees it: e[0] the newest entry. */
-typedef struct loop_window {
+/* A session's window as one call sees it: e[0] is the call's own place
+ * (empty until its record), e[1] the newest entry before it. */
+typedef struct tgi_loop_window {
 	loop_entry *e;     /* owned */
-	size_t      n;
+	size_t      n;     /* with e[0] */
 	tgi_strv    rows;  /* the ledger's texts, which the entries' tools point into */
 } loop_window;
 
@@ -464,17 +468,22 @@ void tgi_loop_outcome(tg_status st, tg_errkind kind, const char *message, const 
 
 /* ---- window entries as the ledger keeps them ---- */
 
+/* Lowercase hex digits, each its value + 1 (0: not one).  Every call reads
+ * its window's entries back (two digests each), so this is a table. */
+static const unsigned char hex_digit[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7,
+	['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
+	['e'] = 15, ['f'] = 16,
+};
+
 static int from_hex(const char *s, unsigned char *md, size_t n)
 {
-	for (size_t i = 0; i < 2 * n; i++) {
-		char ch = s[i];
-		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; i < n; i++) {
+		unsigned hi = hex_digit[p[2 * i]], lo = hex_digit[p[2 * i + 1]];
+		if (!hi || !lo)
 			return -1;
-		int d = ch <= '9' ? ch - '0' : ch - 'a' + 10;
-		if (i % 2)
-			md[i / 2] |= (unsigned char)d;
-		else
-			md[i / 2] = (unsigned char)(d << 4);
+		md[i] = (unsigned char)((hi - 1) << 4 | (lo - 1));
 	}
 	return 0;
 }
@@ -579,18 +588,17 @@ static char *entry_text(const loop_entry *e)
 /* ---- windows ---- */
 
 /*
- * The session's window as the ledger has it now, newest first, after
- * `front` places left empty (the call's own entry, at record): the newest
- * `limit` entries of the session's calls, whichever process made them.
- * Entries that do not parse (not ours, or damaged) are left out; a ledger
- * that cannot be read gives what is in front only.
+ * The session's window as the ledger has it now, behind the call's own
+ * place: the newest `limit` entries of the session's calls, whichever
+ * process made them, newest first.  Entries that do not parse (not ours,
+ * or damaged) are left out; a ledger that cannot be read gives none.
  */
-static void window_read(tgi_call *c, size_t limit, size_t front, loop_window *w)
+static loop_window *window_read(tgi_call *c, size_t limit)
 {
 	tg_gate *g = c->g;
+	loop_window *w = tgi_xcalloc(1, sizeof *w);
 	char err[256];
 	int rc = 0;
-	*w = (loop_window){0};
 	if (limit) {
 		tgi_store_lock(g);
 		rc = tgi_store_loop_window(g->store, c->session, limit, &w->rows, err, sizeof err);
@@ -598,19 +606,23 @@ static void window_read(tgi_call *c, size_t limit, size_t front, loop_window *w)
 	}
 	if (rc < 0)
 		tgi_strv_free(&w->rows);
-	w->e = tgi_xcalloc(front + w->rows.n + 1, sizeof *w->e);
-	w->n = front;
+	w->e = tgi_xcalloc(1 + w->rows.n, sizeof *w->e);
+	w->n = 1;
 	for (size_t i = 0; i < w->rows.n; i++) {
 		loop_entry *e = &w->e[w->n];
 		if (entry_parse(w->rows.v[i], e->sig, e->out, &e->flags, &e->tool) == 0)
 			w->n++;
 	}
+	return w;
 }
 
 static void window_free(loop_window *w)
 {
+	if (!w)
+		return;
 	free(w->e);
 	tgi_strv_free(&w->rows);
+	free(w);
 }
 
 /* ---- the patterns ---- */
@@ -690,13 +702,14 @@ static int alternation(const loop_window *w, size_t from,
 }
 
 /*
- * Count the call in its patterns.  At check the call is not in the window
- * yet (from 0, its outcome unknown: the pattern's is copied to cnt->out);
- * at record it is the newest entry (from 1, its outcome given in cnt->out).
+ * Count the call in its patterns: the entries before it, from w->e[1] on.
+ * At check its outcome is not known yet (have_out 0: the pattern's is
+ * copied to cnt->out); at record it is given in cnt->out.
  */
-static void count(const loop_window *w, size_t from,
-                  const unsigned char sig[32], int have_out, int read_only, loop_count *cnt)
+static void count(const loop_window *w, const unsigned char sig[32], int have_out,
+                  int read_only, loop_count *cnt)
 {
+	const size_t from = 1;
 	unsigned char rep_out[32], alt_out[32];
 	memcpy(rep_out, cnt->out, 32);
 	memcpy(alt_out, cnt->out, 32);
@@ -777,10 +790,8 @@ tgi_verdict tgi_loop_check(tgi_call *c)
 	if (!c->session[0])           /* not tracked: see the header */
 		return TGI_NEXT;
 	signature(c, sig);            /* before a hook may rewrite the arguments */
-	loop_window w;
-	window_read(c, (size_t)l->window, 0, &w);
-	count(&w, 0, sig, 0, (c->contract & TGI_T_READ_ONLY) != 0, &cnt);
-	window_free(&w);
+	c->loop_window = window_read(c, (size_t)l->window);
+	count(c->loop_window, sig, 0, (c->contract & TGI_T_READ_ONLY) != 0, &cnt);
 	int over = cnt.n >= l->block;
 	clean_tool(c->tool, tool);
 	if (over && !l->observe && !c->dry_run) {
@@ -838,10 +849,13 @@ void tgi_loop_record(tgi_call *c)
 	unsigned char sig[32];
 	char tool[LOOP_TOOL_MAX + 1];
 	loop_count cnt = {0};
-	if (!c->session[0])                 /* not tracked: see the header */
+	loop_window *w = c->loop_window;    /* the check's, if it ran: freed here */
+	c->loop_window = NULL;
+	/* not tracked (see the header); a block was recorded when it was made */
+	if (!c->session[0] || c->loop_entry || !counted(c)) {
+		window_free(w);
 		return;
-	if (c->loop_entry || !counted(c))   /* a block was recorded when it was made */
-		return;
+	}
 	call_sig(c, sig);
 	clean_tool(c->tool, tool);
 	int read_only = (c->contract & TGI_T_READ_ONLY) != 0;
@@ -853,12 +867,14 @@ void tgi_loop_record(tgi_call *c)
 	memcpy(cnt.out, e.out, 32);
 	e.tool = tool;
 	c->loop_entry = entry_text(&e);
-	/* the window as it is now, the call in front: window - 1 others */
-	loop_window w;
-	window_read(c, (size_t)l->window - 1, 1, &w);
-	w.e[0] = e;
-	count(&w, 1, sig, 1, read_only, &cnt);
-	window_free(&w);
+	/* the call in front of the window - 1 calls before it */
+	if (!w)
+		w = window_read(c, (size_t)l->window - 1);
+	else if (w->n > (size_t)l->window)
+		w->n = (size_t)l->window;
+	w->e[0] = e;
+	count(w, sig, 1, read_only, &cnt);
+	window_free(w);
 	if (cnt.n >= l->warn)
 		warn_call(c, &cnt, tool);
 }
