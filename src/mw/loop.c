@@ -51,10 +51,9 @@
  *
  * Owns: the settings, c->loop_sig, c->loop_entry, c->loop_window (freed by
  * the record, which every call that was checked reaches) and c->hint.
- * Must not:
- * decide permission, look at what a tool did beyond its answer, keep a
- * window of its own between calls, or touch the ledger except to read a
- * window back.
+ * Must not: decide permission, look at what a tool did beyond its answer,
+ * keep a window of its own between calls, or touch the ledger except to
+ * read a window back.
  */
 #include <stdlib.h>
 #include <string.h>

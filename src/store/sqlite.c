@@ -7,8 +7,9 @@
  * approvals, sessions (with the tool manifest each last ran with), pins
  * (the first-seen digest of each bridged MCP tool's description),
  * rate_buckets (the rate limiter's token buckets: every process using the
- * ledger takes its tokens here, and a restart does not refill them), messages (an agent session's conversation), eval_runs
- * (toolgate eval: who was tested on what, and how it scored).  The schema
+ * ledger takes its tokens here, and a restart does not refill them),
+ * messages (an agent session's conversation), eval_runs (toolgate eval:
+ * who was tested on what, and how it scored).  The schema
  * version lives in PRAGMA user_version; an older ledger is upgraded in
  * place, a newer one is refused.
  *
@@ -114,15 +115,15 @@
  * MB for 100k calls) instead of every row with its envelope (~200 MB):
  * the entries grow by a few bytes, the pages a record writes stay the
  * same.  Loop windows are the newest calls of a session, read by every
- * call of the session (at its check and its record): ops_session is
- * (session, op_id, loop), so the newest entries
- * are read from the index alone, newest first, without a sort; it also
- * serves `log --session`.  Calls without a session have no window.  The
- * loop column comes last (ALTER TABLE appends it, after the envelope),
- * which is why the index carries it; a loop entry is short (hashes and a
- * status), so it fits an index entry.  rate_buckets is WITHOUT ROWID:
- * small rows looked up by their key.  The upgrade rebuilds ops_tool, once,
- * in the migration's transaction (seconds for a million calls).
+ * call of the session: ops_session is (session, op_id, loop), so the
+ * newest entries are read from the index alone, newest first, without a
+ * sort; it also serves `log --session`.  Calls without a session have no
+ * window.  The loop column comes last (ALTER TABLE appends it, after the
+ * envelope), which is why the index carries it; a loop entry is short
+ * (hashes and a status), so it fits an index entry.  rate_buckets is
+ * WITHOUT ROWID: small rows looked up by their key.  The upgrade rebuilds
+ * ops_tool, once, in the migration's transaction (seconds for a million
+ * calls).
  *
  * Version 4 (toolgate agent).  messages: a session's conversation, one
  * row per history entry in the shape of one model API, numbered from 1 in
