@@ -158,7 +158,7 @@ struct tgi_call {
 	char              hook_rule[256];  /* which hook, for the rule that asked */
 	char              loop_sig[65];    /* tool + args as the model sent them ("" unset) */
 	char             *loop_entry;      /* owned: the window entry the ledger keeps */
-	tgi_bucket        bucket;          /* the rate-limit bucket to save (bucket.tool NULL: none) */
+	struct tgi_loop_window *loop_window; /* owned by mw/loop.c: the window its check read */
 
 	/* trace */
 	json_t           *stages;          /* owned: [{stage, ok, ...}] */

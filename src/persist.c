@@ -4,8 +4,8 @@
  * Runs once on every path (like nginx's log phase): the envelope, the
  * redacted args and their sha256, and the call's events go to the ledger in
  * one transaction, which also settles the call's idempotency claim and
- * saves what the middleware keeps (its loop-window entry, its rate-limit
- * bucket, the session's manifest digest).  What is written is redacted
+ * saves what the middleware keeps (its loop-window entry, the session's
+ * manifest digest; a rate-limit token was taken in the ledger already).  What is written is redacted
  * (mw.h): the caller still gets the real envelope.  A tool that succeeded
  * but whose row could not be written is `committed` (the side effect
  * happened; the record did not).
@@ -129,7 +129,6 @@ void tgi_persist(tgi_call *c)
 		.duration_ms = c->duration_ms,
 		.loop = c->loop_entry,
 		.manifest = manifest[0] ? manifest : NULL,  /* not known yet: kept as it was */
-		.bucket = c->bucket.tool ? &c->bucket : NULL,
 		.idem_binding = c->idem_binding[0] ? c->idem_binding : NULL,
 	};
 	tgi_store_lock(g);

@@ -34,24 +34,27 @@
  * window with the pattern's outcome, so the next try is blocked too.  In
  * observe mode both only leave their event.
  *
- * A window is the last `window` counted calls.  At most LOOP_MAX_SESSIONS
- * windows are kept in memory, fewer when they are long (LOOP_MAX_ENTRIES
- * entries in all); the least recently used goes first.  The first
- * time this process meets a session, its window is read back from the
- * ledger (ops.loop, which persist writes from c->loop_entry), so separate
- * `toolgate call` processes continue one another's streaks; with a shared
- * store (several gates) it is read back at every call's check.
+ * A window is the last `window` counted calls of the session, in every
+ * process: it lives in the ledger (ops.loop, which persist writes from
+ * c->loop_entry) and nowhere else, read back at each call's check (and
+ * kept in c->loop_window for its record, which counts it again with the
+ * call's own entry in front; a call stopped before the check reads it at
+ * its record), so `toolgate call` processes, long-lived servers and gates
+ * on other hosts that serve one session each see the others' calls as
+ * soon as they are persisted.  A window that cannot be read counts as
+ * empty (loop detection guides a model; it guards no authority).
  *
  * The window entry as the ledger keeps it, one line:
  *   v1 <sig: 64 hex> <outcome: 64 hex> <flags> <tool>
  * flags: any of r (read-only), w (had side effects and succeeded), b (was
  * blocked), in that order, or "-" for none.
  *
- * Owns: the windows (behind one mutex), c->loop_sig, c->loop_entry and
- * c->hint.  Must not: decide permission, look at what a tool did beyond
- * its answer, or touch the ledger except to read a window back.
+ * Owns: the settings, c->loop_sig, c->loop_entry, c->loop_window (freed by
+ * the record, which every call that was checked reaches) and c->hint.
+ * Must not: decide permission, look at what a tool did beyond its answer,
+ * keep a window of its own between calls, or touch the ledger except to
+ * read a window back.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -59,9 +62,6 @@
 #include "mw/mw.h"
 #include "util/util.h"
 
-#define LOOP_MAX_SESSIONS 4096   /* windows kept in memory at most ... */
-#define LOOP_MAX_ENTRIES  131072 /* ... and entries in all of them (a long window, fewer) */
-#define LOOP_BUCKETS      8192   /* hash buckets (a power of two) */
 #define LOOP_MAX_WINDOW   1000   /* loop_detection.window at most */
 #define LOOP_MAX_DEPTH    128    /* JSON nesting the outcome walks; deeper is hashed whole */
 #define LOOP_TOOL_MAX     128    /* bytes of a tool name an entry keeps */
@@ -75,24 +75,19 @@ enum {
 typedef struct loop_entry {
 	unsigned char sig[32], out[32];
 	unsigned      flags;
-	char         *tool;        /* owned */
+	const char   *tool;        /* borrowed: the window's rows, or the call's */
 } loop_entry;
 
-typedef struct loop_window {
-	char               *key;         /* owned: the session */
-	struct loop_window *hnext;       /* hash chain */
-	struct loop_window *newer, *older; /* LRU list */
-	loop_entry         *e;           /* ring of l->window entries */
-	size_t              head, n;     /* e[head] is the newest; n in use */
+/* A session's window as one call sees it: e[0] is the call's own place
+ * (empty until its record), e[1] the newest entry before it. */
+typedef struct tgi_loop_window {
+	loop_entry *e;     /* owned */
+	size_t      n;     /* with e[0] */
+	tgi_strv    rows;  /* the ledger's texts, which the entries' tools point into */
 } loop_window;
 
 struct tgi_loop {
-	int              window, warn, block, observe;
-	size_t           max_windows;    /* LOOP_MAX_SESSIONS, fewer for a long window */
-	pthread_mutex_t  mu;             /* guards everything below */
-	loop_window     *bucket[LOOP_BUCKETS];
-	loop_window     *newest, *oldest;
-	size_t           nwindows;
+	int window, warn, block, observe;
 };
 
 /* ---- configuration ---- */
@@ -203,32 +198,12 @@ int tgi_loop_new(const tgi_config *cfg, tgi_loop **out, char *err, size_t errlen
 	l->warn = probe.warn;
 	l->block = probe.block;
 	l->observe = probe.observe;
-	l->max_windows = LOOP_MAX_ENTRIES / (size_t)l->window;
-	if (l->max_windows > LOOP_MAX_SESSIONS)
-		l->max_windows = LOOP_MAX_SESSIONS;
-	pthread_mutex_init(&l->mu, NULL);
 	*out = l;
 	return 0;
 }
 
-static void window_free(loop_window *w, size_t size)
-{
-	for (size_t i = 0; i < size; i++)
-		free(w->e[i].tool);
-	free(w->e);
-	free(w->key);
-	free(w);
-}
-
 void tgi_loop_free(tgi_loop *l)
 {
-	if (!l)
-		return;
-	for (loop_window *w = l->newest, *next; w; w = next) {
-		next = w->older;
-		window_free(w, (size_t)l->window);
-	}
-	pthread_mutex_destroy(&l->mu);
 	free(l);
 }
 
@@ -492,17 +467,22 @@ void tgi_loop_outcome(tg_status st, tg_errkind kind, const char *message, const 
 
 /* ---- window entries as the ledger keeps them ---- */
 
+/* Lowercase hex digits, each its value + 1 (0: not one).  Every call reads
+ * its window's entries back (two digests each), so this is a table. */
+static const unsigned char hex_digit[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7,
+	['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
+	['e'] = 15, ['f'] = 16,
+};
+
 static int from_hex(const char *s, unsigned char *md, size_t n)
 {
-	for (size_t i = 0; i < 2 * n; i++) {
-		char ch = s[i];
-		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; i < n; i++) {
+		unsigned hi = hex_digit[p[2 * i]], lo = hex_digit[p[2 * i + 1]];
+		if (!hi || !lo)
 			return -1;
-		int d = ch <= '9' ? ch - '0' : ch - 'a' + 10;
-		if (i % 2)
-			md[i / 2] |= (unsigned char)d;
-		else
-			md[i / 2] = (unsigned char)(d << 4);
+		md[i] = (unsigned char)((hi - 1) << 4 | (lo - 1));
 	}
 	return 0;
 }
@@ -606,161 +586,42 @@ static char *entry_text(const loop_entry *e)
 
 /* ---- windows ---- */
 
-static uint32_t key_hash(const char *s)
-{
-	uint32_t h = 2166136261u;   /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-/* The i-th newest entry (0: the newest); i < w->n. */
-static loop_entry *at(const tgi_loop *l, const loop_window *w, size_t i)
-{
-	size_t size = (size_t)l->window;
-	return &w->e[(w->head + size - i) % size];
-}
-
-/* Add an entry as the newest; the window takes e->tool. */
-static void push(const tgi_loop *l, loop_window *w, loop_entry *e)
-{
-	size_t size = (size_t)l->window;
-	if (w->n)
-		w->head = (w->head + 1) % size;
-	free(w->e[w->head].tool);
-	w->e[w->head] = *e;
-	if (w->n < size)
-		w->n++;
-}
-
-static void lru_unlink(tgi_loop *l, loop_window *w)
-{
-	if (w->newer)
-		w->newer->older = w->older;
-	else
-		l->newest = w->older;
-	if (w->older)
-		w->older->newer = w->newer;
-	else
-		l->oldest = w->newer;
-	w->newer = w->older = NULL;
-}
-
-static void lru_front(tgi_loop *l, loop_window *w)
-{
-	w->older = l->newest;
-	w->newer = NULL;
-	if (l->newest)
-		l->newest->newer = w;
-	l->newest = w;
-	if (!l->oldest)
-		l->oldest = w;
-}
-
-static loop_window *find(tgi_loop *l, const char *key)
-{
-	for (loop_window *w = l->bucket[key_hash(key) & (LOOP_BUCKETS - 1)]; w; w = w->hnext)
-		if (!strcmp(w->key, key))
-			return w;
-	return NULL;
-}
-
-static void evict_oldest(tgi_loop *l)
-{
-	loop_window *w = l->oldest;
-	loop_window **pp = &l->bucket[key_hash(w->key) & (LOOP_BUCKETS - 1)];
-	while (*pp != w)
-		pp = &(*pp)->hnext;
-	*pp = w->hnext;
-	lru_unlink(l, w);
-	window_free(w, (size_t)l->window);
-	l->nwindows--;
-}
-
-static loop_window *insert(tgi_loop *l, const char *key)
-{
-	if (l->nwindows >= l->max_windows)
-		evict_oldest(l);
-	loop_window *w = tgi_xcalloc(1, sizeof *w);
-	w->key = tgi_strdup(key);
-	w->e = tgi_xcalloc((size_t)l->window, sizeof *w->e);
-	uint32_t b = key_hash(key) & (LOOP_BUCKETS - 1);
-	w->hnext = l->bucket[b];
-	l->bucket[b] = w;
-	lru_front(l, w);
-	l->nwindows++;
-	return w;
-}
-
-
-/* What the ledger holds of this window, newest first: -1 when it cannot
- * be read (a new window then starts empty). */
-static int ledger_window(tgi_call *c, tgi_strv *out)
+/*
+ * The session's window as the ledger has it now, behind the call's own
+ * place: the newest `limit` entries of the session's calls, whichever
+ * process made them, newest first.  Entries that do not parse (not ours,
+ * or damaged) are left out; a ledger that cannot be read gives none.
+ */
+static loop_window *window_read(tgi_call *c, size_t limit)
 {
 	tg_gate *g = c->g;
+	loop_window *w = tgi_xcalloc(1, sizeof *w);
 	char err[256];
-	tgi_store_lock(g);
-	int rc = tgi_store_loop_window(g->store, c->session, (size_t)g->loop->window, out, err,
-	                               sizeof err);
-	tgi_store_unlock(g);
+	int rc = 0;
+	if (limit) {
+		tgi_store_lock(g);
+		rc = tgi_store_loop_window(g->store, c->session, limit, &w->rows, err, sizeof err);
+		tgi_store_unlock(g);
+	}
 	if (rc < 0)
-		tgi_strv_free(out);
-	return rc;
-}
-
-/* Fill w from the ledger's rows (newest first), after what it holds. */
-static void warm(tgi_loop *l, loop_window *w, const tgi_strv *rows)
-{
-	for (size_t i = rows->n; i-- > 0;) {
-		loop_entry e;
-		const char *tool;
-		if (entry_parse(rows->v[i], e.sig, e.out, &e.flags, &tool) < 0)
-			continue;   /* not ours, or damaged: left out */
-		e.tool = tgi_strdup(tool);
-		push(l, w, &e);
+		tgi_strv_free(&w->rows);
+	w->e = tgi_xcalloc(1 + w->rows.n, sizeof *w->e);
+	w->n = 1;
+	for (size_t i = 0; i < w->rows.n; i++) {
+		loop_entry *e = &w->e[w->n];
+		if (entry_parse(w->rows.v[i], e->sig, e->out, &e->flags, &e->tool) == 0)
+			w->n++;
 	}
-}
-
-/* Empty w, to be warmed again. */
-static void window_clear(const tgi_loop *l, loop_window *w)
-{
-	for (size_t i = 0; i < (size_t)l->window; i++) {
-		free(w->e[i].tool);
-		w->e[i].tool = NULL;
-	}
-	w->n = 0;
-	w->head = 0;
-}
-
-/* The session's window with l->mu held (the caller unlocks), read back
- * from the ledger the first time this process meets it — and, with
- * refresh, again when the store is shared, since other gates add to the
- * session too (once a call: its check refreshes, its record does not); the
- * call has a session.  The ledger is read without l->mu held. */
-static loop_window *lock_window(tgi_call *c, int refresh)
-{
-	tgi_loop *l = c->g->loop;
-	const char *key = c->session;
-	int shared = refresh && tgi_store_shared(c->g->store);
-	pthread_mutex_lock(&l->mu);
-	loop_window *w = find(l, key);
-	if (!w || shared) {
-		tgi_strv rows = {0};
-		pthread_mutex_unlock(&l->mu);
-		int rc = ledger_window(c, &rows);
-		pthread_mutex_lock(&l->mu);
-		if (!(w = find(l, key))) {   /* another thread may have read it meanwhile */
-			w = insert(l, key);
-			warm(l, w, &rows);
-		} else if (shared && rc == 0) {
-			window_clear(l, w);
-			warm(l, w, &rows);
-		}
-		tgi_strv_free(&rows);
-	}
-	lru_unlink(l, w);
-	lru_front(l, w);
 	return w;
+}
+
+static void window_free(loop_window *w)
+{
+	if (!w)
+		return;
+	free(w->e);
+	tgi_strv_free(&w->rows);
+	free(w);
 }
 
 /* ---- the patterns ---- */
@@ -778,12 +639,12 @@ typedef struct loop_count {
  * skipping other reads, ended by an entry of sig with another outcome or
  * one of another signature that wrote.
  */
-static int repeat_streak(const tgi_loop *l, const loop_window *w, size_t from,
+static int repeat_streak(const loop_window *w, size_t from,
                          const unsigned char sig[32], unsigned char out[32], int have_out)
 {
 	int n = 0;
 	for (size_t i = from; i < w->n; i++) {
-		const loop_entry *e = at(l, w, i);
+		const loop_entry *e = &w->e[i];
 		if (memcmp(e->sig, sig, 32)) {
 			if (e->flags & LE_WROTE)
 				break;
@@ -807,18 +668,18 @@ static int repeat_streak(const tgi_loop *l, const loop_window *w, size_t from,
  * Returns how many A it holds (0: no alternation); other gets B's tool.
  * read_only: the call's own contract.
  */
-static int alternation(const tgi_loop *l, const loop_window *w, size_t from,
+static int alternation(const loop_window *w, size_t from,
                        const unsigned char sig[32], unsigned char out[32], int have_out,
                        int read_only, char other[LOOP_TOOL_MAX + 1])
 {
 	if (from >= w->n)
 		return 0;
-	const loop_entry *b = at(l, w, from);
+	const loop_entry *b = &w->e[from];
 	if (!memcmp(b->sig, sig, 32) || (read_only && (b->flags & LE_READ_ONLY)))
 		return 0;
 	int na = 0;
 	for (size_t i = from; i < w->n; i++) {
-		const loop_entry *e = at(l, w, i);
+		const loop_entry *e = &w->e[i];
 		if ((i - from) % 2 == 0) {
 			if (memcmp(e->sig, b->sig, 32) || memcmp(e->out, b->out, 32))
 				break;
@@ -840,18 +701,19 @@ static int alternation(const tgi_loop *l, const loop_window *w, size_t from,
 }
 
 /*
- * Count the call in its patterns.  At check the call is not in the window
- * yet (from 0, its outcome unknown: the pattern's is copied to cnt->out);
- * at record it is the newest entry (from 1, its outcome given in cnt->out).
+ * Count the call in its patterns: the entries before it, from w->e[1] on.
+ * At check its outcome is not known yet (have_out 0: the pattern's is
+ * copied to cnt->out); at record it is given in cnt->out.
  */
-static void count(const tgi_loop *l, const loop_window *w, size_t from,
-                  const unsigned char sig[32], int have_out, int read_only, loop_count *cnt)
+static void count(const loop_window *w, const unsigned char sig[32], int have_out,
+                  int read_only, loop_count *cnt)
 {
+	const size_t from = 1;
 	unsigned char rep_out[32], alt_out[32];
 	memcpy(rep_out, cnt->out, 32);
 	memcpy(alt_out, cnt->out, 32);
-	int rep = repeat_streak(l, w, from, sig, rep_out, have_out) + 1;
-	int alt = alternation(l, w, from, sig, alt_out, have_out, read_only, cnt->other) + 1;
+	int rep = repeat_streak(w, from, sig, rep_out, have_out) + 1;
+	int alt = alternation(w, from, sig, alt_out, have_out, read_only, cnt->other) + 1;
 	cnt->ping_pong = alt > 1 && alt >= rep;
 	cnt->n = cnt->ping_pong ? alt : rep;
 	memcpy(cnt->out, cnt->ping_pong ? alt_out : rep_out, 32);
@@ -927,21 +789,19 @@ tgi_verdict tgi_loop_check(tgi_call *c)
 	if (!c->session[0])           /* not tracked: see the header */
 		return TGI_NEXT;
 	signature(c, sig);            /* before a hook may rewrite the arguments */
-	loop_window *w = lock_window(c, 1);
-	count(l, w, 0, sig, 0, (c->contract & TGI_T_READ_ONLY) != 0, &cnt);
+	c->loop_window = window_read(c, (size_t)l->window);
+	count(c->loop_window, sig, 0, (c->contract & TGI_T_READ_ONLY) != 0, &cnt);
 	int over = cnt.n >= l->block;
 	clean_tool(c->tool, tool);
 	if (over && !l->observe && !c->dry_run) {
 		/* the block counts: it goes in with the pattern's outcome */
 		loop_entry e = {.flags = LE_BLOCKED |
 		                         ((c->contract & TGI_T_READ_ONLY) ? LE_READ_ONLY : 0),
-		                .tool = tgi_strdup(tool)};
+		                .tool = tool};
 		memcpy(e.sig, sig, 32);
 		memcpy(e.out, cnt.out, 32);
 		c->loop_entry = entry_text(&e);
-		push(l, w, &e);
 	}
-	pthread_mutex_unlock(&l->mu);
 	if (!over)
 		return TGI_NEXT;
 	if (l->observe) {
@@ -988,10 +848,13 @@ void tgi_loop_record(tgi_call *c)
 	unsigned char sig[32];
 	char tool[LOOP_TOOL_MAX + 1];
 	loop_count cnt = {0};
-	if (!c->session[0])                 /* not tracked: see the header */
+	loop_window *w = c->loop_window;    /* the check's, if it ran: freed here */
+	c->loop_window = NULL;
+	/* not tracked (see the header); a block was recorded when it was made */
+	if (!c->session[0] || c->loop_entry || !counted(c)) {
+		window_free(w);
 		return;
-	if (c->loop_entry || !counted(c))   /* a block was recorded when it was made */
-		return;
+	}
 	call_sig(c, sig);
 	clean_tool(c->tool, tool);
 	int read_only = (c->contract & TGI_T_READ_ONLY) != 0;
@@ -1001,12 +864,16 @@ void tgi_loop_record(tgi_call *c)
 	memcpy(e.sig, sig, 32);
 	outcome_raw(c->status, c->kind, c->message, c->output, e.out);
 	memcpy(cnt.out, e.out, 32);
-	loop_window *w = lock_window(c, 0);
-	e.tool = tgi_strdup(tool);
+	e.tool = tool;
 	c->loop_entry = entry_text(&e);
-	push(l, w, &e);
-	count(l, w, 1, sig, 1, read_only, &cnt);
-	pthread_mutex_unlock(&l->mu);
+	/* the call in front of the window - 1 calls before it */
+	if (!w)
+		w = window_read(c, (size_t)l->window - 1);
+	else if (w->n > (size_t)l->window)
+		w->n = (size_t)l->window;
+	w->e[0] = e;
+	count(w, sig, 1, read_only, &cnt);
+	window_free(w);
 	if (cnt.n >= l->warn)
 		warn_call(c, &cnt, tool);
 }

@@ -119,7 +119,8 @@ char *tgi_event_summary(const char *tool, const char *args_redacted, const char 
  * denied `loop_detected` (and counts itself).  A ping-pong between two
  * calls, at least one not read-only, counts the same way.  A call with
  * side effects that succeeded in between breaks a read's streak.
- * Windows start from the ledger the first time a process sees a session.
+ * Windows live in the ledger: each call reads its session's window there,
+ * so every process serving a session sees the others' calls.
  */
 typedef struct tgi_loop tgi_loop;
 
@@ -145,9 +146,10 @@ int  tgi_loop_entry_parse(const char *text, char sig[65], char outcome[65], char
 /* ---- rate limits (ratelimit.c) ----
  *
  * `rate_limits: {"tool-glob": "N/sec|min|hour"}`: a token bucket per
- * (principal, tool), the first matching glob's rate.  Buckets live in
- * memory, start from the ledger the first time a process uses one, and go
- * back to the ledger with the call's row, so a restart does not reset them.
+ * (principal, tool), the first matching glob's rate.  Buckets live in the
+ * ledger and every token is taken there (tgi_store_bucket_take), so the
+ * processes sharing a ledger draw from one bucket and a restart does not
+ * reset it.
  */
 typedef struct tgi_ratelimit tgi_ratelimit;
 
@@ -157,7 +159,7 @@ int  tgi_ratelimit_new(const tgi_config *cfg, tgi_ratelimit **out, char *err,
 void tgi_ratelimit_free(tgi_ratelimit *r);
 
 /* Admit step after decide: take a token, or deny `rate_limited` with
- * retry_after_s.  Sets c->bucket for persist. */
+ * retry_after_s (`transient` when the ledger cannot say). */
 tgi_verdict tgi_ratelimit_step(tgi_call *c);
 
 /* ---- hooks (hooks.c) ----

@@ -91,12 +91,6 @@ int tgi_check_record(const tgi_op_record *op, const tgi_event *ev, size_t nev,
 	}
 	if (idem_scope && how != TGI_SETTLE_NONE && tgi_check_scope(idem_scope, err, errlen) < 0)
 		return -1;
-	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
-	if (b && (!b->principal || !isfinite(b->tokens))) {
-		tgi_snprintf(err, errlen, "the rate-limit bucket of op '%s' has no %s", op->op_id,
-		             b->principal ? "token count" : "principal");
-		return -1;
-	}
 	return 0;
 }
 
@@ -116,6 +110,23 @@ int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t 
 		return -1;
 	}
 	return 0;
+}
+
+int tgi_bucket_step(double stored, int64_t at, int found, int64_t now, double rate,
+                    double burst, int *ok, double *left)
+{
+	double tokens = found && stored >= 0 ? stored : (found ? 0 : burst);   /* NaN: empty */
+	if (!found)
+		at = now;
+	if (now > at)
+		tokens += (double)(now - at) * rate / 1000;
+	if (tokens > burst)
+		tokens = burst;
+	*ok = tokens >= 1 - TGI_BUCKET_EPSILON;
+	if (*ok)
+		tokens = tokens >= 1 ? tokens - 1 : 0;
+	*left = tokens;
+	return *ok || !found || now < at || !(stored >= 0);
 }
 
 /* Is the fixed field a NUL-terminated string of 1..cap-1 bytes? */

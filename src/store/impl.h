@@ -4,8 +4,7 @@
  * store.c holds the public tgi_store_* functions and calls through the
  * table of the handle's implementation, as SQLite calls a VFS: each
  * implementation's handle begins with a struct tgi_store whose impl points
- * at its table.  Every member is required except bucket_take, which only a
- * shared store has.  The contracts are those of store.h, member f being
+ * at its table.  Every member is required.  The contracts are those of store.h, member f being
  * tgi_store_<f>; store.c checks the arguments every implementation would
  * check alike (NULL handles, the schema number range) before calling.
  *
@@ -39,7 +38,8 @@ typedef struct tgi_store_impl {
 	int (*bucket_get)(tgi_store *s, const char *principal, const char *tool, double *tokens,
 	                  int64_t *updated_ms, int *found, char *err, size_t errlen);
 	int (*bucket_take)(tgi_store *s, const char *principal, const char *tool, double rate,
-	                   double burst, int *ok, double *retry_after_s, char *err, size_t errlen);
+	                   double burst, int *ok, double *left, double *retry_after_s, char *err,
+	                   size_t errlen);
 
 	int (*idem_claim)(tgi_store *s, const char *scope, const char *op_id, const char *binding,
 	                  int lease_s, const tgi_approval_spend *spend, tgi_idem_info *info,
@@ -183,11 +183,27 @@ const char *tgi_quoted(char *buf, size_t cap, const char *s);
 int tgi_check_op_id(const char *op_id, char *err, size_t errlen);
 int tgi_check_scope(const char *scope, char *err, size_t errlen);
 /* record's arguments: an op with an id, a status and an envelope, typed
- * events, the scope when a settle is asked, a whole bucket if any. */
+ * events, the scope when a settle is asked. */
 int tgi_check_record(const tgi_op_record *op, const tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen);
 int tgi_check_loop_window(const char *session, char *err, size_t errlen);
 int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t errlen);
+
+/*
+ * The one take of a rate-limit bucket, alike in both stores (inside a
+ * transaction that holds the row): the bucket as the ledger has it
+ * (found 0: none, or one whose MAC does not verify, which is a new one,
+ * full: a forged row cannot lend tokens the ledger never gave), refilled
+ * at rate a second since at, capped at burst; a token taken if there is
+ * a whole one (to float noise).  A clock that went backwards refills
+ * nothing and takes nothing away: the bucket's time moves back to now.  A
+ * damaged count (negative, NaN) is an empty bucket.  *left: the tokens
+ * after, at now.  Returns 1 when the row must be written (tokens *left at
+ * now): a take, a new bucket, a moved-back clock or a mended count.
+ */
+#define TGI_BUCKET_EPSILON 1e-9 /* tokens: float noise */
+int tgi_bucket_step(double stored, int64_t at, int found, int64_t now, double rate,
+                    double burst, int *ok, double *left);
 /* decide's id: a UUID, else "no approval". */
 int tgi_check_approval_id(const char *id, char *err, size_t errlen);
 /* A decision's reason as it is kept (store.h tgi_store_approval_decide)

@@ -118,12 +118,6 @@
 #define PG_STMT_MS "(extract(epoch from statement_timestamp()) * 1000)::bigint"
 /* A backend's start time in microseconds, as stored with a claim. */
 #define PG_START_US(col) "(extract(epoch from " col ") * 1000000)::bigint"
-/* bucket_take: the bucket's tokens now, refilled at $3 a second since it
- * was last taken from (never for a clock gone back), capped at $4. */
-#define PG_REFILL                                                                 \
-	"least($4::double precision, b.tokens + greatest(excluded.updated_ms"     \
-	" - b.updated_ms, 0) * $3::double precision / 1000)"
-#define PG_EPSILON "1e-9" /* tokens: float noise (as src/mw/ratelimit.c) */
 /* A claim's owner: its backend still runs (with the start recorded), or
  * it started before the server now running did (it went with a server
  * restart, not with its process: the lease alone decides then). */
@@ -311,21 +305,15 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	X(ST_LOOP_SESSION, 2,                                                                   \
 	  "SELECT loop FROM ops WHERE session = $1 AND loop IS NOT NULL"                        \
 	  " ORDER BY op_id DESC LIMIT $2::bigint")                                              \
-	X(ST_BUCKET_PUT, 4,                                                                     \
-	  "INSERT INTO rate_buckets AS b(principal, tool, tokens, updated_ms)"                  \
-	  " VALUES($1, $2, $3::double precision, $4::bigint)"                                   \
-	  " ON CONFLICT(principal, tool) DO UPDATE SET tokens = excluded.tokens,"               \
-	  " updated_ms = excluded.updated_ms WHERE excluded.updated_ms >= b.updated_ms")        \
 	X(ST_BUCKET_GET, 2,                                                                     \
-	  "SELECT tokens, updated_ms FROM rate_buckets WHERE principal = $1 AND tool = $2")     \
-	X(ST_BUCKET_TAKE, 4,                                                                    \
+	  "SELECT tokens, updated_ms, mac FROM rate_buckets WHERE principal = $1 AND tool = $2") \
+	X(ST_BUCKET_LOCK, 2,                                                                    \
 	  "INSERT INTO rate_buckets AS b(principal, tool, tokens, updated_ms, took)"            \
-	  " SELECT $1, $2, $4::double precision - 1, n.ms, true"                                \
-	  " FROM (SELECT " PG_NOW_MS " AS ms) n ON CONFLICT(principal, tool) DO UPDATE SET"    \
-	  " tokens = CASE WHEN " PG_REFILL " >= 1 - " PG_EPSILON                               \
-	  " THEN greatest(" PG_REFILL " - 1, 0) ELSE greatest(" PG_REFILL ", 0) END,"          \
-	  " updated_ms = greatest(b.updated_ms, excluded.updated_ms),"                          \
-	  " took = " PG_REFILL " >= 1 - " PG_EPSILON " RETURNING tokens, took")               \
+	  " VALUES($1, $2, 0, " PG_NOW_MS ", false) ON CONFLICT(principal, tool)"               \
+	  " DO UPDATE SET took = b.took RETURNING tokens, updated_ms, mac, " PG_NOW_MS)         \
+	X(ST_BUCKET_SET, 6,                                                                     \
+	  "UPDATE rate_buckets SET tokens = $3::double precision, updated_ms = $4::bigint,"     \
+	  " mac = $5, took = $6::boolean WHERE principal = $1 AND tool = $2")                   \
 	X(ST_LAST_SEQ, 0, "SELECT coalesce(max(seq), 0) FROM events")                           \
 	X(ST_IDEM_CLAIM, 9,                                                                     \
 	  "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"          \
@@ -1663,8 +1651,8 @@ static void record_failed(pg *s, const char *scope, const char *op_id, tgi_idem_
 }
 
 /*
- * One round trip, one transaction: the ops row, the session, the bucket,
- * the idempotency row, and last the events with their seqs (and the
+ * One round trip, one transaction: the ops row, the session, the
+ * idempotency row, and last the events with their seqs (and the
  * NOTIFY), so that the counter's row lock is held only through the commit.
  * Every record takes its row locks in that order: no two deadlock.
  */
@@ -1672,7 +1660,7 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
 {
 	pg *s = enter(base);
-	q qs[5];
+	q qs[4];
 	int n = 0;
 
 	for (size_t i = 0; ev && i < nev; i++)
@@ -1711,15 +1699,6 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 		q_text(x, op->session);
 		q_i64(x, op->started_ms);
 		q_text(x, op->manifest);
-	}
-	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
-	if (b) {
-		x = &qs[n++];
-		q_init(x, ST_BUCKET_PUT, NULL);
-		q_text(x, b->principal);
-		q_text(x, b->tool);
-		q_f64(x, b->tokens);
-		q_i64(x, b->updated_ms);
 	}
 	if (scope)
 		settle_q(s, &qs[n++], scope, op->op_id, how, op->idem_binding, op->envelope);
@@ -1824,9 +1803,12 @@ static int pg_bucket_get(tgi_store *base, const char *principal, const char *too
 	q_text(&x, tool);
 	int rc = run(s, &x, 1);
 	if (rc == 0 && rows(&x)) {
+		char mac[65];
 		*tokens = val_f64(x.res, 0, 0);
 		*updated_ms = val_i64(x.res, 0, 1, 0);
-		*found = 1;
+		val_copy(x.res, 0, 2, mac, sizeof mac);
+		/* one that does not verify is as a fresh bucket (as if deleted) */
+		*found = tgi_mac_bucket_ok(&s->base, principal, tool, *tokens, *updated_ms, mac);
 	}
 	q_free(&x, 1);
 	if (rc < 0) {
@@ -1837,46 +1819,67 @@ static int pg_bucket_get(tgi_store *base, const char *principal, const char *too
 	return 0;
 }
 
-/* One statement on the server's clock: the bucket refilled at rate a
- * second up to burst (a new one starts full), one token taken if there is
- * one.  Seconds until the next whole token, to the millisecond above (as
- * src/mw/ratelimit.c says it), when there is none. */
+/* The take of tgi_bucket_step on the server's clock, in one transaction
+ * that holds the bucket's row (made empty and unsigned when there is none:
+ * a new bucket, full), with its MAC checked here and written anew.
+ * Seconds until the next whole token, to the millisecond above, when there
+ * is none.  (store.c checked rate and burst.) */
 static int pg_bucket_take(tgi_store *base, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *retry_after_s, char *err, size_t errlen)
+                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          size_t errlen)
 {
 	pg *s = enter(base);
 	q x;
-	*ok = 0;
-	*retry_after_s = 0;
 	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	if (!isfinite(rate) || rate <= 0 || !isfinite(burst) || burst < 1) {
-		tgi_snprintf(err, errlen,
-		             "a rate-limit bucket needs a rate above 0 and a burst of at least 1 token");
-		return -1;
-	}
-	q_init(&x, ST_BUCKET_TAKE, NULL);
-	q_text(&x, principal);
-	q_text(&x, tool);
-	q_f64(&x, rate);
-	q_f64(&x, burst);
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x) == 1) {
-		double left = val_f64(x.res, 0, 0);
-		*ok = val_bool(x.res, 0, 1);
-		if (!*ok) {
-			double ms = ceil((left < 1 ? 1 - left : 0) * 1000 / rate);
-			*retry_after_s = (ms < 1 ? 1 : ms) / 1000;
+	int rc = tx_begin(s, "BEGIN");
+	if (rc == 0) {
+		q_init(&x, ST_BUCKET_LOCK, NULL);
+		q_text(&x, principal);
+		q_text(&x, tool);
+		rc = run(s, &x, 1);
+		if (rc == 0 && rows(&x) != 1) {
+			tgi_snprintf(s->why, sizeof s->why, "the bucket was not returned");
+			rc = -1;
 		}
-	} else if (rc == 0) {
-		tgi_snprintf(s->why, sizeof s->why, "the bucket was not returned");
-		rc = -1;
+		double stored = 0;
+		int64_t at = 0, now = 0;
+		char mac[65] = "";
+		if (rc == 0) {
+			stored = val_f64(x.res, 0, 0);
+			at = val_i64(x.res, 0, 1, 0);
+			val_copy(x.res, 0, 2, mac, sizeof mac);
+			now = val_i64(x.res, 0, 3, 0);
+		}
+		q_free(&x, 1);
+		if (rc == 0) {
+			int found = tgi_mac_bucket_ok(&s->base, principal, tool, stored, at, mac);
+			if (tgi_bucket_step(stored, at, found, now, rate, burst, ok, left)) {
+				tgi_mac_bucket(&s->base, principal, tool, *left, now, mac);
+				q_init(&x, ST_BUCKET_SET, NULL);
+				q_text(&x, principal);
+				q_text(&x, tool);
+				q_f64(&x, *left);
+				q_i64(&x, now);
+				q_text(&x, mac[0] ? mac : NULL);
+				q_text(&x, *ok ? "true" : "false");
+				rc = run(s, &x, 1);
+				q_free(&x, 1);
+			}
+		}
+		if (rc == 0)
+			rc = tx_commit(s);
 	}
-	q_free(&x, 1);
 	if (rc < 0) {
 		char qs[80];
+		tx_abort(s);
+		*ok = 0;
 		return fail(s, err, errlen, "cannot take from the rate-limit bucket of '%s'",
 		            tgi_quoted(qs, sizeof qs, tool));
+	}
+	if (!*ok) {
+		double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
+		*retry_after_s = (ms < 1 ? 1 : ms) / 1000;
 	}
 	return 0;
 }

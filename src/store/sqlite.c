@@ -6,9 +6,10 @@
  * start time and lease), events (append-only, seq never reused),
  * approvals, sessions (with the tool manifest each last ran with), pins
  * (the first-seen digest of each bridged MCP tool's description),
- * rate_buckets (the rate limiter's token buckets, so a restart does not
- * refill them), messages (an agent session's conversation), eval_runs
- * (toolgate eval: who was tested on what, and how it scored).  The schema
+ * rate_buckets (the rate limiter's token buckets: every process using the
+ * ledger takes its tokens here, and a restart does not refill them),
+ * messages (an agent session's conversation), eval_runs (toolgate eval:
+ * who was tested on what, and how it scored).  The schema
  * version lives in PRAGMA user_version; an older ledger is upgraded in
  * place, a newer one is refused.
  *
@@ -114,15 +115,15 @@
  * MB for 100k calls) instead of every row with its envelope (~200 MB):
  * the entries grow by a few bytes, the pages a record writes stay the
  * same.  Loop windows are the newest calls of a session, read by every
- * call of a process that has not seen the session yet (each `toolgate
- * call`): ops_session is (session, op_id, loop), so the newest entries
- * are read from the index alone, newest first, without a sort; it also
- * serves `log --session`.  Calls without a session have no window.  The
- * loop column comes last (ALTER TABLE appends it, after the envelope),
- * which is why the index carries it; a loop entry is short (hashes and a
- * status), so it fits an index entry.  rate_buckets is WITHOUT ROWID:
- * small rows looked up by their key.  The upgrade rebuilds ops_tool, once,
- * in the migration's transaction (seconds for a million calls).
+ * call of the session: ops_session is (session, op_id, loop), so the
+ * newest entries are read from the index alone, newest first, without a
+ * sort; it also serves `log --session`.  Calls without a session have no
+ * window.  The loop column comes last (ALTER TABLE appends it, after the
+ * envelope), which is why the index carries it; a loop entry is short
+ * (hashes and a status), so it fits an index entry.  rate_buckets is
+ * WITHOUT ROWID: small rows looked up by their key.  The upgrade rebuilds
+ * ops_tool, once, in the migration's transaction (seconds for a million
+ * calls).
  *
  * Version 4 (toolgate agent).  messages: a session's conversation, one
  * row per history entry in the shape of one model API, numbered from 1 in
@@ -338,12 +339,11 @@ static const char *const verify_sql[] = {
 	X(ST_LOOP_SESSION,                                                                      \
 	  "SELECT loop FROM ops WHERE session = ?1 AND loop IS NOT NULL"                       \
 	  " ORDER BY op_id DESC LIMIT ?2")                                                      \
-	X(ST_BUCKET_PUT,                                                                        \
+	X(ST_BUCKET_SET,                                                                        \
 	  "INSERT INTO rate_buckets(principal, tool, tokens, updated_ms, mac)"                  \
 	  " VALUES(?1, ?2, ?3, ?4, ?5)"                                                         \
 	  " ON CONFLICT(principal, tool) DO UPDATE SET tokens = excluded.tokens,"               \
-	  " updated_ms = excluded.updated_ms, mac = excluded.mac"                               \
-	  " WHERE excluded.updated_ms >= updated_ms")                                           \
+	  " updated_ms = excluded.updated_ms, mac = excluded.mac")                              \
 	X(ST_BUCKET_GET,                                                                        \
 	  "SELECT tokens, updated_ms, mac FROM rate_buckets WHERE principal = ?1 AND tool = ?2") \
 	X(ST_LAST_SEQ, "SELECT max(seq) FROM events")                                           \
@@ -1314,15 +1314,6 @@ static int idem_done(sq *s, const char *scope, const char *op_id, const char *bi
 	              binding && *binding ? binding : NULL, tgi_mac_col(mac));
 }
 
-/* Save a rate-limit bucket with its MAC (unless the saved one is newer). */
-static int bucket_put(sq *s, const tgi_bucket *b)
-{
-	char mac[65];
-	tgi_mac_bucket(&s->base, b->principal, b->tool, b->tokens, b->updated_ms, mac);
-	return st_run(s, ST_BUCKET_PUT, "ttfit", b->principal, b->tool, b->tokens,
-	              (int64_t)b->updated_ms, tgi_mac_col(mac));
-}
-
 static int settle(sq *s, const tgi_op_record *op, const char *scope, tgi_idem_settle how,
                   int64_t now)
 {
@@ -1346,8 +1337,6 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	sq *s = (sq *)base;
 	if (tgi_check_record(op, ev, nev, idem_scope, how, err, errlen) < 0)
 		return -1;
-	const tgi_bucket *b = op->bucket && op->bucket->tool ? op->bucket : NULL;
-
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
@@ -1361,8 +1350,6 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	if (rc == SQLITE_OK && op->session)
 		rc = st_run(s, ST_SESSION_UPSERT, "tit", op->session, (int64_t)op->started_ms,
 		            op->manifest);
-	if (rc == SQLITE_OK && b)
-		rc = bucket_put(s, b);
 	if (rc == SQLITE_OK && idem_scope)
 		rc = settle(s, op, idem_scope, how, now);
 	if (rc == SQLITE_OK)
@@ -1455,6 +1442,58 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 		char q[80];
 		return fail(s, rc, err, errlen, "cannot read the rate-limit bucket of '%s'",
 		            tgi_quoted(q, sizeof q, tool));
+	}
+	return 0;
+}
+
+/* The one take (tgi_bucket_step), inside the caller's write transaction
+ * (BEGIN IMMEDIATE: no other process writes between the read and the
+ * write).  All the bucket's SQL. */
+static int bucket_take_tx(sq *s, const char *principal, const char *tool, double rate,
+                          double burst, int64_t now, int *ok, double *left)
+{
+	double stored = 0;
+	int64_t at = now;
+	int found = 0;
+	int rc = st_step(s, ST_BUCKET_GET, "tt", principal, tool);
+	if (rc == SQLITE_ROW) {
+		char mac[65];
+		stored = sqlite3_column_double(s->st[ST_BUCKET_GET], 0);
+		at = sqlite3_column_int64(s->st[ST_BUCKET_GET], 1);
+		col_copy(s->st[ST_BUCKET_GET], 2, mac, sizeof mac);
+		st_reset(s, ST_BUCKET_GET);
+		found = tgi_mac_bucket_ok(&s->base, principal, tool, stored, at, mac);
+	} else if (rc != SQLITE_DONE) {
+		return rc;
+	}
+	if (!tgi_bucket_step(stored, at, found, now, rate, burst, ok, left))
+		return SQLITE_OK;
+	char mac[65];
+	tgi_mac_bucket(&s->base, principal, tool, *left, now, mac);
+	return st_run(s, ST_BUCKET_SET, "ttfit", principal, tool, *left, now, tgi_mac_col(mac));
+}
+
+static int sq_bucket_take(tgi_store *base, const char *principal, const char *tool, double rate,
+                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          size_t errlen)
+{
+	sq *s = (sq *)base;
+	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
+		return -1;
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = bucket_take_tx(s, principal, tool, rate, burst, tgi_unix_ms(), ok, left);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK) {
+		char q[80];
+		*ok = 0;
+		return fail(s, rc, err, errlen, "cannot take from the rate-limit bucket of '%s'",
+		            tgi_quoted(q, sizeof q, tool));
+	}
+	if (!*ok) {
+		double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
+		*retry_after_s = (ms < 1 ? 1 : ms) / 1000;
 	}
 	return 0;
 }
@@ -2975,7 +3014,7 @@ static const tgi_store_impl sqlite_impl = {
 	.session_manifest = sq_session_manifest,
 	.loop_window = sq_loop_window,
 	.bucket_get = sq_bucket_get,
-	.bucket_take = NULL,
+	.bucket_take = sq_bucket_take,
 	.idem_claim = sq_idem_claim,
 	.op_resolve = sq_op_resolve,
 	.approval_add = sq_approval_add,

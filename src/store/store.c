@@ -11,6 +11,7 @@
 #include "store/impl.h"
 #include "util/util.h"
 
+#include <math.h>
 #include <string.h>
 #include <strings.h>
 
@@ -94,17 +95,22 @@ int tgi_store_migrate(tgi_store *s, int to, int dry_run, void (*fn)(void *arg, i
 	                        errlen);
 }
 
-/* ---- shared-store operations ---- */
+/* ---- rate-limit buckets ---- */
 
 int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *retry_after_s, char *err, size_t errlen)
+                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          size_t errlen)
 {
-	if (!s->impl->bucket_take) {
-		tgi_snprintf(err, errlen, "the %s ledger keeps no shared rate-limit buckets",
-		             s->impl->kind);
+	*ok = 0;
+	*left = 0;
+	*retry_after_s = 0;
+	if (!isfinite(rate) || rate <= 0 || !isfinite(burst) || burst < 1) {
+		tgi_snprintf(err, errlen,
+		             "a rate-limit bucket needs a rate above 0 and a burst of at least 1 token");
 		return -1;
 	}
-	return s->impl->bucket_take(s, principal, tool, rate, burst, ok, retry_after_s, err, errlen);
+	return s->impl->bucket_take(s, principal, tool, rate, burst, ok, left, retry_after_s, err,
+	                            errlen);
 }
 
 /* ---- watches ---- */

@@ -83,9 +83,10 @@ void tgi_store_close(tgi_store *s);
 const char *tgi_store_kind(const tgi_store *s);
 
 /* 1 when several gates on several hosts share this store at once
- * (PostgreSQL): middleware then keeps no private copy of what lives in the
- * store (rate-limit buckets are taken in the store, loop windows read from
- * it on every call). */
+ * (PostgreSQL): times that must agree between gates are the store's clock.
+ * (Whatever the store, middleware keeps no private copy of what lives in
+ * it: rate-limit buckets are taken in the store, loop windows read from it
+ * on every call, since several processes may use one SQLite ledger too.) */
 int tgi_store_shared(const tgi_store *s);
 
 /* 1 when the last failure of this handle was the database being out of
@@ -123,13 +124,6 @@ typedef struct tgi_event {
 	int64_t     seq;     /* set by the store when written (0 until then) */
 } tgi_event;
 
-/* A rate-limit bucket (src/mw/ratelimit.c): tokens left at updated_ms. */
-typedef struct tgi_bucket {
-	const char *principal, *tool;   /* tool NULL: no bucket */
-	double      tokens;
-	int64_t     updated_ms;
-} tgi_bucket;
-
 typedef struct tgi_op_record {
 	const char *op_id, *call_id, *session, *tool, *principal;
 	const char *status;          /* tg_status_name() */
@@ -143,7 +137,6 @@ typedef struct tgi_op_record {
 	const char *loop;            /* the loop-detection window entry (opaque text, short:
 	                              * the ledger keeps it in an index), or NULL */
 	const char *manifest;        /* the session's tool manifest digest now, or NULL */
-	const tgi_bucket *bucket;    /* a rate-limit bucket to save with the row, or NULL */
 	const char *idem_binding;    /* the binding its claim was made with (a `done` row's MAC
 	                              * covers it), or NULL */
 } tgi_op_record;
@@ -157,7 +150,7 @@ typedef enum {
 } tgi_idem_settle;
 
 /* Insert the ops row and its events atomically (and the sessions row is
- * upserted: first/last seen, call count, manifest; and op->bucket saved).
+ * upserted: first/last seen, call count, manifest).
  * If idem_scope is not NULL, its idem row is settled as `settle` in the
  * same transaction.  Each ev[i].seq is set to the seq it was given (0
  * when the record fails: nothing was written). */
@@ -177,20 +170,24 @@ int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], 
 int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_strv *out,
                           char *err, size_t errlen);
 
-/* A saved rate-limit bucket: *found 0 when there is none, or when its MAC
- * does not verify (a fresh bucket, as if it were deleted).  (A record
- * saves its bucket unless the saved one is newer: a bucket never goes back
- * in time.) */
+/* A rate-limit bucket as tgi_store_bucket_take last left it: tokens at
+ * updated_ms (not refilled since); *found 0 when there is none, or when
+ * its MAC does not verify (a fresh bucket, as if it were deleted). */
 int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
                          int64_t *updated_ms, int *found, char *err, size_t errlen);
 
-/* A shared store only (tgi_store_shared): take one token from the bucket
- * of (principal, tool), refilled at rate tokens a second up to burst, in
- * one atomic statement on the store's clock, so that every gate draws from
- * one bucket.  *ok 1: taken; 0: empty, *retry_after_s says when the next
- * token comes.  A store that is not shared refuses (-1). */
+/* Take one token from the bucket of (principal, tool), refilled at rate
+ * tokens a second up to burst (a new bucket starts full), atomically in
+ * the store, so that every process and gate using it draws from one
+ * bucket: one transaction (SQLite: BEGIN IMMEDIATE, on this host's clock)
+ * or one statement (PostgreSQL, on the server's clock).  A clock that went
+ * backwards refills nothing and takes nothing away.  *ok 1: taken; 0:
+ * empty, *retry_after_s says when the next whole token comes (to the
+ * millisecond above).  *left: the tokens the bucket holds afterwards.
+ * A rate that is not above 0 or a burst under 1 is refused. */
 int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *retry_after_s, char *err, size_t errlen);
+                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          size_t errlen);
 
 /* ---- idempotency ---- */
 

@@ -4,8 +4,9 @@
  * positives users hit (different searches, re-reading after a write, a
  * status poll), a result that differs only by a timestamp or an id, the
  * ping-pong, observe mode, the window's size, calls that do not count,
- * calls without a session (not tracked), the configuration's checks, and
- * a second gate continuing a session from the ledger.  The outcome digest
+ * calls without a session (not tracked), the configuration's checks, a
+ * second gate continuing a session from the ledger, and two gates serving
+ * one session at once.  The outcome digest
  * and the ledger entry are also tested on their own.
  */
 #include <stdarg.h>
@@ -533,6 +534,51 @@ static void test_warm_from_ledger(void **state)
 	tg_gate_close(g);
 }
 
+/* Two gates open at once on one ledger (two long-lived processes: a gate
+ * shares nothing with another but the ledger) serving one session, the
+ * calls alternating between them: each sees the other's calls, so the
+ * streak counts as in one process — the hint at 3 and 4, the block at 5,
+ * and the block made by one holds in the other.  Then a ping-pong split
+ * the same way: one gate writes, the other reads. */
+static void test_two_gates_one_session(void **state)
+{
+	const char *args = "{\"path\":\"hello.txt\"}";
+	tg_gate *g[2] = {open_with(""), open_with("")};
+	for (int i = 1; i <= 6; i++) {
+		json_t *env = call(g[(i - 1) % 2], "s1", "read_file", args);
+		char want[160];
+		snprintf(want, sizeof want, "you have called read_file with these arguments %d times "
+		         "with the same result; try something else", i);
+		if (i <= 2) {
+			assert_string_equal(status_of(env), "persisted");
+			assert_null(hint_of(env));
+		} else if (i <= 4) {
+			assert_string_equal(status_of(env), "persisted");
+			if (!hint_of(env) || strcmp(hint_of(env), want))
+				fail_msg("call %d: hint %s", i, hint_of(env) ? hint_of(env) : "none");
+		} else {
+			assert_string_equal(kind_of(env), "loop_detected");
+		}
+		json_decref(env);
+	}
+
+	const char *w = "{\"path\":\"a.txt\",\"content\":\"same\\n\"}", *r = "{\"path\":\"a.txt\"}";
+	for (int round = 1; round <= 2; round++) {
+		never_trips(g[0], "s2", "write_file", w, 1, "persisted");
+		never_trips(g[1], "s2", "read_file", r, 1, "persisted");
+	}
+	json_t *env = call(g[0], "s2", "write_file", w);
+	assert_string_equal(hint_of(env), "you are alternating between write_file and read_file "
+	                                  "with the same results (3 times); try something else");
+	json_decref(env);
+	env = call(g[1], "s2", "read_file", r);
+	assert_string_equal(hint_of(env), "you are alternating between read_file and write_file "
+	                                  "with the same results (3 times); try something else");
+	json_decref(env);
+	tg_gate_close(g[0]);
+	tg_gate_close(g[1]);
+}
+
 /* Several threads on one gate, each with its own session and all in a
  * shared one: each session's count is its own (run under ThreadSanitizer
  * too). */
@@ -600,9 +646,9 @@ static void other_sessions(tg_gate *g, const char *prefix, int n)
 	free(names);
 }
 
-/* More sessions than the gate keeps in memory (4096; 131 of window 1000):
- * the oldest window goes, and comes back from the ledger when its session
- * returns. */
+/* Many sessions between two calls of one (more than the gate once kept
+ * windows for in memory: 4096; 131 of window 1000): its window is still
+ * whole when it returns. */
 static void test_many_sessions(void **state)
 {
 	static const struct { const char *config, *session; int others; } runs[] = {
@@ -817,6 +863,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_not_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_error_repeats, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warm_from_ledger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_gates_one_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),

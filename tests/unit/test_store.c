@@ -724,12 +724,12 @@ static void test_events_message(void **state)
 /* ---- what middleware keeps ---- */
 
 static void record_mw(tgi_store *s, const char *op_id, const char *session, const char *principal,
-                      int64_t at, const char *loop, const char *manifest, const tgi_bucket *b)
+                      int64_t at, const char *loop, const char *manifest)
 {
 	char err[512] = "";
 	tgi_op_record op = { .op_id = op_id, .session = session, .tool = "read_file",
 	                     .principal = principal, .status = "persisted", .envelope = "{}",
-	                     .started_ms = at, .loop = loop, .manifest = manifest, .bucket = b };
+	                     .started_ms = at, .loop = loop, .manifest = manifest };
 	if (tgi_store_record(s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err) < 0)
 		fail_msg("record: %s", err);
 }
@@ -768,7 +768,7 @@ static void test_loop_windows(void **state)
 	for (size_t i = 0; i < TGI_ARRAY_LEN(rows); i++) {
 		uuid_at(t0 + rows[i].at, id);
 		record_mw(f->s, id, rows[i].session, rows[i].principal, t0 + rows[i].at, rows[i].loop,
-		          NULL, NULL);
+		          NULL);
 	}
 	window(f->s, "s1", 30, got, sizeof got);
 	assert_string_equal(got, "L5 L3 L2 L1");
@@ -802,7 +802,7 @@ static void test_loop_windows(void **state)
 
 	/* kept as written */
 	uuid_at(t0 + 20, id);
-	record_mw(f->s, id, "s1", "dev", t0 + 20, "{\"sig\":\"a b\",\"out\":\"\xc3\xa9\"}", NULL, NULL);
+	record_mw(f->s, id, "s1", "dev", t0 + 20, "{\"sig\":\"a b\",\"out\":\"\xc3\xa9\"}", NULL);
 	window(f->s, "s1", 1, got, sizeof got);
 	assert_string_equal(got, "{\"sig\":\"a b\",\"out\":\"\xc3\xa9\"}");
 }
@@ -815,25 +815,9 @@ static void manifest_is(tgi_store *s, const char *session, const char *want)
 	assert_string_equal(got, want);
 }
 
-static void bucket_is(tgi_store *s, const char *principal, const char *tool, int found,
-                      double tokens, int64_t at)
-{
-	char err[512] = "";
-	double t = -1;
-	int64_t u = -1;
-	int fnd = -1;
-	if (tgi_store_bucket_get(s, principal, tool, &t, &u, &fnd, err, sizeof err) < 0)
-		fail_msg("bucket: %s", err);
-	assert_int_equal(fnd, found);
-	if (found) {
-		assert_true(t == tokens);
-		assert_int_equal(u, at);
-	}
-}
-
-/* Manifests and buckets are saved with the call's row, in its transaction:
- * a record that fails leaves both as they were. */
-static void test_manifest_and_buckets(void **state)
+/* Manifests are saved with the call's row, in its transaction: a record
+ * that fails leaves the manifest as it was. */
+static void test_manifest(void **state)
 {
 	struct fx *f = *state;
 	char id[37], err[512];
@@ -842,77 +826,220 @@ static void test_manifest_and_buckets(void **state)
 
 	manifest_is(f->s, "s1", "");
 	manifest_is(f->s, NULL, "");
-	bucket_is(f->s, "dev", "read_file", 0, 0, 0);
 
-	tgi_bucket b1 = { "dev", "read_file", 3.5, t0 };
 	uuid_at(t0, id);
-	record_mw(f->s, id, "s1", "dev", t0, NULL, DIGEST_A, &b1);
+	record_mw(f->s, id, "s1", "dev", t0, NULL, DIGEST_A);
 	manifest_is(f->s, "s1", DIGEST_A);
-	bucket_is(f->s, "dev", "read_file", 1, 3.5, t0);
 	/* a call that does not say keeps the manifest; another one replaces it */
-	tgi_bucket b2 = { "dev", "read_file", 2.25, t0 + 10 };
 	uuid_at(t0 + 1, id);
-	record_mw(f->s, id, "s1", "dev", t0 + 1, NULL, NULL, &b2);
+	record_mw(f->s, id, "s1", "dev", t0 + 1, NULL, NULL);
 	manifest_is(f->s, "s1", DIGEST_A);
-	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
 	uuid_at(t0 + 2, id);
-	record_mw(f->s, id, "s1", "dev", t0 + 2, NULL, DIGEST_B, NULL);
+	record_mw(f->s, id, "s1", "dev", t0 + 2, NULL, DIGEST_B);
 	manifest_is(f->s, "s1", DIGEST_B);
-	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 3);
-	/* a bucket never goes back in time (a process that read it earlier) */
-	tgi_bucket old = { "dev", "read_file", 9, t0 + 5 };
-	uuid_at(t0 + 3, id);
-	record_mw(f->s, id, "s1", "dev", t0 + 3, NULL, NULL, &old);
-	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
-	/* per (principal, tool); a bucket without a tool is none */
-	tgi_bucket other = { "ci", "read_file", 0, t0 + 11 }, none = { "ci", NULL, 1, t0 };
-	uuid_at(t0 + 4, id);
-	record_mw(f->s, id, NULL, "ci", t0 + 4, NULL, DIGEST_A, &other);
-	uuid_at(t0 + 5, id);
-	record_mw(f->s, id, NULL, "ci", t0 + 5, NULL, NULL, &none);
-	bucket_is(f->s, "ci", "read_file", 1, 0, t0 + 11);
-	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
-	bucket_is(f->s, "ci", "shell", 0, 0, 0);
-	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM rate_buckets"), 2);
 
-	/* all or nothing: the same op again fails, and changes neither */
-	tgi_bucket b3 = { "dev", "read_file", 0.5, t0 + 20 };
+	/* all or nothing: the same op again fails, and changes nothing */
 	tgi_op_record op = { .op_id = id, .session = "s1", .tool = "read_file", .principal = "dev",
 	                     .status = "persisted", .envelope = "{}", .started_ms = t0 + 20,
-	                     .loop = "L", .manifest = dig_c, .bucket = &b3 };
+	                     .loop = "L", .manifest = dig_c };
 	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
 	assert_non_null(strstr(err, "already in the ledger"));
 	manifest_is(f->s, "s1", DIGEST_B);
-	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
 
-	/* and they outlive the handle */
+	/* and it outlives the handle */
 	tgi_store_close(f->s);
 	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
 	manifest_is(f->s, "s1", DIGEST_B);
-	bucket_is(f->s, "dev", "read_file", 1, 2.25, t0 + 10);
+}
 
-	/* refusals: nothing of the call is written */
-	tgi_bucket nop = { NULL, "read_file", 1, t0 }, nan_tokens = { "dev", "read_file", NAN, t0 };
-	char fresh[37];
-	tgi_uuidv7(fresh);
-	op.op_id = fresh;
-	op.bucket = &nop;
-	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
-	assert_non_null(strstr(err, "rate-limit bucket"));
-	assert_non_null(strstr(err, "has no principal"));
-	op.bucket = &nan_tokens;
-	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
-	assert_non_null(strstr(err, "has no token count"));
-	char sql[128];
-	snprintf(sql, sizeof sql, "SELECT count(*) FROM ops WHERE op_id = '%s'", fresh);
-	assert_int_equal(raw_int(f->db, sql), 0);
-	double t;
-	int64_t u;
-	int found = 7;
-	assert_int_equal(tgi_store_bucket_get(f->s, NULL, "read_file", &t, &u, &found, err, sizeof err), -1);
+/* ---- rate-limit buckets ---- */
+
+/* One take; 1 taken, 0 empty (with *left and *wait). */
+static int take(tgi_store *s, const char *principal, double rate, double burst, double *left,
+                double *wait)
+{
+	char err[512] = "";
+	int ok = -1;
+	double l = -1, w = -1;
+	if (tgi_store_bucket_take(s, principal, "read_file", rate, burst, &ok, &l, &w, err,
+	                          sizeof err) < 0)
+		fail_msg("take: %s", err);
+	if (left)
+		*left = l;
+	if (wait)
+		*wait = w;
+	return ok;
+}
+
+/* The saved row of (principal, read_file): tokens and updated_ms. */
+static void bucket_row(const char *db, const char *principal, double *tokens, int64_t *at)
+{
+	char sql[256], text[64];
+	snprintf(sql, sizeof sql, "SELECT tokens FROM rate_buckets WHERE principal = '%s'"
+	         " AND tool = 'read_file'", principal);
+	raw_text(db, sql, text, sizeof text);
+	*tokens = text[0] ? strtod(text, NULL) : NAN;
+	snprintf(sql, sizeof sql, "SELECT updated_ms FROM rate_buckets WHERE principal = '%s'"
+	         " AND tool = 'read_file'", principal);
+	*at = raw_int(db, sql);
+}
+
+/* Write a bucket by hand, with the MAC the store would give it (without
+ * one it would be a fresh bucket). */
+static void bucket_set(tgi_store *s, const char *db, const char *principal, double tokens,
+                       int64_t at)
+{
+	char sql[384], mac[65];
+	tgi_mac_bucket(s, principal, "read_file", tokens, at, mac);
+	snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO rate_buckets(principal, tool, tokens,"
+	         " updated_ms, mac) VALUES('%s', 'read_file', %.17g, %lld, '%s')", principal, tokens,
+	         (long long)at, mac);
+	raw_exec(db, sql);
+}
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-3)
+
+/* bucket_take on SQLite: a new bucket starts full; tokens are taken one
+ * at a time, then the bucket is empty and says when the next one comes;
+ * it refills at the rate since it was last written, capped at the burst
+ * (a stricter burst caps a saved bucket); a clock that went backwards
+ * refills nothing and empties nothing (the bucket's time moves back with
+ * it, so the next token comes one token's time later, not after the
+ * jump); each (principal, tool) is its own; bad arguments are refused;
+ * and a second handle takes from the same bucket. */
+static void test_bucket_take(void **state)
+{
+	struct fx *f = *state;
+	double left, wait, tokens;
+	int64_t at;
+	char err[512];
+	int ok;
+
+	/* 3 tokens, one back every 30 minutes: no refill to speak of meanwhile */
+	double slow = 1.0 / 1800;
+	for (int i = 3; i-- > 0;) {
+		assert_int_equal(take(f->s, "dev", slow, 3, &left, &wait), 1);
+		assert_true(NEAR(left, i));
+	}
+	int64_t before = tgi_unix_ms();
+	assert_int_equal(take(f->s, "dev", slow, 3, &left, &wait), 0);
+	assert_true(left >= 0 && left < 1e-3);
+	assert_true(wait > 1799 && wait <= 1800.001);
+	bucket_row(f->db, "dev", &tokens, &at);
+	assert_true(tokens >= 0 && tokens < 1e-3);
+	assert_true(at <= before && at > before - 60000);
+	/* another principal has its own, full */
+	assert_int_equal(take(f->s, "ci", slow, 3, &left, NULL), 1);
+	assert_true(NEAR(left, 2));
+
+	/* refill: one a second; 2.5 s ago it held none */
+	int64_t now = tgi_unix_ms();
+	bucket_set(f->s, f->db, "dev", 0, now - 2500);
+	assert_int_equal(take(f->s, "dev", 1, 5, &left, NULL), 1);
+	assert_true(left > 1.49 && left < 1.6);
+	/* capped at the burst, however long ago */
+	bucket_set(f->s, f->db, "dev", 0, now - 3600000);
+	assert_int_equal(take(f->s, "dev", 1, 5, &left, NULL), 1);
+	assert_true(NEAR(left, 4));
+	/* a stricter burst caps what was saved */
+	assert_int_equal(take(f->s, "dev", 1, 2, &left, NULL), 1);
+	assert_true(NEAR(left, 1));
+	/* a damaged row (negative tokens) counts as empty, never below */
+	bucket_set(f->s, f->db, "dev", -7, tgi_unix_ms());
+	assert_int_equal(take(f->s, "dev", slow, 3, &left, &wait), 0);
+	assert_true(left >= 0 && left < 1e-3);
+	assert_true(wait > 1799 && wait <= 1800.001);
+
+	/* the clock went back an hour since the bucket was written: its 2
+	 * tokens stay 2, nothing refills, and the next token is one token's
+	 * time away from now */
+	bucket_set(f->s, f->db, "dev", 2, tgi_unix_ms() + 3600000);
+	assert_int_equal(take(f->s, "dev", 1, 5, &left, NULL), 1);
+	assert_true(left >= 1 && left < 1.01);
+	bucket_row(f->db, "dev", &tokens, &at);
+	assert_true(at <= tgi_unix_ms());
+	assert_int_equal(take(f->s, "dev", 1, 5, &left, NULL), 1);
+	assert_true(left < 0.1);
+	assert_int_equal(take(f->s, "dev", 1, 5, &left, &wait), 0);
+	assert_true(wait > 0.8 && wait <= 1.0);
+
+	/* another handle on the same ledger takes from the same bucket */
+	tgi_store *s2;
+	assert_int_equal(tgi_store_open(f->db, 0, &s2, err, sizeof err), 0);
+	assert_int_equal(take(s2, "ci", slow, 3, &left, NULL), 1);
+	assert_true(NEAR(left, 1));
+	assert_int_equal(take(f->s, "ci", slow, 3, &left, NULL), 1);
+	assert_true(NEAR(left, 0));
+	assert_int_equal(take(s2, "ci", slow, 3, NULL, NULL), 0);
+	tgi_store_close(s2);
+
+	/* a dry look (bucket_get) sees what was taken */
+	int found = 0;
+	assert_int_equal(tgi_store_bucket_get(f->s, "ci", "read_file", &tokens, &at, &found, err,
+	                                      sizeof err), 0);
+	assert_int_equal(found, 1);
+	assert_true(tokens < 1e-3);
+
+	/* refusals */
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", 0, 3, &ok, &left, &wait,
+	                                       err, sizeof err), -1);
+	assert_non_null(strstr(err, "rate above 0"));
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", 1, 0.5, &ok, &left, &wait,
+	                                       err, sizeof err), -1);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", NAN, 3, &ok, &left, &wait,
+	                                       err, sizeof err), -1);
+	assert_int_equal(tgi_store_bucket_take(f->s, NULL, "read_file", 1, 3, &ok, &left, &wait,
+	                                       err, sizeof err), -1);
 	assert_string_equal(err, "a rate-limit bucket is found by principal and tool");
-	assert_int_equal(found, 0);
+	assert_int_equal(tgi_store_bucket_get(f->s, NULL, "read_file", &tokens, &at, &found, err,
+	                                      sizeof err), -1);
+}
+
+/* Processes taking from one bucket at once (each its own handle): exactly
+ * the burst is handed out, whoever asks. */
+#define TAKERS 4
+static void test_bucket_take_processes(void **state)
+{
+	struct fx *f = *state;
+	pid_t kids[TAKERS];
+	int go[2];
+	assert_int_equal(pipe(go), 0);
+	for (int k = 0; k < TAKERS; k++) {
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0) {
+			char err[512], c;
+			tgi_store *s;
+			close(go[1]);
+			if (tgi_store_open(f->db, 0, &s, err, sizeof err) < 0)
+				_exit(100);
+			if (read(go[0], &c, 1) != 0)   /* all start when the pipe closes */
+				_exit(101);
+			int n = 0;
+			for (int i = 0; i < 25; i++) {
+				int ok = 0;
+				double left, wait;
+				if (tgi_store_bucket_take(s, "dev", "read_file", 1.0 / 3600, 20, &ok, &left,
+				                          &wait, err, sizeof err) < 0)
+					_exit(102);
+				n += ok;
+			}
+			tgi_store_close(s);
+			_exit(n);
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	int total = 0;
+	for (int k = 0; k < TAKERS; k++) {
+		int st;
+		assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+		assert_true(WIFEXITED(st));
+		assert_true(WEXITSTATUS(st) <= 25);
+		total += WEXITSTATUS(st);
+	}
+	assert_int_equal(total, 20);
 }
 
 /* A watch wakes when another handle commits, within a slice, and a wait
@@ -2318,14 +2445,14 @@ static void test_forged_claims_buckets_pins(void **state)
 	assert_int_equal(claim(f->s, "k:flying", op3, 30, &info), TGI_IDEM_UNKNOWN);
 	assert_int_equal(info.unverified, 1);
 
-	/* a bucket: saved with its MAC; edited, it is as a fresh one */
-	tgi_bucket bk = {"local", "deploy", 0.5, tgi_unix_ms()};
-	tgi_op_record rec = {.op_id = op3, .tool = "deploy", .principal = "local",
-	                     .status = "persisted", .envelope = "{}", .started_ms = 1, .bucket = &bk};
-	assert_int_equal(tgi_store_record(f->s, &rec, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
-	double tokens = 0;
+	/* a bucket: saved with its MAC by a take; edited, it is as a fresh one,
+	 * whose tokens are the burst, not what the edit wrote */
+	double tokens = 0, left = 0, retry = 0;
 	int64_t upd = 0;
-	int found = 0;
+	int found = 0, ok = 0;
+	assert_int_equal(tgi_store_bucket_take(f->s, "local", "deploy", 1, 3, &ok, &left, &retry, err,
+	                                       sizeof err), 0);
+	assert_int_equal(ok, 1);
 	assert_int_equal(tgi_store_bucket_get(f->s, "local", "deploy", &tokens, &upd, &found, err,
 	                                      sizeof err), 0);
 	assert_int_equal(found, 1);
@@ -2333,6 +2460,10 @@ static void test_forged_claims_buckets_pins(void **state)
 	assert_int_equal(tgi_store_bucket_get(f->s, "local", "deploy", &tokens, &upd, &found, err,
 	                                      sizeof err), 0);
 	assert_int_equal(found, 0);
+	assert_int_equal(tgi_store_bucket_take(f->s, "local", "deploy", 1, 3, &ok, &left, &retry, err,
+	                                       sizeof err), 0);
+	assert_int_equal(ok, 1);
+	assert_true(left < 2.01);   /* the burst less one, not 999 */
 
 	/* a pin: its digest changed by hand is CHANGED, even for that digest */
 	const char *d1 = "d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1";
@@ -3456,10 +3587,9 @@ static void test_schema_upgrade_v2(void **state)
 	/* and new calls keep their state */
 	char a[37];
 	tgi_uuidv7(a);
-	tgi_bucket b = { "local", "read_file", 4.5, 2000 };
 	tgi_op_record op = { .op_id = a, .session = "s1", .tool = "read_file", .principal = "local",
 	                     .status = "persisted", .envelope = "{}", .started_ms = 2000,
-	                     .loop = "L1", .manifest = DIGEST_A, .bucket = &b };
+	                     .loop = "L1", .manifest = DIGEST_A };
 	assert_int_equal(tgi_store_record(f->s, &op, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
 	assert_int_equal(tgi_store_loop_window(f->s, "s1", 30, &w, err, sizeof err), 0);
 	assert_int_equal(w.n, 1);
@@ -3468,6 +3598,12 @@ static void test_schema_upgrade_v2(void **state)
 	assert_int_equal(tgi_store_session_manifest(f->s, "s1", manifest, err, sizeof err), 0);
 	assert_string_equal(manifest, DIGEST_A);
 	assert_int_equal(raw_int(f->db, "SELECT calls FROM sessions WHERE id = 's1'"), 3);
+	int ok = 0;
+	double left, wait;
+	assert_int_equal(tgi_store_bucket_take(f->s, "local", "read_file", 1, 5, &ok, &left, &wait,
+	                                       err, sizeof err), 0);
+	assert_int_equal(ok, 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM rate_buckets"), 1);
 
 	/* opened again: nothing more to do */
 	tgi_store_close(f->s);
@@ -4048,7 +4184,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_record_sets_seqs, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_events_message, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_loop_windows, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_manifest_and_buckets, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_manifest, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_bucket_take, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_bucket_take_processes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_watch, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_steps, setup_dir, teardown),
 		cmocka_unit_test_setup_teardown(test_approval_get, setup_store, teardown),

@@ -6,9 +6,10 @@
  * reaching the Nth allocation.  After every run: no crash, every SQLite
  * allocation given back once the handle is closed, and the ledger
  * consistent — quick_check passes, a call's record is all or nothing (its
- * ops row with its loop entry, all its events, its session's manifest and
- * its rate-limit bucket, or none of them; its events' seqs set only when
- * written), and a call or claim that reported success is really there.
+ * ops row with its loop entry, all its events and its session's manifest,
+ * or none of them; its events' seqs set only when written), a token take
+ * is all or nothing, and a call, claim or take that reported success is
+ * really there.
  *
  * Two sweeps: a new ledger with a transient fault (only the Nth allocation
  * fails), and an existing ledger with a persistent fault (the Nth and
@@ -171,7 +172,7 @@ static void quick_check_ok(sqlite3 *h)
 
 struct outcome {
 	int open_only;   /* the run stops after the open */
-	int opened, recorded, claimed;
+	int opened, recorded, claimed, took;
 	char op[37], claimer[37], scope[48];
 };
 
@@ -213,8 +214,9 @@ static void read_back(tgi_store *s, const struct outcome *o)
 
 /* The work under test: open (creating the tables in a new ledger), then,
  * unless open_only, record one call (4 events, a session, what middleware
- * keeps), claim a scope and read what middleware and operators read; a
- * step after a failed one still runs on the same handle. */
+ * keeps), claim a scope, take a rate-limit token and read what middleware
+ * and operators read; a step after a failed one still runs on the same
+ * handle. */
 static void run_once(const char *db, struct outcome *o)
 {
 	char err[512];
@@ -226,11 +228,10 @@ static void run_once(const char *db, struct outcome *o)
 		assert_true(strlen(err) > 0);
 		assert_null(s);
 	} else if (!o->open_only) {
-		tgi_bucket b = { "p", o->op, 2.5, 1 };
 		tgi_op_record op = { .op_id = o->op, .call_id = "c1", .session = o->op, .tool = "t",
 		                     .principal = "p", .status = "persisted", .envelope = "{\"ok\":true}",
 		                     .args_redacted = "{}", .started_ms = 1, .loop = "loop-entry",
-		                     .manifest = "m", .bucket = &b };
+		                     .manifest = "m" };
 		tgi_event ev[4] = { { "tool.call.received", "decode", d, 1, 0 },
 		                    { "tool.call.started", "execute", NULL, 2, 0 },
 		                    { "tool.call.progress", NULL, d, 3, 0 },
@@ -247,6 +248,14 @@ static void run_once(const char *db, struct outcome *o)
 			assert_int_equal(info.state, TGI_IDEM_CLAIMED);
 		else
 			assert_true(strlen(err) > 0);
+		int ok = 0;
+		double left, wait;
+		o->took = tgi_store_bucket_take(s, "p", o->op, 1, 3, &ok, &left, &wait, err,
+		                                sizeof err) == 0;
+		if (o->took)
+			assert_true(ok && left > 1.99 && left <= 2);
+		else
+			assert_true(strlen(err) > 0 && !ok);
 		read_back(s, o);
 	}
 	tgi_store_close(s);
@@ -279,8 +288,8 @@ static void check_consistent(const char *db, const struct outcome *o, int reopen
 		int64_t evs = query_int(h, "SELECT count(*) FROM events WHERE op_id = '%s'", o->op);
 		int64_t claims = query_int(h, "SELECT count(*) FROM idem WHERE scope = '%s'"
 		                              " AND state = 'in_flight'", o->scope);
-		/* the call's row, its events, its loop entry, its session's
-		 * manifest and its bucket: all or nothing */
+		/* the call's row, its events, its loop entry and its session's
+		 * manifest: all or nothing; the token taken, or not */
 		int64_t loops = query_int(h, "SELECT count(*) FROM ops WHERE op_id = '%s'"
 		                             " AND loop = 'loop-entry'", o->op);
 		int64_t mans = query_int(h, "SELECT count(*) FROM sessions WHERE id = '%s'"
@@ -291,7 +300,7 @@ static void check_consistent(const char *db, const struct outcome *o, int reopen
 		assert_int_equal(ops, o->recorded);
 		assert_int_equal(loops, ops);
 		assert_int_equal(mans, ops);
-		assert_int_equal(buckets, ops);
+		assert_int_equal(buckets, o->took);
 		assert_int_equal(claims, o->claimed);
 		assert_int_equal(query_int(h, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	} else {
@@ -328,7 +337,7 @@ static void sweep(const char *dir, const char *db, int fresh, int persistent)
 			         fs.live - before);
 		check_consistent(db, &o, done || n % 16 == 0);
 		if (done)
-			assert_true(o.opened && (fresh || (o.recorded && o.claimed)));
+			assert_true(o.opened && (fresh || (o.recorded && o.claimed && o.took)));
 	}
 	print_message("%s ledger, %s faults: %ld allocation points, all consistent\n",
 	              fresh ? "new" : "existing", persistent ? "persistent" : "transient", n - 1);

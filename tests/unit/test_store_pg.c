@@ -1424,8 +1424,6 @@ static void test_record_atomic(void **state)
 
 	/* the same op again: refused, and nothing of it is written (events,
 	 * session count, seqs all as before) */
-	tgi_bucket b = { .principal = "ci", .tool = "echo", .tokens = 2, .updated_ms = 5 };
-	r.bucket = &b;
 	assert_int_equal(tgi_store_record(f->s, &r, ev, 3, "key:x", TGI_SETTLE_DONE, err, sizeof err), -1);
 	assert_non_null(strstr(err, "already in the ledger"));
 	assert_int_equal(tgi_store_transient(f->s), 0);
@@ -1438,7 +1436,6 @@ static void test_record_atomic(void **state)
 	assert_int_equal(sql_num(f->sql, "SELECT last FROM event_seq"), 3);
 	/* the next record's seqs follow on, without a gap */
 	tgi_op_record r2 = rec(new_id(op), "echo", "persisted", "s1", "{}", tgi_unix_ms());
-	r2.bucket = &b;
 	r2.manifest = BINDING_B;
 	record_ok(f->s, &r2, ev, 1, NULL, TGI_SETTLE_NONE);
 	assert_int_equal(ev[0].seq, 4);
@@ -1452,22 +1449,11 @@ static void test_record_atomic(void **state)
 	assert_string_equal(manifest, BINDING_B);
 	assert_int_equal(tgi_store_session_manifest(f->s, "nope", manifest, err, sizeof err), 0);
 	assert_string_equal(manifest, "");
-	double tokens = 0;
-	int64_t upd = 0;
-	int found = 0;
-	assert_int_equal(tgi_store_bucket_get(f->s, "ci", "echo", &tokens, &upd, &found, err, sizeof err), 0);
-	assert_int_equal(found, 1);
-	assert_true(tokens == 2);
-	assert_int_equal(upd, 5);
-	/* a bucket never goes back in time */
-	tgi_bucket older = { .principal = "ci", .tool = "echo", .tokens = 9, .updated_ms = 4 };
-	tgi_op_record r3 = rec(new_id(op), "echo", "persisted", NULL, "{}", tgi_unix_ms());
-	r3.bucket = &older;
-	record_ok(f->s, &r3, NULL, 0, NULL, TGI_SETTLE_NONE);
-	assert_int_equal(tgi_store_bucket_get(f->s, "ci", "echo", &tokens, &upd, &found, err, sizeof err), 0);
-	assert_true(tokens == 2);
+	/* a record keeps no rate-limit bucket: tokens are taken by bucket_take */
+	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM rate_buckets"), 0);
 
 	/* refusals before the database is asked */
+	tgi_op_record r3 = rec(new_id(op), "echo", "persisted", NULL, "{}", tgi_unix_ms());
 	r3.op_id = "nope";
 	assert_int_equal(tgi_store_record(f->s, &r3, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
 	assert_non_null(strstr(err, "not a UUID"));
@@ -1841,34 +1827,35 @@ static void test_bucket_take(void **state)
 	struct fx *f = *state;
 	char err[512];
 	int ok = -1;
-	double wait = -1;
+	double wait = -1, left = -1;
 	/* 2 tokens a second, a burst of 3: three now, then empty */
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &wait, err, sizeof err), 0);
+		assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
 		assert_int_equal(ok, 1);
+		assert_true(left >= 2 - i && left < 2 - i + 0.2);   /* what is left, a little refilled */
 	}
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &wait, err, sizeof err), 0);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
 	assert_int_equal(ok, 0);
 	assert_true(wait > 0 && wait <= 0.5);
 	/* another process draws from the same bucket */
 	tgi_store *s2 = open_or_die(f->url);
-	assert_int_equal(tgi_store_bucket_take(s2, "ci", "deploy", 2, 3, &ok, &wait, err, sizeof err), 0);
+	assert_int_equal(tgi_store_bucket_take(s2, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
 	assert_int_equal(ok, 0);
 	/* another principal has its own */
-	assert_int_equal(tgi_store_bucket_take(s2, "bob", "deploy", 2, 3, &ok, &wait, err, sizeof err), 0);
+	assert_int_equal(tgi_store_bucket_take(s2, "bob", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
 	assert_int_equal(ok, 1);
 	tgi_store_close(s2);
 	/* refilled on the server's clock */
 	sleep_ms(600);
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &wait, err, sizeof err), 0);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
 	assert_int_equal(ok, 1);
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &wait, err, sizeof err), 0);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
 	assert_int_equal(ok, 0);
 	/* never above the burst */
 	sleep_ms(2100);
 	int took = 0;
 	for (int i = 0; i < 5; i++) {
-		assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &wait, err, sizeof err), 0);
+		assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
 		took += ok;
 	}
 	assert_int_equal(took, 3);
@@ -1879,9 +1866,9 @@ static void test_bucket_take(void **state)
 	assert_int_equal(found, 1);
 	assert_true(tokens >= 0 && tokens < 1);
 	/* bad rates */
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 0, 3, &ok, &wait, err, sizeof err), -1);
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 1, 0.5, &ok, &wait, err, sizeof err), -1);
-	assert_int_equal(tgi_store_bucket_take(f->s, NULL, "deploy", 1, 2, &ok, &wait, err, sizeof err), -1);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 0, 3, &ok, &left, &wait, err, sizeof err), -1);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 1, 0.5, &ok, &left, &wait, err, sizeof err), -1);
+	assert_int_equal(tgi_store_bucket_take(f->s, NULL, "deploy", 1, 2, &ok, &left, &wait, err, sizeof err), -1);
 }
 
 /* ---- pins and conversations ---- */
