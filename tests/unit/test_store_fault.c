@@ -286,8 +286,10 @@ static void check_consistent(const char *db, const struct outcome *o, int reopen
 	if (tables == 1) {
 		int64_t ops = query_int(h, "SELECT count(*) FROM ops WHERE op_id = '%s'", o->op);
 		int64_t evs = query_int(h, "SELECT count(*) FROM events WHERE op_id = '%s'", o->op);
+		char scope[TGI_SCOPE_DIGEST_LEN + 1];   /* the ledger keeps the scope's digest */
+		tgi_scope_digest(o->scope, scope);
 		int64_t claims = query_int(h, "SELECT count(*) FROM idem WHERE scope = '%s'"
-		                              " AND state = 'in_flight'", o->scope);
+		                              " AND state = 'in_flight'", scope);
 		/* the call's row, its events, its loop entry and its session's
 		 * manifest: all or nothing; the token taken, or not */
 		int64_t loops = query_int(h, "SELECT count(*) FROM ops WHERE op_id = '%s'"
