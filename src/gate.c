@@ -632,9 +632,19 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		g->no_ledger = lstat(g->cfg->store, &st) < 0 && errno == ENOENT;
 		sflags |= g->no_ledger ? TGI_STORE_MEMORY : TGI_STORE_MUST_EXIST;
 	}
-	if (tgi_store_open(g->cfg->store, sflags, &g->store, err, sizeof err) < 0) {
+	if (o->foreign_ok)
+		sflags |= TGI_STORE_FOREIGN_OK;
+	tgi_key_source key = { .env = g->cfg->key_env, .file = g->cfg->key_file };
+	if (tgi_store_open_keyed(g->cfg->store, sflags, &key, &g->store, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
+	}
+	/* masks are keyed by the ledger's mask key: stable within it, and no
+	 * guess at a secret can be confirmed from them without the key */
+	tgi_redactor_key(g->redact, tgi_store_mask_key(g->store));
+	if (tgi_store_foreign(g->store)) {   /* to be read only: nothing is run or settled */
+		*out = g;
+		return 0;
 	}
 	/* a patch a crash interrupted is finished by the next gate, one that
 	 * creates nothing too when there is a journal directory to look in */
@@ -653,6 +663,11 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 fail:
 	tg_gate_close(g);
 	return -1;
+}
+
+const char *tg_gate_foreign(const tg_gate *g)
+{
+	return g && g->store ? tgi_store_foreign(g->store) : NULL;
 }
 
 const char *tg_gate_ledger(const tg_gate *g, int *exists, char *where, size_t cap)

@@ -22,14 +22,44 @@ int tgi_store_is_url(const char *where)
 
 int tgi_store_open(const char *where, int flags, tgi_store **out, char *err, size_t errlen)
 {
+	return tgi_store_open_keyed(where, flags, NULL, out, err, errlen);
+}
+
+int tgi_store_open_keyed(const char *where, int flags, const tgi_key_source *key,
+                         tgi_store **out, char *err, size_t errlen)
+{
+	tgi_store *s = NULL;
+	int v = 0;
 	*out = NULL;
 	if (!where || !*where) {
 		tgi_snprintf(err, errlen, "the ledger is empty: give a file path or a postgres:// URL");
 		return -1;
 	}
-	if (tgi_store_is_url(where))
-		return tgi_pg_open(where, flags, out, err, errlen);
-	return tgi_sqlite_open(where, flags, out, err, errlen);
+	if ((tgi_store_is_url(where) ? tgi_pg_open(where, flags, &s, err, errlen)
+	                             : tgi_sqlite_open(where, flags, &s, err, errlen)) < 0)
+		return -1;
+	/* a schema left behind has no identity table yet: identified after
+	 * its migration (tgi_store_identify) */
+	if (!(flags & TGI_STORE_MEMORY) &&
+	    (tgi_store_schema_version(s, &v, err, errlen) < 0 ||
+	     (v == TGI_STORE_SCHEMA_VERSION &&
+	      tgi_store_identify(s, key, flags, err, errlen) < 0))) {
+		tgi_store_close(s);
+		return -1;
+	}
+	if (flags & TGI_STORE_MEMORY)
+		tgi_store_identify(s, NULL, flags, err, errlen);
+	*out = s;
+	return 0;
+}
+
+/* A write to a foreign ledger (opened to be read) is refused. */
+static int read_only(const tgi_store *s, char *err, size_t errlen)
+{
+	if (!s->foreign[0])
+		return 0;
+	tgi_snprintf(err, errlen, "nothing is written to a foreign ledger: %s", s->foreign);
+	return -1;
 }
 
 void tgi_store_close(tgi_store *s)
@@ -92,6 +122,8 @@ int tgi_store_migrate(tgi_store *s, int to, int dry_run, void (*fn)(void *arg, i
 int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool, double rate,
                           double burst, int *ok, double *retry_after_s, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	if (!s->impl->bucket_take) {
 		tgi_snprintf(err, errlen, "the %s ledger keeps no shared rate-limit buckets",
 		             s->impl->kind);
@@ -125,6 +157,8 @@ void tgi_store_watch_close(tgi_watch *w)
 int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->record(s, op, ev, nev, idem_scope, settle, err, errlen);
 }
 
@@ -149,11 +183,15 @@ int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, 
 int tgi_store_idem_claim(tgi_store *s, const char *scope, const char *op_id, const char *binding,
                          int lease_s, tgi_idem_info *info, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->idem_claim(s, scope, op_id, binding, lease_s, info, err, errlen);
 }
 
 int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->op_resolve(s, op_id, applied, err, errlen);
 }
 
@@ -165,12 +203,16 @@ int tgi_store_unknown(tgi_store *s, json_t **out, char *err, size_t errlen)
 
 int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->approval_add(s, row, err, errlen);
 }
 
 int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
                               const char *reason, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	char kept[TGI_APPROVAL_REASON_MAX + 1];
 	if (tgi_approval_reason(reason, kept, err, errlen) < 0)
 		return -1;
@@ -186,6 +228,8 @@ int tgi_store_approval_take(tgi_store *s, const char *binding, const char *princ
 int tgi_store_approval_use(tgi_store *s, const char *id, const char *principal,
                            const char *binding, int *used, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	*used = 0;
 	if (tgi_check_approval_use(id, principal, binding, err, errlen) < 0)
 		return -1;
@@ -213,12 +257,16 @@ int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_
 int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
                       size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->pin_set(s, name, digest, err, errlen);
 }
 
 int tgi_store_messages_append(tgi_store *s, const char *session, const char *api,
                               const json_t *entries, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->messages_append(s, session, api, entries, err, errlen);
 }
 
@@ -230,6 +278,8 @@ int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api
 
 int tgi_store_eval_put(tgi_store *s, const tgi_eval_row *r, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	if (tgi_check_eval_row(r, err, errlen) < 0)
 		return -1;
 	return s->impl->eval_put(s, r, err, errlen);
@@ -248,6 +298,8 @@ int tgi_store_eval_list(tgi_store *s, const char *model, int64_t limit, json_t *
 
 int tgi_store_event(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->event(s, op_id, ev, err, errlen);
 }
 
