@@ -485,6 +485,30 @@ static void protect_own_files(tg_gate *g)
 		protect_server(g, srv);
 }
 
+/* The machine key's default directory, when the gate uses it and it lies
+ * in the workspace (a workspace of $HOME holds ~/.local/state/toolgate):
+ * no tool reads or writes there (decide.c), and the sandbox hides it
+ * (readmask.c).  A configured key_file is never in the workspace
+ * (config.c refuses it). */
+static void hide_key_dir(tg_gate *g)
+{
+	char dir[PATH_MAX], real[PATH_MAX], norm[PATH_MAX], text[PATH_MAX], err[128];
+	const char *ws = g->cfg->workspace;
+	size_t wl = strlen(ws);
+	if (g->cfg->key_env || g->cfg->key_file || tgi_key_default_dir(dir, sizeof dir) < 0)
+		return;
+	/* as resolved when it is there (a symlinked home), else as spelled */
+	const char *p = realpath(dir, real) ? real : dir;
+	if (strncmp(p, ws, wl) || (wl > 1 && p[wl] != '/') || !p[wl])
+		return;
+	const char *rel = p + wl + (wl > 1);
+	if (tgi_name_text(rel, strlen(rel), text, sizeof text) < 0 ||
+	    tgi_path_check(text, strlen(text), norm, sizeof norm, err, sizeof err) < 0)
+		return;
+	g->key_dir = tgi_strdup(p);
+	g->key_dir_rel = tgi_strdup(norm);
+}
+
 /* Does any configured tool or MCP server declare deprecated field names?
  * (A server's section is checked by the bridge; a malformed one refuses
  * the gate there.) */
@@ -613,6 +637,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
 
 	protect_own_files(g);
+	hide_key_dir(g);
 	if (tgi_registry_build(g->cfg, &g->reg, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
@@ -712,6 +737,8 @@ void tg_gate_close(tg_gate *g)
 	if (g->state_fd >= 0)
 		close(g->state_fd);
 	free(g->state_dir);
+	free(g->key_dir);
+	free(g->key_dir_rel);
 	free(g->profile);
 	for (size_t i = 0; i < g->nprotected; i++)
 		free(g->protected[i]);

@@ -118,6 +118,10 @@ int tgi_store_open_keyed(const char *where, int flags, const tgi_key_source *key
 int tgi_store_identify(tgi_store *s, const tgi_key_source *key, int flags, char *err,
                        size_t errlen);
 
+/* The default key's directory ($XDG_STATE_HOME/toolgate, else
+ * ~/.local/state/toolgate) into out: 0, or -1 when there is none. */
+int tgi_key_default_dir(char *out, size_t cap);
+
 /* NULL when s is this machine's ledger (or not identified yet); else the
  * sentence that says why it is foreign (borrowed). */
 const char *tgi_store_foreign(const tgi_store *s);

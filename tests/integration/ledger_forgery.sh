@@ -137,4 +137,25 @@ for AS in "${USERS[@]}"; do
 	eq "$(stat -c %a "$key")" 600 "$who: the key file's mode"
 	eq "$(stat -c %a "$XDG_STATE_HOME/toolgate")" 700 "$who: the key directory's mode"
 done
+
+# ---- a workspace that holds the key's directory (the workspace is $HOME) ----
+AS= D=$BASE/home
+reach_as "" "$BASE"
+mkdir -p "$D"
+export XDG_STATE_HOME=$D/.local/state
+tg "$D" h0 call --json read_file '{"path":"nothing"}'
+[ -f "$D/.local/state/toolgate/key" ] || fail "home: the key was not made in the workspace's state dir"
+secret=$(cat "$D/.local/state/toolgate/key")
+tg "$D" h1 call --json --mode bypassPermissions read_file '{"path":".local/state/toolgate/key"}'
+eq "$(jq -r .status "$D/h1.out")" denied "home: read_file of the key"
+contains "$(jq -r .error.message "$D/h1.out")" "holds the ledger's key" "home: ... says why"
+tg "$D" h2 call --json --mode bypassPermissions write_file '{"path":".local/state/toolgate/key","content":"x"}'
+eq "$(jq -r .status "$D/h2.out")" denied "home: write_file of the key"
+tg "$D" h3 call --json --mode bypassPermissions search_files '{"pattern":"[0-9a-f]{64}","path":".local"}'
+case "$(cat "$D/h3.out")" in *"$secret"*) fail "home: search_files shows the key" ;; esac
+# a command that does not name it: the sandbox hides the directory
+tg "$D" h4 call --json --mode bypassPermissions shell '{"command":"d=.local; cat $d/state/t*/k* 2>&1; true"}'
+if [ "$(jq -r .status "$D/h4.out")" = persisted ]; then
+	case "$(cat "$D/h4.out")" in *"$secret"*) fail "home: the shell read the key" ;; esac
+fi
 finish
