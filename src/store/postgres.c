@@ -1601,7 +1601,10 @@ static int pg_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, 
 			n[i] = val_i64(x.res, 0, i, 0);
 		if (out)
 			*out = (tgi_ledger_rows){ n[0], n[1], n[2], n[3], n[4], n[5] };
-		*made = n[7] ? 1 : n[6] ? 0 : -1;
+		/* not inserted: another gate's identity is there (made since this
+		 * statement's snapshot, when it saw none and no records), or records */
+		int64_t records = n[0] + n[1] + n[2] + n[3] + n[4] + n[5];
+		*made = n[7] ? 1 : n[6] || !records ? 0 : -1;
 	}
 	q_free(&x, 1);
 	return rc < 0 ? fail(s, err, errlen, "cannot write the ledger's identity") : 0;
