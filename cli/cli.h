@@ -76,6 +76,9 @@ void cli_gate_opts_init(cli_gate_opts *g);
 int  cli_gate_opt(cli_gate_opts *g, int opt, const char *arg);
 /* Open the gate or print the reason; NULL on failure. */
 tg_gate *cli_gate_open(cli_gate_opts *g);
+/* Say on stderr that the ledger is foreign (why: its sentence; NULL says
+ * nothing) and only read. */
+void cli_foreign_warning(const char *why);
 
 /* A gate opened with no_create (the read-only commands) that found no
  * ledger: says so on stderr and returns 1; 0 when there is one. */

@@ -232,6 +232,7 @@ int cmd_approvals(int argc, char **argv)
 		return cli_error("approvals list: --reason goes with approve or deny");
 
 	go.o.no_create = 1;           /* an approval to decide is in a ledger that is there */
+	go.o.foreign_ok = decide < 0; /* a foreign ledger's may be listed, never decided */
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;

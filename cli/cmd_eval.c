@@ -233,6 +233,7 @@ int cmd_eval(int argc, char **argv)
 	judged.bridge = 1;
 	go.o.bridge = sizes;
 	go.o.no_create = history || sizes;   /* they read; a run is kept in the ledger */
+	go.o.foreign_ok = history;
 	char tmp[PATH_MAX];
 	int ofd = output ? open_output(output, tmp) : -1;
 	if (output && ofd < 0)

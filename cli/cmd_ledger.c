@@ -1,8 +1,9 @@
 /*
  * cmd_ledger.c — `toolgate ledger export|import`: move a ledger's history
- * to another ledger (SQLite to PostgreSQL, or back) as JSON lines.  Only
- * the ledger is opened, not a gate; the other ledger is named by
- * $TOOLGATE_STORE or another configuration.
+ * to another ledger (SQLite to PostgreSQL, or back) as JSON lines; `toolgate
+ * ledger adopt`: take on a foreign ledger.  Only the ledger is opened, not
+ * a gate; the other ledger is named by $TOOLGATE_STORE or another
+ * configuration.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,8 @@
 
 static const char usage_text[] =
 	"usage: toolgate ledger export [--since WHEN] [--output FILE] [--config FILE]\n"
-	"       toolgate ledger import [FILE|-] [--json] [--config FILE]\n\n"
+	"       toolgate ledger import [FILE|-] [--json] [--config FILE]\n"
+	"       toolgate ledger adopt [--config FILE]\n\n"
 	"Moves the ledger's history between ledgers (SQLite and PostgreSQL alike).\n"
 	"export writes JSON lines: a header {\"toolgate_ledger\": 2, \"schema\", \"exported_at\",\n"
 	"...}, one line per call with its events (oldest first), then one line per\n"
@@ -31,6 +33,16 @@ static const char usage_text[] =
 	"idempotency key was done replays in the new ledger, one whose outcome was\n"
 	"unknown stays unknown.  Approvals, pins, rate-limit buckets and agent\n"
 	"conversations are not moved.\n\n"
+	"adopt takes on a foreign ledger: one this machine's key did not make (it\n"
+	"arrived with a repository, was copied from another workspace, was made\n"
+	"before ledgers had an identity, or was written by someone with database\n"
+	"access but not the fleet's key), which the gate refuses to open.  Look at\n"
+	"it first (toolgate log reads it, with a warning).  It gets a new identity\n"
+	"bound here under this machine's key; nothing in it is re-signed, so its\n"
+	"approvals, idempotency claims, pins and rate-limit buckets carry no\n"
+	"authority (an approval is asked again; a call it says was done is an\n"
+	"unknown outcome for toolgate ops resolve); its history stays readable.\n"
+	"export reads a foreign ledger too (with a warning); import refuses it.\n\n"
 	"The ledger is the configuration's store: or $TOOLGATE_STORE, e.g.\n"
 	"  toolgate ledger export --output history.jsonl\n"
 	"  TOOLGATE_STORE=postgresql://gate@db/toolgate toolgate ledger import history.jsonl\n\n"
@@ -146,6 +158,28 @@ static void import_json(const tg_ledger_counts *c, const char *error)
 	json_decref(o);
 }
 
+static int adopt(tg_ledger *l)
+{
+	tg_ledger_adopted n;
+	char *err = NULL;
+	const char *was = tg_ledger_foreign(l);
+	if (was)
+		fprintf(stderr, "toolgate: %s\n", was);
+	if (tg_ledger_adopt(l, &n, &err) < 0) {
+		cli_error("%s", err ? err : "cannot adopt the ledger");
+		free(err);
+		return 1;
+	}
+	printf("adopted the ledger %s %s: it has a new identity, bound here under this machine's "
+	       "key\n", tg_ledger_kind(l), tg_ledger_where(l));
+	printf("nothing was re-signed: %zu approval%s, %zu idempotency claim%s, %zu pin%s and %zu "
+	       "rate-limit bucket%s now carry no authority; its %zu calls and %zu events stay as "
+	       "history\n",
+	       n.approvals, n.approvals == 1 ? "" : "s", n.claims, n.claims == 1 ? "" : "s", n.pins,
+	       n.pins == 1 ? "" : "s", n.buckets, n.buckets == 1 ? "" : "s", n.ops, n.events);
+	return 0;
+}
+
 static int import(tg_ledger *l, const char *path, int as_json)
 {
 	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
@@ -204,9 +238,30 @@ int cmd_ledger(int argc, char **argv)
 	}
 	const char *sub = optind < argc ? argv[optind] : NULL;
 	int exporting = sub && !strcmp(sub, "export");
-	if (!sub || (!exporting && strcmp(sub, "import"))) {
+	int adopting = sub && !strcmp(sub, "adopt");
+	if (!sub || (!exporting && !adopting && strcmp(sub, "import"))) {
 		fputs(usage_text, stderr);
 		return 1;
+	}
+	if (adopting) {
+		if (optind + 1 < argc)
+			return cli_error("ledger adopt: unexpected argument \"%s\"", argv[optind + 1]);
+		if (output || since_text || as_json)
+			return cli_error("ledger adopt: it takes only --config");
+		char *err = NULL;
+		tg_ledger *l;
+		int rc = tg_ledger_open(config, TG_LEDGER_MIGRATE | TG_LEDGER_EXISTING |
+		                                TG_LEDGER_FOREIGN_OK, &l, &err);
+		if (rc != 0) {
+			cli_error("%s%s", err ? err : "cannot open the ledger",
+			          rc > 0 ? "; there is nothing to adopt" : "");
+			free(err);
+			tg_ledger_close(l);
+			return 1;
+		}
+		int code = adopt(l);
+		tg_ledger_close(l);
+		return code;
 	}
 	const char *file = "-";
 	if (exporting && optind + 1 < argc)
@@ -222,8 +277,9 @@ int cmd_ledger(int argc, char **argv)
 
 	char *err = NULL;
 	tg_ledger *l;
-	int rc = tg_ledger_open(config, TG_LEDGER_MIGRATE | (exporting ? TG_LEDGER_EXISTING : 0), &l,
-	                        &err);
+	int rc = tg_ledger_open(config, TG_LEDGER_MIGRATE |
+	                                (exporting ? TG_LEDGER_EXISTING | TG_LEDGER_FOREIGN_OK : 0),
+	                        &l, &err);
 	if (rc != 0) {
 		cli_error("%s%s", err ? err : "cannot open the ledger",
 		          rc > 0 ? "; nothing was exported" : "");
@@ -231,6 +287,8 @@ int cmd_ledger(int argc, char **argv)
 		tg_ledger_close(l);       /* the empty one that stood in (rc 1) */
 		return 1;
 	}
+	if (exporting)
+		cli_foreign_warning(tg_ledger_foreign(l));
 	int code = exporting ? export(l, since, output) : import(l, file, as_json);
 	tg_ledger_close(l);
 	return code;

@@ -289,6 +289,7 @@ int cmd_log(int argc, char **argv)
 		return cli_error("--follow prints events from now on; %s does not apply (use toolgate "
 		                 "log %s for what is already there)", only_list, only_list);
 	go.o.no_create = 1;
+	go.o.foreign_ok = 1;        /* read, with a warning */
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;

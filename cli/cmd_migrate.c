@@ -18,12 +18,16 @@ static const char usage_text[] =
 	"prints each one as \"migration N: <what it adds>\".  The ledger is the\n"
 	"configuration's store: (a file, or a postgres:// URL), or $TOOLGATE_STORE.\n"
 	"A ledger whose schema is newer than this toolgate is refused.\n\n"
+	"A ledger from before version 7 that holds records has no identity: once\n"
+	"migrated it is foreign (it may have arrived with a repository), and the\n"
+	"gate refuses it until `toolgate ledger adopt` takes it on, after a look.\n\n"
 	"options:\n"
 	"  --dry-run            show the migrations that would be applied; change nothing\n"
 	"                       (and create no ledger: without one, say so)\n"
 	"  --to N               stop at schema version N (default: the newest)\n"
 	"  --json               one JSON object: {store, where, from, to, latest, dry_run,\n"
-	"                       migrations: [{n, title}], error}\n"
+	"                       migrations: [{n, title}], error, exists, foreign (why the\n"
+	"                       ledger is foreign, or null)}\n"
 	"  --config FILE        configuration (default: $TOOLGATE_CONFIG, else toolgate.yaml\n"
 	"                       here or in the nearest directory above)\n";
 
@@ -63,6 +67,8 @@ static void print_json(tg_ledger *l, struct run *r, int from, int to, const char
 	                      tg_ledger_latest(), "dry_run", r->dry_run, "migrations", r->applied);
 	json_object_set_new(o, "error", error ? json_string(error) : json_null());
 	json_object_set_new(o, "exists", json_boolean(!r->missing));
+	const char *why = tg_ledger_foreign(l);
+	json_object_set_new(o, "foreign", why ? json_string(why) : json_null());
 	char *text = json_dumps(o, JSON_COMPACT);
 	puts(text ? text : "{}");
 	free(text);
@@ -112,6 +118,9 @@ static int migrate(tg_ledger *l, struct run *r, int to)
 	} else {
 		printf("schema version now %d\n", now);
 	}
+	const char *why = tg_ledger_foreign(l);
+	if (why && !r->as_json)
+		fprintf(stderr, "toolgate: note: %s; until then the gate refuses it\n", why);
 	return 0;
 }
 
@@ -144,7 +153,8 @@ int cmd_migrate(int argc, char **argv)
 
 	char *err = NULL;
 	tg_ledger *l;
-	int rc = tg_ledger_open(config, r.dry_run ? TG_LEDGER_EXISTING : 0, &l, &err);
+	int rc = tg_ledger_open(config, (r.dry_run ? TG_LEDGER_EXISTING : 0) | TG_LEDGER_FOREIGN_OK,
+	                        &l, &err);
 	if (rc > 0) {             /* --dry-run, and no ledger: say so, make none */
 		r.missing = 1;
 		if (!r.as_json)

@@ -111,6 +111,7 @@ int cmd_ops(int argc, char **argv)
 	if (!list && applied < 0)
 		return cli_error("ops resolve: say whether it took effect with --applied yes|no");
 	go.o.no_create = list;        /* a list reads the ledger that is there */
+	go.o.foreign_ok = list;       /* ... a foreign one too; resolving writes */
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;

@@ -154,6 +154,7 @@ int cmd_policy(int argc, char **argv)
 
 	cli_gate_opts_init(&po.go);
 	po.go.o.no_create = 1;        /* check --explain and test make no ledger of their own */
+	po.go.o.foreign_ok = 1;       /* nor use one's authority */
 	optind = 1;
 	/* options may come before the subcommand and after it */
 	if ((r = parse_opts(argc, argv, &po)) <= 0) {

@@ -188,6 +188,7 @@ int cmd_stats(int argc, char **argv)
 		return 1;
 	}
 	go.o.no_create = 1;
+	go.o.foreign_ok = 1;        /* read, with a warning */
 	tg_gate *g = cli_gate_open(&go);
 	if (!g)
 		return 1;

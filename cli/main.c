@@ -118,6 +118,13 @@ int cli_gate_opt(cli_gate_opts *g, int opt, const char *arg)
 	}
 }
 
+void cli_foreign_warning(const char *why)
+{
+	if (why)
+		fprintf(stderr, "toolgate: warning: %s.  It is shown as it is: nothing in it carries "
+		        "authority, and nothing is written to it.\n", why);
+}
+
 tg_gate *cli_gate_open(cli_gate_opts *g)
 {
 	tg_gate *gate;
@@ -127,6 +134,7 @@ tg_gate *cli_gate_open(cli_gate_opts *g)
 		free(err);
 		return NULL;
 	}
+	cli_foreign_warning(tg_gate_foreign(gate));
 	return gate;
 }
 

@@ -103,6 +103,11 @@ typedef struct tg_options {
 	                            memory, whose records are gone at close (tg_gate_ledger
 	                            says which); a patch a crash interrupted is finished
 	                            all the same when .toolgate/journal is there */
+	int         foreign_ok;  /* nonzero: a ledger this machine's key does not know (a
+	                            foreign one, which arrived with a repository, say) is opened
+	                            to be read (the read-only commands), tg_gate_foreign saying
+	                            why; nothing is written to it and no call runs.  0: such a
+	                            ledger fails the open with that sentence */
 } tg_options;
 
 /*
@@ -111,6 +116,11 @@ typedef struct tg_options {
  */
 int  tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg);
 void tg_gate_close(tg_gate *g);
+
+/* NULL when the gate's ledger is this machine's; else (opened with
+ * foreign_ok) the sentence saying why it is foreign: what was found and
+ * what to do.  Borrowed until tg_gate_close. */
+const char *tg_gate_foreign(const tg_gate *g);
 
 /* Where the gate's ledger is, into where[cap] (a file, or a URL without its
  * credentials), returned; *exists (may be NULL) 0 when the gate was opened
@@ -442,6 +452,9 @@ typedef struct tg_ledger tg_ledger;
 #define TG_LEDGER_EXISTING 2  /* open only a ledger file that is there, creating nothing (not
                                  .toolgate/, not the file): without one, return 1 with an
                                  empty ledger in memory standing in for it */
+#define TG_LEDGER_FOREIGN_OK 4 /* a foreign ledger (one this machine's key does not know:
+                                 see tg_ledger_foreign) is opened to be read or adopted;
+                                 without it such a ledger fails the open with a sentence */
 
 /*
  * Open the ledger a configuration names (config_path as for tg_options):
@@ -455,6 +468,31 @@ typedef struct tg_ledger tg_ledger;
  */
 int  tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **errmsg);
 void tg_ledger_close(tg_ledger *l);
+
+/*
+ * NULL when the ledger is this machine's; else the sentence that says why it
+ * is foreign (borrowed): its identity was not made by this machine's key
+ * (ledger.key_file, ledger.key_env, else $XDG_STATE_HOME/toolgate/key), it
+ * is bound to another place (a copy), or it holds records but no identity.
+ * Nothing is written to a foreign ledger until it is adopted.
+ */
+const char *tg_ledger_foreign(const tg_ledger *l);
+
+/* What adopting left without authority: the rows already there. */
+typedef struct tg_ledger_adopted {
+	size_t ops, events, approvals, claims, pins, buckets;
+} tg_ledger_adopted;
+
+/*
+ * Adopt a foreign ledger (opened with TG_LEDGER_FOREIGN_OK and
+ * TG_LEDGER_MIGRATE): give it a new identity bound here under this
+ * machine's key.  Nothing is re-signed: its approvals, idempotency claims,
+ * pins and rate-limit buckets carry no authority from then on (an approval
+ * is absent, a done claim an unknown outcome), and its history stays
+ * readable.  A ledger that is this machine's already is refused.  0 with
+ * *n, or -1 with *errmsg.
+ */
+int tg_ledger_adopt(tg_ledger *l, tg_ledger_adopted *n, char **errmsg);
 
 /* "sqlite" or "postgres"; where: the file, or the URL without its user,
  * password and parameters.  Borrowed until tg_ledger_close. */

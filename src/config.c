@@ -154,7 +154,7 @@ static const char *const limits_keys[]    = { "max_args_bytes", "max_result_char
                                               "max_parallel" };
 static const char *const formats_keys[]   = { "assert" };
 static const char *const approvals_keys[] = { "ttl_s", "wait_s", "via" };
-static const char *const ledger_keys[]    = { "sync", "lease_grace_s" };
+static const char *const ledger_keys[]    = { "sync", "lease_grace_s", "key_file", "key_env" };
 static const char *const spill_keys[]     = { "keep" };
 static const char *const console_keys[]   = { "listen", "token_env" };
 static const char *const mcp_keys[]       = { "strip_client_args",
@@ -261,6 +261,8 @@ void tgi_config_free(tgi_config *c)
 	free(c->workspace);
 	free(c->workspace_given);
 	free(c->store);
+	free(c->key_file);
+	free(c->key_env);
 	free(c->profile);
 	free(c->default_principal);
 	json_decref(c->mcp_servers);
@@ -1128,6 +1130,50 @@ static int load_sandbox(ld *x, json_t *root)
 	return 0;
 }
 
+/* ledger.key_env (a variable's name) and ledger.key_file (absolute, `~/`,
+ * or relative to the configuration's directory; never inside the
+ * workspace: a key the workspace holds is no secret from what runs there,
+ * nor from a repository that ships one with a ledger it signed). */
+static int load_key(ld *x, json_t *s, const char *base)
+{
+	tgi_config *c = x->c;
+	char ptr[PTR_MAX], why[PATH_MAX + 128];
+	json_t *v = child(s, base, "key_env", ptr);
+	if (v) {
+		if (check_str(x, v, ptr) < 0)
+			return -1;
+		const char *n = json_string_value(v);
+		size_t len = strlen(n);
+		if (!len || strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != len ||
+		    (n[0] >= '0' && n[0] <= '9'))
+			return fail(x, ptr, "expected the name of an environment variable (letters, digits "
+			            "and _), got \"%s\"", n);
+		free(c->key_env);
+		c->key_env = tgi_strdup(n);
+	}
+	v = child(s, base, "key_file", ptr);
+	if (!v)
+		return 0;
+	if (check_str(x, v, ptr) < 0)
+		return -1;
+	const char *f = json_string_value(v);
+	char *p = f[0] == '~' ? profile_path(f, why, sizeof why)
+	        : f[0] ? path_join(c->dir ? c->dir : c->workspace, f) : NULL;
+	if (!p)
+		return fail(x, ptr, "%s", f[0] == '~' ? why : "expected a path, got an empty string");
+	size_t wl = strlen(c->workspace);
+	if (!strncmp(p, c->workspace, wl) && (p[wl] == '/' || !p[wl] || wl == 1)) {
+		fail(x, ptr, "the ledger key %s is inside the workspace: a key the workspace holds is no "
+		     "secret from what runs there; keep it outside (e.g. /etc/toolgate/key, or leave "
+		     "key_file out for the one in $XDG_STATE_HOME/toolgate)", p);
+		free(p);
+		return -1;
+	}
+	free(c->key_file);
+	c->key_file = p;
+	return 0;
+}
+
 static int load_limits(ld *x, json_t *root)
 {
 	tgi_config *c = x->c;
@@ -1156,7 +1202,8 @@ static int load_limits(ld *x, json_t *root)
 		return -1;
 	if (section(x, root, "", "ledger", ledger_keys, TGI_ARRAY_LEN(ledger_keys), &s, ptr) < 0 ||
 	    (s && (opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0 ||
-	           opt_int(x, s, ptr, "lease_grace_s", 1, MAX_TTL_S, &grace) < 0)))
+	           opt_int(x, s, ptr, "lease_grace_s", 1, MAX_TTL_S, &grace) < 0 ||
+	           load_key(x, s, ptr) < 0)))
 		return -1;
 	if (section(x, root, "", "spill", spill_keys, TGI_ARRAY_LEN(spill_keys), &s, ptr) < 0 ||
 	    (s && opt_duration(x, s, ptr, "keep", 60, 10LL * MAX_TTL_S, &keep) < 0))

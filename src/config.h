@@ -166,6 +166,9 @@ typedef struct tgi_config {
 	                              * decision before answering pending (default 0) */
 	tgi_approvals_via approvals_via; /* approvals.via (default both) */
 	int     sync_full;           /* ledger: 0 NORMAL (default), 1 FULL */
+	char   *key_file;            /* ledger.key_file: the machine key's file, absolute (NULL:
+	                              * $XDG_STATE_HOME/toolgate/key) */
+	char   *key_env;             /* ledger.key_env: the variable holding the key (NULL: none) */
 	int     lease_grace_s;       /* ledger.lease_grace_s: an in_flight claim's lease is the
 	                              * tool's timeout plus this (default 60) */
 	long long spill_keep_s;      /* spill.keep: how long a spill file is kept; older ones

@@ -167,6 +167,12 @@ static int path_refused(const tgi_call *c, const char *relpath, int writing, cha
 		return 1;
 	}
 	*rule = "protected path";
+	size_t kl = g->key_dir_rel ? strlen(g->key_dir_rel) : 0;
+	if (kl && !strncmp(relpath, g->key_dir_rel, kl) && (!relpath[kl] || relpath[kl] == '/')) {
+		tgi_snprintf(msg, cap, "\"%s\" holds the ledger's key: not readable or writable by "
+		             "tools; do not retry", relpath);
+		return 1;
+	}
 	int prot = tgi_path_protected(relpath);
 	if (writing) {
 		int own = 0;

@@ -511,6 +511,30 @@ static void protect_own_files(tg_gate *g)
 		protect_server(g, srv);
 }
 
+/* The machine key's default directory, when the gate uses it and it lies
+ * in the workspace (a workspace of $HOME holds ~/.local/state/toolgate):
+ * no tool reads or writes there (decide.c), and the sandbox hides it
+ * (readmask.c).  A configured key_file is never in the workspace
+ * (config.c refuses it). */
+static void hide_key_dir(tg_gate *g)
+{
+	char dir[PATH_MAX], real[PATH_MAX], norm[PATH_MAX], text[PATH_MAX], err[128];
+	const char *ws = g->cfg->workspace;
+	size_t wl = strlen(ws);
+	if (g->cfg->key_env || g->cfg->key_file || tgi_key_default_dir(dir, sizeof dir) < 0)
+		return;
+	/* as resolved when it is there (a symlinked home), else as spelled */
+	const char *p = realpath(dir, real) ? real : dir;
+	if (strncmp(p, ws, wl) || (wl > 1 && p[wl] != '/') || !p[wl])
+		return;
+	const char *rel = p + wl + (wl > 1);
+	if (tgi_name_text(rel, strlen(rel), text, sizeof text) < 0 ||
+	    tgi_path_check(text, strlen(text), norm, sizeof norm, err, sizeof err) < 0)
+		return;
+	g->key_dir = tgi_strdup(p);
+	g->key_dir_rel = tgi_strdup(norm);
+}
+
 /* Does any configured tool or MCP server declare deprecated field names?
  * (A server's section is checked by the bridge; a malformed one refuses
  * the gate there.) */
@@ -642,6 +666,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	snprintf(g->state_dir, n, "%s/.toolgate", g->cfg->workspace);
 
 	protect_own_files(g);
+	hide_key_dir(g);
 	if (tgi_registry_build(g->cfg, &g->reg, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
@@ -661,9 +686,19 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		g->no_ledger = lstat(g->cfg->store, &st) < 0 && errno == ENOENT;
 		sflags |= g->no_ledger ? TGI_STORE_MEMORY : TGI_STORE_MUST_EXIST;
 	}
-	if (tgi_store_open(g->cfg->store, sflags, &g->store, err, sizeof err) < 0) {
+	if (o->foreign_ok)
+		sflags |= TGI_STORE_FOREIGN_OK;
+	tgi_key_source key = { .env = g->cfg->key_env, .file = g->cfg->key_file };
+	if (tgi_store_open_keyed(g->cfg->store, sflags, &key, &g->store, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
+	}
+	/* masks are keyed by the ledger's mask key: stable within it, and no
+	 * guess at a secret can be confirmed from them without the key */
+	tgi_redactor_key(g->redact, tgi_store_mask_key(g->store));
+	if (tgi_store_foreign(g->store)) {   /* to be read only: nothing is run or settled */
+		*out = g;
+		return 0;
 	}
 	/* a patch a crash interrupted is finished by the next gate, one that
 	 * creates nothing too when there is a journal directory to look in */
@@ -682,6 +717,11 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 fail:
 	tg_gate_close(g);
 	return -1;
+}
+
+const char *tg_gate_foreign(const tg_gate *g)
+{
+	return g && g->store ? tgi_store_foreign(g->store) : NULL;
 }
 
 const char *tg_gate_ledger(const tg_gate *g, int *exists, char *where, size_t cap)
@@ -727,6 +767,8 @@ void tg_gate_close(tg_gate *g)
 		close(g->state_fd);
 	free(g->state_dir);
 	json_decref(g->patch_kept);
+	free(g->key_dir);
+	free(g->key_dir_rel);
 	free(g->profile);
 	for (size_t i = 0; i < g->nprotected; i++)
 		free(g->protected[i]);

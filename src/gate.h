@@ -64,6 +64,10 @@ struct tg_gate {
 	char        **protected;  /* owned: workspace-relative files the gate itself reads or
 	                             runs (its config, command scripts, rule files): read-only */
 	size_t        nprotected;
+	char         *key_dir;    /* owned: the machine key's default directory when it lies in
+	                             the workspace (the workspace is $HOME, say): absolute and
+	                             workspace-relative; hidden from every tool; NULL otherwise */
+	char         *key_dir_rel;
 	int           interactive;
 	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
 	                             caller of a batch is the last), started on first use */

@@ -48,7 +48,14 @@
 struct tg_ledger {
 	tgi_store *store;
 	char       where[1024];   /* fit for sentences: no user, password or parameters */
+	char      *key_env, *key_file; /* the configuration's ledger.key_env, key_file */
+	int        foreign_ok;    /* TG_LEDGER_FOREIGN_OK */
 };
+
+static tgi_key_source key_of(const tg_ledger *l)
+{
+	return (tgi_key_source){ .env = l->key_env, .file = l->key_file };
+}
 
 /* ---- parsing one line ---- */
 
@@ -568,12 +575,17 @@ int tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **e
 	int missing = existing && lstat(where, &st) < 0 && errno == ENOENT;
 	int sflags = (cfg->sync_full ? TGI_STORE_SYNC_FULL : 0) |
 	             (flags & TG_LEDGER_MIGRATE ? 0 : TGI_STORE_NO_MIGRATE) |
+	             (flags & TG_LEDGER_FOREIGN_OK ? TGI_STORE_FOREIGN_OK : 0) |
 	             (missing ? TGI_STORE_MEMORY : existing ? TGI_STORE_MUST_EXIST : 0);
 	tg_ledger *l = tgi_xcalloc(1, sizeof *l);
+	l->key_env = cfg->key_env ? tgi_strdup(cfg->key_env) : NULL;
+	l->key_file = cfg->key_file ? tgi_strdup(cfg->key_file) : NULL;
+	l->foreign_ok = (flags & TG_LEDGER_FOREIGN_OK) != 0;
+	tgi_key_source key = key_of(l);
 	if ((file && !existing && state_dir(cfg->workspace, err, sizeof err) < 0) ||
-	    tgi_store_open(where, sflags, &l->store, err, sizeof err) < 0) {
+	    tgi_store_open_keyed(where, sflags, &key, &l->store, err, sizeof err) < 0) {
 		tgi_config_free(cfg);
-		free(l);
+		tg_ledger_close(l);
 		return tgi_fail(errmsg, "%s", err);
 	}
 	tgi_ledger_shown_where(where, l->where, sizeof l->where);
@@ -589,7 +601,30 @@ void tg_ledger_close(tg_ledger *l)
 	if (!l)
 		return;
 	tgi_store_close(l->store);
+	free(l->key_env);
+	free(l->key_file);
 	free(l);
+}
+
+const char *tg_ledger_foreign(const tg_ledger *l)
+{
+	return tgi_store_foreign(l->store);
+}
+
+int tg_ledger_adopt(tg_ledger *l, tg_ledger_adopted *n, char **errmsg)
+{
+	char err[1024];
+	tgi_ledger_rows rows;
+	tgi_key_source key = key_of(l);
+	memset(n, 0, sizeof *n);
+	if (tgi_store_adopt(l->store, &key, &rows, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	*n = (tg_ledger_adopted){
+		.ops = (size_t)rows.ops, .events = (size_t)rows.events,
+		.approvals = (size_t)rows.approvals, .claims = (size_t)rows.idem,
+		.pins = (size_t)rows.pins, .buckets = (size_t)rows.buckets,
+	};
+	return 0;
 }
 
 const char *tg_ledger_kind(const tg_ledger *l)
@@ -640,6 +675,16 @@ int tg_ledger_migrate(tg_ledger *l, int to, int dry_run,
 	char err[512];
 	struct told t = {fn, arg};
 	if (tgi_store_migrate(l->store, to, dry_run, tell, &t, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	/* brought to the newest schema: identified now, as an open would (a
+	 * ledger of records from before identities is foreign until adopted) */
+	int v = 0;
+	tgi_key_source key = key_of(l);
+	if (!dry_run && !tgi_store_mask_key(l->store) && !tgi_store_foreign(l->store) &&
+	    tgi_store_schema_version(l->store, &v, err, sizeof err) == 0 &&
+	    v == TGI_STORE_SCHEMA_VERSION &&
+	    tgi_store_identify(l->store, &key, l->foreign_ok ? TGI_STORE_FOREIGN_OK : 0, err,
+	                       sizeof err) < 0)
 		return tgi_fail(errmsg, "%s", err);
 	return 0;
 }

@@ -61,7 +61,7 @@ static json_t *kept_key(const tgi_call *c, json_t *stored)
 	if (!json_is_string(k))
 		return stored;
 	char m[32];
-	tgi_redact_mask(json_string_value(k), json_string_length(k), m);
+	tgi_redact_mask(c->g ? c->g->redact : NULL, json_string_value(k), json_string_length(k), m);
 	json_t *top = json_copy(stored);
 	json_object_set_new(top, "idempotency_key", json_string(m));
 	json_decref(stored);

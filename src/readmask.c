@@ -178,6 +178,9 @@ int tgi_read_masks_for(tg_gate *g, const tgi_principal_cfg *p, int with_ask, tgi
 	gather(g, p, with_ask, &gs);
 	int rc = gs.globs.n ? masks_of(g, &gs, out, NULL, err, errlen) : 0;
 	globset_free(&gs);
+	/* the machine key's directory, when it is in the workspace: always */
+	if (rc == 0 && g->key_dir)
+		tgi_strv_push(out, tgi_strdup(g->key_dir));
 	return rc;
 }
 

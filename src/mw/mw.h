@@ -36,7 +36,7 @@
  * marks `x-sensitive: true`, and every match of the secret patterns (AWS
  * access keys, bearer tokens, private key blocks, `sk-…` API keys, JWTs,
  * passwords in URLs, plus `redact.patterns`) become «redacted:<first 8 hex
- * of the secret's sha256>».  The model still gets the real values.
+ * of an HMAC of the secret under the ledger's mask key>».  The model still gets the real values.
  */
 typedef struct tgi_redactor tgi_redactor;
 
@@ -55,8 +55,13 @@ json_t *tgi_redact_json(const tgi_redactor *r, json_t *v, const tgi_strv *keys);
 /* text with every secret pattern masked: a new string (caller frees). */
 char *tgi_redact_text(const tgi_redactor *r, const char *text, size_t len);
 
-/* The mask of one secret: "«redacted:" + 8 hex + "»" into out. */
-void tgi_redact_mask(const char *secret, size_t len, char out[32]);
+/* The mask of one secret: "«redacted:" + 8 hex of HMAC(r's key, secret) +
+ * "»" into out (r NULL: the built-in redactor's). */
+void tgi_redact_mask(const tgi_redactor *r, const char *secret, size_t len, char out[32]);
+
+/* Key r's masks with the ledger's mask key (32 bytes; NULL leaves r's own
+ * random key): called once, after the ledger opens and before any use. */
+void tgi_redactor_key(tgi_redactor *r, const unsigned char key[32]);
 
 /* The property names a JSON Schema marks x-sensitive: true, at any depth
  * (properties, items, $defs, combinators), appended to out. */

@@ -1,13 +1,13 @@
 /*
  * redact.c — what may be persisted or streamed (mw.h, "redaction").
  *
- * Three things are masked as «redacted:<first 8 hex of sha256>»:
+ * Three things are masked as «redacted:<first 8 hex of an HMAC>»:
  *   - the value under a sensitive key, whole, at any depth of a JSON value:
  *     `redact.keys` (a default list when the section is absent) and a
  *     tool's x-sensitive properties.  A key matches a listed name when it
  *     equals it, or ends with it after `_`, `-`, `.` or a camelCase hump
  *     ("DB_PASSWORD", "x-api-key", "dbPassword" all match "password"),
- *     case-insensitively, `-` and `_` alike.  The hash is of the string
+ *     case-insensitively, `-` and `_` alike.  The HMAC is of the string
  *     itself, or of the canonical JSON text of any other value; null is
  *     left as it is.
  *   - every match of the secret patterns in a string (values and object
@@ -17,6 +17,14 @@
  *     the password of a URL), else the whole match.
  *   - when a pattern cannot finish (its match limit), the whole string:
  *     a secret we could not rule out is masked (fail closed).
+ * The HMAC's key is the gate's ledger's mask key (store.h,
+ * tgi_store_mask_key: derived from the machine key and the ledger's id), so
+ * equal secrets give equal masks within one ledger, two ledgers mask one
+ * secret differently, and a guessed password cannot be confirmed from the
+ * ledger (an unsalted hash could be).  A redactor no ledger gave its key
+ * (a library user's, the built-in one of callers without a gate) uses a
+ * random key made once per process: its masks are stable in this process
+ * only.
  * A string that is already exactly a mask is left alone, and masked text
  * is searched again until nothing more is found (a mask can complete a
  * pattern), so redacting twice changes nothing.
@@ -186,6 +194,8 @@ struct tgi_redactor {
 	size_t               nkeys;
 	uint64_t             by_last[256];  /* folded last byte -> keys[0..63] ending so (bits) */
 	uint32_t             bigram[BIGRAMS]; /* BIGRAM(b0, b1) -> needles starting so (bits) */
+	unsigned char        key[32];   /* masks are HMACs under it: the ledger's mask key
+	                                 * (tgi_redactor_key), else random at creation */
 };
 
 /* ---- keys ------------------------------------------------------------------ */
@@ -263,10 +273,21 @@ static void add_key(tgi_redactor *r, const char *name)
 
 /* ---- masks ----------------------------------------------------------------- */
 
-void tgi_redact_mask(const char *secret, size_t len, char out[32])
+static const tgi_redactor *or_builtin(const tgi_redactor *r);
+
+void tgi_redactor_key(tgi_redactor *r, const unsigned char key[32])
 {
+	if (r && key)
+		memcpy(r->key, key, sizeof r->key);
+}
+
+void tgi_redact_mask(const tgi_redactor *r, const char *secret, size_t len, char out[32])
+{
+	unsigned char mac[32];
 	char hex[65];
-	tgi_sha256_hex(secret ? secret : "", secret ? len : 0, hex);
+	r = or_builtin(r);
+	tgi_hmac_sha256(r->key, sizeof r->key, secret ? secret : "", secret ? len : 0, mac);
+	tgi_hex(mac, 4, hex);
 	memcpy(out, MASK_PREFIX, MASK_PREFIX_LEN);
 	memcpy(out + MASK_PREFIX_LEN, hex, 8);
 	memcpy(out + MASK_PREFIX_LEN + 8, MASK_SUFFIX, 2);
@@ -291,14 +312,14 @@ static int is_mask(const char *s, size_t n)
 
 /* A JSON value masked whole: a string by its bytes, anything else by its
  * canonical text.  New reference. */
-static json_t *mask_value(json_t *v)
+static json_t *mask_value(const tgi_redactor *r, json_t *v)
 {
 	char m[32];
 	if (json_is_string(v)) {
-		tgi_redact_mask(json_string_value(v), json_string_length(v), m);
+		tgi_redact_mask(r, json_string_value(v), json_string_length(v), m);
 	} else {
 		char *text = tgi_json_canonical(v);
-		tgi_redact_mask(text, strlen(text), m);
+		tgi_redact_mask(r, text, strlen(text), m);
 		free(text);
 	}
 	return json_string(m);
@@ -493,14 +514,15 @@ static size_t find_secrets(const tgi_redactor *r, scratch *x, const char *s, siz
 }
 
 /* s with x->sp masked, into b. */
-static void apply_spans(const scratch *x, const char *s, size_t n, tgi_buf *b)
+static void apply_spans(const tgi_redactor *r, const scratch *x, const char *s, size_t n,
+                        tgi_buf *b)
 {
 	size_t at = 0;
 	char m[32];
 	for (size_t i = 0; i < x->sp.n; i++) {
 		const span *sp = &x->sp.v[i];
 		tgi_buf_append(b, s + at, sp->a - at);
-		tgi_redact_mask(s + sp->a, sp->b - sp->a, m);
+		tgi_redact_mask(r, s + sp->a, sp->b - sp->a, m);
 		tgi_buf_append(b, m, MASK_LEN);
 		at = sp->b;
 	}
@@ -533,14 +555,14 @@ static char *mask_secrets(const tgi_redactor *r, scratch *x, const char *s, size
 			break;
 		tgi_buf b;
 		tgi_buf_init(&b, masked_cap(len, nspans));
-		apply_spans(x, in, len, &b);
+		apply_spans(r, x, in, len, &b);
 		free(cur);
 		len = b.len;
 		cur = tgi_buf_steal(&b);
 		if (round == MASK_ROUNDS - 1) {
 			free(cur);
 			cur = tgi_xmalloc(32);
-			tgi_redact_mask(s, n, cur);
+			tgi_redact_mask(r, s, n, cur);
 			len = MASK_LEN;
 		}
 	}
@@ -658,6 +680,19 @@ static int configure(tgi_redactor *r, const tgi_config *cfg, char *err, size_t e
 	return 0;
 }
 
+/* The mask key of redactors no ledger keyed: random, made once per process,
+ * so that their masks agree with one another here and confirm no guess. */
+static unsigned char process_key[32];
+static pthread_once_t process_key_once = PTHREAD_ONCE_INIT;
+
+static void process_key_init(void)
+{
+	char hex[65];
+	tgi_random_hex(hex, sizeof process_key);
+	tgi_hmac_sha256(hex, strlen(hex), "toolgate mask", 13, process_key);
+	explicit_bzero(hex, sizeof hex);
+}
+
 int tgi_redactor_new(const tgi_config *cfg, tgi_redactor **out, char *err, size_t errlen)
 {
 	tgi_redactor *r = tgi_xcalloc(1, sizeof *r);
@@ -668,6 +703,9 @@ int tgi_redactor_new(const tgi_config *cfg, tgi_redactor **out, char *err, size_
 		free(r);
 		return -1;
 	}
+	/* until a ledger gives its mask key: this process's random one */
+	pthread_once(&process_key_once, process_key_init);
+	memcpy(r->key, process_key, sizeof r->key);
 	pcre2_set_match_limit(r->mctx, MATCH_LIMIT);
 	pcre2_set_depth_limit(r->mctx, DEPTH_LIMIT);
 	for (size_t i = 0; i < TGI_ARRAY_LEN(needles); i++) {
@@ -799,7 +837,7 @@ static json_t *walk_member(walk *w, const char *key, size_t klen, json_t *child,
 	*newkey = mask_text(w, key, klen, newklen);
 	if (key_listed(w->r, w->extra, key, klen) && !json_is_null(child) &&
 	    !(json_is_string(child) && is_mask(json_string_value(child), json_string_length(child))))
-		return mask_value(child);
+		return mask_value(w->r, child);
 	return walk_value(w, child, depth + 1);
 }
 
@@ -857,11 +895,11 @@ static json_t *walk_value(walk *w, json_t *v, int depth)
 		return walk_string(w, v);
 	case JSON_OBJECT:
 		if (depth >= MAX_DEPTH)
-			return json_object_size(v) ? mask_value(v) : NULL;
+			return json_object_size(v) ? mask_value(w->r, v) : NULL;
 		return walk_object(w, v, depth);
 	case JSON_ARRAY:
 		if (depth >= MAX_DEPTH)
-			return json_array_size(v) ? mask_value(v) : NULL;
+			return json_array_size(v) ? mask_value(w->r, v) : NULL;
 		return walk_array(w, v, depth);
 	default:
 		return NULL;
@@ -891,7 +929,7 @@ char *tgi_redacted_args(const tgi_call *c)
 	const json_t *k = json_object_get(out ? out : c->args, "idempotency_key");
 	if (json_is_string(k) && !is_mask(json_string_value(k), json_string_length(k))) {
 		json_t *top = json_copy(out ? out : c->args);
-		json_object_set_new(top, "idempotency_key", mask_value((json_t *)k));
+		json_object_set_new(top, "idempotency_key", mask_value(w.r, (json_t *)k));
 		json_decref(out);
 		out = top;
 	}
@@ -929,7 +967,7 @@ char *tgi_redacted_message(const tgi_call *c)
 	const tgi_strv *extra = c->entry ? &c->entry->sensitive : NULL;
 	if (c->has_field && pointer_sensitive(r, extra, c->field)) {
 		char *m = tgi_xmalloc(32);
-		tgi_redact_mask(c->message, strlen(c->message), m);
+		tgi_redact_mask(r, c->message, strlen(c->message), m);
 		return m;
 	}
 	return tgi_redact_text(r, c->message, strlen(c->message));

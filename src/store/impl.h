@@ -19,6 +19,14 @@
 
 #include <sys/types.h>
 
+/* A ledger's identity row (table ledger; identity.c). */
+typedef struct tgi_ledger_ident {
+	char    id[37];
+	char    bound[4200];
+	int64_t created_ms;
+	char    mac[65];
+} tgi_ledger_ident;
+
 typedef struct tgi_store_impl {
 	const char *kind;    /* "sqlite", "postgres" */
 	int         shared;  /* tgi_store_shared */
@@ -81,6 +89,19 @@ typedef struct tgi_store_impl {
 	              char *err, size_t errlen);
 	int (*unknown)(tgi_store *s, json_t **out, char *err, size_t errlen);
 
+	/* The identity (identity.c): the ledger's name fit for a sentence;
+	 * what a ledger here is bound to (SQLite: the file's real path;
+	 * PostgreSQL: "postgresql database NAME"); the identity row
+	 * (*found 0: none).  ident_put, in one transaction, counts the rows
+	 * into *rows (may be NULL) and, with adopt, replaces the identity with
+	 * id (*made 1); without, inserts id only when there is no identity
+	 * (else *made 0) and no records (else *made -1, nothing written). */
+	const char *(*shown)(const tgi_store *s);
+	int (*ident_bound)(tgi_store *s, char *out, size_t cap, char *err, size_t errlen);
+	int (*ident_get)(tgi_store *s, tgi_ledger_ident *id, int *found, char *err, size_t errlen);
+	int (*ident_put)(tgi_store *s, const tgi_ledger_ident *id, int adopt, int *made,
+	                 tgi_ledger_rows *rows, char *err, size_t errlen);
+
 	int  (*watch_open)(tgi_store *s, tgi_watch_what what, tgi_watch **out, char *err,
 	                   size_t errlen);
 	int  (*watch_wait)(tgi_watch *w, int timeout_ms);
@@ -88,13 +109,6 @@ typedef struct tgi_store_impl {
 } tgi_store_impl;
 
 #define TGI_KEY_BYTES 32
-
-/* Where the machine key comes from (key.c): env, else file, else the
- * default under $XDG_STATE_HOME/toolgate; NULL members are unset. */
-typedef struct tgi_key_source {
-	const char *env;    /* ledger.key_env: a variable holding 64 hex digits */
-	const char *file;   /* ledger.key_file: a file of 64 hex digits */
-} tgi_key_source;
 
 /* Load the machine key into key: 0, or -1 with a sentence in err. */
 int tgi_key_load(const tgi_key_source *src, unsigned char key[TGI_KEY_BYTES], char *err,
@@ -108,7 +122,15 @@ struct tgi_store {
 	char          ledger_id[37];
 	unsigned char row_key[TGI_KEY_BYTES];   /* MACs of rows that carry authority */
 	unsigned char mask_key[TGI_KEY_BYTES];  /* redaction's masks */
+	/* "" for this machine's ledger; else why it is foreign (identity.c):
+	 * opened only with TGI_STORE_FOREIGN_OK, unkeyed, writes refused */
+	char          foreign[1024];
 };
+
+/* The identity's MAC under the machine key (mac.c): HMAC over its own
+ * domain and the id, bound and created_ms, each length-prefixed. */
+void tgi_ident_mac(const unsigned char machine[TGI_KEY_BYTES], const tgi_ledger_ident *id,
+                   char out[65]);
 
 /* ---- MACs under the machine key (mac.c) ---- */
 

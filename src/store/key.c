@@ -220,6 +220,12 @@ static int make_key(const char *dir, const char *path, char *err, size_t errlen)
 	return -1;
 }
 
+int tgi_key_default_dir(char *out, size_t cap)
+{
+	char err[256];
+	return default_dir(out, cap, err, sizeof err);
+}
+
 int tgi_key_load(const tgi_key_source *src, unsigned char key[TGI_KEY_BYTES], char *err,
                  size_t errlen)
 {

@@ -14,6 +14,8 @@
  *   row key  = HMAC(machine key, "toolgate row key\0"  ledger id)
  *   mask key = HMAC(machine key, "toolgate mask key\0" ledger id)
  *   row MAC  = HMAC(row key, domain \0 (len64 field)*)   (hex)
+ *   identity = HMAC(machine key, "toolgate ledger identity\0"
+ *                   (len64 field)* of id, bound, created_ms)   (hex)
  *
  * Each field is prefixed by its length (all ones for NULL), so no two
  * different rows give one input.  Verification compares in constant time.
@@ -45,21 +47,43 @@ void tgi_store_keys_derive(tgi_store *s, const unsigned char machine[TGI_KEY_BYT
 	s->keyed = 1;
 }
 
+/* One field, length-prefixed (all ones for NULL). */
+static void field(tgi_hmac *h, const char *f)
+{
+	uint64_t len = f ? (uint64_t)strlen(f) : UINT64_MAX;
+	unsigned char be[8];
+	for (int b = 0; b < 8; b++)
+		be[b] = (unsigned char)(len >> (56 - 8 * b));
+	tgi_hmac_update(h, be, sizeof be);
+	if (f)
+		tgi_hmac_update(h, f, (size_t)len);
+}
+
+void tgi_ident_mac(const unsigned char machine[TGI_KEY_BYTES], const tgi_ledger_ident *id,
+                   char out[65])
+{
+	static const char domain[] = "toolgate ledger identity";
+	char ms[32];
+	unsigned char mac[32];
+	tgi_hmac h;
+	tgi_snprintf(ms, sizeof ms, "%lld", (long long)id->created_ms);
+	tgi_hmac_init(&h, machine, TGI_KEY_BYTES);
+	tgi_hmac_update(&h, domain, sizeof domain);
+	field(&h, id->id);
+	field(&h, id->bound);
+	field(&h, ms);
+	tgi_hmac_final(&h, mac);
+	tgi_hex(mac, sizeof mac, out);
+}
+
 static void mac_raw(const tgi_store *s, const char *domain, const char *const *fields, size_t n,
                     unsigned char mac[32])
 {
 	tgi_hmac h;
 	tgi_hmac_init(&h, s->row_key, sizeof s->row_key);
 	tgi_hmac_update(&h, domain, strlen(domain) + 1);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t len = fields[i] ? (uint64_t)strlen(fields[i]) : UINT64_MAX;
-		unsigned char be[8];
-		for (int b = 0; b < 8; b++)
-			be[b] = (unsigned char)(len >> (56 - 8 * b));
-		tgi_hmac_update(&h, be, sizeof be);
-		if (fields[i])
-			tgi_hmac_update(&h, fields[i], (size_t)len);
-	}
+	for (size_t i = 0; i < n; i++)
+		field(&h, fields[i]);
 	tgi_hmac_final(&h, mac);
 }
 

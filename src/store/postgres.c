@@ -1547,6 +1547,94 @@ static int pg_transient(const tgi_store *base)
 	return ((const pg *)base)->transient;
 }
 
+/* ---- the ledger's identity (identity.c) ---- */
+
+static const char *pg_shown(const tgi_store *base)
+{
+	return ((const pg *)base)->shown;
+}
+
+/* The database's name, not a host: a fleet's gates reach one database
+ * under several host names, and the name tells two ledgers of one server
+ * apart. */
+static int pg_ident_bound(tgi_store *base, char *out, size_t cap, char *err, size_t errlen)
+{
+	pg *s = enter(base);
+	q x;
+	q_init(&x, ST_ADHOC, "SELECT current_database()");
+	int rc = run(s, &x, 1);
+	if (rc == 0 && rows(&x) == 1) {
+		char db[256];
+		val_copy(x.res, 0, 0, db, sizeof db);
+		tgi_snprintf(out, cap, "postgresql database %s", db);
+	}
+	q_free(&x, 1);
+	return rc < 0 ? fail(s, err, errlen, "cannot read the ledger's database name") : 0;
+}
+
+static int pg_ident_get(tgi_store *base, tgi_ledger_ident *id, int *found, char *err,
+                        size_t errlen)
+{
+	pg *s = enter(base);
+	q x;
+	memset(id, 0, sizeof *id);
+	*found = 0;
+	q_init(&x, ST_ADHOC, "SELECT id, bound, created_ms, mac FROM ledger WHERE one = 1");
+	int rc = run(s, &x, 1);
+	if (rc == 0 && rows(&x) == 1) {
+		val_copy(x.res, 0, 0, id->id, sizeof id->id);
+		val_copy(x.res, 0, 1, id->bound, sizeof id->bound);
+		id->created_ms = val_i64(x.res, 0, 2, 0);
+		val_copy(x.res, 0, 3, id->mac, sizeof id->mac);
+		*found = 1;
+	}
+	q_free(&x, 1);
+	return rc < 0 ? fail(s, err, errlen, "cannot read the ledger's identity") : 0;
+}
+
+/* One statement, so one transaction: the counts, and the identity written
+ * when adopting or when there is none and no records (two gates making it
+ * at once: the second's insert does nothing, and both read the first's). */
+static int pg_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, int *made,
+                        tgi_ledger_rows *out, char *err, size_t errlen)
+{
+	static const char sql[] =
+		"WITH n AS (SELECT (SELECT count(*) FROM ops) AS o, (SELECT count(*) FROM events) AS e,"
+		" (SELECT count(*) FROM approvals) AS a, (SELECT count(*) FROM idem) AS i,"
+		" (SELECT count(*) FROM pins) AS p, (SELECT count(*) FROM rate_buckets) AS b,"
+		" (SELECT count(*) FROM ledger) AS l),"
+		" ins AS (INSERT INTO ledger(one, id, bound, created_ms, mac)"
+		" SELECT 1, $1, $2, $3::bigint, $4 FROM n"
+		" WHERE $5::boolean OR (n.l = 0 AND n.o + n.e + n.a + n.i + n.p + n.b = 0)"
+		" ON CONFLICT (one) DO UPDATE SET id = excluded.id, bound = excluded.bound,"
+		" created_ms = excluded.created_ms, mac = excluded.mac WHERE $5::boolean"
+		" RETURNING 1)"
+		" SELECT o, e, a, i, p, b, l, (SELECT count(*) FROM ins) FROM n";
+	pg *s = enter(base);
+	q x;
+	*made = 0;
+	q_init(&x, ST_ADHOC, sql);
+	q_text(&x, id->id);
+	q_text(&x, id->bound);
+	q_i64(&x, id->created_ms);
+	q_text(&x, id->mac);
+	q_text(&x, adopt ? "true" : "false");
+	int rc = run(s, &x, 1);
+	if (rc == 0 && rows(&x) == 1) {
+		int64_t n[8];
+		for (int i = 0; i < 8; i++)
+			n[i] = val_i64(x.res, 0, i, 0);
+		if (out)
+			*out = (tgi_ledger_rows){ n[0], n[1], n[2], n[3], n[4], n[5] };
+		/* not inserted: another gate's identity is there (made since this
+		 * statement's snapshot, when it saw none and no records), or records */
+		int64_t records = n[0] + n[1] + n[2] + n[3] + n[4] + n[5];
+		*made = n[7] ? 1 : n[6] || !records ? 0 : -1;
+	}
+	q_free(&x, 1);
+	return rc < 0 ? fail(s, err, errlen, "cannot write the ledger's identity") : 0;
+}
+
 /* ---- ops + events ---- */
 
 /* The statement that inserts n events of op_id (NULL: of no op) with seqs
@@ -3570,6 +3658,10 @@ static const tgi_store_impl postgres_impl = {
 	.stats = pg_stats,
 	.export = pg_export,
 	.unknown = pg_unknown,
+	.shown = pg_shown,
+	.ident_bound = pg_ident_bound,
+	.ident_get = pg_ident_get,
+	.ident_put = pg_ident_put,
 	.watch_open = pg_watch_open,
 	.watch_wait = pg_watch_wait,
 	.watch_close = pg_watch_close,

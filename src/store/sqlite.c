@@ -1249,6 +1249,107 @@ static int sq_transient(const tgi_store *base)
 	return 0;
 }
 
+/* ---- the ledger's identity (identity.c) ---- */
+
+static const char *sq_shown(const tgi_store *base)
+{
+	return ((const sq *)base)->shown;
+}
+
+/* The ledger file's real path: a copy elsewhere is another ledger. */
+static int sq_ident_bound(tgi_store *base, char *out, size_t cap, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	if (!s->file[0] || strlen(s->file) >= cap) {
+		tgi_snprintf(err, errlen, "the ledger '%s' has no path to bind its identity to",
+		             s->shown);
+		return -1;
+	}
+	tgi_snprintf(out, cap, "%s", s->file);
+	return 0;
+}
+
+static int sq_ident_get(tgi_store *base, tgi_ledger_ident *id, int *found, char *err,
+                        size_t errlen)
+{
+	sq *s = (sq *)base;
+	sqlite3_stmt *st = NULL;
+	memset(id, 0, sizeof *id);
+	*found = 0;
+	int rc = sqlite3_prepare_v2(s->db, "SELECT id, bound, created_ms, mac FROM ledger WHERE one = 1",
+	                            -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		col_copy(st, 0, id->id, sizeof id->id);
+		col_copy(st, 1, id->bound, sizeof id->bound);
+		id->created_ms = sqlite3_column_int64(st, 2);
+		col_copy(st, 3, id->mac, sizeof id->mac);
+		*found = 1;
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_OK;
+	} else {
+		rc = sqlite3_extended_errcode(s->db);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_OK ? 0 : fail(s, rc, err, errlen, "cannot read the ledger's identity");
+}
+
+static int sq_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, int *made,
+                        tgi_ledger_rows *rows, char *err, size_t errlen)
+{
+	static const char count_sql[] =
+		"SELECT (SELECT count(*) FROM ops), (SELECT count(*) FROM events),"
+		" (SELECT count(*) FROM approvals), (SELECT count(*) FROM idem),"
+		" (SELECT count(*) FROM pins), (SELECT count(*) FROM rate_buckets),"
+		" (SELECT count(*) FROM ledger)";
+	sq *s = (sq *)base;
+	sqlite3_stmt *st = NULL;
+	int64_t n[7] = {0};
+	*made = 0;
+	int rc = tx_begin(s);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(s->db, count_sql, -1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		for (int i = 0; i < 7; i++)
+			n[i] = sqlite3_column_int64(st, i);
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_ERROR;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rows)
+		*rows = (tgi_ledger_rows){ n[0], n[1], n[2], n[3], n[4], n[5] };
+	int64_t records = n[0] + n[1] + n[2] + n[3] + n[4] + n[5];
+	if (rc == SQLITE_OK && !adopt && (n[6] || records)) {
+		*made = n[6] ? 0 : -1;
+		tx_rollback(s);
+		return 0;
+	}
+	if (rc == SQLITE_OK && adopt)
+		rc = sqlite3_exec(s->db, "DELETE FROM ledger", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(s->db, "INSERT INTO ledger(one, id, bound, created_ms, mac)"
+		                               " VALUES (1, ?1, ?2, ?3, ?4)", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, id->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, id->bound, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, id->created_ms);
+		sqlite3_bind_text(st, 4, id->mac, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_DONE ? SQLITE_OK : sqlite3_extended_errcode(s->db);
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK)
+		rc = tx_commit(s);
+	if (rc != SQLITE_OK)
+		return fail(s, rc, err, errlen, "cannot write the ledger's identity");
+	*made = 1;
+	return 0;
+}
+
 /* ---- ops + events ---- */
 
 /* Insert n (1..TGI_EVENT_BATCH) events of one op with one cached
@@ -3036,6 +3137,10 @@ static const tgi_store_impl sqlite_impl = {
 	.stats = sq_stats,
 	.export = sq_export,
 	.unknown = sq_unknown,
+	.shown = sq_shown,
+	.ident_bound = sq_ident_bound,
+	.ident_get = sq_ident_get,
+	.ident_put = sq_ident_put,
 	.watch_open = sq_watch_open,
 	.watch_wait = sq_watch_wait,
 	.watch_close = sq_watch_close,

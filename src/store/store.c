@@ -23,21 +23,44 @@ int tgi_store_is_url(const char *where)
 
 int tgi_store_open(const char *where, int flags, tgi_store **out, char *err, size_t errlen)
 {
+	return tgi_store_open_keyed(where, flags, NULL, out, err, errlen);
+}
+
+int tgi_store_open_keyed(const char *where, int flags, const tgi_key_source *key,
+                         tgi_store **out, char *err, size_t errlen)
+{
+	tgi_store *s = NULL;
+	int v = 0;
 	*out = NULL;
 	if (!where || !*where) {
 		tgi_snprintf(err, errlen, "the ledger is empty: give a file path or a postgres:// URL");
 		return -1;
 	}
-	int rc = tgi_store_is_url(where) ? tgi_pg_open(where, flags, out, err, errlen)
-	                                 : tgi_sqlite_open(where, flags, out, err, errlen);
-	/* TEMPORARY (issue 22, until the ledger's identity and the machine key
-	 * are wired into open): a fixed key and identity, so that rows are
-	 * MACed and verified meanwhile.  The merge replaces this. */
-	if (rc == 0 && !(*out)->keyed) {
-		static const unsigned char test_key[TGI_KEY_BYTES] = "toolgate temporary row key 0001";
-		tgi_store_keys_derive(*out, test_key, "00000000-0000-4000-8000-000000000000");
+	if ((tgi_store_is_url(where) ? tgi_pg_open(where, flags, &s, err, errlen)
+	                             : tgi_sqlite_open(where, flags, &s, err, errlen)) < 0)
+		return -1;
+	/* a schema left behind has no identity table yet: identified after
+	 * its migration (tgi_store_identify) */
+	if (!(flags & TGI_STORE_MEMORY) &&
+	    (tgi_store_schema_version(s, &v, err, errlen) < 0 ||
+	     (v == TGI_STORE_SCHEMA_VERSION &&
+	      tgi_store_identify(s, key, flags, err, errlen) < 0))) {
+		tgi_store_close(s);
+		return -1;
 	}
-	return rc;
+	if (flags & TGI_STORE_MEMORY)
+		tgi_store_identify(s, NULL, flags, err, errlen);
+	*out = s;
+	return 0;
+}
+
+/* A write to a foreign ledger (opened to be read) is refused. */
+static int read_only(const tgi_store *s, char *err, size_t errlen)
+{
+	if (!s->foreign[0])
+		return 0;
+	tgi_snprintf(err, errlen, "nothing is written to a foreign ledger: %s", s->foreign);
+	return -1;
 }
 
 void tgi_store_close(tgi_store *s)
@@ -104,6 +127,8 @@ int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool,
 	*ok = 0;
 	*left = 0;
 	*retry_after_s = 0;
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	if (!isfinite(rate) || rate <= 0 || !isfinite(burst) || burst < 1) {
 		tgi_snprintf(err, errlen,
 		             "a rate-limit bucket needs a rate above 0 and a burst of at least 1 token");
@@ -161,6 +186,8 @@ int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_
                      const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen)
 {
 	char d1[TGI_SCOPE_DIGEST_LEN + 1], d2[TGI_SCOPE_DIGEST_LEN + 1];
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	if (!op)   /* refused by the implementation, with its sentence */
 		return s->impl->record(s, op, ev, nev, idem_scope, settle, err, errlen);
 	tgi_op_record kept = *op;
@@ -207,6 +234,8 @@ int tgi_store_idem_claim_spend(tgi_store *s, const char *scope, const char *op_i
 {
 	char d[TGI_SCOPE_DIGEST_LEN + 1];
 	memset(info, 0, sizeof *info);
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	if (spend && tgi_check_approval_use(spend->id, spend->principal, spend->binding, err,
 	                                    errlen) < 0)
 		return -1;
@@ -219,6 +248,8 @@ int tgi_store_idem_claim_spend(tgi_store *s, const char *scope, const char *op_i
 
 int tgi_store_op_resolve(tgi_store *s, const char *op_id, int applied, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->op_resolve(s, op_id, applied, err, errlen);
 }
 
@@ -230,12 +261,16 @@ int tgi_store_unknown(tgi_store *s, json_t **out, char *err, size_t errlen)
 
 int tgi_store_approval_add(tgi_store *s, tgi_approval_row *row, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->approval_add(s, row, err, errlen);
 }
 
 int tgi_store_approval_decide(tgi_store *s, const char *id, int approve, const char *by,
                               const char *reason, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	char kept[TGI_APPROVAL_REASON_MAX + 1];
 	if (tgi_approval_reason(reason, kept, err, errlen) < 0)
 		return -1;
@@ -287,6 +322,8 @@ int tgi_store_approval_take(tgi_store *s, const char *binding, const char *princ
 int tgi_store_approval_use(tgi_store *s, const char *id, const char *principal,
                            const char *binding, int *used, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	*used = 0;
 	if (tgi_check_approval_use(id, principal, binding, err, errlen) < 0)
 		return -1;
@@ -314,12 +351,16 @@ int tgi_store_pin_check(tgi_store *s, const char *name, const char *digest, tgi_
 int tgi_store_pin_set(tgi_store *s, const char *name, const char *digest, char *err,
                       size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->pin_set(s, name, digest, err, errlen);
 }
 
 int tgi_store_messages_append(tgi_store *s, const char *session, const char *api,
                               const json_t *entries, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->messages_append(s, session, api, entries, err, errlen);
 }
 
@@ -331,6 +372,8 @@ int tgi_store_messages(tgi_store *s, const char *session, json_t **out, char api
 
 int tgi_store_eval_put(tgi_store *s, const tgi_eval_row *r, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	if (tgi_check_eval_row(r, err, errlen) < 0)
 		return -1;
 	return s->impl->eval_put(s, r, err, errlen);
@@ -349,6 +392,8 @@ int tgi_store_eval_list(tgi_store *s, const char *model, int64_t limit, json_t *
 
 int tgi_store_event(tgi_store *s, const char *op_id, tgi_event *ev, char *err, size_t errlen)
 {
+	if (read_only(s, err, errlen) < 0)
+		return -1;
 	return s->impl->event(s, op_id, ev, err, errlen);
 }
 

@@ -52,6 +52,17 @@ int tgi_state_dir_find(int ws_fd, const char *ws_path, char *err, size_t errlen)
 #define TGI_STORE_MEMORY     8  /* SQLite: an empty ledger in memory, nothing on disk (where
                                  * is only shown): a read-only command's stand-in for a ledger
                                  * that is not there */
+#define TGI_STORE_FOREIGN_OK 16 /* a foreign ledger (below) is opened all the same, to be
+                                 * read: unkeyed, every write refused, tgi_store_foreign
+                                 * saying why (the read-only commands: log, stats, ...) */
+
+/* Where the machine key comes from (key.c): env, else file, else the
+ * default under $XDG_STATE_HOME/toolgate (made on first use); NULL
+ * members, or a NULL source, are unset. */
+typedef struct tgi_key_source {
+	const char *env;    /* ledger.key_env: a variable holding 64 hex digits */
+	const char *file;   /* ledger.key_file: a file of 64 hex digits */
+} tgi_key_source;
 
 /* Does where name a PostgreSQL ledger (postgres:// or postgresql://)? */
 int tgi_store_is_url(const char *where);
@@ -78,6 +89,60 @@ int tgi_store_is_url(const char *where);
  */
 int  tgi_store_open(const char *where, int flags, tgi_store **out, char *err, size_t errlen);
 void tgi_store_close(tgi_store *s);
+
+/*
+ * The ledger's identity (identity.c).  tgi_store_open is
+ * tgi_store_open_keyed with the default key (NULL).  A ledger at the
+ * current schema has one identity: a UUID, what it is bound to (SQLite:
+ * the file's real path; PostgreSQL: the database's name), when it was
+ * made, and a MAC under the machine key.  A new, empty ledger gets one at
+ * open.  A ledger whose identity does not verify under this machine's key,
+ * is bound elsewhere (a copy), or that holds records but no identity (a
+ * ledger from before identities, or made by hand) is foreign: the open
+ * fails with a sentence saying what was found and what to do, unless
+ * TGI_STORE_FOREIGN_OK.  A key that cannot be loaded fails the open with
+ * its sentence (with TGI_STORE_FOREIGN_OK: opened as foreign, that
+ * sentence saying why).  Otherwise the store is keyed: the rows that carry
+ * authority are MACed under keys derived from the machine key and the
+ * ledger's id.  TGI_STORE_MEMORY: a random one-off identity and key.  A
+ * schema left behind (TGI_STORE_NO_MIGRATE) has no identity yet: the store
+ * is neither keyed nor foreign until tgi_store_identify.
+ */
+int tgi_store_open_keyed(const char *where, int flags, const tgi_key_source *key,
+                         tgi_store **out, char *err, size_t errlen);
+
+/* Check (or give, when new and empty) the identity of s, as open does: for
+ * a ledger migrated after an open with TGI_STORE_NO_MIGRATE.  flags:
+ * TGI_STORE_FOREIGN_OK or 0.  0 (keyed, or foreign with the flag), or -1
+ * with err. */
+int tgi_store_identify(tgi_store *s, const tgi_key_source *key, int flags, char *err,
+                       size_t errlen);
+
+/* The default key's directory ($XDG_STATE_HOME/toolgate, else
+ * ~/.local/state/toolgate) into out: 0, or -1 when there is none. */
+int tgi_key_default_dir(char *out, size_t cap);
+
+/* NULL when s is this machine's ledger (or not identified yet); else the
+ * sentence that says why it is foreign (borrowed). */
+const char *tgi_store_foreign(const tgi_store *s);
+
+/* The key redaction's masks are made with (32 bytes), or NULL when s is
+ * not keyed. */
+const unsigned char *tgi_store_mask_key(const tgi_store *s);
+
+/* What a ledger holds that adopting it leaves without authority. */
+typedef struct tgi_ledger_rows {
+	int64_t ops, events, approvals, idem, pins, buckets;
+} tgi_ledger_rows;
+
+/* Give s a new identity bound here under this machine's key (toolgate
+ * ledger adopt).  Nothing is re-signed: every approval, claim, pin and
+ * bucket already there (counted into *rows) keeps its MAC, which no longer
+ * verifies, and so carries no authority; the history stays readable.  A
+ * ledger that is this machine's already is refused (adopting it would
+ * only void its authority).  0, or -1 with err. */
+int tgi_store_adopt(tgi_store *s, const tgi_key_source *key, tgi_ledger_rows *rows, char *err,
+                    size_t errlen);
 
 /* "sqlite" or "postgres". */
 const char *tgi_store_kind(const tgi_store *s);

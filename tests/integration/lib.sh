@@ -4,7 +4,11 @@ set -uo pipefail
 TG=${TOOLGATE:?TOOLGATE must point at the toolgate binary}
 ROOT=${TOOLGATE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 WS=$(mktemp -d "${TMPDIR:-/tmp}/tg-it.XXXXXX")
-trap 'chattr -R -i "$WS" 2>/dev/null; rm -rf "$WS"' EXIT
+# the gates' machine key ($XDG_STATE_HOME/toolgate/key) is this case's own,
+# outside the workspace; reach_as gives another user one of theirs
+TG_STATE=$(mktemp -d "${TMPDIR:-/tmp}/tg-state.XXXXXX")
+export XDG_STATE_HOME=$TG_STATE
+trap 'chattr -R -i "$WS" 2>/dev/null; rm -rf "$WS" "$TG_STATE"' EXIT
 unset TOOLGATE_CONFIG TOOLGATE_PRINCIPAL TOOLGATE_TOKEN
 FAILS=0
 CHECKS=0
@@ -36,11 +40,16 @@ tgcall() {
 # sanitizers FILE WHAT: a sanitizer report in a program's stderr is a failure
 # reach_as USER DIR: RUN_TG and RUN_LSAN to run the gate as USER (empty:
 # as this user), with copies in DIR of the binary and of the LSan
-# suppressions when USER cannot reach them where they are.
+# suppressions when USER cannot reach them where they are, and
+# XDG_STATE_HOME a directory of USER's own in DIR (the machine key's).
 reach_as() {
 	local as=$1 dir=$2
 	RUN_TG=$TG RUN_LSAN=${LSAN_OPTIONS:-}
+	export XDG_STATE_HOME=$TG_STATE
 	[ -n "$as" ] || return 0
+	mkdir -p -m 700 "$dir/state.$as"
+	chown "$as" "$dir/state.$as"
+	export XDG_STATE_HOME=$dir/state.$as
 	if ! runuser -u "$as" -- test -x "$TG"; then
 		cp "$TG" "$dir/toolgate"
 		chmod 755 "$dir/toolgate"

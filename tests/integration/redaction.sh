@@ -3,14 +3,27 @@
 # queued approval and in a dry run never reach the audit trail — the
 # whole ledger (database, WAL, shared memory) and the JSONL event sink are
 # grepped for each raw secret — while the model still gets the real
-# values.  Masks are «redacted:<first 8 hex of sha256>»; long strings in
+# values.  Masks are «redacted:<first 8 hex of an HMAC under the ledger's
+# mask key>» (not of an unsalted sha256, which would confirm a guessed
+# secret; equal within a ledger, different in two); long strings in
 # the logged args are cut to a prefix + length + sha256; a bad pattern is
 # refused with file:line.
 . "$(dirname "$0")/lib.sh"
 cd "$WS"
 
 rnd() { LC_ALL=C tr -dc "$1" < /dev/urandom | head -c "$2"; }
-mask() { printf '«redacted:%s»' "$(printf %s "$1" | sha256sum | cut -c1-8)"; }
+hmac() { # HEXKEY: HMAC-SHA256 of stdin, hex
+	openssl dgst -sha256 -mac HMAC -macopt hexkey:"$1" -r | cut -d' ' -f1
+}
+# the mask key of the ledger at $1 (default: the workspace's): HMAC under the
+# machine key of "toolgate mask key\0" and the ledger's id (src/store/mac.c)
+mask_key() {
+	local db=${1:-$WS/.toolgate/ledger.db}
+	printf 'toolgate mask key\0%s' "$(sqlite3 "$db" "select id from ledger")" |
+		hmac "$(cat "$XDG_STATE_HOME/toolgate/key")"
+}
+mask() { printf '«redacted:%s»' "$(printf %s "$1" | hmac "$(mask_key "${2:-}")" | cut -c1-8)"; }
+shamask() { printf '«redacted:%s»' "$(printf %s "$1" | sha256sum | cut -c1-8)"; }
 
 # fresh made-up secrets each run, so that a hit can only be ours
 AWS_ID=AKIA$(rnd 'A-Z0-9' 16)
@@ -104,7 +117,20 @@ tgcall login login "$(jq -n --arg p "$KEY_PW" --arg c "$CARD" \
 eq "$(jqv login.json .status)" persisted "the login call runs"
 op=$(jqv login.json .op_id)
 row=$(sql "select args_redacted from ops where op_id='$op'")
-eq "$(echo "$row" | jq -r .password)" "$(mask "$KEY_PW")" "a configured key is masked with the sha256 of its value"
+eq "$(echo "$row" | jq -r .password)" "$(mask "$KEY_PW")" "a configured key is masked with the HMAC of its value"
+[ "$(echo "$row" | jq -r .password)" != "$(shamask "$KEY_PW")" ] ||
+	fail "the mask is the secret's unsalted sha256: a guess could be confirmed"
+# equal secrets, equal masks in one ledger; another ledger masks it otherwise
+tgcall login2 login "$(jq -n --arg p "$KEY_PW" '{user: "bob", password: $p}')"
+eq "$(sql "select args_redacted from ops where op_id='$(jqv login2.json .op_id)'" | jq -r .password)" \
+	"$(mask "$KEY_PW")" "the same secret, the same mask in one ledger"
+mkdir "$WS/other"
+cp "$WS/toolgate.yaml" "$WS/other/" 2> /dev/null || true
+(cd "$WS/other" && "$TG" call --json --config "$WS/toolgate.yaml" --workspace "$WS/other" login \
+	"$(jq -n --arg p "$KEY_PW" '{user: "ann", password: $p}')" > "$WS/other.json" 2> "$WS/other.err")
+other=$(sqlite3 "$WS/other/.toolgate/ledger.db" "select args_redacted from ops" | jq -r .password)
+eq "$other" "$(mask "$KEY_PW" "$WS/other/.toolgate/ledger.db")" "the other ledger's mask is under its own key"
+[ "$other" != "$(mask "$KEY_PW")" ] || fail "two ledgers mask one secret alike"
 eq "$(echo "$row" | jq -r .card)" "$(mask "$CARD")" "an x-sensitive property is masked"
 eq "$(echo "$row" | jq -r .user)" ann "other values are kept"
 note=$(echo "$row" | jq -r .note)

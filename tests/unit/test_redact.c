@@ -33,7 +33,7 @@
 static char *mask_of(const char *secret)
 {
 	char m[32];
-	tgi_redact_mask(secret, strlen(secret), m);
+	tgi_redact_mask(NULL, secret, strlen(secret), m);
 	return tgi_strdup(m);
 }
 
@@ -101,13 +101,48 @@ static tgi_redactor *redactor_of(const char *doc, char *err, size_t errlen)
 
 static void test_mask_format(void **state)
 {
-	char m[32], hex[65];
-	tgi_redact_mask("hunter2", 7, m);
-	tgi_sha256_hex("hunter2", 7, hex);
-	char want[64];
-	snprintf(want, sizeof want, "\xC2\xABredacted:%.8s\xC2\xBB", hex);
-	assert_string_equal(m, want);
+	char m[32], hex[65], again[32];
+	tgi_redact_mask(NULL, "hunter2", 7, m);
 	assert_int_equal(strlen(m), 21);
+	assert_memory_equal(m, "\xC2\xABredacted:", 11);
+	assert_memory_equal(m + 19, "\xC2\xBB", 2);
+	/* keyed: not the unsalted sha256 a guessed password could be checked
+	 * against, and the same for the same secret */
+	tgi_sha256_hex("hunter2", 7, hex);
+	assert_memory_not_equal(m + 11, hex, 8);
+	tgi_redact_mask(NULL, "hunter2", 7, again);
+	assert_string_equal(m, again);
+}
+
+/* A redactor keyed by a ledger's mask key masks under it: equal secrets
+ * alike in one ledger, differently in two. */
+static void test_mask_keyed(void **state)
+{
+	unsigned char k1[32], k2[32];
+	char a[32], b[32], c[32], d[32], *s1, *s2;
+	tgi_redactor *r1, *r2;
+	char err[256];
+	memset(k1, 1, sizeof k1);
+	memset(k2, 2, sizeof k2);
+	assert_int_equal(tgi_redactor_new(NULL, &r1, err, sizeof err), 0);
+	assert_int_equal(tgi_redactor_new(NULL, &r2, err, sizeof err), 0);
+	tgi_redactor_key(r1, k1);
+	tgi_redactor_key(r2, k2);
+	tgi_redact_mask(r1, "hunter2", 7, a);
+	tgi_redact_mask(r1, "hunter2", 7, b);
+	tgi_redact_mask(r2, "hunter2", 7, c);
+	tgi_redact_mask(NULL, "hunter2", 7, d);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, c);
+	assert_string_not_equal(a, d);
+	s1 = tgi_redact_text(r1, "postgres://u:hunter2@db/x", 25);
+	s2 = tgi_redact_text(r1, "mysql://v:hunter2@db/y", 22);
+	assert_non_null(strstr(s1, a));
+	assert_non_null(strstr(s2, a));
+	free(s1);
+	free(s2);
+	tgi_redactor_free(r1);
+	tgi_redactor_free(r2);
 }
 
 /* ---- each built-in pattern: what it masks ---- */
@@ -563,7 +598,7 @@ static void test_message_under_sensitive_field(void **state)
 {
 	static const char quoted[] = "must be one of \"a\"; got \"hunter2xyz\"";
 	char m[32], *s;
-	tgi_redact_mask(quoted, strlen(quoted), m);
+	tgi_redact_mask(NULL, quoted, strlen(quoted), m);
 	const char *masked[] = {"/password", "/db/password", "/creds/0/api_key", "/x~1y/token",
 	                        "/card"};
 	tgi_entry e;
@@ -838,6 +873,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mask_format),
+		cmocka_unit_test(test_mask_keyed),
 		cmocka_unit_test(test_aws),
 		cmocka_unit_test(test_bearer_and_authorization),
 		cmocka_unit_test(test_pem),

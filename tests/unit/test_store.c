@@ -3481,6 +3481,26 @@ static const char schema_v4_more[] =
 	"  PRIMARY KEY(session, seq)) WITHOUT ROWID;"
 	"PRAGMA user_version = 4;";
 
+/* A ledger from before identities that holds records: refused as foreign
+ * at open (its schema migrated all the same), read when that is allowed,
+ * then adopted. */
+static void open_adopting(struct fx *f)
+{
+	char err[1024];
+	tgi_ledger_rows n;
+	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), -1);
+	if (!strstr(err, "holds records but has no identity") || !strstr(err, "toolgate ledger adopt"))
+		fail_msg("not refused as foreign: %s", err);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
+	assert_int_equal(tgi_store_open(f->db, TGI_STORE_FOREIGN_OK, &f->s, err, sizeof err), 0);
+	assert_non_null(tgi_store_foreign(f->s));
+	assert_null(tgi_store_mask_key(f->s));
+	assert_int_equal(tgi_store_adopt(f->s, NULL, &n, err, sizeof err), 0);
+	assert_true(n.ops >= 1 || n.approvals >= 1);
+	assert_null(tgi_store_foreign(f->s));
+	assert_non_null(tgi_store_mask_key(f->s));
+}
+
 /* Two calls of session s1 and their events, a call without a session, an
  * idempotency row and a pin, as a version 2 toolgate wrote them. */
 static const char rows_v2[] =
@@ -3507,12 +3527,12 @@ static const char rows_v2[] =
 static void test_pins_migration(void **state)
 {
 	struct fx *f = *state;
-	char err[512], pinned[65];
+	char pinned[65];
 
 	raw_exec(f->db, schema_v1);
 	raw_exec(f->db, "INSERT INTO ops(op_id, status, started_ms, envelope)"
 	                " VALUES ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'persisted', 1000, '{}')");
-	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	open_adopting(f);
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM ops"), 1);
 	assert_int_equal(pin_check(f->s, "fs__x", DIGEST_A, pinned), TGI_PIN_NEW);
@@ -3531,7 +3551,7 @@ static void test_schema_upgrade_v2(void **state)
 	raw_exec(f->db, schema_v1);
 	raw_exec(f->db, schema_v2_more);
 	raw_exec(f->db, rows_v2);
-	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	open_adopting(f);
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 
 	/* every row is still there and reads back */
@@ -3648,7 +3668,7 @@ static void test_schema_upgrade_v4(void **state)
 	raw_exec(f->db, sql);
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 4);
 
-	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	open_adopting(f);
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM pragma_table_info('approvals')"
 	                                " WHERE name IN ('plan', 'decided_reason')"), 2);
@@ -4141,7 +4161,7 @@ static void test_schema_upgrade_v5(void **state)
 	         "INSERT INTO pins(name, digest, first_ms, updated_ms) VALUES"
 	         " ('fs__x', '" DIGEST_A "', 1, 1);");
 
-	assert_int_equal(tgi_store_open(f->db, 0, &f->s, err, sizeof err), 0);
+	open_adopting(f);
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	raw_text(f->db, "PRAGMA integrity_check", text, sizeof text);
 	assert_string_equal(text, "ok");
@@ -4173,6 +4193,170 @@ static void test_schema_upgrade_v5(void **state)
 	assert_int_equal(json_array_size(j), 1);
 	json_decref(j);
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
+}
+
+/* ---- the ledger's identity ---- */
+
+#define KEY_A "1111111111111111111111111111111111111111111111111111111111111111"
+#define KEY_B "2222222222222222222222222222222222222222222222222222222222222222"
+
+static void expect_foreign(const char *db, const tgi_key_source *k, const char *what)
+{
+	char err[1024];
+	tgi_store *s = NULL;
+	assert_int_equal(tgi_store_open_keyed(db, 0, k, &s, err, sizeof err), -1);
+	assert_null(s);
+	if (!strstr(err, what) || !strstr(err, "`toolgate ledger adopt`"))
+		fail_msg("expected \"%s\", got: %s", what, err);
+	/* a reader may open it: unkeyed, and nothing is written to it */
+	assert_int_equal(tgi_store_open_keyed(db, TGI_STORE_FOREIGN_OK, k, &s, err, sizeof err), 0);
+	assert_non_null(tgi_store_foreign(s));
+	assert_null(tgi_store_mask_key(s));
+	char id[37];
+	tgi_uuidv7(id);
+	tgi_approval_row row = { .tool = "t", .principal = "p", .binding = DIGEST_A, .args = "{}",
+	                         .reason = "r", .expires_ms = 1 };
+	assert_int_equal(tgi_store_approval_add(s, &row, err, sizeof err), -1);
+	assert_non_null(strstr(err, "nothing is written to a foreign ledger"));
+	json_t *v = NULL;
+	assert_int_equal(tgi_store_ops(s, NULL, &v, err, sizeof err), 0);
+	json_decref(v);
+	tgi_store_close(s);
+}
+
+/* A copy of a ledger at another path (A's .toolgate carried into B) is
+ * foreign there; the original stays this machine's. */
+static void test_identity_copy(void **state)
+{
+	struct fx *f = *state;
+	char err[1024], p[192], cmd[1024], want[PATH_MAX + 128], real[PATH_MAX];
+	tgi_key_source k = { .env = NULL };
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), 0);
+	assert_null(tgi_store_foreign(f->s));
+	assert_non_null(tgi_store_mask_key(f->s));
+	char a[37];
+	tgi_uuidv7(a);
+	assert_int_equal(record(f->s, a, "t", "persisted", "s", 1, NULL, TGI_SETTLE_NONE, err,
+	                        sizeof err), 0);
+	tgi_store_close(f->s);
+	f->s = NULL;
+	path_in(f, "b", p, sizeof p);
+	snprintf(cmd, sizeof cmd, "mkdir %s && cp %s %s/ledger.db", p, f->db, p);
+	assert_int_equal(system(cmd), 0);
+	strcat(p, "/ledger.db");
+	assert_non_null(realpath(f->db, real));
+	snprintf(want, sizeof want, "is a copy of another ledger (its identity is bound to %s)", real);
+	expect_foreign(p, &k, want);
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), 0);
+}
+
+/* Another machine's key (a fleet's key_env K1, opened with K2), a forged
+ * identity, and records without one: each foreign. */
+static void test_identity_key_and_forgery(void **state)
+{
+	struct fx *f = *state;
+	char err[1024];
+	tgi_key_source k = { .env = "TG_TEST_LEDGER_KEY" };
+	setenv("TG_TEST_LEDGER_KEY", KEY_A, 1);
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), 0);
+	char a[37];
+	tgi_uuidv7(a);
+	assert_int_equal(record(f->s, a, "t", "persisted", "s", 1, NULL, TGI_SETTLE_NONE, err,
+	                        sizeof err), 0);
+	tgi_store_close(f->s);
+	f->s = NULL;
+	setenv("TG_TEST_LEDGER_KEY", KEY_B, 1);
+	expect_foreign(f->db, &k, "was not made by this machine's key");
+	setenv("TG_TEST_LEDGER_KEY", KEY_A, 1);
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), 0);
+	tgi_store_close(f->s);
+	f->s = NULL;
+
+	/* its identity rebound by hand: the MAC no longer verifies */
+	char saved[128];
+	raw_text(f->db, "SELECT bound FROM ledger", saved, sizeof saved);
+	raw_exec(f->db, "UPDATE ledger SET bound = '/elsewhere/ledger.db'");
+	expect_foreign(f->db, &k, "was not made by this machine's key (its identity is bound to "
+	                          "/elsewhere/ledger.db)");
+	/* ... and records with no identity at all (made by hand) */
+	raw_exec(f->db, "DELETE FROM ledger");
+	expect_foreign(f->db, &k, "holds records but has no identity");
+
+	/* a bad key fails closed with its sentence */
+	setenv("TG_TEST_LEDGER_KEY", "not-a-key", 1);
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "$TG_TEST_LEDGER_KEY (ledger.key_env) does not hold 64 hex digits"));
+	unsetenv("TG_TEST_LEDGER_KEY");
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), -1);
+	assert_non_null(strstr(err, "which is not set: the ledger key is missing"));
+}
+
+/* A key file others can read is refused; adopting takes a foreign ledger
+ * on (and refuses one that is ours); a ledger in memory has a one-off key;
+ * two ledgers have two mask keys, one ledger the same one each open. */
+static void test_identity_adopt_and_keys(void **state)
+{
+	struct fx *f = *state;
+	char err[1024], key[192], other[192];
+	tgi_ledger_rows n;
+	path_in(f, "key", key, sizeof key);
+	int fd = open(key, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, KEY_A "\n", 65), 65);
+	close(fd);
+	assert_int_equal(chmod(key, 0644), 0);
+	tgi_key_source k = { .file = key };
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), -1);
+	if (!strstr(err, "can be read by others (mode 0644)"))
+		fail_msg("%s", err);
+	assert_int_equal(chmod(key, 0600), 0);
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), 0);
+	unsigned char m1[32];
+	memcpy(m1, tgi_store_mask_key(f->s), 32);
+	assert_int_equal(tgi_store_adopt(f->s, &k, &n, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is this machine's already"));
+	tgi_store_close(f->s);
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), 0);
+	assert_memory_equal(tgi_store_mask_key(f->s), m1, 32);
+	tgi_store_close(f->s);
+	f->s = NULL;
+
+	/* another ledger, the same key: another mask key */
+	path_in(f, "other.db", other, sizeof other);
+	tgi_store *o = NULL;
+	assert_int_equal(tgi_store_open_keyed(other, 0, &k, &o, err, sizeof err), 0);
+	assert_memory_not_equal(tgi_store_mask_key(o), m1, 32);
+	tgi_store_close(o);
+
+	/* adopted under another key: bound here, with a new mask key */
+	char a[37];
+	tgi_uuidv7(a);
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &k, &f->s, err, sizeof err), 0);
+	assert_int_equal(record(f->s, a, "t", "persisted", "s", 1, NULL, TGI_SETTLE_NONE, err,
+	                        sizeof err), 0);
+	tgi_store_close(f->s);
+	tgi_key_source kb = { .env = "TG_TEST_LEDGER_KEY" };
+	setenv("TG_TEST_LEDGER_KEY", KEY_B, 1);
+	assert_int_equal(tgi_store_open_keyed(f->db, TGI_STORE_FOREIGN_OK, &kb, &f->s, err,
+	                                      sizeof err), 0);
+	assert_non_null(tgi_store_foreign(f->s));
+	assert_int_equal(tgi_store_adopt(f->s, &kb, &n, err, sizeof err), 0);
+	assert_int_equal(n.ops, 1);
+	assert_null(tgi_store_foreign(f->s));
+	assert_memory_not_equal(tgi_store_mask_key(f->s), m1, 32);
+	tgi_store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(tgi_store_open_keyed(f->db, 0, &kb, &f->s, err, sizeof err), 0);
+	tgi_store_close(f->s);
+	f->s = NULL;
+	expect_foreign(f->db, &k, "was not made by this machine's key");
+	unsetenv("TG_TEST_LEDGER_KEY");
+
+	/* in memory: keyed by a key of its own, nothing loaded */
+	tgi_key_source bad = { .env = "TG_TEST_NO_SUCH_KEY" };
+	assert_int_equal(tgi_store_open_keyed("mem", TGI_STORE_MEMORY, &bad, &f->s, err, sizeof err), 0);
+	assert_non_null(tgi_store_mask_key(f->s));
+	assert_null(tgi_store_foreign(f->s));
 }
 
 int main(void)
@@ -4230,6 +4414,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_eval_runs, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_eval_refusals, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_upgrade_v5, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_identity_copy, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_identity_key_and_forgery, setup_dir, teardown),
+		cmocka_unit_test_setup_teardown(test_identity_adopt_and_keys, setup_dir, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

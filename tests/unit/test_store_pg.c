@@ -184,6 +184,21 @@ static int open_store(struct fx *f, int flags)
 	return 0;
 }
 
+/* A ledger from before identities that holds records: refused as foreign
+ * (its schema migrated all the same), then adopted. */
+static void open_adopting(struct fx *f)
+{
+	char err[1024];
+	tgi_ledger_rows n;
+	assert_int_equal(tgi_store_open(f->url, 0, &f->s, err, sizeof err), -1);
+	if (!strstr(err, "holds records but has no identity") || !strstr(err, "toolgate ledger adopt"))
+		fail_msg("not refused as foreign: %s", err);
+	assert_int_equal(tgi_store_open(f->url, TGI_STORE_FOREIGN_OK, &f->s, err, sizeof err), 0);
+	assert_non_null(tgi_store_foreign(f->s));
+	assert_int_equal(tgi_store_adopt(f->s, NULL, &n, err, sizeof err), 0);
+	assert_null(tgi_store_foreign(f->s));
+}
+
 static int setup_store(void **state)
 {
 	if (setup_db(state) < 0)
@@ -430,7 +445,7 @@ static void test_upgrade_v4_approvals(void **state)
 	         ids[0], BINDING_A, (long long)later, ids[1], BINDING_B, (long long)later);
 	sqlx(f->sql, sql, NULL, 0);
 
-	assert_int_equal(open_store(f, 0), 0);
+	open_adopting(f);
 	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
 	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
@@ -2465,7 +2480,7 @@ static void test_upgrade_v5_eval(void **state)
 	             " 'key:old-sk-1', '{\"output\":{\"ok\":1},\"idempotency_key\":\"old-sk-1\"}')",
 	     NULL, 0);
 
-	assert_int_equal(open_store(f, 0), 0);
+	open_adopting(f);
 	OK(tgi_store_schema_version(f->s, &v, err, sizeof err));
 	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), TGI_STORE_SCHEMA_VERSION);
