@@ -7,7 +7,8 @@
 # PostgreSQL: a pg_dump), nor in `ledger export`; the export, imported
 # into a fresh ledger, still replays.  A ledger written before (plain
 # scopes, schema 6) is upgraded: its scopes become digests and its calls
-# still replay; an old export's plain scopes, imported, replay too.
+# become unknown outcomes (they carry no MAC); an old export's plain scopes,
+# imported, replay.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/integration/support/pg/lib.sh"
 cd "$WS"
@@ -119,7 +120,9 @@ mkdir old && cp toolgate.yaml old/ && cp .toolgate/ledger.db old/ledger.db
 # the scopes as they were written then (execute.c make_scope before issue 22)
 P1="key:5:local:6:deploy:$K1" P2="key:5:local:4:slow:$K2"
 eq "$(jqv sq-a.json .principal)" local "the principal the old scopes name"
-sqlite3 old/ledger.db "PRAGMA user_version = 6;
+sqlite3 old/ledger.db "PRAGMA user_version = 6; DROP TABLE ledger;
+ALTER TABLE approvals DROP COLUMN mac; ALTER TABLE idem DROP COLUMN mac;
+ALTER TABLE rate_buckets DROP COLUMN mac; ALTER TABLE pins DROP COLUMN mac;
 UPDATE idem SET scope = CASE op_id WHEN '$(jqv sq-a.json .op_id)' THEN '$P1' ELSE '$P2' END;
 UPDATE ops SET idem_scope = (SELECT scope FROM idem WHERE idem.op_id = ops.op_id)
 	WHERE idem_scope IS NOT NULL;
@@ -128,10 +131,15 @@ UPDATE ops SET envelope = json_set(envelope, '\$.idempotency_key', '$K1'),
 	fail "making the old ledger"
 eq "$(sqlite3 old/ledger.db "SELECT count(*) FROM idem WHERE scope LIKE '%SECRET-123'")" 1 "the old ledger holds a plain scope"
 mkdir -p old/w/.toolgate && mv old/ledger.db old/w/.toolgate/ && cp toolgate.yaml slow.sh old/w/ && chmod 700 old/w/.toolgate
+# upgraded at open; a ledger from before has no identity, so it is foreign
+# until adopted, and its claims, with no MAC, carry no authority then: an
+# unknown outcome for the operator, never a replay of what it says
 (cd old/w && TOOLGATE_CONFIG=$WS/old/w/toolgate.yaml "$TG" call --json deploy '{"env":"prod"}' --key "$K1" > ../../old.json 2> ../../old.err < /dev/null)
-eq "$(jqv old.json .status)" replayed "an old ledger's call replays after the upgrade ($(head -c 200 old.err))"
-(cd old/w && TOOLGATE_CONFIG=$WS/old/w/toolgate.yaml "$TG" call --json slow '{"n":1}' --key "$K2" > ../../old2.json 2> /dev/null < /dev/null)
-eq "$(jqv old2.json .status)" replayed "and the one settled by ops resolve"
+contains "$(cat old.err)" "toolgate ledger adopt" "an old ledger is foreign until adopted"
+(cd old/w && TOOLGATE_CONFIG=$WS/old/w/toolgate.yaml "$TG" ledger adopt > ../../adopt.out 2>&1) ||
+	fail "adopting the old ledger: $(cat adopt.out)"
+(cd old/w && TOOLGATE_CONFIG=$WS/old/w/toolgate.yaml "$TG" call --json deploy '{"env":"prod"}' --key "$K1" > ../../old.json 2> ../../old.err < /dev/null)
+eq "$(jqv old.json .error.kind)" unknown_outcome "an old ledger's done claim, adopted, is the operator's to settle ($(head -c 200 old.err))"
 sqlite3 old/w/.toolgate/ledger.db "PRAGMA wal_checkpoint(TRUNCATE)" > /dev/null
 sqlite3 old/w/.toolgate/ledger.db .dump > old.dump
 no_key "the upgraded ledger" old.dump
@@ -153,7 +161,9 @@ pg_newdb PGDB idem_secret || { finish; exit; }
 export TOOLGATE_STORE=$PGDB
 round pg
 # a PostgreSQL ledger from before: plain scopes, keys in envelopes and args, schema 6
-pgq "$PGDB" "DELETE FROM toolgate_schema WHERE version = 7;
+pgq "$PGDB" "DELETE FROM toolgate_schema WHERE version = 7; DROP TABLE ledger;
+ALTER TABLE approvals DROP COLUMN mac; ALTER TABLE idem DROP COLUMN mac;
+ALTER TABLE rate_buckets DROP COLUMN mac; ALTER TABLE pins DROP COLUMN mac;
 UPDATE idem SET scope = CASE op_id WHEN '$(jqv pg-a.json .op_id)' THEN '$P1' ELSE '$P2' END;
 UPDATE ops SET idem_scope = (SELECT scope FROM idem WHERE idem.op_id = ops.op_id)
 	WHERE idem_scope IS NOT NULL;
@@ -163,9 +173,10 @@ UPDATE ops SET envelope = jsonb_set(envelope::jsonb, '{idempotency_key}', '\"$K1
 dump pg-old
 eq "$(grep -c SECRET-123 pg-old.dump)" 5 "the old PostgreSQL ledger holds the key (a scope in two rows, two envelopes, args)"
 tgcall pg-old1 deploy '{"env":"prod"}' --key "$K1"
-eq "$(jqv pg-old1.json .status)" replayed "an old PostgreSQL ledger's call replays after the upgrade ($(head -c 200 pg-old1.err))"
-tgcall pg-old2 slow '{"n":1}' --key "$K2"
-eq "$(jqv pg-old2.json .status)" replayed "and the one settled by ops resolve"
+contains "$(cat "$WS/pg-old1.err")" "toolgate ledger adopt" "an old PostgreSQL ledger is foreign until adopted"
+"$TG" ledger adopt > pg-adopt.out 2>&1 || fail "adopting the old PostgreSQL ledger: $(cat pg-adopt.out)"
+tgcall pg-old1 deploy '{"env":"prod"}' --key "$K1"
+eq "$(jqv pg-old1.json .error.kind)" unknown_outcome "an old PostgreSQL ledger's done claim, adopted, is the operator's to settle ($(head -c 200 pg-old1.err))"
 dump pg-up
 no_key "the upgraded PostgreSQL ledger" pg-up.dump
 unset TOOLGATE_STORE

@@ -329,9 +329,9 @@ static void test_stress(void **state)
 	expect("select count(*) from ops where status = 'persisted'", executed);
 	/* every keyed op applied once: one persisted row per scope, every claim settled done */
 	expect("select count(*) from (select idem_scope from ops where status = 'persisted' and "
-	       "idem_scope like 'key:%' group by idem_scope having count(*) <> 1)", 0);
+	       "idem_scope like 'sha256:%' group by idem_scope having count(*) <> 1)", 0);
 	expect("select count(distinct idem_scope) from ops where status = 'persisted' and "
-	       "idem_scope like 'key:%'", nw + na);
+	       "idem_scope like 'sha256:%'", nw + na);
 	expect("select count(*) from idem where state <> 'done'", 0);
 	expect("select count(*) from idem", nw + na);
 	expect("select sum(calls) from sessions", calls);

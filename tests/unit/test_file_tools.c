@@ -1077,6 +1077,11 @@ static void test_spill_files(void **state)
 
 	assert_int_equal(mkdirat(ws, ".toolgate/spill", 0700), 0);
 	puts_file(f, SPILL, "line one\nneedle two\n");
+	/* made for a call of no session, as this one is (store/spill.c) */
+	char mark[66];
+	tgi_sha256_hex("", 0, mark);
+	strcat(mark, "\n");
+	puts_file(f, ".toolgate/spill/0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77.session", mark);
 
 	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"" SPILL "\"}");
 	assert_string_equal(ostr(f, "path"), SPILL);
