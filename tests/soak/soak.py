@@ -11,8 +11,10 @@ database (a throwaway cluster from scripts/pg-cluster).  In each:
     ones with an idempotency key (`mark`, `approved_mark`: one line
     "KEY OP_ID" appended to effects.log per run, so a duplicate shows in
     the side effect itself).  A client retries each key until it is
-    persisted, replayed, committed or an unknown outcome.  approved_mark
-    asks; a side process approves with `toolgate approvals approve`.
+    persisted, replayed, committed or an unknown outcome, and sends one key
+    in five once more after its answer (a client that never saw it): that
+    must replay.  approved_mark asks; a side process approves with
+    `toolgate approvals approve`.
   - a fifth gate whose workspace (and, on SQLite, ledger) is a small tmpfs
     in a private mount namespace (unshare -m), which is filled up now and
     then: a full disk;
@@ -342,6 +344,13 @@ class Keys:
                 rec["approvals"].add(err["approval_id"])
             if st in ("persisted", "replayed", "committed"):
                 rec["state"] = "done"
+                if "dup" not in rec:
+                    # a late duplicate of one call in five (a client that never saw its
+                    # answer): it must replay, and spend no approval
+                    rec["dup"] = RNG.random() < 0.2
+                    if rec["dup"]:
+                        rec["state"] = "open"
+                        return RNG.uniform(0.5, 3.0)
                 return None
             if st == "pending" and kind == "unknown_outcome":
                 rec["state"] = "unknown"
@@ -378,11 +387,12 @@ class Phase:
         self.stop = threading.Event()       # the workers stop
         self.draining = threading.Event()   # no new keys
         self.chaos_off = threading.Event()
+        self.stalling = threading.Event()
         self.hold_http = threading.Event()  # quiesce the HTTP clients for a sample
         self.http_idle = [threading.Event() for _ in range(HTTP_CLIENTS)]
         self.samples = {}
         self.fd_kinds = {}
-        self.stall = {"sent": [], "ran_while_stalled": [], "unanswered": []}
+        self.stall = {"sent": [], "ran_while_stalled": [], "unanswered": [], "read_all": None}
         self.holder = None
         self.pg_url = None
         self.failures = []
@@ -477,7 +487,8 @@ class Phase:
             err = (env or {}).get("error") or {}
             outage = "unreachable" in (err.get("message") or "") or "unavailable" in (err.get("message") or "")
             if env and (env.get("status") == "invalid" or
-                        (env.get("status") == "denied" and err.get("kind") != "rate_limited" and not outage)):
+                        (env.get("status") == "denied" and err.get("kind") not in ("rate_limited", "transient")
+                         and not outage)):
                 if len(self.unexpected) < 20:
                     self.unexpected.append("%s %s: %s" % (tool, env.get("status"),
                                                           (env.get("error") or {}).get("message")))
@@ -603,7 +614,7 @@ class Phase:
                     os.kill(pid, signal.SIGCONT)
             elif r < 0.85:
                 self.disk_full(RNG.uniform(1.0, 4.0))
-            else:
+            elif not self.stalling.is_set():
                 self.pg_restart()
 
     def disk_full(self, hold):
@@ -642,6 +653,7 @@ class Phase:
         """A stdio client that sends, then stops reading, then sends keyed calls: none may run
         while it does not read.  Then it reads again; unanswered keys go to the other gates."""
         self.count["stalled client"] += 1
+        self.stalling.set()             # no PostgreSQL restart meanwhile: this is about the client
         argv = self.gate_argv("main", "serve", "--approvals-via", "queue")
         err = open(os.path.join(self.dir, "stall.err"), "ab")
         p = subprocess.Popen(argv, cwd=self.ws, env=self.env, stdin=subprocess.PIPE,
@@ -670,11 +682,16 @@ class Phase:
             done.set()
         threading.Thread(target=writer, daemon=True).start()
         t0 = now()
-        while now() - t0 < 30 and not done.is_set():
+        while now() - t0 < 60 and not done.is_set():
             time.sleep(0.2)
-        time.sleep(3)                   # what was sent has had time to run
-        ran = self.effects(self.ws)[0]
-        self.stall["ran_while_stalled"] = [k for k in keys if ran.get(k)]
+        self.stall["read_all"] = done.is_set()   # the server read every request meanwhile
+        t1 = now()
+        while True:                     # what was sent has had time to run
+            ran = self.effects(self.ws)[0]
+            self.stall["ran_while_stalled"] = [k for k in keys if ran.get(k)]
+            if not done.is_set() or now() - t1 > 10 or len(self.stall["ran_while_stalled"]) == len(keys):
+                break
+            time.sleep(0.5)
         # read again: every answer still owed, for 30 s
         got = {}
 
@@ -713,6 +730,7 @@ class Phase:
             else:
                 self.stall["unanswered"].append(k)
                 self.keys.requeue(k, 0.5)
+        self.stalling.clear()
 
     # -- the HTTP server
     def start_http(self):
@@ -744,12 +762,26 @@ class Phase:
             for line in f:
                 if line.startswith("VmRSS:"):
                     rss = int(line.split()[1])
-        fdt = {}
-        for fd in os.listdir("/proc/%d/fd" % pid):
+        fdt, peers = {}, {}
+        for table in ("tcp", "tcp6", "unix"):       # a socket's inode -> what it is
             try:
-                fdt[fd] = re.sub(r"\[\d+\]$", "", os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+                with open("/proc/%d/net/%s" % (pid, table)) as f:
+                    for line in f.readlines()[1:]:
+                        a = line.split()
+                        if table == "unix":
+                            peers[a[6]] = "unix:%s" % (a[7] if len(a) > 7 else "")
+                        else:
+                            lp, rp = int(a[1].split(":")[1], 16), int(a[2].split(":")[1], 16)
+                            peers[a[9]] = "tcp:%d->%d" % (lp, rp)
             except OSError:
                 pass
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            m = re.match(r"socket:\[(\d+)\]$", t)
+            fdt[fd] = peers.get(m.group(1), "socket") if m else re.sub(r"\[\d+\]$", "", t)
         fds = len(fdt)
         self.samples[name] = (rss, fds)
         self.fd_kinds[name] = sorted(fdt.values())
@@ -771,7 +803,7 @@ class Phase:
         for t in threads:
             t.start()
         t0 = now()
-        warm = max(10.0, seconds * 0.2)
+        warm = max(30.0, seconds * 0.3)    # past lazy starts (the checkpointer's connection)
         time.sleep(min(warm, 5.0))
         chaos = threading.Thread(target=self.chaos)
         chaos.start()
@@ -871,6 +903,7 @@ class Phase:
             if rec["state"] == "done":
                 continue
             n += 1
+            rec["dup"] = False
             for _ in range(4):
                 rc, out, err = self.run_tg(rec["lane"], "call", "--json", "--key", k, rec["tool"],
                                            json.dumps({"key": k}))
@@ -1009,8 +1042,9 @@ class Phase:
             "approvals used": sum(used.values()), "approvals spent without a run": max(spent, 0),
             "list_dir persisted": len(ts), "list_dir max in 60 s": max60,
             "rss warm/end kB": "%d/%d" % (rss0, rss1), "fds warm/end": "%d/%d" % (fd0, fd1),
-            "stalled client: ran while not read": "%d/%d" % (len(self.stall["ran_while_stalled"]),
-                                                             len(self.stall["sent"])),
+            "stalled client: ran while not read": "%d/%d (it read all %d requests: %s)" % (
+                len(self.stall["ran_while_stalled"]), len(self.stall["sent"]), STALL_LISTS + STALL_KEYS,
+                "yes" if self.stall["read_all"] else "no"),
         }
         self.figures.update(self.count)
 
