@@ -796,22 +796,24 @@ class Phase:
                             self.ws, self.env, os.path.join(self.dir, "gate%d.err" % i)) for i in range(GATES)]
         self.disk_gate = Stdio("disk", self.gate_argv("disk", "serve", "--approvals-via", "queue"),
                                self.ws, self.env, os.path.join(self.dir, "disk.err"))
-        threads = [threading.Thread(target=self.stdio_worker, args=(g, "main")) for g in self.gates]
-        threads.append(threading.Thread(target=self.stdio_worker, args=(self.disk_gate, "disk")))
-        threads += [threading.Thread(target=self.http_worker, args=(i,)) for i in range(HTTP_CLIENTS)]
-        threads.append(threading.Thread(target=self.approver))
+        threads = [threading.Thread(target=self.stdio_worker, args=(g, "main"), daemon=True)
+                   for g in self.gates]
+        threads.append(threading.Thread(target=self.stdio_worker, args=(self.disk_gate, "disk"), daemon=True))
+        threads += [threading.Thread(target=self.http_worker, args=(i,), daemon=True)
+                    for i in range(HTTP_CLIENTS)]
+        threads.append(threading.Thread(target=self.approver, daemon=True))
         for t in threads:
             t.start()
         t0 = now()
         warm = max(30.0, seconds * 0.3)    # past lazy starts (the checkpointer's connection)
         time.sleep(min(warm, 5.0))
-        chaos = threading.Thread(target=self.chaos)
+        chaos = threading.Thread(target=self.chaos, daemon=True)
         chaos.start()
         time.sleep(max(0.0, warm - (now() - t0)))
         self.sample("warm")
         stall_at = t0 + seconds * 0.4
         time.sleep(max(0.0, stall_at - now()))
-        stall = threading.Thread(target=self.stalled_client)
+        stall = threading.Thread(target=self.stalled_client, daemon=True)
         stall.start()
         time.sleep(max(0.0, t0 + seconds - now()))
         log("%s: %d s up; chaos stops, open keys are retried" % (self.kind, seconds))
@@ -1049,6 +1051,8 @@ class Phase:
         self.figures.update(self.count)
 
     def cleanup(self):
+        self.stop.set()
+        self.chaos_off.set()
         for g in getattr(self, "gates", []) + ([self.disk_gate] if hasattr(self, "disk_gate") else []):
             p = g.proc
             if p and p.poll() is None:
