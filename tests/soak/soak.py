@@ -8,9 +8,9 @@ database (a throwaway cluster from scripts/pg-cluster).  In each:
     (`toolgate serve --http`) on one ledger and one workspace, driven by one
     client thread per gate and two over HTTP: read-only calls (read_file,
     list_dir, which is limited to SOAK_RATE a minute) and side-effecting
-    ones with an idempotency key (`mark`, `approved_mark`: one line
-    "KEY OP_ID" appended to effects.log per run, so a duplicate shows in
-    the side effect itself).  A client retries each key until it is
+    ones with an idempotency key (`mark`, `approved_mark`: one empty file
+    effects/KEY.OP_ID made per run, so a duplicate shows in the side effect
+    itself).  A client retries each key until it is
     persisted, replayed, committed or an unknown outcome, and sends one key
     in five once more after its answer (a client that never saw it): that
     must replay.  approved_mark asks; a side process approves with
@@ -105,10 +105,11 @@ tools:
 """
 MARK = """\
 #!/bin/sh
-# one line per run, appended (O_APPEND, one write): "KEY OP_ID"; a write that
-# fails (a full disk) is the tool's error, never a success without its effect
+# one empty file per run, effects/KEY.OP_ID: made whole or not at all (a line
+# appended to a full disk can be torn); a failure is the tool's error, never a
+# success without its effect
 key=$(sed -n 's/.*"key":"\\([a-z0-9-]*\\)".*/\\1/p')
-printf '%s %s\\n' "$key" "$TOOLGATE_OP_ID" >> effects.log || exit 1
+: > "effects/$key.$TOOLGATE_OP_ID" || exit 1
 printf '{"key":"%s","op":"%s"}\\n' "$key" "$TOOLGATE_OP_ID"
 """
 
@@ -400,7 +401,7 @@ class Phase:
 
     # -- setup
     def write_ws(self, path):
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(os.path.join(path, "effects"), exist_ok=True)
         with open(os.path.join(path, "toolgate.yaml"), "w") as f:
             f.write(CONFIG % RATE_N)
         with open(os.path.join(path, "mark.sh"), "w") as f:
@@ -843,22 +844,18 @@ class Phase:
 
     # -- the end
     def effects(self, ws_path):
-        """key -> [op...], op -> key, torn lines: from a workspace's effects.log."""
-        p = os.path.join(ws_path, "effects.log")
+        """key -> [op...], op -> key, names not KEY.OP: from a workspace's effects/."""
+        p = os.path.join(ws_path, "effects")
         if ws_path == self.small:
             p = self.small_path(p)
         by_key, by_op, torn = {}, {}, 0
-        try:
-            with open(p) as f:
-                for line in f:
-                    a = line.split()
-                    if len(a) != 2 or not line.endswith("\n"):
-                        torn += 1
-                        continue
-                    by_key.setdefault(a[0], []).append(a[1])
-                    by_op[a[1]] = a[0]
-        except FileNotFoundError:
-            pass
+        for name in os.listdir(p):
+            k, dot, op = name.partition(".")
+            if not dot or not op:
+                torn += 1
+                continue
+            by_key.setdefault(k, []).append(op)
+            by_op[op] = k
         return by_key, by_op, torn
 
     def ledgers(self):
@@ -958,7 +955,8 @@ class Phase:
         if lost:
             self.fail("side effects lost: %d keys (%s)" % (len(lost), ", ".join(lost[:5])))
         if strays or torn:
-            self.fail("effects of keys never sent: %s; torn lines: %d" % (", ".join(strays[:5]), torn))
+            self.fail("effects of keys never sent: %s; other files in effects/: %d" %
+                      (", ".join(strays[:5]), torn))
         if unknown_left:
             self.fail("unknown outcomes left after ops resolve: %d" % unknown_left)
 
