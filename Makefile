@@ -6,6 +6,8 @@
 #   make bench      pipeline, validator, apply_patch, shell, dispatch and MCP benchmarks
 #   make fuzz       libFuzzer targets (clang), each run briefly
 #   make tsan       the threaded tests under ThreadSanitizer
+#   make soak       gates under kills, stops, a full disk and a PostgreSQL restart, then
+#                   exactly-once and the rest checked (10 min; SOAK_SECONDS; docs/RELIABILITY.md)
 #   make install    PREFIX=/usr/local
 #
 # Each of these first installs what it needs and is missing (scripts/install-deps:
@@ -25,7 +27,7 @@ VERSION := 0.1.0
 
 # A make asked to build (not through an entry point below) finds the packages
 # there, or says what to do: pkg-config with one module missing prints no flags at all.
-ifneq ($(filter-out all demo install check bench fuzz tsan clean,$(MAKECMDGOALS)),)
+ifneq ($(filter-out all demo install check bench fuzz tsan soak clean,$(MAKECMDGOALS)),)
 ifneq ($(shell pkg-config --exists $(PKGS) $(PKGS_DL) 2>/dev/null && echo ok),ok)
 $(error pkg-config does not find every package the build needs ($(PKGS) $(PKGS_DL)): run `make`, which installs them, or scripts/install-deps build)
 endif
@@ -80,8 +82,8 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=build/tests/%)
 TSAN_TESTS    := $(patsubst %,build/tsan/tests/%,$(basename $(notdir $(shell grep -l pthread_ $(UNIT_SRC) 2>/dev/null))))
 FUZZ_BIN      := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
-.PHONY: all check demo bench fuzz tsan install clean \
-	build-all test demo-run bench-run fuzz-run tsan-run install-files
+.PHONY: all check demo bench fuzz tsan soak install clean \
+	build-all test demo-run bench-run fuzz-run tsan-run soak-run install-files
 
 # The entry points: what they need (scripts/install-deps SET; node: also
 # scripts/install-node-deps), then the work in a make of its own, on every
@@ -100,6 +102,7 @@ $(eval $(call entry,check,test,node,test))
 $(eval $(call entry,bench,bench,node,bench-run))
 $(eval $(call entry,fuzz,test,,fuzz-run))
 $(eval $(call entry,tsan,test,,tsan-run))
+$(eval $(call entry,soak,bench,,soak-run))
 
 build-all: build/toolgate build/libtoolgate.a
 
@@ -111,6 +114,10 @@ test: build/toolgate build/asan/toolgate build/asan/fake_provider $(UNIT_BIN_ASA
 # the threaded tests alone, under ThreadSanitizer (make check runs them too)
 tsan-run: $(TSAN_TESTS)
 	@for t in $(TSAN_TESTS); do echo "== $$t"; TSAN_OPTIONS=halt_on_error=1 $$t || exit 1; done
+
+# not part of make check: SOAK_SECONDS (default 600) split between SQLite and PostgreSQL
+soak-run: build/toolgate
+	@python3 tests/soak/soak.py build/toolgate
 
 demo-run: build/toolgate
 	@scripts/demo build/toolgate
