@@ -112,7 +112,8 @@ static int check(tgi_store *s, const unsigned char machine[TGI_KEY_BYTES],
 	if (strlen(id->mac) != 64 || !tgi_uuid_ok(id->id) || !tgi_ct_equal(want, id->mac, 64))
 		return foreign(s, flags, err, errlen,
 		               "the ledger %s was not made by this machine's key (its identity is "
-		               "bound to %s)", shown, bound);
+		               "bound to %s), or was made by a gate that used another key (another "
+		               "$XDG_STATE_HOME, ledger.key_file or ledger.key_env)", shown, bound);
 	if (strcmp(here, id->bound))
 		return foreign(s, flags, err, errlen,
 		               "the ledger %s is a copy of another ledger (its identity is bound to %s)",

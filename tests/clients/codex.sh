@@ -54,7 +54,8 @@ new_session stdio
 config "[mcp_servers.toolgate]
 command = \"toolgate\"
 args = [\"serve\", \"--workspace\", \"$SW\", \"--approvals-via\", \"queue\"]
-default_tools_approval_mode = \"approve\""
+default_tools_approval_mode = \"approve\"
+env = { XDG_STATE_HOME = \"${XDG_STATE_HOME:-$HOME/.local/state}\" }"
 codex_exec codex
 check_session stdio local
 

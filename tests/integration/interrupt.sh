@@ -64,7 +64,7 @@ kill -9 $k9
 wait $k9 2> /dev/null
 CHECKS=$((CHECKS + 1))
 wait_for gone || fail "kill -9: the sandboxed command outlived the gate"
-k9_op=$(sql "select op_id from idem where scope like '%:k9'")
+k9_op=$(sql "select op_id from idem where state = 'in_flight'")   # scopes are digests
 
 # ---- ops list --unknown
 "$TG" ops list --unknown --json > unknown.json 2> unknown.err

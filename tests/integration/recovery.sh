@@ -91,5 +91,5 @@ eq "$(jqv replay2.json .status)" replayed "settled as applied: replays"
 "$TG" ops resolve "$op2" --applied yes > /dev/null 2>&1 && fail "resolving twice is refused"
 
 # a read-only call needs no key and never claims
-eq "$(sql "select count(*) from idem where scope like '%read_file%'")" 0 "reads claim nothing"
+eq "$(sql "select count(*) from idem i join ops o on o.op_id = i.op_id where o.tool = 'read_file'")" 0 "reads claim nothing"
 finish
