@@ -39,16 +39,6 @@ enum { M_GET = 1, M_POST = 2 };
 
 /* ---- decoding ---- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (char)(c | 0x20);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /*
  * Is s[0..n) valid UTF-8: shortest forms only, no surrogates, at most
  * U+10FFFF?  (NUL is checked by the caller.)
@@ -111,11 +101,11 @@ static char *decode(const char *s, size_t n, int plus, const char *what, char *e
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 		if (c == '%') {
-			if (n - i < 3 || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0) {
+			if (n - i < 3 || tgi_hex_value(s[i + 1]) < 0 || tgi_hex_value(s[i + 2]) < 0) {
 				tgi_snprintf(why, sizeof why, "a '%%' not followed by two hex digits in %s", what);
 				goto bad;
 			}
-			c = (char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
+			c = (char)(tgi_hex_value(s[i + 1]) << 4 | tgi_hex_value(s[i + 2]));
 			i += 2;
 		} else if (c == '+' && plus) {
 			c = ' ';
@@ -235,7 +225,7 @@ static int is_uuid(char *s)
 		if (i == 8 || i == 13 || i == 18 || i == 23) {
 			if (s[i] != '-')
 				return 0;
-		} else if (hexval(s[i]) < 0) {
+		} else if (tgi_hex_value(s[i]) < 0) {
 			return 0;
 		} else {
 			s[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] | 0x20 : s[i]);

@@ -467,26 +467,6 @@ void tgi_loop_outcome(tg_status st, tg_errkind kind, const char *message, const 
 
 /* ---- window entries as the ledger keeps them ---- */
 
-/* Lowercase hex digits, each its value + 1 (0: not one).  Every call reads
- * its window's entries back (two digests each), so this is a table. */
-static const unsigned char hex_digit[256] = {
-	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7,
-	['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
-	['e'] = 15, ['f'] = 16,
-};
-
-static int from_hex(const char *s, unsigned char *md, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	for (size_t i = 0; i < n; i++) {
-		unsigned hi = hex_digit[p[2 * i]], lo = hex_digit[p[2 * i + 1]];
-		if (!hi || !lo)
-			return -1;
-		md[i] = (unsigned char)((hi - 1) << 4 | (lo - 1));
-	}
-	return 0;
-}
-
 static void flags_text(unsigned f, char out[4])
 {
 	size_t j = 0;
@@ -537,9 +517,10 @@ static int entry_parse(const char *text, unsigned char sig[32], unsigned char ou
 {
 	if (strncmp(text, "v1 ", 3))
 		return -1;
+	static const char lower[] = "0123456789abcdef";   /* as tgi_hex writes them */
 	const char *p = text + 3;
-	if (strnlen(p, 130) < 130 || p[64] != ' ' || p[129] != ' ' || from_hex(p, sig, 32) < 0 ||
-	    from_hex(p + 65, out, 32) < 0)
+	if (strspn(p, lower) != 64 || p[64] != ' ' || strspn(p + 65, lower) != 64 ||
+	    p[129] != ' ' || tgi_unhex(p, 32, sig) < 0 || tgi_unhex(p + 65, 32, out) < 0)
 		return -1;
 	p += 130;
 	const char *sp = strchr(p, ' ');
@@ -743,7 +724,7 @@ static void signature(tgi_call *c, unsigned char md[32])
 /* The call's signature: set once, from the arguments as they arrived. */
 static void call_sig(tgi_call *c, unsigned char md[32])
 {
-	if (!c->loop_sig[0] || from_hex(c->loop_sig, md, 32) < 0)
+	if (!c->loop_sig[0] || tgi_unhex(c->loop_sig, 32, md) < 0)
 		signature(c, md);
 }
 

@@ -331,17 +331,6 @@ static int is_ident(char c)
 	return is_ident_start(c) || (c >= '0' && c <= '9');
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* How a token reads in a message. */
 static void describe(const ep_token *t, char *out, size_t cap)
 {
@@ -424,7 +413,7 @@ static int lex_string(ep_parse *p)
 			nd = e == 'x' ? 2 : e == 'u' ? 4 : 8;
 			cp = 0;
 			for (size_t d = 0; d < nd; d++) {
-				int v = k < j ? hex_digit(t[k]) : -1;
+				int v = k < j ? tgi_hex_value(t[k]) : -1;
 				if (v < 0)
 					return fail(p, line, "invalid string escape sequence `\\%c`: it takes %zu hex digits", e, nd);
 				cp = cp << 4 | (uint32_t)v;

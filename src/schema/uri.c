@@ -185,14 +185,6 @@ char *tgi_uri_resolve(const char *base, const char *ref)
 	return tgi_buf_steal(&out);
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 char *tgi_uri_unescape(const char *s, size_t n)
 {
 	char *out = tgi_xmalloc(n + 1);
@@ -202,8 +194,8 @@ char *tgi_uri_unescape(const char *s, size_t n)
 			out[j++] = s[i];
 			continue;
 		}
-		int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-		int lo = hi >= 0 ? hexval((unsigned char)s[i + 2]) : -1;
+		int hi = i + 2 < n ? tgi_hex_value((unsigned char)s[i + 1]) : -1;
+		int lo = hi >= 0 ? tgi_hex_value((unsigned char)s[i + 2]) : -1;
 		if (lo < 0 || (hi == 0 && lo == 0)) {
 			free(out);
 			return NULL;

@@ -35,17 +35,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* 64 hex digits (then only white space) into key: 0, or -1. */
 static int parse_key(const char *text, size_t n, unsigned char key[TGI_KEY_BYTES])
 {
@@ -54,13 +43,7 @@ static int parse_key(const char *text, size_t n, unsigned char key[TGI_KEY_BYTES
 		n--;
 	if (n != 2 * TGI_KEY_BYTES)
 		return -1;
-	for (size_t i = 0; i < TGI_KEY_BYTES; i++) {
-		int hi = hexval((unsigned char)text[2 * i]), lo = hexval((unsigned char)text[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		key[i] = (unsigned char)(hi << 4 | lo);
-	}
-	return 0;
+	return tgi_unhex(text, TGI_KEY_BYTES, key);
 }
 
 /* Read the key file at path (checked as the top says). */

@@ -31,21 +31,13 @@
 
 #define SHOWN_MAX 160
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0'
-	     : c >= 'A' && c <= 'F' ? c - 'A' + 10
-	     : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	                            : -1;
-}
-
 /* The byte an escape at s[0..n) stands for (s[0] is '\\'), or -1 when
  * there is none there: \x, two hex digits, naming 5C or 80..FF. */
 static int escape_at(const char *s, size_t n)
 {
 	if (n < 4 || s[1] != 'x')
 		return -1;
-	int hi = hexval(s[2]), lo = hexval(s[3]);
+	int hi = tgi_hex_value(s[2]), lo = tgi_hex_value(s[3]);
 	if (hi < 0 || lo < 0)
 		return -1;
 	int v = hi * 16 + lo;

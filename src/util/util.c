@@ -205,6 +205,32 @@ void tgi_hex(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+/* Each hex digit's value + 1 (0: not one); a table, as loop windows read
+ * two digests per entry on every call. */
+static const unsigned char hexval1[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7,
+	['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14,
+	['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15,
+	['F'] = 16,
+};
+
+int tgi_hex_value(int c)
+{
+	return (int)hexval1[(unsigned char)c] - 1;
+}
+
+int tgi_unhex(const char *in, size_t n, unsigned char *out)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	for (size_t i = 0; i < n; i++) {
+		unsigned hi = hexval1[p[2 * i]], lo = hexval1[p[2 * i + 1]];
+		if (!hi || !lo)
+			return -1;
+		out[i] = (unsigned char)((hi - 1) << 4 | (lo - 1));
+	}
+	return 0;
+}
+
 /*
  * RFC 9562 UUIDv7: 48-bit unix ms, version 7, 12 bits of rand_a, variant
  * 10, 62 random bits.  rand_a is a counter (RFC 9562 §6.2, method 1) so

@@ -77,6 +77,11 @@ int  tgi_ct_equal(const void *a, const void *b, size_t n);
 void tgi_random_hex(char *out, size_t nbytes); /* writes 2*nbytes hex + NUL */
 /* n bytes as 2n lowercase hex digits + NUL into out. */
 void tgi_hex(const unsigned char *in, size_t n, char *out);
+/* The value of a hex digit (either case), or -1 for any other char. */
+int  tgi_hex_value(int c);
+/* 2n hex digits at in (either case) into n bytes: 0, or -1 when one is
+ * not a hex digit (out then undefined). */
+int  tgi_unhex(const char *in, size_t n, unsigned char *out);
 
 /* time */
 double  tgi_now_ms(void);        /* monotonic, milliseconds */
