@@ -603,9 +603,13 @@ void tgi_hook_reply_parse(int exit_code, const char *out, size_t out_len, const 
 /* ---- running a hook ---- */
 
 /* Left out of a hook's environment: the variables the gate sets for it, and
- * the ledger's credentials (a PostgreSQL URL may carry a password). */
-static int own_var(const char *entry)
+ * the ledger's credentials (a PostgreSQL URL may carry a password; the
+ * variable ledger.key_env names holds the fleet's key). */
+static int own_var(const char *entry, const char *key_env)
 {
+	size_t k = key_env ? strlen(key_env) : 0;
+	if (k && !strncmp(entry, key_env, k) && entry[k] == '=')
+		return 1;
 	static const char *const names[] = {"TOOLGATE_HOOK_EVENT", "TOOLGATE_OP_ID",
 	                                    "TOOLGATE_WORKSPACE", "CLAUDE_PROJECT_DIR",
 	                                    "TOOLGATE_STORE", "PGPASSWORD", "PGPASSFILE",
@@ -628,11 +632,12 @@ static char *env_pair(const char *name, const char *value)
 
 /* The gate's environment (but its ledger credentials) and the hook's own
  * variables; caller frees. */
-static tgi_strv hook_env(const char *event, const char *op_id, const char *ws)
+static tgi_strv hook_env(const char *event, const char *op_id, const char *ws,
+                         const char *key_env)
 {
 	tgi_strv env = {0};
 	for (char **e = environ; e && *e; e++)
-		if (!own_var(*e))
+		if (!own_var(*e, key_env))
 			tgi_strv_push(&env, tgi_strdup(*e));
 	tgi_strv_push(&env, env_pair("TOOLGATE_HOOK_EVENT", event));
 	tgi_strv_push(&env, env_pair("TOOLGATE_OP_ID", op_id));
@@ -646,7 +651,7 @@ static int run_hook(const tgi_call *c, const hook *hk, const char *event, const 
                     size_t max_out, tgi_spawn_result *res)
 {
 	const char *ws = c->g->cfg->workspace;
-	tgi_strv env = hook_env(event, c->op_id, ws);
+	tgi_strv env = hook_env(event, c->op_id, ws, c->g->cfg->key_env);
 	tgi_spawn_opts o = {
 		.cwd = ws,
 		.envp = env.v,

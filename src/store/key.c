@@ -18,6 +18,12 @@
  * a private temporary file and links it into place, and the loser reads
  * the winner's.
  *
+ * A key read from the environment is taken out of what other processes of
+ * this user can read: the variable is set again (a copy on the heap, which
+ * getenv finds) and its text in the process's first environment block
+ * (what /proc/PID/environ shows, to a hook the gate starts too) is
+ * overwritten with zeros.  Hooks are not given the variable (hooks.c).
+ *
  * Owns: finding, checking, making and reading the key.  Must not: keep it
  * anywhere but the caller's buffer, print it, or hand it to a child.
  */
@@ -209,6 +215,27 @@ int tgi_key_default_dir(char *out, size_t cap)
 	return default_dir(out, cap, err, sizeof err);
 }
 
+extern char **environ;
+
+/* The key in variable name: moved off the first environment block (see the
+ * top).  glibc's setenv never frees the string it replaces, so the old
+ * text stays ours to zero. */
+static void env_scrub(const char *name)
+{
+	size_t n = strlen(name);
+	for (char **e = environ; e && *e; e++) {
+		char *old = *e;
+		if (strncmp(old, name, n) || old[n] != '=')
+			continue;
+		char *copy = tgi_strdup(old + n + 1);
+		if (setenv(name, copy, 1) == 0 && getenv(name) != old + n + 1)
+			explicit_bzero(old + n + 1, strlen(old + n + 1));
+		explicit_bzero(copy, strlen(copy));
+		free(copy);
+		return;
+	}
+}
+
 int tgi_key_load(const tgi_key_source *src, unsigned char key[TGI_KEY_BYTES], char *err,
                  size_t errlen)
 {
@@ -227,6 +254,7 @@ int tgi_key_load(const tgi_key_source *src, unsigned char key[TGI_KEY_BYTES], ch
 			             shown);
 			return -1;
 		}
+		env_scrub(src->env);
 		return 0;
 	}
 	if (src && src->file && src->file[0])

@@ -131,6 +131,25 @@ for AS in "${USERS[@]}"; do
 	TG_ENV="TG_FORGE_KEY=$(printf '%064d' 7)" tg "$A" k4 log --config "$A/env.yaml"
 	contains "$(cat "$D/k4.err")" "was not made by this machine's key" "$who: another key: foreign"
 
+	# a fleet's key in key_env does not reach what the gate starts: a hook
+	# (the gate's own child, unsandboxed) sees neither the variable nor the
+	# key in /proc/$PPID/environ; a sandboxed command neither
+	F=$D/F
+	as_user mkdir -p "$F/hooks"
+	as_user sh -c "printf '#!/bin/sh\ncat > /dev/null\n{ env; tr \"\\\\000\" \"\\\\n\" < /proc/\$PPID/environ; } > leak.txt 2>&1\n' > '$F/hooks/leak.sh'; chmod 755 '$F/hooks/leak.sh'"
+	as_user sh -c "printf 'ledger:\n  key_env: TG_FLEET_KEY\nhooks:\n  before_tool_call:\n    - {command: [./hooks/leak.sh]}\n' > '$F/toolgate.yaml'"
+	fleet=$(printf '%064d' 5)
+	# (set, not a prefix: a prefix to a function is in the environment of what it runs)
+	TG_ENV="TG_FLEET_KEY=$fleet TG_CANARY=seen"
+	tg "$F" f1 call --json read_file '{"path":"toolgate.yaml"}'
+	eq "$(jq -r .status "$D/f1.out")" persisted "$who: a call with the fleet's key in key_env ($(head -c 300 "$D/f1.err"))"
+	contains "$(cat "$F/leak.txt" 2>&1)" "TG_CANARY=seen" "$who: the hook read the gate's environment and /proc/\$PPID/environ"
+	case "$(cat "$F/leak.txt" 2>&1)" in *"$fleet"*) fail "$who: the fleet's key reached a hook" ;; esac
+	TG_ENV="TG_FLEET_KEY=$fleet"
+	tg "$F" f2 call --json shell '{"command":"env; cat /proc/$PPID/environ /proc/1/environ"}'
+	unset TG_ENV
+	case "$(cat "$D/f2.out")" in *"$fleet"*) fail "$who: the fleet's key reached a command" ;; esac
+
 	# the key is this user's, in their own state directory
 	key=$XDG_STATE_HOME/toolgate/key
 	[ -f "$key" ] || fail "$who: no key at $key"
