@@ -514,7 +514,7 @@ static void protect_own_files(tg_gate *g)
 /* The machine key's default directory, when the gate uses it and it lies
  * in the workspace (a workspace of $HOME holds ~/.local/state/toolgate):
  * no tool reads or writes there (decide.c), and the sandbox hides it
- * (readmask.c).  A configured key_file is never in the workspace
+ * (readmask.c) and pins the directories above it.  A configured key_file is never in the workspace
  * (config.c refuses it). */
 static void hide_key_dir(tg_gate *g)
 {
@@ -533,6 +533,10 @@ static void hide_key_dir(tg_gate *g)
 		return;
 	g->key_dir = tgi_strdup(p);
 	g->key_dir_rel = tgi_strdup(norm);
+	/* pinned as the gate's own files are: the top-most directory holding it
+	 * is a read-only mount in a sandbox, so no parent can be renamed away
+	 * from the path the checks know (`mv .local .moved`) */
+	protect(g, norm);
 }
 
 /* Does any configured tool or MCP server declare deprecated field names?

@@ -158,23 +158,35 @@ for AS in "${USERS[@]}"; do
 done
 
 # ---- a workspace that holds the key's directory (the workspace is $HOME) ----
-AS= D=$BASE/home
-reach_as "" "$BASE"
+for AS in "${USERS[@]}"; do
+who=${AS:-root}
+D=$BASE/home-$who
+reach_as "$AS" "$BASE"
 mkdir -p "$D"
+[ -z "$AS" ] || chown "$AS" "$D"
 export XDG_STATE_HOME=$D/.local/state
 tg "$D" h0 call --json read_file '{"path":"nothing"}'
-[ -f "$D/.local/state/toolgate/key" ] || fail "home: the key was not made in the workspace's state dir"
-secret=$(cat "$D/.local/state/toolgate/key")
+[ -f "$D/.local/state/toolgate/key" ] || fail "$who home: the key was not made in the workspace's state dir"
+secret=$(as_user cat "$D/.local/state/toolgate/key")
 tg "$D" h1 call --json --mode bypassPermissions read_file '{"path":".local/state/toolgate/key"}'
-eq "$(jq -r .status "$D/h1.out")" denied "home: read_file of the key"
-contains "$(jq -r .error.message "$D/h1.out")" "holds the ledger's key" "home: ... says why"
+eq "$(jq -r .status "$D/h1.out")" denied "$who home: read_file of the key"
+contains "$(jq -r .error.message "$D/h1.out")" "holds the ledger's key" "$who home: ... says why"
 tg "$D" h2 call --json --mode bypassPermissions write_file '{"path":".local/state/toolgate/key","content":"x"}'
-eq "$(jq -r .status "$D/h2.out")" denied "home: write_file of the key"
+eq "$(jq -r .status "$D/h2.out")" denied "$who home: write_file of the key"
 tg "$D" h3 call --json --mode bypassPermissions search_files '{"pattern":"[0-9a-f]{64}","path":".local"}'
-case "$(cat "$D/h3.out")" in *"$secret"*) fail "home: search_files shows the key" ;; esac
+case "$(cat "$D/h3.out")" in *"$secret"*) fail "$who home: search_files shows the key" ;; esac
 # a command that does not name it: the sandbox hides the directory
 tg "$D" h4 call --json --mode bypassPermissions shell '{"command":"d=.local; cat $d/state/t*/k* 2>&1; true"}'
-if [ "$(jq -r .status "$D/h4.out")" = persisted ]; then
-	case "$(cat "$D/h4.out")" in *"$secret"*) fail "home: the shell read the key" ;; esac
-fi
+eq "$(jq -r .status "$D/h4.out")" persisted "$who home: the command ran, in its sandbox"
+case "$(cat "$D/h4.out")" in *"$secret"*) fail "$who home: the shell read the key" ;; esac
+# a parent of the key's directory renamed from inside the sandbox would take
+# the key out from under the path the checks know (and a new key made in
+# its place would leave every ledger of this user foreign): the directories
+# above it are pinned, as the gate's own files are
+tg "$D" h5 call --json --mode bypassPermissions shell '{"command":"mv .local .moved 2>&1; mv .local/state .local/st2 2>&1; mv .local/state/toolgate .local/state/tg2 2>&1; true"}'
+eq "$(jq -r .status "$D/h5.out")" persisted "$who home: the renaming command ran, in its sandbox"
+eq "$(as_user cat "$D/.local/state/toolgate/key" 2>&1)" "$secret" "$who home: the key is where it was after a command tried to rename its parents"
+[ ! -e "$D/.moved" ] && [ ! -e "$D/.local/st2" ] && [ ! -e "$D/.local/state/tg2" ] ||
+	fail "$who home: a parent of the key's directory was renamed: $(ls -a "$D" "$D/.local" 2>&1 | tr '\n' ' ')"
+done
 finish
