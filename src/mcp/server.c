@@ -246,13 +246,8 @@ static json_t *ask_client(tgi_mcp_session *ss, call_run *cr, const char *method,
 			double left = until - tgi_now_ms();
 			if (left <= 0)
 				break;
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
 			long step = left < 200 ? (long)left + 1 : 200; /* look at cancel often */
-			ts.tv_nsec += step * 1000000L;
-			ts.tv_sec += ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&ss->cv, &ss->mu, &ts);
+			tgi_cond_wait_ms(&ss->cv, &ss->mu, step);
 		}
 		unpark(cr);
 		if (!r.reply)
@@ -989,12 +984,7 @@ static void *ticker_main(void *arg)
 		double now = tgi_now_ms();
 		for (tgi_mcp_session *ss = s->sessions; ss; ss = ss->next)
 			tick_session(ss, now, tick);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += step * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&s->tick_cv, &s->mu, &ts);
+		tgi_cond_wait_ms(&s->tick_cv, &s->mu, step);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -1164,12 +1154,7 @@ int tgi_mcp_session_drain(tgi_mcp_session *ss, int wake_fd)
 	ss->draining = 1;
 	pthread_cond_broadcast(&ss->cv);
 	while (ss->ncalls && !(woken = readable(wake_fd))) {
-		struct timespec ts;                  /* a signal writes to wake_fd: look often */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&ss->cv, &ss->mu, &ts);
+		tgi_cond_wait_ms(&ss->cv, &ss->mu, 50);   /* a signal writes to wake_fd: look often */
 	}
 	pthread_mutex_unlock(&ss->mu);
 	return woken;

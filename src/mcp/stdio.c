@@ -172,12 +172,7 @@ static int wait_room(out *o, int wake_fd)
 			rc = -1;
 			break;
 		}
-		struct timespec ts;             /* a signal writes to wake_fd: look often */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&o->room, &o->mu, &ts);
+		tgi_cond_wait_ms(&o->room, &o->mu, 100);   /* a signal writes to wake_fd: look often */
 	}
 	if (rc > 0 && o->broken)
 		rc = 0;

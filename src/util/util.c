@@ -306,6 +306,17 @@ void tgi_random_hex(char *out, size_t nbytes)
 
 /* ---- time ---- */
 
+int tgi_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	return pthread_cond_timedwait(cv, mu, &ts);
+}
+
 double tgi_now_ms(void)
 {
 	struct timespec ts;

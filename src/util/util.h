@@ -6,6 +6,7 @@
 #ifndef TGI_UTIL_H
 #define TGI_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -85,6 +86,10 @@ int  tgi_unhex(const char *in, size_t n, unsigned char *out);
 
 /* time */
 double  tgi_now_ms(void);        /* monotonic, milliseconds */
+/* Wait on cv (a default, CLOCK_REALTIME condition variable; mu held) for at
+ * most ms milliseconds: pthread_cond_timedwait's answer.  Callers loop on
+ * their condition and measure time with tgi_now_ms. */
+int     tgi_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms);
 int64_t tgi_unix_ms(void);       /* wall clock, milliseconds since the epoch */
 void    tgi_iso8601(int64_t unix_ms, char out[32]); /* 2026-11-30T03:49:36.123Z */
 /* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (m 1..12). */
