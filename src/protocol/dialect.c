@@ -1211,11 +1211,31 @@ static json_t *gem_node(gem *c, const json_t *s, const char *ptr, int depth)
 			type = "ARRAY";
 	}
 	if (types) {
-		/* several types: one anyOf branch each (unless anyOf is taken) */
-		if (json_object_get(out, "anyOf"))
+		/* several types: one anyOf branch each (unless anyOf is taken);
+		 * what applies to objects (properties, required) or arrays (items)
+		 * only goes with that branch, and is dropped when there is none,
+		 * as it constrains no other type (left beside the branches, it
+		 * would read as an object's on the way back) */
+		if (json_object_get(out, "anyOf")) {
 			note_add(&notes, "type", json_object_get(s, "type"));
-		else
+		} else {
+			size_t i;
+			json_t *b;
+			json_array_foreach(types, i, b) {
+				const char *bt = json_string_value(json_object_get(b, "type"));
+				json_t *props = json_object_get(out, "properties");
+				json_t *items = json_object_get(out, "items");
+				if (!strcmp(bt, "OBJECT") && props) {
+					json_object_set(b, "properties", props);
+					gem_required(json_object_get(s, "required"), b);
+				} else if (!strcmp(bt, "ARRAY") && items) {
+					json_object_set(b, "items", items);
+				}
+			}
+			json_object_del(out, "properties");
+			json_object_del(out, "items");
 			json_object_set(out, "anyOf", types);
+		}
 		json_decref(types);
 		type = NULL;
 	} else if (type) {
