@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "ledger.h"
+#include "admin/ledger.h"
 #include "store/store.h"
 #include "util/util.h"
 

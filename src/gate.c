@@ -23,7 +23,7 @@
 #include "exec/netgate.h"
 #include "mcp/bridge.h"
 #include "exec/batch.h"
-#include "ledger.h"
+#include "admin/ledger.h"
 #include "patch/patch.h"
 #include "rulecheck.h"
 #include "util/fs.h"

@@ -1,6 +1,6 @@
 /*
  * test_events.c — the event sinks (src/mw/events.c) and tg_log_follow
- * (src/follow.c): the `events:` section refused with file:line when it is
+ * (src/admin/follow.c): the `events:` section refused with file:line when it is
  * wrong; JSONL lines whole and parseable when two sinks (two gates, two
  * processes) share the file; every event to every socket subscriber; a
  * subscriber that never reads dropped with a last "sink.dropped" line

@@ -1,5 +1,5 @@
 /*
- * test_ledger.c — the ledger without a gate (src/ledger.c): `toolgate
+ * test_ledger.c — the ledger without a gate (src/admin/ledger.c): `toolgate
  * migrate` (versions told in order, dry runs that change nothing, `--to`,
  * migrations only forward, a newer schema refused at open) and `toolgate
  * ledger export|import` from one SQLite ledger into another: a history of
@@ -36,7 +36,7 @@
 
 #include <sqlite3.h>
 
-#include "ledger.h"
+#include "admin/ledger.h"
 #include "store/store.h"
 #include "toolgate.h"
 #include "util/util.h"

@@ -35,7 +35,7 @@
 
 #include "config.h"
 #include "gate.h"
-#include "ledger.h"
+#include "admin/ledger.h"
 #include "store/store.h"
 #include "util/util.h"
 

@@ -1,5 +1,5 @@
 /*
- * policy_ops.c — the policy side of the operator API: `toolgate policy
+ * policy.c — the policy side of the operator API: `toolgate policy
  * check` (Codex's execpolicy JSON), `policy check --explain` (the whole
  * decision for a command, without running it), `policy test` (every
  * self-test of a configuration, for a project's CI) and `doctor`; both

@@ -24,7 +24,7 @@
  * export at its header, before it writes anything.
  *
  * Owns: the shape of those lines, and how a ledger's location is shown.
- * Must not: touch a store (src/ledger.c writes what this parses).
+ * Must not: touch a store (src/admin/ledger.c writes what this parses).
  */
 #ifndef TGI_LEDGER_H
 #define TGI_LEDGER_H
