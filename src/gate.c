@@ -25,7 +25,7 @@
 #include "exec/batch.h"
 #include "admin/ledger.h"
 #include "patch/patch.h"
-#include "rulecheck.h"
+#include "policy/rulecheck.h"
 #include "util/fs.h"
 #include "util/util.h"
 

@@ -16,7 +16,7 @@
 #include "exec/sandbox.h"
 #include "gate.h"
 #include "mcp/bridge.h"
-#include "rulecheck.h"
+#include "policy/rulecheck.h"
 #include "util/util.h"
 
 static char *dump(json_t *v, int pretty)

@@ -77,7 +77,7 @@
 #include "mw/mw.h"
 #include "policy/policy.h"
 #include "registry.h"
-#include "rulecheck.h"
+#include "policy/rulecheck.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/util.h"

@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #include "gate.h"
-#include "rulecheck.h"
+#include "policy/rulecheck.h"
 
 static char ws[64];
 
