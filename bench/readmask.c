@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "exec/sandbox.h"
 #include "exec/spawn.h"
 

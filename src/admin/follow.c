@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "util/util.h"
 

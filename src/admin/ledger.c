@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "admin/ledger.h"
 #include "store/store.h"
 #include "util/util.h"

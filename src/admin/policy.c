@@ -14,7 +14,7 @@
 #include "exec/limits.h"
 #include "exec/netgate.h"
 #include "exec/sandbox.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp/bridge.h"
 #include "policy/rulecheck.h"
 #include "util/util.h"

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "util/util.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "util/util.h"
 
 static int known_provider(const char *p)

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "util/util.h"
 
 /* ---- routing (route.c) ---- */

@@ -40,7 +40,7 @@
 
 #include "agent/agent.h"
 #include "eval/eval.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "util/fs.h"
 #include "util/util.h"

@@ -73,7 +73,7 @@
 #include "exec/netgate.h"
 #include "exec/sandbox.h"
 #include "exec/spawn.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "policy/policy.h"
 #include "registry.h"

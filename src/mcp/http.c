@@ -75,7 +75,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "util/dl.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"

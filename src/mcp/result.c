@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp/result.h"
 #include "util/util.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp/bridge.h"
 #include "mcp/server.h"
 #include "util/util.h"

@@ -53,7 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp/bridge.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/result.h"

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "util/util.h"
 
 /* ---- redaction (redact.c) ----

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "patch/patch.h"
 #include "store/store.h"
 #include "util/fs.h"

@@ -36,7 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "util/util.h"
 

@@ -56,7 +56,7 @@
 #include <unistd.h>
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "exec/sandbox.h"
 #include "util/fs.h"
 #include "util/util.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp/bridge.h"
 #include "mw/mw.h"
 #include "util/util.h"

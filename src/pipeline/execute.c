@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "exec/netgate.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "schema/schema.h"
 #include "util/util.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "util/util.h"
 
 static int token_equal(const char *a, const char *b)

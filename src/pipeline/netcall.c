@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "exec/netgate.h"
-#include "gate.h"
+#include "gate/gate.h"
 
 #define WARN_MAX 3   /* denial sentences one call's warnings carry; the rest counted */
 

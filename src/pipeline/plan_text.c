@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "util/util.h"
 
 #define PLAN_TEXT_MAX (8u << 20)

@@ -35,7 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "exec/sandbox.h"
 #include "exec/sbmask.h"
 #include "util/util.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "util/util.h"
 
 /* An upper bound of the characters of v's compact JSON text, without

@@ -20,7 +20,7 @@
  */
 #include <string.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "schema/schema.h"
 #include "util/fs.h"
 #include "util/util.h"

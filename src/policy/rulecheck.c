@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "rulecheck.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp/bridge.h"
 #include "util/util.h"
 

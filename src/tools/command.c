@@ -36,7 +36,7 @@
 #include "config.h"
 #include "exec/sandbox.h"
 #include "exec/spawn.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "registry.h"
 #include "util/util.h"
 

@@ -26,7 +26,7 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "registry.h"
 #include "toolgate.h"
 #include "util/fs.h"

@@ -24,8 +24,8 @@
 #include <sqlite3.h>
 
 #include "toolgate.h"
-#include "exec/batch.h"
-#include "exec/pool.h"
+#include "gate/batch.h"
+#include "gate/pool.h"
 
 /* ---- the planner ---- */
 

@@ -24,7 +24,7 @@
 
 #include <jansson.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp/bridge.h"
 #include "registry.h"
 #include "toolgate.h"

@@ -29,7 +29,7 @@
 #include <jansson.h>
 
 #include "console/console.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "toolgate.h"
 #include "util/util.h"
 

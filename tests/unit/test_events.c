@@ -30,7 +30,7 @@
 #include <jansson.h>
 
 #include "config.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "toolgate.h"
 #include "util/util.h"

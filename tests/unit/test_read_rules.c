@@ -25,7 +25,7 @@
 
 #include <jansson.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "exec/sbmask.h"
 
 static char ws[64];

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "util/util.h"
 

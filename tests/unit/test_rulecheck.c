@@ -27,7 +27,7 @@
 
 #include <jansson.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "policy/rulecheck.h"
 
 static char ws[64];

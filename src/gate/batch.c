@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/batch.h"
-#include "exec/pool.h"
-#include "gate.h"
+#include "gate/batch.h"
+#include "gate/pool.h"
+#include "gate/gate.h"
 #include "util/util.h"
 
 /* ---- path sets ---- */

@@ -23,7 +23,7 @@
 #include "policy/execpolicy.h"
 #include "policy/hostpath.h"
 #include "store/store.h"
-#include "exec/pool.h"
+#include "gate/pool.h"
 
 /* A stage's verdict: not the call's status. */
 typedef enum { TGI_NEXT, TGI_STOP } tgi_verdict;

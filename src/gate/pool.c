@@ -18,7 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include "exec/pool.h"
+#include "gate/pool.h"
 #include "util/util.h"
 
 struct tgi_pool {

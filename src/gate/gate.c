@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "exec/netgate.h"
 #include "mcp/bridge.h"
-#include "exec/batch.h"
+#include "gate/batch.h"
 #include "admin/ledger.h"
 #include "patch/patch.h"
 #include "policy/rulecheck.h"
