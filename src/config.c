@@ -27,6 +27,7 @@
  */
 #include "config.h"
 #include "exec/netproxy.h"
+#include "policy/policy.h"
 #include "registry.h"
 #include "store/store.h"
 #include "util/fs.h"
@@ -51,8 +52,11 @@
 
 /* ---- enums ---- */
 
-static const char *const mode_names[]     = { "default", "acceptEdits", "plan", "bypassPermissions",
-                                              "dryRun" };
+static const char *const mode_names[]     = {
+#define XX(m, name) name,
+	TGI_MODE_MAP(XX)
+#undef XX
+};
 static const char *const approval_names[] = { "ask", "deny", "untrusted" };
 /* The former names of ask and deny, still read: Codex's words, which mean
  * more there (its on-request and never run a sandboxed command unasked);
@@ -1225,7 +1229,11 @@ static int load_limits(ld *x, json_t *root)
  * as parsed for `toolgate policy test`. */
 static int load_permission_tests(ld *x, json_t *perm, const char *pp)
 {
-	static const char *const expects[] = {"allow", "ask", "deny"};
+	static const char *const expects[] = {
+#define XX(d, name) name,
+		TGI_DECISION_MAP(XX)
+#undef XX
+	};
 	char ptr[PTR_MAX];
 	json_t *v = perm ? child(perm, pp, "tests", ptr) : NULL;
 	size_t i;

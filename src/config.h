@@ -14,8 +14,13 @@
 #include "util/util.h"
 
 /* dryRun: every call is a dry run (decode sets tgi_call.dry_run); decided as in default. */
-typedef enum { TGI_MODE_DEFAULT, TGI_MODE_ACCEPT_EDITS, TGI_MODE_PLAN, TGI_MODE_BYPASS,
-               TGI_MODE_DRY_RUN } tgi_mode;
+#define TGI_MODE_MAP(XX) XX(DEFAULT, "default") XX(ACCEPT_EDITS, "acceptEdits") \
+	XX(PLAN, "plan") XX(BYPASS, "bypassPermissions") XX(DRY_RUN, "dryRun")
+typedef enum {
+#define XX(m, name) TGI_MODE_##m,
+	TGI_MODE_MAP(XX)
+#undef XX
+} tgi_mode;
 /* The approval policy: what an ask becomes (approve.c).  ask: put to a
  * person; deny: refused; untrusted: as ask, and decide asks for more.
  * on-request and never are read as ask and deny. */

@@ -111,7 +111,12 @@ typedef struct tgi_exec_ctx {
 } tgi_exec_ctx;
 
 /* What a handler returns. */
-typedef enum { TGI_APPLIED_NO, TGI_APPLIED_UNKNOWN, TGI_APPLIED_YES } tgi_applied;
+#define TGI_APPLIED_MAP(XX) XX(NO, "no") XX(UNKNOWN, "unknown") XX(YES, "yes")
+typedef enum {
+#define XX(a, name) TGI_APPLIED_##a,
+	TGI_APPLIED_MAP(XX)
+#undef XX
+} tgi_applied;
 
 typedef struct tgi_tool_out {
 	json_t     *output;          /* success: the result (string or JSON); the caller takes it */

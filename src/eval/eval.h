@@ -46,6 +46,7 @@
 #include <jansson.h>
 
 #include "toolgate.h"
+#include "policy/policy.h"
 
 #define TGI_EVAL_FILE_MAX (16u << 20)   /* bytes of one eval file */
 
@@ -78,7 +79,9 @@ void tgi_match_free(tgi_match *m);
 
 /* ---- suite.c: the cases ---- */
 
-enum { TGI_EVAL_ALLOW = 1, TGI_EVAL_ASK = 2, TGI_EVAL_DENY = 4 };
+#define TGI_EVAL_BIT(d) (1u << (d))   /* of a tgi_decision */
+enum { TGI_EVAL_ALLOW = TGI_EVAL_BIT(TGI_ALLOW), TGI_EVAL_ASK = TGI_EVAL_BIT(TGI_ASK),
+       TGI_EVAL_DENY = TGI_EVAL_BIT(TGI_DENY) };
 
 typedef struct tgi_eval_case {
 	char      *id;          /* its `id`, or "<file stem>#<n>" (n from 1); unique */

@@ -390,16 +390,6 @@ static void ask_all(eval *e)
 
 /* ---- judging a reply ---- */
 
-static const char *decision_name(tgi_decision d)
-{
-	return d == TGI_ALLOW ? "allow" : d == TGI_ASK ? "ask" : "deny";
-}
-
-static unsigned decision_bit(tgi_decision d)
-{
-	return d == TGI_ALLOW ? TGI_EVAL_ALLOW : d == TGI_ASK ? TGI_EVAL_ASK : TGI_EVAL_DENY;
-}
-
 /* A verdict in the making: each check 1, 0 or -1 (does not apply). */
 typedef struct verdict {
 	int         tool, valid, args, policy;
@@ -504,11 +494,11 @@ static void judge_call(eval *e, judge *j, const tgi_eval_case *c, const tgi_pcal
 		tgi_snprintf(v->rule, sizeof v->rule, "%s", cl.error_rule[0] ? cl.error_rule
 		             : cl.rule[0] ? cl.rule : cl.message);
 	} else if (gv == TGI_NEXT) {
-		v->decision = decision_name(cl.decision);
+		v->decision = tgi_decision_name(cl.decision);
 		tgi_snprintf(v->rule, sizeof v->rule, "%s", cl.rule);
 	}
 	unsigned bit = !v->decision ? 0 : !strcmp(v->decision, "deny") ? TGI_EVAL_DENY
-	             : decision_bit(cl.decision);
+	             : TGI_EVAL_BIT(cl.decision);
 	v->policy = valid && (bit & c->decisions) != 0;
 	if (valid && !v->policy) {
 		char want[32] = "";

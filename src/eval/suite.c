@@ -209,13 +209,11 @@ static int check_request(const ld *x, const json_t *v, const char *ptr)
 
 static int decision_bit(const ld *x, const json_t *v, const char *ptr, unsigned *bits)
 {
-	static const char *const names[] = {"allow", "ask", "deny"};
-	static const unsigned bit[] = {TGI_EVAL_ALLOW, TGI_EVAL_ASK, TGI_EVAL_DENY};
-	for (size_t i = 0; json_is_string(v) && i < 3; i++)
-		if (!strcmp(json_string_value(v), names[i])) {
-			*bits |= bit[i];
-			return 0;
-		}
+	int d = tgi_decision_parse(json_string_value(v));
+	if (d >= 0) {
+		*bits |= TGI_EVAL_BIT(d);
+		return 0;
+	}
 	return fail_type(x, ptr, v, "allow, ask or deny");
 }
 
@@ -667,12 +665,10 @@ int tgi_eval_suite_builtin(tgi_eval_suite *s, char *err, size_t errlen)
 
 json_t *tgi_eval_decisions_json(unsigned decisions)
 {
-	static const char *const names[] = {"allow", "ask", "deny"};
-	static const unsigned bit[] = {TGI_EVAL_ALLOW, TGI_EVAL_ASK, TGI_EVAL_DENY};
 	json_t *a = must(json_array());
-	for (size_t i = 0; i < TGI_ARRAY_LEN(names); i++)
-		if (decisions & bit[i])
-			must_ok(json_array_append_new(a, must(json_string(names[i]))));
+	for (int d = 0; d < TGI_NDECISIONS; d++)
+		if (decisions & TGI_EVAL_BIT(d))
+			must_ok(json_array_append_new(a, must(json_string(tgi_decision_name(d)))));
 	return a;
 }
 

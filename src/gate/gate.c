@@ -86,7 +86,11 @@ void tgi_event_add(tgi_call *c, const char *type, const char *stage, json_t *dat
 
 json_t *tgi_envelope(const tgi_call *c)
 {
-	static const char *const applied[] = {"no", "unknown", "yes"};
+	static const char *const applied[] = {
+#define XX(a, name) name,
+		TGI_APPLIED_MAP(XX)
+#undef XX
+	};
 	json_t *err = json_null();
 	if (c->kind != TG_ERR_NONE) {
 		err = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "kind", tg_errkind_name(c->kind),

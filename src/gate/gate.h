@@ -92,8 +92,6 @@ struct tg_gate {
 	size_t        nadmit, nrun;
 };
 
-typedef enum { TGI_ALLOW, TGI_ASK, TGI_DENY } tgi_decision;
-
 #define TGI_MAX_PATHS 8192   /* paths one call may touch (a patch: 2 per file) */
 #define TGI_MAX_EVENTS 256  /* events one call keeps at most (it has ~4) */
 

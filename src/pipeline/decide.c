@@ -146,11 +146,10 @@ static tgi_decision mode_default(tgi_call *c, const char **why)
 
 static void record(tgi_call *c, tgi_decision d, const char *rule)
 {
-	static const char *const names[] = {"allow", "ask", "deny"};
 	c->decision = d;
 	tgi_snprintf(c->rule, sizeof c->rule, "%s", rule);
 	tgi_trace(c, "decide", d != TGI_DENY,
-	          json_pack("{s:s, s:s}", "decision", names[d], "rule", rule));
+	          json_pack("{s:s, s:s}", "decision", tgi_decision_name(d), "rule", rule));
 }
 
 /* Is relpath (workspace-relative, normalised) off limits?  For a write:

@@ -86,7 +86,24 @@ const char *tgi_rule_key(const tgi_rule *r, size_t i);
  * rule on failure. */
 tgi_ruleset *tgi_ruleset_new(void);
 void         tgi_ruleset_free(tgi_ruleset *rs);
-typedef enum { TGI_RULE_ALLOW, TGI_RULE_ASK, TGI_RULE_DENY } tgi_rule_kind;
+/* The three decisions, in order of strength (a call gets the strongest that
+ * applies): the gate's decision for a call, a rule's kind, an eval case's
+ * expectation (as bits).  XX(NAME, "name") */
+#define TGI_DECISION_MAP(XX) XX(ALLOW, "allow") XX(ASK, "ask") XX(DENY, "deny")
+typedef enum {
+#define XX(d, name) TGI_##d,
+	TGI_DECISION_MAP(XX)
+#undef XX
+	TGI_NDECISIONS
+} tgi_decision;
+/* "allow", "ask" or "deny"; and back (-1: none of them) */
+const char *tgi_decision_name(tgi_decision d);
+int         tgi_decision_parse(const char *s);
+/* A rule's kind is the decision it gives. */
+typedef tgi_decision tgi_rule_kind;
+#define TGI_RULE_ALLOW TGI_ALLOW
+#define TGI_RULE_ASK   TGI_ASK
+#define TGI_RULE_DENY  TGI_DENY
 int          tgi_ruleset_add(tgi_ruleset *rs, tgi_rule_kind kind, const char *text, char *err, size_t errlen);
 size_t          tgi_ruleset_count(const tgi_ruleset *rs, tgi_rule_kind kind);
 const tgi_rule *tgi_ruleset_at(const tgi_ruleset *rs, tgi_rule_kind kind, size_t i);

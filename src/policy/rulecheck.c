@@ -454,11 +454,10 @@ static tgi_ruleset *named_allows(const tgi_strv *v, const tgi_rule_env *env)
 
 static int check_set(tg_gate *g, const tgi_ruleset *rs, const char *base, char **errmsg)
 {
-	static const char *const kinds[] = {"allow", "ask", "deny"};
 	char ptr[300], msg[1024];
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < TGI_NDECISIONS; k++)
 		for (size_t i = 0; i < tgi_ruleset_count(rs, (tgi_rule_kind)k); i++) {
-			tgi_snprintf(ptr, sizeof ptr, "%s/%s/%zu", base, kinds[k], i);
+			tgi_snprintf(ptr, sizeof ptr, "%s/%s/%zu", base, tgi_decision_name((tgi_decision)k), i);
 			if (check_rule(g, tgi_ruleset_at(rs, (tgi_rule_kind)k, i), ptr, msg, sizeof msg) < 0)
 				return tgi_fail(errmsg, "%s", msg);
 		}
@@ -467,7 +466,6 @@ static int check_set(tg_gate *g, const tgi_ruleset *rs, const char *base, char *
 
 int tgi_rules_compile(tg_gate *g, char **errmsg)
 {
-	static const char *const kinds[] = {"allow", "ask", "deny"};
 	tgi_config *cfg = g->cfg;
 	char settings[PATH_MAX], base[256], esc[200], prefix[PREFIX_CAP];
 	const char *home = getenv("HOME"), *name;
@@ -487,8 +485,8 @@ int tgi_rules_compile(tg_gate *g, char **errmsg)
 	g->rules = tgi_ruleset_new();
 	tgi_ruleset_anchor(g->rules, &env);
 	const tgi_strv *lists[] = {&cfg->allow, &cfg->ask, &cfg->deny};
-	for (int k = 0; k < 3; k++) {
-		tgi_snprintf(base, sizeof base, "/permissions/%s", kinds[k]);
+	for (int k = 0; k < TGI_NDECISIONS; k++) {
+		tgi_snprintf(base, sizeof base, "/permissions/%s", tgi_decision_name((tgi_decision)k));
 		if (add_rules(g, g->rules, lists[k], (tgi_rule_kind)k, base, errmsg) < 0)
 			return -1;
 	}
@@ -501,8 +499,8 @@ int tgi_rules_compile(tg_gate *g, char **errmsg)
 		g->role_rules[i] = tgi_ruleset_new();
 		tgi_ruleset_anchor(g->role_rules[i], &env);
 		tgi_json_pointer_join(esc, sizeof esc, "", r->name);
-		for (int k = 0; k < 3; k++) {
-			tgi_snprintf(base, sizeof base, "/roles%s/%s", esc, kinds[k]);
+		for (int k = 0; k < TGI_NDECISIONS; k++) {
+			tgi_snprintf(base, sizeof base, "/roles%s/%s", esc, tgi_decision_name((tgi_decision)k));
 			if (add_rules(g, g->role_rules[i], rl[k], (tgi_rule_kind)k, base, errmsg) < 0)
 				return -1;
 		}

@@ -617,6 +617,25 @@ tgi_rule *tgi_rule_parse(const char *text, char *err, size_t errlen)
 	return r;
 }
 
+static const char *const decision_names[] = {
+#define XX(d, name) name,
+	TGI_DECISION_MAP(XX)
+#undef XX
+};
+
+const char *tgi_decision_name(tgi_decision d)
+{
+	return (unsigned)d < TGI_NDECISIONS ? decision_names[d] : "?";
+}
+
+int tgi_decision_parse(const char *s)
+{
+	for (int d = 0; s && d < TGI_NDECISIONS; d++)
+		if (!strcmp(s, decision_names[d]))
+			return d;
+	return -1;
+}
+
 const char *tgi_rule_text(const tgi_rule *r)
 {
 	return r ? r->text : NULL;
