@@ -5,8 +5,8 @@
  * self-test of a configuration, for a project's CI) and `doctor`; both
  * also say which rules match no tool (rulecheck.h).
  *
- * Owns: those JSON answers and reports.  Must not: run commands (explain
- * and test go through the gate as dry runs).
+ * Owns: those JSON answers and reports.  Must not: run commands or hooks,
+ * or write to the ledger (explain and test judge calls: tgi_call_judge).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,42 +92,37 @@ done:
 	return out;
 }
 
-/* The decide record of a dry-run envelope: its decision and rule, or the
- * stage that stopped the call before decide. */
-static void decided(json_t *env, const char **decision, const char **rule, const char **stage)
-{
-	size_t i;
-	json_t *st;
-	*decision = "invalid";
-	*rule = json_string_value(json_object_get(json_object_get(env, "error"), "message"));
-	*stage = "validate";
-	json_array_foreach(json_object_get(env, "stages"), i, st) {
-		const char *name = json_string_value(json_object_get(st, "stage"));
-		if (name && !json_is_true(json_object_get(st, "ok")) && strcmp(name, "decide"))
-			*stage = name;
-		if (name && !strcmp(name, "decide")) {
-			*decision = json_string_value(json_object_get(st, "decision"));
-			*rule = json_string_value(json_object_get(st, "rule"));
-			*stage = "decide";
-			if (!*decision)
-				*decision = "deny";
-		}
-	}
-	if (!strcmp(*decision, "invalid") && json_is_string(json_object_get(env, "status")) &&
-	    !strcmp(json_string_value(json_object_get(env, "status")), "denied"))
-		*decision = "deny";
-}
+/* What the gate would decide for a call: judged, not made
+ * (tgi_call_judge), so no ledger row is written, no hook runs, nothing is
+ * counted and no approval is spent.  decision: allow, ask or deny, or
+ * invalid when a stage before decide refused the arguments; rule: the
+ * deciding rule, or the sentence that refused the call; stage: decide, or
+ * the step that stopped it before. */
+typedef struct judged {
+	char decision[16];
+	char rule[1024];
+	char stage[64];
+} judged;
 
-/* Run a call as a dry run; the envelope (new reference) or NULL. */
-static json_t *dry_run(tg_gate *g, const char *tool, const char *args)
+static void judge(tg_gate *g, const char *tool, const char *args, judged *out)
 {
 	tg_request rq = {.tool = tool, .args = args, .dry_run = 1};
-	tg_result *r;
-	json_error_t e;
-	tg_call(g, &rq, &r);
-	json_t *env = json_loads(tg_result_json(r, 0), 0, &e);
-	tg_result_free(r);
-	return env;
+	tgi_call c;
+	tgi_call_begin(&c, g, &rq);
+	tgi_verdict v = tgi_call_judge(&c);
+	json_t *last = json_array_get(c.stages, json_array_size(c.stages) - 1);
+	const char *step = json_string_value(json_object_get(last, "stage"));
+	if (v == TGI_NEXT || (step && !strcmp(step, "decide"))) {
+		tgi_snprintf(out->decision, sizeof out->decision, "%s", tgi_decision_name(c.decision));
+		tgi_snprintf(out->rule, sizeof out->rule, "%s", c.rule);
+		tgi_snprintf(out->stage, sizeof out->stage, "decide");
+	} else {
+		tgi_snprintf(out->decision, sizeof out->decision, "%s",
+		             c.status == TG_DENIED ? "deny" : "invalid");
+		tgi_snprintf(out->rule, sizeof out->rule, "%s", c.message);
+		tgi_snprintf(out->stage, sizeof out->stage, "%s", step ? step : "decode");
+	}
+	tgi_call_drop(&c);
 }
 
 char *tg_policy_explain(tg_gate *g, const char *const *files, size_t nfiles,
@@ -169,11 +164,9 @@ char *tg_policy_explain(tg_gate *g, const char *const *files, size_t nfiles,
 	json_t *args = json_pack("{s:O}", "command", cmd);
 	char *args_text = json_dumps(args, JSON_COMPACT);
 	json_decref(args);
-	json_t *env = dry_run(g, "shell", args_text);
+	judged jd;
+	judge(g, "shell", args_text, &jd);
 	free(args_text);
-	const char *decision = "deny", *rule = NULL, *stage = "decode";
-	if (env)
-		decided(env, &decision, &rule, &stage);
 	json_t *out = json_pack("{s:o, s:o, s:o, s:o, s:o, s:b, s:s, s:s, s:s, s:s?, s:s}",
 	                        "command", cmd, "execpolicy", check_json(g, &cl),
 	                        "floor", floored ? json_string(why) : json_null(),
@@ -181,8 +174,8 @@ char *tg_policy_explain(tg_gate *g, const char *const *files, size_t nfiles,
 	                        "opaque", opaque, "read_only", ro,
 	                        "mode", tgi_mode_name(g->cfg->mode),
 	                        "sandbox", tgi_sandbox_name(g->cfg->sandbox),
-	                        "decision", decision, "rule", rule, "stage", stage);
-	json_decref(env);
+	                        "decision", jd.decision, "rule", jd.rule[0] ? jd.rule : NULL,
+	                        "stage", jd.stage);
 	tgi_cmdline_free(&cl);
 	g->execpolicy = configured;
 	tgi_execpolicy_free(own);
@@ -203,11 +196,9 @@ int tg_policy_test(tg_gate *g, char **report, char **errmsg)
 		const char *expect = json_string_value(json_object_get(t, "expect"));
 		json_t *a = json_object_get(call, "args");
 		char *args = a ? json_dumps(a, JSON_COMPACT) : NULL;
-		json_t *env = dry_run(g, tool, args);
-		const char *decision = "deny", *rule = NULL, *stage = "decode";
-		if (env)
-			decided(env, &decision, &rule, &stage);
-		if (!strcmp(decision, expect)) {
+		judged jd;
+		judge(g, tool, args, &jd);
+		if (!strcmp(jd.decision, expect)) {
 			passed++;
 		} else {
 			char where[128];
@@ -215,11 +206,10 @@ int tg_policy_test(tg_gate *g, char **report, char **errmsg)
 			snprintf(ptr, sizeof ptr, "/permissions/tests/%zu", i);
 			tgi_config_where(g->cfg, ptr, where, sizeof where);
 			tgi_buf_printf(&b, "FAIL %s: %s %s: expected %s, got %s (%s: %s)\n", where, tool,
-			               args ? args : "{}", expect, decision, stage, rule ? rule : "");
+			               args ? args : "{}", expect, jd.decision, jd.stage, jd.rule);
 			failed++;
 		}
 		free(args);
-		json_decref(env);
 	}
 	/* rules that match no tool: said, not failed (rulecheck.h) */
 	json_t *un = tgi_rulecheck_report(g);
