@@ -8,6 +8,7 @@
  * state dir, ledger), one call's state, results, the envelope.  Must not:
  * contain stage logic (each stage is its own file).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 
 #include "gate/gate.h"
 #include "mw/mw.h"
+#include "mw/part.h"
 #include "exec/netgate.h"
 #include "mcp/bridge.h"
 #include "gate/batch.h"
@@ -28,101 +30,6 @@
 #include "policy/rulecheck.h"
 #include "util/fs.h"
 #include "util/util.h"
-
-struct tg_result {
-	tg_status status;
-	char      op_id[37];
-	json_t   *env;     /* owned */
-	char     *compact; /* owned, lazily */
-	char     *pretty;  /* owned, lazily */
-};
-
-/* ---- call helpers used by every stage ---- */
-
-tgi_verdict tgi_stop(tgi_call *c, tg_status st, tg_errkind kind, const char *field,
-                     const char *fmt, ...)
-{
-	char raw[sizeof c->message];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof raw, fmt, ap);
-	va_end(ap);
-	tgi_sanitize(c->message, sizeof c->message, raw);
-	c->status = st;
-	c->kind = kind;
-	c->applied = TGI_APPLIED_NO;
-	char clean[sizeof c->field];
-	tgi_sanitize(clean, sizeof clean, field ? field : "");
-	tgi_snprintf(c->field, sizeof c->field, "%s", clean);
-	c->has_field = field != NULL;
-	return TGI_STOP;
-}
-
-void tgi_trace(tgi_call *c, const char *stage, int ok, json_t *extra)
-{
-	json_t *rec = json_object();
-	json_object_set_new_nocheck(rec, "stage", json_string_nocheck(stage));
-	json_object_set_new_nocheck(rec, "ok", json_boolean(ok));
-	if (extra) {
-		json_object_update(rec, extra);
-		json_decref(extra);
-	}
-	json_array_append_new(c->stages, rec);
-}
-
-void tgi_event_add(tgi_call *c, const char *type, const char *stage, json_t *data)
-{
-	if (c->nevents == TGI_MAX_EVENTS) {
-		json_decref(data);
-		return;
-	}
-	if (c->nevents == c->events_cap) {
-		c->events_cap = c->events_cap ? c->events_cap * 2 : 8;
-		c->events = tgi_xrealloc(c->events, c->events_cap * sizeof *c->events);
-	}
-	c->events[c->nevents++] = (tgi_event){
-		.type = type, .stage = stage, .data = data, .ts_ms = tgi_unix_ms()};
-}
-
-json_t *tgi_envelope(const tgi_call *c)
-{
-	static const char *const applied[] = {
-#define XX(a, name) name,
-		TGI_APPLIED_MAP(XX)
-#undef XX
-	};
-	json_t *err = json_null();
-	if (c->kind != TG_ERR_NONE) {
-		err = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "kind", tg_errkind_name(c->kind),
-		                "message", c->message, "rule", tgi_json_str_or_null(c->error_rule),
-		                "field", c->has_field ? json_string(c->field) : json_null(),
-		                "retry_after_s",
-		                c->retry_after_s > 0 ? json_real(c->retry_after_s) : json_null(),
-		                "applied", applied[c->applied]);
-		if (c->approval_id[0])
-			json_object_set_new(err, "approval_id", json_string(c->approval_id));
-	}
-	json_t *env = json_object();
-	json_object_set_new(env, "op_id", json_string(c->op_id));
-	json_object_set_new(env, "call_id", tgi_json_str_or_null(c->call_id));
-	if (c->client_call_id[0])
-		json_object_set_new(env, "client_call_id", json_string(c->client_call_id));
-	json_object_set_new(env, "session", tgi_json_str_or_null(c->session));
-	json_object_set_new(env, "tool", tgi_json_str_or_null(c->tool));
-	json_object_set_new(env, "status", json_string(tg_status_name(c->status)));
-	json_object_set_new(env, "error", err);
-	json_object_set_new(env, "output", c->output ? json_incref(c->output) : json_null());
-	json_object_set_new(env, "truncated", c->truncated ? json_incref(c->truncated) : json_null());
-	json_object_set_new(env, "idempotency_key", tgi_json_str_or_null(c->idem_key));
-	json_object_set_new(env, "principal", tgi_json_str_or_null(c->principal_name));
-	json_object_set_new(env, "stages", json_incref(c->stages));
-	json_object_set_new(env, "duration_ms", json_real((double)(long)(c->duration_ms * 1000) / 1000));
-	if (c->warnings)
-		json_object_set(env, "warnings", c->warnings);
-	if (c->hint)
-		json_object_set_new(env, "hint", json_string(c->hint));
-	return env;
-}
 
 void tgi_store_lock(tg_gate *g)
 {
@@ -147,96 +54,75 @@ void tgi_call_begin(tgi_call *c, tg_gate *g, const tg_request *req)
 	c->t0 = tgi_now_ms();
 }
 
-static tg_result *call_end(tgi_call *c)
-{
-	tg_result *r = tgi_xcalloc(1, sizeof *r);
-	r->status = c->status;
-	memcpy(r->op_id, c->op_id, sizeof r->op_id);
-	r->env = c->envelope ? c->envelope : tgi_envelope(c);
-
-	json_decref(c->args);
-	json_decref(c->output);
-	json_decref(c->truncated);
-	json_decref(c->stages);
-	json_decref(c->warnings);
-	free(c->hint);
-	free(c->args_logged);
-	free(c->loop_entry);
-	free(c->args_canon);
-	free(c->idem_scope);
-	for (size_t i = 0; i < c->npaths; i++) {
-		free(c->paths[i]);
-		free(c->resolved[i]);
-	}
-	free(c->paths);
-	free(c->resolved);
-	tgi_cmdline_free(&c->cmds);
-	for (size_t i = 0; i < c->nevents; i++)
-		json_decref(c->events[i].data);
-	free(c->events);
-	return r;
-}
-
-/* Make sure the trace names the stage that stopped the call. */
-static void stopped_at(tgi_call *c, const char *stage)
+/* Make sure the trace names the step that stopped the call. */
+static void stopped_at(tgi_call *c, const char *step)
 {
 	json_t *last = json_array_get(c->stages, json_array_size(c->stages) - 1);
 	const char *name = json_string_value(json_object_get(last, "stage"));
-	if (!name || strcmp(name, stage))
-		tgi_trace(c, stage, c->status == TG_REPLAYED || c->status == TG_DRY_RUN, NULL);
+	if (!name || strcmp(name, step))
+		tgi_trace(c, step, c->status == TG_REPLAYED || c->status == TG_DRY_RUN, NULL);
 }
 
-static tgi_verdict run_part(tgi_call *c, const tgi_step *part, size_t n)
+static tgi_verdict run_step(tgi_call *c, const tgi_step *s)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (part[i].run(c) == TGI_STOP) {
-			stopped_at(c, part[i].name);
+	tgi_verdict v = s->stage ? s->stage(c) : s->part(c, s->state);
+	if (v == TGI_NEXT)
+		return TGI_NEXT;
+	/* a stop has set the call's status (tgi_stop, or a replay or dry run's
+	 * own): invalid, the zero status, is never set without an error kind */
+	assert(c->status != TG_INVALID || c->kind != TG_ERR_NONE);
+	stopped_at(c, s->name);
+	return TGI_STOP;
+}
+
+static tgi_verdict run_steps(tgi_call *c, const tgi_step *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (run_step(c, &s[i]) == TGI_STOP)
 			return TGI_STOP;
-		}
-	}
 	return TGI_NEXT;
 }
 
 tgi_verdict tgi_call_admit(tgi_call *c)
 {
-	return run_part(c, c->g->admit, c->g->nadmit);
+	return run_steps(c, c->g->chain, c->g->nadmit);
 }
 
 tgi_verdict tgi_call_run(tgi_call *c)
 {
-	return run_part(c, c->g->run, c->g->nrun);
+	const tg_gate *g = c->g;
+	return run_steps(c, g->chain + g->nadmit, g->nchain - g->nadmit);
 }
 
 tg_result *tgi_call_finish(tgi_call *c)
 {
 	tg_gate *g = c->g;
-	if (g->loop)
-		tgi_loop_record(c);
+	for (size_t i = 0; tgi_parts[i]; i++)
+		if (g->part_on[i] && tgi_parts[i]->before_persist)
+			tgi_parts[i]->before_persist(c, g->part[i]);
 	tgi_persist(c);
 	if (g->sinks)
 		tgi_sinks_emit_call(g->sinks, c);
-	if (g->hooks && tgi_hooks_any_after(g->hooks))
-		tgi_hooks_after(c, c->envelope);
-	return call_end(c);
+	for (size_t i = 0; tgi_parts[i]; i++)
+		if (g->part_on[i] && tgi_parts[i]->after_persist)
+			tgi_parts[i]->after_persist(c, g->part[i]);
+	return tgi_call_result(c);
 }
 
+/* The steps that judge, up to and with the decide phase: what the call
+ * would be told, with nothing kept, run or spent. */
 tgi_verdict tgi_call_judge(tgi_call *c)
 {
-	const tgi_step *a = c->g->admit;
-	for (size_t i = 0; i < c->g->nadmit; i++) {
-		if (!a[i].judge)
-			continue;
-		if (run_part(c, &a[i], 1) == TGI_STOP)
+	const tg_gate *g = c->g;
+	for (size_t i = 0; i < g->nadmit && g->chain[i].phase <= TGI_PHASE_DECIDE; i++)
+		if (g->chain[i].judge && run_step(c, &g->chain[i]) == TGI_STOP)
 			return TGI_STOP;
-		if (a[i].run == tgi_decide)
-			break;
-	}
 	return TGI_NEXT;
 }
 
 void tgi_call_drop(tgi_call *c)
 {
-	tg_result_free(call_end(c));
+	tg_result_free(tgi_call_result(c));
 }
 
 tg_status tg_call(tg_gate *g, const tg_request *req, tg_result **out)
@@ -246,7 +132,7 @@ tg_status tg_call(tg_gate *g, const tg_request *req, tg_result **out)
 	if (tgi_call_admit(&c) == TGI_NEXT)
 		tgi_call_run(&c);
 	*out = tgi_call_finish(&c);
-	return (*out)->status;
+	return tg_result_status(*out);
 }
 
 size_t tg_call_batch(tg_gate *g, const tg_request *reqs, size_t n, tg_result **out)
@@ -254,50 +140,7 @@ size_t tg_call_batch(tg_gate *g, const tg_request *reqs, size_t n, tg_result **o
 	return tgi_batch_run(g, reqs, n, out);
 }
 
-/* ---- results ---- */
-
-tg_status tg_result_status(const tg_result *r)
-{
-	return r->status;
-}
-
-const char *tg_result_op_id(const tg_result *r)
-{
-	return r->op_id;
-}
-
-const char *tg_result_json(const tg_result *r, int pretty)
-{
-	tg_result *m = (tg_result *)r; /* lazily rendered cache */
-	char **slot = pretty ? &m->pretty : &m->compact;
-	if (!*slot)
-		*slot = json_dumps(r->env, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_REAL_PRECISION(6));
-	return *slot ? *slot : "{}";
-}
-
-void tg_result_free(tg_result *r)
-{
-	if (!r)
-		return;
-	json_decref(r->env);
-	free(r->compact);
-	free(r->pretty);
-	free(r);
-}
-
 /* ---- opening a gate ---- */
-
-int tgi_fail(char **errmsg, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (errmsg)
-		*errmsg = tgi_strdup(buf);
-	return -1;
-}
 
 /* The execpolicy .rules files, each example checked: a file that does not
  * load stops the gate (an unparseable policy denies nothing it should).
@@ -495,7 +338,7 @@ static void protect_server(tg_gate *g, const json_t *srv)
 /* The files a model must not rewrite: whatever configuration the gate
  * would load from the workspace, and every program, script and rule file
  * that configuration names (command tools and their checks, bridged
- * servers; hooks add theirs in open_middleware). */
+ * servers; the parts add theirs in open_parts). */
 static void protect_own_files(tg_gate *g)
 {
 	static const char *const names[] = {"toolgate.yaml", "toolgate.yml", "toolgate.json"};
@@ -543,69 +386,66 @@ static void hide_key_dir(tg_gate *g)
 	protect(g, norm);
 }
 
-/* Does any configured tool or MCP server declare deprecated field names?
- * (A server's section is checked by the bridge; a malformed one refuses
- * the gate there.) */
-static int any_aliases(const tgi_config *cfg)
+static void chain_add(tg_gate *g, tgi_step step)
 {
-	const char *name;
-	json_t *v;
-	for (size_t i = 0; i < cfg->ntools; i++)
-		if (cfg->tools[i].aliases)
-			return 1;
-	json_object_foreach(cfg->mcp_servers, name, v)
-		if (json_object_size(json_object_get(v, "aliases")))
-			return 1;
-	return 0;
+	assert(g->nchain < TGI_ARRAY_LEN(g->chain));   /* TGI_CHAIN_MAX holds every part */
+	g->chain[g->nchain++] = step;
 }
 
-/* The chain of DESIGN §1 with the middleware that is configured (mw.h),
- * built once: a call walks an array, never asks what is enabled. */
+/* The chain of DESIGN §1: each stage in its order (stages.h), each
+ * followed by the steps of the open parts placed after it, in the parts'
+ * order (gate/parts.c); built once, so a call walks an array and never
+ * asks what is enabled.  approve ends the admit chain. */
 static void build_chain(tg_gate *g)
 {
-	tgi_step *a = g->admit, *r = g->run;
-	size_t na = 0, nr = 0;
-	a[na++] = (tgi_step){"decode", tgi_decode, 1};
-	/* acts only on a shell call that is Codex's apply_patch */
-	a[na++] = (tgi_step){"shell_patch", tgi_shell_patch_step, 1};
-	/* acts only on requests that name client-added arguments (MCP) */
-	a[na++] = (tgi_step){"client_args", tgi_client_args_step, 1};
-	if (any_aliases(g->cfg))
-		a[na++] = (tgi_step){"aliases", tgi_aliases_step, 1};
-	a[na++] = (tgi_step){"validate", tgi_validate, 1};
-	a[na++] = (tgi_step){"identify", tgi_identify, 1};
-	if (g->loop)
-		a[na++] = (tgi_step){"loop", tgi_loop_check, 0};
-	if (g->hooks && tgi_hooks_any_before(g->hooks))
-		a[na++] = (tgi_step){"hooks", tgi_hooks_before, 0};
-	a[na++] = (tgi_step){"decide", tgi_decide, 1};
-	if (g->rate)
-		a[na++] = (tgi_step){"rate_limit", tgi_ratelimit_step, 0};
-	a[na++] = (tgi_step){"approve", tgi_approve, 0};
-	r[nr++] = (tgi_step){"execute", tgi_execute, 0};
-	r[nr++] = (tgi_step){"shape", tgi_shape, 0};
-	g->nadmit = na;
-	g->nrun = nr;
+	static const struct { const char *name; tgi_verdict (*run)(tgi_call *); } stage[] = {
+#define XX(p, name, fn) {name, fn},
+		TGI_STAGE_MAP(XX)
+#undef XX
+	};
+	g->nchain = 0;
+	for (size_t ph = 0; ph < TGI_ARRAY_LEN(stage); ph++) {
+		chain_add(g, (tgi_step){.name = stage[ph].name, .phase = (tgi_phase)ph,
+		                        .stage = stage[ph].run, .judge = ph <= TGI_PHASE_DECIDE});
+		for (size_t i = 0; tgi_parts[i]; i++) {
+			const tgi_part *p = tgi_parts[i];
+			if (g->part_on[i] && p->step && p->after == (tgi_phase)ph)
+				chain_add(g, (tgi_step){.name = p->name, .phase = (tgi_phase)ph,
+				                        .part = p->step, .state = g->part[i],
+				                        .judge = p->judge});
+		}
+		if (ph == TGI_PHASE_LAST_ADMIT)
+			g->nadmit = g->nchain;
+	}
 }
 
-/* The middleware's parts, each from its section (mw.h); a gate that
- * creates nothing (no_create) opens and binds no event sink. */
-static int open_middleware(tg_gate *g, int no_create, char **errmsg)
+/* The record (redaction, sinks) and the parts, each from its section; a
+ * gate that creates nothing (no_create) opens and binds no event sink.
+ * What a part runs or writes no tool may touch. */
+static int open_parts(tg_gate *g, const tg_options *o, char **errmsg)
 {
 	char err[1024];
 	const tgi_config *cfg = g->cfg;
-	if (tgi_redactor_new(cfg, &g->redact, err, sizeof err) < 0 ||
-	    tgi_loop_new(cfg, &g->loop, err, sizeof err) < 0 ||
-	    tgi_ratelimit_new(cfg, &g->rate, err, sizeof err) < 0 ||
-	    tgi_hooks_new(cfg, &g->hooks, err, sizeof err) < 0 ||
-	    tgi_sinks_open(cfg, no_create, &g->sinks, err, sizeof err) < 0)
+	if (tgi_redactor_new(cfg, &g->redact, err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	for (size_t i = 0; tgi_parts[i]; i++) {
+		const tgi_part *p = tgi_parts[i];
+		assert(i < TGI_PARTS_MAX);
+		if (p->open && p->open(g, o, &g->part[i], err, sizeof err) < 0)
+			return tgi_fail(errmsg, "%s", err);
+		g->part_on[i] = !p->open || g->part[i] != NULL;
+	}
+	if (tgi_sinks_open(cfg, o->no_create, &g->sinks, err, sizeof err) < 0)
 		return tgi_fail(errmsg, "%s", err);
 	const tgi_strv *own = g->sinks ? tgi_sinks_paths(g->sinks) : NULL;
 	for (size_t i = 0; own && i < own->n; i++)
 		protect(g, own->v[i]);
-	const tgi_strv *progs = g->hooks ? tgi_hooks_programs(g->hooks) : NULL;
-	for (size_t i = 0; progs && i < progs->n; i++)
-		protect(g, progs->v[i]);
+	for (size_t i = 0; tgi_parts[i]; i++) {
+		const tgi_strv *f = g->part_on[i] && tgi_parts[i]->files ?
+		                    tgi_parts[i]->files(g->part[i]) : NULL;
+		for (size_t k = 0; f && k < f->n; k++)
+			protect(g, f->v[k]);
+	}
 	build_chain(g);
 	return 0;
 }
@@ -680,7 +520,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		goto fail;
 	}
 	if (tgi_rules_compile(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0 ||
-	    open_middleware(g, o->no_create, errmsg) < 0)
+	    open_parts(g, o, errmsg) < 0)
 		goto fail;
 	if (!profile_exists(g->cfg, g->profile)) {
 		char names[512];
@@ -756,9 +596,9 @@ void tg_gate_close(tg_gate *g)
 	tgi_execpolicy_free(g->execpolicy);
 	tgi_hostpath_free(g->hostpath);
 	tgi_sinks_close(g->sinks);
-	tgi_hooks_free(g->hooks);
-	tgi_loop_free(g->loop);
-	tgi_ratelimit_free(g->rate);
+	for (size_t i = 0; tgi_parts[i]; i++)
+		if (g->part[i] && tgi_parts[i]->close)
+			tgi_parts[i]->close(g->part[i]);
 	tgi_redactor_free(g->redact);
 	if (g->role_rules && g->cfg)
 		for (size_t i = 0; i < g->cfg->nroles; i++)
@@ -788,11 +628,6 @@ void tg_gate_close(tg_gate *g)
 }
 
 /* ---- definitions and operator actions ---- */
-
-const json_t *tgi_result_envelope(const tg_result *r)
-{
-	return r->env;
-}
 
 json_t *tgi_tool_def(const tgi_entry *e)
 {

@@ -14,8 +14,9 @@
 #include <string.h>
 
 #include "mw/mw.h"
+#include "mw/part.h"
 
-tgi_verdict tgi_aliases_step(tgi_call *c)
+static tgi_verdict aliases_step(tgi_call *c, void *state)
 {
 	const json_t *aliases = c->entry->aliases;
 	const char *old;
@@ -43,3 +44,26 @@ tgi_verdict tgi_aliases_step(tgi_call *c)
 		tgi_trace(c, "aliases", 1, json_pack("{s:O}", "warnings", c->warnings));
 	return TGI_NEXT;
 }
+
+/* On when any configured tool or MCP server declares deprecated field
+ * names (a server's section is checked by the bridge; a malformed one
+ * refuses the gate there). */
+static int aliases_open(tg_gate *g, const tg_options *o, void **state, char *err, size_t errlen)
+{
+	const tgi_config *cfg = g->cfg;
+	const char *name;
+	json_t *v;
+	*state = NULL;
+	for (size_t i = 0; i < cfg->ntools; i++)
+		if (cfg->tools[i].aliases)
+			*state = g;
+	json_object_foreach(cfg->mcp_servers, name, v)
+		if (json_object_size(json_object_get(v, "aliases")))
+			*state = g;
+	return 0;
+}
+
+const tgi_part tgi_part_aliases = {
+	.name = "aliases", .after = TGI_PHASE_DECODE, .judge = 1, .open = aliases_open,
+	.step = aliases_step,
+};

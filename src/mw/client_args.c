@@ -21,8 +21,9 @@
 #include <string.h>
 
 #include "mw/mw.h"
+#include "mw/part.h"
 
-tgi_verdict tgi_client_args_step(tgi_call *c)
+static tgi_verdict client_args_step(tgi_call *c, void *state)
 {
 	const char *const *names = c->req->client_args;
 	if (!names)
@@ -41,3 +42,8 @@ tgi_verdict tgi_client_args_step(tgi_call *c)
 		tgi_trace(c, "client_args", 1, json_pack("{s:o}", "removed", removed));
 	return TGI_NEXT;
 }
+
+/* Always on: it acts only on requests that name client-added arguments (MCP). */
+const tgi_part tgi_part_client_args = {
+	.name = "client_args", .after = TGI_PHASE_DECODE, .judge = 1, .step = client_args_step,
+};

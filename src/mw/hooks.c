@@ -47,6 +47,7 @@
 #include <sys/stat.h>
 
 #include "mw/mw.h"
+#include "mw/part.h"
 #include "exec/spawn.h"
 #include "policy/policy.h"
 #include "util/util.h"
@@ -812,7 +813,7 @@ static char *dump(json_t *in)
 static double ask_hook(const tgi_call *c, const hook *hk, const tgi_cc_run *run,
                        tgi_hook_reply *r)
 {
-	const tgi_hooks *h = c->g->hooks;
+	size_t max_out = c->g->cfg->max_args_bytes + OUT_EXTRA;   /* as tgi_hooks_new set it */
 	char why[256];
 	char *in = dump(hook_input(c, "PreToolUse", run));
 	memset(r, 0, sizeof *r);
@@ -821,12 +822,12 @@ static double ask_hook(const tgi_call *c, const hook *hk, const tgi_cc_run *run,
 		return 0;
 	}
 	tgi_spawn_result res;
-	int rc = run_hook(c, hk, "before_tool_call", in, h->max_out, &res);
+	int rc = run_hook(c, hk, "before_tool_call", in, max_out, &res);
 	free(in);
 	if (process_failed(hk, rc, &res, why, sizeof why))
 		reply_fail(r, "%s", why);
 	else if (res.out_truncated)
-		reply_fail(r, "printed more than %zu bytes", h->max_out);
+		reply_fail(r, "printed more than %zu bytes", max_out);
 	else
 		tgi_hook_reply_parse(res.exit_code, res.out, res.out_len, res.err, res.err_len, r);
 	double ms = rc < 0 ? 0 : res.duration_ms;
@@ -1030,9 +1031,11 @@ static tgi_verdict before_claude(tgi_call *c, const hook *hk, cc_view *v, json_t
 	return settle(c, hk, done, &r, ms, asked);
 }
 
-tgi_verdict tgi_hooks_before(tgi_call *c)
+static tgi_verdict hooks_before(tgi_call *c, void *state)
 {
-	const tgi_hooks *h = c->g->hooks;
+	const tgi_hooks *h = state;
+	if (!h->before.n)
+		return TGI_NEXT;
 	json_t *done = json_array();
 	tgi_verdict v = TGI_NEXT;
 	cc_view view;
@@ -1106,13 +1109,14 @@ static void after_one(tgi_call *c, const hook *hk, const char *in)
 		after_failed(c, hk, why);
 }
 
-void tgi_hooks_after(tgi_call *c, const json_t *envelope)
+static void hooks_after(tgi_call *c, void *state)
 {
-	const tgi_hooks *h = c->g->hooks;
+	const tgi_hooks *h = state;
+	const json_t *envelope = c->envelope;
 	char *in = NULL, **cc_in = NULL;   /* made once, for the hooks that read them */
 	int made = 0;
 	cc_view view;
-	if (!c->tool[0])
+	if (!h->after.n || !c->tool[0])
 		return;
 	view_init(c, &view);
 	for (size_t i = 0; i < h->after.n; i++) {
@@ -1152,3 +1156,25 @@ void tgi_hooks_after(tgi_call *c, const json_t *envelope)
 	free(in);
 	view_free(&view);
 }
+
+/* Open when any hook is configured; a gate with after-hooks only has a
+ * step that finds no before-hook, and the other way round. */
+static int hooks_open(tg_gate *g, const tg_options *o, void **state, char *err, size_t errlen)
+{
+	return tgi_hooks_new(g->cfg, (tgi_hooks **)state, err, errlen);
+}
+
+static void hooks_close(void *state)
+{
+	tgi_hooks_free(state);
+}
+
+static const tgi_strv *hooks_files(const void *state)
+{
+	return tgi_hooks_programs(state);
+}
+
+const tgi_part tgi_part_hooks = {
+	.name = "hooks", .after = TGI_PHASE_IDENTIFY, .open = hooks_open, .close = hooks_close,
+	.step = hooks_before, .after_persist = hooks_after, .files = hooks_files,
+};

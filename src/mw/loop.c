@@ -60,6 +60,7 @@
 #include <strings.h>
 
 #include "mw/mw.h"
+#include "mw/part.h"
 #include "util/util.h"
 
 #define LOOP_MAX_WINDOW   1000   /* loop_detection.window at most */
@@ -737,9 +738,8 @@ static json_t *event_data(const loop_count *cnt, int limit, int enforced)
 	return d;
 }
 
-static void block_call(tgi_call *c, const loop_count *cnt, const char *tool)
+static void block_call(tgi_call *c, const tgi_loop *l, const loop_count *cnt, const char *tool)
 {
-	const tgi_loop *l = c->g->loop;
 	tgi_snprintf(c->error_rule, sizeof c->error_rule, "loop_detection: block %d", l->block);
 	tgi_trace(c, "loop", 0, json_pack("{s:i, s:s}", "count", cnt->n, "pattern",
 	                                  cnt->ping_pong ? "ping_pong" : "repeat"));
@@ -761,9 +761,9 @@ static void block_call(tgi_call *c, const loop_count *cnt, const char *tool)
 		         "something else", tool, cnt->n);
 }
 
-tgi_verdict tgi_loop_check(tgi_call *c)
+static tgi_verdict loop_check(tgi_call *c, void *state)
 {
-	tgi_loop *l = c->g->loop;
+	tgi_loop *l = state;
 	unsigned char sig[32];
 	char tool[LOOP_TOOL_MAX + 1];
 	loop_count cnt = {0};
@@ -789,7 +789,7 @@ tgi_verdict tgi_loop_check(tgi_call *c)
 		tgi_event_add(c, "tool.loop.blocked", "loop", event_data(&cnt, l->block, 0));
 		return TGI_NEXT;
 	}
-	block_call(c, &cnt, tool);
+	block_call(c, l, &cnt, tool);
 	return TGI_STOP;
 }
 
@@ -803,9 +803,8 @@ static int counted(const tgi_call *c)
 	return c->tool[0] != '\0';
 }
 
-static void warn_call(tgi_call *c, const loop_count *cnt, const char *tool)
+static void warn_call(tgi_call *c, const tgi_loop *l, const loop_count *cnt, const char *tool)
 {
-	const tgi_loop *l = c->g->loop;
 	char hint[600];
 	tgi_event_add(c, "tool.loop.warning", "loop", event_data(cnt, l->warn, !l->observe));
 	if (l->observe)
@@ -823,9 +822,9 @@ static void warn_call(tgi_call *c, const loop_count *cnt, const char *tool)
 	c->hint = tgi_strdup(hint);
 }
 
-void tgi_loop_record(tgi_call *c)
+static void loop_record(tgi_call *c, void *state)
 {
-	tgi_loop *l = c->g->loop;
+	tgi_loop *l = state;
 	unsigned char sig[32];
 	char tool[LOOP_TOOL_MAX + 1];
 	loop_count cnt = {0};
@@ -856,5 +855,20 @@ void tgi_loop_record(tgi_call *c)
 	count(w, sig, 1, read_only, &cnt);
 	window_free(w);
 	if (cnt.n >= l->warn)
-		warn_call(c, &cnt, tool);
+		warn_call(c, l, &cnt, tool);
 }
+
+static int loop_open(tg_gate *g, const tg_options *o, void **state, char *err, size_t errlen)
+{
+	return tgi_loop_new(g->cfg, (tgi_loop **)state, err, errlen);
+}
+
+static void loop_close(void *state)
+{
+	tgi_loop_free(state);
+}
+
+const tgi_part tgi_part_loop = {
+	.name = "loop", .after = TGI_PHASE_IDENTIFY, .open = loop_open, .close = loop_close,
+	.step = loop_check, .before_persist = loop_record,
+};

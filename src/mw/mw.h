@@ -133,12 +133,6 @@ typedef struct tgi_loop tgi_loop;
 int  tgi_loop_new(const tgi_config *cfg, tgi_loop **out, char *err, size_t errlen);
 void tgi_loop_free(tgi_loop *l);
 
-/* Admit step: deny with loop_detected when this call would repeat a loop
- * `block` times (observe mode: record an event only). */
-tgi_verdict tgi_loop_check(tgi_call *c);
-/* Before persist, every call: add the call to its window, set c->hint at
- * `warn` and c->loop_entry (what the ledger keeps for windows). */
-void tgi_loop_record(tgi_call *c);
 
 /* Exposed for the tests and fuzz/fuzz_loop.c: the outcome digest (sha256
  * hex) the window compares, and a window entry read back from the ledger
@@ -163,9 +157,6 @@ int  tgi_ratelimit_new(const tgi_config *cfg, tgi_ratelimit **out, char *err,
                        size_t errlen);
 void tgi_ratelimit_free(tgi_ratelimit *r);
 
-/* Admit step after decide: take a token, or deny `rate_limited` with
- * retry_after_s (`transient` when the ledger cannot say). */
-tgi_verdict tgi_ratelimit_step(tgi_call *c);
 
 /* ---- hooks (hooks.c) ----
  *
@@ -181,13 +172,6 @@ void tgi_hooks_free(tgi_hooks *h);
 int  tgi_hooks_any_before(const tgi_hooks *h);
 int  tgi_hooks_any_after(const tgi_hooks *h);
 
-/* Admit step after identify: run the matching before-hooks in order; the
- * first deny stops the call; an ask sets c->hook_ask; rewritten args are
- * validated again (tgi_validate) before decide sees them. */
-tgi_verdict tgi_hooks_before(tgi_call *c);
-/* After persist: the matching after-hooks get the envelope; a failure is
- * an event and a log line, never a change to the result. */
-void tgi_hooks_after(tgi_call *c, const json_t *envelope);
 
 /* The files the configured hooks run (argv[0] when it is a path, and any
  * argument naming a regular file), so the gate can keep tools from
@@ -295,7 +279,6 @@ int tgi_cc_args_back(tgi_cc_kind kind, const json_t *args, const tgi_cc_run *run
  * that uses an old top-level name is rewritten before validation, and its
  * result carries warnings: ["'due' is deprecated; use 'due_date'"].
  */
-tgi_verdict tgi_aliases_step(tgi_call *c);
 
 /* ---- arguments a client adds on its own (client_args.c) ----
  *
@@ -303,7 +286,6 @@ tgi_verdict tgi_aliases_step(tgi_call *c);
  * declare are removed from the call's arguments before validation and named
  * in the trace: {stage: "client_args", ok: true, removed: ["wait_for_previous"]}.
  */
-tgi_verdict tgi_client_args_step(tgi_call *c);
 
 /* ---- Codex's apply_patch through the shell (shell_patch.c) ----
  *
@@ -312,7 +294,6 @@ tgi_verdict tgi_client_args_step(tgi_call *c);
  * with the patch, as a string or ["bash", "-lc", SCRIPT]) is rewritten
  * into an apply_patch call before validation, and judged and run as one.
  */
-tgi_verdict tgi_shell_patch_step(tgi_call *c);
 /* Is args (a shell call's) one of those forms?  1 with the patch text in
  * *patch (len bytes, NUL-terminated; caller frees) and the directory a
  * `cd DIR &&` names in *dir (NULL: none; caller frees); else 0, both NULL. */

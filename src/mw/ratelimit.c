@@ -31,6 +31,7 @@
 #include <strings.h>
 
 #include "mw/mw.h"
+#include "mw/part.h"
 #include "util/util.h"
 
 #define RATE_N_MAX    1000000 /* calls per unit: more is no limit at all */
@@ -272,9 +273,9 @@ static tgi_verdict refuse(tgi_call *c, const rate_limit *l, double left)
 	                l->n == 1 ? "" : "s", l->per, wait);
 }
 
-tgi_verdict tgi_ratelimit_step(tgi_call *c)
+static tgi_verdict ratelimit_step(tgi_call *c, void *state)
 {
-	tgi_ratelimit *r = c->g->rate;
+	tgi_ratelimit *r = state;
 	const rate_limit *l = r ? limit_for(r, c->tool) : NULL;
 	char err[512], text[48];
 	double left = 0;
@@ -299,3 +300,19 @@ tgi_verdict tgi_ratelimit_step(tgi_call *c)
 	                                        (json_int_t)floor(left + RATE_EPSILON)));
 	return TGI_NEXT;
 }
+
+static int ratelimit_open(tg_gate *g, const tg_options *o, void **state, char *err,
+                          size_t errlen)
+{
+	return tgi_ratelimit_new(g->cfg, (tgi_ratelimit **)state, err, errlen);
+}
+
+static void ratelimit_close(void *state)
+{
+	tgi_ratelimit_free(state);
+}
+
+const tgi_part tgi_part_ratelimit = {
+	.name = "rate_limit", .after = TGI_PHASE_DECIDE, .open = ratelimit_open,
+	.close = ratelimit_close, .step = ratelimit_step,
+};

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "mw/mw.h"
+#include "mw/part.h"
 #include "patch/patch.h"
 #include "util/util.h"
 
@@ -231,7 +232,7 @@ static int start_dir(const char *workdir, const char *cd, char *out, size_t cap)
 	return 0;
 }
 
-tgi_verdict tgi_shell_patch_step(tgi_call *c)
+static tgi_verdict shell_patch_step(tgi_call *c, void *state)
 {
 	tg_gate *g = c->g;
 	char *patch, *cd, dir[DIR_MAX];
@@ -273,3 +274,8 @@ tgi_verdict tgi_shell_patch_step(tgi_call *c)
 	                                         dir[0] ? dir : "."));
 	return TGI_NEXT;
 }
+
+/* Always on: it acts only on a shell call that is Codex's apply_patch. */
+const tgi_part tgi_part_shell_patch = {
+	.name = "shell_patch", .after = TGI_PHASE_DECODE, .judge = 1, .step = shell_patch_step,
+};

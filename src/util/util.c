@@ -787,3 +787,15 @@ const char *tgi_passwd_home(void)
 	pthread_once(&pw_once, pw_home_lookup);
 	return pw_home[0] ? pw_home : NULL;
 }
+
+int tgi_fail(char **errmsg, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (errmsg)
+		*errmsg = tgi_strdup(buf);
+	return -1;
+}

@@ -161,6 +161,9 @@ void *tgi_xcalloc(size_t n, size_t sz);
 void *tgi_xrealloc(void *p, size_t n);
 /* snprintf into a fixed buffer; never overflows, always terminates. */
 void tgi_snprintf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Set *errmsg (if not NULL) to a new copy of the sentence; returns -1:
+ * the public API's error tier (`return tgi_fail(errmsg, ...)`). */
+int tgi_fail(char **errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Split an authority, "host", "host:port", "[v6]" or "[v6]:port" (n bytes),
  * into host (brackets dropped, at most cap - 1 bytes, no blanks, controls,
