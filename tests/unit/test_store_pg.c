@@ -3,37 +3,26 @@
  * real server, named by $TOOLGATE_TEST_PG (tests/run starts a throwaway
  * cluster and exports it; without it this program fails, saying so).
  *
- * Each case makes its own database (tg_<random>) and drops it.  Covered,
- * against store.h and issue 9: an empty database migrated to the latest
- * schema at open; a newer schema refused; migrate(to=2), dry runs, and an
- * open that takes 2 to the latest; a version 4 ledger's approvals kept
- * through the upgrade to 5; an approval's plan and its decision's reason;
- * the claim lifecycle (claimed, in flight, done
- * with its envelope replayed, conflict, release, unknown), dead owners (a
- * process of this host that died holding a claim; a backend of another
- * host that is gone; a lease run out) and operator resolution; claims,
- * approvals and approval takes raced by several processes (one winner);
- * a record that fails leaves nothing; event seqs gap-free and in commit
- * order as a follower sees them while several processes write; rate-limit
- * buckets taken to empty and refilled on the server's clock; watches woken
- * by another process within a second, and after their connection is killed
- * quiet again, then woken by the next write; a connection killed under a handle
+ * Each case makes its own database (tg_<random>) and drops it.  The store
+ * contract of store_contract.h runs on it first, as test_store runs it on
+ * SQLite; then what only PostgreSQL does, against store.h and issue 9: one
+ * row per migration in toolgate_schema; a connection killed under a handle
  * (transient, the backoff, the reconnect, claims moved to the new backend);
- * an unreachable server named without its password; and ops, events,
- * stats and export giving exactly what the SQLite ledger gives for the
- * same records.  Then what two reviews found: a connection that died
- * while idle (killed, or the server's idle timeout) found before the next
- * call, which goes through; a record whose connection broke under it sent
- * again on a fresh one, written once; a claim whose record failed settled
- * unknown (or deleted) after the reconnect or at once, never moved to the
- * new backend as a live one; a claim whose commit reply was lost deleted
- * by the close; reconnects, watches and the close bounded in time against
- * a server that never answers; owners whose backend went with a server
- * restart judged by their lease, and `ops resolve` judging an unknown
- * claim's owner too; the owner's host as hostname/boot id/pid namespace;
- * a waiter using its own approval; an export reading one snapshot.
- * Eval runs: kept and listed as in SQLite (the same columns, the same
- * lists), and a version 5 ledger's rows kept through the upgrade to 6.
+ * an unreachable server named without its password; watches that LISTEN
+ * (quiet until something is written, and after their connection is
+ * killed quiet again, then woken by the next write); owners judged by
+ * their backend (another host's gone, its pid reused, a lease run out);
+ * and ops, events, stats, export and eval runs giving exactly what the
+ * SQLite ledger gives for the same records.  Then what two reviews found:
+ * a connection that died while idle (killed, or the server's idle timeout)
+ * found before the next call, which goes through; a record whose
+ * connection broke under it sent again on a fresh one, written once; a
+ * claim whose record failed settled unknown (or deleted) after the
+ * reconnect or at once, never moved to the new backend as a live one; a
+ * claim whose commit reply was lost deleted by the close; reconnects,
+ * watches and the close bounded in time against a server that never
+ * answers; owners whose backend went with a server restart judged by
+ * their lease, and `ops resolve` judging an unknown claim's owner too.
  *
  * Owns: the databases it makes (dropped at the end of each case) and its
  * temporary directories.  Children of fork() report through exit codes
@@ -66,9 +55,6 @@
 #include "util/dl.h"
 #include "util/util.h"
 
-#define BINDING_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define BINDING_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-
 static const char *base_url; /* $TOOLGATE_TEST_PG */
 
 /* A store call that must succeed: its sentence (in err) shown if not. */
@@ -80,12 +66,18 @@ static const char *base_url; /* $TOOLGATE_TEST_PG */
 
 struct fx {
 	char       db[40];      /* tg_<random> */
-	char       url[1024];   /* base_url with that database */
-	tgi_store *s;           /* open on url, or NULL */
+	char       where[1024]; /* base_url with that database */
+	tgi_store *s;           /* open on where, or NULL */
 	PGconn    *sql;         /* a plain connection to the database, for looking */
 	char       tmp[64];     /* a temporary directory, or "" */
 	tgi_store *lite;        /* an SQLite ledger in it, or NULL */
 };
+
+#define CX_PG 1
+#include "store_contract.h"
+
+#define BINDING_A DIGEST_A
+#define BINDING_B DIGEST_B
 
 /* ---- a connection of the test's own ---- */
 
@@ -158,50 +150,35 @@ static int admin_run(int drop, const char *db)
 	return ok ? 0 : -1;
 }
 
-/* ---- fixtures ---- */
+/* ---- the backend ---- */
 
-static int setup_db(void **state)
+static int setup_empty(void **state)
 {
 	struct fx *f = calloc(1, sizeof *f);
 	char hex[17];
 	tgi_random_hex(hex, 8);
 	snprintf(f->db, sizeof f->db, "tg_%s", hex);
-	url_with_db(f->url, sizeof f->url, f->db);
+	url_with_db(f->where, sizeof f->where, f->db);
+	*state = f;
 	if (admin_run(0, f->db) < 0)
 		return -1;
-	f->sql = pq_connect(f->url);
-	*state = f;
+	f->sql = pq_connect(f->where);
 	return f->sql ? 0 : -1;
 }
 
 static int open_store(struct fx *f, int flags)
 {
 	char err[512];
-	if (tgi_store_open(f->url, flags, &f->s, err, sizeof err) < 0) {
+	if (tgi_store_open(f->where, flags, &f->s, err, sizeof err) < 0) {
 		fprintf(stderr, "open: %s\n", err);
 		return -1;
 	}
 	return 0;
 }
 
-/* A ledger from before identities that holds records: refused as foreign
- * (its schema migrated all the same), then adopted. */
-static void open_adopting(struct fx *f)
-{
-	char err[1024];
-	tgi_ledger_rows n;
-	assert_int_equal(tgi_store_open(f->url, 0, &f->s, err, sizeof err), -1);
-	if (!strstr(err, "holds records but has no identity") || !strstr(err, "toolgate ledger adopt"))
-		fail_msg("not refused as foreign: %s", err);
-	assert_int_equal(tgi_store_open(f->url, TGI_STORE_FOREIGN_OK, &f->s, err, sizeof err), 0);
-	assert_non_null(tgi_store_foreign(f->s));
-	assert_int_equal(tgi_store_adopt(f->s, NULL, &n, err, sizeof err), 0);
-	assert_null(tgi_store_foreign(f->s));
-}
-
 static int setup_store(void **state)
 {
-	if (setup_db(state) < 0)
+	if (setup_empty(state) < 0)
 		return -1;
 	return open_store(*state, 0);
 }
@@ -237,10 +214,94 @@ static tgi_store *open_or_die(const char *url)
 	return s;
 }
 
+/* The first value of the first row of the last statement of sql, or NULL
+ * when there is none (or it is NULL): into out, "" then. */
+static int sql_value(PGconn *c, const char *sql, char *out, size_t cap)
+{
+	PGresult *r = tgi_pq.exec(c, sql);
+	ExecStatusType st = tgi_pq.resultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, tgi_pq.resultErrorMessage(r));
+	int got = tgi_pq.ntuples(r) > 0 && !tgi_pq.getisnull(r, 0, 0);
+	snprintf(out, cap, "%s", got ? tgi_pq.getvalue(r, 0, 0) : "");
+	tgi_pq.clear(r);
+	return got;
+}
+
+static long long cx_num(struct fx *f, const char *fmt, ...)
+{
+	char sql[4096], out[64];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	if (!sql_value(f->sql, sql, out, sizeof out))
+		return -1;
+	if (!strcmp(out, "t") || !strcmp(out, "f"))
+		return out[0] == 't';
+	return strtoll(out, NULL, 10);
+}
+
+static void cx_text(struct fx *f, char *out, size_t cap, const char *fmt, ...)
+{
+	char sql[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	sql_value(f->sql, sql, out, cap);
+}
+
+static void cx_exec(struct fx *f, const char *fmt, ...)
+{
+	char sql[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	sqlx(f->sql, sql, NULL, 0);
+}
+
+static int cx_has_table(struct fx *f, const char *name)
+{
+	return (int)cx_num(f, "SELECT count(*) FROM pg_tables WHERE tablename = '%s'"
+	                   " AND schemaname = current_schema()", name);
+}
+
+static int cx_has_index(struct fx *f, const char *name)
+{
+	return (int)cx_num(f, "SELECT count(*) FROM pg_indexes WHERE indexname = '%s'"
+	                   " AND schemaname = current_schema()", name);
+}
+
+static int cx_has_column(struct fx *f, const char *table, const char *column)
+{
+	return (int)cx_num(f, "SELECT count(*) FROM information_schema.columns WHERE table_name = '%s'"
+	                   " AND column_name = '%s' AND table_schema = current_schema()", table, column);
+}
+
+/* One row per migration, 1..v. */
+static void cx_schema_is(struct fx *f, int v)
+{
+	assert_int_equal(cx_num(f, "SELECT max(version) FROM toolgate_schema"), v);
+	assert_int_equal(cx_num(f, "SELECT count(*) FROM toolgate_schema"), v);
+	assert_int_equal(cx_num(f, "SELECT min(version) FROM toolgate_schema"), 1);
+}
+
+static void cx_schema_ahead(struct fx *f)
+{
+	cx_exec(f, "INSERT INTO toolgate_schema(version) VALUES (%d)", TGI_STORE_SCHEMA_VERSION + 1);
+}
+
+static void cx_integrity(struct fx *f)
+{
+	(void)f;   /* nothing to check that a transaction did not */
+}
+
 /* ---- records ---- */
 
 /* A record of op_id in session (NULL: none), with an envelope naming
- * status, and idem scope (NULL: none). */
+ * status. */
 static tgi_op_record rec(const char *op_id, const char *tool, const char *status,
                          const char *session, const char *envelope, int64_t started_ms)
 {
@@ -253,8 +314,8 @@ static tgi_op_record rec(const char *op_id, const char *tool, const char *status
 	return r;
 }
 
-static void record_ok(tgi_store *s, const tgi_op_record *r, tgi_event *ev, size_t nev,
-                      const char *scope, tgi_idem_settle how)
+static void rec_ok(tgi_store *s, const tgi_op_record *r, tgi_event *ev, size_t nev,
+                   const char *scope, tgi_idem_settle how)
 {
 	char err[512] = "";
 	if (tgi_store_record(s, r, ev, nev, scope, how, err, sizeof err) < 0)
@@ -276,23 +337,10 @@ static void claim_ok(tgi_store *s, const char *scope, const char *op_id, const c
 		fail_msg("claim %s: %s", scope, err);
 }
 
-static int wait_child(pid_t pid)
-{
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* ---- schema ---- */
 
+/* An empty database migrated at open: one row per migration in
+ * toolgate_schema, every table there; a second open leaves it. */
 static void test_open_migrates_empty(void **state)
 {
 	struct fx *f = *state;
@@ -312,182 +360,11 @@ static void test_open_migrates_empty(void **state)
 	                                 " ('ops', 'idem', 'events', 'approvals', 'sessions', 'pins',"
 	                                 " 'rate_buckets', 'messages', 'event_seq', 'eval_runs')"), 10);
 	/* a second open finds it current and leaves it */
-	tgi_store *s2 = open_or_die(f->url);
+	tgi_store *s2 = open_or_die(f->where);
 	tgi_store_close(s2);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), TGI_STORE_SCHEMA_VERSION);
 }
 
-static void test_newer_schema_refused(void **state)
-{
-	struct fx *f = *state;
-	char err[512] = "", sql[96], want[64];
-	tgi_store *s = NULL;
-	snprintf(sql, sizeof sql, "INSERT INTO toolgate_schema(version) VALUES (%d)",
-	         TGI_STORE_SCHEMA_VERSION + 1);
-	sqlx(f->sql, sql, NULL, 0);
-	assert_int_equal(tgi_store_open(f->url, 0, &s, err, sizeof err), -1);
-	assert_null(s);
-	snprintf(want, sizeof want, "schema version %d", TGI_STORE_SCHEMA_VERSION + 1);
-	assert_non_null(strstr(err, want));
-	snprintf(want, sizeof want, "newer than this toolgate understands (%d)",
-	         TGI_STORE_SCHEMA_VERSION);
-	assert_non_null(strstr(err, want));
-	assert_non_null(strstr(err, "upgrade toolgate"));
-	/* and not by the migration command either */
-	assert_int_equal(tgi_store_open(f->url, TGI_STORE_NO_MIGRATE, &s, err, sizeof err), -1);
-}
-
-static int told[8], ntold;
-static void tell(void *arg, int n)
-{
-	(void)arg;
-	if (ntold < 8)
-		told[ntold++] = n;
-}
-
-static void test_migrate_steps(void **state)
-{
-	struct fx *f = *state;
-	char err[512] = "";
-	int v = -1;
-
-	assert_int_equal(open_store(f, TGI_STORE_NO_MIGRATE), 0);
-	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, 0);
-	ntold = 0;
-	assert_int_equal(tgi_store_migrate(f->s, 2, 0, tell, NULL, err, sizeof err), 0);
-	assert_int_equal(ntold, 2);
-	assert_int_equal(told[0], 1);
-	assert_int_equal(told[1], 2);
-	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, 2);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename = 'pins'"), 1);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename = 'messages'"), 0);
-	/* a dry run tells what would be applied, and applies nothing */
-	ntold = 0;
-	assert_int_equal(tgi_store_migrate(f->s, 0, 1, tell, NULL, err, sizeof err), 0);
-	assert_int_equal(ntold, TGI_STORE_SCHEMA_VERSION - 2);
-	for (int i = 0; i < ntold; i++)
-		assert_int_equal(told[i], 3 + i);
-	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, 2);
-	/* migrations only go forward */
-	assert_int_equal(tgi_store_migrate(f->s, 1, 0, NULL, NULL, err, sizeof err), -1);
-	assert_non_null(strstr(err, "only go forward"));
-	tgi_store_close(f->s);
-	f->s = NULL;
-
-	/* an ordinary open takes it from 2 to the latest */
-	assert_int_equal(open_store(f, 0), 0);
-	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename = 'messages'"), 1);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
-	                                 " WHERE table_name = 'ops' AND column_name = 'loop'"), 1);
-}
-
-/* Two processes opening an empty database at once both end at the latest
- * version, each migration applied once. */
-static void test_migrate_race(void **state)
-{
-	struct fx *f = *state;
-	pid_t pids[3];
-	for (int i = 0; i < 3; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char err[512];
-			tgi_store *s = NULL;
-			if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0) {
-				fprintf(stderr, "child open: %s\n", err);
-				_exit(1);
-			}
-			tgi_store_close(s);
-			_exit(0);
-		}
-	}
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(wait_child(pids[i]), 0);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"),
-	                 TGI_STORE_SCHEMA_VERSION);
-}
-
-/* A version 4 ledger (before approvals kept a plan and a decision's
- * reason) is upgraded (through 5, to the latest) by an ordinary open: its approvals stay, as
- * they were, with no plan and no reason; the pending one is decided with
- * a reason afterwards. */
-static void test_upgrade_v4_approvals(void **state)
-{
-	struct fx *f = *state;
-	char err[512] = "", sql[1024];
-	int v = -1, found = 0;
-	int64_t later = tgi_unix_ms() + 3600 * 1000;
-	tgi_approval_row got, *rows = NULL;
-	size_t n = 0;
-	static const char *const ids[] = {
-		"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e01", /* pending */
-		"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e02", /* denied by bob */
-	};
-
-	assert_int_equal(open_store(f, TGI_STORE_NO_MIGRATE), 0);
-	assert_int_equal(tgi_store_migrate(f->s, 4, 0, NULL, NULL, err, sizeof err), 0);
-	tgi_store_close(f->s);
-	f->s = NULL;
-	assert_int_equal(sql_num(f->sql, "SELECT max(version) FROM toolgate_schema"), 4);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
-	                                 " WHERE table_name = 'approvals' AND column_name = 'plan'"), 0);
-	snprintf(sql, sizeof sql,
-	         "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"
-	         " created_ms, expires_ms, decided_by, decided_ms) VALUES"
-	         " ('%s', NULL, 'write_file', 'local', '%s', 'pending', '{\"path\":\"a\"}',"
-	         "  'ask: write_file', 1000, %lld, NULL, NULL),"
-	         " ('%s', NULL, 'shell', 'local', '%s', 'denied', '{\"command\":\"rm\"}',"
-	         "  'ask: shell', 1001, %lld, 'bob', 1500)",
-	         ids[0], BINDING_A, (long long)later, ids[1], BINDING_B, (long long)later);
-	sqlx(f->sql, sql, NULL, 0);
-
-	open_adopting(f);
-	assert_int_equal(tgi_store_schema_version(f->s, &v, err, sizeof err), 0);
-	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM information_schema.columns"
-	                                 " WHERE table_name = 'approvals' AND column_name IN"
-	                                 " ('plan', 'decided_reason')"), 2);
-	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
-	assert_int_equal(n, 2);
-	assert_string_equal(rows[0].id, ids[1]);
-	assert_string_equal(rows[0].state, "denied");
-	assert_string_equal(rows[0].decided_by, "bob");
-	assert_int_equal(rows[0].decided_ms, 1500);
-	assert_string_equal(rows[1].id, ids[0]);
-	assert_string_equal(rows[1].state, "pending");
-	assert_string_equal(rows[1].args, "{\"path\":\"a\"}");
-	for (size_t i = 0; i < n; i++) {
-		assert_null(rows[i].plan);
-		assert_null(rows[i].decided_reason);
-	}
-	tgi_approval_rows_free(rows, n);
-	assert_int_equal(tgi_store_approval_decide(f->s, ids[0], 0, "carol", "not on a Friday", err,
-	                                           sizeof err), 0);
-	assert_int_equal(tgi_store_approval_get(f->s, ids[0], &got, &found, err, sizeof err), 0);
-	assert_int_equal(found, 1);
-	assert_string_equal(got.state, "denied");
-	assert_string_equal(got.decided_by, "carol");
-	assert_string_equal(got.decided_reason, "not on a Friday");
-	tgi_approval_row_clear(&got);
-}
-
-static void test_not_a_ledger(void **state)
-{
-	struct fx *f = *state;
-	char err[512] = "";
-	tgi_store *s = NULL;
-	sqlx(f->sql, "CREATE TABLE ops(id int)", NULL, 0);
-	assert_int_equal(tgi_store_open(f->url, 0, &s, err, sizeof err), -1);
-	assert_non_null(strstr(err, "does not have the tables toolgate expects"));
-	assert_non_null(strstr(err, "\"ops\""));
-	/* the failed migration left nothing behind */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename IN"
-	                                 " ('toolgate_schema', 'idem', 'events')"), 0);
-}
 
 /* ---- connecting ---- */
 
@@ -547,18 +424,10 @@ static void db_allow(struct fx *f, int yes)
 }
 
 /* This process as a claim's owner host: hostname/boot id/pid namespace. */
-static void self_identity(char *out, size_t cap)
+static void self_host(char *out, size_t cap)
 {
-	char host[256] = "", boot[64] = "";
-	struct stat st;
-	gethostname(host, sizeof host - 1);
-	FILE *b = fopen("/proc/sys/kernel/random/boot_id", "r");
-	assert_non_null(b);
-	assert_non_null(fgets(boot, sizeof boot, b));
-	fclose(b);
-	boot[strcspn(boot, "\n")] = '\0';
-	assert_int_equal(stat("/proc/self/ns/pid", &st), 0);
-	snprintf(out, cap, "%s/%s/%llu", host, boot, (unsigned long long)st.st_ino);
+	char name[256], boot[64];
+	self_identity(out, cap, name, boot);
 }
 
 static void test_transient_and_reconnect(void **state)
@@ -617,7 +486,7 @@ static void test_transient_and_reconnect(void **state)
 	tgi_op_record r = rec(new_id(op2), "echo", "persisted", "s1", "{\"status\":\"persisted\"}",
 	                      tgi_unix_ms());
 	tgi_event ev = { .type = "tool.call.received", .ts_ms = r.started_ms };
-	record_ok(f->s, &r, &ev, 1, NULL, TGI_SETTLE_NONE);
+	rec_ok(f->s, &r, &ev, 1, NULL, TGI_SETTLE_NONE);
 	assert_true(ev.seq > 0);
 	free(info.envelope);
 }
@@ -664,7 +533,7 @@ static void test_idle_connection_lost(void **state)
 	char sql[160];
 	snprintf(sql, sizeof sql, "ALTER DATABASE %s SET idle_session_timeout = '300ms'", f->db);
 	sqlx(f->sql, sql, NULL, 0);
-	tgi_store *s2 = open_or_die(f->url);
+	tgi_store *s2 = open_or_die(f->where);
 	for (int i = 0; i < 2; i++) {
 		sleep_ms(700);
 		tgi_op_record r = rec(new_id(op), "echo", "persisted", NULL, "{}", tgi_unix_ms());
@@ -694,7 +563,7 @@ static void test_record_retried_on_fresh_connection(void **state)
 		 * its record waits for it, then let go */
 		char sql[96];
 		close(ready[0]);
-		PGconn *c = pq_connect(f->url);
+		PGconn *c = pq_connect(f->where);
 		PGresult *r = c ? tgi_pq.exec(c, "BEGIN; SELECT last FROM event_seq FOR UPDATE") : NULL;
 		if (!r || tgi_pq.resultStatus(r) != PGRES_TUPLES_OK)
 			_exit(1);
@@ -767,7 +636,7 @@ static void test_failed_settle_after_reconnect(void **state)
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:rel', 'UTF8')), 'hex')"), 0);
 	assert_int_equal(sql_num(f->sql, "SELECT owner_backend_pid FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:run', 'UTF8')), 'hex')"),
 	                 now_pid);
-	tgi_store *s2 = open_or_die(f->url);
+	tgi_store *s2 = open_or_die(f->where);
 	claim_ok(s2, "key:fin", new_id(b), BINDING_A, &info);
 	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
 	assert_string_equal(info.op_id, fin);
@@ -794,7 +663,7 @@ static void test_failed_settle_at_once(void **state)
 
 	claim_ok(f->s, "key:dup", new_id(a), BINDING_A, &info);
 	tgi_op_record r = rec(a, "write", "persisted", NULL, "{}", tgi_unix_ms());
-	record_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
+	rec_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
 	assert_int_equal(tgi_store_record(f->s, &r, NULL, 0, "key:dup", TGI_SETTLE_DONE, err,
 	                                  sizeof err), -1);
 	assert_non_null(strstr(err, "already in the ledger"));
@@ -806,7 +675,7 @@ static void test_failed_settle_at_once(void **state)
 
 	claim_ok(f->s, "key:dup2", new_id(c), BINDING_A, &info);
 	r = rec(c, "write", "failed", NULL, "{}", tgi_unix_ms());
-	record_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
+	rec_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
 	assert_int_equal(tgi_store_record(f->s, &r, NULL, 0, "key:dup2", TGI_SETTLE_RELEASE, err,
 	                                  sizeof err), -1);
 	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:dup2', 'UTF8')), 'hex')"), 0);
@@ -831,7 +700,7 @@ static void test_close_deletes_lost_claim(void **state)
 	pid_t pid = fork();
 	if (pid == 0) {
 		char q[96];
-		PGconn *c = pq_connect(f->url);
+		PGconn *c = pq_connect(f->where);
 		sleep_ms(300);
 		snprintf(q, sizeof q, "SELECT pg_terminate_backend(%lld)", backend);
 		PGresult *r = c ? tgi_pq.exec(c, q) : NULL;
@@ -846,7 +715,7 @@ static void test_close_deletes_lost_claim(void **state)
 	assert_int_equal(wait_child(pid), 0);
 	sqlx(f->sql, "ROLLBACK", NULL, 0);
 	/* as if that claim had committed before its reply was lost */
-	self_identity(host, sizeof host);
+	self_host(host, sizeof host);
 	snprintf(sql, sizeof sql,
 	         "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"
 	         " lease_until_ms, created_ms, updated_ms) VALUES ('sha256:' || encode(sha256(convert_to('key:lostreply', 'UTF8')), 'hex'), '%s', 'in_flight',"
@@ -948,98 +817,6 @@ static void sign_flying(struct fx *f, const char *scope, const char *op)
 	sqlx(f->sql, sql, NULL, 0);
 }
 
-/* ---- MACs on the rows that carry authority (issue 22) ---- */
-
-static void pg_approved(tgi_store *s, const char *binding, char id[37])
-{
-	char err[512];
-	tgi_approval_row r;
-	memset(&r, 0, sizeof r);
-	snprintf(r.tool, sizeof r.tool, "deploy");
-	snprintf(r.principal, sizeof r.principal, "local");
-	snprintf(r.binding, sizeof r.binding, "%s", binding);
-	r.args = "{}";
-	r.reason = "ask";
-	r.created_ms = tgi_unix_ms();
-	r.expires_ms = r.created_ms + 60000;
-	assert_int_equal(tgi_store_approval_add(s, &r, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(s, r.id, 1, "alice", NULL, err, sizeof err), 0);
-	memcpy(id, r.id, 37);
-}
-
-static void test_forged_rows_pg(void **state)
-{
-	struct fx *f = *state;
-	char err[512], id[37], id2[37], got[37], sql[512], st[16], a[37], b[37], pinned[65];
-	int found = 0, forged = 0, used = 0;
-	tgi_idem_info info;
-
-	/* an approval edited with SQL is no one's; a genuine one is found, unspent */
-	pg_approved(f->s, BINDING_A, id);
-	assert_int_equal(tgi_store_approval_find(f->s, BINDING_A, "local", &found, got, &forged,
-	                                         err, sizeof err), 0);
-	assert_int_equal(found, 1);
-	assert_string_equal(got, id);
-	snprintf(sql, sizeof sql, "UPDATE approvals SET expires_ms = expires_ms + 1 WHERE id = '%s'",
-	         id);
-	sqlx(f->sql, sql, NULL, 0);
-	assert_int_equal(tgi_store_approval_find(f->s, BINDING_A, "local", &found, got, &forged,
-	                                         err, sizeof err), 0);
-	assert_int_equal(found, 0);
-	assert_int_equal(forged, 1);
-	assert_int_equal(tgi_store_approval_use(f->s, id, "local", BINDING_A, &used, err, sizeof err), 0);
-	assert_int_equal(used, -1);
-
-	/* spent with a claim that is taken; left by one in flight or done */
-	pg_approved(f->s, BINDING_B, id2);
-	tgi_approval_spend sp = {id2, "local", BINDING_B};
-	new_id(a);
-	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", a, NULL, 30, &sp, &info, err,
-	                                            sizeof err), 0);
-	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
-	snprintf(sql, sizeof sql, "SELECT state FROM approvals WHERE id = '%s'", id2);
-	sqlx(f->sql, sql, st, sizeof st);
-	assert_string_equal(st, "used");
-	pg_approved(f->s, BINDING_B, id2);
-	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", new_id(b), NULL, 30, &sp,
-	                                            &info, err, sizeof err), 0);
-	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
-	snprintf(sql, sizeof sql, "SELECT state FROM approvals WHERE id = '%s'", id2);
-	sqlx(f->sql, sql, st, sizeof st);
-	assert_string_equal(st, "approved");
-	tgi_op_record r = rec(a, "write", "persisted", NULL, "{\"output\":\"real\"}", tgi_unix_ms());
-	record_ok(f->s, &r, NULL, 0, "key:spend", TGI_SETTLE_DONE);
-	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", new_id(b), NULL, 30, &sp,
-	                                            &info, err, sizeof err), 0);
-	assert_int_equal(info.state, TGI_IDEM_DONE);
-	free(info.envelope);
-	sqlx(f->sql, sql, st, sizeof st);
-	assert_string_equal(st, "approved");
-
-	/* the done op's envelope edited: unknown, never replayed; resolvable */
-	snprintf(sql, sizeof sql, "UPDATE ops SET envelope = '{\"output\":\"forged\"}' WHERE op_id = '%s'", a);
-	sqlx(f->sql, sql, NULL, 0);
-	claim_ok(f->s, "key:spend", new_id(b), NULL, &info);
-	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
-	assert_int_equal(info.unverified, 1);
-	assert_null(info.envelope);
-	assert_int_equal(tgi_store_op_resolve(f->s, a, 0, err, sizeof err), 0);
-	/* released: claimed anew, spending the approval the others left */
-	assert_int_equal(tgi_store_idem_claim_spend(f->s, "key:spend", new_id(b), NULL, 30, &sp,
-	                                            &info, err, sizeof err), 0);
-	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
-
-	/* a pin changed with SQL is CHANGED */
-	tgi_pin_state ps;
-	assert_int_equal(tgi_store_pin_check(f->s, "s__t", BINDING_A, &ps, pinned, err, sizeof err), 0);
-	assert_int_equal(ps, TGI_PIN_NEW);
-	assert_int_equal(tgi_store_pin_check(f->s, "s__t", BINDING_A, &ps, pinned, err, sizeof err), 0);
-	assert_int_equal(ps, TGI_PIN_SAME);
-	sqlx(f->sql, "UPDATE pins SET digest = '" BINDING_B "'", NULL, 0);
-	assert_int_equal(tgi_store_pin_check(f->s, "s__t", BINDING_B, &ps, pinned, err, sizeof err), 0);
-	assert_int_equal(ps, TGI_PIN_CHANGED);
-}
-
 /* ---- owners across a server restart ---- */
 
 /* An owner on another host whose backend started before the server now
@@ -1052,7 +829,7 @@ static void test_owner_through_server_restart(void **state)
 	struct fx *f = *state;
 	char sql[2048], pid_s[32], start_s[32], b[37], err[512];
 	tgi_idem_info info;
-	PGconn *other = pq_connect(f->url);
+	PGconn *other = pq_connect(f->where);
 	assert_non_null(other);
 	sqlx(other, "SELECT pg_backend_pid()", pid_s, sizeof pid_s);
 	sqlx(other, "SELECT (extract(epoch from backend_start) * 1000000)::bigint"
@@ -1096,219 +873,6 @@ static void test_owner_through_server_restart(void **state)
 	tgi_pq.finish(other);
 }
 
-/* A claim names its owner's host by hostname, boot id and pid namespace,
- * so that gates of one hostname in two containers are two hosts. */
-static void test_owner_identity(void **state)
-{
-	struct fx *f = *state;
-	char a[37], want[512], got[512];
-	tgi_idem_info info;
-	claim_ok(f->s, "key:who", new_id(a), BINDING_A, &info);
-	self_identity(want, sizeof want);
-	sqlx(f->sql, "SELECT owner_host FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:who', 'UTF8')), 'hex')", got, sizeof got);
-	assert_string_equal(got, want);
-}
-
-/* ---- idempotency ---- */
-
-static void test_claim_lifecycle(void **state)
-{
-	struct fx *f = *state;
-	char err[512], a[37], b[37], c[37];
-	tgi_idem_info info;
-
-	claim_ok(f->s, "key:1", new_id(a), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
-	assert_string_equal(info.op_id, a);
-	/* committed before it returned: another connection sees it */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:1', 'UTF8')), 'hex')"
-	                                 " AND state = 'in_flight'"), 1);
-
-	/* the same key again while the owner (this process) lives: pending */
-	claim_ok(f->s, "key:1", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_IN_FLIGHT);
-	assert_string_equal(info.op_id, a);
-	assert_true(info.retry_after_s >= 1 && info.retry_after_s <= 30);
-	/* the same key for another call: a conflict, never its result */
-	claim_ok(f->s, "key:1", new_id(b), BINDING_B, &info);
-	assert_int_equal(info.state, TGI_IDEM_CONFLICT);
-
-	/* done: replayed with the stored envelope */
-	const char *env = "{\"op_id\":\"x\",\"status\":\"persisted\",\"output\":\"hi\"}";
-	tgi_op_record r = rec(a, "write", "persisted", NULL, env, tgi_unix_ms());
-	r.idem_binding = BINDING_A;   /* the done row's MAC covers the claim's binding */
-	record_ok(f->s, &r, NULL, 0, "key:1", TGI_SETTLE_DONE);
-	claim_ok(f->s, "key:1", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_DONE);
-	assert_string_equal(info.op_id, a);
-	assert_non_null(info.envelope);
-	assert_string_equal(info.envelope, env);
-	free(info.envelope);
-	/* without a binding it is not compared */
-	claim_ok(f->s, "key:1", new_id(b), NULL, &info);
-	assert_int_equal(info.state, TGI_IDEM_DONE);
-	free(info.envelope);
-
-	/* released: claimed again by the next call */
-	claim_ok(f->s, "key:2", new_id(a), BINDING_A, &info);
-	r = rec(a, "write", "failed", NULL, "{}", tgi_unix_ms());
-	record_ok(f->s, &r, NULL, 0, "key:2", TGI_SETTLE_RELEASE);
-	claim_ok(f->s, "key:2", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
-	assert_string_equal(info.op_id, b);
-
-	/* settled unknown: unknown, never run again */
-	claim_ok(f->s, "key:3", new_id(c), BINDING_A, &info);
-	r = rec(c, "write", "failed", NULL, "{}", tgi_unix_ms());
-	record_ok(f->s, &r, NULL, 0, "key:3", TGI_SETTLE_UNKNOWN);
-	claim_ok(f->s, "key:3", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
-	assert_string_equal(info.op_id, c);
-
-	/* resolved as not applied: released */
-	assert_int_equal(tgi_store_op_resolve(f->s, c, 0, err, sizeof err), 0);
-	claim_ok(f->s, "key:3", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_CLAIMED);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM events WHERE type = 'tool.call.resolved'"), 1);
-	/* nothing left to resolve */
-	assert_int_equal(tgi_store_op_resolve(f->s, c, 0, err, sizeof err), -1);
-	assert_non_null(strstr(err, "nothing to resolve"));
-	/* a live owner's op is not resolved under it */
-	assert_int_equal(tgi_store_op_resolve(f->s, b, 1, err, sizeof err), -1);
-	assert_non_null(strstr(err, "still running"));
-
-	/* bad arguments */
-	assert_int_equal(tgi_store_idem_claim(f->s, "", a, NULL, 30, &info, err, sizeof err), -1);
-	assert_int_equal(tgi_store_idem_claim(f->s, "k", "nope", NULL, 30, &info, err, sizeof err), -1);
-}
-
-/* A process of this host that claims and dies: its claim is unknown (and
- * stays so), then an operator settles it as applied. */
-static void test_dead_owner_this_host(void **state)
-{
-	struct fx *f = *state;
-	char err[512], op[37], b[37];
-	tgi_idem_info info;
-	new_id(op);
-	pid_t pid = fork();
-	if (pid == 0) {
-		tgi_store *s = NULL;
-		tgi_idem_info i2;
-		if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0 ||
-		    tgi_store_idem_claim(s, "key:dead", op, BINDING_A, 30, &i2, err, sizeof err) < 0 ||
-		    i2.state != TGI_IDEM_CLAIMED)
-			_exit(1);
-		_exit(0); /* a crash: no settle, no close */
-	}
-	assert_int_equal(wait_child(pid), 0);
-	claim_ok(f->s, "key:dead", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
-	assert_string_equal(info.op_id, op);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' || encode(sha256(convert_to('key:dead', 'UTF8')), 'hex')"
-	                                 " AND state = 'unknown'"), 1);
-	claim_ok(f->s, "key:dead", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_UNKNOWN);
-
-	/* settled by the operator as applied: replayed with a minimal envelope */
-	assert_int_equal(tgi_store_op_resolve(f->s, op, 1, err, sizeof err), 0);
-	claim_ok(f->s, "key:dead", new_id(b), BINDING_A, &info);
-	assert_int_equal(info.state, TGI_IDEM_DONE);
-	assert_non_null(info.envelope);
-	assert_non_null(strstr(info.envelope, "settled by operator: applied"));
-	free(info.envelope);
-}
-
-/* An op of status whose envelope's error says applied (NULL: no error),
- * started at ms, its claim settled how. */
-static void record_applied(tgi_store *s, const char *op_id, const char *status,
-                           const char *applied, int64_t ms, const char *scope,
-                           tgi_idem_settle how)
-{
-	char env[512];
-	if (applied)
-		snprintf(env, sizeof env, "{\"op_id\":\"%s\",\"status\":\"%s\",\"error\":{\"kind\":"
-		         "\"tool_error\",\"message\":\"stopped\",\"applied\":\"%s\"}}", op_id, status,
-		         applied);
-	else
-		snprintf(env, sizeof env, "{\"op_id\":\"%s\",\"status\":\"%s\",\"error\":null}", op_id,
-		         status);
-	tgi_op_record r = rec(op_id, "shell", status, NULL, env, ms);
-	record_ok(s, &r, NULL, 0, scope, how);
-}
-
-/* The op ids tgi_store_unknown lists, space-separated. */
-static void unknown_ids(tgi_store *s, char *out, size_t cap)
-{
-	char err[512];
-	json_t *a, *v;
-	size_t i;
-	if (tgi_store_unknown(s, &a, err, sizeof err) < 0)
-		fail_msg("unknown: %s", err);
-	out[0] = '\0';
-	json_array_foreach(a, i, v)
-		snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? " " : "",
-		         json_string_value(json_object_get(v, "op_id")));
-	json_decref(a);
-}
-
-/* ops list --unknown as in SQLite: calls that ran and may have acted,
- * unsettled, and claims whose process died; not a running claim, a
- * pending answer or a known outcome.  ops resolve settles one without a
- * claim too. */
-static void test_unknown_outcomes(void **state)
-{
-	struct fx *f = *state;
-	char err[512], ids[512], want[512], a[37], b[37], c[37], d[37], e[37], g[37], live[37];
-	tgi_idem_info info;
-	unknown_ids(f->s, ids, sizeof ids);
-	assert_string_equal(ids, "");
-	record_applied(f->s, new_id(a), "failed", "unknown", 1000, NULL, TGI_SETTLE_NONE);
-	record_applied(f->s, new_id(b), "persisted", NULL, 2000, NULL, TGI_SETTLE_NONE);
-	record_applied(f->s, new_id(c), "pending", "unknown", 3000, NULL, TGI_SETTLE_NONE);
-	claim_ok(f->s, "key:k", new_id(d), BINDING_A, &info);
-	record_applied(f->s, d, "failed", "unknown", 4000, "key:k", TGI_SETTLE_UNKNOWN);
-	new_id(e);
-	pid_t pid = fork();
-	if (pid == 0) {
-		tgi_store *s = NULL;
-		tgi_idem_info i2;
-		if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0 ||
-		    tgi_store_idem_claim(s, "key:dead", e, BINDING_A, 30, &i2, err, sizeof err) < 0)
-			_exit(1);
-		_exit(0); /* a crash: no settle, no close */
-	}
-	assert_int_equal(wait_child(pid), 0);
-	claim_ok(f->s, "key:live", new_id(live), BINDING_A, &info);
-	record_applied(f->s, new_id(g), "failed", "no", 5000, NULL, TGI_SETTLE_NONE);
-
-	unknown_ids(f->s, ids, sizeof ids);
-	snprintf(want, sizeof want, "%s %s %s", a, d, e);
-	assert_string_equal(ids, want);
-	json_t *rows;
-	assert_int_equal(tgi_store_unknown(f->s, &rows, err, sizeof err), 0);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 0), "message")),
-	                    "stopped");
-	assert_true(json_is_null(json_object_get(json_array_get(rows, 0), "claim")));
-	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 1), "claim")),
-	                    "unknown");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(rows, 2), "claim")),
-	                    "in_flight");
-	assert_true(json_is_null(json_object_get(json_array_get(rows, 2), "tool")));
-	json_decref(rows);
-
-	assert_int_equal(tgi_store_op_resolve(f->s, a, 1, err, sizeof err), 0);
-	assert_int_equal(tgi_store_op_resolve(f->s, a, 1, err, sizeof err), -1);
-	assert_non_null(strstr(err, "nothing to resolve"));
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops WHERE op_id = '%s' AND"
-	                         " envelope::json #>> '{error,applied}' = 'yes'", a), 1);
-	assert_int_equal(tgi_store_op_resolve(f->s, d, 0, err, sizeof err), 0);
-	assert_int_equal(tgi_store_op_resolve(f->s, e, 0, err, sizeof err), 0);
-	unknown_ids(f->s, ids, sizeof ids);
-	assert_string_equal(ids, "");
-	assert_int_equal(tgi_store_op_resolve(f->s, c, 0, err, sizeof err), -1);
-	assert_int_equal(tgi_store_op_resolve(f->s, g, 0, err, sizeof err), -1);
-}
-
 /* An owner on another host: alive while its backend exists (with that
  * start time) and its lease runs; a gone backend or a run-out lease is an
  * unknown outcome. */
@@ -1317,7 +881,7 @@ static void test_owner_other_host(void **state)
 	struct fx *f = *state;
 	char sql[1024], pid_s[32], start_s[32], b[37];
 	tgi_idem_info info;
-	PGconn *other = pq_connect(f->url);
+	PGconn *other = pq_connect(f->where);
 	assert_non_null(other);
 	sqlx(other, "SELECT pg_backend_pid()", pid_s, sizeof pid_s);
 	sqlx(other, "SELECT (extract(epoch from backend_start) * 1000000)::bigint"
@@ -1365,569 +929,6 @@ static void test_owner_other_host(void **state)
 
 /* Several processes claim one scope at the same moment: exactly one is
  * CLAIMED, the others IN_FLIGHT (the winner is alive until all answered). */
-#define RACERS 4
-static void test_claim_race(void **state)
-{
-	struct fx *f = *state;
-	int go[2], res[2], done[2];
-	pid_t pids[RACERS];
-	assert_int_equal(pipe(go), 0);
-	assert_int_equal(pipe(res), 0);
-	assert_int_equal(pipe(done), 0);
-	for (int i = 0; i < RACERS; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char err[512], op[37], c;
-			tgi_store *s = NULL;
-			tgi_idem_info info;
-			close(go[1]);
-			close(done[1]);
-			if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0)
-				_exit(2);
-			if (read(go[0], &c, 1) != 0) /* closed by the parent: go */
-				_exit(3);
-			tgi_uuidv7(op);
-			if (tgi_store_idem_claim(s, "key:race", op, BINDING_A, 30, &info, err, sizeof err) < 0)
-				c = 'E';
-			else
-				c = info.state == TGI_IDEM_CLAIMED ? 'C' : info.state == TGI_IDEM_IN_FLIGHT ? 'I' : 'X';
-			if (write(res[1], &c, 1) != 1)
-				_exit(4);
-			(void)!read(done[0], &c, 1); /* live until everyone answered */
-			_exit(0);
-		}
-	}
-	close(go[0]);
-	close(res[1]);
-	close(done[0]);
-	sleep_ms(300); /* all connected */
-	close(go[1]);
-	int claimed = 0, in_flight = 0;
-	for (int i = 0; i < RACERS; i++) {
-		char c = 0;
-		assert_int_equal(read(res[0], &c, 1), 1);
-		claimed += c == 'C';
-		in_flight += c == 'I';
-	}
-	close(done[1]);
-	for (int i = 0; i < RACERS; i++)
-		assert_int_equal(wait_child(pids[i]), 0);
-	close(res[0]);
-	assert_int_equal(claimed, 1);
-	assert_int_equal(in_flight, RACERS - 1);
-}
-
-/* ---- records and events ---- */
-
-static void test_record_atomic(void **state)
-{
-	struct fx *f = *state;
-	char err[512], op[37];
-	int64_t last = 0, after = 0;
-	tgi_op_record r = rec(new_id(op), "echo", "persisted", "s1", "{}", tgi_unix_ms());
-	tgi_event ev[3] = {
-		{ .type = "tool.call.received", .ts_ms = r.started_ms },
-		{ .type = "tool.call.stage", .stage = "decide", .ts_ms = r.started_ms },
-		{ .type = "tool.call.persisted", .ts_ms = r.started_ms },
-	};
-	record_ok(f->s, &r, ev, 3, NULL, TGI_SETTLE_NONE);
-	assert_int_equal(ev[0].seq, 1);
-	assert_int_equal(ev[1].seq, 2);
-	assert_int_equal(ev[2].seq, 3);
-	assert_int_equal(tgi_store_last_seq(f->s, &last, err, sizeof err), 0);
-	assert_int_equal(last, 3);
-
-	/* the same op again: refused, and nothing of it is written (events,
-	 * session count, seqs all as before) */
-	assert_int_equal(tgi_store_record(f->s, &r, ev, 3, "key:x", TGI_SETTLE_DONE, err, sizeof err), -1);
-	assert_non_null(strstr(err, "already in the ledger"));
-	assert_int_equal(tgi_store_transient(f->s), 0);
-	assert_int_equal(ev[0].seq, 0);
-	assert_int_equal(ev[2].seq, 0);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM events"), 3);
-	assert_int_equal(sql_num(f->sql, "SELECT calls FROM sessions WHERE id = 's1'"), 1);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM rate_buckets"), 0);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem"), 0);
-	assert_int_equal(sql_num(f->sql, "SELECT last FROM event_seq"), 3);
-	/* the next record's seqs follow on, without a gap */
-	tgi_op_record r2 = rec(new_id(op), "echo", "persisted", "s1", "{}", tgi_unix_ms());
-	r2.manifest = BINDING_B;
-	record_ok(f->s, &r2, ev, 1, NULL, TGI_SETTLE_NONE);
-	assert_int_equal(ev[0].seq, 4);
-	assert_int_equal(tgi_store_last_seq(f->s, &after, err, sizeof err), 0);
-	assert_int_equal(after, 4);
-	assert_int_equal(sql_num(f->sql, "SELECT calls FROM sessions WHERE id = 's1'"), 2);
-
-	/* what middleware reads back */
-	char manifest[65];
-	assert_int_equal(tgi_store_session_manifest(f->s, "s1", manifest, err, sizeof err), 0);
-	assert_string_equal(manifest, BINDING_B);
-	assert_int_equal(tgi_store_session_manifest(f->s, "nope", manifest, err, sizeof err), 0);
-	assert_string_equal(manifest, "");
-	/* a record keeps no rate-limit bucket: tokens are taken by bucket_take */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM rate_buckets"), 0);
-
-	/* refusals before the database is asked */
-	tgi_op_record r3 = rec(new_id(op), "echo", "persisted", NULL, "{}", tgi_unix_ms());
-	r3.op_id = "nope";
-	assert_int_equal(tgi_store_record(f->s, &r3, NULL, 0, NULL, TGI_SETTLE_NONE, err, sizeof err), -1);
-	assert_non_null(strstr(err, "not a UUID"));
-}
-
-static void test_loop_window(void **state)
-{
-	struct fx *f = *state;
-	char err[512], op[37];
-	const char *loops[] = { "L1", NULL, "L3", "L4" };
-	for (int i = 0; i < 4; i++) {
-		tgi_op_record r = rec(new_id(op), "echo", "persisted", "sw", "{}", tgi_unix_ms());
-		r.loop = loops[i];
-		record_ok(f->s, &r, NULL, 0, NULL, TGI_SETTLE_NONE);
-		sleep_ms(2); /* op ids in order */
-	}
-	tgi_strv v = { 0 };
-	assert_int_equal(tgi_store_loop_window(f->s, "sw", 2, &v, err, sizeof err), 0);
-	assert_int_equal(v.n, 2);
-	assert_string_equal(v.v[0], "L4");
-	assert_string_equal(v.v[1], "L3");
-	tgi_strv_free(&v);
-	assert_int_equal(tgi_store_loop_window(f->s, "sw", 10, &v, err, sizeof err), 0);
-	assert_int_equal(v.n, 3);
-	tgi_strv_free(&v);
-	assert_int_equal(tgi_store_loop_window(f->s, "", 10, &v, err, sizeof err), -1);
-}
-
-/* Writers in several processes, a follower reading seq > last as they
- * go: every batch it reads starts right after the last seq it saw (a row
- * that commits later never has a lower seq), and at the end it has seen
- * every event once, seqs 1..N. */
-#define WRITERS 3
-#define WRITES  60
-static void test_events_commit_order(void **state)
-{
-	struct fx *f = *state;
-	pid_t pids[WRITERS];
-	for (int w = 0; w < WRITERS; w++) {
-		pids[w] = fork();
-		if (pids[w] == 0) {
-			char err[512], op[37];
-			tgi_store *s = NULL;
-			if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0)
-				_exit(1);
-			for (int i = 0; i < WRITES; i++) {
-				tgi_op_record r = rec(new_id(op), "echo", "persisted", "sx", "{}", tgi_unix_ms());
-				tgi_event ev[3] = {
-					{ .type = "a", .ts_ms = 1 }, { .type = "b", .ts_ms = 2 }, { .type = "c", .ts_ms = 3 },
-				};
-				if (tgi_store_record(s, &r, ev, 1 + (size_t)(i % 3), NULL, TGI_SETTLE_NONE, err,
-				                     sizeof err) < 0)
-					_exit(2);
-				for (int k = 1; k < 1 + i % 3; k++)
-					if (ev[k].seq != ev[k - 1].seq + 1)
-						_exit(3);
-			}
-			tgi_store_close(s);
-			_exit(0);
-		}
-	}
-	int64_t last = 0;
-	int total = 0, expect = 0;
-	for (int i = 0; i < WRITES; i++)
-		expect += 1 + i % 3;
-	expect *= WRITERS;
-	char err[512];
-	double deadline = tgi_now_ms() + 60000;
-	while (total < expect && tgi_now_ms() < deadline) {
-		json_t *evs = NULL;
-		assert_int_equal(tgi_store_events(f->s, NULL, last, &evs, err, sizeof err), 0);
-		for (size_t i = 0; i < json_array_size(evs); i++) {
-			int64_t seq = json_integer_value(json_object_get(json_array_get(evs, i), "seq"));
-			if (seq != last + 1)
-				fail_msg("follower saw seq %lld after %lld", (long long)seq, (long long)last);
-			last = seq;
-			total++;
-		}
-		json_decref(evs);
-	}
-	for (int w = 0; w < WRITERS; w++)
-		assert_int_equal(wait_child(pids[w]), 0);
-	assert_int_equal(total, expect);
-	assert_int_equal(sql_num(f->sql, "SELECT max(seq) FROM events"), expect);
-	assert_int_equal(sql_num(f->sql, "SELECT count(DISTINCT seq) FROM events"), expect);
-	/* each record's events are consecutive, in its order */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM (SELECT op_id FROM events GROUP BY op_id"
-	                                 " HAVING max(seq) - min(seq) + 1 <> count(*)) x"), 0);
-}
-
-static void test_event_alone(void **state)
-{
-	struct fx *f = *state;
-	char err[512];
-	tgi_event ev = { .type = "mcp.server.down", .data = json_pack("{s:s}", "server", "fs") };
-	assert_int_equal(tgi_store_event(f->s, NULL, &ev, err, sizeof err), 0);
-	assert_int_equal(ev.seq, 1);
-	json_decref(ev.data);
-	tgi_event bad = { .type = "x" };
-	assert_int_equal(tgi_store_event(f->s, "nope", &bad, err, sizeof err), -1);
-	json_t *evs = NULL;
-	assert_int_equal(tgi_store_events(f->s, NULL, 0, &evs, err, sizeof err), 0);
-	assert_int_equal(json_array_size(evs), 1);
-	json_t *e = json_array_get(evs, 0);
-	assert_string_equal(json_string_value(json_object_get(e, "type")), "mcp.server.down");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(e, "data"), "server")), "fs");
-	assert_null(json_object_get(e, "session")); /* no op: no op columns */
-	json_decref(evs);
-}
-
-/* ---- approvals ---- */
-
-static void approval(tgi_approval_row *a, const char *binding, int64_t expires_ms)
-{
-	memset(a, 0, sizeof *a);
-	snprintf(a->tool, sizeof a->tool, "deploy");
-	snprintf(a->principal, sizeof a->principal, "ci");
-	snprintf(a->binding, sizeof a->binding, "%s", binding);
-	a->args = "{\"env\":\"prod\"}";
-	a->reason = "ask: deploy";
-	a->expires_ms = expires_ms;
-}
-
-static void test_approvals(void **state)
-{
-	struct fx *f = *state;
-	char err[512], pending[37];
-	int found = 9;
-	tgi_approval_row a, got;
-	int64_t later = tgi_unix_ms() + 60000;
-
-	approval(&a, BINDING_A, later);
-	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_true(tgi_uuid_ok(a.id));
-	assert_int_equal(tgi_store_approval_take(f->s, BINDING_A, "ci", &found, pending, err, sizeof err), 0);
-	assert_int_equal(found, 2);
-	assert_string_equal(pending, a.id);
-	assert_int_equal(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err), 0);
-	assert_int_equal(found, 1);
-	assert_string_equal(got.state, "pending");
-	assert_string_equal(got.args, "{\"env\":\"prod\"}");
-	free(got.args);
-	free(got.reason);
-
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", NULL, err, sizeof err), -1);
-	assert_non_null(strstr(err, "already approved"));
-	/* taken once, by one of two handles */
-	tgi_store *s2 = open_or_die(f->url);
-	assert_int_equal(tgi_store_approval_take(s2, BINDING_A, "ci", &found, pending, err, sizeof err), 0);
-	assert_int_equal(found, 1);
-	assert_int_equal(tgi_store_approval_take(f->s, BINDING_A, "ci", &found, pending, err, sizeof err), 0);
-	assert_int_equal(found, 0);
-	tgi_store_close(s2);
-	assert_int_equal(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err), 0);
-	assert_string_equal(got.state, "used");
-	assert_string_equal(got.decided_by, "alice");
-	free(got.args);
-	free(got.reason);
-
-	/* denied: the most recent decision says no */
-	approval(&a, BINDING_B, later);
-	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", NULL, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_take(f->s, BINDING_B, "ci", &found, pending, err, sizeof err), 0);
-	assert_int_equal(found, -1);
-	/* another principal's binding is not this one's */
-	assert_int_equal(tgi_store_approval_take(f->s, BINDING_B, "eve", &found, pending, err, sizeof err), 0);
-	assert_int_equal(found, 0);
-
-	/* expired: deciding says so, listing shows it */
-	approval(&a, BINDING_B, tgi_unix_ms() - 1);
-	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err), -1);
-	assert_non_null(strstr(err, "expired at"));
-	tgi_approval_row *rows = NULL;
-	size_t n = 0;
-	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
-	assert_int_equal(n, 3);
-	assert_string_equal(rows[0].state, "expired"); /* newest first */
-	tgi_approval_rows_free(rows, n);
-	assert_int_equal(tgi_store_approval_list(f->s, NULL, &rows, &n, err, sizeof err), 0);
-	assert_int_equal(n, 0);
-	tgi_approval_rows_free(rows, n);
-	assert_int_equal(tgi_store_approval_list(f->s, "denied", &rows, &n, err, sizeof err), 0);
-	assert_int_equal(n, 1);
-	tgi_approval_rows_free(rows, n);
-
-	assert_int_equal(tgi_store_approval_decide(f->s, "0190a000-0000-7000-8000-00000000dead", 1, "x",
-	                                           NULL, err, sizeof err), -1);
-	assert_non_null(strstr(err, "no approval"));
-	assert_int_equal(tgi_store_approval_get(f->s, "0190a000-0000-7000-8000-00000000dead", &got,
-	                                        &found, err, sizeof err), 0);
-	assert_int_equal(found, 0);
-}
-
-/* An approval keeps the call's plan; a decision keeps who, when (the
- * server's clock) and why, sanitized and bounded as in SQLite. */
-static void test_approval_plan_and_reason(void **state)
-{
-	struct fx *f = *state;
-	char err[512], pending[37], big[TGI_APPROVAL_REASON_MAX + 2];
-	int found = 0;
-	tgi_approval_row a, b, got, *rows = NULL;
-	size_t n = 0;
-	const char *plan = "{\"argv\":[\"rm\",\"-rf\",\"build\"],\"workdir\":\".\",\"sandbox\":\"workspace-write\"}";
-
-	approval(&a, BINDING_A, tgi_unix_ms() + 60000);
-	a.plan = (char *)plan;
-	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err), 0);
-	assert_int_equal(found, 1);
-	assert_string_equal(got.plan, plan);
-	assert_null(got.decided_reason);
-	assert_int_equal(got.decided_ms, 0);
-	tgi_approval_row_clear(&got);
-
-	memset(big, 'r', sizeof big - 1);
-	big[sizeof big - 1] = '\0';
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob", big, err, sizeof err), -1);
-	assert_non_null(strstr(err, "too long"));
-	int64_t t0 = tgi_unix_ms();
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 0, "bob",
-	                                           "  prod\x01is\nfrozen \xff  ", err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err), 0);
-	assert_string_equal(got.state, "denied");
-	assert_string_equal(got.decided_by, "bob");
-	assert_string_equal(got.decided_reason, "prod is frozen \xEF\xBF\xBD");
-	assert_true(got.decided_ms >= t0 - 5000 && got.decided_ms <= tgi_unix_ms() + 5000);
-	assert_string_equal(got.plan, plan);
-	tgi_approval_row_clear(&got);
-	assert_int_equal(tgi_store_approval_take(f->s, BINDING_A, "ci", &found, pending, err,
-	                                         sizeof err), 0);
-	assert_int_equal(found, -1);
-	assert_string_equal(pending, a.id);
-
-	/* no plan, a blank reason (none), then the list shows both */
-	approval(&b, BINDING_B, tgi_unix_ms() + 60000);
-	assert_int_equal(tgi_store_approval_add(f->s, &b, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, b.id, 1, "alice", " \t ", err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_list(f->s, "*", &rows, &n, err, sizeof err), 0);
-	assert_int_equal(n, 2);
-	assert_string_equal(rows[0].id, b.id);
-	assert_null(rows[0].plan);
-	assert_null(rows[0].decided_reason);
-	assert_true(rows[0].decided_ms > 0);
-	assert_string_equal(rows[1].decided_reason, "prod is frozen \xEF\xBF\xBD");
-	assert_string_equal(rows[1].plan, plan);
-	tgi_approval_rows_free(rows, n);
-
-	/* a plan that is not a JSON object is refused */
-	approval(&b, BINDING_B, tgi_unix_ms() + 60000);
-	b.plan = "\"text\"";
-	assert_int_equal(tgi_store_approval_add(f->s, &b, err, sizeof err), -1);
-	assert_non_null(strstr(err, "plan"));
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM approvals"), 2);
-}
-
-/* One approved approval, several processes taking it at once: one wins. */
-static void test_approval_take_race(void **state)
-{
-	struct fx *f = *state;
-	char err[512];
-	int go[2], res[2];
-	pid_t pids[RACERS];
-	tgi_approval_row a;
-	approval(&a, BINDING_A, tgi_unix_ms() + 60000);
-	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
-	assert_int_equal(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err), 0);
-	assert_int_equal(pipe(go), 0);
-	assert_int_equal(pipe(res), 0);
-	for (int i = 0; i < RACERS; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			char c, pending[37];
-			int found = 9;
-			tgi_store *s = NULL;
-			close(go[1]);
-			if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0)
-				_exit(2);
-			if (read(go[0], &c, 1) != 0)
-				_exit(3);
-			if (tgi_store_approval_take(s, BINDING_A, "ci", &found, pending, err, sizeof err) < 0)
-				c = 'E';
-			else
-				c = (char)('0' + found + 1); /* -1..2 -> '0'..'3' */
-			_exit(write(res[1], &c, 1) == 1 ? 0 : 4);
-		}
-	}
-	close(go[0]);
-	close(res[1]);
-	sleep_ms(300);
-	close(go[1]);
-	int won = 0, none = 0;
-	for (int i = 0; i < RACERS; i++) {
-		char c = 0;
-		assert_int_equal(read(res[0], &c, 1), 1);
-		won += c == '2';
-		none += c == '1';
-	}
-	for (int i = 0; i < RACERS; i++)
-		assert_int_equal(wait_child(pids[i]), 0);
-	close(res[0]);
-	assert_int_equal(won, 1);
-	assert_int_equal(none, RACERS - 1);
-}
-
-/* A waiter uses the approval it waits on, not the newest of its binding:
- * of two queued for one call, approving the older one lets its waiter
- * run, and only it; one approval counts once, for its own principal and
- * binding, while it has not expired. */
-static void test_approval_use(void **state)
-{
-	struct fx *f = *state;
-	char err[512], pending[37], older[37];
-	int used = 9, found = 9;
-	tgi_approval_row a, got;
-	int64_t later = tgi_unix_ms() + 60000;
-
-	approval(&a, BINDING_A, later);
-	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
-	memcpy(older, a.id, sizeof older);
-	sleep_ms(2);
-	approval(&a, BINDING_A, later);
-	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
-	OK(tgi_store_approval_decide(f->s, older, 1, "alice", NULL, err, sizeof err));
-	/* the newest of the binding is still pending: a take finds that one */
-	OK(tgi_store_approval_take(f->s, BINDING_A, "ci", &found, pending, err, sizeof err));
-	assert_int_equal(found, 2);
-	assert_string_equal(pending, a.id);
-
-	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_A, &used, err, sizeof err));
-	assert_int_equal(used, 0);   /* pending */
-	OK(tgi_store_approval_use(f->s, older, "eve", BINDING_A, &used, err, sizeof err));
-	assert_int_equal(used, 0);   /* another principal's */
-	OK(tgi_store_approval_use(f->s, older, "ci", BINDING_B, &used, err, sizeof err));
-	assert_int_equal(used, 0);   /* another call's */
-	OK(tgi_store_approval_use(f->s, older, "ci", BINDING_A, &used, err, sizeof err));
-	assert_int_equal(used, 1);
-	OK(tgi_store_approval_use(f->s, older, "ci", BINDING_A, &used, err, sizeof err));
-	assert_int_equal(used, 0);   /* once */
-	OK(tgi_store_approval_get(f->s, older, &got, &found, err, sizeof err));
-	assert_string_equal(got.state, "used");
-	free(got.args);
-	free(got.reason);
-	OK(tgi_store_approval_get(f->s, a.id, &got, &found, err, sizeof err));
-	assert_string_equal(got.state, "pending");
-	free(got.args);
-	free(got.reason);
-
-	/* denied, and expired once approved: not used */
-	OK(tgi_store_approval_decide(f->s, a.id, 0, "bob", NULL, err, sizeof err));
-	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_A, &used, err, sizeof err));
-	assert_int_equal(used, 0);
-	approval(&a, BINDING_B, tgi_unix_ms() + 400);
-	OK(tgi_store_approval_add(f->s, &a, err, sizeof err));
-	OK(tgi_store_approval_decide(f->s, a.id, 1, "alice", NULL, err, sizeof err));
-	sleep_ms(600);
-	OK(tgi_store_approval_use(f->s, a.id, "ci", BINDING_B, &used, err, sizeof err));
-	assert_int_equal(used, 0);
-	/* not an approval id */
-	assert_int_equal(tgi_store_approval_use(f->s, "nope", "ci", BINDING_A, &used, err, sizeof err), -1);
-	assert_non_null(strstr(err, "no approval"));
-	assert_int_equal(tgi_store_approval_use(f->s, older, NULL, BINDING_A, &used, err, sizeof err), -1);
-}
-
-/* ---- rate-limit buckets ---- */
-
-static void test_bucket_take(void **state)
-{
-	struct fx *f = *state;
-	char err[512];
-	int ok = -1;
-	double wait = -1, left = -1;
-	/* 2 tokens a second, a burst of 3: three now, then empty */
-	for (int i = 0; i < 3; i++) {
-		assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
-		assert_int_equal(ok, 1);
-		assert_true(left >= 2 - i && left < 2 - i + 0.2);   /* what is left, a little refilled */
-	}
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
-	assert_int_equal(ok, 0);
-	assert_true(wait > 0 && wait <= 0.5);
-	/* another process draws from the same bucket */
-	tgi_store *s2 = open_or_die(f->url);
-	assert_int_equal(tgi_store_bucket_take(s2, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
-	assert_int_equal(ok, 0);
-	/* another principal has its own */
-	assert_int_equal(tgi_store_bucket_take(s2, "bob", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
-	assert_int_equal(ok, 1);
-	tgi_store_close(s2);
-	/* refilled on the server's clock */
-	sleep_ms(600);
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
-	assert_int_equal(ok, 1);
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
-	assert_int_equal(ok, 0);
-	/* never above the burst */
-	sleep_ms(2100);
-	int took = 0;
-	for (int i = 0; i < 5; i++) {
-		assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 2, 3, &ok, &left, &wait, err, sizeof err), 0);
-		took += ok;
-	}
-	assert_int_equal(took, 3);
-	double tokens = -1;
-	int64_t upd = 0;
-	int found = 0;
-	assert_int_equal(tgi_store_bucket_get(f->s, "ci", "deploy", &tokens, &upd, &found, err, sizeof err), 0);
-	assert_int_equal(found, 1);
-	assert_true(tokens >= 0 && tokens < 1);
-	/* bad rates */
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 0, 3, &ok, &left, &wait, err, sizeof err), -1);
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "deploy", 1, 0.5, &ok, &left, &wait, err, sizeof err), -1);
-	assert_int_equal(tgi_store_bucket_take(f->s, NULL, "deploy", 1, 2, &ok, &left, &wait, err, sizeof err), -1);
-}
-
-/* ---- pins and conversations ---- */
-
-static void test_pins_and_messages(void **state)
-{
-	struct fx *f = *state;
-	char err[512], pinned[65];
-	tgi_pin_state st;
-	assert_int_equal(tgi_store_pin_check(f->s, "fs.read", BINDING_A, &st, pinned, err, sizeof err), 0);
-	assert_int_equal(st, TGI_PIN_NEW);
-	assert_int_equal(tgi_store_pin_check(f->s, "fs.read", BINDING_A, &st, pinned, err, sizeof err), 0);
-	assert_int_equal(st, TGI_PIN_SAME);
-	assert_int_equal(tgi_store_pin_check(f->s, "fs.read", BINDING_B, &st, pinned, err, sizeof err), 0);
-	assert_int_equal(st, TGI_PIN_CHANGED);
-	assert_string_equal(pinned, BINDING_A);
-	assert_int_equal(tgi_store_pin_set(f->s, "fs.read", BINDING_B, err, sizeof err), 0);
-	assert_int_equal(tgi_store_pin_check(f->s, "fs.read", BINDING_B, &st, pinned, err, sizeof err), 0);
-	assert_int_equal(st, TGI_PIN_SAME);
-	assert_int_equal(tgi_store_pin_check(f->s, "fs.read", "XYZ", &st, pinned, err, sizeof err), -1);
-
-	json_t *e1 = json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "user", "content", "hi \"there\" \\",
-	                       "role", "assistant", "content", "hello");
-	json_t *e2 = json_pack("[{s:s, s:s}]", "role", "user", "content", "again");
-	OK(tgi_store_messages_append(f->s, "agent1", "openai_chat", e1, err, sizeof err));
-	OK(tgi_store_messages_append(f->s, "agent1", "openai_chat", e2, err, sizeof err));
-	assert_int_equal(tgi_store_messages_append(f->s, "agent1", "anthropic", e2, err, sizeof err), -1);
-	assert_non_null(strstr(err, "openai_chat"));
-	json_t *all = NULL;
-	char api[32];
-	assert_int_equal(tgi_store_messages(f->s, "agent1", &all, api, err, sizeof err), 0);
-	assert_string_equal(api, "openai_chat");
-	assert_int_equal(json_array_size(all), 3);
-	assert_true(json_equal(json_array_get(all, 0), json_array_get(e1, 0)));
-	assert_true(json_equal(json_array_get(all, 2), json_array_get(e2, 0)));
-	json_decref(all);
-	assert_int_equal(tgi_store_messages(f->s, "nobody", &all, api, err, sizeof err), 0);
-	assert_int_equal(json_array_size(all), 0);
-	assert_string_equal(api, "");
-	json_decref(all);
-	json_decref(e1);
-	json_decref(e2);
-}
-
 /* ---- watches ---- */
 
 static void test_watches(void **state)
@@ -1943,7 +944,7 @@ static void test_watches(void **state)
 	assert_true(tgi_now_ms() - t0 >= 150);
 
 	tgi_approval_row a;
-	approval(&a, BINDING_A, tgi_unix_ms() + 60000);
+	approval(&a, BINDING_A, "ci", tgi_unix_ms() + 60000);
 	assert_int_equal(tgi_store_approval_add(f->s, &a, err, sizeof err), 0);
 
 	/* another process, once connected, records a call 300 ms on and
@@ -1955,7 +956,7 @@ static void test_watches(void **state)
 		char op[37];
 		tgi_store *s = NULL;
 		close(ready[0]);
-		if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0)
+		if (tgi_store_open(f->where, 0, &s, err, sizeof err) < 0)
 			_exit(1);
 		close(ready[1]);
 		sleep_ms(300);
@@ -2016,7 +1017,7 @@ static void test_watches(void **state)
 	if (pid == 0) {
 		tgi_store *s = NULL;
 		close(ready[0]);
-		if (tgi_store_open(f->url, 0, &s, err, sizeof err) < 0)
+		if (tgi_store_open(f->where, 0, &s, err, sizeof err) < 0)
 			_exit(1);
 		close(ready[1]);
 		sleep_ms(200);
@@ -2041,94 +1042,6 @@ static void test_watches(void **state)
 
 /* ---- the same answers as SQLite ---- */
 
-/* The same history, written into a store: calls of three tools (one
- * without a tool), several statuses, denials by rule, an error message,
- * sessions, an idempotent call, events of no op. */
-static void write_history(tgi_store *s)
-{
-	static const struct {
-		const char *tool, *status, *error_kind, *session, *envelope, *scope;
-		double duration;
-	} h[] = {
-		{ "echo", "persisted", NULL, "s1", "{\"status\":\"persisted\",\"output\":\"a\"}", NULL, 3.25 },
-		{ "echo", "persisted", NULL, "s1", "{\"status\":\"persisted\",\"output\":\"b\"}", NULL, 1.5 },
-		{ "deploy", "denied", "not_permitted", "s2",
-		  "{\"status\":\"denied\",\"error\":{\"kind\":\"not_permitted\",\"message\":\"no \\\"prod\\\"\","
-		  "\"rule\":\"deny: deploy(env=prod)\"}}", NULL, 0.2 },
-		{ "echo", "failed", "tool_error", "s1",
-		  "{\"status\":\"failed\",\"error\":{\"kind\":\"tool_error\",\"message\":\"boom\"}}", NULL, 7 },
-		{ "deploy", "denied", "not_permitted", NULL,
-		  "{\"status\":\"denied\",\"error\":{\"kind\":\"not_permitted\",\"message\":\"m\","
-		  "\"rule\":\"deny: deploy(env=prod)\"}}", NULL, 0.1 },
-		{ "deploy", "denied", "rate_limited", NULL,
-		  "{\"status\":\"denied\",\"error\":{\"kind\":\"rate_limited\",\"message\":\"slow\"}}", NULL, 0 },
-		{ "write", "persisted", NULL, "s2", "{\"status\":\"persisted\",\"output\":null}", "key:w", 12 },
-		{ NULL, "invalid", "unknown_tool", NULL,
-		  "{\"status\":\"invalid\",\"error\":{\"kind\":\"unknown_tool\",\"message\":\"what\"}}", NULL, 0 },
-		{ "echo", "committed", NULL, "s3", "not json {", NULL, 2 },
-		{ "echo", "persisted", NULL, "s1", "{\"status\":\"persisted\",\"b\":1,\"a\":2}", NULL, 2 },
-	};
-	char err[512];
-	const int64_t t0 = 1750000000000; /* fixed: the same ids and times in both stores */
-	for (size_t i = 0; i < TGI_ARRAY_LEN(h); i++) {
-		char op[37];
-		int64_t ms = t0 + (int64_t)i * 1000;
-		snprintf(op, sizeof op, "%08llx-%04llx-7000-8000-%012zx", (unsigned long long)(ms >> 16),
-		         (unsigned long long)(ms & 0xffff), i + 1);
-		tgi_op_record r = {
-			.op_id = op, .call_id = "c", .session = h[i].session, .tool = h[i].tool,
-			.principal = "ci", .status = h[i].status, .error_kind = h[i].error_kind,
-			.idem_scope = h[i].scope, .args_redacted = "{\"k\":\"v\",\"a\":[1,2]}",
-			.args_sha256 = BINDING_A, .envelope = h[i].envelope, .started_ms = ms,
-			.duration_ms = h[i].duration, .loop = i % 2 ? "loopentry" : NULL,
-		};
-		json_t *d = json_pack("{s:s, s:i}", "z", "last", "a", (int)i);
-		tgi_event ev[2] = {
-			{ .type = "tool.call.received", .ts_ms = ms, .data = d },
-			{ .type = "tool.call.done", .stage = "persist", .ts_ms = ms + 1 },
-		};
-		if (tgi_store_record(s, &r, ev, 2, h[i].scope, h[i].scope ? TGI_SETTLE_DONE : TGI_SETTLE_NONE,
-		                     err, sizeof err) < 0)
-			fail_msg("record: %s", err);
-		json_decref(d);
-		if (i == 6) {
-			/* a claim whose call left no row: exported as a claim */
-			tgi_idem_info info;
-			if (tgi_store_idem_claim(s, "key:left", "01977420-dc00-7000-8000-0000000000ff", NULL, 30,
-			                         &info, err, sizeof err) < 0)
-				fail_msg("claim: %s", err);
-		}
-		if (i == 4) {
-			tgi_event lone = { .type = "mcp.server.down", .ts_ms = ms + 2,
-			                   .data = json_pack("{s:s}", "server", "fs") };
-			if (tgi_store_event(s, NULL, &lone, err, sizeof err) < 0)
-				fail_msg("event: %s", err);
-			json_decref(lone.data);
-		}
-	}
-}
-
-/* Collects the export's rows; a claim's created_ms (the store's clock:
- * the server's for PostgreSQL) is checked to be about now and left out. */
-static int collect(void *arg, json_t *row)
-{
-	json_t *claim = json_object_get(row, "claim");
-	if (claim) {
-		int64_t made = json_integer_value(json_object_get(claim, "created_ms"));
-		if (llabs((long long)(made - tgi_unix_ms())) > 60000)
-			fail_msg("a claim made %lld ms from now", (long long)(made - tgi_unix_ms()));
-		json_object_del(claim, "created_ms");
-	}
-	json_array_append(arg, row);
-	return 0;
-}
-
-static int stop_after_two(void *arg, json_t *row)
-{
-	json_array_append(arg, row);
-	return json_array_size(arg) == 2 ? 7 : 0;
-}
-
 static void same_json(const char *what, json_t *a, json_t *b)
 {
 	char *x = json_dumps(a, JSON_COMPACT), *y = json_dumps(b, JSON_COMPACT);
@@ -2138,6 +1051,8 @@ static void same_json(const char *what, json_t *a, json_t *b)
 	free(y);
 }
 
+/* The same history (write_history) in both stores: the same ops, events,
+ * stats and export, filter by filter, to the byte. */
 static void test_same_as_sqlite(void **state)
 {
 	struct fx *f = *state;
@@ -2223,107 +1138,6 @@ static void test_same_as_sqlite(void **state)
 	assert_int_equal(json_array_size(eb), 6);
 	json_decref(ea);
 	json_decref(eb);
-	/* a stop answered by the callback ends it, and the handle goes on */
-	eb = json_array();
-	assert_int_equal(tgi_store_export(f->s, 0, stop_after_two, eb, err, sizeof err), 7);
-	assert_int_equal(json_array_size(eb), 2);
-	json_decref(eb);
-	OK(tgi_store_last_seq(f->s, &lb, err, sizeof err));
-}
-
-/* An export reads one snapshot: what another process writes while it
- * runs (an event of no op, a claim that left no row) is not in it, though
- * the parts that list those are read after it was written. */
-struct during {
-	tgi_store *other;
-	json_t    *rows;
-	int        wrote, failed;
-};
-
-static int write_during(void *arg, json_t *row)
-{
-	struct during *d = arg;
-	char err[512];
-	json_array_append(d->rows, row);
-	if (d->wrote++)
-		return 0;
-	tgi_event ev = { .type = "mcp.server.down", .ts_ms = tgi_unix_ms() };
-	tgi_idem_info info;
-	d->failed = tgi_store_event(d->other, NULL, &ev, err, sizeof err) < 0 ||
-	            tgi_store_idem_claim(d->other, "key:during", "0190a000-0000-7000-8000-0000000000dd",
-	                                 NULL, 30, &info, err, sizeof err) < 0;
-	return 0;
-}
-
-static void test_export_one_snapshot(void **state)
-{
-	struct fx *f = *state;
-	char err[512];
-	write_history(f->s);
-	struct during d = { .other = open_or_die(f->url), .rows = json_array() };
-	OK(tgi_store_export(f->s, 0, write_during, &d, err, sizeof err));
-	assert_int_equal(d.failed, 0);
-	assert_int_equal(json_array_size(d.rows), 12);   /* 10 ops, 1 event of no op, 1 claim */
-	json_decref(d.rows);
-	/* written, and in the next export */
-	d.rows = json_array();
-	d.wrote = 1;
-	OK(tgi_store_export(f->s, 0, write_during, &d, err, sizeof err));
-	assert_int_equal(json_array_size(d.rows), 14);
-	json_decref(d.rows);
-	tgi_store_close(d.other);
-	/* the handle goes on after it */
-	int64_t seq;
-	OK(tgi_store_last_seq(f->s, &seq, err, sizeof err));
-}
-
-/* ---- eval runs (toolgate eval) ---- */
-
-#define EVAL_ID(n) "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e0" #n
-#define EVAL_REPORT "{\"scores\":{\"overall\":{\"cases\":98}},\"note\":\"caf\xc3\xa9 \\\"q\\\"\"}"
-
-/* Four runs put out of order: 1 (m1, ts 1000), 2 (m1, ts 2000, three runs,
- * no cases, an empty report), 3 (m2, ts 2000, no provider, profile nor
- * pass rate), 4 (m1, ts 3000); every run without an args rate. */
-static void eval_put_four(tgi_store *s)
-{
-	char err[512];
-	tgi_eval_row r[4];
-	static const struct { int id; int64_t ts; const char *model; double pass; } k[4] = {
-		{ 4, 3000, "m1", 1.0 }, { 1, 1000, "m1", 0.5 }, { 3, 2000, "m2", NAN },
-		{ 2, 2000, "m1", 0.875 },
-	};
-	static const char *const ids[] = { "", EVAL_ID(1), EVAL_ID(2), EVAL_ID(3), EVAL_ID(4) };
-	for (int i = 0; i < 4; i++) {
-		r[i] = (tgi_eval_row){
-			.id = ids[k[i].id], .ts_ms = k[i].ts, .provider = "scripted", .api = "openai-chat",
-			.model = k[i].model, .profile = "coding", .manifest = BINDING_A, .suite = BINDING_B,
-			.cases = 98, .runs = 1, .score = { 0.95, 0.75, NAN, 1.0, k[i].pass },
-			.report = EVAL_REPORT,
-		};
-	}
-	r[2].provider = r[2].profile = NULL;
-	r[3].cases = 0;
-	r[3].runs = 3;
-	r[3].report = "{}";
-	for (int i = 0; i < 4; i++)
-		OK(tgi_store_eval_put(s, &r[i], err, sizeof err));
-}
-
-/* The last digit of each id listed, joined by ",". */
-static void eval_ids(tgi_store *s, const char *model, int64_t limit, char *out, size_t cap)
-{
-	char err[512];
-	json_t *v = NULL, *run;
-	size_t i, k = 0;
-	OK(tgi_store_eval_list(s, model, limit, &v, err, sizeof err));
-	out[0] = '\0';
-	json_array_foreach(v, i, run) {
-		const char *id = json_string_value(json_object_get(run, "id"));
-		assert_non_null(id);
-		k += (size_t)snprintf(out + k, cap - k, "%s%c", i ? "," : "", id[strlen(id) - 1]);
-	}
-	json_decref(v);
 }
 
 /* The columns of eval_runs in the SQLite ledger at path, in order. */
@@ -2343,79 +1157,13 @@ static void lite_columns(const char *path, char *out, size_t cap)
 	sqlite3_close(db);
 }
 
-/* Runs kept and listed as store.h says (newest limit, oldest first, a tie
- * on ts_ms by id; of one model or all; rates and texts not given null,
- * the report parsed), refused alike, and the same lists as the SQLite
- * ledger gives for the same runs, from a table of the same columns. */
-static void test_eval_runs(void **state)
+/* The same runs in SQLite and in PostgreSQL: a table of the same columns,
+ * the same lists. */
+static void test_eval_same_as_sqlite(void **state)
 {
 	struct fx *f = *state;
-	char err[512], ids[64], path[96], cols[512], pcols[512];
-	json_t *v = NULL;
-
-	OK(tgi_store_eval_list(f->s, NULL, 20, &v, err, sizeof err));
-	assert_int_equal(json_array_size(v), 0);
-	json_decref(v);
+	char err[512], path[96], cols[512], pcols[512];
 	eval_put_four(f->s);
-	eval_ids(f->s, NULL, 20, ids, sizeof ids);
-	assert_string_equal(ids, "1,2,3,4");
-	eval_ids(f->s, NULL, 0, ids, sizeof ids);
-	assert_string_equal(ids, "1,2,3,4");
-	eval_ids(f->s, NULL, 2, ids, sizeof ids);
-	assert_string_equal(ids, "3,4");
-	eval_ids(f->s, "m1", 20, ids, sizeof ids);
-	assert_string_equal(ids, "1,2,4");
-	eval_ids(f->s, "m1", 2, ids, sizeof ids);
-	assert_string_equal(ids, "2,4");
-	eval_ids(f->s, "nobody", 20, ids, sizeof ids);
-	assert_string_equal(ids, "");
-
-	OK(tgi_store_eval_list(f->s, NULL, 20, &v, err, sizeof err));
-	json_t *r = json_array_get(v, 0);
-	assert_int_equal(json_object_size(r), 12);
-	assert_string_equal(json_string_value(json_object_get(r, "ts")), "1970-01-01T00:00:01.000Z");
-	assert_string_equal(json_string_value(json_object_get(r, "manifest")), BINDING_A);
-	assert_int_equal(json_integer_value(json_object_get(r, "cases")), 98);
-	json_t *sc = json_object_get(r, "scores");
-	assert_true(json_real_value(json_object_get(sc, "tool")) == 0.95);
-	assert_true(json_is_null(json_object_get(sc, "args")));
-	assert_true(json_real_value(json_object_get(sc, "pass")) == 0.5);
-	json_t *want = json_loads(EVAL_REPORT, 0, NULL);
-	assert_true(json_equal(json_object_get(r, "report"), want));
-	json_decref(want);
-	r = json_array_get(v, 2);
-	assert_true(json_is_null(json_object_get(r, "provider")));
-	assert_true(json_is_null(json_object_get(r, "profile")));
-	assert_true(json_is_null(json_object_get(json_object_get(r, "scores"), "pass")));
-	json_decref(v);
-	/* kept as given: NAN as NULL, the report's text as put */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs WHERE score_args IS NULL"), 4);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs WHERE score_pass IS NULL"), 1);
-	char text[256];
-	sqlx(f->sql, "SELECT report FROM eval_runs WHERE id = '" EVAL_ID(1) "'", text, sizeof text);
-	assert_string_equal(text, EVAL_REPORT);
-
-	/* refused: an id kept before (the first stays), a report not an object, a bad id */
-	tgi_eval_row dup = { .id = EVAL_ID(1), .ts_ms = 5000, .model = "m9", .report = "{}",
-	                     .score = { NAN, NAN, NAN, NAN, NAN } };
-	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
-	assert_non_null(strstr(err, "cannot keep eval run " EVAL_ID(1)));
-	dup.id = EVAL_ID(5);
-	dup.report = "[]";
-	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
-	assert_string_equal(err, "the report of eval run " EVAL_ID(5) " is not a JSON object");
-	dup.id = "nope";
-	dup.report = "{}";
-	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
-	assert_non_null(strstr(err, "is not a UUID"));
-	dup.id = EVAL_ID(5);
-	dup.model = "\xc3";
-	assert_int_equal(tgi_store_eval_put(f->s, &dup, err, sizeof err), -1);
-	assert_string_equal(err, "the model of an eval run is not UTF-8");
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs"), 4);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM eval_runs WHERE model = 'm9'"), 0);
-
-	/* the same runs in SQLite: the same table, the same lists */
 	snprintf(f->tmp, sizeof f->tmp, "/tmp/tg_pgeval_XXXXXX");
 	assert_non_null(mkdtemp(f->tmp));
 	snprintf(path, sizeof path, "%s/ledger.db", f->tmp);
@@ -2442,85 +1190,6 @@ static void test_eval_runs(void **state)
 	}
 }
 
-/* A version 5 ledger (migrated to 5 and no further) with an approval
- * that has its plan and reason, a call and a conversation is upgraded to
- * 6 by an ordinary open: its rows stay and read back, and runs are kept. */
-static void test_upgrade_v5_eval(void **state)
-{
-	struct fx *f = *state;
-	char err[512] = "", sql[1024], api[32];
-	int v = -1, found = 0;
-	tgi_approval_row got;
-	json_t *j = NULL;
-	int64_t later = tgi_unix_ms() + 3600 * 1000;
-
-	assert_int_equal(open_store(f, TGI_STORE_NO_MIGRATE), 0);
-	OK(tgi_store_migrate(f->s, 5, 0, NULL, NULL, err, sizeof err));
-	tgi_store_close(f->s);
-	f->s = NULL;
-	assert_int_equal(sql_num(f->sql, "SELECT max(version) FROM toolgate_schema"), 5);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_tables WHERE tablename = 'eval_runs'"), 0);
-	snprintf(sql, sizeof sql,
-	         "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"
-	         " created_ms, expires_ms, decided_by, decided_ms, plan, decided_reason) VALUES"
-	         " ('%s', NULL, 'shell', 'local', '%s', 'denied', '{}', 'ask: shell', 1000, %lld,"
-	         " 'bob', 1500, '{\"argv\":[\"rm\"]}', 'not today');"
-	         "INSERT INTO ops(op_id, tool, status, started_ms, envelope) VALUES"
-	         " ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'read_file', 'persisted', 1000, '{}');"
-	         "INSERT INTO messages(session, seq, api, ts_ms, entry) VALUES"
-	         " ('agent-1', 1, 'anthropic', 1000, '{\"role\":\"user\",\"content\":\"hi\"}')",
-	         EVAL_ID(9), BINDING_A, (long long)later);
-	sqlx(f->sql, sql, NULL, 0);
-
-	/* a claim and a call written before version 7: a plain scope, the key in the envelope */
-	sqlx(f->sql, "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms) VALUES"
-	             " ('key:old-sk-1', '0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'done', 1000, 1000);"
-	             "INSERT INTO ops(op_id, tool, status, started_ms, idem_scope, envelope) VALUES"
-	             " ('0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'deploy', 'persisted', 1000,"
-	             " 'key:old-sk-1', '{\"output\":{\"ok\":1},\"idempotency_key\":\"old-sk-1\"}')",
-	     NULL, 0);
-
-	open_adopting(f);
-	OK(tgi_store_schema_version(f->s, &v, err, sizeof err));
-	assert_int_equal(v, TGI_STORE_SCHEMA_VERSION);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM toolgate_schema"), TGI_STORE_SCHEMA_VERSION);
-	/* version 7: the scope is its digest, the key masked; the old done claim
-	 * has no MAC, and so no authority: an unknown outcome, never a replay */
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM idem WHERE scope = 'sha256:' ||"
-	                                 " encode(sha256(convert_to('key:old-sk-1', 'UTF8')), 'hex')"), 1);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops WHERE idem_scope LIKE 'sha256:%%'"), 1);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops WHERE strpos(envelope, 'old-sk-1') > 0"), 0);
-	{
-		tgi_idem_info oi;
-		memset(&oi, 0, sizeof oi);
-		OK(tgi_store_idem_claim(f->s, "key:old-sk-1", "0193a5f0-7c30-7d2a-9b1e-4f0c2a9d1e77", NULL,
-		                        10, &oi, err, sizeof err));
-		assert_int_equal(oi.state, TGI_IDEM_UNKNOWN);
-		assert_int_equal(oi.unverified, 1);
-		free(oi.envelope);
-	}
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM pg_indexes WHERE indexname IN"
-	                                 " ('eval_runs_ts', 'eval_runs_model')"), 2);
-	assert_int_equal(sql_num(f->sql, "SELECT count(*) FROM ops"), 2);
-	OK(tgi_store_approval_get(f->s, EVAL_ID(9), &got, &found, err, sizeof err));
-	assert_int_equal(found, 1);
-	assert_string_equal(got.state, "denied");
-	assert_string_equal(got.plan, "{\"argv\":[\"rm\"]}");
-	assert_string_equal(got.decided_reason, "not today");
-	tgi_approval_row_clear(&got);
-	OK(tgi_store_messages(f->s, "agent-1", &j, api, err, sizeof err));
-	assert_string_equal(api, "anthropic");
-	assert_int_equal(json_array_size(j), 1);
-	json_decref(j);
-	OK(tgi_store_eval_list(f->s, NULL, 20, &j, err, sizeof err));
-	assert_int_equal(json_array_size(j), 0);
-	json_decref(j);
-	eval_put_four(f->s);
-	char ids[64];
-	eval_ids(f->s, "m1", 0, ids, sizeof ids);
-	assert_string_equal(ids, "1,2,4");
-}
-
 int main(void)
 {
 	char err[512];
@@ -2537,45 +1206,23 @@ int main(void)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_open_migrates_empty, setup_db, teardown),
-		cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_migrate_steps, setup_db, teardown),
-		cmocka_unit_test_setup_teardown(test_migrate_race, setup_db, teardown),
-		cmocka_unit_test_setup_teardown(test_not_a_ledger, setup_db, teardown),
-		cmocka_unit_test_setup_teardown(test_upgrade_v4_approvals, setup_db, teardown),
+		STORE_CONTRACT_TESTS,
+		cmocka_unit_test_setup_teardown(test_open_migrates_empty, setup_empty, teardown),
 		cmocka_unit_test(test_unreachable_named_without_password),
 		cmocka_unit_test_setup_teardown(test_transient_and_reconnect, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_record_lost_connection, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_claim_lifecycle, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_forged_rows_pg, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_dead_owner_this_host, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_outcomes, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_other_host, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_claim_race, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_record_atomic, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_loop_window, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_events_commit_order, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_event_alone, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_approvals, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_approval_plan_and_reason, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_approval_take_race, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_bucket_take, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_pins_and_messages, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_watches, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_same_as_sqlite, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_eval_same_as_sqlite, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_connection_lost, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_record_retried_on_fresh_connection, setup_store,
 		                                teardown),
 		cmocka_unit_test_setup_teardown(test_failed_settle_after_reconnect, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_settle_at_once, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_close_deletes_lost_claim, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_reconnect_bounded, setup_db, teardown),
+		cmocka_unit_test_setup_teardown(test_reconnect_bounded, setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_through_server_restart, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_owner_identity, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_approval_use, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_export_one_snapshot, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_eval_runs, setup_store, teardown),
-		cmocka_unit_test_setup_teardown(test_upgrade_v5_eval, setup_db, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
