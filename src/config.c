@@ -280,84 +280,23 @@ void tgi_config_free(tgi_config *c)
 	free(c);
 }
 
-/* ---- where a node is, and how to say what went wrong ---- */
-
-/* Line and column an error about the node at ptr points at: a scalar
- * value itself (the token that is wrong); else the key it is written
- * under -- a mapping or a list (whose own mark is its first member), a
- * key the message names (member), a missing key (reported at the key of
- * the nearest ancestor the map knows). */
-static int locate(const tgi_config *c, const char *ptr, int member, int *line, int *col)
-{
-	char p[PTR_MAX];
-	if (!c->srcmap)
-		return 0;
-	tgi_snprintf(p, sizeof p, "%s", ptr);
-	const json_t *v = tgi_json_pointer(c->root, p);   /* root: the document, kept */
-	if (!member && v && !json_is_object(v) && !json_is_array(v) &&
-	    tgi_srcmap_lookup(c->srcmap, p, line, col) == 0)
-		return 1;
-	for (;;) {
-		if (tgi_srcmap_lookup_key(c->srcmap, p, line, col) == 0)
-			return 1;
-		char *slash = strrchr(p, '/');
-		if (!slash)
-			return 0;
-		*slash = '\0';
-	}
-}
+/* ---- where a node is, and how to say what went wrong (config/section.c) ---- */
 
 static const char *display_name(const tgi_config *c)
 {
 	return c->file ? c->file : c->path ? c->path : "built-in defaults";
 }
 
-static void where(const tgi_config *c, const char *ptr, int member, char *out, size_t cap)
+tgi_conf_doc tgi_config_doc(const tgi_config *c)
 {
-	char file[256];
-	int line, col;
-	tgi_sanitize(file, sizeof file, display_name(c));
-	if (locate(c, ptr ? ptr : "", member, &line, &col))
-		tgi_snprintf(out, cap, "%s:%d:%d", file, line, col);
-	else
-		tgi_snprintf(out, cap, "%s", file);
+	return (tgi_conf_doc){ .file = display_name(c), .root = c->root, .map = c->srcmap };
 }
 
 void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap)
 {
-	where(c, ptr, 0, out, cap);
+	tgi_conf_doc d = tgi_config_doc(c);
+	tgi_conf_where(&d, ptr, 0, out, cap);
 }
-
-/* The pointer as a key path for people: /tools/x/command/0 → tools.x.command[0]. */
-static void keypath(const json_t *root, const char *ptr, char *out, size_t cap)
-{
-	tgi_buf b;
-	char tok[128];
-	const json_t *cur = root;
-
-	tgi_buf_init(&b, cap ? cap - 1 : 0);
-	for (const char *p = ptr; *p == '/';) {
-		size_t j = 0;
-		for (p++; *p && *p != '/'; p++) {
-			char ch = *p;
-			if (ch == '~' && (p[1] == '0' || p[1] == '1'))
-				ch = *++p == '0' ? '~' : '/';
-			if (j + 1 < sizeof tok)
-				tok[j++] = ch;
-		}
-		tok[j] = '\0';
-		if (json_is_array(cur)) {
-			tgi_buf_printf(&b, "[%s]", tok);
-			cur = json_array_get(cur, strtoul(tok, NULL, 10));
-		} else {
-			tgi_buf_printf(&b, "%s%s", b.len ? "." : "", tok);
-			cur = json_object_get(cur, tok);
-		}
-	}
-	tgi_sanitize(out, cap, b.p ? b.p : "");
-	tgi_buf_free(&b);
-}
-
 
 /* strerror, lowercased for a sentence ("permission denied"). */
 static const char *errstr(int e, char *out, size_t cap)
@@ -368,43 +307,14 @@ static const char *errstr(int e, char *out, size_t cap)
 	return out;
 }
 
-/* "a, b, c" from a table, into out. */
-static const char *join_names(const char *const *names, size_t n, char *out, size_t cap)
-{
-	tgi_buf b;
-	tgi_buf_init(&b, cap ? cap - 1 : 0);
-	for (size_t i = 0; i < n; i++)
-		tgi_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-	tgi_snprintf(out, cap, "%s", b.p ? b.p : "");
-	tgi_buf_free(&b);
-	return out;
-}
-
-/* "where: key.path: message" into err for a problem located at the node
- * loc, under the key path of path; -1.  Every configuration error, the
- * loader's and the middleware's, is said here. */
-__attribute__((format(printf, 6, 0)))
-static int vfail(const tgi_config *c, const char *loc, const char *path, char *err,
-                 size_t errlen, const char *fmt, va_list ap)
-{
-	char raw[512], msg[512], at[300], kp[256];
-	vsnprintf(raw, sizeof raw, fmt, ap);
-	tgi_sanitize(msg, sizeof msg, raw);   /* a value or a path may hold anything */
-	where(c, loc, strcmp(loc, path) != 0, at, sizeof at);   /* a member: its key */
-	keypath(c->root, path, kp, sizeof kp);
-	if (kp[0])
-		tgi_snprintf(err, errlen, "%s: %s: %s", at, kp, msg);
-	else
-		tgi_snprintf(err, errlen, "%s: %s", at, msg);
-	return -1;
-}
-
 int tgi_config_fail(const tgi_config *cfg, const char *ptr, char *err, size_t errlen,
                     const char *fmt, ...)
 {
+	tgi_conf_doc d = tgi_config_doc(cfg);
+	tgi_conf_ctx x = { &d, err, errlen, NULL };
 	va_list ap;
 	va_start(ap, fmt);
-	vfail(cfg, ptr, ptr, err, errlen, fmt, ap);
+	tgi_conf_vfail_at(&x, ptr, ptr, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -438,11 +348,13 @@ int tgi_config_strings(const tgi_config *cfg, const json_t *v, const char *ptr, 
 
 /* The loader's state for one document. */
 typedef struct ld {
-	tgi_config *c;
-	char       *err;
-	size_t      errlen;
-	int         found;   /* the file was found by the search (its directory is the
-	                        default workspace), not named */
+	tgi_config  *c;
+	char        *err;
+	size_t       errlen;
+	int          found;   /* the file was found by the search (its directory is the
+	                         default workspace), not named */
+	tgi_conf_doc doc;
+	tgi_conf_ctx cx;      /* doc, err; user: this */
 } ld;
 
 /* Report a problem located at the node loc, under the key path of path. */
@@ -451,7 +363,7 @@ static int fail_at(ld *x, const char *loc, const char *path, const char *fmt, ..
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vfail(x->c, loc, path, x->err, x->errlen, fmt, ap);
+	tgi_conf_vfail_at(&x->cx, loc, path, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -484,7 +396,7 @@ static int check_keys(ld *x, json_t *obj, const char *base, const char *const *a
 		tgi_json_pointer_join(ptr, sizeof ptr, base, key);
 		tgi_sanitize(k, sizeof k, key);
 		return fail_at(x, ptr, base, "unknown key \"%s\"; expected one of %s", k,
-		               join_names(allowed, n, names, sizeof names));
+		               tgi_conf_join(allowed, n, names, sizeof names));
 	}
 	return 0;
 }
@@ -657,7 +569,7 @@ static int opt_enum(ld *x, json_t *obj, const char *base, const char *key,
 		return 0;
 	int i = name_index(json_string_value(v), names, n);
 	if (i < 0) {
-		snprintf(want, sizeof want, "one of %s", join_names(names, n, list, sizeof list));
+		snprintf(want, sizeof want, "one of %s", tgi_conf_join(names, n, list, sizeof list));
 		return fail_type(x, ptr, v, want);
 	}
 	*out = i;
@@ -1064,7 +976,7 @@ int tgi_sb_profile_parse(const tgi_config *cfg, const json_t *v, const char *ptr
 		i = name_index(json_string_value(v), sandbox_names, TGI_ARRAY_LEN(sandbox_names));
 		if (i < 0)
 			return tgi_config_fail(cfg, ptr, err, errlen, "expected one of %s%s, got %s",
-			                       join_names(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
+			                       tgi_conf_join(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
 			                                  sizeof list),
 			                       json_is_string(v) ? "" : ", or a mapping {mode, network, read, "
 			                       "write, sockets, accept}",
@@ -1081,7 +993,7 @@ int tgi_sb_profile_parse(const tgi_config *cfg, const json_t *v, const char *ptr
 		tgi_json_pointer_join(kp, sizeof kp, ptr, key);
 		tgi_sanitize(k, sizeof k, key);
 		return tgi_config_fail(cfg, kp, err, errlen, "unknown key \"%s\"; expected one of %s", k,
-		                       join_names(sandbox_keys, TGI_ARRAY_LEN(sandbox_keys), list,
+		                       tgi_conf_join(sandbox_keys, TGI_ARRAY_LEN(sandbox_keys), list,
 		                                  sizeof list));
 	}
 	if ((m = json_object_get(v, "mode"))) {
@@ -1089,7 +1001,7 @@ int tgi_sb_profile_parse(const tgi_config *cfg, const json_t *v, const char *ptr
 		i = name_index(json_string_value(m), sandbox_names, TGI_ARRAY_LEN(sandbox_names));
 		if (i < 0)
 			return tgi_config_fail(cfg, kp, err, errlen, "expected one of %s, got %s",
-			                       join_names(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
+			                       tgi_conf_join(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
 			                                  sizeof list),
 			                       tgi_json_describe(m, got, sizeof got));
 		out->mode = (tgi_sandbox)i;
@@ -1597,7 +1509,7 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 	t->requires_env = strv_empty();
 	t->check = strv_empty();
 	tgi_sanitize(file, sizeof file, display_name(x->c));
-	if (locate(x->c, tp, 1, &line, &col))   /* where the tool is named */
+	if (tgi_conf_locate(&x->doc, tp, 1, &line, &col))   /* where the tool is named */
 		tgi_snprintf(t->where, sizeof t->where, "%s:%d", file, line);
 	else
 		tgi_snprintf(t->where, sizeof t->where, "%s", file);
@@ -1608,7 +1520,7 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 		               "'_' or '-', got \"%s\"", TOOL_NAME_MAX, n);
 	if (name_index(name, builtin_tools, TGI_ARRAY_LEN(builtin_tools)) >= 0)
 		return fail_at(x, tp, "/tools", "expected a name other than the built-in tools (%s), "
-		               "got \"%s\"", join_names(builtin_tools, TGI_ARRAY_LEN(builtin_tools),
+		               "got \"%s\"", tgi_conf_join(builtin_tools, TGI_ARRAY_LEN(builtin_tools),
 		                                        names, sizeof names), n);
 	if (!json_is_object(v))
 		return fail_type(x, tp, v, "a mapping with description and command");
@@ -1834,7 +1746,7 @@ static int from_json(json_t *root, tgi_srcmap *map, const char *name, const char
                      int found, tgi_config **out, char *err, size_t errlen)
 {
 	tgi_config *c = tgi_xcalloc(1, sizeof *c);
-	ld x = { c, err, errlen, found };
+	ld x = { .c = c, .err = err, .errlen = errlen, .found = found };
 
 	*out = NULL;
 	c->root = root;
@@ -1845,6 +1757,8 @@ static int from_json(json_t *root, tgi_srcmap *map, const char *name, const char
 		json_decref(root);
 		c->root = root = json_object();
 	}
+	x.doc = tgi_config_doc(c);
+	x.cx = (tgi_conf_ctx){ &x.doc, err, errlen, &x };
 	c->dir = dir ? tgi_strdup(dir) : current_dir();
 	if (!c->dir) {
 		char e[128];
