@@ -229,10 +229,23 @@ static int get_duration(const tgi_conf_ctx *x, const json_t *v, const char *ptr,
 	return 0;
 }
 
+int tgi_conf_enum(const tgi_conf_ctx *x, const json_t *v, const char *ptr,
+                  const char *const *names, size_t n, int *out)
+{
+	char want[256], list[200];
+	for (size_t i = 0; json_is_string(v) && i < n && names[i]; i++)
+		if (!strcmp(json_string_value(v), names[i])) {
+			*out = (int)i;
+			return 0;
+		}
+	snprintf(want, sizeof want, "one of %s", tgi_conf_join(names, n, list, sizeof list));
+	return tgi_conf_fail_type(x, ptr, v, want);
+}
+
 static int apply_row(const tgi_conf_ctx *x, const tgi_conf_key *k, const json_t *v,
                      const char *ptr, void *st)
 {
-	char want[256], list[200];
+	char want[256];
 	void *f = field(st, k);
 	switch (k->type) {
 	case TGI_CONF_OWN:
@@ -265,14 +278,7 @@ static int apply_row(const tgi_conf_ctx *x, const tgi_conf_key *k, const json_t 
 		*(char **)f = tgi_strdup(json_string_value(v));
 		return 0;
 	case TGI_CONF_ENUM:
-		for (int i = 0; json_is_string(v) && k->names[i]; i++)
-			if (!strcmp(json_string_value(v), k->names[i])) {
-				*(int *)f = i;
-				return 0;
-			}
-		snprintf(want, sizeof want, "one of %s", tgi_conf_join(k->names, SIZE_MAX, list,
-		                                                        sizeof list));
-		return tgi_conf_fail_type(x, ptr, v, want);
+		return tgi_conf_enum(x, v, ptr, k->names, k->nnames, f);
 	case TGI_CONF_STRINGS:
 		return get_strings(x, v, ptr, k->hi, f);
 	case TGI_CONF_DURATION:

@@ -51,7 +51,7 @@ typedef enum {
 	TGI_CONF_DOUBLE,   /* a number dlo..dhi → double */
 	TGI_CONF_STRING,   /* a non-empty string without NUL, at most hi bytes (0: any)
 	                      → char * (replaced; the caller frees) */
-	TGI_CONF_ENUM,     /* one of names → int (its index) */
+	TGI_CONF_ENUM,     /* one of names → int (its index); the field is an int or an enum */
 	TGI_CONF_STRINGS,  /* a list of at most hi (0: any) non-empty strings without NUL;
 	                      null: an empty list → tgi_strv (replaced) */
 	TGI_CONF_DURATION, /* seconds, or "N" and s, m, h or d ("7d") from lo to hi
@@ -74,7 +74,8 @@ typedef struct tgi_conf_key {
 	size_t                   size;    /* of the field (INT) */
 	long long                lo, hi;  /* INT, DURATION bounds; STRING, STRINGS: max */
 	double                   dlo, dhi;
-	const char *const       *names;   /* ENUM: NULL-terminated */
+	const char *const       *names;   /* ENUM: nnames of them (or up to a NULL) */
+	size_t                   nnames;
 	const struct tgi_conf_key *sub;   /* SECTION */
 	size_t                   nsub;
 	tgi_conf_set_fn          set;     /* CUSTOM */
@@ -91,7 +92,8 @@ typedef struct tgi_conf_key {
 #define TGI_CONF_STRING(k, T, f, max, d) \
 	{ .key = (k), .type = TGI_CONF_STRING, TGI_CONF_FIELD_(T, f), .hi = (max), .doc = (d) }
 #define TGI_CONF_ENUM(k, T, f, nm, d) \
-	{ .key = (k), .type = TGI_CONF_ENUM, TGI_CONF_FIELD_(T, f), .names = (nm), .doc = (d) }
+	{ .key = (k), .type = TGI_CONF_ENUM, TGI_CONF_FIELD_(T, f), .names = (nm), \
+	  .nnames = sizeof(nm) / sizeof((nm)[0]), .doc = (d) }
 #define TGI_CONF_STRINGS(k, T, f, max, d) \
 	{ .key = (k), .type = TGI_CONF_STRINGS, TGI_CONF_FIELD_(T, f), .hi = (max), .doc = (d) }
 #define TGI_CONF_DURATION(k, T, f, l, h, d) \
@@ -113,6 +115,11 @@ typedef struct tgi_conf_key {
  */
 int tgi_conf_section_apply(const tgi_conf_ctx *x, const tgi_conf_key *table, size_t n,
                            const json_t *obj, const char *ptr, void *st);
+
+/* v at ptr must be one of the n names (n may count a NULL that ends them):
+ * *out its index, or -1 with "expected one of a, b, c, got ...". */
+int tgi_conf_enum(const tgi_conf_ctx *x, const json_t *v, const char *ptr,
+                  const char *const *names, size_t n, int *out);
 
 /* Only the first step: every key of obj is one of table's.  0 or -1. */
 int tgi_conf_known_keys(const tgi_conf_ctx *x, const tgi_conf_key *table, size_t n,

@@ -558,6 +558,15 @@ static void test_unknown_keys_in_every_section(void **state)
 		{ "ledger: {synchronous: full}\n",       "1:10: ledger: unknown key \"synchronous\"; expected one of sync, lease_grace_s" },
 		{ "tools: {t: {description: d, command: [x], readonly: true}}\n",
 		  "1:43: tools.t: unknown key \"readonly\"; expected one of description," },
+		{ "spill: {kept: 5}\n",                  "1:9: spill: unknown key \"kept\"; expected one of keep" },
+		{ "shell: {timeout_s: 5}\n",             "1:9: shell: unknown key \"timeout_s\"; expected one of max_timeout_s," },
+		{ "shell:\n  rlimits: {cpu: 5}\n",      "2:13: shell.rlimits: unknown key \"cpu\"; expected one of cpu_s, address_space_mb," },
+		{ "console: {port: 80}\n",               "1:11: console: unknown key \"port\"; expected one of listen, token_env" },
+		{ "sandbox: {mode: read-only, net: true}\n", "1:28: sandbox: unknown key \"net\"; expected one of mode, network," },
+		{ "tools: {t: {description: d, command: [x], sandbox: {mounts: []}}}\n",
+		  "1:53: tools.t.sandbox: unknown key \"mounts\"; expected one of mode," },
+		{ "permissions:\n  tests: [{call: {tool: t}, expected: deny}]\n",
+		  "2:29: permissions.tests[0]: unknown key \"expected\"; expected one of call, expect" },
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(cases); i++)
 		yaml_err(cases[i].text, cases[i].want);
@@ -1266,7 +1275,7 @@ static void test_sandbox_profile(void **state)
 	yaml_err("sandbox: 3\n", "1:10: sandbox: expected one of read-only, workspace-write, "
 	         "danger-full-access, or a mapping");
 	yaml_err("sandbox: {mode: yolo}\n", "1:17: sandbox.mode: expected one of read-only");
-	yaml_err("sandbox: {mounts: [/]}\n", "1:11: sandbox.mounts: unknown key \"mounts\"; "
+	yaml_err("sandbox: {mounts: [/]}\n", "1:11: sandbox: unknown key \"mounts\"; "
 	         "expected one of mode, network, read, write, sockets, accept");
 	yaml_err("sandbox: {read: [~bob/x]}\n", "1:18: sandbox.read[0]: expected ~ or ~/path");
 	yaml_err("sandbox: {write: [/]}\n", "1:19: sandbox.write[0]: expected a path below /");
