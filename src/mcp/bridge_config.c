@@ -53,13 +53,6 @@ static char *join_path(const char *dir, const char *rel)
 
 /* ---- configuration ---- */
 
-static const char *const server_keys[] = {
-	"command", "args", "env", "cwd", "url", "token_env", "trusted", "pin", "prefix", "sandbox",
-	"category", "tools", "timeout_s", "startup_timeout_s", "aliases",
-};
-static const char *const filter_keys[] = { "include", "exclude" };
-
-
 /*
  * A problem in server `name`'s entry at sub ("command", "tools/include/0",
  * "" for the entry itself): "toolgate.yaml:LINE:COL: mcp_servers.fs.command:
@@ -127,27 +120,6 @@ static int parse_strings(const tgi_config *cfg, const char *name, const char *su
 	return 0;
 }
 
-static int parse_int(const tgi_config *cfg, const char *name, const char *key, const json_t *v,
-                     int lo, int hi, int *out, char *err, size_t errlen)
-{
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-		char want[64];
-		tgi_snprintf(want, sizeof want, "a whole number of seconds from %d to %d", lo, hi);
-		return bad_type(cfg, name, key, v, want, err, errlen);
-	}
-	*out = (int)json_integer_value(v);
-	return 0;
-}
-
-static int parse_bool(const tgi_config *cfg, const char *name, const char *key, const json_t *v,
-                      int *out, char *err, size_t errlen)
-{
-	if (!json_is_boolean(v))
-		return bad_type(cfg, name, key, v, "true or false", err, errlen);
-	*out = json_is_true(v);
-	return 0;
-}
-
 static int parse_string(const tgi_config *cfg, const char *name, const char *key, const json_t *v,
                         size_t max, const char **out, char *err, size_t errlen)
 {
@@ -181,30 +153,6 @@ static int parse_env(const tgi_config *cfg, const char *name, const json_t *env,
 		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
 			return bad_type(cfg, name, at, v, "a string (quote numbers and booleans)", err,
 			                errlen);
-	}
-	return 0;
-}
-
-static int parse_filters(const tgi_config *cfg, const char *name, const json_t *v, srv *s,
-                         char *err, size_t errlen)
-{
-	const char *k;
-	json_t *x;
-
-	if (!json_is_object(v))
-		return bad_type(cfg, name, "tools", v, "a mapping with include and exclude", err, errlen);
-	json_object_foreach((json_t *)v, k, x) {
-		char sub[200], shown[72];
-		int include = !strcmp(k, filter_keys[0]);
-		tgi_snprintf(sub, sizeof sub, "tools/%s", k);
-		if (!include && strcmp(k, filter_keys[1])) {
-			tgi_sanitize_n(shown, sizeof shown, k, strlen(k), 64);
-			return tgi_bridge_bad(cfg, name, sub, err, errlen,
-			           "unknown key \"%s\"; expected one of include, exclude", shown);
-		}
-		if (parse_strings(cfg, name, sub, x, 1, include ? &s->include : &s->exclude, err,
-		                  errlen) < 0)
-			return -1;
 	}
 	return 0;
 }
@@ -363,11 +311,54 @@ int tgi_bridge_profile(const tgi_config *cfg, const char *name, const json_t *v,
 	return 0;
 }
 
+static int set_prefix(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	srv *s = obj;
+	if (!json_is_string(v) || json_string_length(v) > PREFIX_MAX ||
+	    !tgi_bridge_name_ok(json_string_value(v), json_string_length(v), 0))
+		return tgi_conf_fail_type(cx, ptr, v, "a prefix of at most 64 letters, digits, '_' or '-'");
+	tgi_snprintf(s->prefix, sizeof s->prefix, "%s", json_string_value(v));
+	return 0;
+}
+
+static int set_aliases(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	srv *s = obj;
+	return parse_aliases(cx->user, s->name, v, s, cx->err, cx->errlen);
+}
+
+static const tgi_conf_key filter_keys[] = {
+	TGI_CONF_STRINGS("include", srv, include, 0, "globs of the tools offered (default: all)"),
+	TGI_CONF_STRINGS("exclude", srv, exclude, 0, "globs of the tools left out"),
+};
+
+/* An entry's keys: the ones the code below reads together (command or url
+ * and what goes with each) are OWN; the rest are read by the table. */
+static const tgi_conf_key server_keys[] = {
+	TGI_CONF_OWN("command", "a stdio server: its program, or its argv"),
+	TGI_CONF_OWN("args", "more arguments after command"),
+	TGI_CONF_OWN("env", "its variables beyond PATH, LANG, LC_ALL, TERM, HOME, TMPDIR"),
+	TGI_CONF_OWN("cwd", "its directory (default: the workspace)"),
+	TGI_CONF_OWN("url", "a Streamable HTTP server: its http:// or https:// URL"),
+	TGI_CONF_OWN("token_env", "the variable holding its bearer token"),
+	TGI_CONF_BOOL("trusted", srv, trusted, "it may sample the client's model; false: the "
+	              "strictest sandbox"),
+	TGI_CONF_BOOL("pin", srv, pin, "a changed tool definition waits for an approval"),
+	TGI_CONF_CUSTOM("prefix", set_prefix, "its tools' names begin so (default NAME__)"),
+	TGI_CONF_OWN("sandbox", "the sandbox profile a stdio server runs in"),
+	TGI_CONF_STRING("category", srv, category, 64, "for profiles (default mcp)"),
+	{ .key = "tools", .type = TGI_CONF_SECTION, .sub = filter_keys,   /* the same srv */
+	  .nsub = TGI_ARRAY_LEN(filter_keys), .doc = "which of its tools are offered" },
+	TGI_CONF_INT("timeout_s", srv, timeout_s, 1, TIMEOUT_MAX_S, "a call's timeout"),
+	TGI_CONF_INT("startup_timeout_s", srv, startup_timeout_s, 1, STARTUP_MAX_S,
+	             "how long it may take to start and list its tools"),
+	TGI_CONF_CUSTOM("aliases", set_aliases, "{tool: {old_field: new_field}}"),
+};
+
 int tgi_bridge_parse_server(const tgi_config *cfg, const char *name, const json_t *v, srv *s,
                             char *err, size_t errlen)
 {
-	const char *k, *str;
-	json_t *x;
+	const char *str;
 	size_t nlen = strlen(name);
 
 	if (!nlen || nlen > SERVER_NAME_MAX || !tgi_bridge_name_ok(name, nlen, 0) || strstr(name, "__")) {
@@ -380,25 +371,18 @@ int tgi_bridge_parse_server(const tgi_config *cfg, const char *name, const json_
 	}
 	if (!json_is_object(v))
 		return bad_type(cfg, name, "", v, "a mapping (command or url, ...)", err, errlen);
-	json_object_foreach((json_t *)v, k, x) {
-		size_t i;
-		for (i = 0; i < TGI_ARRAY_LEN(server_keys) && strcmp(k, server_keys[i]); i++)
-			;
-		if (i == TGI_ARRAY_LEN(server_keys)) {
-			char shown[72];
-			tgi_sanitize_n(shown, sizeof shown, k, strlen(k), 64);
-			return tgi_bridge_bad(cfg, name, k, err, errlen,
-			           "unknown key \"%s\"; expected one of command, args, env, cwd, url, "
-			           "token_env, trusted, pin, prefix, category, tools, timeout_s, "
-			           "startup_timeout_s, aliases", shown);
-		}
-	}
-
 	tgi_snprintf(s->name, sizeof s->name, "%s", name);
 	tgi_snprintf(s->prefix, sizeof s->prefix, "%s__", name);
 	s->timeout_s = cfg->timeout_s > 0 ? cfg->timeout_s : 120;
 	s->startup_timeout_s = 30;
 	s->backoff_s = BACKOFF_MIN_S;
+	s->category = tgi_strdup("mcp");
+	char ptr[1024];
+	tgi_json_pointer_join(ptr, sizeof ptr, "/mcp_servers", name);
+	tgi_conf_doc d = tgi_config_doc(cfg);
+	tgi_conf_ctx cx = { &d, err, errlen, (void *)cfg };
+	if (tgi_conf_section_apply(&cx, server_keys, TGI_ARRAY_LEN(server_keys), v, ptr, s) < 0)
+		return -1;
 
 	json_t *cmd = json_object_get(v, "command"), *url = json_object_get(v, "url");
 	json_t *args = json_object_get(v, "args"), *cwd = json_object_get(v, "cwd");
@@ -436,34 +420,6 @@ int tgi_bridge_parse_server(const tgi_config *cfg, const char *name, const json_
 			s->cwd = tgi_strdup(cfg->workspace);
 		}
 	}
-	if ((x = json_object_get(v, "trusted")) &&
-	    parse_bool(cfg, name, "trusted", x, &s->trusted, err, errlen) < 0)
-		return -1;
-	if ((x = json_object_get(v, "pin")) && parse_bool(cfg, name, "pin", x, &s->pin, err, errlen) < 0)
-		return -1;
-	if ((x = json_object_get(v, "prefix"))) {
-		if (!json_is_string(x) || json_string_length(x) > PREFIX_MAX ||
-		    !tgi_bridge_name_ok(json_string_value(x), json_string_length(x), 0))
-			return bad_type(cfg, name, "prefix", x,
-			                "a prefix of at most 64 letters, digits, '_' or '-'", err, errlen);
-		tgi_snprintf(s->prefix, sizeof s->prefix, "%s", json_string_value(x));
-	}
-	str = "mcp";
-	if ((x = json_object_get(v, "category")) &&
-	    parse_string(cfg, name, "category", x, 64, &str, err, errlen) < 0)
-		return -1;
-	s->category = tgi_strdup(str);
-	if ((x = json_object_get(v, "tools")) && parse_filters(cfg, name, x, s, err, errlen) < 0)
-		return -1;
-	if ((x = json_object_get(v, "aliases")) && parse_aliases(cfg, name, x, s, err, errlen) < 0)
-		return -1;
-	if ((x = json_object_get(v, "timeout_s")) &&
-	    parse_int(cfg, name, "timeout_s", x, 1, TIMEOUT_MAX_S, &s->timeout_s, err, errlen) < 0)
-		return -1;
-	if ((x = json_object_get(v, "startup_timeout_s")) &&
-	    parse_int(cfg, name, "startup_timeout_s", x, 1, STARTUP_MAX_S, &s->startup_timeout_s, err,
-	              errlen) < 0)
-		return -1;
 	return 0;
 }
 
