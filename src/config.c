@@ -134,36 +134,6 @@ const char *tgi_sandbox_name(tgi_sandbox s)
 
 /* ---- the tables every key is checked against ---- */
 
-static const char *const top_keys[] = {
-	"workspace", "store", "profile", "mode", "approval", "sandbox", "default_principal",
-	"principals", "roles", "permissions", "execpolicy", "tools", "profiles", "limits",
-	"formats", "approvals", "ledger", "mcp_servers", "hooks", "loop_detection",
-	"rate_limits", "redact", "shell", "hide_denied", "events", "console", "mcp", "spill",
-};
-static const char *const principal_keys[] = { "roles", "token_env" };
-static const char *const rule_keys[]      = { "allow", "ask", "deny", "tests" };
-/* permissions: a role's lists, and Claude Code's defaultMode (a block copied
- * from .claude/settings.json loads as it is) */
-static const char *const perm_keys[]      = { "allow", "ask", "deny", "tests", "defaultMode" };
-static const char *const sandbox_keys[]   = { "mode", "network", "read", "write", "sockets",
-                                              "accept" };
-static const char *const shell_keys[]     = { "max_timeout_s", "max_output_chars", "env_allow",
-                                              "read_only_commands", "read_only_replace", "path",
-                                              "rlimits" };
-static const char *const rlimit_keys[]    = { "cpu_s", "address_space_mb", "file_size_mb",
-                                              "open_files", "processes" };
-static const char *const ptest_keys[]     = { "call", "expect" };
-static const char *const profile_keys[]   = { "categories", "read_only" };
-static const char *const limits_keys[]    = { "max_args_bytes", "max_result_chars", "timeout_s",
-                                              "max_parallel" };
-static const char *const formats_keys[]   = { "assert" };
-static const char *const approvals_keys[] = { "ttl_s", "wait_s", "via" };
-static const char *const ledger_keys[]    = { "sync", "lease_grace_s", "key_file", "key_env" };
-static const char *const spill_keys[]     = { "keep" };
-static const char *const console_keys[]   = { "listen", "token_env" };
-static const char *const mcp_keys[]       = { "strip_client_args",
-                                              "max_calls_per_principal" };
-
 static const struct {
 	const char *key;
 	unsigned    bit;
@@ -176,13 +146,6 @@ static const struct {
 	{ "requires_idempotency_key", TGI_T_REQUIRES_KEY },
 	{ "edits_files",              TGI_T_EDITS_FILES },
 };
-static const char *const tool_keys[] = {
-	"description", "input_schema", "output_schema", "command", "category",
-	"read_only", "concurrency_safe", "destructive", "idempotent", "requires_grant",
-	"requires_idempotency_key", "edits_files", "max_result_chars", "timeout_s",
-	"requires_env", "check", "aliases", "sandbox",
-};
-
 static const char *const builtin_tools[] = {
 	"read_file", "list_dir", "search_files", "write_file", "apply_patch", "shell",
 };
@@ -284,84 +247,23 @@ void tgi_config_free(tgi_config *c)
 	free(c);
 }
 
-/* ---- where a node is, and how to say what went wrong ---- */
-
-/* Line and column an error about the node at ptr points at: a scalar
- * value itself (the token that is wrong); else the key it is written
- * under -- a mapping or a list (whose own mark is its first member), a
- * key the message names (member), a missing key (reported at the key of
- * the nearest ancestor the map knows). */
-static int locate(const tgi_config *c, const char *ptr, int member, int *line, int *col)
-{
-	char p[PTR_MAX];
-	if (!c->srcmap)
-		return 0;
-	tgi_snprintf(p, sizeof p, "%s", ptr);
-	const json_t *v = tgi_json_pointer(c->root, p);   /* root: the document, kept */
-	if (!member && v && !json_is_object(v) && !json_is_array(v) &&
-	    tgi_srcmap_lookup(c->srcmap, p, line, col) == 0)
-		return 1;
-	for (;;) {
-		if (tgi_srcmap_lookup_key(c->srcmap, p, line, col) == 0)
-			return 1;
-		char *slash = strrchr(p, '/');
-		if (!slash)
-			return 0;
-		*slash = '\0';
-	}
-}
+/* ---- where a node is, and how to say what went wrong (config/section.c) ---- */
 
 static const char *display_name(const tgi_config *c)
 {
 	return c->file ? c->file : c->path ? c->path : "built-in defaults";
 }
 
-static void where(const tgi_config *c, const char *ptr, int member, char *out, size_t cap)
+tgi_conf_doc tgi_config_doc(const tgi_config *c)
 {
-	char file[256];
-	int line, col;
-	tgi_sanitize(file, sizeof file, display_name(c));
-	if (locate(c, ptr ? ptr : "", member, &line, &col))
-		tgi_snprintf(out, cap, "%s:%d:%d", file, line, col);
-	else
-		tgi_snprintf(out, cap, "%s", file);
+	return (tgi_conf_doc){ .file = display_name(c), .root = c->root, .map = c->srcmap };
 }
 
 void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap)
 {
-	where(c, ptr, 0, out, cap);
+	tgi_conf_doc d = tgi_config_doc(c);
+	tgi_conf_where(&d, ptr, 0, out, cap);
 }
-
-/* The pointer as a key path for people: /tools/x/command/0 → tools.x.command[0]. */
-static void keypath(const json_t *root, const char *ptr, char *out, size_t cap)
-{
-	tgi_buf b;
-	char tok[128];
-	const json_t *cur = root;
-
-	tgi_buf_init(&b, cap ? cap - 1 : 0);
-	for (const char *p = ptr; *p == '/';) {
-		size_t j = 0;
-		for (p++; *p && *p != '/'; p++) {
-			char ch = *p;
-			if (ch == '~' && (p[1] == '0' || p[1] == '1'))
-				ch = *++p == '0' ? '~' : '/';
-			if (j + 1 < sizeof tok)
-				tok[j++] = ch;
-		}
-		tok[j] = '\0';
-		if (json_is_array(cur)) {
-			tgi_buf_printf(&b, "[%s]", tok);
-			cur = json_array_get(cur, strtoul(tok, NULL, 10));
-		} else {
-			tgi_buf_printf(&b, "%s%s", b.len ? "." : "", tok);
-			cur = json_object_get(cur, tok);
-		}
-	}
-	tgi_sanitize(out, cap, b.p ? b.p : "");
-	tgi_buf_free(&b);
-}
-
 
 /* strerror, lowercased for a sentence ("permission denied"). */
 static const char *errstr(int e, char *out, size_t cap)
@@ -372,43 +274,14 @@ static const char *errstr(int e, char *out, size_t cap)
 	return out;
 }
 
-/* "a, b, c" from a table, into out. */
-static const char *join_names(const char *const *names, size_t n, char *out, size_t cap)
-{
-	tgi_buf b;
-	tgi_buf_init(&b, cap ? cap - 1 : 0);
-	for (size_t i = 0; i < n; i++)
-		tgi_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-	tgi_snprintf(out, cap, "%s", b.p ? b.p : "");
-	tgi_buf_free(&b);
-	return out;
-}
-
-/* "where: key.path: message" into err for a problem located at the node
- * loc, under the key path of path; -1.  Every configuration error, the
- * loader's and the middleware's, is said here. */
-__attribute__((format(printf, 6, 0)))
-static int vfail(const tgi_config *c, const char *loc, const char *path, char *err,
-                 size_t errlen, const char *fmt, va_list ap)
-{
-	char raw[512], msg[512], at[300], kp[256];
-	vsnprintf(raw, sizeof raw, fmt, ap);
-	tgi_sanitize(msg, sizeof msg, raw);   /* a value or a path may hold anything */
-	where(c, loc, strcmp(loc, path) != 0, at, sizeof at);   /* a member: its key */
-	keypath(c->root, path, kp, sizeof kp);
-	if (kp[0])
-		tgi_snprintf(err, errlen, "%s: %s: %s", at, kp, msg);
-	else
-		tgi_snprintf(err, errlen, "%s: %s", at, msg);
-	return -1;
-}
-
 int tgi_config_fail(const tgi_config *cfg, const char *ptr, char *err, size_t errlen,
                     const char *fmt, ...)
 {
+	tgi_conf_doc d = tgi_config_doc(cfg);
+	tgi_conf_ctx x = { &d, err, errlen, NULL };
 	va_list ap;
 	va_start(ap, fmt);
-	vfail(cfg, ptr, ptr, err, errlen, fmt, ap);
+	tgi_conf_vfail_at(&x, ptr, ptr, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -442,11 +315,14 @@ int tgi_config_strings(const tgi_config *cfg, const json_t *v, const char *ptr, 
 
 /* The loader's state for one document. */
 typedef struct ld {
-	tgi_config *c;
-	char       *err;
-	size_t      errlen;
-	int         found;   /* the file was found by the search (its directory is the
-	                        default workspace), not named */
+	tgi_config  *c;
+	char        *err;
+	size_t       errlen;
+	int          found;   /* the file was found by the search (its directory is the
+	                         default workspace), not named */
+	tgi_conf_doc doc;
+	tgi_conf_ctx cx;      /* doc, err; user: this */
+	int          default_mode;   /* permissions.defaultMode's index, or -1 */
 } ld;
 
 /* Report a problem located at the node loc, under the key path of path. */
@@ -455,7 +331,7 @@ static int fail_at(ld *x, const char *loc, const char *path, const char *fmt, ..
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vfail(x->c, loc, path, x->err, x->errlen, fmt, ap);
+	tgi_conf_vfail_at(&x->cx, loc, path, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -477,38 +353,13 @@ static json_t *child(json_t *obj, const char *base, const char *key, char *ptr)
 	return json_object_get(obj, key);
 }
 
-static int check_keys(ld *x, json_t *obj, const char *base, const char *const *allowed, size_t n)
+/* The section at root's key through table into st (absent or null: nothing). */
+static int apply(ld *x, json_t *root, const char *key, const tgi_conf_key *table, size_t n,
+                 void *st)
 {
-	const char *key;
-	json_t *v;
-	json_object_foreach(obj, key, v) {
-		if (name_index(key, allowed, n) >= 0)
-			continue;
-		char ptr[PTR_MAX], k[72], names[512];
-		tgi_json_pointer_join(ptr, sizeof ptr, base, key);
-		tgi_sanitize(k, sizeof k, key);
-		return fail_at(x, ptr, base, "unknown key \"%s\"; expected one of %s", k,
-		               join_names(allowed, n, names, sizeof names));
-	}
-	return 0;
-}
-
-/* A mapping-valued key whose entries are all optional: absent or null is
- * an empty mapping (*out NULL); anything else must be a mapping with only
- * the allowed keys. */
-static int section(ld *x, json_t *obj, const char *base, const char *key,
-                   const char *const *allowed, size_t n, json_t **out, char *ptr)
-{
-	json_t *v = child(obj, base, key, ptr);
-	*out = NULL;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_object(v))
-		return fail_type(x, ptr, v, "a mapping");
-	if (allowed && check_keys(x, v, ptr, allowed, n) < 0)
-		return -1;
-	*out = v;
-	return 0;
+	char ptr[PTR_MAX];
+	json_t *v = child(root, "", key, ptr);
+	return tgi_conf_section_apply(&x->cx, table, n, v, ptr, st);
 }
 
 static int check_str(ld *x, const json_t *v, const char *ptr)
@@ -565,106 +416,6 @@ static int strv_from(ld *x, json_t *v, const char *ptr, item_check check, tgi_st
 			return -1;
 		out->v[out->n++] = tgi_strdup(json_string_value(item));
 	}
-	return 0;
-}
-
-static int opt_strv(ld *x, json_t *obj, const char *base, const char *key, item_check check,
-                    tgi_strv *out)
-{
-	char ptr[PTR_MAX];
-	json_t *v = child(obj, base, key, ptr);
-	return v ? strv_from(x, v, ptr, check, out) : 0;
-}
-
-static int opt_str(ld *x, json_t *obj, const char *base, const char *key, char **out)
-{
-	char ptr[PTR_MAX];
-	json_t *v = child(obj, base, key, ptr);
-	if (!v)
-		return 0;
-	if (check_str(x, v, ptr) < 0)
-		return -1;
-	free(*out);
-	*out = tgi_strdup(json_string_value(v));
-	return 0;
-}
-
-static int opt_bool(ld *x, json_t *obj, const char *base, const char *key, int *out)
-{
-	char ptr[PTR_MAX];
-	json_t *v = child(obj, base, key, ptr);
-	if (!v)
-		return 0;
-	if (!json_is_boolean(v))
-		return fail_type(x, ptr, v, "true or false");
-	*out = json_is_true(v);
-	return 0;
-}
-
-/* A duration: whole seconds, or a string "N" and a unit s, m, h or d
- * ("7d", "12h"), from lo to hi seconds. */
-static int opt_duration(ld *x, json_t *obj, const char *base, const char *key,
-                        long long lo, long long hi, long long *out)
-{
-	char ptr[PTR_MAX], want[128];
-	json_t *v = child(obj, base, key, ptr);
-	if (!v)
-		return 0;
-	snprintf(want, sizeof want, "a duration (seconds, or N and s, m, h or d, as in 7d) from "
-	         "%llds to %lldd", lo, hi / 86400);
-	long long n = 0;
-	if (json_is_integer(v)) {
-		n = (long long)json_integer_value(v);
-	} else if (json_is_string(v)) {
-		const char *t = json_string_value(v);
-		size_t len = json_string_length(v), i = 0;
-		for (; i < len && t[i] >= '0' && t[i] <= '9' && n <= hi; i++)
-			n = n * 10 + (t[i] - '0');
-		static const struct { char u; long long s; } units[] = {
-			{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400} };
-		long long mult = 0;
-		for (size_t u = 0; i > 0 && i + 1 == len && u < TGI_ARRAY_LEN(units); u++)
-			if (t[i] == units[u].u)
-				mult = units[u].s;
-		if (!mult || n > hi)
-			return fail_type(x, ptr, v, want);
-		n *= mult;
-	} else {
-		return fail_type(x, ptr, v, want);
-	}
-	if (n < lo || n > hi)
-		return fail_type(x, ptr, v, want);
-	*out = n;
-	return 0;
-}
-
-static int opt_int(ld *x, json_t *obj, const char *base, const char *key,
-                   long long lo, long long hi, long long *out)
-{
-	char ptr[PTR_MAX], want[96];
-	json_t *v = child(obj, base, key, ptr);
-	if (!v)
-		return 0;
-	snprintf(want, sizeof want, "an integer from %lld to %lld", lo, hi);
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return fail_type(x, ptr, v, want);
-	*out = (long long)json_integer_value(v);
-	return 0;
-}
-
-static int opt_enum(ld *x, json_t *obj, const char *base, const char *key,
-                    const char *const *names, size_t n, int *out)
-{
-	char ptr[PTR_MAX], want[256], list[200];
-	json_t *v = child(obj, base, key, ptr);
-	if (!v)
-		return 0;
-	int i = name_index(json_string_value(v), names, n);
-	if (i < 0) {
-		snprintf(want, sizeof want, "one of %s", join_names(names, n, list, sizeof list));
-		return fail_type(x, ptr, v, want);
-	}
-	*out = i;
 	return 0;
 }
 
@@ -799,26 +550,50 @@ const char *tgi_config_store_given(const tgi_config *c)
 	return json_is_string(v) ? json_string_value(v) : ".toolgate/ledger.db";
 }
 
-static int load_scalars(ld *x, json_t *root)
+/* approval: one of approval_names, or a former name of ask or deny */
+static int set_approval(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
 {
-	tgi_config *c = x->c;
-	int mode = c->mode, approval = c->approval;
-
-	char ptr[PTR_MAX];
-	json_t *v = child(root, "", "approval", ptr);
-	int former = name_index(json_string_value(v), approval_former, TGI_ARRAY_LEN(approval_former));
-	if (former >= 0)
-		approval = former;
-	if (opt_str(x, root, "", "profile", &c->profile) < 0 ||
-	    opt_str(x, root, "", "default_principal", &c->default_principal) < 0 ||
-	    opt_enum(x, root, "", "mode", mode_names, TGI_ARRAY_LEN(mode_names), &mode) < 0 ||
-	    (former < 0 &&
-	     opt_enum(x, root, "", "approval", approval_names, TGI_ARRAY_LEN(approval_names), &approval) < 0))
+	tgi_config *c = obj;
+	int i = name_index(json_string_value(v), approval_former, TGI_ARRAY_LEN(approval_former));
+	if (i < 0 && tgi_conf_enum(cx, v, ptr, approval_names, TGI_ARRAY_LEN(approval_names), &i) < 0)
 		return -1;
-	c->mode = (tgi_mode)mode;
-	c->approval = (tgi_approval)approval;
+	c->approval = (tgi_approval)i;
 	return 0;
 }
+
+/* Every top-level key; the scalars are set here, the sections by their loaders. */
+static const tgi_conf_key top_keys[] = {
+	TGI_CONF_OWN("workspace", "the directory the tools work in (default: the file's)"),
+	TGI_CONF_OWN("store", "the ledger: a path (in the workspace) or a postgres:// URL"),
+	TGI_CONF_STRING("profile", tgi_config, profile, 0, "the tools offered: a profile's name"),
+	TGI_CONF_ENUM("mode", tgi_config, mode, mode_names, "how calls are decided"),
+	TGI_CONF_CUSTOM("approval", set_approval, "what an ask becomes: ask, deny or untrusted"),
+	TGI_CONF_OWN("sandbox", "the shell tool's sandbox profile"),
+	TGI_CONF_STRING("default_principal", tgi_config, default_principal, 0,
+	                "who a call without a token is"),
+	TGI_CONF_OWN("principals", "who may call: roles and token variables"),
+	TGI_CONF_OWN("roles", "allow, ask and deny rules by role"),
+	TGI_CONF_OWN("permissions", "everyone's rules, Claude Code's defaultMode, rule tests"),
+	TGI_CONF_OWN("execpolicy", "Codex rule files"),
+	TGI_CONF_OWN("tools", "configured command tools"),
+	TGI_CONF_OWN("profiles", "more profiles (tool categories)"),
+	TGI_CONF_OWN("limits", "argument, result and time limits"),
+	TGI_CONF_OWN("formats", "whether JSON Schema formats are asserted"),
+	TGI_CONF_OWN("approvals", "how long approvals last and how they are asked"),
+	TGI_CONF_OWN("ledger", "durability, leases and the machine key"),
+	TGI_CONF_OWN("mcp_servers", "downstream MCP servers (mcp/bridge_config.c)"),
+	TGI_CONF_OWN("hooks", "programs run before and after calls (mw/hooks.c)"),
+	TGI_CONF_OWN("loop_detection", "repeated calls warned and blocked (mw/loop.c)"),
+	TGI_CONF_OWN("rate_limits", "calls per tool glob and time (mw/ratelimit.c)"),
+	TGI_CONF_OWN("redact", "what is masked in records (mw/redact.c)"),
+	TGI_CONF_OWN("shell", "the shell tool's limits and read-only commands"),
+	TGI_CONF_BOOL("hide_denied", tgi_config, hide_denied,
+	              "MCP tools/list leaves out what a bare deny rule forbids"),
+	TGI_CONF_OWN("events", "event sinks: a JSONL file, a socket (mw/events.c)"),
+	TGI_CONF_OWN("console", "toolgate console's address and token"),
+	TGI_CONF_OWN("mcp", "toolgate serve's client arguments and call threads"),
+	TGI_CONF_OWN("spill", "how long spilled results are kept"),
+};
 
 /* ---- sandbox profiles ---- */
 
@@ -1058,17 +833,58 @@ static int profile_accept(const tgi_config *cfg, const json_t *v, const char *pt
 	return 0;
 }
 
+static int set_sb_paths(const tgi_conf_ctx *cx, const json_t *v, const char *ptr,
+                        tgi_strv *out)
+{
+	return profile_paths(cx->user, v, ptr, out, cx->err, cx->errlen);
+}
+
+static int set_sb_read(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return set_sb_paths(cx, v, ptr, &((tgi_sb_profile *)obj)->read);
+}
+
+static int set_sb_write(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return set_sb_paths(cx, v, ptr, &((tgi_sb_profile *)obj)->write);
+}
+
+static int set_sb_sockets(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return set_sb_paths(cx, v, ptr, &((tgi_sb_profile *)obj)->sockets);
+}
+
+static int set_sb_network(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return profile_network(cx->user, v, ptr, obj, cx->err, cx->errlen);
+}
+
+static int set_sb_accept(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return profile_accept(cx->user, v, ptr, &((tgi_sb_profile *)obj)->accept, cx->err,
+	                      cx->errlen);
+}
+
+static const tgi_conf_key sandbox_keys[] = {
+	TGI_CONF_ENUM("mode", tgi_sb_profile, mode, sandbox_names, "read-only, workspace-write "
+	              "or danger-full-access"),
+	TGI_CONF_CUSTOM("network", set_sb_network, "true, false or a list of host[:port]"),
+	TGI_CONF_CUSTOM("read", set_sb_read, "more paths shown read-only"),
+	TGI_CONF_CUSTOM("write", set_sb_write, "more paths shown writable"),
+	TGI_CONF_CUSTOM("sockets", set_sb_sockets, "unix sockets reachable"),
+	TGI_CONF_CUSTOM("accept", set_sb_accept, "weaker backends accepted (landlock)"),
+};
+
 int tgi_sb_profile_parse(const tgi_config *cfg, const json_t *v, const char *ptr,
                          tgi_sb_profile *out, char *err, size_t errlen)
 {
-	char kp[PTR_MAX], got[96], list[256];
-	const json_t *m;
+	char got[96], list[256];
 	int i;
 	if (json_is_string(v) || !json_is_object(v)) {
 		i = name_index(json_string_value(v), sandbox_names, TGI_ARRAY_LEN(sandbox_names));
 		if (i < 0)
 			return tgi_config_fail(cfg, ptr, err, errlen, "expected one of %s%s, got %s",
-			                       join_names(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
+			                       tgi_conf_join(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
 			                                  sizeof list),
 			                       json_is_string(v) ? "" : ", or a mapping {mode, network, read, "
 			                       "write, sockets, accept}",
@@ -1076,48 +892,9 @@ int tgi_sb_profile_parse(const tgi_config *cfg, const json_t *v, const char *ptr
 		out->mode = (tgi_sandbox)i;
 		return 0;
 	}
-	const char *key;
-	json_t *val;
-	json_object_foreach((json_t *)v, key, val) {
-		if (name_index(key, sandbox_keys, TGI_ARRAY_LEN(sandbox_keys)) >= 0)
-			continue;
-		char k[72];
-		tgi_json_pointer_join(kp, sizeof kp, ptr, key);
-		tgi_sanitize(k, sizeof k, key);
-		return tgi_config_fail(cfg, kp, err, errlen, "unknown key \"%s\"; expected one of %s", k,
-		                       join_names(sandbox_keys, TGI_ARRAY_LEN(sandbox_keys), list,
-		                                  sizeof list));
-	}
-	if ((m = json_object_get(v, "mode"))) {
-		tgi_json_pointer_join(kp, sizeof kp, ptr, "mode");
-		i = name_index(json_string_value(m), sandbox_names, TGI_ARRAY_LEN(sandbox_names));
-		if (i < 0)
-			return tgi_config_fail(cfg, kp, err, errlen, "expected one of %s, got %s",
-			                       join_names(sandbox_names, TGI_ARRAY_LEN(sandbox_names), list,
-			                                  sizeof list),
-			                       tgi_json_describe(m, got, sizeof got));
-		out->mode = (tgi_sandbox)i;
-	}
-	static const char *const lists[] = {"read", "write", "sockets"};
-	tgi_strv *slots[] = {&out->read, &out->write, &out->sockets};
-	for (size_t k = 0; k < TGI_ARRAY_LEN(lists); k++) {
-		if (!(m = json_object_get(v, lists[k])))
-			continue;
-		tgi_json_pointer_join(kp, sizeof kp, ptr, lists[k]);
-		if (profile_paths(cfg, m, kp, slots[k], err, errlen) < 0)
-			return -1;
-	}
-	if ((m = json_object_get(v, "network"))) {
-		tgi_json_pointer_join(kp, sizeof kp, ptr, "network");
-		if (profile_network(cfg, m, kp, out, err, errlen) < 0)
-			return -1;
-	}
-	if ((m = json_object_get(v, "accept"))) {
-		tgi_json_pointer_join(kp, sizeof kp, ptr, "accept");
-		if (profile_accept(cfg, m, kp, &out->accept, err, errlen) < 0)
-			return -1;
-	}
-	return 0;
+	tgi_conf_doc d = tgi_config_doc(cfg);
+	tgi_conf_ctx cx = { &d, err, errlen, (void *)cfg };
+	return tgi_conf_section_apply(&cx, sandbox_keys, TGI_ARRAY_LEN(sandbox_keys), v, ptr, out);
 }
 
 /* sandbox: the shell tool's profile (after the workspace: nothing here
@@ -1138,26 +915,28 @@ static int load_sandbox(ld *x, json_t *root)
  * or relative to the configuration's directory; never inside the
  * workspace: a key the workspace holds is no secret from what runs there,
  * nor from a repository that ships one with a ledger it signed). */
-static int load_key(ld *x, json_t *s, const char *base)
+static int set_key_env(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
 {
-	tgi_config *c = x->c;
-	char ptr[PTR_MAX], why[PATH_MAX + 128];
-	json_t *v = child(s, base, "key_env", ptr);
-	if (v) {
-		if (check_str(x, v, ptr) < 0)
-			return -1;
-		const char *n = json_string_value(v);
-		size_t len = strlen(n);
-		if (!len || strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != len ||
-		    (n[0] >= '0' && n[0] <= '9'))
-			return fail(x, ptr, "expected the name of an environment variable (letters, digits "
-			            "and _), got \"%s\"", n);
-		free(c->key_env);
-		c->key_env = tgi_strdup(n);
-	}
-	v = child(s, base, "key_file", ptr);
-	if (!v)
-		return 0;
+	ld *x = cx->user;
+	tgi_config *c = obj;
+	if (check_str(x, v, ptr) < 0)
+		return -1;
+	const char *n = json_string_value(v);
+	size_t len = strlen(n);
+	if (!len || strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != len ||
+	    (n[0] >= '0' && n[0] <= '9'))
+		return fail(x, ptr, "expected the name of an environment variable (letters, digits "
+		            "and _), got \"%s\"", n);
+	free(c->key_env);
+	c->key_env = tgi_strdup(n);
+	return 0;
+}
+
+static int set_key_file(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	ld *x = cx->user;
+	tgi_config *c = obj;
+	char why[PATH_MAX + 128];
 	if (check_str(x, v, ptr) < 0)
 		return -1;
 	const char *f = json_string_value(v);
@@ -1178,67 +957,63 @@ static int load_key(ld *x, json_t *s, const char *base)
 	return 0;
 }
 
+static const tgi_conf_key limits_keys[] = {
+	TGI_CONF_INT("max_args_bytes", tgi_config, max_args_bytes, 1, MAX_BYTES_LIMIT,
+	             "bytes of a call's arguments"),
+	TGI_CONF_INT("max_result_chars", tgi_config, max_result_chars, 1, MAX_BYTES_LIMIT,
+	             "characters of a result the model is given"),
+	TGI_CONF_INT("timeout_s", tgi_config, timeout_s, 1, MAX_TIMEOUT_S, "a tool's timeout"),
+	TGI_CONF_INT("max_parallel", tgi_config, max_parallel, 1, 256, "calls of a batch at once"),
+};
+static const tgi_conf_key formats_keys[] = {
+	TGI_CONF_BOOL("assert", tgi_config, assert_formats, "JSON Schema formats are checked"),
+};
+static const tgi_conf_key approvals_keys[] = {
+	TGI_CONF_INT("ttl_s", tgi_config, approval_ttl_s, 1, MAX_TTL_S, "how long an approval waits"),
+	TGI_CONF_INT("wait_s", tgi_config, approval_wait_s, 0, MAX_TTL_S,
+	             "how long a queued call waits before answering pending"),
+	TGI_CONF_ENUM("via", tgi_config, approvals_via, via_names, "how toolgate serve asks"),
+};
+static const tgi_conf_key ledger_keys[] = {
+	TGI_CONF_ENUM("sync", tgi_config, sync_full, sync_names, "SQLite's synchronous"),
+	TGI_CONF_INT("lease_grace_s", tgi_config, lease_grace_s, 1, MAX_TTL_S,
+	             "an in_flight claim's lease beyond its timeout"),
+	TGI_CONF_CUSTOM("key_file", set_key_file, "the machine key's file, outside the workspace"),
+	TGI_CONF_CUSTOM("key_env", set_key_env, "the variable holding the machine key"),
+};
+static const tgi_conf_key spill_keys[] = {
+	TGI_CONF_DURATION("keep", tgi_config, spill_keep_s, 60, 10LL * MAX_TTL_S,
+	                  "how long a spill file is kept"),
+};
+
 static int load_limits(ld *x, json_t *root)
 {
 	tgi_config *c = x->c;
-	char ptr[PTR_MAX];
-	json_t *s;
-	long long args = (long long)c->max_args_bytes, chars = (long long)c->max_result_chars;
-	long long timeout = c->timeout_s, ttl = c->approval_ttl_s, par = c->max_parallel;
-	long long wait = c->approval_wait_s, grace = c->lease_grace_s, keep = c->spill_keep_s;
-	int sync = c->sync_full, via = c->approvals_via;
-
-	if (section(x, root, "", "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), &s, ptr) < 0 ||
-	    (s && (opt_int(x, s, ptr, "max_args_bytes", 1, MAX_BYTES_LIMIT, &args) < 0 ||
-	           opt_int(x, s, ptr, "max_result_chars", 1, MAX_BYTES_LIMIT, &chars) < 0 ||
-	           opt_int(x, s, ptr, "timeout_s", 1, MAX_TIMEOUT_S, &timeout) < 0 ||
-	           opt_int(x, s, ptr, "max_parallel", 1, 256, &par) < 0)))
-		return -1;
-	if (section(x, root, "", "formats", formats_keys, TGI_ARRAY_LEN(formats_keys), &s, ptr) < 0 ||
-	    (s && opt_bool(x, s, ptr, "assert", &c->assert_formats) < 0))
-		return -1;
-	if (opt_bool(x, root, "", "hide_denied", &c->hide_denied) < 0)
-		return -1;
-	if (section(x, root, "", "approvals", approvals_keys, TGI_ARRAY_LEN(approvals_keys), &s, ptr) < 0 ||
-	    (s && (opt_int(x, s, ptr, "ttl_s", 1, MAX_TTL_S, &ttl) < 0 ||
-	           opt_int(x, s, ptr, "wait_s", 0, MAX_TTL_S, &wait) < 0 ||
-	           opt_enum(x, s, ptr, "via", via_names, TGI_ARRAY_LEN(via_names), &via) < 0)))
-		return -1;
-	if (section(x, root, "", "ledger", ledger_keys, TGI_ARRAY_LEN(ledger_keys), &s, ptr) < 0 ||
-	    (s && (opt_enum(x, s, ptr, "sync", sync_names, TGI_ARRAY_LEN(sync_names), &sync) < 0 ||
-	           opt_int(x, s, ptr, "lease_grace_s", 1, MAX_TTL_S, &grace) < 0 ||
-	           load_key(x, s, ptr) < 0)))
-		return -1;
-	if (section(x, root, "", "spill", spill_keys, TGI_ARRAY_LEN(spill_keys), &s, ptr) < 0 ||
-	    (s && opt_duration(x, s, ptr, "keep", 60, 10LL * MAX_TTL_S, &keep) < 0))
-		return -1;
-	c->max_args_bytes = (size_t)args;
-	c->max_result_chars = (size_t)chars;
-	c->timeout_s = (int)timeout;
-	c->max_parallel = (int)par;
-	c->approval_ttl_s = (int)ttl;
-	c->approval_wait_s = (int)wait;
-	c->approvals_via = (tgi_approvals_via)via;
-	c->lease_grace_s = (int)grace;
-	c->spill_keep_s = keep;
-	c->sync_full = sync;
-	return 0;
+	return apply(x, root, "limits", limits_keys, TGI_ARRAY_LEN(limits_keys), c) < 0 ||
+	       apply(x, root, "formats", formats_keys, TGI_ARRAY_LEN(formats_keys), c) < 0 ||
+	       apply(x, root, "approvals", approvals_keys, TGI_ARRAY_LEN(approvals_keys), c) < 0 ||
+	       apply(x, root, "ledger", ledger_keys, TGI_ARRAY_LEN(ledger_keys), c) < 0 ||
+	       apply(x, root, "spill", spill_keys, TGI_ARRAY_LEN(spill_keys), c) < 0 ? -1 : 0;
 }
 
 /* permissions.tests: [{call: {tool, args?}, expect: allow|ask|deny}], kept
  * as parsed for `toolgate policy test`. */
-static int load_permission_tests(ld *x, json_t *perm, const char *pp)
+static int set_permission_tests(const tgi_conf_ctx *cx, const json_t *v, const char *ptr,
+                                void *obj)
 {
 	static const char *const expects[] = {
 #define XX(d, name) name,
 		TGI_DECISION_MAP(XX)
 #undef XX
 	};
-	char ptr[PTR_MAX];
-	json_t *v = perm ? child(perm, pp, "tests", ptr) : NULL;
+	static const tgi_conf_key test_keys[] = {
+		TGI_CONF_OWN("call", "{tool: NAME, args: {...}}"),
+		TGI_CONF_OWN("expect", "allow, ask or deny"),
+	};
+	ld *x = cx->user;
 	size_t i;
 	json_t *t;
-	if (!v || json_is_null(v))
+	if (json_is_null(v))
 		return 0;
 	if (!json_is_array(v))
 		return fail_type(x, ptr, v, "a list of {call, expect}");
@@ -1249,70 +1024,73 @@ static int load_permission_tests(ld *x, json_t *perm, const char *pp)
 		tgi_json_pointer_join(tp, sizeof tp, ptr, tok);
 		if (!json_is_object(t))
 			return fail_type(x, tp, t, "a mapping {call, expect}");
-		if (check_keys(x, t, tp, ptest_keys, TGI_ARRAY_LEN(ptest_keys)) < 0)
+		if (tgi_conf_known_keys(cx, test_keys, TGI_ARRAY_LEN(test_keys), t, tp) < 0)
 			return -1;
 		json_t *call = child(t, tp, "call", cp);
+		(void)e;
 		if (!call || !json_is_object(call) || !json_is_string(json_object_get(call, "tool")) ||
 		    (json_object_get(call, "args") && !json_is_object(json_object_get(call, "args"))))
 			return fail_type(x, call ? cp : tp, call, "a call {tool: NAME, args: {...}}");
 		if (!child(t, tp, "expect", cp))
 			return fail(x, tp, "expected an `expect` of allow, ask or deny");
-		if (opt_enum(x, t, tp, "expect", expects, TGI_ARRAY_LEN(expects), &e) < 0)
+		if (tgi_conf_enum(cx, json_object_get(t, "expect"), cp, expects,
+		                  TGI_ARRAY_LEN(expects), &e) < 0)
 			return -1;
 	}
-	x->c->permission_tests = json_incref(v);
+	((tgi_config *)obj)->permission_tests = json_incref((json_t *)v);
 	return 0;
 }
 
+static const tgi_conf_key rlimit_keys[] = {
+	TGI_CONF_INT("cpu_s", tgi_shell_cfg, cpu_s, 0, 1LL << 40, "RLIMIT_CPU (0: unset)"),
+	TGI_CONF_INT("address_space_mb", tgi_shell_cfg, address_space_mb, 0, 1LL << 40, "RLIMIT_AS"),
+	TGI_CONF_INT("file_size_mb", tgi_shell_cfg, file_size_mb, 0, 1LL << 40, "RLIMIT_FSIZE"),
+	TGI_CONF_INT("open_files", tgi_shell_cfg, open_files, 0, 1LL << 40, "RLIMIT_NOFILE"),
+	TGI_CONF_INT("processes", tgi_shell_cfg, processes, 0, 1LL << 40, "RLIMIT_NPROC"),
+};
 /* shell: the shell tool's limits, environment and read-only list. */
-static int load_shell(ld *x, json_t *root)
-{
-	tgi_shell_cfg *sh = &x->c->shell;
-	char ptr[PTR_MAX], rp[PTR_MAX];
-	json_t *s, *r;
-	long long tmo = sh->max_timeout_s, out = (long long)sh->max_output_chars;
-	long long rl[5] = {sh->cpu_s, sh->address_space_mb, sh->file_size_mb, sh->open_files,
-	                   sh->processes};
+static const tgi_conf_key shell_keys[] = {
+	TGI_CONF_INT("max_timeout_s", tgi_shell_cfg, max_timeout_s, 1, MAX_TIMEOUT_S,
+	             "a call's timeout_s is capped here"),
+	TGI_CONF_INT("max_output_chars", tgi_shell_cfg, max_output_chars, 1, MAX_BYTES_LIMIT,
+	             "per stream, head and tail kept"),
+	TGI_CONF_STRINGS("env_allow", tgi_shell_cfg, env_allow, 0,
+	                 "globs of variables a call may set"),
+	TGI_CONF_STRINGS("read_only_commands", tgi_shell_cfg, read_only, 0,
+	                 "more read-only commands (\"prog\" or \"prog sub\")"),
+	TGI_CONF_BOOL("read_only_replace", tgi_shell_cfg, read_only_replace,
+	              "read_only_commands replaces the built-in list"),
+	TGI_CONF_STRING("path", tgi_shell_cfg, path, 0, "PATH the command gets"),
+	{ .key = "rlimits", .type = TGI_CONF_SECTION, .sub = rlimit_keys,   /* the same struct */
+	  .nsub = TGI_ARRAY_LEN(rlimit_keys), .doc = "resource limits of the command" },
+};
 
-	if (section(x, root, "", "shell", shell_keys, TGI_ARRAY_LEN(shell_keys), &s, ptr) < 0)
-		return -1;
-	if (!s)
-		return 0;
-	if (opt_int(x, s, ptr, "max_timeout_s", 1, MAX_TIMEOUT_S, &tmo) < 0 ||
-	    opt_int(x, s, ptr, "max_output_chars", 1, MAX_BYTES_LIMIT, &out) < 0 ||
-	    opt_strv(x, s, ptr, "env_allow", check_str, &sh->env_allow) < 0 ||
-	    opt_strv(x, s, ptr, "read_only_commands", check_str, &sh->read_only) < 0 ||
-	    opt_bool(x, s, ptr, "read_only_replace", &sh->read_only_replace) < 0 ||
-	    opt_str(x, s, ptr, "path", &sh->path) < 0 ||
-	    section(x, s, ptr, "rlimits", rlimit_keys, TGI_ARRAY_LEN(rlimit_keys), &r, rp) < 0)
-		return -1;
-	for (size_t i = 0; r && i < TGI_ARRAY_LEN(rlimit_keys); i++)
-		if (opt_int(x, r, rp, rlimit_keys[i], 0, 1LL << 40, &rl[i]) < 0)
-			return -1;
-	sh->max_timeout_s = (int)tmo;
-	sh->max_output_chars = (size_t)out;
-	sh->cpu_s = (long)rl[0];
-	sh->address_space_mb = (long)rl[1];
-	sh->file_size_mb = (long)rl[2];
-	sh->open_files = (long)rl[3];
-	sh->processes = (long)rl[4];
-	return 0;
+static int set_default_mode(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	ld *x = cx->user;
+	return tgi_conf_enum(cx, v, ptr, mode_names, TGI_ARRAY_LEN(mode_names), &x->default_mode);
 }
+
+/* permissions: a role's lists, and Claude Code's defaultMode (a block copied
+ * from .claude/settings.json loads as it is) */
+static const tgi_conf_key perm_keys[] = {
+	TGI_CONF_STRINGS("allow", tgi_config, allow, 0, "rules that allow a call"),
+	TGI_CONF_STRINGS("ask", tgi_config, ask, 0, "rules that ask a person"),
+	TGI_CONF_STRINGS("deny", tgi_config, deny, 0, "rules that refuse a call"),
+	TGI_CONF_CUSTOM("tests", set_permission_tests, "[{call, expect}] for toolgate policy test"),
+	TGI_CONF_CUSTOM("defaultMode", set_default_mode, "Claude Code's word for mode"),
+};
 
 static int load_permissions(ld *x, json_t *root)
 {
 	tgi_config *c = x->c;
 	char ptr[PTR_MAX];
-	json_t *s, *v;
+	json_t *v;
 
-	int dm = -1;
-	if (section(x, root, "", "permissions", perm_keys, TGI_ARRAY_LEN(perm_keys), &s, ptr) < 0 ||
-	    (s && (opt_strv(x, s, ptr, "allow", check_str, &c->allow) < 0 ||
-	           opt_strv(x, s, ptr, "ask", check_str, &c->ask) < 0 ||
-	           opt_strv(x, s, ptr, "deny", check_str, &c->deny) < 0 ||
-	           load_permission_tests(x, s, ptr) < 0 ||
-	           opt_enum(x, s, ptr, "defaultMode", mode_names, TGI_ARRAY_LEN(mode_names), &dm) < 0)))
+	x->default_mode = -1;
+	if (apply(x, root, "permissions", perm_keys, TGI_ARRAY_LEN(perm_keys), c) < 0)
 		return -1;
+	int dm = x->default_mode;
 	/* defaultMode is the mode; beside a `mode:` that says another, neither wins */
 	if (dm >= 0 && child(root, "", "mode", ptr) && (int)c->mode != dm)
 		return fail(x, "/permissions/defaultMode", "\"%s\" contradicts mode: %s; keep one of them",
@@ -1335,6 +1113,13 @@ static int load_permissions(ld *x, json_t *root)
 	return 0;
 }
 
+static const tgi_conf_key rule_keys[] = {
+	TGI_CONF_STRINGS("allow", tgi_role_cfg, allow, 0, "rules that allow a call"),
+	TGI_CONF_STRINGS("ask", tgi_role_cfg, ask, 0, "rules that ask a person"),
+	TGI_CONF_STRINGS("deny", tgi_role_cfg, deny, 0, "rules that refuse a call"),
+	TGI_CONF_OWN("tests", "accepted beside a role's rules; permissions.tests are the ones run"),
+};
+
 static int load_roles(ld *x, json_t *root)
 {
 	tgi_config *c = x->c;
@@ -1342,10 +1127,11 @@ static int load_roles(ld *x, json_t *root)
 	const char *name;
 	json_t *roles, *v;
 
-	if (section(x, root, "", "roles", NULL, 0, &roles, ptr) < 0)
-		return -1;
-	if (!roles)
+	roles = child(root, "", "roles", ptr);
+	if (!roles || json_is_null(roles))
 		return 0;
+	if (!json_is_object(roles))
+		return fail_type(x, ptr, roles, "a mapping");
 	c->roles = tgi_xcalloc(json_object_size(roles), sizeof *c->roles);
 	json_object_foreach(roles, name, v) {
 		char rp[PTR_MAX];
@@ -1361,10 +1147,7 @@ static int load_roles(ld *x, json_t *root)
 			continue;
 		if (!json_is_object(v))
 			return fail_type(x, rp, v, "a mapping with allow, ask and deny lists");
-		if (check_keys(x, v, rp, rule_keys, TGI_ARRAY_LEN(rule_keys)) < 0 ||
-		    opt_strv(x, v, rp, "allow", check_str, &r->allow) < 0 ||
-		    opt_strv(x, v, rp, "ask", check_str, &r->ask) < 0 ||
-		    opt_strv(x, v, rp, "deny", check_str, &r->deny) < 0)
+		if (tgi_conf_section_apply(&x->cx, rule_keys, TGI_ARRAY_LEN(rule_keys), v, rp, r) < 0)
 			return -1;
 	}
 	return 0;
@@ -1378,23 +1161,33 @@ static const tgi_role_cfg *find_role(const tgi_config *c, const char *name)
 	return NULL;
 }
 
+static int set_token_env(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	tgi_principal_cfg *p = obj;
+	if (check_env_name(cx->user, v, ptr) < 0)
+		return -1;
+	free(p->token_env);
+	p->token_env = tgi_strdup(json_string_value(v));
+	return 0;
+}
+
+static const tgi_conf_key principal_keys[] = {
+	TGI_CONF_STRINGS("roles", tgi_principal_cfg, roles, 0, "roles defined under roles"),
+	TGI_CONF_CUSTOM("token_env", set_token_env, "the variable holding its token (none: no "
+	                "token needed)"),
+};
+
 static int load_principal(ld *x, tgi_principal_cfg *p, json_t *v, const char *pp)
 {
-	char ptr[PTR_MAX], got[96];
-	json_t *t;
+	char got[96];
 
 	if (json_is_null(v))
 		return 0;
 	if (!json_is_object(v))
 		return fail_type(x, pp, v, "a mapping with roles and token_env");
-	if (check_keys(x, v, pp, principal_keys, TGI_ARRAY_LEN(principal_keys)) < 0 ||
-	    opt_strv(x, v, pp, "roles", check_str, &p->roles) < 0)
+	if (tgi_conf_section_apply(&x->cx, principal_keys, TGI_ARRAY_LEN(principal_keys), v, pp,
+	                           p) < 0)
 		return -1;
-	if ((t = child(v, pp, "token_env", ptr))) {
-		if (check_env_name(x, t, ptr) < 0)
-			return -1;
-		p->token_env = tgi_strdup(json_string_value(t));
-	}
 	for (size_t i = 0; i < p->roles.n; i++) {
 		if (find_role(x->c, p->roles.v[i]))
 			continue;
@@ -1421,8 +1214,11 @@ static int load_principals(ld *x, json_t *root)
 		c->principals[0].name = tgi_strdup("local");
 		c->principals[0].roles = strv_empty();
 	} else {
-		if (section(x, root, "", "principals", NULL, 0, &ps, ptr) < 0)
-			return -1;
+		ps = child(root, "", "principals", ptr);
+		if (json_is_null(ps))
+			ps = NULL;
+		else if (!json_is_object(ps))
+			return fail_type(x, ptr, ps, "a mapping");
 		c->principals = tgi_xcalloc(ps ? json_object_size(ps) : 0, sizeof *c->principals);
 		json_object_foreach(ps, name, v) {
 			char pp[PTR_MAX];
@@ -1453,24 +1249,27 @@ static int load_principals(ld *x, json_t *root)
 	return -1;
 }
 
+static int set_categories(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	if (!json_is_array(v))
+		return tgi_conf_fail_type(cx, ptr, v, "a list of categories");
+	return strv_from(cx->user, (json_t *)v, ptr, check_str, &((tgi_profile_cfg *)obj)->categories);
+}
+
+static const tgi_conf_key profile_keys[] = {
+	{ .key = "categories", .type = TGI_CONF_CUSTOM, .flags = TGI_CONF_REQUIRED,
+	  .set = set_categories, .doc = "tool categories (\"*\": all)" },
+	TGI_CONF_BOOL("read_only", tgi_profile_cfg, read_only_only, "only read-only tools"),
+};
+
 static int load_profile(ld *x, tgi_profile_cfg *p, json_t *v, const char *pp)
 {
-	char ptr[PTR_MAX];
-	json_t *cats;
-
 	p->read_only_only = 0;
 	if (json_is_array(v))
 		return strv_from(x, v, pp, check_str, &p->categories);
 	if (!json_is_object(v))
 		return fail_type(x, pp, v, "a list of categories, or a mapping with categories and read_only");
-	if (check_keys(x, v, pp, profile_keys, TGI_ARRAY_LEN(profile_keys)) < 0)
-		return -1;
-	if (!(cats = child(v, pp, "categories", ptr)))
-		return fail(x, pp, "missing required key \"categories\"");
-	if (!json_is_array(cats))
-		return fail_type(x, ptr, cats, "a list of categories");
-	return strv_from(x, cats, ptr, check_str, &p->categories) < 0 ||
-	       opt_bool(x, v, pp, "read_only", &p->read_only_only) < 0 ? -1 : 0;
+	return tgi_conf_section_apply(&x->cx, profile_keys, TGI_ARRAY_LEN(profile_keys), v, pp, p);
 }
 
 static int load_profiles(ld *x, json_t *root)
@@ -1480,8 +1279,11 @@ static int load_profiles(ld *x, json_t *root)
 	const char *name;
 	json_t *ps, *v;
 
-	if (section(x, root, "", "profiles", NULL, 0, &ps, ptr) < 0)
-		return -1;
+	ps = child(root, "", "profiles", ptr);
+	if (json_is_null(ps))
+		ps = NULL;
+	else if (ps && !json_is_object(ps))
+		return fail_type(x, ptr, ps, "a mapping");
 	c->profiles = tgi_xcalloc(TGI_ARRAY_LEN(builtin_profiles) + (ps ? json_object_size(ps) : 0),
 	                          sizeof *c->profiles);
 	for (size_t i = 0; i < TGI_ARRAY_LEN(builtin_profiles); i++) {
@@ -1591,11 +1393,98 @@ static int load_aliases(ld *x, json_t *f, const char *ptr, tgi_tool_cfg *t)
 	return 0;
 }
 
+static int set_schema(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, json_t **out)
+{
+	if (!json_is_object(v))
+		return tgi_conf_fail_type(cx, ptr, v, "a JSON Schema (a mapping)");
+	json_decref(*out);
+	*out = json_incref((json_t *)v);
+	return 0;
+}
+
+static int set_input_schema(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return set_schema(cx, v, ptr, &((tgi_tool_cfg *)obj)->input_schema);
+}
+
+static int set_output_schema(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return set_schema(cx, v, ptr, &((tgi_tool_cfg *)obj)->output_schema);
+}
+
+static int set_command(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return load_argv(cx->user, (json_t *)v, ptr, 0, &((tgi_tool_cfg *)obj)->command);
+}
+
+static int set_check(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return load_argv(cx->user, (json_t *)v, ptr, 1, &((tgi_tool_cfg *)obj)->check);
+}
+
+static int set_tool_aliases(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	return load_aliases(cx->user, (json_t *)v, ptr, obj);
+}
+
+static int set_tool_sandbox(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	ld *x = cx->user;
+	return tgi_sb_profile_parse(x->c, v, ptr, &((tgi_tool_cfg *)obj)->sandbox, x->err, x->errlen);
+}
+
+/* A contract flag: the key (the pointer's last token) names its bits. */
+static int set_flag(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	const char *key = strrchr(ptr, '/') + 1;
+	if (!json_is_boolean(v))
+		return tgi_conf_fail_type(cx, ptr, v, "true or false");
+	for (size_t i = 0; json_is_true(v) && i < TGI_ARRAY_LEN(tool_flag_keys); i++)
+		if (!strcmp(key, tool_flag_keys[i].key))
+			((tgi_tool_cfg *)obj)->flags |= tool_flag_keys[i].bit;
+	return 0;
+}
+
+static int set_requires_env(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	tgi_tool_cfg *t = obj;
+	if (!json_is_string(v))
+		return strv_from(cx->user, (json_t *)v, ptr, check_env_name, &t->requires_env);
+	if (check_env_name(cx->user, v, ptr) < 0)
+		return -1;
+	tgi_strv_push(&t->requires_env, tgi_strdup(json_string_value(v)));
+	return 0;
+}
+
+#define TOOL_FLAG(k, d) TGI_CONF_CUSTOM(k, set_flag, d)
+static const tgi_conf_key tool_keys[] = {
+	{ .key = "description", .type = TGI_CONF_STRING, .flags = TGI_CONF_REQUIRED,
+	  .offset = offsetof(tgi_tool_cfg, description), .doc = "what the model reads" },
+	TGI_CONF_CUSTOM("input_schema", set_input_schema, "its arguments' JSON Schema"),
+	TGI_CONF_CUSTOM("output_schema", set_output_schema, "its result's JSON Schema"),
+	{ .key = "command", .type = TGI_CONF_CUSTOM, .flags = TGI_CONF_REQUIRED,
+	  .set = set_command, .doc = "the program and its arguments" },
+	TGI_CONF_STRING("category", tgi_tool_cfg, category, 0, "its category (default runtime)"),
+	TOOL_FLAG("read_only", "it changes nothing"),
+	TOOL_FLAG("concurrency_safe", "it may run beside other calls"),
+	TOOL_FLAG("destructive", "it may destroy; confirmed"),
+	TOOL_FLAG("idempotent", "running it twice is running it once"),
+	TOOL_FLAG("requires_grant", "a grant must allow it"),
+	TOOL_FLAG("requires_idempotency_key", "a call must carry a key"),
+	TOOL_FLAG("edits_files", "it writes files in the workspace"),
+	TGI_CONF_INT("max_result_chars", tgi_tool_cfg, max_result_chars, 1, MAX_BYTES_LIMIT,
+	             "its result's cap"),
+	TGI_CONF_INT("timeout_s", tgi_tool_cfg, timeout_s, 1, MAX_TIMEOUT_S, "its timeout"),
+	TGI_CONF_CUSTOM("requires_env", set_requires_env, "variables that must be set"),
+	TGI_CONF_CUSTOM("check", set_check, "a command that says whether it is available"),
+	TGI_CONF_CUSTOM("aliases", set_tool_aliases, "{old_field: new_field}"),
+	TGI_CONF_CUSTOM("sandbox", set_tool_sandbox, "its sandbox profile over the shell tool's"),
+};
+#undef TOOL_FLAG
+
 static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const char *tp)
 {
-	char ptr[PTR_MAX], names[200], n[72], file[sizeof t->where];
-	json_t *f;
-	long long chars = 0, timeout = 0;
+	char names[200], n[72], file[sizeof t->where];
 	int line, col;
 
 	t->name = tgi_strdup(name);
@@ -1605,7 +1494,7 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 	t->requires_env = strv_empty();
 	t->check = strv_empty();
 	tgi_sanitize(file, sizeof file, display_name(x->c));
-	if (locate(x->c, tp, 1, &line, &col))   /* where the tool is named */
+	if (tgi_conf_locate(&x->doc, tp, 1, &line, &col))   /* where the tool is named */
 		tgi_snprintf(t->where, sizeof t->where, "%s:%d", file, line);
 	else
 		tgi_snprintf(t->where, sizeof t->where, "%s", file);
@@ -1616,69 +1505,13 @@ static int load_tool(ld *x, tgi_tool_cfg *t, const char *name, json_t *v, const 
 		               "'_' or '-', got \"%s\"", TOOL_NAME_MAX, n);
 	if (name_index(name, builtin_tools, TGI_ARRAY_LEN(builtin_tools)) >= 0)
 		return fail_at(x, tp, "/tools", "expected a name other than the built-in tools (%s), "
-		               "got \"%s\"", join_names(builtin_tools, TGI_ARRAY_LEN(builtin_tools),
+		               "got \"%s\"", tgi_conf_join(builtin_tools, TGI_ARRAY_LEN(builtin_tools),
 		                                        names, sizeof names), n);
 	if (!json_is_object(v))
 		return fail_type(x, tp, v, "a mapping with description and command");
-	if (check_keys(x, v, tp, tool_keys, TGI_ARRAY_LEN(tool_keys)) < 0)
-		return -1;
-
-	if (!json_object_get(v, "description"))
-		return fail(x, tp, "missing required key \"description\"");
-	if (opt_str(x, v, tp, "description", &t->description) < 0)
-		return -1;
-
-	if (!(f = child(v, tp, "input_schema", ptr)))
-		t->input_schema = json_pack("{s:s}", "type", "object");
-	else if (json_is_object(f))
-		t->input_schema = json_incref(f);
-	else
-		return fail_type(x, ptr, f, "a JSON Schema (a mapping)");
-	if ((f = child(v, tp, "output_schema", ptr))) {
-		if (!json_is_object(f))
-			return fail_type(x, ptr, f, "a JSON Schema (a mapping)");
-		t->output_schema = json_incref(f);
-	}
-	if ((f = child(v, tp, "aliases", ptr)) && load_aliases(x, f, ptr, t) < 0)
-		return -1;
-
-	if (!(f = child(v, tp, "command", ptr)))
-		return fail(x, tp, "missing required key \"command\"");
-	if (load_argv(x, f, ptr, 0, &t->command) < 0)
-		return -1;
-	if ((f = child(v, tp, "check", ptr)) && load_argv(x, f, ptr, 1, &t->check) < 0)
-		return -1;
-	if ((f = child(v, tp, "sandbox", ptr)) &&
-	    tgi_sb_profile_parse(x->c, f, ptr, &t->sandbox, x->err, x->errlen) < 0)
-		return -1;
-
+	t->input_schema = json_pack("{s:s}", "type", "object");
 	t->category = tgi_strdup("runtime");
-	if (opt_str(x, v, tp, "category", &t->category) < 0)
-		return -1;
-	for (size_t i = 0; i < TGI_ARRAY_LEN(tool_flag_keys); i++) {
-		int on = 0;
-		if (opt_bool(x, v, tp, tool_flag_keys[i].key, &on) < 0)
-			return -1;
-		if (on)
-			t->flags |= tool_flag_keys[i].bit;
-	}
-	if (opt_int(x, v, tp, "max_result_chars", 1, MAX_BYTES_LIMIT, &chars) < 0 ||
-	    opt_int(x, v, tp, "timeout_s", 1, MAX_TIMEOUT_S, &timeout) < 0)
-		return -1;
-	t->max_result_chars = (size_t)chars;
-	t->timeout_s = (int)timeout;
-
-	if ((f = child(v, tp, "requires_env", ptr))) {
-		if (!json_is_string(f))
-			return strv_from(x, f, ptr, check_env_name, &t->requires_env);
-		if (check_env_name(x, f, ptr) < 0)
-			return -1;
-		t->requires_env.v = tgi_xrealloc(t->requires_env.v, 2 * sizeof(char *));
-		t->requires_env.v[0] = tgi_strdup(json_string_value(f));
-		t->requires_env.v[1] = NULL;
-		t->requires_env.n = 1;
-	}
-	return 0;
+	return tgi_conf_section_apply(&x->cx, tool_keys, TGI_ARRAY_LEN(tool_keys), v, tp, t);
 }
 
 static int load_tools(ld *x, json_t *root)
@@ -1688,8 +1521,11 @@ static int load_tools(ld *x, json_t *root)
 	const char *name;
 	json_t *tools, *v;
 
-	if (section(x, root, "", "tools", NULL, 0, &tools, ptr) < 0)
-		return -1;
+	tools = child(root, "", "tools", ptr);
+	if (json_is_null(tools))
+		tools = NULL;
+	else if (tools && !json_is_object(tools))
+		return fail_type(x, ptr, tools, "a mapping");
 	c->tools = tgi_xcalloc(tools ? json_object_size(tools) : 0, sizeof *c->tools);
 	json_object_foreach(tools, name, v) {
 		char tp[PTR_MAX];
@@ -1717,27 +1553,36 @@ static int listen_ok(const char *s)
 	return 1;
 }
 
-/* console: {listen: "HOST:PORT", token_env: NAME} (toolgate console). */
-static int load_console(ld *x, json_t *root)
+static int set_console_token_env(const tgi_conf_ctx *cx, const json_t *v, const char *ptr,
+                                 void *obj)
 {
-	tgi_config *c = x->c;
-	char ptr[PTR_MAX], lp[PTR_MAX];
-	json_t *s, *v;
-	if (section(x, root, "", "console", console_keys, TGI_ARRAY_LEN(console_keys), &s, ptr) < 0)
+	tgi_config *c = obj;
+	if (check_env_name(cx->user, v, ptr) < 0)
 		return -1;
-	if (!s)
-		return 0;
-	v = child(s, ptr, "token_env", lp);
-	if (v && check_env_name(x, v, lp) < 0)
-		return -1;
-	v = child(s, ptr, "listen", lp);
-	if (v && check_str(x, v, lp) < 0)
-		return -1;
-	if (v && !listen_ok(json_string_value(v)))
-		return fail_type(x, lp, v, "HOST:PORT (127.0.0.1:8760, [::1]:8760)");
-	return opt_str(x, s, ptr, "token_env", &c->console_token_env) < 0 ||
-	       opt_str(x, s, ptr, "listen", &c->console_listen) < 0 ? -1 : 0;
+	free(c->console_token_env);
+	c->console_token_env = tgi_strdup(json_string_value(v));
+	return 0;
 }
+
+static int set_console_listen(const tgi_conf_ctx *cx, const json_t *v, const char *ptr,
+                              void *obj)
+{
+	tgi_config *c = obj;
+	if (check_str(cx->user, v, ptr) < 0)
+		return -1;
+	if (!listen_ok(json_string_value(v)))
+		return tgi_conf_fail_type(cx, ptr, v, "HOST:PORT (127.0.0.1:8760, [::1]:8760)");
+	free(c->console_listen);
+	c->console_listen = tgi_strdup(json_string_value(v));
+	return 0;
+}
+
+/* console: {listen: "HOST:PORT", token_env: NAME} (toolgate console). */
+static const tgi_conf_key console_keys[] = {
+	TGI_CONF_CUSTOM("listen", set_console_listen, "HOST:PORT of toolgate console"),
+	TGI_CONF_CUSTOM("token_env", set_console_token_env, "the variable holding its access "
+	                "token (none: a random one each start)"),
+};
 
 /* An argument name a client may add: a string of 1 to 128 bytes, no NUL. */
 static int check_arg_name(ld *x, const json_t *v, const char *ptr)
@@ -1749,25 +1594,22 @@ static int check_arg_name(ld *x, const json_t *v, const char *ptr)
 	return 0;
 }
 
+static int set_strip_args(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	if (json_is_array(v) && json_array_size(v) > 64)
+		return tgi_conf_fail(cx, ptr, "expected at most 64 names, got %zu", json_array_size(v));
+	return strv_from(cx->user, (json_t *)v, ptr, check_arg_name,
+	                 &((tgi_config *)obj)->mcp_strip_args);
+}
+
 /* mcp: {strip_client_args: [NAME...], max_calls_per_principal: N} (toolgate
  * serve; N up to the server's 256 call threads). */
-static int load_mcp(ld *x, json_t *root)
-{
-	char ptr[PTR_MAX], lp[PTR_MAX];
-	json_t *s, *v;
-	if (section(x, root, "", "mcp", mcp_keys, TGI_ARRAY_LEN(mcp_keys), &s, ptr) < 0)
-		return -1;
-	if (!s)
-		return 0;
-	long long per = x->c->mcp_max_calls_per_principal;
-	if (opt_int(x, s, ptr, "max_calls_per_principal", 1, 256, &per) < 0)
-		return -1;
-	x->c->mcp_max_calls_per_principal = (int)per;
-	v = child(s, ptr, "strip_client_args", lp);
-	if (v && json_is_array(v) && json_array_size(v) > 64)
-		return fail(x, lp, "expected at most 64 names, got %zu", json_array_size(v));
-	return opt_strv(x, s, ptr, "strip_client_args", check_arg_name, &x->c->mcp_strip_args);
-}
+static const tgi_conf_key mcp_keys[] = {
+	TGI_CONF_CUSTOM("strip_client_args", set_strip_args, "more argument names MCP clients "
+	                "add on their own"),
+	TGI_CONF_INT("max_calls_per_principal", tgi_config, mcp_max_calls_per_principal, 1, 256,
+	             "call threads one principal's sessions hold at once"),
+};
 
 /* Sections other parts of toolgate own: kept as JSON, checked for shape only. */
 static int load_opaque(ld *x, json_t *root)
@@ -1789,9 +1631,11 @@ static int load_opaque(ld *x, json_t *root)
 	for (size_t i = 0; i < TGI_ARRAY_LEN(sections); i++) {
 		char ptr[PTR_MAX], ep[PTR_MAX];
 		const char *key;
-		json_t *s, *v;
-		if (section(x, root, "", sections[i].key, NULL, 0, &s, ptr) < 0)
-			return -1;
+		json_t *s = child(root, "", sections[i].key, ptr), *v;
+		if (json_is_null(s))
+			s = NULL;
+		else if (s && !json_is_object(s))
+			return fail_type(x, ptr, s, "a mapping");
 		json_object_foreach(s, key, v) {
 			if (sections[i].member == ANY || (int)json_typeof(v) == sections[i].member)
 				continue;
@@ -1842,7 +1686,7 @@ static int from_json(json_t *root, tgi_srcmap *map, const char *name, const char
                      int found, tgi_config **out, char *err, size_t errlen)
 {
 	tgi_config *c = tgi_xcalloc(1, sizeof *c);
-	ld x = { c, err, errlen, found };
+	ld x = { .c = c, .err = err, .errlen = errlen, .found = found };
 
 	*out = NULL;
 	c->root = root;
@@ -1853,6 +1697,8 @@ static int from_json(json_t *root, tgi_srcmap *map, const char *name, const char
 		json_decref(root);
 		c->root = root = json_object();
 	}
+	x.doc = tgi_config_doc(c);
+	x.cx = (tgi_conf_ctx){ &x.doc, err, errlen, &x };
 	c->dir = dir ? tgi_strdup(dir) : current_dir();
 	if (!c->dir) {
 		char e[128];
@@ -1868,8 +1714,7 @@ static int from_json(json_t *root, tgi_srcmap *map, const char *name, const char
 	}
 	/* Order: keys first (a typo is the likeliest mistake), then what later
 	 * checks refer to (roles before principals, profiles after profile). */
-	if (check_keys(&x, root, "", top_keys, TGI_ARRAY_LEN(top_keys)) < 0 ||
-	    load_scalars(&x, root) < 0 ||
+	if (tgi_conf_section_apply(&x.cx, top_keys, TGI_ARRAY_LEN(top_keys), root, "", c) < 0 ||
 	    load_workspace(&x, root) < 0 ||
 	    load_sandbox(&x, root) < 0 ||
 	    load_limits(&x, root) < 0 ||
@@ -1878,10 +1723,10 @@ static int from_json(json_t *root, tgi_srcmap *map, const char *name, const char
 	    load_principals(&x, root) < 0 ||
 	    load_profiles(&x, root) < 0 ||
 	    load_tools(&x, root) < 0 ||
-	    load_shell(&x, root) < 0 ||
+	    apply(&x, root, "shell", shell_keys, TGI_ARRAY_LEN(shell_keys), &c->shell) < 0 ||
 	    load_opaque(&x, root) < 0 ||
-	    load_console(&x, root) < 0 ||
-	    load_mcp(&x, root) < 0) {
+	    apply(&x, root, "console", console_keys, TGI_ARRAY_LEN(console_keys), c) < 0 ||
+	    apply(&x, root, "mcp", mcp_keys, TGI_ARRAY_LEN(mcp_keys), c) < 0) {
 		tgi_config_free(c);
 		return -1;
 	}

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <jansson.h>
+#include "config/section.h"
 #include "util/util.h"
 
 /* dryRun: every call is a dry run (decode sets tgi_call.dry_run); decided as in default. */
@@ -224,6 +225,9 @@ void tgi_config_free(tgi_config *c);
 /* The workspace root as a message to a model names it: as configured
  * (else its real path), made printable, cut to fit cap bytes. */
 void tgi_workspace_shown(const tgi_config *c, char *out, size_t cap);
+
+/* The document as config/section.h reads it and says its errors. */
+tgi_conf_doc tgi_config_doc(const tgi_config *c);
 
 /* "file:line:col" of the node at JSON pointer ptr, or "file" when unknown. */
 void tgi_config_where(const tgi_config *c, const char *ptr, char *out, size_t cap);

@@ -19,7 +19,8 @@
  *
  * Every unknown key is an error: a typo must not silently pass.  Errors
  * read "name:line:col: /cases/3/expect: sentence", the pointer that of the
- * node at fault and line:col from the YAML source map.
+ * node at fault and line:col from the YAML source map (an unknown key: the
+ * key's line:col, its mapping's pointer, as config/section.c says it).
  *
  * Owns: the cases and the names of the files loaded.  Must not: read a
  * file (callers give the text), or run anything.
@@ -41,15 +42,31 @@
 #define LABEL_MAX        128             /* bytes of an id, a tool or a profile name */
 #define PTR_MAX          512             /* bytes of a JSON pointer */
 
-static const char *const file_keys[] = {"profile", "cases"};
-static const char *const case_keys[] = {"id", "request", "expect", "profile", "setup_files"};
-static const char *const expect_keys[] = {"tool", "args", "decision", "no_tool"};
+/* The keys of a file, a case and an expect (docs/EVAL.md), read below. */
+static const tgi_conf_key file_keys[] = {
+	TGI_CONF_OWN("profile", "the cases' profile unless a case names its own"),
+	TGI_CONF_OWN("cases", "the list of cases"),
+};
+static const tgi_conf_key case_keys[] = {
+	TGI_CONF_OWN("id", "unique in the suite (default <file stem>#<n>)"),
+	TGI_CONF_OWN("request", "the user's message"),
+	TGI_CONF_OWN("expect", "{tool, args?, decision?} or {no_tool: true}"),
+	TGI_CONF_OWN("profile", "the tools offered"),
+	TGI_CONF_OWN("setup_files", "{relative path: content} written first"),
+};
+static const tgi_conf_key expect_keys[] = {
+	TGI_CONF_OWN("tool", "the tool the model should call"),
+	TGI_CONF_OWN("args", "a subset of its arguments"),
+	TGI_CONF_OWN("decision", "allow, ask, deny or a list of them"),
+	TGI_CONF_OWN("no_tool", "true: the model should answer without a call"),
+};
 
 /* One file being loaded. */
 typedef struct ld {
 	const char *name;      /* as messages and `where` name it */
 	const char *stem;      /* for default ids */
 	tgi_srcmap *map;
+	const json_t *root;    /* the document */
 	char       *err;
 	size_t      errlen;
 } ld;
@@ -120,31 +137,13 @@ static int fail_type(const ld *x, const char *ptr, const json_t *v, const char *
 	return fail(x, ptr, "expected %s, got %s", expected, tgi_json_describe(v, got, sizeof got));
 }
 
-static int in_list(const char *s, const char *const *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(s, list[i]))
-			return 1;
-	return 0;
-}
-
+/* Every key of obj (at base) is one of table's: said at the key. */
 static int check_keys(const ld *x, const json_t *obj, const char *base,
-                      const char *const *allowed, size_t n)
+                      const tgi_conf_key *table, size_t n)
 {
-	const char *key;
-	const json_t *v;
-	json_object_foreach((json_t *)obj, key, v) {
-		if (in_list(key, allowed, n))
-			continue;
-		char ptr[PTR_MAX], k[72], names[160] = "";
-		for (size_t i = 0; i < n; i++)
-			tgi_snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-			             i ? ", " : "", allowed[i]);
-		tgi_json_pointer_join(ptr, sizeof ptr, base, key);
-		tgi_sanitize(k, sizeof k, key);
-		return fail(x, ptr, "unknown key \"%s\"; expected one of %s", k, names);
-	}
-	return 0;
+	tgi_conf_doc d = { .file = x->name, .root = x->root, .map = x->map, .pointers = 1 };
+	tgi_conf_ctx cx = { &d, x->err, x->errlen, NULL };
+	return tgi_conf_known_keys(&cx, table, n, obj, base);
 }
 
 /* ---- values ---- */
@@ -558,6 +557,7 @@ static int load_text(tgi_eval_suite *s, ld *x, const char *text, size_t len)
 		return -1;
 	}
 	json_t *root = tgi_yaml_parse(text, len, &x->map, err, sizeof err);
+	x->root = root;
 	if (!root) {
 		tgi_snprintf(x->err, x->errlen, "%s:%s", name, err);
 		return -1;

@@ -95,6 +95,10 @@ typedef struct loader {
 	const tgi_config *cfg;
 	char  *err;
 	size_t errlen;
+	tgi_conf_doc doc;
+	tgi_conf_ctx cx;      /* user: this */
+	const char  *list;    /* the hook being read: its list and index */
+	size_t       idx;
 } loader;
 
 /* A non-empty list of strings into out (argv: a command line, whose
@@ -176,12 +180,56 @@ static int load_globs(loader *x, hook *hk, const char *ptr)
 	return 0;
 }
 
+static int set_command(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	loader *x = cx->user;
+	hook *hk = obj;
+	tgi_strv argv = {0};
+	if (load_strings(x, (json_t *)v, ptr, "a non-empty list of strings (the program and its "
+	                 "arguments)", 1, &argv) < 0) {
+		tgi_strv_free(&argv);
+		return -1;
+	}
+	hk->argv = argv.v;
+	hk->argc = argv.n;
+	char shown[ARGV0_SHOWN + 8];
+	tgi_sanitize_n(shown, sizeof shown, hk->argv[0], strlen(hk->argv[0]), ARGV0_SHOWN);
+	tgi_snprintf(hk->label, sizeof hk->label, "%s[%zu] (%s)", x->list, x->idx, shown);
+	return resolve_argv0(x, hk, ptr);
+}
+
+static int set_tools(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	hook *hk = obj;
+	return load_strings(cx->user, (json_t *)v, ptr, "a non-empty list of tool-name globs "
+	                    "(leave tools out for every tool)", 0, &hk->tools) < 0 ||
+	       load_globs(cx->user, hk, ptr) < 0 ? -1 : 0;
+}
+
+static int set_format(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	const char *s = json_string_value(v);
+	size_t k = 0;
+	while (s && k < TGI_ARRAY_LEN(format_names) && strcmp(format_names[k], s))
+		k++;
+	if (!s || k == TGI_ARRAY_LEN(format_names))
+		return tgi_conf_fail_type(cx, ptr, v, "claude-code (Claude Code's tool and argument "
+		                          "names, the default) or toolgate (toolgate's)");
+	((hook *)obj)->format = (hook_format)k;
+	return 0;
+}
+
+static const tgi_conf_key hook_keys[] = {
+	{ .key = "command", .type = TGI_CONF_CUSTOM, .flags = TGI_CONF_REQUIRED,
+	  .set = set_command, .doc = "the program and its arguments" },
+	TGI_CONF_CUSTOM("tools", set_tools, "globs of the tools it runs for (default: every tool)"),
+	TGI_CONF_INT("timeout_s", hook, timeout_s, 1, TIMEOUT_MAX_S, "seconds before it is killed"),
+	TGI_CONF_CUSTOM("format", set_format, "claude-code (the default) or toolgate"),
+};
+
 static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t idx, json_t *v)
 {
-	static const char *const keys[] = {"command", "tools", "timeout_s", "format"};
-	char ptr[300], fp[340], got[96];
-	const char *key;
-	json_t *f;
+	char ptr[300], got[96];
 
 	tgi_snprintf(ptr, sizeof ptr, "/hooks/%s/%zu", list, idx);
 	hk->timeout_s = TIMEOUT_DEFAULT_S;
@@ -190,66 +238,10 @@ static int load_hook(loader *x, tgi_hooks *h, hook *hk, const char *list, size_t
 		                       "{command: [program, args...], tools: [globs], "
 		                       "timeout_s: N, format: claude-code|toolgate}, got %s",
 		                       tgi_json_describe(v, got, sizeof got));
-	json_object_foreach(v, key, f) {
-		size_t k = 0;
-		while (k < TGI_ARRAY_LEN(keys) && strcmp(keys[k], key))
-			k++;
-		if (k == TGI_ARRAY_LEN(keys)) {
-			char clean[80];
-			tgi_sanitize(clean, sizeof clean, key);
-			return tgi_config_fail(x->cfg, ptr, x->err, x->errlen, "unknown key "
-			                       "\"%s\"; expected command, tools, timeout_s or format",
-			                       clean);
-		}
-	}
-
-	tgi_strv argv = {0};
-	tgi_snprintf(fp, sizeof fp, "%s/command", ptr);
-	if (!(f = json_object_get(v, "command")))
-		return tgi_config_fail(x->cfg, ptr, x->err, x->errlen,
-		                       "missing required key \"command\"");
-	if (load_strings(x, f, fp, "a non-empty list of strings (the program and its arguments)",
-	                 1, &argv) < 0) {
-		tgi_strv_free(&argv);
+	x->list = list;
+	x->idx = idx;
+	if (tgi_conf_section_apply(&x->cx, hook_keys, TGI_ARRAY_LEN(hook_keys), v, ptr, hk) < 0)
 		return -1;
-	}
-	hk->argv = argv.v;
-	hk->argc = argv.n;
-	char shown[ARGV0_SHOWN + 8];
-	tgi_sanitize_n(shown, sizeof shown, hk->argv[0], strlen(hk->argv[0]), ARGV0_SHOWN);
-	tgi_snprintf(hk->label, sizeof hk->label, "%s[%zu] (%s)", list, idx, shown);
-	if (resolve_argv0(x, hk, fp) < 0)
-		return -1;
-
-	if ((f = json_object_get(v, "tools"))) {
-		tgi_snprintf(fp, sizeof fp, "%s/tools", ptr);
-		if (load_strings(x, f, fp, "a non-empty list of tool-name globs (leave tools "
-		                 "out for every tool)", 0, &hk->tools) < 0 ||
-		    load_globs(x, hk, fp) < 0)
-			return -1;
-	}
-	if ((f = json_object_get(v, "format"))) {
-		const char *s = json_string_value(f);
-		size_t k = 0;
-		tgi_snprintf(fp, sizeof fp, "%s/format", ptr);
-		while (s && k < TGI_ARRAY_LEN(format_names) && strcmp(format_names[k], s))
-			k++;
-		if (!s || k == TGI_ARRAY_LEN(format_names))
-			return tgi_config_fail(x->cfg, fp, x->err, x->errlen, "expected claude-code "
-			                       "(Claude Code's tool and argument names, the default) or "
-			                       "toolgate (toolgate's), got %s",
-			                       tgi_json_describe(f, got, sizeof got));
-		hk->format = (hook_format)k;
-	}
-	if ((f = json_object_get(v, "timeout_s"))) {
-		tgi_snprintf(fp, sizeof fp, "%s/timeout_s", ptr);
-		if (!json_is_integer(f) || json_integer_value(f) < 1 ||
-		    json_integer_value(f) > TIMEOUT_MAX_S)
-			return tgi_config_fail(x->cfg, fp, x->err, x->errlen, "expected an integer "
-			                       "from 1 to %d (seconds), got %s", TIMEOUT_MAX_S,
-			                       tgi_json_describe(f, got, sizeof got));
-		hk->timeout_s = (int)json_integer_value(f);
-	}
 	note_programs(h, hk, x->cfg->workspace);
 	return 0;
 }
@@ -282,12 +274,26 @@ static void free_list(hook_list *l)
 	free(l->v);
 }
 
+static int set_list(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, void *obj)
+{
+	loader *x = cx->user;
+	tgi_hooks *h = obj;
+	const char *key = strrchr(ptr, '/') + 1;
+	int before = !strcmp(key, "before_tool_call");
+	return load_list(x, h, before ? "before_tool_call" : "after_tool_call", (json_t *)v,
+	                 before ? &h->before : &h->after);
+}
+
+static const tgi_conf_key hooks_keys[] = {
+	TGI_CONF_CUSTOM("before_tool_call", set_list, "hooks run before a call (they may deny, "
+	                "ask or rewrite it)"),
+	TGI_CONF_CUSTOM("after_tool_call", set_list, "hooks run after a call"),
+};
+
 int tgi_hooks_new(const tgi_config *cfg, tgi_hooks **out, char *err, size_t errlen)
 {
-	loader x = {.cfg = cfg, .err = err, .errlen = errlen};
+	loader x = {.cfg = cfg, .err = err, .errlen = errlen, .doc = tgi_config_doc(cfg)};
 	char got[96];
-	const char *key;
-	json_t *v;
 	*out = NULL;
 	if (!cfg->hooks)
 		return 0;
@@ -295,21 +301,13 @@ int tgi_hooks_new(const tgi_config *cfg, tgi_hooks **out, char *err, size_t errl
 		return tgi_config_fail(cfg, "/hooks", err, errlen, "expected a mapping with "
 		                       "before_tool_call and after_tool_call lists, got %s",
 		                       tgi_json_describe(cfg->hooks, got, sizeof got));
+	x.cx = (tgi_conf_ctx){ &x.doc, err, errlen, &x };
 	tgi_hooks *h = tgi_xcalloc(1, sizeof *h);
 	h->max_out = cfg->max_args_bytes + OUT_EXTRA;
-	json_object_foreach(cfg->hooks, key, v) {
-		hook_list *l = !strcmp(key, "before_tool_call") ? &h->before
-		             : !strcmp(key, "after_tool_call")  ? &h->after : NULL;
-		if (!l) {
-			char clean[80], ptr[200];
-			tgi_sanitize(clean, sizeof clean, key);
-			tgi_json_pointer_join(ptr, sizeof ptr, "/hooks", key);
-			tgi_config_fail(cfg, ptr, err, errlen, "unknown key \"%s\"; expected "
-			                "before_tool_call or after_tool_call", clean);
-			goto fail;
-		}
-		if (load_list(&x, h, key, v, l) < 0)
-			goto fail;
+	if (tgi_conf_section_apply(&x.cx, hooks_keys, TGI_ARRAY_LEN(hooks_keys), cfg->hooks,
+	                           "/hooks", h) < 0) {
+		tgi_hooks_free(h);
+		return -1;
 	}
 	if (!h->before.n && !h->after.n) {
 		tgi_hooks_free(h);
@@ -317,9 +315,6 @@ int tgi_hooks_new(const tgi_config *cfg, tgi_hooks **out, char *err, size_t errl
 	}
 	*out = h;
 	return 0;
-fail:
-	tgi_hooks_free(h);
-	return -1;
 }
 
 void tgi_hooks_free(tgi_hooks *h)

@@ -93,43 +93,22 @@ struct tgi_loop {
 
 /* ---- configuration ---- */
 
-static int get_int(const tgi_config *cfg, const json_t *sec, const char *key, int lo, int hi,
-                   int *out, char *err, size_t errlen)
-{
-	const json_t *v = json_object_get(sec, key);
-	char ptr[64], got[80];
-	if (!v)
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-		tgi_json_pointer_join(ptr, sizeof ptr, "/loop_detection", key);
-		return tgi_config_fail(cfg, ptr, err, errlen, "expected a whole number from %d "
-		                       "to %d, got %s", lo, hi,
-		                       tgi_json_describe(v, got, sizeof got));
-	}
-	*out = (int)json_integer_value(v);
-	return 0;
-}
+static const char *const loop_modes[] = {"enforce", "observe"};
 
-static int check_keys(const tgi_config *cfg, const json_t *sec, char *err, size_t errlen)
-{
-	static const char *const keys[] = {"enabled", "window", "warn", "block", "mode"};
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)sec, k, v) {
-		size_t i = 0;
-		while (i < TGI_ARRAY_LEN(keys) && strcmp(k, keys[i]))
-			i++;
-		if (i == TGI_ARRAY_LEN(keys)) {
-			char ptr[200], clean[100];
-			tgi_json_pointer_join(ptr, sizeof ptr, "/loop_detection", k);
-			tgi_sanitize(clean, sizeof clean, k);
-			return tgi_config_fail(cfg, ptr, err, errlen, "unknown key \"%s\"; "
-			                       "expected enabled, window, warn, block or mode",
-			                       clean);
-		}
-	}
-	return 0;
-}
+/* What the section sets: the settings, and whether it is on. */
+typedef struct loop_conf {
+	int      enabled;
+	tgi_loop l;
+} loop_conf;
+
+static const tgi_conf_key loop_keys[] = {
+	TGI_CONF_BOOL("enabled", loop_conf, enabled, "false: no loop detection"),
+	TGI_CONF_INT("window", loop_conf, l.window, 2, LOOP_MAX_WINDOW,
+	             "the session's last calls that count"),
+	TGI_CONF_INT("warn", loop_conf, l.warn, 2, LOOP_MAX_WINDOW, "a repeat this often: a hint"),
+	TGI_CONF_INT("block", loop_conf, l.block, 2, LOOP_MAX_WINDOW, "this often: denied"),
+	TGI_CONF_ENUM("mode", loop_conf, l.observe, loop_modes, "observe: events only"),
+};
 
 /* lo_key must not exceed hi_key: said at hi_key when the file sets it,
  * else at lo_key (hi_key then has its default). */
@@ -151,33 +130,15 @@ static int order(const tgi_config *cfg, const json_t *sec, const char *lo_key, i
  * *enabled 0 when the section turns it off. */
 static int settings(const tgi_config *cfg, tgi_loop *l, int *enabled, char *err, size_t errlen)
 {
-	const json_t *sec = cfg->loop_detection, *v;
-	char got[80];
-	l->window = 30, l->warn = 3, l->block = 5, l->observe = 0;
-	*enabled = 1;
-	if (!sec)
-		return 0;
-	if (check_keys(cfg, sec, err, errlen) < 0)
+	const json_t *sec = cfg->loop_detection;
+	tgi_conf_doc d = tgi_config_doc(cfg);
+	tgi_conf_ctx x = { &d, err, errlen, NULL };
+	loop_conf lc = { .enabled = 1, .l = { .window = 30, .warn = 3, .block = 5, .observe = 0 } };
+	if (tgi_conf_section_apply(&x, loop_keys, TGI_ARRAY_LEN(loop_keys), sec, "/loop_detection",
+	                           &lc) < 0)
 		return -1;
-	if ((v = json_object_get(sec, "enabled"))) {
-		if (!json_is_boolean(v))
-			return tgi_config_fail(cfg, "/loop_detection/enabled", err, errlen,
-			                       "expected true or false, got %s",
-			                       tgi_json_describe(v, got, sizeof got));
-		*enabled = json_is_true(v);
-	}
-	if ((v = json_object_get(sec, "mode"))) {
-		const char *m = json_string_value(v);
-		if (!m || (strcmp(m, "enforce") && strcmp(m, "observe")))
-			return tgi_config_fail(cfg, "/loop_detection/mode", err, errlen,
-			                       "expected enforce or observe, got %s",
-			                       tgi_json_describe(v, got, sizeof got));
-		l->observe = !strcmp(m, "observe");
-	}
-	if (get_int(cfg, sec, "window", 2, LOOP_MAX_WINDOW, &l->window, err, errlen) < 0 ||
-	    get_int(cfg, sec, "warn", 2, LOOP_MAX_WINDOW, &l->warn, err, errlen) < 0 ||
-	    get_int(cfg, sec, "block", 2, LOOP_MAX_WINDOW, &l->block, err, errlen) < 0)
-		return -1;
+	*l = lc.l;
+	*enabled = lc.enabled;
 	if (l->block < l->warn)
 		return order(cfg, sec, "warn", l->warn, "block", l->block, err, errlen);
 	if (l->window < l->block)

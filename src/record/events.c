@@ -189,60 +189,48 @@ static int cfg_fsync(tgi_sinks *s, const tgi_config *cfg, const json_t *v, char 
 	return 0;
 }
 
-static int cfg_queue(tgi_sinks *s, const tgi_config *cfg, const json_t *v, char *err,
-                     size_t errlen)
+static int set_path(const tgi_conf_ctx *x, const json_t *v, const char *ptr, char **out)
 {
-	if (!json_is_integer(v))
-		return cfg_type(cfg, "/events/queue", v, "a number of bytes", err, errlen);
-	json_int_t q = json_integer_value(v);
-	if (q < (json_int_t)SINK_QUEUE_MIN || q > (json_int_t)SINK_QUEUE_MAX)
-		return tgi_config_fail(cfg, "/events/queue", err, errlen, "expected bytes from %u "
-		                       "to %u, got %lld", SINK_QUEUE_MIN, SINK_QUEUE_MAX,
-		                       (long long)q);
-	s->queue_max = (size_t)q;
-	return 0;
+	return (*out = cfg_path(x->user, ptr, v, x->err, x->errlen)) ? 0 : -1;
 }
+
+static int set_jsonl(const tgi_conf_ctx *x, const json_t *v, const char *ptr, void *obj)
+{
+	return set_path(x, v, ptr, &((tgi_sinks *)obj)->jsonl_path);
+}
+
+static int set_socket(const tgi_conf_ctx *x, const json_t *v, const char *ptr, void *obj)
+{
+	return set_path(x, v, ptr, &((tgi_sinks *)obj)->sock_path);
+}
+
+static int set_fsync(const tgi_conf_ctx *x, const json_t *v, const char *ptr, void *obj)
+{
+	tgi_sinks *s = obj;
+	if (!s->jsonl_path)
+		return tgi_conf_fail(x, ptr, "applies to the JSONL file; set events.jsonl too");
+	return cfg_fsync(s, x->user, v, x->err, x->errlen);
+}
+
+static const tgi_conf_key sink_keys[] = {
+	TGI_CONF_CUSTOM("jsonl", set_jsonl, "a file each event is appended to (workspace-relative)"),
+	TGI_CONF_CUSTOM("fsync", set_fsync, "always, never (the default) or seconds between syncs"),
+	TGI_CONF_CUSTOM("socket", set_socket, "a Unix socket subscribers read events from"),
+	TGI_CONF_INT("queue", tgi_sinks, queue_max, SINK_QUEUE_MIN, SINK_QUEUE_MAX,
+	             "bytes one subscriber may fall behind (default 1 MiB)"),
+};
 
 /* Read cfg->events into s (nothing opened yet). */
 static int cfg_read(tgi_sinks *s, const tgi_config *cfg, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"jsonl", "fsync", "socket", "queue"};
-	json_t *ev = cfg->events, *v;
-	const char *key;
-	if (!json_is_object(ev))
-		return cfg_type(cfg, "/events", ev, "a mapping with jsonl, fsync, socket or queue",
-		                err, errlen);
-	json_object_foreach(ev, key, v) {
-		size_t i = 0;
-		while (i < TGI_ARRAY_LEN(keys) && strcmp(keys[i], key))
-			i++;
-		if (i == TGI_ARRAY_LEN(keys)) {
-			char name[80];
-			tgi_sanitize_n(name, sizeof name, key, strlen(key), 64);
-			return tgi_config_fail(cfg, "/events", err, errlen, "unknown key \"%s\"; "
-			                       "expected jsonl, fsync, socket or queue", name);
-		}
-	}
-	if ((v = json_object_get(ev, "jsonl")) &&
-	    !(s->jsonl_path = cfg_path(cfg, "/events/jsonl", v, err, errlen)))
+	tgi_conf_doc d = tgi_config_doc(cfg);
+	tgi_conf_ctx x = { &d, err, errlen, (void *)cfg };
+	if (tgi_conf_section_apply(&x, sink_keys, TGI_ARRAY_LEN(sink_keys), cfg->events, "/events",
+	                           s) < 0)
 		return -1;
-	if ((v = json_object_get(ev, "socket")) &&
-	    !(s->sock_path = cfg_path(cfg, "/events/socket", v, err, errlen)))
-		return -1;
-	if ((v = json_object_get(ev, "fsync"))) {
-		if (!s->jsonl_path)
-			return tgi_config_fail(cfg, "/events/fsync", err, errlen, "applies to the "
-			                       "JSONL file; set events.jsonl too");
-		if (cfg_fsync(s, cfg, v, err, errlen) < 0)
-			return -1;
-	}
-	if ((v = json_object_get(ev, "queue"))) {
-		if (!s->sock_path)
-			return tgi_config_fail(cfg, "/events/queue", err, errlen, "applies to "
-			                       "socket subscribers; set events.socket too");
-		if (cfg_queue(s, cfg, v, err, errlen) < 0)
-			return -1;
-	}
+	if (s->queue_max && !s->sock_path)
+		return tgi_config_fail(cfg, "/events/queue", err, errlen, "applies to socket "
+		                       "subscribers; set events.socket too");
 	if (s->jsonl_path && s->sock_path && !strcmp(s->jsonl_path, s->sock_path))
 		return tgi_config_fail(cfg, "/events/socket", err, errlen, "is the same file as "
 		                       "events.jsonl");

@@ -616,39 +616,49 @@ static int add_pattern(tgi_redactor *r, const tgi_config *cfg, size_t i, const c
 	return 0;
 }
 
+/* What the section gives: its lists, checked (NULL: absent or null). */
+typedef struct redact_conf {
+	const json_t *keys, *pats;
+} redact_conf;
+
+static int set_list(const tgi_conf_ctx *x, const json_t *v, const char *ptr, size_t max,
+                    size_t maxlen, const json_t **out)
+{
+	if (json_is_null(v))
+		return 0;
+	if (tgi_config_strings(x->user, v, ptr, max, maxlen, 0, x->err, x->errlen) < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int set_keys(const tgi_conf_ctx *x, const json_t *v, const char *ptr, void *obj)
+{
+	return set_list(x, v, ptr, MAX_KEYS, MAX_KEY_LEN, &((redact_conf *)obj)->keys);
+}
+
+static int set_patterns(const tgi_conf_ctx *x, const json_t *v, const char *ptr, void *obj)
+{
+	return set_list(x, v, ptr, MAX_PATTERNS, MAX_PATTERN_LEN, &((redact_conf *)obj)->pats);
+}
+
+static const tgi_conf_key redact_keys[] = {
+	TGI_CONF_CUSTOM("keys", set_keys, "argument names whose values are masked (replaces the "
+	                "built-in list)"),
+	TGI_CONF_CUSTOM("patterns", set_patterns, "more PCRE2 patterns of secrets"),
+};
+
 static int configure(tgi_redactor *r, const tgi_config *cfg, char *err, size_t errlen)
 {
-	const json_t *sec = cfg ? cfg->redact : NULL;
-	const json_t *keys = NULL, *pats = NULL;
-	if (sec && !json_is_null(sec)) {
-		char got[96];
-		if (!json_is_object(sec))
-			return tgi_config_fail(cfg, "/redact", err, errlen, "expected a mapping, got %s",
-			                       tgi_json_describe(sec, got, sizeof got));
-		const char *k;
-		const json_t *v;
-		json_object_foreach((json_t *)sec, k, v) {
-			if (strcmp(k, "keys") && strcmp(k, "patterns")) {
-				char ptr[256], shown[72];
-				tgi_json_pointer_join(ptr, sizeof ptr, "/redact", k);
-				tgi_sanitize(shown, sizeof shown, k);
-				return tgi_config_fail(cfg, ptr, err, errlen, "unknown key \"%s\"; expected "
-				                       "one of keys, patterns", shown);
-			}
-		}
-		keys = json_object_get(sec, "keys");
-		pats = json_object_get(sec, "patterns");
-		if (json_is_null(keys))
-			keys = NULL;
-		if (json_is_null(pats))
-			pats = NULL;
+	redact_conf rc = { NULL, NULL };
+	if (cfg) {
+		tgi_conf_doc d = tgi_config_doc(cfg);
+		tgi_conf_ctx x = { &d, err, errlen, (void *)cfg };
+		if (tgi_conf_section_apply(&x, redact_keys, TGI_ARRAY_LEN(redact_keys), cfg->redact,
+		                           "/redact", &rc) < 0)
+			return -1;
 	}
-	if (keys && tgi_config_strings(cfg, keys, "/redact/keys", MAX_KEYS, MAX_KEY_LEN, 0, err,
-	                               errlen) < 0)
-		return -1;
-	if (pats && tgi_config_strings(cfg, pats, "/redact/patterns", MAX_PATTERNS,
-	                               MAX_PATTERN_LEN, 0, err, errlen) < 0)
-		return -1;
+	const json_t *keys = rc.keys, *pats = rc.pats;
 
 	if (keys) {
 		size_t i;

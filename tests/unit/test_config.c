@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "toolgate.h"
 #include "registry.h"
 #include "util/util.h"
 
@@ -558,9 +559,62 @@ static void test_unknown_keys_in_every_section(void **state)
 		{ "ledger: {synchronous: full}\n",       "1:10: ledger: unknown key \"synchronous\"; expected one of sync, lease_grace_s" },
 		{ "tools: {t: {description: d, command: [x], readonly: true}}\n",
 		  "1:43: tools.t: unknown key \"readonly\"; expected one of description," },
+		{ "spill: {kept: 5}\n",                  "1:9: spill: unknown key \"kept\"; expected one of keep" },
+		{ "shell: {timeout_s: 5}\n",             "1:9: shell: unknown key \"timeout_s\"; expected one of max_timeout_s," },
+		{ "shell:\n  rlimits: {cpu: 5}\n",      "2:13: shell.rlimits: unknown key \"cpu\"; expected one of cpu_s, address_space_mb," },
+		{ "console: {port: 80}\n",               "1:11: console: unknown key \"port\"; expected one of listen, token_env" },
+		{ "sandbox: {mode: read-only, net: true}\n", "1:28: sandbox: unknown key \"net\"; expected one of mode, network," },
+		{ "tools: {t: {description: d, command: [x], sandbox: {mounts: []}}}\n",
+		  "1:53: tools.t.sandbox: unknown key \"mounts\"; expected one of mode," },
+		{ "permissions:\n  tests: [{call: {tool: t}, expected: deny}]\n",
+		  "2:29: permissions.tests[0]: unknown key \"expected\"; expected one of call, expect" },
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(cases); i++)
 		yaml_err(cases[i].text, cases[i].want);
+}
+
+/* The sections the parts read at a gate's open (config/section.c tables
+ * too): an unknown key is said at its line:column, under its mapping's
+ * path, naming the keys known there. */
+static void test_unknown_keys_in_the_parts(void **state)
+{
+	fixture *fx = *state;
+	static const struct { const char *text, *want; } cases[] = {
+		{ "loop_detection:\n  windw: 10\n",
+		  "toolgate.yaml:2:3: loop_detection: unknown key \"windw\"; expected one of enabled, "
+		  "window, warn, block, mode" },
+		{ "events:\n  jsonl: e.jsonl\n  colour: red\n",
+		  "toolgate.yaml:3:3: events: unknown key \"colour\"; expected one of jsonl, fsync, socket, "
+		  "queue" },
+		{ "redact:\n  key: [a]\n",
+		  "toolgate.yaml:2:3: redact: unknown key \"key\"; expected one of keys, patterns" },
+		{ "hooks:\n  before: []\n",
+		  "toolgate.yaml:2:3: hooks: unknown key \"before\"; expected one of before_tool_call, "
+		  "after_tool_call" },
+		{ "hooks:\n  after_tool_call:\n    - {command: [./x], tool: [shell]}\n",
+		  "toolgate.yaml:3:24: hooks.after_tool_call[0]: unknown key \"tool\"; expected one of "
+		  "command, tools, timeout_s, format" },
+		{ "mcp_servers:\n  fs:\n    command: x\n    colour: red\n",
+		  "toolgate.yaml:4:5: mcp_servers.fs: unknown key \"colour\"; expected one of command, "
+		  "args, env, cwd, url, token_env, trusted, pin, prefix, sandbox, category, tools, "
+		  "timeout_s, startup_timeout_s, aliases" },
+		{ "mcp_servers:\n  fs:\n    command: x\n    tools: {include: [a], exlude: [b]}\n",
+		  "toolgate.yaml:4:27: mcp_servers.fs.tools: unknown key \"exlude\"; expected one of "
+		  "include, exclude" },
+	};
+	for (size_t i = 0; i < TGI_ARRAY_LEN(cases); i++) {
+		tg_options o = { .config_path = "toolgate.yaml", .workspace = fx->tmp, .bridge = 1,
+		                 .no_create = 1 };
+		tg_gate *g = NULL;
+		char *err = NULL;
+		write_text("toolgate.yaml", cases[i].text);
+		assert_int_equal(tg_gate_open(&o, &g, &err), -1);
+		assert_null(g);
+		if (!err || !strstr(err, cases[i].want))
+			fail_msg("for %s\n  got  %s\n  want %s", cases[i].text, err ? err : "(none)",
+			         cases[i].want);
+		free(err);
+	}
 }
 
 static void test_bad_configs_from_data(void **state)
@@ -1266,7 +1320,7 @@ static void test_sandbox_profile(void **state)
 	yaml_err("sandbox: 3\n", "1:10: sandbox: expected one of read-only, workspace-write, "
 	         "danger-full-access, or a mapping");
 	yaml_err("sandbox: {mode: yolo}\n", "1:17: sandbox.mode: expected one of read-only");
-	yaml_err("sandbox: {mounts: [/]}\n", "1:11: sandbox.mounts: unknown key \"mounts\"; "
+	yaml_err("sandbox: {mounts: [/]}\n", "1:11: sandbox: unknown key \"mounts\"; "
 	         "expected one of mode, network, read, write, sockets, accept");
 	yaml_err("sandbox: {read: [~bob/x]}\n", "1:18: sandbox.read[0]: expected ~ or ~/path");
 	yaml_err("sandbox: {write: [/]}\n", "1:19: sandbox.write[0]: expected a path below /");
@@ -1325,6 +1379,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_limits_and_numbers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcp_approvals_and_client_args, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_keys_in_every_section, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_keys_in_the_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_configs_from_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_yaml_and_json_load_equal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_example_loads, setup, teardown),

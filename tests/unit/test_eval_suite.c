@@ -326,7 +326,7 @@ static void test_file_errors(void **state)
 	bad("hello\n", "t.yaml:1:1: expected a list of cases or a mapping {profile?, cases}, "
 	    "got \"hello\"");
 	bad("profile: coding\ncase: []\n",
-	    "t.yaml:2:7: /case: unknown key \"case\"; expected one of profile, cases");
+	    "t.yaml:2:1: unknown key \"case\"; expected one of profile, cases");
 	bad("profile: coding\n", "t.yaml:1:1: missing cases (the list of cases)");
 	bad("cases: {request: x}\n", "t.yaml:1:8: /cases: expected a list of cases, got a mapping");
 	bad("profile: 3\ncases: [{request: x, expect: {no_tool: true}}]\n",
@@ -343,7 +343,7 @@ static void test_case_errors(void **state)
 	bad("- hello\n", "t.yaml:1:3: /0: expected a case (a mapping with request and expect), "
 	    "got \"hello\"");
 	bad("- reqest: x\n",
-	    "t.yaml:1:11: /0/reqest: unknown key \"reqest\"; expected one of id, request, expect, "
+	    "t.yaml:1:3: /0: unknown key \"reqest\"; expected one of id, request, expect, "
 	    "profile, setup_files");
 	bad("- expect: {no_tool: true}\n", "t.yaml:1:3: /0: missing request (the user's message)");
 	bad("- request: \"\"\n  expect: {no_tool: true}\n",
@@ -430,7 +430,7 @@ static void test_expect_errors(void **state)
 		 "t.yaml:2:37: /0/expect/decision: not allowed with no_tool: a reply without a call has "
 		 "no decision"},
 		{"{tool: read_file, arg: {a: 1}}",
-		 "t.yaml:2:34: /0/expect/arg: unknown key \"arg\"; expected one of tool, args, decision, "
+		 "t.yaml:2:29: /0/expect: unknown key \"arg\"; expected one of tool, args, decision, "
 		 "no_tool"},
 		{"{tool: \"read file\"}",
 		 "t.yaml:2:18: /0/expect/tool: expected a tool name of letters, digits, '_' or '-', got "

@@ -238,7 +238,7 @@ static void test_config_refused(void **state)
 	refused("events: {fsync: always}\n", "events.fsync", "set events.jsonl");
 	refused("events: {queue: 65536}\n", "events.queue", "set events.socket");
 	refused("events: {socket: s.sock, queue: 10}\n", "events.queue", "from 4096");
-	refused("events: {socket: s.sock, queue: big}\n", "events.queue", "a number of bytes");
+	refused("events: {socket: s.sock, queue: big}\n", "events.queue", "an integer from 4096");
 	refused("events: {jsonl: \"\"}\n", "events.jsonl", "expected a file path");
 	refused("events: {jsonl: [a]}\n", "events.jsonl", "expected a file path");
 	refused("events: {jsonl: same, socket: same}\n", "events.socket", "same file");

@@ -691,10 +691,10 @@ static void test_config_errors(void **state)
 	expect_error("loop_detection: {warn: 6}\n", "loop_detection.warn: must be at most block (5, its default), got 6");
 	expect_error("loop_detection: {window: 4}\n", "loop_detection.window: must be at least block (5), got 4");
 	expect_error("loop_detection: {block: 40}\n", "loop_detection.block: must be at most window (30, its default), got 40");
-	expect_error("loop_detection: {warn: 1}\n", "loop_detection.warn: expected a whole number from 2 to 1000, got 1");
-	expect_error("loop_detection: {window: \"30\"}\n", "loop_detection.window: expected a whole number");
-	expect_error("loop_detection: {window: 100000}\n", "expected a whole number from 2 to 1000");
-	expect_error("loop_detection: {mode: block}\n", "loop_detection.mode: expected enforce or observe");
+	expect_error("loop_detection: {warn: 1}\n", "loop_detection.warn: expected an integer from 2 to 1000, got 1");
+	expect_error("loop_detection: {window: \"30\"}\n", "loop_detection.window: expected an integer from 2 to 1000");
+	expect_error("loop_detection: {window: 100000}\n", "expected an integer from 2 to 1000");
+	expect_error("loop_detection: {mode: block}\n", "loop_detection.mode: expected one of enforce, observe");
 	expect_error("loop_detection: {enabled: yes please}\n", "loop_detection.enabled: expected true or false");
 	expect_error("loop_detection: {windw: 10}\n", "unknown key \"windw\"");
 	/* a disabled section is still checked */

@@ -801,7 +801,7 @@ static void test_config_errors(void **state)
 {
 	bad_config("{\"redact\":[\"password\"]}", "redact: expected a mapping");
 	bad_config("{\"redact\":{\"key\":[\"password\"]}}",
-	           "redact.key: unknown key \"key\"; expected one of keys, patterns");
+	           "redact: unknown key \"key\"; expected one of keys, patterns");
 	bad_config("{\"redact\":{\"keys\":\"password\"}}", "redact.keys: expected a list of strings");
 	bad_config("{\"redact\":{\"keys\":[\"a\", 3]}}", "redact.keys[1]: expected a non-empty string");
 	bad_config("{\"redact\":{\"keys\":[\"\"]}}", "redact.keys[0]: expected a non-empty string");
