@@ -264,9 +264,7 @@ static void wait_until(tgi_bridge *b, double until_ms)
 		pthread_cond_wait(&b->cv, &b->mu);
 		return;
 	}
-	long long ms = (long long)until_ms;
-	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
-	pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+	tgi_cond_wait_until(&b->cv, &b->mu, until_ms);
 }
 
 static int name_char(char ch, int dot)
@@ -2241,11 +2239,7 @@ int tgi_bridge_new(tg_gate *g, tgi_bridge **out, char *err, size_t errlen)
 	}
 
 	tgi_bridge *b = tgi_xcalloc(1, sizeof *b);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&b->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	tgi_cond_init(&b->cv);
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_mutex_init(&b->list_mu, NULL);
 	b->g = g;

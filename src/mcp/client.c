@@ -228,18 +228,7 @@ static void sleep_ms(int ms)
 /* Wait on c->cv for at most ms milliseconds (mu held). */
 static void cv_wait_ms(tgi_mcp_client *c, double ms)
 {
-	struct timespec ts;
-
-	if (ms < 1)
-		ms = 1;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)((long long)ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	tgi_cond_wait_ms(&c->cv, &c->mu, ms < 1 ? 1 : (long)ms);
 }
 
 static void wait_ms_text(char *out, size_t cap, int ms)
@@ -1690,7 +1679,6 @@ static void client_free(tgi_mcp_client *c)
 static tgi_mcp_client *client_new(const tgi_mcp_client_cfg *cfg, const tgi_mcp_client_handlers *h)
 {
 	tgi_mcp_client *c = tgi_xcalloc(1, sizeof *c);
-	pthread_condattr_t ca;
 
 	c->name = tgi_strdup(cfg->name && cfg->name[0] ? cfg->name : "mcp");
 	c->max_message = cfg->max_message ? cfg->max_message : DEFAULT_MAX_MESSAGE;
@@ -1702,10 +1690,7 @@ static tgi_mcp_client *client_new(const tgi_mcp_client_cfg *cfg, const tgi_mcp_c
 	c->next_id = 1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->write_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	tgi_cond_init(&c->cv);
 	return c;
 }
 

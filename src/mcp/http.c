@@ -172,31 +172,6 @@ typedef struct request {
  * reply to a message it could not read goes (related NULL, final). */
 static _Thread_local stream *tl_posting;
 
-/* ---- time and waiting ---- */
-
-static void cond_init(pthread_cond_t *cv)
-{
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(cv, &a);
-	pthread_condattr_destroy(&a);
-}
-
-/* Wait on cv (mu held) for at most ms milliseconds. */
-static void cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(cv, mu, &ts);
-}
-
 /* Has the peer on fd closed its side (or the connection failed)? */
 static int peer_gone(int fd)
 {
@@ -399,7 +374,7 @@ static stream *stream_new(tgi_mcp_http *h, hsession *hs, const json_t *id, int s
 		tgi_buf_printf(&s->out, "id: %lu\nretry: %d\ndata: \n\n", ++h->event_seq,
 		               SSE_RETRY_MS);
 	s->last_ms = tgi_now_ms();
-	cond_init(&s->cv);
+	tgi_cond_init(&s->cv);
 	s->next = h->streams;
 	h->streams = s;
 	return s;
@@ -488,7 +463,7 @@ static int stream_put(stream *s, int final, const char *text, size_t len)
 static void stream_wait_final(tgi_mcp_http *h, stream *s)
 {
 	while (!s->final && !s->broken && s->hs && !h->stopping) {
-		cond_wait_ms(&s->cv, &h->mu, WAKE_MS);
+		tgi_cond_wait_ms(&s->cv, &h->mu, WAKE_MS);
 		if (!s->final && peer_gone(s->fd))
 			s->broken = 1;
 	}
@@ -534,7 +509,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			continue;
 		}
 		long left = (long)(KEEPALIVE_MS - idle) + 1;
-		cond_wait_ms(&s->cv, &h->mu, left < WAKE_MS ? left : WAKE_MS);
+		tgi_cond_wait_ms(&s->cv, &h->mu, left < WAKE_MS ? left : WAKE_MS);
 		if (s->off == s->out.len && peer_gone(s->fd))
 			s->broken = 1;
 	}
@@ -1157,7 +1132,7 @@ int tgi_mcp_http_start(tgi_mcp_server *s, const tg_serve_options *o, tgi_mcp_htt
 		return -1;
 	}
 	pthread_mutex_init(&h->mu, NULL);
-	cond_init(&h->idle);
+	tgi_cond_init(&h->idle);
 	/* MHD owns fd from here: it closes it when it stops (and when starting
 	 * fails once it has taken it). */
 	h->d = M->start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
