@@ -76,7 +76,6 @@
 
 #include "util/dl.h"
 #include "mcp/jsonrpc.h"
-#include "mcp/server.h"
 #include "protocol/sse.h"
 #include "toolgate.h"
 #include "util/util.h"

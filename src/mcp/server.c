@@ -71,21 +71,6 @@
 #define DEFAULT_ELICIT_S 300
 #define DEFAULT_TICK_MS  1000
 
-const char *const tgi_mcp_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
-
-int tgi_mcp_version_known(const char *v)
-{
-	for (size_t i = 0; v && tgi_mcp_versions[i]; i++)
-		if (!strcmp(v, tgi_mcp_versions[i]))
-			return 1;
-	return 0;
-}
-
-int tgi_mcp_version_primes(const char *v)
-{
-	return v && strcmp(v, "2025-11-25") >= 0;
-}
-
 /* MCP's logging levels, in order (RFC 5424 names). */
 static const char *const levels[] = {"debug",  "info",     "notice", "warning",
                                      "error",  "critical", "alert",  "emergency"};
