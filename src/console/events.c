@@ -194,19 +194,6 @@ static char *event_bytes(tgc_stream *s, const char *line)
 	return tgi_buf_steal(&b);
 }
 
-static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(cv, mu, &ts);
-}
-
 /* tg_log_follow's callback: queue the event's bytes, waiting for room. */
 static int on_event(void *arg, const char *line)
 {
@@ -234,7 +221,7 @@ static int on_event(void *arg, const char *line)
 			tgi_buf_append(&s->out, bytes, n);
 			break;
 		}
-		wait_ms(&s->cv, &s->mu, WAKE_MS);
+		tgi_cond_wait_ms(&s->cv, &s->mu, WAKE_MS);
 	}
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
@@ -297,11 +284,7 @@ tgc_stream *tgc_stream_open(tg_gate *g, const tgc_params *filters, long long aft
 	s->fd = fd;
 	s->console_stop = stop;
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	tgi_cond_init(&s->cv);
 	tgi_buf_init(&s->out, QUEUE_MAX);
 	tgi_buf_printf(&s->out, "retry: %d\n\n", RETRY_MS);
 	if (after >= 0)   /* no data: sets the browser's last event id, fires nothing */
@@ -361,7 +344,7 @@ long tgc_stream_read(tgc_stream *s, char *buf, size_t max)
 			continue;
 		}
 		long left = (long)(KEEPALIVE_MS - idle) + 1;
-		wait_ms(&s->cv, &s->mu, left < WAKE_MS ? left : WAKE_MS);
+		tgi_cond_wait_ms(&s->cv, &s->mu, left < WAKE_MS ? left : WAKE_MS);
 		if (s->off == s->out.len && peer_gone(s->fd)) {
 			n = -1;
 			break;

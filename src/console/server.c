@@ -55,6 +55,7 @@
 
 #include "console/console.h"
 #include "util/dl.h"
+#include "util/listen.h"
 
 #define LISTEN_DEFAULT  "127.0.0.1:8760"
 #define CONNECTIONS_MAX 64u
@@ -62,7 +63,7 @@
 #define IDLE_TIMEOUT_S  60u           /* an idle connection is closed after this */
 #define SSE_BLOCK       (16u << 10)   /* what MHD asks of the event stream at once */
 #define TOKEN_MIN       16            /* characters of a token given by console.token_env */
-#define SHOWN_MAX       80            /* bytes of outside text echoed in a sentence */
+#define SHOWN_MAX       TGI_SHOWN_MAX /* bytes of outside text echoed in a sentence */
 #define WHO             "console"     /* who decides, as the ledger records it */
 
 #define CSP "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " \
@@ -105,13 +106,6 @@ static int wake[2] = {-1, -1};
 static const char *header(struct MHD_Connection *c, const char *name)
 {
 	return M->lookup_connection_value(c, MHD_HEADER_KIND, name);
-}
-
-/* Outside text as it may be echoed: short, no control characters. */
-static const char *shown(char out[SHOWN_MAX + 4], const char *v)
-{
-	tgi_sanitize_n(out, SHOWN_MAX + 4, v ? v : "", v ? strlen(v) : 0, SHOWN_MAX);
-	return out;
 }
 
 static void security_headers(struct MHD_Response *res)
@@ -280,7 +274,7 @@ static enum MHD_Result events(console *h, request *q, struct MHD_Connection *c, 
 		size_t n = strlen(last);
 		if (n > 18 || strspn(last, "0123456789") != n)
 			return refuse(h, q, c, MHD_HTTP_BAD_REQUEST, NULL, "\"%s\" is not an event's seq "
-			              "(Last-Event-ID or after)", shown(a, last));
+			              "(Last-Event-ID or after)", tgi_shown(a, last));
 		after = atoll(last);
 	}
 	tgc_stream *s = head ? NULL : tgc_stream_open(h->g, &q->r.query, after, conn_fd(c),
@@ -379,7 +373,7 @@ static enum MHD_Result dispatch(console *h, request *q, struct MHD_Connection *c
 	default: {
 		char a[SHOWN_MAX + 4];
 		return refuse(h, q, c, MHD_HTTP_NOT_FOUND, NULL, "There is nothing at \"%s\".",
-		              shown(a, q->target));
+		              tgi_shown(a, q->target));
 	}
 	}
 	if (rep.body.over) {
@@ -429,14 +423,14 @@ static enum MHD_Result admit(console *h, request *q, struct MHD_Connection *c, c
 		              "naming this console (%s:%u).", h->host, h->port);
 	if (hok == 0)
 		return refuse(h, q, c, MHD_HTTP_MISDIRECTED_REQUEST, NULL, "Host \"%s\" is not this "
-		              "console; use %s:%u.", shown(a, header(c, MHD_HTTP_HEADER_HOST)),
+		              "console; use %s:%u.", tgi_shown(a, header(c, MHD_HTTP_HEADER_HOST)),
 		              h->host, h->port);
 	q->routed = tgc_route_parse(method, q->target, &q->r, err, sizeof err);
 	if (q->routed == -1)
 		return refuse(h, q, c, MHD_HTTP_BAD_REQUEST, NULL, "%s.", err);
 	if (q->routed == -2)
 		return refuse(h, q, c, MHD_HTTP_METHOD_NOT_ALLOWED, allowed(q->r.route),
-		              "Method %s is not allowed here.", shown(a, method));
+		              "Method %s is not allowed here.", tgi_shown(a, method));
 
 	q->authed = tgc_auth_session(h->auth, header(c, MHD_HTTP_HEADER_COOKIE), q->csrf);
 	int open = q->r.route == TGC_ASSET || q->r.route == TGC_LOGIN;
@@ -454,7 +448,7 @@ static enum MHD_Result admit(console *h, request *q, struct MHD_Connection *c, c
 	if (!same_origin(c))
 		return refuse(h, q, c, MHD_HTTP_FORBIDDEN, NULL, "This form was not sent from a page "
 		              "of this console (its Origin is \"%s\"); nothing was changed.",
-		              shown(a, header(c, "Origin") ? header(c, "Origin") : "none"));
+		              tgi_shown(a, header(c, "Origin") ? header(c, "Origin") : "none"));
 	if (!form_type(header(c, MHD_HTTP_HEADER_CONTENT_TYPE)))
 		return refuse(h, q, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, "Send the form as "
 		              "application/x-www-form-urlencoded.");
@@ -552,26 +546,6 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
 
 /* ---- start and stop ---- */
 
-static int is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return 0;
-}
-
-static int is_wildcard(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return 0;
-}
-
 /*
  * Listen on spec ("HOST:PORT" or "[V6]:PORT"): h->host, h->port, whether
  * it is loopback.  The socket, or -1 with a sentence.
@@ -584,54 +558,20 @@ static int listen_on(console *h, const char *spec, int allow_remote, int *v6, ch
 	if (tgi_split_authority(spec, strlen(spec), h->host, sizeof h->host, &port) < 0 || !strrchr(spec, ':') ||
 	    (spec[0] != '[' && strchr(h->host, ':'))) {
 		tgi_snprintf(err, errlen, "\"%s\" is not HOST:PORT (127.0.0.1:8760, [::1]:8760)",
-		             shown(a, spec));
+		             tgi_shown(a, spec));
 		return -1;
 	}
 	tgi_snprintf(serv, sizeof serv, "%u", port);
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *list;
-	int rc = getaddrinfo(h->host, serv, &hints, &list);
-	if (rc != 0) {
-		tgi_snprintf(err, errlen, "cannot listen on %s: %s", shown(a, spec), gai_strerror(rc));
+	tgi_listen_opts lo = {.spec = spec, .host = h->host, .serv = serv, .any = allow_remote,
+	                      .any_flag = "--allow-remote", .inuse_flag = "--http"};
+	tgi_listener l;
+	if (tgi_listen(&lo, &l, err, errlen) < 0)
 		return -1;
-	}
-	const struct addrinfo *ai = list;
-	while (ai && !allow_remote && !is_loopback(ai->ai_addr))
-		ai = ai->ai_next;
-	if (!ai) {
-		freeaddrinfo(list);
-		tgi_snprintf(err, errlen, "refusing to listen on %s: it is not a loopback address "
-		             "(allow that with --allow-remote)", shown(a, spec));
-		return -1;
-	}
-	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int on = 1;
-	*v6 = ai->ai_family == AF_INET6;
-	h->loopback = is_loopback(ai->ai_addr);
-	h->wildcard = is_wildcard(ai->ai_addr);
-	if (fd >= 0) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-		if (*v6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-	}
-	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-		if (errno == EADDRINUSE)
-			tgi_snprintf(err, errlen, "%s is already in use; choose another with --http",
-			             shown(a, spec));
-		else
-			tgi_snprintf(err, errlen, "cannot listen on %s: %s", shown(a, spec),
-			             strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(list);
-		return -1;
-	}
-	freeaddrinfo(list);
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-	                                         : ((struct sockaddr_in *)&ss)->sin_port);
-	return fd;
+	*v6 = l.v6;
+	h->loopback = l.loopback;
+	h->wildcard = l.wildcard;
+	h->port = l.port;
+	return l.fd;
 }
 
 /* The access token: the options', else console.token_env's variable, else

@@ -372,14 +372,7 @@ static void ask_all(eval *e)
 		}
 		if (finished)
 			break;
-		struct timespec ts;   /* wakes now and then to see a cancel */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+		tgi_cond_wait_ms(&e->cv, &e->mu, 200);   /* wakes now and then to see a cancel */
 	}
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; i < started; i++)
@@ -922,7 +915,7 @@ int tg_eval(tg_gate *g, const tg_options *gate, const tg_eval_options *o, char *
 	tg_options none = {.sync_full = -1};
 	eval e = {.home = g, .gopts = gate ? gate : &none, .o = o, .suite = {.files = json_array()}};
 	pthread_mutex_init(&e.mu, NULL);
-	pthread_cond_init(&e.cv, NULL);
+	tgi_cond_init(&e.cv);
 	int rc = -1;
 	json_t *rep = NULL;
 	if (load_suite(&e, errmsg) == 0 && open_providers(&e, errmsg) == 0 &&

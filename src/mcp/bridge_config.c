@@ -16,41 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- small helpers ---- */
-
-static int name_char(char ch, int dot)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '_' || ch == '-' || (dot && ch == '.');
-}
-
-/* Are the n bytes of s all [A-Za-z0-9_-] (and '.' when dot)? */
-int tgi_bridge_name_ok(const char *s, size_t n, int dot)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!name_char(s[i], dot))
-			return 0;
-	return 1;
-}
-
-static int env_name_ok(const char *s)
-{
-	if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 128)
-		return 0;
-	for (; *s; s++)
-		if (!name_char(*s, 0) || *s == '-')
-			return 0;
-	return 1;
-}
-
-static char *join_path(const char *dir, const char *rel)
-{
-	size_t n = strlen(dir) + strlen(rel) + 2;
-	char *p = tgi_xmalloc(n);
-	snprintf(p, n, "%s/%s", dir, rel);
-	return p;
-}
-
 /* ---- configuration ---- */
 
 /*
@@ -209,7 +174,7 @@ static int parse_aliases(const tgi_config *cfg, const char *name, const json_t *
 		return bad_type(cfg, name, "aliases", v,
 		                "a mapping of tool names to {old_field: new_field}", err, errlen);
 	json_object_foreach((json_t *)v, tool, x) {
-		if (!tool[0] || strlen(tool) > TOOL_NAME_MAX || !tgi_bridge_name_ok(tool, strlen(tool), 1)) {
+		if (!tool[0] || strlen(tool) > TOOL_NAME_MAX || !name_ok(tool, strlen(tool), 1)) {
 			char shown[72];
 			tgi_sanitize_n(shown, sizeof shown, tool, strlen(tool), 64);
 			return tgi_bridge_bad(cfg, name, "aliases", err, errlen,
@@ -315,7 +280,7 @@ static int set_prefix(const tgi_conf_ctx *cx, const json_t *v, const char *ptr, 
 {
 	srv *s = obj;
 	if (!json_is_string(v) || json_string_length(v) > PREFIX_MAX ||
-	    !tgi_bridge_name_ok(json_string_value(v), json_string_length(v), 0))
+	    !name_ok(json_string_value(v), json_string_length(v), 0))
 		return tgi_conf_fail_type(cx, ptr, v, "a prefix of at most 64 letters, digits, '_' or '-'");
 	tgi_snprintf(s->prefix, sizeof s->prefix, "%s", json_string_value(v));
 	return 0;
@@ -361,7 +326,7 @@ int tgi_bridge_parse_server(const tgi_config *cfg, const char *name, const json_
 	const char *str;
 	size_t nlen = strlen(name);
 
-	if (!nlen || nlen > SERVER_NAME_MAX || !tgi_bridge_name_ok(name, nlen, 0) || strstr(name, "__")) {
+	if (!nlen || nlen > SERVER_NAME_MAX || !name_ok(name, nlen, 0) || strstr(name, "__")) {
 		char shown[72];
 		tgi_sanitize_n(shown, sizeof shown, name, nlen, 64);
 		return tgi_bridge_bad(cfg, name, "", err, errlen,

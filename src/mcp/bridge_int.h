@@ -1,11 +1,21 @@
 /*
- * bridge_int.h — the bridge's own types (bridge.c, bridge_config.c): a
- * server, its tools' rows, the bridge; and what the two files share.
+ * bridge_int.h — what the files of the MCP bridge share (bridge.c,
+ * bridge_config.c, bridge_pins.c, bridge_rows.c, bridge_server.c): a server's and a row's
+ * state, the limits, the small helpers, and the functions one file calls
+ * in another (tgi_br_*).  Private to those files; the bridge's contract is
+ * bridge.h, its design the comment at the top of bridge.c.
  *
- * Owns: nothing.  Must not: be included outside src/mcp/bridge*.c.
+ * Owns: the bridge's types.  Must not: be included outside src/mcp/bridge*.c.
  */
 #ifndef TGI_MCP_BRIDGE_INT_H
 #define TGI_MCP_BRIDGE_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <jansson.h>
 
 #include "mcp/bridge.h"
 #include "mcp/client.h"
@@ -13,9 +23,6 @@
 #include "exec/sandbox.h"
 #include "registry.h"
 #include "util/util.h"
-
-#include <limits.h>
-#include <pthread.h>
 
 #define SERVERS_MAX         64
 #define SERVER_NAME_MAX     64
@@ -61,7 +68,7 @@ typedef struct btool {
 	char      *def;             /* canonical downstream definition: same text, same row */
 	json_t    *aliases;         /* owned or NULL: the configured ones its schema allows;
 	                               the registry entry borrows it */
-	char       digest[65];      /* the pin: see pin_digest */
+	char       digest[65];      /* the pin: see tgi_br_pin_digest */
 	/* under b->mu */
 	int        current;         /* the registry finds this row under its name */
 	pin_state  pin;
@@ -155,22 +162,123 @@ struct tgi_bridge {
 	int              notifying;     /* calls of on_change in progress */
 };
 
-/* ---- bridge_config.c ---- */
+/* ---- small helpers ---- */
+
+__attribute__((format(printf, 1, 2)))
+static inline void say(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "toolgate: %s\n", line);
+}
+
+static inline void lock(tgi_bridge *b)
+{
+	pthread_mutex_lock(&b->mu);
+}
+
+static inline void unlock(tgi_bridge *b)
+{
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* Wait on b->cv until the monotonic time until_ms (<= 0: no limit). */
+static inline void wait_until(tgi_bridge *b, double until_ms)
+{
+	if (until_ms <= 0) {
+		pthread_cond_wait(&b->cv, &b->mu);
+		return;
+	}
+	tgi_cond_wait_until(&b->cv, &b->mu, until_ms);
+}
+
+static inline int name_char(char ch, int dot)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '_' || ch == '-' || (dot && ch == '.');
+}
 
 /* Are the n bytes of s all [A-Za-z0-9_-] (and '.' when dot)? */
-int tgi_bridge_name_ok(const char *s, size_t n, int dot);
+static inline int name_ok(const char *s, size_t n, int dot)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!name_char(s[i], dot))
+			return 0;
+	return 1;
+}
 
+static inline int env_name_ok(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9') || strlen(s) > 128)
+		return 0;
+	for (; *s; s++)
+		if (!name_char(*s, 0) || *s == '-')
+			return 0;
+	return 1;
+}
+
+static inline char *join_path(const char *dir, const char *rel)
+{
+	size_t n = strlen(dir) + strlen(rel) + 2;
+	char *p = tgi_xmalloc(n);
+	snprintf(p, n, "%s/%s", dir, rel);
+	return p;
+}
+
+static inline void push_ptr(void ***v, size_t *n, size_t *cap, void *p)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		*v = tgi_xrealloc(*v, *cap * sizeof **v);
+	}
+	(*v)[(*n)++] = p;
+}
+
+/* ---- across the files ---- */
+
+/* bridge.c */
+/* The environment of a stdio server's child (NULL-terminated; free each
+ * string and the array). */
+char **tgi_br_child_env(const json_t *env, const char *home, const char *tmpdir,
+                        const char *const *sb_env);
+/* An event of no call into the ledger and the sinks (data stolen). */
+void   tgi_br_record_event(tgi_bridge *b, const char *type, json_t *data);
+/* The bridged tools changed: tell the listener (b->mu not held). */
+void   tgi_br_changed(tgi_bridge *b);
+/* Seconds until a down server is started again (under b->mu). */
+double tgi_br_restart_in_s(const srv *s);
+/* Why a server or a tool cannot be used (under b->mu). */
+void   tgi_br_down_sentence(const srv *s, char *out, size_t cap);
+void   tgi_br_pin_sentence(const btool *t, char *out, size_t cap);
+
+/* bridge_config.c */
 /*
  * A problem in server `name`'s entry at sub ("command", "tools/include/0",
  * "" for the entry itself): "toolgate.yaml:LINE:COL: mcp_servers.fs.command:
  * <message>".  Returns -1.
  */
-int tgi_bridge_bad(const tgi_config *cfg, const char *name, const char *sub, char *err,
-                   size_t errlen, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-
+int    tgi_bridge_bad(const tgi_config *cfg, const char *name, const char *sub, char *err,
+                      size_t errlen, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Server name's entry v into s (its b set by the caller): every key
  * checked.  0, or -1 with tgi_bridge_bad's sentence. */
-int tgi_bridge_parse_server(const tgi_config *cfg, const char *name, const json_t *v, srv *s,
-                            char *err, size_t errlen);
+int    tgi_bridge_parse_server(const tgi_config *cfg, const char *name, const json_t *v, srv *s,
+                               char *err, size_t errlen);
+/* bridge_pins.c */
+void   tgi_br_pin_digest(const char *description, const char *title, const json_t *in,
+                         const json_t *outs, const json_t *ann, char out[65]);
+void   tgi_br_pin_check(tgi_bridge *b, btool *t);
+int    tgi_br_tool_available(const void *data, char *reason, size_t cap);
+
+/* bridge_rows.c */
+void   tgi_br_btool_free(btool *t);
+void   tgi_br_skips_free(skipped *v, size_t n);
+int    tgi_br_apply_listing(srv *s, const json_t *tools);
+
+/* bridge_server.c */
+void   tgi_br_free_list(char **v);
+void  *tgi_br_srv_main(void *arg);   /* a server's thread */
 
 #endif

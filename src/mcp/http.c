@@ -77,6 +77,7 @@
 
 #include "gate/gate.h"
 #include "util/dl.h"
+#include "util/listen.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"
 #include "util/util.h"
@@ -95,7 +96,7 @@
 #define QUEUE_MIN       (64u << 20)  /* a stream may hold at least this for a slow reader */
 #define TOKEN_MAX       4096
 #define SID_MAX         64           /* longest Mcp-Session-Id accepted, with its NUL */
-#define SHOWN_MAX       80           /* longest echo of a header value in an error */
+#define SHOWN_MAX       TGI_SHOWN_MAX /* longest echo of a header value in an error */
 #define HTTP_RPC_ERROR  (-32000)     /* JSON-RPC code of the transport's refusals */
 
 enum { M_POST, M_GET, M_DELETE };
@@ -172,31 +173,6 @@ typedef struct request {
  * reply to a message it could not read goes (related NULL, final). */
 static _Thread_local stream *tl_posting;
 
-/* ---- time and waiting ---- */
-
-static void cond_init(pthread_cond_t *cv)
-{
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(cv, &a);
-	pthread_condattr_destroy(&a);
-}
-
-/* Wait on cv (mu held) for at most ms milliseconds. */
-static void cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(cv, mu, &ts);
-}
-
 /* Has the peer on fd closed its side (or the connection failed)? */
 static int peer_gone(int fd)
 {
@@ -259,13 +235,6 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const c
 	char *text = tgi_rpc_dump(e, &len);
 	json_decref(e);
 	return respond(c, status, "application/json", text, len, hname, hval);
-}
-
-/* A header value as it may be echoed in an error: short, no control characters. */
-static const char *shown(char out[SHOWN_MAX + 4], const char *v)
-{
-	tgi_sanitize_n(out, SHOWN_MAX + 4, v, strlen(v), SHOWN_MAX);
-	return out;
 }
 
 static const char *header(struct MHD_Connection *c, const char *name)
@@ -399,7 +368,7 @@ static stream *stream_new(tgi_mcp_http *h, hsession *hs, const json_t *id, int s
 		tgi_buf_printf(&s->out, "id: %lu\nretry: %d\ndata: \n\n", ++h->event_seq,
 		               SSE_RETRY_MS);
 	s->last_ms = tgi_now_ms();
-	cond_init(&s->cv);
+	tgi_cond_init(&s->cv);
 	s->next = h->streams;
 	h->streams = s;
 	return s;
@@ -488,7 +457,7 @@ static int stream_put(stream *s, int final, const char *text, size_t len)
 static void stream_wait_final(tgi_mcp_http *h, stream *s)
 {
 	while (!s->final && !s->broken && s->hs && !h->stopping) {
-		cond_wait_ms(&s->cv, &h->mu, WAKE_MS);
+		tgi_cond_wait_ms(&s->cv, &h->mu, WAKE_MS);
 		if (!s->final && peer_gone(s->fd))
 			s->broken = 1;
 	}
@@ -534,7 +503,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			continue;
 		}
 		long left = (long)(KEEPALIVE_MS - idle) + 1;
-		cond_wait_ms(&s->cv, &h->mu, left < WAKE_MS ? left : WAKE_MS);
+		tgi_cond_wait_ms(&s->cv, &h->mu, left < WAKE_MS ? left : WAKE_MS);
 		if (s->off == s->out.len && peer_gone(s->fd))
 			s->broken = 1;
 	}
@@ -637,9 +606,9 @@ static enum MHD_Result session_refused(struct MHD_Connection *c, const request *
 	if (status == MHD_HTTP_NOT_FOUND)
 		return refuse(c, status, NULL, NULL, "session \"%s\" is not known (it ended, or "
 		              "never was); start a new one with \"initialize\"",
-		              shown(sid, r->sid));
+		              tgi_shown(sid, r->sid));
 	return refuse(c, status, NULL, NULL, "session \"%s\" belongs to another bearer token",
-	              shown(sid, r->sid));
+	              tgi_shown(sid, r->sid));
 }
 
 /* Take hs out of h->sessions (h->mu held); it must be there. */
@@ -883,7 +852,7 @@ static enum MHD_Result open_stream(tgi_mcp_http *h, struct MHD_Connection *c, co
 	if (hs->get) {
 		pthread_mutex_unlock(&h->mu);
 		return refuse(c, MHD_HTTP_CONFLICT, NULL, NULL, "session \"%s\" already has an open "
-		              "event stream; use that one", shown(sid, r->sid));
+		              "event stream; use that one", tgi_shown(sid, r->sid));
 	}
 	stream *s = stream_new(h, hs, NULL, 1, conn_fd(c));
 	hs->get = s;
@@ -919,17 +888,17 @@ static enum MHD_Result admit(tgi_mcp_http *h, struct MHD_Connection *c, const ch
 	if (strcmp(url, ENDPOINT))
 		return refuse(c, MHD_HTTP_NOT_FOUND, NULL, NULL,
 		              "there is nothing at \"%s\"; the MCP endpoint is \"" ENDPOINT "\"",
-		              shown(a, url));
+		              tgi_shown(a, url));
 	v = header(c, MHD_HTTP_HEADER_HOST);
 	if (!v)
 		return refuse(c, MHD_HTTP_FORBIDDEN, NULL, NULL, "a \"Host\" header is needed");
 	if (!host_ok(h, v))
 		return refuse(c, MHD_HTTP_FORBIDDEN, NULL, NULL,
-		              "host \"%s\" is not allowed; use localhost", shown(a, v));
+		              "host \"%s\" is not allowed; use localhost", tgi_shown(a, v));
 	v = header(c, "Origin");
 	if (v && !origin_ok(h, v))
 		return refuse(c, MHD_HTTP_FORBIDDEN, NULL, NULL, "origin \"%s\" is not allowed",
-		              shown(a, v));
+		              tgi_shown(a, v));
 	if (!strcmp(method, MHD_HTTP_METHOD_POST))
 		r->method = M_POST;
 	else if (!strcmp(method, MHD_HTTP_METHOD_GET))
@@ -939,11 +908,11 @@ static enum MHD_Result admit(tgi_mcp_http *h, struct MHD_Connection *c, const ch
 	else
 		return refuse(c, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW, "GET, POST, DELETE",
 		              "method \"%s\" is not allowed here; use POST, GET or DELETE",
-		              shown(a, method));
+		              tgi_shown(a, method));
 	v = header(c, "MCP-Protocol-Version");
 	if (v && !tgi_mcp_version_known(v))
 		return refuse(c, MHD_HTTP_BAD_REQUEST, NULL, NULL, "protocol version \"%s\" is not "
-		              "supported; use %s", shown(a, v), tgi_mcp_versions[0]);
+		              "supported; use %s", tgi_shown(a, v), tgi_mcp_versions[0]);
 	v = header(c, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (v && bearer_token(v, &r->token) < 0)
 		return refuse(c, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer",
@@ -981,7 +950,7 @@ static enum MHD_Result admit(tgi_mcp_http *h, struct MHD_Connection *c, const ch
 	if (!is_json_type(v))
 		return refuse(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, NULL,
 		              "content type \"%s\" is not accepted; send \"application/json\"",
-		              v ? shown(a, v) : "");
+		              v ? tgi_shown(a, v) : "");
 	v = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (v && strtoull(v, NULL, 10) > h->max_body)
 		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, NULL, NULL,
@@ -1045,18 +1014,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- start and stop ---- */
 
-static int is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		return IN6_IS_ADDR_LOOPBACK(a) ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return 0;
-}
-
 /*
  * Listen on spec ("HOST:PORT" or "[V6]:PORT"): the host into h->host, the
  * port bound into *port.  Returns the socket, or -1 with a sentence in err.
@@ -1079,54 +1036,25 @@ static int listen_on(tgi_mcp_http *h, const char *spec, unsigned *port, int *v6,
 	    strspn(colon + 1, "0123456789") != pl || atoi(colon + 1) > 65535) {
 		if (colon && !bracketed && memchr(host, ':', hl))
 			tgi_snprintf(err, errlen, "\"%s\" is not HOST:PORT; write an IPv6 address in "
-			             "brackets: [::1]:8080", shown(a, spec));
+			             "brackets: [::1]:8080", tgi_shown(a, spec));
 		else
 			tgi_snprintf(err, errlen, "\"%s\" is not HOST:PORT (127.0.0.1:8080, [::1]:8080)",
-			             shown(a, spec));
+			             tgi_shown(a, spec));
 		return -1;
 	}
 	memcpy(h->host, host, hl);
 	h->host[hl] = '\0';
 	tgi_snprintf(serv, sizeof serv, "%s", colon + 1);
 
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *list;
-	int rc = getaddrinfo(h->host, serv, &hints, &list);
-	if (rc != 0) {
-		tgi_snprintf(err, errlen, "cannot listen on %s: %s", shown(a, spec), gai_strerror(rc));
+	tgi_listen_opts lo = {.spec = spec, .host = h->host, .serv = serv, .any = h->any,
+	                      .any_flag = "--http-any"};
+	tgi_listener l;
+	if (tgi_listen(&lo, &l, err, errlen) < 0)
 		return -1;
-	}
-	const struct addrinfo *ai = list;
-	while (ai && !h->any && !is_loopback(ai->ai_addr))
-		ai = ai->ai_next;
-	if (!ai) {
-		freeaddrinfo(list);
-		tgi_snprintf(err, errlen, "refusing to listen on %s: it is not a loopback address "
-		             "(allow that with --http-any)", shown(a, spec));
-		return -1;
-	}
-	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int on = 1;
-	*v6 = ai->ai_family == AF_INET6;
-	h->network = !is_loopback(ai->ai_addr);
-	if (fd >= 0) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-		if (*v6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-	}
-	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-		tgi_snprintf(err, errlen, "cannot listen on %s: %s", shown(a, spec), strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(list);
-		return -1;
-	}
-	freeaddrinfo(list);
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	*port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-	                                       : ((struct sockaddr_in *)&ss)->sin_port);
-	return fd;
+	*v6 = l.v6;
+	h->network = !l.loopback;
+	*port = l.port;
+	return l.fd;
 }
 
 int tgi_mcp_http_start(tgi_mcp_server *s, const tg_serve_options *o, tgi_mcp_http **out,
@@ -1157,7 +1085,7 @@ int tgi_mcp_http_start(tgi_mcp_server *s, const tg_serve_options *o, tgi_mcp_htt
 		return -1;
 	}
 	pthread_mutex_init(&h->mu, NULL);
-	cond_init(&h->idle);
+	tgi_cond_init(&h->idle);
 	/* MHD owns fd from here: it closes it when it stops (and when starting
 	 * fails once it has taken it). */
 	h->d = M->start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |

@@ -23,8 +23,13 @@
  * or an error reply (id + error).  What is none of these gets the error
  * reply the peer is owed, with its id when that id was readable.
  *
- * Owns: the reader's buffer, each message's parsed tree.  Must not: know
- * MCP methods, run anything, or write to a descriptor.
+ * The protocol revisions are here because both ends need them and neither
+ * end should include the other: the server answers initialize with one,
+ * the client (client.c) checks the server's answer against them.
+ *
+ * Owns: the reader's buffer, each message's parsed tree, the list of
+ * protocol revisions.  Must not: know MCP methods, run anything, or write
+ * to a descriptor.
  */
 #include "mcp/jsonrpc.h"
 
@@ -435,4 +440,21 @@ int tgi_rpc_id_equal(const json_t *a, const json_t *b)
 		return json_string_length(a) == json_string_length(b) &&
 		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
 	return 0;
+}
+
+/* ---- protocol revisions ---- */
+
+const char *const tgi_mcp_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
+
+int tgi_mcp_version_known(const char *v)
+{
+	for (size_t i = 0; v && tgi_mcp_versions[i]; i++)
+		if (!strcmp(v, tgi_mcp_versions[i]))
+			return 1;
+	return 0;
+}
+
+int tgi_mcp_version_primes(const char *v)
+{
+	return v && strcmp(v, "2025-11-25") >= 0;
 }

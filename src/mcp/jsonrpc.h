@@ -6,7 +6,8 @@
  *   - a line reader over a file descriptor with a cap: a line longer than
  *     the cap is skipped up to its newline and reported once, never
  *     buffered whole; a trailing "\r" is dropped;
- *   - a message classifier and the builders of replies.
+ *   - a message classifier and the builders of replies;
+ *   - the protocol revisions both ends speak (the version list).
  *
  * Owns: framing and the shape of messages.  Must not: know MCP methods,
  * run anything, or write to a descriptor (the transports do).
@@ -102,5 +103,18 @@ char *tgi_rpc_dump(const json_t *msg, size_t *len);
 
 /* Are two ids the same (string == string, integer == integer)? */
 int tgi_rpc_id_equal(const json_t *a, const json_t *b);
+
+/* ---- protocol revisions ---- */
+
+/* The MCP protocol revisions we speak, as server and as client, newest
+ * first; any other requested one is answered with the first. */
+extern const char *const tgi_mcp_versions[];
+/* Is v one of them? */
+int tgi_mcp_version_known(const char *v);
+/* Does revision v define the SSE priming event (an id and empty data,
+ * SEP-1699)?  2025-11-25 and later, compared as the official SDKs compare
+ * (as strings); clients of earlier revisions parse every event's data as
+ * JSON and fail on an empty one. */
+int tgi_mcp_version_primes(const char *v);
 
 #endif

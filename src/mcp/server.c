@@ -71,21 +71,6 @@
 #define DEFAULT_ELICIT_S 300
 #define DEFAULT_TICK_MS  1000
 
-const char *const tgi_mcp_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", NULL};
-
-int tgi_mcp_version_known(const char *v)
-{
-	for (size_t i = 0; v && tgi_mcp_versions[i]; i++)
-		if (!strcmp(v, tgi_mcp_versions[i]))
-			return 1;
-	return 0;
-}
-
-int tgi_mcp_version_primes(const char *v)
-{
-	return v && strcmp(v, "2025-11-25") >= 0;
-}
-
 /* MCP's logging levels, in order (RFC 5424 names). */
 static const char *const levels[] = {"debug",  "info",     "notice", "warning",
                                      "error",  "critical", "alert",  "emergency"};
@@ -691,11 +676,8 @@ static void *worker_main(void *arg)
 	for (;;) {
 		call_run **at;
 		while (!*(at = next_eligible(s)) && !s->pool_stop) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += WORKER_IDLE_S;
 			s->nidle++;
-			int rc = pthread_cond_timedwait(&s->pool_cv, &s->pool_mu, &ts);
+			int rc = tgi_cond_wait_ms(&s->pool_cv, &s->pool_mu, WORKER_IDLE_S * 1000L);
 			s->nidle--;
 			if (rc == ETIMEDOUT && !s->qhead)
 				break;
@@ -1031,9 +1013,9 @@ tgi_mcp_server *tgi_mcp_server_new(tg_gate *g, const tg_serve_options *o)
 	s->max_principal = g->cfg->mcp_max_calls_per_principal > 0
 	                       ? g->cfg->mcp_max_calls_per_principal : PRINCIPAL_SHARE;
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->tick_cv, NULL);
+	tgi_cond_init(&s->tick_cv);
 	pthread_mutex_init(&s->pool_mu, NULL);
-	pthread_cond_init(&s->pool_cv, NULL);
+	tgi_cond_init(&s->pool_cv);
 	s->ticker_on = pthread_create(&s->ticker, NULL, ticker_main, s) == 0;
 	return s;
 }
@@ -1100,7 +1082,7 @@ tgi_mcp_session *tgi_mcp_session_new(tgi_mcp_server *s, const char *principal, c
 	ss->arg = arg;
 	ss->min_level = -1;
 	pthread_mutex_init(&ss->mu, NULL);
-	pthread_cond_init(&ss->cv, NULL);
+	tgi_cond_init(&ss->cv);
 	const char *who = principal ? principal : "";
 	pthread_mutex_lock(&s->pool_mu);
 	for (share *sh = s->shares; sh && !ss->share; sh = sh->next)

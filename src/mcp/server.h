@@ -22,17 +22,6 @@
 #include <jansson.h>
 #include "toolgate.h"
 
-/* The protocol revisions we speak, newest first; any other requested one
- * is answered with the first. */
-extern const char *const tgi_mcp_versions[];
-/* Is v one of them? */
-int tgi_mcp_version_known(const char *v);
-/* Does revision v define the SSE priming event (an id and empty data,
- * SEP-1699)?  2025-11-25 and later, compared as the official SDKs compare
- * (as strings); clients of earlier revisions parse every event's data as
- * JSON and fail on an empty one. */
-int tgi_mcp_version_primes(const char *v);
-
 typedef struct tgi_mcp_server tgi_mcp_server;
 typedef struct tgi_mcp_session tgi_mcp_session;
 

@@ -194,7 +194,7 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&o.mu, NULL);
 	pthread_cond_init(&o.cv, NULL);
-	pthread_cond_init(&o.room, NULL);
+	tgi_cond_init(&o.room);
 	tgi_buf_init(&o.q, OUT_MAX);
 	int rc = pthread_create(&writer, NULL, writer_main, &o);
 	if (rc != 0) {

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rulecheck.h"
+#include "policy/rulecheck.h"
 #include "gate/gate.h"
 #include "mcp/bridge.h"
 #include "util/util.h"

@@ -306,15 +306,35 @@ void tgi_random_hex(char *out, size_t nbytes)
 
 /* ---- time ---- */
 
+void tgi_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+int tgi_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, double deadline_ms)
+{
+	if (deadline_ms < 0)
+		deadline_ms = 0;
+	struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1e3)};
+	ts.tv_nsec = (long)((deadline_ms - (double)ts.tv_sec * 1e3) * 1e6);
+	if (ts.tv_nsec < 0)
+		ts.tv_nsec = 0;
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_nsec = 999999999L;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 30)
+	return pthread_cond_clockwait(cv, mu, CLOCK_MONOTONIC, &ts);
+#else
+	return pthread_cond_timedwait(cv, mu, &ts);   /* cv from tgi_cond_init: CLOCK_MONOTONIC */
+#endif
+}
+
 int tgi_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	return pthread_cond_timedwait(cv, mu, &ts);
+	return tgi_cond_wait_until(cv, mu, tgi_now_ms() + (double)(ms > 0 ? ms : 0));
 }
 
 double tgi_now_ms(void)

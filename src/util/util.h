@@ -86,10 +86,17 @@ int  tgi_unhex(const char *in, size_t n, unsigned char *out);
 
 /* time */
 double  tgi_now_ms(void);        /* monotonic, milliseconds */
-/* Wait on cv (a default, CLOCK_REALTIME condition variable; mu held) for at
- * most ms milliseconds: pthread_cond_timedwait's answer.  Callers loop on
- * their condition and measure time with tgi_now_ms. */
+/* Timed condition-variable waits, all on tgi_now_ms's clock (CLOCK_MONOTONIC).
+ * Every condition variable waited with a timeout is made by tgi_cond_init
+ * (a CLOCK_MONOTONIC condattr), and the waits name their clock at each wait
+ * (pthread_cond_clockwait), so a deadline and a condition variable cannot
+ * disagree on the clock.  Both wait with mu held and give the wait's answer
+ * (0, or ETIMEDOUT once the time is up); callers loop on their condition. */
+void    tgi_cond_init(pthread_cond_t *cv);
+/* Wait on cv for at most ms milliseconds (<= 0: the time is already up). */
 int     tgi_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, long ms);
+/* Wait on cv until tgi_now_ms() reaches deadline_ms. */
+int     tgi_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, double deadline_ms);
 int64_t tgi_unix_ms(void);       /* wall clock, milliseconds since the epoch */
 void    tgi_iso8601(int64_t unix_ms, char out[32]); /* 2026-11-30T03:49:36.123Z */
 /* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (m 1..12). */
