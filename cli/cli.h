@@ -1,6 +1,7 @@
 /*
- * cli.h — what the subcommands share: the command table entry point type
- * and the gate options every subcommand accepts.
+ * cli.h — what the subcommands share: the gate options every subcommand
+ * accepts, output for people (term.c), the other helpers (util.c), and
+ * the entry points of the command table (main.c).
  */
 #ifndef TG_CLI_H
 #define TG_CLI_H
@@ -70,6 +71,8 @@ void cli_plan(FILE *f, const json_t *plan);
  * "key: value" lines (nulls left out, multi-line strings on lines of their
  * own), anything else as compact JSON; indent spaces before each line. */
 void cli_value(FILE *f, const json_t *v, int indent);
+
+/* ---- the gate, input, errors (util.c) ---- */
 
 void cli_gate_opts_init(cli_gate_opts *g);
 /* Handle a shared option; 1 if it was one, 0 if not, -1 on a bad value. */
