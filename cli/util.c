@@ -1,12 +1,13 @@
 /*
  * util.c — what the subcommands share beyond output for people (term.c):
- * the error line, the shared gate options and opening the gate with them,
- * reading an input file, --since.
+ * the error line, the shared gate options (cli_getopt: the getopt tail every
+ * command had) and opening the gate with them, reading an input file, --since.
  *
  * Owns: those helpers.  Must not: know a subcommand (main.c has the table,
  * cmd_<name>.c the commands).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,4 +149,34 @@ char *cli_read_input(const char *path, size_t max, size_t *len)
 	buf[n] = '\0';
 	*len = n;
 	return buf;
+}
+
+int cli_getopt(cli_run *r, int argc, char **argv, const char *shortopts,
+               const struct option *longopts)
+{
+	for (;;) {
+		int opt = getopt_long(argc, argv, shortopts, longopts, NULL);
+		if (opt == -1)
+			return 0;
+		if (opt == 'h') {
+			fputs(r->usage, stdout);
+			r->rc = 0;
+			return -1;
+		}
+		int shared = cli_gate_opt(&r->go, opt, optarg);
+		if (!shared)
+			shared = cli_color_opt(opt, optarg);
+		if (shared == 1)
+			continue;
+		if (!shared && opt != '?')
+			return opt;
+		r->rc = cli_usage(r);   /* not an option, or a bad value of a shared one */
+		return -1;
+	}
+}
+
+int cli_usage(const cli_run *r)
+{
+	fputs(r->usage, stderr);
+	return 1;
 }
