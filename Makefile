@@ -48,14 +48,16 @@ LIB_SRC := $(sort $(shell find src -name '*.c'))
 CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+# the public headers: toolgate.h and the two it includes
+PUB_H    := include/toolgate.h $(wildcard include/toolgate/*.h)
 
 # $(1) = build dir, $(2) = flags, $(3) = compiler (default $(CC))
 define variant
-$(1)/obj/%.o: %.c $$(wildcard include/*.h) $$(shell find src cli -name '*.h')
+$(1)/obj/%.o: %.c $$(PUB_H) $$(shell find src cli -name '*.h')
 	@mkdir -p $$(dir $$@)
 	$$(or $(3),$$(CC)) $(2) $$(BASE) -c $$< -o $$@
-# the program is built against the public header only, like any other user
-$(1)/obj/cli/%.o: cli/%.c include/toolgate.h cli/cli.h
+# the program is built against the public headers only, like any other user
+$(1)/obj/cli/%.o: cli/%.c $$(PUB_H) cli/cli.h
 	@mkdir -p $$(dir $$@)
 	$$(or $(3),$$(CC)) $(2) $$(filter-out -Isrc,$$(BASE)) -c $$< -o $$@
 $(1)/libtoolgate.a: $$(LIB_SRC:%.c=$(1)/obj/%.o) $(1)/obj/build/gen/eval_builtin.o
@@ -162,10 +164,12 @@ build/fuzz/%: fuzz/%.c $(wildcard fuzz/*.h) build/fuzzlib/libtoolgate.a
 	clang $(FUZZ_FLAGS) $(BASE) -o $@ $< build/fuzzlib/libtoolgate.a $(PKG_LIBS) -lpthread
 
 install-files: build-all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/toolgate
 	install -m 755 build/toolgate $(DESTDIR)$(PREFIX)/bin/toolgate
 	install -m 644 build/libtoolgate.a $(DESTDIR)$(PREFIX)/lib/libtoolgate.a
 	install -m 644 include/toolgate.h $(DESTDIR)$(PREFIX)/include/toolgate.h
+	install -m 644 $(wildcard include/toolgate/*.h) $(DESTDIR)$(PREFIX)/include/toolgate/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' \
 		toolgate.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/toolgate.pc
 

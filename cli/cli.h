@@ -1,10 +1,12 @@
 /*
- * cli.h — what the subcommands share: the command table entry point type
- * and the gate options every subcommand accepts.
+ * cli.h — what the subcommands share: the gate options every subcommand
+ * accepts, output for people (term.c), the other helpers (util.c), and
+ * the entry points of the command table (main.c).
  */
 #ifndef TG_CLI_H
 #define TG_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <jansson.h>
@@ -71,6 +73,8 @@ void cli_plan(FILE *f, const json_t *plan);
  * own), anything else as compact JSON; indent spaces before each line. */
 void cli_value(FILE *f, const json_t *v, int indent);
 
+/* ---- the gate, input, errors (util.c) ---- */
+
 void cli_gate_opts_init(cli_gate_opts *g);
 /* Handle a shared option; 1 if it was one, 0 if not, -1 on a bad value. */
 int  cli_gate_opt(cli_gate_opts *g, int opt, const char *arg);
@@ -94,21 +98,76 @@ char *cli_read_input(const char *path, size_t max, size_t *len);
  * (UTC), as unix ms into *out; -1 when it is neither. */
 int cli_parse_since(const char *s, long long *out);
 
-int cmd_call(int argc, char **argv);
-int cmd_tools(int argc, char **argv);
-int cmd_log(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-int cmd_approvals(int argc, char **argv);
-int cmd_ops(int argc, char **argv);
-int cmd_apply_patch(int argc, char **argv);
-int cmd_policy(int argc, char **argv);
-int cmd_doctor(int argc, char **argv);
-int cmd_dispatch(int argc, char **argv);
-int cmd_serve(int argc, char **argv);
-int cmd_console(int argc, char **argv);
-int cmd_agent(int argc, char **argv);
-int cmd_eval(int argc, char **argv);
-int cmd_migrate(int argc, char **argv);
-int cmd_ledger(int argc, char **argv);
+/* ---- the command table (main.c) ----
+ * As git's run_builtin() does what a command's RUN_SETUP asks for, the
+ * runner opens the gate a row asks for.  cmd_<name>() parses the options
+ * (the shared ones through cli_getopt) and returns CLI_RUN; the runner opens
+ * the gate (the row's GATE_* flags, then the options: cli_gate_open), calls
+ * cmd_<name>_run() with it, closes it, then calls r->done.  A command ends
+ * before that by returning its exit code: --help, a usage error, a command
+ * without NEED_GATE, or one that needs no gate this time (policy check).
+ * What a command parsed for its run is kept in statics of its file, as git's
+ * builtins keep their options. */
+#define NEED_GATE       (1u << 0) /* cmd_<name>() may return CLI_RUN */
+#define GATE_BRIDGE     (1u << 1) /* tg_options.bridge: the configuration's mcp_servers */
+#define GATE_ASK        (1u << 2) /* .interactive: `ask` may prompt on the terminal */
+#define GATE_NO_CREATE  (1u << 3) /* .no_create: reads the ledger that is there */
+#define GATE_FOREIGN_OK (1u << 4) /* .foreign_ok: a foreign ledger is read, with a warning */
+
+#define CLI_RUN (-1)   /* from cmd_<name>(): parsed; open the gate and run */
+
+typedef struct cli_run {
+	cli_gate_opts go;     /* the gate's options: the row's flags, then the shared
+	                         options; cmd_<name>() may change them (ops list reads) */
+	tg_gate      *g;      /* cmd_<name>_run(): the gate (log --follow reopens it);
+	                         the runner closes it */
+	const char   *usage;  /* the command's usage text, set by cmd_<name>() */
+	void        (*done)(void); /* or NULL: called last, whatever became of the command:
+	                         lets go of what cmd_<name>() kept for its run */
+	int           rc;     /* cli_getopt's -1: the exit code */
+} cli_run;
+
+/*
+ * (util.c) getopt_long over a command's options (longopts has CLI_GATE_LONGOPTS, and
+ * CLI_COLOR_LONGOPT if it colours; 'h' is --help): the next of its own
+ * options (> 0), the shared ones taken on the way into r->go and the
+ * colour; 0 at the end (the operands from argv[optind]); -1 when the
+ * command ends here with r->rc: 0 after --help (r->usage on stdout), 1
+ * after a bad option or value (r->usage on stderr).
+ */
+int cli_getopt(cli_run *r, int argc, char **argv, const char *shortopts,
+               const struct option *longopts);
+/* r->usage on stderr; returns 1. */
+int cli_usage(const cli_run *r);
+
+int cmd_call(cli_run *r, int argc, char **argv);
+int cmd_call_run(cli_run *r);
+int cmd_tools(cli_run *r, int argc, char **argv);
+int cmd_tools_run(cli_run *r);
+int cmd_log(cli_run *r, int argc, char **argv);
+int cmd_log_run(cli_run *r);
+int cmd_stats(cli_run *r, int argc, char **argv);
+int cmd_stats_run(cli_run *r);
+int cmd_approvals(cli_run *r, int argc, char **argv);
+int cmd_approvals_run(cli_run *r);
+int cmd_ops(cli_run *r, int argc, char **argv);
+int cmd_ops_run(cli_run *r);
+int cmd_policy(cli_run *r, int argc, char **argv);
+int cmd_policy_run(cli_run *r);
+int cmd_doctor(cli_run *r, int argc, char **argv);
+int cmd_doctor_run(cli_run *r);
+int cmd_dispatch(cli_run *r, int argc, char **argv);
+int cmd_dispatch_run(cli_run *r);
+int cmd_serve(cli_run *r, int argc, char **argv);
+int cmd_serve_run(cli_run *r);
+int cmd_console(cli_run *r, int argc, char **argv);
+int cmd_console_run(cli_run *r);
+int cmd_agent(cli_run *r, int argc, char **argv);
+int cmd_agent_run(cli_run *r);
+int cmd_eval(cli_run *r, int argc, char **argv);
+int cmd_eval_run(cli_run *r);
+int cmd_apply_patch(cli_run *r, int argc, char **argv);
+int cmd_migrate(cli_run *r, int argc, char **argv);
+int cmd_ledger(cli_run *r, int argc, char **argv);
 
 #endif

@@ -64,7 +64,15 @@ static char *join_prompt(int argc, char **argv)
 	return s;
 }
 
-int cmd_agent(int argc, char **argv)
+static tg_agent_options ao;
+static char            *prompt;   /* the words after the options, joined */
+
+static void drop_prompt(void)
+{
+	free(prompt);
+}
+
+int cmd_agent(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"provider", 1, 0, 'P'}, {"model", 1, 0, 'm'}, {"base-url", 1, 0, 'u'},
@@ -73,15 +81,11 @@ int cmd_agent(int argc, char **argv)
 		{"help", 0, 0, 'h'},     CLI_COLOR_LONGOPT,       CLI_GATE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	tg_agent_options ao = {0};
 	const char *resume = NULL;
 	int opt;
-	cli_gate_opts_init(&go);
-	go.o.bridge = 1;
-	go.o.interactive = 1;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	r->usage = usage_text;
+	r->done = drop_prompt;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		char *end;
 		switch (opt) {
 		case 'P': ao.provider = optarg; break;
@@ -100,14 +104,10 @@ int cmd_agent(int argc, char **argv)
 			ao.max_turns = (int)v;
 			break;
 		}
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	if (!ao.provider && !ao.script) {
 		cli_error("agent: name the model with --provider: anthropic, openai-chat, "
 		          "openai-responses or gemini (a real model), --provider scripted --script FILE "
@@ -132,31 +132,26 @@ int cmd_agent(int argc, char **argv)
 		ao.session = resume;
 		ao.resume = 1;
 	}
-	char *prompt = join_prompt(argc - optind, argv + optind);
+	prompt = join_prompt(argc - optind, argv + optind);
 	if (!prompt && optind < argc)
 		return cli_error("agent: the prompt is too long (at most %u bytes)", PROMPT_MAX);
 	if (!resume && (!prompt || !*prompt)) {
-		free(prompt);
-		fputs(usage_text, stderr);
+		cli_usage(r);
 		return cli_error("agent: say what the agent should do (a PROMPT)");
 	}
-	if (ao.script && ao.provider && strcmp(ao.provider, "scripted")) {
-		free(prompt);
+	if (ao.script && ao.provider && strcmp(ao.provider, "scripted"))
 		return cli_error("agent: --script is for --provider scripted");
-	}
 	ao.prompt = prompt;
-	tg_gate *g = cli_gate_open(&go);
-	if (!g) {
-		free(prompt);
-		return 1;
-	}
+	return CLI_RUN;
+}
+
+int cmd_agent_run(cli_run *r)
+{
 	char *err = NULL;
-	int rc = tg_agent(g, &ao, &err);
+	int rc = tg_agent(r->g, &ao, &err);
 	fflush(stdout);
 	if (rc < 0)
 		cli_error("agent: %s", err ? err : "stopped");
 	free(err);
-	free(prompt);
-	tg_gate_close(g);
 	return rc < 0 ? 1 : rc == 1 ? 2 : 0;
 }

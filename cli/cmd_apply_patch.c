@@ -26,7 +26,7 @@ static const char usage_text[] =
 	"  -h, --help         this text\n\n"
 	"exit: 0 applied, 1 not applied (nothing changed), 2 usage\n";
 
-int cmd_apply_patch(int argc, char **argv)
+int cmd_apply_patch(cli_run *r, int argc, char **argv)
 {
 	int i = 1;
 	if (i < argc && !strcmp(argv[i], "--preserve-crlf"))

@@ -198,59 +198,55 @@ static int list(tg_gate *g, int all, int as_json)
 	return 0;
 }
 
-int cmd_approvals(int argc, char **argv)
+static const char *reason;        /* --reason */
+static int         all, as_json;  /* --all, --json */
+static int         decide;        /* 1 approve, 0 deny, -1 list */
+static const char *which;         /* approve|deny ID: the id or a unique prefix of it */
+
+int cmd_approvals(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"all", 0, 0, 'A'}, {"json", 0, 0, 'j'}, {"reason", 1, 0, 'r'},
 		{"help", 0, 0, 'h'}, CLI_COLOR_LONGOPT,  CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	const char *reason = NULL;
-	int all = 0, as_json = 0, opt;
-	cli_gate_opts_init(&go);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'A': all = 1; break;
 		case 'j': as_json = 1; break;
 		case 'r': reason = optarg; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	const char *verb = optind < argc ? argv[optind] : "list";
-	int decide = !strcmp(verb, "approve") ? 1 : !strcmp(verb, "deny") ? 0 : -1;
+	decide = !strcmp(verb, "approve") ? 1 : !strcmp(verb, "deny") ? 0 : -1;
 	if (decide < 0 && strcmp(verb, "list"))
 		return cli_error("approvals: unknown action '%s'; expected list, approve or deny", verb);
 	if (decide >= 0 && optind + 2 != argc)
 		return cli_error("approvals %s: expected one approval id", verb);
 	if (decide < 0 && reason)
 		return cli_error("approvals list: --reason goes with approve or deny");
+	r->go.o.foreign_ok = decide < 0; /* a foreign ledger's may be listed, never decided */
+	which = decide < 0 ? NULL : argv[optind + 1];
+	return CLI_RUN;
+}
 
-	go.o.no_create = 1;           /* an approval to decide is in a ledger that is there */
-	go.o.foreign_ok = decide < 0; /* a foreign ledger's may be listed, never decided */
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
+int cmd_approvals_run(cli_run *r)
+{
+	if (decide < 0)
+		return list(r->g, all, as_json);
+	char *err = NULL, id[128];
+	const char *by = getenv("USER") ? getenv("USER") : "operator";
 	int code = 0;
-	if (decide < 0) {
-		code = list(g, all, as_json);
-	} else {
-		char *err = NULL, id[128];
-		const char *by = getenv("USER") ? getenv("USER") : "operator";
-		cli_no_ledger(g);         /* said before "no approval ID" */
-		if (resolve(g, argv[optind + 1], id, sizeof id) < 0)
-			code = 1;
-		else if (tg_approval_decide(g, id, decide, by, reason, &err) < 0)
-			code = cli_error("%s", err ? err : "cannot decide the approval");
-		else
-			printf("%s %s\n", decide ? "approved" : "denied", id);
-		free(err);
-	}
-	tg_gate_close(g);
+	cli_no_ledger(r->g);          /* said before "no approval ID" */
+	if (resolve(r->g, which, id, sizeof id) < 0)
+		code = 1;
+	else if (tg_approval_decide(r->g, id, decide, by, reason, &err) < 0)
+		code = cli_error("%s", err ? err : "cannot decide the approval");
+	else
+		printf("%s %s\n", decide ? "approved" : "denied", id);
+	free(err);
 	return code;
 }

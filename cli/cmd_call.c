@@ -214,7 +214,13 @@ static int run_batch(tg_gate *g, const char *src, int compact, const tg_request 
 	return code;
 }
 
-int cmd_call(int argc, char **argv)
+static tg_request  req;      /* --as, --key, --call-id, --session, --dry-run */
+static const char *batch;    /* --batch FILE */
+static int         compact;  /* --json */
+static char      **operands; /* TOOL [ARGS] */
+static int         noperands;
+
+int cmd_call(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"as", 1, 0, 'a'},      {"key", 1, 0, 'k'},   {"call-id", 1, 0, 'c'},
@@ -222,15 +228,9 @@ int cmd_call(int argc, char **argv)
 		{"batch", 1, 0, 'b'},   {"help", 0, 0, 'h'},  CLI_COLOR_LONGOPT,
 		CLI_GATE_LONGOPTS,      {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	tg_request req = {0};
-	const char *batch = NULL;
-	int compact = 0, opt;
-	cli_gate_opts_init(&go);
-	go.o.bridge = 1;
-	go.o.interactive = 1;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'a': req.principal = optarg; break;
 		case 'k': req.idempotency_key = optarg; break;
@@ -239,62 +239,56 @@ int cmd_call(int argc, char **argv)
 		case 'n': req.dry_run = 1; break;
 		case 'j': compact = 1; break;
 		case 'b': batch = optarg; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
-	if (!batch && optind >= argc) {
-		fputs(usage_text, stderr);
-		return 1;
-	}
+	if (opt < 0)
+		return r->rc;
+	if (!batch && optind >= argc)
+		return cli_usage(r);
 	if ((batch && optind < argc) || (!batch && argc - optind > 2))
 		return cli_error("too many arguments; see 'toolgate call --help'");
+	operands = argv + optind;
+	noperands = argc - optind;
+	return CLI_RUN;
+}
 
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
-	int code;
+int cmd_call_run(cli_run *r)
+{
+	tg_gate *g = r->g;
 	req.cancel = &interrupted;
 	catch_signals();
 	if (batch) {
-		code = run_batch(g, batch, compact, &req);
-	} else {
-		char *text = NULL;
-		req.tool = argv[optind];
-		if (optind + 1 < argc) {
-			const char *a = argv[optind + 1];
-			if (a[0] == '@' || !strcmp(a, "-")) {
-				size_t len;
-				text = cli_read_input(a[0] == '@' ? a + 1 : "-", tg_gate_max_args_bytes(g), &len);
-				if (!text) {
-					tg_gate_close(g);
-					return 1;
-				}
-				req.args = text;
-				req.args_len = len ? len : 0;
-				if (!len)
-					req.args = "";
-			} else {
-				req.args = a;
-			}
-		}
-		tg_result *r;
-		tg_call(g, &req, &r);
-		if (!compact && cli_tty(stdout))
-			print_human(tg_result_json(r, 0));
-		else
-			puts(tg_result_json(r, !compact));
-		code = tg_status_exit_code(tg_result_status(r));
-		if (tg_result_status(r) != TG_FAILED)
-			interrupted = 0;   /* the call ended before the signal stopped it: its own code */
-		tg_result_free(r);
-		free(text);
+		r->done = reraise;   /* once the gate closed: end as the signal would have */
+		return run_batch(g, batch, compact, &req);
 	}
-	tg_gate_close(g);
-	reraise();
+	char *text = NULL;
+	req.tool = operands[0];
+	if (noperands > 1) {
+		const char *a = operands[1];
+		if (a[0] == '@' || !strcmp(a, "-")) {
+			size_t len;
+			text = cli_read_input(a[0] == '@' ? a + 1 : "-", tg_gate_max_args_bytes(g), &len);
+			if (!text)
+				return 1;
+			req.args = text;
+			req.args_len = len ? len : 0;
+			if (!len)
+				req.args = "";
+		} else {
+			req.args = a;
+		}
+	}
+	tg_result *res;
+	tg_call(g, &req, &res);
+	r->done = reraise;
+	if (!compact && cli_tty(stdout))
+		print_human(tg_result_json(res, 0));
+	else
+		puts(tg_result_json(res, !compact));
+	int code = tg_status_exit_code(tg_result_status(res));
+	if (tg_result_status(res) != TG_FAILED)
+		interrupted = 0;   /* the call ended before the signal stopped it: its own code */
+	tg_result_free(res);
+	free(text);
 	return code;
 }

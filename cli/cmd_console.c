@@ -42,43 +42,33 @@ static void on_ready(void *arg, const char *login_url, const char *token)
 	fflush(stderr);
 }
 
-int cmd_console(int argc, char **argv)
+static tg_console_options co;   /* --http, --allow-remote */
+
+int cmd_console(cli_run *r, int argc, char **argv)
 {
 	enum { O_HTTP = 1, O_REMOTE };
 	static const struct option longopts[] = {
 		{"http", 1, 0, O_HTTP}, {"allow-remote", 0, 0, O_REMOTE}, {"help", 0, 0, 'h'},
 		CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	tg_console_options co;
 	int opt;
-	memset(&co, 0, sizeof co);
-	cli_gate_opts_init(&go);
-	go.o.bridge = 0;
 	co.ready = on_ready;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case O_HTTP:   co.listen = optarg; break;
 		case O_REMOTE: co.allow_remote = 1; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
-	if (optind != argc) {
-		fputs(usage_text, stderr);
-		return 1;
-	}
+	if (opt < 0)
+		return r->rc;
+	if (optind != argc)
+		return cli_usage(r);
+	return CLI_RUN;
+}
 
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
+int cmd_console_run(cli_run *r)
+{
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
@@ -86,12 +76,10 @@ int cmd_console(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	char *err = NULL;
-	int rc = 0;
-	if (tg_console(g, &co, &err) < 0) {
+	if (tg_console(r->g, &co, &err) < 0) {
 		cli_error("%s", err);
 		free(err);
-		rc = 1;
+		return 1;
 	}
-	tg_gate_close(g);
-	return rc;
+	return 0;
 }

@@ -28,49 +28,51 @@ static const char usage_text[] =
 	"  --as P               the principal of every call\n"
 	CLI_GATE_OPTIONS_HELP;
 
-int cmd_dispatch(int argc, char **argv)
+static const char *api, *session, *as;   /* --protocol, --session, --as */
+static int         stream;                /* --stream */
+static char       *text;                  /* the response, read before the gate opens */
+static size_t      len;
+
+static void drop_text(void)
+{
+	free(text);
+}
+
+int cmd_dispatch(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"protocol", 1, 0, 'p'}, {"stream", 0, 0, 's'}, {"session", 1, 0, 'S'},
 		{"as", 1, 0, 'a'}, {"help", 0, 0, 'h'},
 		CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	const char *api = NULL, *session = NULL, *as = NULL;
-	int opt, stream = 0;
-	cli_gate_opts_init(&go);
-	go.o.bridge = 1;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'p': api = optarg; break;
 		case 's': stream = 1; break;
 		case 'S': session = optarg; break;
 		case 'a': as = optarg; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	if (!api)
 		return cli_error("dispatch: say which API with --protocol (openai-chat, "
 		                 "openai-responses, anthropic, gemini)");
 	if (argc - optind > 1)
 		return cli_error("dispatch reads one response (a file or -)");
-	size_t len;
-	char *text = cli_read_input(optind < argc ? argv[optind] : "-", INPUT_MAX, &len);
+	text = cli_read_input(optind < argc ? argv[optind] : "-", INPUT_MAX, &len);
 	if (!text)
 		return 1;
-	tg_gate *g = cli_gate_open(&go);
-	if (!g) {
-		free(text);
-		return 1;
-	}
+	r->done = drop_text;
+	return CLI_RUN;
+}
+
+int cmd_dispatch_run(cli_run *r)
+{
 	char *err = NULL, *summary = NULL;
-	char *out = tg_dispatch(g, api, text, len, stream, session, as, &summary, &err);
+	char *out = tg_dispatch(r->g, api, text, len, stream, session, as, &summary, &err);
 	int code = 0;
 	if (out) {
 		puts(out);
@@ -82,7 +84,5 @@ int cmd_dispatch(int argc, char **argv)
 	free(out);
 	free(summary);
 	free(err);
-	free(text);
-	tg_gate_close(g);
 	return code;
 }

@@ -171,42 +171,35 @@ static void print_human(const char *text)
 	json_decref(d);
 }
 
-int cmd_doctor(int argc, char **argv)
+static int json;   /* --json */
+
+int cmd_doctor(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, CLI_COLOR_LONGOPT, CLI_GATE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	int opt, json = 0;
-	cli_gate_opts_init(&go);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'j': json = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
-	if (optind != argc) {
-		fputs(usage_text, stderr);
-		return 1;
-	}
-	go.o.no_create = 1;
-	go.o.foreign_ok = 1;        /* read, with a warning */
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
-	char *out = tg_doctor(g, !json);
+	if (opt < 0)
+		return r->rc;
+	if (optind != argc)
+		return cli_usage(r);
+	return CLI_RUN;
+}
+
+int cmd_doctor_run(cli_run *r)
+{
+	char *out = tg_doctor(r->g, !json);
 	if (!json && cli_tty(stdout))
 		print_human(out);
 	else
 		printf("%s\n", out);
 	free(out);
-	tg_gate_close(g);
 	return 0;
 }

@@ -142,7 +142,23 @@ static int write_output(int fd, const char *tmp, const char *path, const char *t
 	return 0;
 }
 
-int cmd_eval(int argc, char **argv)
+static tg_eval_options eo = {.fail_under = -1, .max_drop = -1};
+static tg_options      judged;                   /* the cases' gates */
+static const char     *output;                   /* --output FILE */
+static int             history, sizes, limit;    /* --history, --sizes, --limit */
+static char            tmp[PATH_MAX];            /* the report, until it is whole */
+static int             ofd = -1;                 /* tmp open, or -1 */
+
+/* A report that was not written: its temporary file goes. */
+static void drop_output(void)
+{
+	if (ofd >= 0) {
+		close(ofd);
+		unlink(tmp);
+	}
+}
+
+int cmd_eval(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"provider", 1, 0, 'P'},       {"model", 1, 0, 'm'},
@@ -156,13 +172,9 @@ int cmd_eval(int argc, char **argv)
 		{"timeout", 1, 0, OPT_TIMEOUT},
 		{"help", 0, 0, 'h'},           CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	tg_eval_options eo = {.fail_under = -1, .max_drop = -1};
-	const char *output = NULL;
-	int history = 0, sizes = 0, limit = 0, opt;
-	cli_gate_opts_init(&go);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'P': eo.provider = optarg; break;
 		case 'm': eo.model = optarg; break;
@@ -205,16 +217,10 @@ int cmd_eval(int argc, char **argv)
 			if (parse_rate(optarg, &eo.max_drop) < 0)
 				return cli_error("eval: --max-drop takes a rate from 0 to 1, not \"%s\"", optarg);
 			break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (opt == OPT_PROFILE)
-				eo.profile = optarg;   /* every case's, and the gate's */
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	if (history + sizes > 1)
 		return cli_error("eval: --history and --sizes are separate views; give one");
 	if ((history || sizes) && optind < argc)
@@ -228,24 +234,23 @@ int cmd_eval(int argc, char **argv)
 	if (!history && !sizes && isatty(STDERR_FILENO))
 		eo.progress = show_progress;
 
+	eo.profile = r->go.o.profile;         /* every case's, and the gate's */
 	/* the cases are judged on gates of their own; this one keeps the runs */
-	tg_options judged = go.o;
+	judged = r->go.o;
 	judged.bridge = 1;
-	go.o.bridge = sizes;
-	go.o.no_create = history || sizes;   /* they read; a run is kept in the ledger */
-	go.o.foreign_ok = history;
-	char tmp[PATH_MAX];
-	int ofd = output ? open_output(output, tmp) : -1;
+	r->go.o.bridge = sizes;
+	r->go.o.no_create = history || sizes;   /* they read; a run is kept in the ledger */
+	r->go.o.foreign_ok = history;
+	ofd = output ? open_output(output, tmp) : -1;
 	if (output && ofd < 0)
 		return 1;
-	tg_gate *g = cli_gate_open(&go);
-	if (!g) {
-		if (output) {
-			close(ofd);
-			unlink(tmp);
-		}
-		return 1;
-	}
+	r->done = drop_output;
+	return CLI_RUN;
+}
+
+int cmd_eval_run(cli_run *r)
+{
+	tg_gate *g = r->g;
 	char *err = NULL, *text = NULL;
 	int rc = 0;
 	if (history) {
@@ -261,7 +266,6 @@ int cmd_eval(int argc, char **argv)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 	}
-	tg_gate_close(g);
 	if (rc >= 0 && text && err) {   /* the report is whole; the run was not kept */
 		cli_error("eval: warning: %s", err);
 		free(err);
@@ -271,17 +275,15 @@ int cmd_eval(int argc, char **argv)
 		cli_error("eval: %s", err ? err : "failed");
 		free(err);
 		free(text);
-		if (output) {
-			close(ofd);
-			unlink(tmp);
-		}
-		return 1;
+		return 1;                 /* drop_output removes the report's file */
 	}
 	int wrc = 0;
-	if (output)
+	if (output) {
 		wrc = write_output(ofd, tmp, output, text);
-	else
+		ofd = -1;
+	} else {
 		fputs(text, stdout);
+	}
 	fflush(stdout);
 	free(text);
 	return wrc ? 1 : rc == 1 ? 2 : 0;

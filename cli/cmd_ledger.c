@@ -211,7 +211,7 @@ static int import(tg_ledger *l, const char *path, int as_json)
 	return 0;
 }
 
-int cmd_ledger(int argc, char **argv)
+int cmd_ledger(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"since", 1, 0, 'S'}, {"output", 1, 0, 'o'}, {"json", 0, 0, 'j'},

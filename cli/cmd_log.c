@@ -226,7 +226,10 @@ static int parse_limit(const char *s, size_t *out)
 	return 0;
 }
 
-int cmd_log(int argc, char **argv)
+static tg_log_query q;               /* --tool, --status, --session, --since, --op, --limit */
+static int          as_json, following; /* --json, --follow */
+
+int cmd_log(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"tool", 1, 0, 't'}, {"status", 1, 0, 's'}, {"since", 1, 0, 'S'},
@@ -235,13 +238,10 @@ int cmd_log(int argc, char **argv)
 		{"help", 0, 0, 'h'}, CLI_COLOR_LONGOPT,    CLI_GATE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	tg_log_query q = {0};
-	int as_json = 0, following = 0, opt;
+	int opt;
 	const char *only_list = NULL;   /* an option --follow does not take */
-	cli_gate_opts_init(&go);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "hf", longopts, NULL)) != -1) {
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "hf", longopts)) > 0) {
 		switch (opt) {
 		case 't': q.tool = optarg; break;
 		case 's':
@@ -275,25 +275,19 @@ int cmd_log(int argc, char **argv)
 			break;
 		case 'j': as_json = 1; break;
 		case 'f': following = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	if (optind < argc)
 		return cli_error("log: unexpected argument \"%s\"", argv[optind]);
 	if (following && only_list)
 		return cli_error("--follow prints events from now on; %s does not apply (use toolgate "
 		                 "log %s for what is already there)", only_list, only_list);
-	go.o.no_create = 1;
-	go.o.foreign_ok = 1;        /* read, with a warning */
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
-	int rc = following ? follow(&g, &go, &q, as_json) : list(g, &q, as_json);
-	tg_gate_close(g);
-	return rc;
+	return CLI_RUN;
+}
+
+int cmd_log_run(cli_run *r)
+{
+	return following ? follow(&r->g, &r->go, &q, as_json) : list(r->g, &q, as_json);
 }

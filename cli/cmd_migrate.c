@@ -124,7 +124,7 @@ static int migrate(tg_ledger *l, struct run *r, int to)
 	return 0;
 }
 
-int cmd_migrate(int argc, char **argv)
+int cmd_migrate(cli_run *cr, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"dry-run", 0, 0, 'n'}, {"to", 1, 0, 't'}, {"json", 0, 0, 'j'},

@@ -68,18 +68,20 @@ static int list_unknown(tg_gate *g, int as_json)
 	return 0;
 }
 
-int cmd_ops(int argc, char **argv)
+static int         applied = -1, unknown, as_json;   /* --applied, --unknown, --json */
+static int         listing;                          /* ops list, else ops resolve */
+static const char *op_id;                            /* ops resolve OP_ID */
+
+int cmd_ops(cli_run *r, int argc, char **argv)
 {
 	enum { O_UNKNOWN = 1, O_JSON };
 	static const struct option longopts[] = {
 		{"applied", 1, 0, 'a'}, {"unknown", 0, 0, O_UNKNOWN}, {"json", 0, 0, O_JSON},
 		{"help", 0, 0, 'h'},    CLI_GATE_LONGOPTS,           {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	int applied = -1, unknown = 0, as_json = 0, opt;
-	cli_gate_opts_init(&go);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'a':
 			applied = !strcmp(optarg, "yes") ? 1 : !strcmp(optarg, "no") ? 0 : -2;
@@ -88,19 +90,13 @@ int cmd_ops(int argc, char **argv)
 			break;
 		case O_UNKNOWN: unknown = 1; break;
 		case O_JSON: as_json = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	int list = optind + 1 == argc && !strcmp(argv[optind], "list");
-	if (!list && (optind + 2 != argc || strcmp(argv[optind], "resolve"))) {
-		fputs(usage_text, stderr);
-		return 1;
-	}
+	if (!list && (optind + 2 != argc || strcmp(argv[optind], "resolve")))
+		return cli_usage(r);
 	if (list && !unknown)
 		return cli_error("ops list: say which calls: --unknown (those whose outcome is "
 		                 "unknown); toolgate log lists every call");
@@ -110,22 +106,23 @@ int cmd_ops(int argc, char **argv)
 		return cli_error("ops resolve: --unknown and --json belong to ops list");
 	if (!list && applied < 0)
 		return cli_error("ops resolve: say whether it took effect with --applied yes|no");
-	go.o.no_create = list;        /* a list reads the ledger that is there */
-	go.o.foreign_ok = list;       /* ... a foreign one too; resolving writes */
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
+	r->go.o.no_create = list;        /* a list reads the ledger that is there */
+	r->go.o.foreign_ok = list;       /* ... a foreign one too; resolving writes */
+	listing = list;
+	op_id = list ? NULL : argv[optind + 1];
+	return CLI_RUN;
+}
+
+int cmd_ops_run(cli_run *r)
+{
+	if (listing)
+		return list_unknown(r->g, as_json);
+	char *err = NULL;
 	int code = 0;
-	if (list) {
-		code = list_unknown(g, as_json);
-	} else {
-		char *err = NULL;
-		if (tg_op_resolve(g, argv[optind + 1], applied, &err) < 0)
-			code = cli_error("%s", err ? err : "cannot resolve the op");
-		else
-			printf("resolved %s: applied %s\n", argv[optind + 1], applied ? "yes" : "no");
-		free(err);
-	}
-	tg_gate_close(g);
+	if (tg_op_resolve(r->g, op_id, applied, &err) < 0)
+		code = cli_error("%s", err ? err : "cannot resolve the op");
+	else
+		printf("resolved %s: applied %s\n", op_id, applied ? "yes" : "no");
+	free(err);
 	return code;
 }

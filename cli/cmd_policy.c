@@ -43,16 +43,23 @@ static const char usage_text[] =
 	"         line per failure and \"N passed, N failed\"; exit 1 on any failure\n\n"
 	"options:\n" CLI_COLOR_HELP CLI_GATE_OPTIONS_HELP;
 
-typedef struct policy_opts {
-	cli_gate_opts go;
-	const char  **rules;
-	size_t        nrules;
-	int           pretty, explain, resolve_host, json;
-} policy_opts;
+static struct {
+	const char **rules;                          /* --rules FILE, each */
+	size_t       nrules;
+	int          pretty, explain, resolve_host, json;
+} po;
+static const char         *sub;                /* check | test */
+static const char *const  *cmd;                /* check: the command's words */
+static size_t              ncmd;
+
+static void drop_rules(void)
+{
+	free(po.rules);
+}
 
 /* Options up to the next word that is not one (the subcommand, or the
- * command after "--"): 1 parsed, 0 --help shown, -1 usage error. */
-static int parse_opts(int argc, char **argv, policy_opts *po)
+ * command after "--"): 0 parsed, -1 the command ends (cli_getopt). */
+static int parse_opts(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"rules", 1, 0, 'r'}, {"pretty", 0, 0, 'p'}, {"explain", 0, 0, 'e'},
@@ -60,22 +67,31 @@ static int parse_opts(int argc, char **argv, policy_opts *po)
 		{"help", 0, 0, 'h'}, CLI_COLOR_LONGOPT, CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
 	int opt;
-	while ((opt = getopt_long(argc, argv, "+hr:", longopts, NULL)) != -1) {
+	while ((opt = cli_getopt(r, argc, argv, "+hr:", longopts)) > 0) {
 		switch (opt) {
-		case 'r': po->rules[po->nrules++] = optarg; break;
-		case 'p': po->pretty = 1; break;
-		case 'R': po->resolve_host = 1; break;
-		case 'e': po->explain = 1; break;
-		case 'j': po->json = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&po->go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return -1;
+		case 'r': po.rules[po.nrules++] = optarg; break;
+		case 'p': po.pretty = 1; break;
+		case 'R': po.resolve_host = 1; break;
+		case 'e': po.explain = 1; break;
+		case 'j': po.json = 1; break;
 		}
 	}
-	return 1;
+	return opt;
+}
+
+/* Print the answer (JSON text) or say why there is none; frees both. */
+static int answer(char *out, char *err)
+{
+	int code = 1;
+	if (out) {
+		printf("%s\n", out);
+		code = 0;
+	} else if (err) {
+		cli_error("%s", err);
+	}
+	free(out);
+	free(err);
+	return code;
 }
 
 /* --explain on a terminal: the decision first, then what made it. */
@@ -146,81 +162,59 @@ static void print_explained(const char *text)
 	json_decref(x);
 }
 
-int cmd_policy(int argc, char **argv)
+int cmd_policy(cli_run *r, int argc, char **argv)
 {
-	policy_opts po = {.rules = calloc((size_t)argc + 1, sizeof(char *))};
-	int code = 1, r;
-	char *err = NULL, *out = NULL;
-
-	cli_gate_opts_init(&po.go);
-	po.go.o.no_create = 1;        /* check --explain and test make no ledger of their own */
-	po.go.o.foreign_ok = 1;       /* nor use one's authority */
-	optind = 1;
+	po.rules = calloc((size_t)argc + 1, sizeof(char *));
+	r->done = drop_rules;
+	r->usage = usage_text;
 	/* options may come before the subcommand and after it */
-	if ((r = parse_opts(argc, argv, &po)) <= 0) {
-		free(po.rules);
-		return r < 0;
-	}
-	const char *sub = optind < argc ? argv[optind++] : "";
-	if ((r = parse_opts(argc, argv, &po)) <= 0) {
-		free(po.rules);
-		return r < 0;
-	}
+	if (parse_opts(r, argc, argv) < 0)
+		return r->rc;
+	sub = optind < argc ? argv[optind++] : "";
+	if (parse_opts(r, argc, argv) < 0)
+		return r->rc;
+	if (!strcmp(sub, "test") && optind == argc)
+		return CLI_RUN;
+	if (strcmp(sub, "check"))
+		return cli_usage(r);
+	if (optind >= argc)
+		return cli_error("policy check: give the command after --, e.g. "
+		                 "toolgate policy check -- git push origin main");
+	cmd = (const char *const *)argv + optind;
+	ncmd = (size_t)(argc - optind);
+	if (po.json && !po.explain)
+		return cli_error("policy check: --json goes with --explain (check prints "
+		                 "Codex's JSON already)");
+	if (po.explain)
+		return CLI_RUN;           /* through the gate (its no_create, foreign_ok) */
+	unsigned flags = (po.pretty ? TG_POLICY_PRETTY : 0) |
+	                 (po.resolve_host ? TG_POLICY_RESOLVE_HOST : 0);
+	char *err = NULL;
+	char *out = tg_policy_check(r->go.o.config_path, po.rules, po.nrules, cmd, ncmd, flags,
+	                            &err);
+	return answer(out, err);
+}
+
+/* check --explain, or test */
+int cmd_policy_run(cli_run *r)
+{
+	char *err = NULL;
 	if (!strcmp(sub, "check")) {
-		if (optind >= argc) {
-			free(po.rules);
-			return cli_error("policy check: give the command after --, e.g. "
-			                 "toolgate policy check -- git push origin main");
+		char *out = tg_policy_explain(r->g, po.rules, po.nrules, cmd, ncmd, po.pretty, &err);
+		if (out && !po.json && !po.pretty && cli_tty(stdout)) {
+			print_explained(out);
+			free(out);
+			return 0;
 		}
-		const char *const *cmd = (const char *const *)argv + optind;
-		size_t ncmd = (size_t)(argc - optind);
-		if (po.json && !po.explain) {
-			free(po.rules);
-			return cli_error("policy check: --json goes with --explain (check prints "
-			                 "Codex's JSON already)");
-		}
-		if (po.explain) {
-			tg_gate *g = cli_gate_open(&po.go);
-			if (g) {
-				out = tg_policy_explain(g, po.rules, po.nrules, cmd, ncmd, po.pretty, &err);
-				tg_gate_close(g);
-			}
-			if (out && !po.json && !po.pretty && cli_tty(stdout)) {
-				print_explained(out);
-				free(out);
-				free(po.rules);
-				return 0;
-			}
-		} else {
-			unsigned flags = (po.pretty ? TG_POLICY_PRETTY : 0) |
-			                 (po.resolve_host ? TG_POLICY_RESOLVE_HOST : 0);
-			out = tg_policy_check(po.go.o.config_path, po.rules, po.nrules, cmd, ncmd,
-			                      flags, &err);
-		}
-		if (out) {
-			printf("%s\n", out);
-			code = 0;
-		} else if (err) {
-			cli_error("%s", err);
-		}
-	} else if (!strcmp(sub, "test") && optind == argc) {
-		tg_gate *g = cli_gate_open(&po.go);
-		if (g) {
-			char *report = NULL;
-			int failed = tg_policy_test(g, &report, &err);
-			if (report)
-				fputs(report, stdout);
-			if (failed < 0)
-				cli_error("%s", err ? err : "policy test could not run");
-			code = failed != 0;
-			free(report);
-			tg_gate_close(g);
-		}
-	} else {
-		fputs(usage_text, stderr);
+		return answer(out, err);
 	}
-	free(out);
+	char *report = NULL;
+	int failed = tg_policy_test(r->g, &report, &err);
+	if (report)
+		fputs(report, stdout);
+	if (failed < 0)
+		cli_error("%s", err ? err : "policy test could not run");
+	free(report);
 	free(err);
-	free(po.rules);
-	return code;
+	return failed != 0;
 }

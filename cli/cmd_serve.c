@@ -56,7 +56,15 @@ static int positive(const char *name, const char *s, long max, long *out)
 	return 0;
 }
 
-int cmd_serve(int argc, char **argv)
+static tg_serve_options so;
+static const char     **origins;   /* --allow-origin, each */
+
+static void drop_origins(void)
+{
+	free(origins);
+}
+
+int cmd_serve(cli_run *r, int argc, char **argv)
 {
 	enum { O_STDIO = 1, O_HTTP, O_ANY, O_ORIGIN, O_AS, O_PAGE, O_LINE, O_ELICIT, O_PROGRESS,
 	       O_VIA };
@@ -68,17 +76,13 @@ int cmd_serve(int argc, char **argv)
 		{"help", 0, 0, 'h'}, CLI_GATE_LONGOPTS,
 		{0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	tg_serve_options so;
-	const char **origins = calloc((size_t)argc + 1, sizeof *origins);
-	int opt, rc = 1;
+	int opt;
 	long v;
-	memset(&so, 0, sizeof so);
-	cli_gate_opts_init(&go);
-	go.o.bridge = 1;
+	origins = calloc((size_t)argc + 1, sizeof *origins);
+	r->done = drop_origins;
 	so.origins = origins;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case O_STDIO:  so.stdio = 1; break;
 		case O_HTTP:   so.http = optarg; break;
@@ -87,51 +91,44 @@ int cmd_serve(int argc, char **argv)
 		case O_AS:     so.principal = optarg; break;
 		case O_PAGE:
 			if (positive("page-size", optarg, 100000, &v) < 0)
-				goto out;
+				return 1;
 			so.page_size = (size_t)v;
 			break;
 		case O_LINE:
 			if (positive("max-line", optarg, 1L << 30, &v) < 0)
-				goto out;
+				return 1;
 			so.max_line = (size_t)v;
 			break;
 		case O_ELICIT:
 			if (positive("elicitation-timeout", optarg, 86400, &v) < 0)
-				goto out;
+				return 1;
 			so.elicit_timeout_s = (int)v;
 			break;
 		case O_PROGRESS:
 			if (positive("progress-ms", optarg, 3600000, &v) < 0)
-				goto out;
+				return 1;
 			so.progress_ms = (int)v;
 			break;
 		case O_VIA:
 			if (strcmp(optarg, "elicitation") && strcmp(optarg, "queue") &&
-			    strcmp(optarg, "both")) {
-				cli_error("serve: --approvals-via takes elicitation, queue or both, not \"%s\"",
-				          optarg);
-				goto out;
-			}
+			    strcmp(optarg, "both"))
+				return cli_error("serve: --approvals-via takes elicitation, queue or both, "
+				                 "not \"%s\"", optarg);
 			so.approvals_via = optarg;
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			free(origins);
-			return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			goto bad;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	if (optind != argc)
-		goto bad;
+		return cli_usage(r);
 	if (!so.http)
 		so.stdio = 1;
+	return CLI_RUN;
+}
 
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		goto out;
+int cmd_serve_run(cli_run *r)
+{
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
@@ -142,18 +139,10 @@ int cmd_serve(int argc, char **argv)
 		fputs("toolgate serve: an MCP server on stdin/stdout, for an MCP client to start "
 		      "(see README.md, \"Use it from your MCP client\"); Ctrl-D to quit\n", stderr);
 	char *err = NULL;
-	if (tg_serve(g, &so, &err) < 0) {
+	if (tg_serve(r->g, &so, &err) < 0) {
 		cli_error("%s", err);
 		free(err);
-	} else {
-		rc = 0;
+		return 1;
 	}
-	tg_gate_close(g);
-out:
-	free(origins);
-	return rc;
-bad:
-	fputs(usage_text, stderr);
-	free(origins);
-	return 1;
+	return 0;
 }

@@ -156,18 +156,18 @@ static void print_human(json_t *stats)
 	print_denials(json_object_get(stats, "denials"));
 }
 
-int cmd_stats(int argc, char **argv)
+static long long since_ms;   /* --since */
+static int       as_json;    /* --json */
+
+int cmd_stats(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"since", 1, 0, 'S'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'},
 		CLI_COLOR_LONGOPT,    CLI_GATE_LONGOPTS,    {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	long long since_ms = 0;
-	int as_json = 0, opt;
-	cli_gate_opts_init(&go);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'S':
 			if (cli_parse_since(optarg, &since_ms) < 0)
@@ -175,27 +175,20 @@ int cmd_stats(int argc, char **argv)
 				                 optarg);
 			break;
 		case 'j': as_json = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1 || cli_color_opt(opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
-	if (optind != argc) {
-		fputs(usage_text, stderr);
-		return 1;
-	}
-	go.o.no_create = 1;
-	go.o.foreign_ok = 1;        /* read, with a warning */
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
+	if (opt < 0)
+		return r->rc;
+	if (optind != argc)
+		return cli_usage(r);
+	return CLI_RUN;
+}
+
+int cmd_stats_run(cli_run *r)
+{
 	char *err = NULL;
-	cli_no_ledger(g);             /* said; the figures are those of an empty ledger */
-	char *text = tg_stats(g, since_ms, &err);
-	tg_gate_close(g);
+	cli_no_ledger(r->g);          /* said; the figures are those of an empty ledger */
+	char *text = tg_stats(r->g, since_ms, &err);
 	if (!text) {
 		cli_error("%s", err ? err : "cannot read the ledger");
 		free(err);

@@ -26,54 +26,49 @@ static const char usage_text[] =
 	"  --digest             print only the manifest digest\n"
 	CLI_GATE_OPTIONS_HELP;
 
-int cmd_tools(int argc, char **argv)
+static const char *format;                /* --format API */
+static int         legacy, digest_only;   /* --gemini-legacy, --digest */
+
+int cmd_tools(cli_run *r, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"format", 1, 0, 'f'}, {"gemini-legacy", 0, 0, 'g'}, {"digest", 0, 0, 'd'},
 		{"help", 0, 0, 'h'},
 		CLI_GATE_LONGOPTS, {0, 0, 0, 0},
 	};
-	cli_gate_opts go;
-	const char *format = NULL;
-	int opt, legacy = 0, digest_only = 0;
-	cli_gate_opts_init(&go);
-	go.o.bridge = 1;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	int opt;
+	r->usage = usage_text;
+	while ((opt = cli_getopt(r, argc, argv, "h", longopts)) > 0) {
 		switch (opt) {
 		case 'f': format = optarg; break;
 		case 'g': legacy = 1; break;
 		case 'd': digest_only = 1; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default:
-			if (cli_gate_opt(&go, opt, optarg) == 1)
-				break;
-			fputs(usage_text, stderr);
-			return 1;
 		}
 	}
+	if (opt < 0)
+		return r->rc;
 	if (optind < argc)
 		return cli_error("unexpected argument '%s'", argv[optind]);
 	if (legacy && (!format || strcmp(format, "gemini")))
 		return cli_error("--gemini-legacy goes with --format gemini");
-	go.o.no_create = 1;
-	tg_gate *g = cli_gate_open(&go);
-	if (!g)
-		return 1;
+	return CLI_RUN;
+}
+
+int cmd_tools_run(cli_run *r)
+{
 	char *err = NULL, digest[65];
 	int code = 0;
-	if (tg_tools_digest(g, NULL, digest, &err) < 0) {
+	if (tg_tools_digest(r->g, NULL, digest, &err) < 0) {
 		code = cli_error("%s", err ? err : "cannot list tools");
 		free(err);
-		tg_gate_close(g);
 		return code;
 	}
 	if (digest_only) {
 		puts(digest);
-		tg_gate_close(g);
 		return 0;
 	}
-	char *s = format ? tg_tools_format(g, NULL, format, legacy, &err) : tg_tools_json(g, NULL, &err);
+	char *s = format ? tg_tools_format(r->g, NULL, format, legacy, &err)
+	                 : tg_tools_json(r->g, NULL, &err);
 	if (s) {
 		puts(s);
 		fprintf(stderr, "manifest sha256:%s\n", digest);
@@ -82,6 +77,5 @@ int cmd_tools(int argc, char **argv)
 	}
 	free(s);
 	free(err);
-	tg_gate_close(g);
 	return code;
 }

@@ -1,40 +1,80 @@
 /*
  * main.c — the `toolgate` program: a command table, like git's, with one
- * cmd_<name>() per subcommand in cli/cmd_<name>.c.
+ * cmd_<name>() per subcommand in cli/cmd_<name>.c, and the runner that
+ * opens the gate a row asks for (NEED_GATE, as git's RUN_SETUP).
  */
-#include <errno.h>
+#include <assert.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
 static const struct cmd {
 	const char *name;
-	int (*fn)(int argc, char **argv);
+	int (*fn)(cli_run *r, int argc, char **argv);   /* the options: CLI_RUN, or the exit code */
+	int (*run)(cli_run *r);                         /* NEED_GATE: the work, with r->g */
+	unsigned    flags;                              /* NEED_GATE, GATE_*: cli.h */
 	const char *summary;
 } commands[] = {
-	{"serve", cmd_serve, "serve the gate to MCP clients (stdio, Streamable HTTP), bridging servers"},
-	{"console", cmd_console, "the web console: calls live, approvals, stats, sessions"},
-	{"call", cmd_call, "run one tool call (or a batch) through the gate"},
-	{"dispatch", cmd_dispatch, "run the tool calls of a model's response; print the results"},
-	{"agent", cmd_agent, "run a model with the gate's tools: a model API, a replay, the demo"},
-	{"eval", cmd_eval, "score how well a model calls the tools: per-tool evals, compare, history"},
-	{"tools", cmd_tools, "print the tool definitions for a profile (or in an API's shape)"},
-	{"log", cmd_log, "show the ledger: calls, statuses and their events"},
-	{"stats", cmd_stats, "per-tool calls by status, p50/p99 duration, denials by rule"},
-	{"approvals", cmd_approvals, "list, approve or deny queued approvals"},
-	{"ops", cmd_ops, "list and settle unknown outcomes (ops list --unknown, ops resolve)"},
-	{"migrate", cmd_migrate, "bring the ledger's schema up to date (--dry-run: show what would)"},
-	{"ledger", cmd_ledger, "export the ledger's history as JSON lines; import it into another"},
-	{"apply-patch", cmd_apply_patch, "apply a V4A patch here, as Codex's apply_patch does"},
-	{"policy", cmd_policy, "execpolicy check (Codex's JSON), explain a decision, run self-tests"},
-	{"doctor", cmd_doctor, "what this machine gives the gate: sandbox backend, limits"},
+	{"serve", cmd_serve, cmd_serve_run, NEED_GATE | GATE_BRIDGE,
+	 "serve the gate to MCP clients (stdio, Streamable HTTP), bridging servers"},
+	{"console", cmd_console, cmd_console_run, NEED_GATE,
+	 "the web console: calls live, approvals, stats, sessions"},
+	{"call", cmd_call, cmd_call_run, NEED_GATE | GATE_BRIDGE | GATE_ASK,
+	 "run one tool call (or a batch) through the gate"},
+	{"dispatch", cmd_dispatch, cmd_dispatch_run, NEED_GATE | GATE_BRIDGE,
+	 "run the tool calls of a model's response; print the results"},
+	{"agent", cmd_agent, cmd_agent_run, NEED_GATE | GATE_BRIDGE | GATE_ASK,
+	 "run a model with the gate's tools: a model API, a replay, the demo"},
+	{"eval", cmd_eval, cmd_eval_run, NEED_GATE,   /* which gate: by the view (--history ...) */
+	 "score how well a model calls the tools: per-tool evals, compare, history"},
+	{"tools", cmd_tools, cmd_tools_run, NEED_GATE | GATE_BRIDGE | GATE_NO_CREATE,
+	 "print the tool definitions for a profile (or in an API's shape)"},
+	{"log", cmd_log, cmd_log_run, NEED_GATE | GATE_NO_CREATE | GATE_FOREIGN_OK,
+	 "show the ledger: calls, statuses and their events"},
+	{"stats", cmd_stats, cmd_stats_run, NEED_GATE | GATE_NO_CREATE | GATE_FOREIGN_OK,
+	 "per-tool calls by status, p50/p99 duration, denials by rule"},
+	{"approvals", cmd_approvals, cmd_approvals_run,   /* deciding: not in a foreign ledger */
+	 NEED_GATE | GATE_NO_CREATE | GATE_FOREIGN_OK,
+	 "list, approve or deny queued approvals"},
+	{"ops", cmd_ops, cmd_ops_run, NEED_GATE,   /* list: no_create, foreign_ok */
+	 "list and settle unknown outcomes (ops list --unknown, ops resolve)"},
+	{"migrate", cmd_migrate, NULL, 0,
+	 "bring the ledger's schema up to date (--dry-run: show what would)"},
+	{"ledger", cmd_ledger, NULL, 0,
+	 "export the ledger's history as JSON lines; import it into another"},
+	{"apply-patch", cmd_apply_patch, NULL, 0,
+	 "apply a V4A patch here, as Codex's apply_patch does"},
+	{"policy", cmd_policy, cmd_policy_run, NEED_GATE | GATE_NO_CREATE | GATE_FOREIGN_OK,
+	 "execpolicy check (Codex's JSON), explain a decision, run self-tests"},
+	{"doctor", cmd_doctor, cmd_doctor_run, NEED_GATE | GATE_NO_CREATE | GATE_FOREIGN_OK,
+	 "what this machine gives the gate: sandbox backend, limits"},
 };
+
+/* Run one command: its options, then, as its row asks, the gate it works on. */
+static int run(const struct cmd *c, int argc, char **argv)
+{
+	cli_run r;
+	memset(&r, 0, sizeof r);
+	cli_gate_opts_init(&r.go);
+	r.go.o.bridge = !!(c->flags & GATE_BRIDGE);
+	r.go.o.interactive = !!(c->flags & GATE_ASK);
+	r.go.o.no_create = !!(c->flags & GATE_NO_CREATE);
+	r.go.o.foreign_ok = !!(c->flags & GATE_FOREIGN_OK);
+	optind = 1;
+	int rc = c->fn(&r, argc, argv);
+	if (rc == CLI_RUN) {
+		assert(c->flags & NEED_GATE);
+		r.g = cli_gate_open(&r.go);
+		rc = r.g ? c->run(&r) : 1;
+		tg_gate_close(r.g);
+	}
+	if (r.done)
+		r.done();
+	return rc;
+}
 
 static void usage(FILE *f)
 {
@@ -45,143 +85,6 @@ static void usage(FILE *f)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n  toolgate <command> --help   options of one command\n"
 	           "  toolgate --version\n");
-}
-
-/* ---- shared helpers ---- */
-
-int cli_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("toolgate: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 1;
-}
-
-int cli_parse_since(const char *s, long long *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end != s && *end && !end[1]) {
-		double mult = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600
-		            : *end == 'd'  ? 86400 : 0;
-		/* at most back to the epoch (larger durations, inf: every call) */
-		double now = (double)time(NULL);
-		if (mult > 0 && v >= 0) {
-			*out = v * mult < now ? (long long)((now - v * mult) * 1000) : 1;
-			return 0;
-		}
-	}
-	struct tm tm;
-	memset(&tm, 0, sizeof tm);
-	const char *rest = strptime(s, "%Y-%m-%d", &tm);
-	if (rest && *rest == 'T')
-		rest = strptime(rest + 1, "%H:%M:%S", &tm);
-	if (!rest || (*rest && strcmp(rest, "Z")))
-		return -1;
-	*out = (long long)timegm(&tm) * 1000;
-	return 0;
-}
-
-void cli_gate_opts_init(cli_gate_opts *g)
-{
-	memset(g, 0, sizeof *g);
-	g->o.sync_full = -1;
-}
-
-int cli_gate_opt(cli_gate_opts *g, int opt, const char *arg)
-{
-	switch (opt) {
-	case OPT_CONFIG:    g->o.config_path = arg; return 1;
-	case OPT_WORKSPACE: g->o.workspace = arg; return 1;
-	case OPT_MODE:      g->o.mode = arg; return 1;
-	case OPT_APPROVAL:  g->o.approval = arg; return 1;
-	case OPT_PROFILE:   g->o.profile = arg; return 1;
-	case OPT_MAX_PARALLEL:
-		g->o.max_parallel = atoi(arg);
-		return g->o.max_parallel >= 1 ? 1 : -1;
-	case OPT_WAIT_APPROVAL:
-		g->o.approval_wait_s = atoi(arg);
-		return g->o.approval_wait_s >= 1 && g->o.approval_wait_s <= 86400 ? 1 : -1;
-	case OPT_SYNC:
-		if (!strcmp(arg, "full"))
-			g->o.sync_full = 1;
-		else if (!strcmp(arg, "normal"))
-			g->o.sync_full = 0;
-		else
-			return -1;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-void cli_foreign_warning(const char *why)
-{
-	if (why)
-		fprintf(stderr, "toolgate: warning: %s.  It is shown as it is: nothing in it carries "
-		        "authority, and nothing is written to it.\n", why);
-}
-
-tg_gate *cli_gate_open(cli_gate_opts *g)
-{
-	tg_gate *gate;
-	char *err = NULL;
-	if (tg_gate_open(&g->o, &gate, &err) < 0) {
-		cli_error("%s", err ? err : "cannot open the gate");
-		free(err);
-		return NULL;
-	}
-	cli_foreign_warning(tg_gate_foreign(gate));
-	return gate;
-}
-
-int cli_no_ledger(tg_gate *g)
-{
-	char where[1024];
-	int exists;
-	tg_gate_ledger(g, &exists, where, sizeof where);
-	if (exists)
-		return 0;
-	fprintf(stderr, "toolgate: there is no ledger at '%s' yet: nothing has been recorded "
-	        "here\n", where);
-	return 1;
-}
-
-char *cli_read_input(const char *path, size_t max, size_t *len)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	if (!f) {
-		cli_error("cannot read \"%s\": %s", path, strerror(errno));
-		return NULL;
-	}
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap + 1);
-	for (;;) {
-		if (n == cap) {
-			if (cap > max) /* read one byte past max so the gate can say it is too big */
-				break;
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	int bad = ferror(f);
-	if (f != stdin)
-		fclose(f);
-	if (bad) {
-		free(buf);
-		cli_error("cannot read \"%s\"", path);
-		return NULL;
-	}
-	buf[n] = '\0';
-	*len = n;
-	return buf;
 }
 
 int main(int argc, char **argv)
@@ -196,7 +99,7 @@ int main(int argc, char **argv)
 			char *sub[] = {argv[2], "--help", NULL};
 			for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 				if (!strcmp(commands[i].name, argv[2]))
-					return commands[i].fn(2, sub);
+					return run(&commands[i], 2, sub);
 		}
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 1 : 0;
@@ -207,7 +110,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(commands[i].name, argv[1]))
-			return commands[i].fn(argc - 1, argv + 1);
+			return run(&commands[i], argc - 1, argv + 1);
 	cli_error("'%s' is not a toolgate command; see 'toolgate --help'", argv[1]);
 	return 1;
 }

@@ -5,8 +5,9 @@
 #    by getopt as unknown (the shared gate and --color options, which every
 #    command that takes them takes from one table in cli/cli.h, are run once);
 #  - every option the command accepts (its getopt_long table and option
-#    string in cli/cmd_<command>.c, with the shared tables of cli/cli.h it
-#    names) is described exactly once; --help and -h themselves need not be.
+#    string, given to getopt_long or cli_getopt, in cli/cmd_<command>.c, with
+#    the shared tables of cli/cli.h it names) is described exactly once;
+#    --help and -h themselves need not be.
 . "$(dirname "$0")/lib.sh"
 cd "$WS"
 CLI=$ROOT/cli
@@ -23,8 +24,8 @@ accepted() { # SRC
 	grep -oE '\{"[a-z][a-z-]*", *[0-9]' "$src" | sed -E 's/\{"([^"]*)", *([0-9])/--\1 \2/'
 	grep -q CLI_GATE_LONGOPTS "$src" && macro_opts CLI_GATE_LONGOPTS
 	grep -q CLI_COLOR_LONGOPT "$src" && macro_opts CLI_COLOR_LONGOPT
-	# short options: getopt_long's option string
-	grep -oE 'getopt_long\(argc, argv, "[^"]*"' "$src" | sed -E 's/.*"([^"]*)"/\1/' |
+	# short options: the option string of getopt_long, or of cli_getopt (cli/util.c)
+	grep -oE '(getopt_long\(|cli_getopt\(r, )argc, argv, "[^"]*"' "$src" | sed -E 's/.*"([^"]*)"/\1/' |
 		sed 's/^+//' | grep -oE '[a-zA-Z]:?' | sed -E 's/^(.):$/-\1 1/; s/^(.)$/-\1 0/'
 	# options read by hand (apply-patch, as Codex's program reads them)
 	grep -oE 'strcmp\(argv\[i\], "--?[a-z][a-z-]*"\)' "$src" | grep -oE '"[^"]*"' | tr -d '"' |
