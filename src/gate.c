@@ -120,16 +120,6 @@ json_t *tgi_envelope(const tgi_call *c)
 	return env;
 }
 
-void tgi_store_lock(tg_gate *g)
-{
-	pthread_mutex_lock(&g->store_mu);
-}
-
-void tgi_store_unlock(tg_gate *g)
-{
-	pthread_mutex_unlock(&g->store_mu);
-}
-
 /* ---- the driver ---- */
 
 void tgi_call_begin(tgi_call *c, tg_gate *g, const tg_request *req)
@@ -635,7 +625,6 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 
 	tg_gate *g = tgi_xcalloc(1, sizeof *g);
 	g->ws_fd = g->state_fd = -1;
-	pthread_mutex_init(&g->store_mu, NULL);
 	pthread_mutex_init(&g->manifest_mu, NULL);
 	g->interactive = o->interactive;
 	g->net = tgi_netgate_new(NULL);
@@ -778,7 +767,6 @@ void tg_gate_close(tg_gate *g)
 		free(g->protected[i]);
 	free(g->protected);
 	tgi_config_free(g->cfg);
-	pthread_mutex_destroy(&g->store_mu);
 	pthread_mutex_destroy(&g->manifest_mu);
 	free(g);
 }
@@ -863,9 +851,7 @@ int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *
 {
 	json_t *d = data ? tgi_redact_json(g->redact, (json_t *)data, NULL) : NULL;
 	tgi_event ev = {.type = type, .stage = stage, .data = d, .ts_ms = tgi_unix_ms()};
-	tgi_store_lock(g);
 	int rc = tgi_store_event(g->store, op_id, &ev, err, errlen);
-	tgi_store_unlock(g);
 	if (g->sinks) {
 		char ts[32];
 		tgi_iso8601(ev.ts_ms, ts);

@@ -50,10 +50,9 @@ struct tg_gate {
 	tgi_execpolicy *execpolicy; /* owned: the config's .rules files */
 	tgi_hostpath *hostpath;   /* owned: where a program cannot have been planted */
 	tgi_ep_resolve ep_resolve;/* how the gate reads execpolicy: TGI_EP_TRUSTED by hostpath */
-	tgi_store    *store;      /* owned */
+	tgi_store    *store;      /* owned; shared by the gate's threads (it locks itself) */
 	int           no_ledger;  /* tg_options.no_create found no ledger: store is an empty
 	                             one in memory */
-	pthread_mutex_t store_mu; /* the store handle is used by one thread at a time */
 	int           ws_fd;      /* O_PATH|O_DIRECTORY */
 	int           state_fd;   /* <workspace>/.toolgate, checked (-1: tg_options.no_create
 	                             found none) */
@@ -373,10 +372,6 @@ struct tgi_netrun *tgi_net_call_begin(tgi_call *c);
 void               tgi_net_call_end(tgi_call *c, struct tgi_netrun *r);
 struct tgi_netrun *tgi_gate_net_run(tg_gate *g);
 void               tgi_gate_net_record(tg_gate *g, const char *op_id, json_t *denials);
-
-/* Lock the shared store handle around a ledger operation. */
-void tgi_store_lock(tg_gate *g);
-void tgi_store_unlock(tg_gate *g);
 
 
 #endif

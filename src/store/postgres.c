@@ -6,8 +6,8 @@
  * libpq is loaded at run time (src/util/dl.c): the program is not linked
  * with it, so a `toolgate call` on an SQLite ledger never maps it.
  *
- * One connection per handle; the gate serialises calls on a handle with
- * its own lock, and a watch has a connection of its own.  Every operation
+ * One connection per handle; store.c serialises calls on a handle with
+ * the handle's lock, and a watch has a connection of its own.  Every operation
  * is one round trip where it can be: its statements go out in libpq's
  * pipeline mode, between two Syncs, which the server runs as one implicit
  * transaction (committed at the Sync, rolled back whole if any statement
@@ -769,6 +769,7 @@ static int fail(pg *s, char *err, size_t errlen, const char *fmt, ...)
 static pg *enter(tgi_store *base)
 {
 	pg *s = (pg *)base;
+	TGI_STORE_HELD(base);
 	s->transient = 0;
 	return s;
 }
@@ -777,7 +778,7 @@ static pg *enter(tgi_store *base)
 
 /* Connect to url: connect_timeout, application_name, keepalives, the TCP
  * user timeout (a server host that vanished does not hold a call, and the
- * gate's store lock, for the kernel's quarter of an hour) and the client
+ * handle's lock, for the kernel's quarter of an hour) and the client
  * encoding are ours unless the URL says otherwise (it comes after them,
  * expanded).  A reconnect (reconnect_s > 0) gives that connect timeout
  * the last word instead: a gate that lost its server, or a watch waiting
@@ -1125,6 +1126,8 @@ static int run_raw(pg *s, q *qs, int n)
 	int prep[PG_MAXQ];
 	PGresult *bad = NULL;
 
+	TGI_STORE_HELD(&s->base);   /* one round trip at a time on the connection */
+
 	if (n > PG_MAXQ) {
 		tgi_snprintf(s->why, sizeof s->why, "too many statements in one round trip");
 		return -1;
@@ -1449,6 +1452,7 @@ static void pg_close(tgi_store *base)
 		free(s->url);
 	}
 	explicit_bzero(s->password, sizeof s->password);
+	tgi_store_fini(&s->base);
 	free(s);
 }
 
@@ -1510,7 +1514,7 @@ int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t e
 	if (tgi_pq_load(err, errlen) < 0)
 		return -1;
 	pg *s = tgi_xcalloc(1, sizeof *s);
-	s->base.impl = &postgres_impl;
+	tgi_store_init(&s->base, &postgres_impl);
 	s->no_migrate = flags & TGI_STORE_NO_MIGRATE ? 1 : 0;
 	s->reconnect_s = PG_RECONNECT_S;
 	tgi_self_init(&s->me);

@@ -34,6 +34,8 @@
  * a waiter using its own approval; an export reading one snapshot.
  * Eval runs: kept and listed as in SQLite (the same columns, the same
  * lists), and a version 5 ledger's rows kept through the upgrade to 6.
+ * One handle shared by several threads with no lock of theirs
+ * (store_hammer.h).
  *
  * Owns: the databases it makes (dropped at the end of each case) and its
  * temporary directories.  Children of fork() report through exit codes
@@ -65,6 +67,8 @@
 #include "store/impl.h"
 #include "util/dl.h"
 #include "util/util.h"
+
+#include "store_hammer.h"
 
 #define BINDING_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define BINDING_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -2521,6 +2525,17 @@ static void test_upgrade_v5_eval(void **state)
 	assert_string_equal(ids, "1,2,4");
 }
 
+/* One handle shared by threads with no lock of theirs: the handle locks
+ * itself around each round trip (store_hammer.h). */
+static void test_shared_handle(void **state)
+{
+	struct fx *f = *state;
+	char why[512] = "";
+	hammer_run(f->s, why, sizeof why);
+	if (why[0])
+		fail_msg("%s", why);
+}
+
 int main(void)
 {
 	char err[512];
@@ -2557,6 +2572,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_events_commit_order, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_event_alone, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_approvals, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_handle, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_approval_plan_and_reason, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_approval_take_race, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_bucket_take, setup_store, teardown),
