@@ -673,16 +673,9 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		         tgi_profile_names(g->cfg, names, sizeof names));
 		goto fail;
 	}
-	int sflags = g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0;
-	if (o->no_create && !tgi_store_is_url(g->cfg->store)) {
-		struct stat st;
-		g->no_ledger = lstat(g->cfg->store, &st) < 0 && errno == ENOENT;
-		sflags |= g->no_ledger ? TGI_STORE_MEMORY : TGI_STORE_MUST_EXIST;
-	}
-	if (o->foreign_ok)
-		sflags |= TGI_STORE_FOREIGN_OK;
-	tgi_key_source key = { .env = g->cfg->key_env, .file = g->cfg->key_file };
-	if (tgi_store_open_keyed(g->cfg->store, sflags, &key, &g->store, err, sizeof err) < 0) {
+	if (tgi_store_open_for(g->cfg, (o->no_create ? TGI_STORE_EXISTING : 0) |
+	                               (o->foreign_ok ? TGI_STORE_FOREIGN_OK : 0),
+	                       &g->store, &g->no_ledger, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}

@@ -117,6 +117,22 @@ void tgi_store_close(tgi_store *s);
 int tgi_store_open_keyed(const char *where, int flags, const tgi_key_source *key,
                          tgi_store **out, char *err, size_t errlen);
 
+/*
+ * Open the ledger a configuration names (open.c), as a gate and the ledger
+ * commands do: where it is (cfg->store, a file or a URL), its sync
+ * (cfg->sync_full) and the machine key's source (cfg->key_env, key_file),
+ * with tgi_store_open_keyed.  flags: TGI_STORE_NO_MIGRATE and
+ * TGI_STORE_FOREIGN_OK as there, and these two, which apply to a ledger
+ * file only:
+ */
+#define TGI_STORE_EXISTING  32  /* a ledger file that is there (MUST_EXIST); when there is
+                                 * none, an empty one in memory (MEMORY) and *missing 1 */
+#define TGI_STORE_STATE_DIR 64  /* without EXISTING: check (and make) the workspace's state
+                                 * directory first (tgi_state_dir_open) */
+struct tgi_config;
+int tgi_store_open_for(const struct tgi_config *cfg, int flags, tgi_store **out, int *missing,
+                       char *err, size_t errlen);
+
 /* Check (or give, when new and empty) the identity of s, as open does: for
  * a ledger migrated after an open with TGI_STORE_NO_MIGRATE.  flags:
  * TGI_STORE_FOREIGN_OK or 0.  0 (keyed, or foreign with the flag), or -1
