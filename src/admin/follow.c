@@ -15,7 +15,7 @@
  * summary made from what the store returns of the event's op.
  *
  * Owns: the follow loop and its watch.  Must not: write the ledger, or
- * hold the store lock while it waits or while fn runs.
+ * call fn from inside a store call (the store's lock is held there).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,9 +77,7 @@ static int follow_round(tg_gate *g, const tgi_log_filter *f, int64_t *after,
 		tgi_log_filter page = *f;
 		page.limit = *after > 0 ? FOLLOW_BATCH : 0;   /* from 0 the store would give the tail */
 		json_t *rows = NULL;
-		tgi_store_lock(g);
 		int rc = tgi_store_events(g->store, &page, *after, &rows, err, errlen);
-		tgi_store_unlock(g);
 		if (rc < 0)
 			return -1;
 		size_t i, n = json_array_size(rows);
@@ -106,9 +104,7 @@ static int follow_round(tg_gate *g, const tgi_log_filter *f, int64_t *after,
 /* Did the last store call fail because the database is out of reach? */
 static int store_lost(tg_gate *g)
 {
-	tgi_store_lock(g);
 	int lost = tgi_store_transient(g->store);
-	tgi_store_unlock(g);
 	return lost;
 }
 
@@ -128,9 +124,7 @@ int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
 	/* a reader leaves the events socket to a process that makes calls */
 	tgi_sinks_yield_socket(g->sinks);
 	if (after < 0) {
-		tgi_store_lock(g);
 		int rc = tgi_store_last_seq(g->store, &after, err, sizeof err);
-		tgi_store_unlock(g);
 		if (rc < 0)
 			return tgi_fail(errmsg, "%s", err);
 	}
@@ -143,9 +137,7 @@ int tg_log_follow(tg_gate *g, const tg_log_query *q, long long after_seq,
 	int64_t newest = 0;
 	while (!tgi_flag_get(stop)) {
 		int64_t top = 0;
-		tgi_store_lock(g);
 		rc = tgi_store_last_seq(g->store, &top, err, sizeof err);
-		tgi_store_unlock(g);
 		int fresh = rc == 0 && (first || top > newest);
 		if (fresh)
 			rc = follow_round(g, &f, &after, fn, arg, err, sizeof err);

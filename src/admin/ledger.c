@@ -17,9 +17,9 @@
  * seqs are the new ledger's own.  A claim whose call left no row (the process died while
  * the tool ran) comes too, and stays an unknown outcome (see import_claim).
  *
- * Owns: opening the ledger a configuration names (tgi_config_load finds
- * it: the config's store, or $TOOLGATE_STORE) as a gate does, without the
- * gate; the export lines and their parser.
+ * Owns: the ledger a configuration names (tgi_config_load finds it: the
+ * config's store, or $TOOLGATE_STORE), opened as a gate opens it
+ * (tgi_store_open_for), without the gate; the export lines and their parser.
  * Must not: compile policy, run tools, or change what a call's record
  * says.
  */
@@ -539,56 +539,31 @@ void tgi_ledger_shown_where(const char *where, char *out, size_t cap)
 	tgi_buf_free(&b);
 }
 
-/* A SQLite ledger: check (and make) the workspace's state directory as a
- * gate does before it opens its ledger. */
-static int state_dir(const char *workspace, char *err, size_t errlen)
-{
-	int ws = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (ws < 0) {
-		char shown[PATH_MAX];
-		tgi_sanitize(shown, sizeof shown, workspace);
-		tgi_snprintf(err, errlen, "workspace \"%s\": %s", shown, strerror(errno));
-		return -1;
-	}
-	int fd = tgi_state_dir_open(ws, workspace, err, errlen);
-	close(ws);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
 int tg_ledger_open(const char *config_path, int flags, tg_ledger **out, char **errmsg)
 {
 	char err[1024];
 	tgi_config *cfg = NULL;
-	struct stat st;
+	int missing = 0;
 
 	*out = NULL;
 	if (errmsg)
 		*errmsg = NULL;
 	if (tgi_config_load(config_path, &cfg, err, sizeof err) < 0)
 		return tgi_fail(errmsg, "%s", err);
-	const char *where = cfg->store;   /* $TOOLGATE_STORE already applied */
-	int file = !tgi_store_is_url(where);
-	int existing = (flags & TG_LEDGER_EXISTING) && file;
-	int missing = existing && lstat(where, &st) < 0 && errno == ENOENT;
-	int sflags = (cfg->sync_full ? TGI_STORE_SYNC_FULL : 0) |
-	             (flags & TG_LEDGER_MIGRATE ? 0 : TGI_STORE_NO_MIGRATE) |
-	             (flags & TG_LEDGER_FOREIGN_OK ? TGI_STORE_FOREIGN_OK : 0) |
-	             (missing ? TGI_STORE_MEMORY : existing ? TGI_STORE_MUST_EXIST : 0);
 	tg_ledger *l = tgi_xcalloc(1, sizeof *l);
 	l->key_env = cfg->key_env ? tgi_strdup(cfg->key_env) : NULL;
 	l->key_file = cfg->key_file ? tgi_strdup(cfg->key_file) : NULL;
 	l->foreign_ok = (flags & TG_LEDGER_FOREIGN_OK) != 0;
-	tgi_key_source key = key_of(l);
-	if ((file && !existing && state_dir(cfg->workspace, err, sizeof err) < 0) ||
-	    tgi_store_open_keyed(where, sflags, &key, &l->store, err, sizeof err) < 0) {
+	if (tgi_store_open_for(cfg, (flags & TG_LEDGER_EXISTING ? TGI_STORE_EXISTING
+	                                                        : TGI_STORE_STATE_DIR) |
+	                            (flags & TG_LEDGER_MIGRATE ? 0 : TGI_STORE_NO_MIGRATE) |
+	                            (flags & TG_LEDGER_FOREIGN_OK ? TGI_STORE_FOREIGN_OK : 0),
+	                       &l->store, &missing, err, sizeof err) < 0) {
 		tgi_config_free(cfg);
 		tg_ledger_close(l);
 		return tgi_fail(errmsg, "%s", err);
 	}
-	tgi_ledger_shown_where(where, l->where, sizeof l->where);
+	tgi_ledger_shown_where(cfg->store, l->where, sizeof l->where);
 	tgi_config_free(cfg);
 	*out = l;
 	if (missing)

@@ -380,10 +380,8 @@ static int save(agent *a, char **errmsg)
 		json_decref(copy);
 	}
 	char err[512];
-	tgi_store_lock(a->g);
 	int rc = tgi_store_messages_append(a->g->store, a->session, a->api->name, batch, err,
 	                                   sizeof err);
-	tgi_store_unlock(a->g);
 	json_decref(batch);
 	if (rc < 0)
 		return tgi_fail(errmsg, "cannot save the conversation: %s", err);
@@ -397,9 +395,7 @@ static int load(agent *a, char **errmsg)
 {
 	char err[512], api[32], shown[80];
 	json_t *saved = NULL;
-	tgi_store_lock(a->g);
 	int rc = tgi_store_messages(a->g->store, a->session, &saved, api, err, sizeof err);
-	tgi_store_unlock(a->g);
 	if (rc < 0)
 		return tgi_fail(errmsg, "%s", err);
 	tgi_sanitize(shown, sizeof shown, a->session);

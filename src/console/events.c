@@ -26,7 +26,7 @@
  *                 -> close: the follower is told to stop and joined
  *
  * Owns: each stream, its follower thread and its queue.  Must not: write
- * the ledger, or hold the store lock (tg_log_follow and tg_log take it).
+ * the ledger (the store locks itself for each read).
  */
 #include <errno.h>
 #include <poll.h>
@@ -272,10 +272,8 @@ tgc_stream *tgc_stream_open(tg_gate *g, const tgc_params *filters, long long aft
 		 * (a ledger that cannot be read: tg_log_follow says so) */
 		int64_t top;
 		char e[256];
-		tgi_store_lock(g);
 		if (tgi_store_last_seq(g->store, &top, e, sizeof e) == 0)
 			after = top;
-		tgi_store_unlock(g);
 	}
 	tgc_stream *s = tgi_xcalloc(1, sizeof *s);
 	s->g = g;

@@ -119,9 +119,7 @@ void tgc_page_live(const tgc_ctx *c, const tgc_request *r, tgc_reply *rep)
 	 * a row it has by op id), never missed */
 	char why[256];
 	int64_t seq = 0;
-	tgi_store_lock(c->g);
 	int src = tgi_store_last_seq(c->g->store, &seq, why, sizeof why);
-	tgi_store_unlock(c->g);
 	if (src < 0) {
 		tgc_page_error(c, 500, why, rep);
 		return;

@@ -605,9 +605,7 @@ static int ledger_readable(tg_gate *g, char *err, size_t errlen)
 {
 	char why[400];
 	int64_t seq;
-	tgi_store_lock(g);
 	int rc = tgi_store_last_seq(g->store, &seq, why, sizeof why);
-	tgi_store_unlock(g);
 	if (rc < 0)
 		tgi_snprintf(err, errlen, "the ledger cannot be read: %s", why);
 	return rc;

@@ -120,9 +120,7 @@ void tgc_page_sessions(const tgc_ctx *c, const tgc_request *r, tgc_reply *rep)
 	char err[512];
 	json_t *ops = NULL;
 	tgi_log_filter f = {.limit = SCAN_OPS};
-	tgi_store_lock(c->g);
 	int rc = tgi_store_ops(c->g->store, &f, &ops, err, sizeof err);
-	tgi_store_unlock(c->g);
 	if (rc < 0 || !json_is_array(ops)) {
 		json_decref(ops);
 		tgc_page_error(c, 500, rc < 0 ? err : "the ledger's calls could not be read", rep);
@@ -354,9 +352,7 @@ void tgc_page_session(const tgc_ctx *c, const tgc_request *r, tgc_reply *rep)
 	}
 	char err[512], api[32] = "";
 	json_t *msgs = NULL;
-	tgi_store_lock(c->g);
 	int rc = tgi_store_messages(c->g->store, id, &msgs, api, err, sizeof err);
-	tgi_store_unlock(c->g);
 	if (rc < 0) {
 		tgc_page_error(c, 500, err, rep);
 		return;

@@ -730,9 +730,7 @@ static int record(eval *e, json_t *rep, int64_t ts_ms, char **errmsg)
 	};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(checks); i++)
 		row.score[i] = tgi_eval_rate(overall, checks[i]);
-	tgi_store_lock(e->home);
 	int rc = tgi_store_eval_put(e->home->store, &row, err, sizeof err);
-	tgi_store_unlock(e->home);
 	free(text);
 	if (rc < 0)
 		return tgi_fail(errmsg, "the run could not be kept in the ledger: %s", err);
@@ -956,9 +954,7 @@ char *tg_eval_history(tg_gate *g, const char *model, int limit, const char *form
 		*errmsg = NULL;
 	if (view_format(format, errmsg) < 0)
 		return NULL;
-	tgi_store_lock(g);
 	int rc = tgi_store_eval_list(g->store, model, limit > 0 ? limit : 20, &rows, err, sizeof err);
-	tgi_store_unlock(g);
 	if (rc < 0) {
 		tgi_fail(errmsg, "%s", err);
 		return NULL;

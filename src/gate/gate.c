@@ -31,16 +31,6 @@
 #include "util/fs.h"
 #include "util/util.h"
 
-void tgi_store_lock(tg_gate *g)
-{
-	pthread_mutex_lock(&g->store_mu);
-}
-
-void tgi_store_unlock(tg_gate *g)
-{
-	pthread_mutex_unlock(&g->store_mu);
-}
-
 /* ---- the driver ---- */
 
 void tgi_call_begin(tgi_call *c, tg_gate *g, const tg_request *req)
@@ -479,7 +469,6 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 
 	tg_gate *g = tgi_xcalloc(1, sizeof *g);
 	g->ws_fd = g->state_fd = -1;
-	pthread_mutex_init(&g->store_mu, NULL);
 	pthread_mutex_init(&g->manifest_mu, NULL);
 	g->interactive = o->interactive;
 	g->net = tgi_netgate_new(NULL);
@@ -528,16 +517,9 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		         tgi_profile_names(g->cfg, names, sizeof names));
 		goto fail;
 	}
-	int sflags = g->cfg->sync_full ? TGI_STORE_SYNC_FULL : 0;
-	if (o->no_create && !tgi_store_is_url(g->cfg->store)) {
-		struct stat st;
-		g->no_ledger = lstat(g->cfg->store, &st) < 0 && errno == ENOENT;
-		sflags |= g->no_ledger ? TGI_STORE_MEMORY : TGI_STORE_MUST_EXIST;
-	}
-	if (o->foreign_ok)
-		sflags |= TGI_STORE_FOREIGN_OK;
-	tgi_key_source key = { .env = g->cfg->key_env, .file = g->cfg->key_file };
-	if (tgi_store_open_keyed(g->cfg->store, sflags, &key, &g->store, err, sizeof err) < 0) {
+	if (tgi_store_open_for(g->cfg, (o->no_create ? TGI_STORE_EXISTING : 0) |
+	                               (o->foreign_ok ? TGI_STORE_FOREIGN_OK : 0),
+	                       &g->store, &g->no_ledger, err, sizeof err) < 0) {
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
@@ -622,7 +604,6 @@ void tg_gate_close(tg_gate *g)
 		free(g->protected[i]);
 	free(g->protected);
 	tgi_config_free(g->cfg);
-	pthread_mutex_destroy(&g->store_mu);
 	pthread_mutex_destroy(&g->manifest_mu);
 	free(g);
 }
@@ -702,9 +683,7 @@ int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *
 {
 	json_t *d = data ? tgi_redact_json(g->redact, (json_t *)data, NULL) : NULL;
 	tgi_event ev = {.type = type, .stage = stage, .data = d, .ts_ms = tgi_unix_ms()};
-	tgi_store_lock(g);
 	int rc = tgi_store_event(g->store, op_id, &ev, err, errlen);
-	tgi_store_unlock(g);
 	if (g->sinks) {
 		char ts[32];
 		tgi_iso8601(ev.ts_ms, ts);

@@ -57,10 +57,9 @@ struct tg_gate {
 	tgi_execpolicy *execpolicy; /* owned: the config's .rules files */
 	tgi_hostpath *hostpath;   /* owned: where a program cannot have been planted */
 	tgi_ep_resolve ep_resolve;/* how the gate reads execpolicy: TGI_EP_TRUSTED by hostpath */
-	tgi_store    *store;      /* owned */
+	tgi_store    *store;      /* owned; shared by the gate's threads (it locks itself) */
 	int           no_ledger;  /* tg_options.no_create found no ledger: store is an empty
 	                             one in memory */
-	pthread_mutex_t store_mu; /* the store handle is used by one thread at a time */
 	int           ws_fd;      /* O_PATH|O_DIRECTORY */
 	int           state_fd;   /* <workspace>/.toolgate, checked (-1: tg_options.no_create
 	                             found none) */
@@ -181,8 +180,5 @@ int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *
  * Borrowed.  `toolgate apply-patch` opens a gate to recover and says these. */
 const json_t *tgi_gate_patch_kept(const tg_gate *g);
 
-/* Lock the shared store handle around a ledger operation. */
-void tgi_store_lock(tg_gate *g);
-void tgi_store_unlock(tg_gate *g);
 
 #endif

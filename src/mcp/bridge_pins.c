@@ -36,7 +36,7 @@ void tgi_br_pin_digest(const char *description, const char *title, const json_t 
 	json_decref(v);
 }
 
-/* Queue the approval of t's change (store locked). */
+/* Queue the approval of t's change. */
 static int pin_queue(tgi_bridge *b, btool *t, char id[37], char *err, size_t errlen)
 {
 	tgi_approval_row row;
@@ -83,14 +83,15 @@ static int pin_review(tgi_bridge *b, btool *t)
 	char err[512] = "", id[37] = "";
 	int found = 0, queued = 0;
 
-	tgi_store_lock(b->g);
+	/* three store calls, not one transaction, as for another gate on the
+	 * ledger doing the same review: the take spends the approval alone,
+	 * and moving the pin or queueing an approval again is harmless */
 	int rc = tgi_store_approval_take(b->g->store, t->binding, PIN_PRINCIPAL, &found, id, err,
 	                                 sizeof err);
 	if (rc == 0 && found == 1)
 		rc = tgi_store_pin_set(b->g->store, t->name, t->digest, err, sizeof err);
 	if (rc == 0 && found == 0 && (rc = pin_queue(b, t, id, err, sizeof err)) == 0)
 		queued = 1;
-	tgi_store_unlock(b->g);
 
 	lock(b);
 	if (rc < 0) {
@@ -120,9 +121,7 @@ void tgi_br_pin_check(tgi_bridge *b, btool *t)
 	tgi_pin_state st = TGI_PIN_SAME;
 	srv *s = t->s;
 
-	tgi_store_lock(b->g);
 	int rc = tgi_store_pin_check(b->g->store, t->name, t->digest, &st, t->pinned, err, sizeof err);
-	tgi_store_unlock(b->g);
 	if (rc < 0) {
 		say("cannot check the pin of %s: %s", t->name, err);
 		t->pin = s->pin ? PIN_BROKEN : PIN_OK;
@@ -139,10 +138,8 @@ void tgi_br_pin_check(tgi_bridge *b, btool *t)
 	if (s->pin) {
 		report = pin_review(b, t);
 	} else {
-		tgi_store_lock(b->g);
 		if (tgi_store_pin_set(b->g->store, t->name, t->digest, err, sizeof err) < 0)
 			say("cannot move the pin of %s: %s", t->name, err);
-		tgi_store_unlock(b->g);
 		t->pin = PIN_OK;
 	}
 	if (t->pin == PIN_WAITING)

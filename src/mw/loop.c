@@ -541,11 +541,8 @@ static loop_window *window_read(tgi_call *c, size_t limit)
 	loop_window *w = tgi_xcalloc(1, sizeof *w);
 	char err[256];
 	int rc = 0;
-	if (limit) {
-		tgi_store_lock(g);
+	if (limit)
 		rc = tgi_store_loop_window(g->store, c->session, limit, &w->rows, err, sizeof err);
-		tgi_store_unlock(g);
-	}
 	if (rc < 0)
 		tgi_strv_free(&w->rows);
 	w->e = tgi_xcalloc(1 + w->rows.n, sizeof *w->e);

@@ -215,10 +215,8 @@ static take_result look(tgi_call *c, const rate_limit *l, double *left, char *er
 	double tokens = 0;
 	int64_t updated = 0, now = tgi_unix_ms();
 	int found = 0;
-	tgi_store_lock(c->g);
 	int rc = tgi_store_bucket_get(c->g->store, c->principal_name, c->tool, &tokens, &updated,
 	                              &found, err, errlen);
-	tgi_store_unlock(c->g);
 	if (rc < 0)
 		return TAKE_ERROR;
 	if (!found || !(tokens >= 0))   /* also NaN */
@@ -237,10 +235,8 @@ static take_result take(tgi_call *c, const rate_limit *l, double *left, char *er
 	double rate = (double)l->n * 1000 / (double)l->period_ms;   /* tokens a second */
 	double retry = 0;
 	int ok = 0;
-	tgi_store_lock(c->g);
 	int rc = tgi_store_bucket_take(c->g->store, c->principal_name, c->tool, rate, (double)l->n,
 	                               &ok, left, &retry, err, errlen);
-	tgi_store_unlock(c->g);
 	if (rc < 0)
 		return TAKE_ERROR;
 	return ok ? TAKE_OK : TAKE_EMPTY;

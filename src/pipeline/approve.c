@@ -121,9 +121,7 @@ static int decision(tgi_call *c, const char *binding, decided *d)
 	tgi_approval_row row;
 	int found = 0;
 
-	tgi_store_lock(g);
 	int rc = tgi_store_approval_get(g->store, c->approval_id, &row, &found, err, sizeof err);
-	tgi_store_unlock(g);
 	if (rc < 0 || !found)
 		return 0;
 	decided_of(&row, d);
@@ -239,9 +237,7 @@ static tgi_verdict denied_retry(tgi_call *c, const char *id)
 	int found = 0;
 
 	if (id[0]) {
-		tgi_store_lock(g);
 		int rc = tgi_store_approval_get(g->store, id, &row, &found, err, sizeof err);
-		tgi_store_unlock(g);
 		if (rc == 0 && found) {
 			decided_of(&row, &d);
 			tgi_approval_row_clear(&row);
@@ -298,10 +294,8 @@ tgi_verdict tgi_approve(tgi_call *c)
 
 	/* found, not spent: execute spends it with the claim, and only when
 	 * the tool will run (not for a replay or a call still in flight) */
-	tgi_store_lock(g);
 	int rc = tgi_store_approval_find(g->store, binding, c->principal->name, &found, pending_id,
 	                                 &forged, err, sizeof err);
-	tgi_store_unlock(g);
 	if (rc < 0)
 		return tgi_stop(c, TG_DENIED, TG_ERR_NEEDS_APPROVAL, NULL,
 		                "the approval queue is unavailable (%s); the call was not run", err);
@@ -380,9 +374,7 @@ tgi_verdict tgi_approve(tgi_call *c)
 	row.reason = c->rule;
 	row.created_ms = tgi_unix_ms();
 	row.expires_ms = row.created_ms + (int64_t)g->cfg->approval_ttl_s * 1000;
-	tgi_store_lock(g);
 	rc = tgi_store_approval_add(g->store, &row, err, sizeof err);
-	tgi_store_unlock(g);
 	free(row.args);
 	free(row.plan);
 	if (rc < 0)

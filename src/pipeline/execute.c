@@ -286,7 +286,6 @@ tgi_verdict tgi_execute(tgi_call *c)
 	if (!(c->contract & TGI_T_READ_ONLY) && (c->idem_scope = make_scope(c))) {
 		tgi_idem_info info;
 		memset(&info, 0, sizeof info);
-		tgi_store_lock(g);
 		int lease = (t->timeout_s ? t->timeout_s : g->cfg->timeout_s) + g->cfg->lease_grace_s;
 		char binding[65];
 		binding_of(c, binding);
@@ -294,7 +293,6 @@ tgi_verdict tgi_execute(tgi_call *c)
 		int rc = tgi_store_idem_claim_spend(g->store, c->idem_scope, c->op_id, binding, lease,
 		                                    c->approval_spend[0] ? &spend : NULL, &info, err,
 		                                    sizeof err);
-		tgi_store_unlock(g);
 		if (rc == 0 && info.state != TGI_IDEM_UNAPPROVED)
 			memcpy(c->idem_binding, binding, sizeof c->idem_binding);
 		if (rc < 0) {
@@ -376,10 +374,8 @@ tgi_verdict tgi_execute(tgi_call *c)
 		/* no claim to spend it with (read-only, or no scope): spent now,
 		 * right before the handler */
 		int used = 0;
-		tgi_store_lock(g);
 		int rc = tgi_store_approval_use(g->store, c->approval_spend, c->principal->name,
 		                                c->approval_binding, &used, err, sizeof err);
-		tgi_store_unlock(g);
 		if (rc < 0) {
 			tgi_trace(c, "execute", 0, NULL);
 			return tgi_stop(c, TG_FAILED, TG_ERR_TRANSIENT, NULL,

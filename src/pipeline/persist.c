@@ -83,9 +83,7 @@ void tgi_persist(tgi_call *c)
 	char manifest[65] = "", before[65] = "";
 	if (c->session[0]) {
 		tgi_manifest_get(g, manifest);
-		tgi_store_lock(g);
 		int mr = tgi_store_session_manifest(g->store, c->session, before, err, sizeof err);
-		tgi_store_unlock(g);
 		if (mr == 0 && before[0] && manifest[0] && strcmp(before, manifest))
 			tgi_event_add(c, "tool.manifest.changed", "persist",
 			              json_pack("{s:s, s:s}", "from", before, "to", manifest));
@@ -131,10 +129,8 @@ void tgi_persist(tgi_call *c)
 		.manifest = manifest[0] ? manifest : NULL,  /* not known yet: kept as it was */
 		.idem_binding = c->idem_binding[0] ? c->idem_binding : NULL,
 	};
-	tgi_store_lock(g);
 	int rc = tgi_store_record(g->store, &op, c->events, c->nevents, c->idem_scope, c->settle, err,
 	                          sizeof err);
-	tgi_store_unlock(g);
 	free(env_text);
 
 	if (rc == 0) {

@@ -123,7 +123,7 @@ static int check(tgi_store *s, const unsigned char machine[TGI_KEY_BYTES],
 	return 0;
 }
 
-int tgi_store_identify(tgi_store *s, const tgi_key_source *key, int flags, char *err,
+int tgi_identity_check(tgi_store *s, const tgi_key_source *key, int flags, char *err,
                        size_t errlen)
 {
 	unsigned char machine[TGI_KEY_BYTES];
@@ -131,6 +131,7 @@ int tgi_store_identify(tgi_store *s, const tgi_key_source *key, int flags, char 
 	char shown[512], why[768];
 	int found = 0, made = 0, rc;
 
+	TGI_STORE_HELD(s);
 	if (flags & TGI_STORE_MEMORY) {
 		one_off(s);
 		return 0;
@@ -179,16 +180,17 @@ const unsigned char *tgi_store_mask_key(const tgi_store *s)
 	return s && s->keyed ? s->mask_key : NULL;
 }
 
-int tgi_store_adopt(tgi_store *s, const tgi_key_source *key, tgi_ledger_rows *rows, char *err,
-                    size_t errlen)
+int tgi_identity_adopt(tgi_store *s, const tgi_key_source *key, tgi_ledger_rows *rows,
+                       char *err, size_t errlen)
 {
 	unsigned char machine[TGI_KEY_BYTES];
 	tgi_ledger_ident id;
 	char shown[512];
 	int made = 0, v = 0;
 
+	TGI_STORE_HELD(s);
 	memset(rows, 0, sizeof *rows);
-	if (tgi_store_schema_version(s, &v, err, errlen) < 0)
+	if (s->impl->schema_version(s, &v, err, errlen) < 0)
 		return -1;
 	if (v != TGI_STORE_SCHEMA_VERSION) {
 		tgi_snprintf(err, errlen,

@@ -17,6 +17,9 @@
 
 #include "store/store.h"
 
+#include <assert.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* A ledger's identity row (table ledger; identity.c). */
@@ -116,6 +119,12 @@ int tgi_key_load(const tgi_key_source *src, unsigned char key[TGI_KEY_BYTES], ch
 
 struct tgi_store {
 	const tgi_store_impl *impl;
+	/* the handle's lock (store.c): every function of impl runs holding it,
+	 * and holder names the thread that holds it (tgi_store_held); serial
+	 * tells this handle apart from every other one made by the process */
+	pthread_mutex_t       mu;
+	_Atomic uintptr_t     holder;
+	uint64_t              serial;
 	/* the ledger's identity and the keys derived for it from the machine
 	 * key (mac.c); keyed 0 until tgi_store_keys_derive */
 	int           keyed;
@@ -126,6 +135,30 @@ struct tgi_store {
 	 * opened only with TGI_STORE_FOREIGN_OK, unkeyed, writes refused */
 	char          foreign[1024];
 };
+
+/*
+ * The handle's lock (store.c).  store.c takes it around each call through
+ * the table, so an implementation runs one call of a handle at a time, as
+ * on a connection of its own, whatever the callers' threads.  A handle is
+ * made held: an implementation's open calls tgi_store_init first (the
+ * opener holds it through the checks of tgi_store_open), and its close
+ * calls tgi_store_fini last, holding it, before it frees the handle.  A
+ * function that needs the lock begins with TGI_STORE_HELD(s): kept in
+ * every build, it costs a load and a compare.  Watches have connections
+ * of their own: a watch's wait and close never take it.
+ */
+void tgi_store_init(tgi_store *s, const tgi_store_impl *impl);
+void tgi_store_fini(tgi_store *s);
+/* Does the calling thread hold s's lock? */
+int  tgi_store_held(const tgi_store *s);
+#define TGI_STORE_HELD(s) assert(tgi_store_held(s))
+
+/* The identity (identity.c), with s's lock held: tgi_store_identify and
+ * tgi_store_adopt are these under the lock. */
+int tgi_identity_check(tgi_store *s, const tgi_key_source *key, int flags, char *err,
+                       size_t errlen);
+int tgi_identity_adopt(tgi_store *s, const tgi_key_source *key, tgi_ledger_rows *rows,
+                       char *err, size_t errlen);
 
 /* The identity's MAC under the machine key (mac.c): HMAC over its own
  * domain and the id, bound and created_ms, each length-prefixed. */

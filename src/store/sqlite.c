@@ -614,6 +614,7 @@ static int st_prepare(sq *s, enum st id)
  * Returns SQLITE_ROW, SQLITE_DONE or an error code. */
 static int st_stepv(sq *s, enum st id, const char *fmt, va_list ap)
 {
+	TGI_STORE_HELD(&s->base);   /* the connection is NOMUTEX: one thread at a time */
 	int rc = st_prepare(s, id);
 	if (rc != SQLITE_OK)
 		return rc;
@@ -1203,7 +1204,7 @@ int tgi_sqlite_open(const char *path, int flags, tgi_store **out, char *err, siz
 		return -1;
 	}
 	sq *s = tgi_xcalloc(1, sizeof *s);
-	s->base.impl = &sqlite_impl;
+	tgi_store_init(&s->base, &sqlite_impl);
 	s->sync_full = flags & TGI_STORE_SYNC_FULL ? 1 : 0;
 	s->no_migrate = flags & TGI_STORE_NO_MIGRATE ? 1 : 0;
 	s->must_exist = flags & TGI_STORE_MUST_EXIST ? 1 : 0;
@@ -1239,6 +1240,7 @@ static void sq_close(tgi_store *base)
 		pthread_mutex_destroy(&s->ckpt.mu);
 		pthread_cond_destroy(&s->ckpt.cv);
 	}
+	tgi_store_fini(&s->base);
 	free(s);
 }
 

@@ -84,8 +84,14 @@ int tgi_store_is_url(const char *where);
  * by the next function that needs it; until then they fail with a sentence
  * and tgi_store_transient() says so.
  *
- * As with a database connection, a handle is not used across fork(), and
- * by one thread at a time (the gate's store lock), except tgi_store_watch_*.
+ * As with a database connection, a handle is not used across fork().
+ * Threads share a handle with no lock of their own: each function below
+ * holds the handle's lock while it runs (store.c), so the calls on one
+ * handle run one at a time, as SQLite's FULLMUTEX connections do; a
+ * callback given to a function (migrate's, export's) runs under that lock
+ * and must not use the handle.  Two calls are two: other threads and
+ * other processes may write between them.  tgi_store_close is the last
+ * call, made when no other thread will use the handle again.
  */
 int  tgi_store_open(const char *where, int flags, tgi_store **out, char *err, size_t errlen);
 void tgi_store_close(tgi_store *s);
@@ -110,6 +116,22 @@ void tgi_store_close(tgi_store *s);
  */
 int tgi_store_open_keyed(const char *where, int flags, const tgi_key_source *key,
                          tgi_store **out, char *err, size_t errlen);
+
+/*
+ * Open the ledger a configuration names (open.c), as a gate and the ledger
+ * commands do: where it is (cfg->store, a file or a URL), its sync
+ * (cfg->sync_full) and the machine key's source (cfg->key_env, key_file),
+ * with tgi_store_open_keyed.  flags: TGI_STORE_NO_MIGRATE and
+ * TGI_STORE_FOREIGN_OK as there, and these two, which apply to a ledger
+ * file only:
+ */
+#define TGI_STORE_EXISTING  32  /* a ledger file that is there (MUST_EXIST); when there is
+                                 * none, an empty one in memory (MEMORY) and *missing 1 */
+#define TGI_STORE_STATE_DIR 64  /* without EXISTING: check (and make) the workspace's state
+                                 * directory first (tgi_state_dir_open) */
+struct tgi_config;
+int tgi_store_open_for(const struct tgi_config *cfg, int flags, tgi_store **out, int *missing,
+                       char *err, size_t errlen);
 
 /* Check (or give, when new and empty) the identity of s, as open does: for
  * a ledger migrated after an open with TGI_STORE_NO_MIGRATE.  flags:
@@ -154,9 +176,11 @@ const char *tgi_store_kind(const tgi_store *s);
  * on every call, since several processes may use one SQLite ledger too.) */
 int tgi_store_shared(const tgi_store *s);
 
-/* 1 when the last failure of this handle was the database being out of
- * reach (connection lost, server shutting down, reconnect backoff): a retry
- * later may succeed.  0 after a success or any other failure. */
+/* 1 when the last failure of this handle, in the calling thread's last
+ * call on it, was the database being out of reach (connection lost, server
+ * shutting down, reconnect backoff): a retry later may succeed.  0 after a
+ * success or any other failure.  (A thread that made no call on the handle
+ * yet: what its last call, by any thread, met.) */
 int tgi_store_transient(const tgi_store *s);
 
 /* ---- schema: versioned migrations, numbered alike for both stores ---- */
@@ -175,7 +199,8 @@ int tgi_store_schema_version(tgi_store *s, int *version, char *err, size_t errle
  * migration's number before it is applied (or, with dry_run, instead).
  * A `to` below the current version is refused (migrations only go
  * forward), as is a schema ahead of this program.  A failed migration
- * leaves the schema at the version before it. */
+ * leaves the schema at the version before it.  fn runs under the handle's
+ * lock: it must not use s. */
 int tgi_store_migrate(tgi_store *s, int to, int dry_run, void (*fn)(void *arg, int n), void *arg,
                       char *err, size_t errlen);
 
@@ -539,8 +564,8 @@ typedef struct tgi_watch tgi_watch;
 
 /* A watch on s for what: SQLite watches the ledger's files (inotify, a
  * plain timeout where it cannot), PostgreSQL LISTENs on a connection of
- * its own, so a watch is used without the gate's store lock, by one
- * thread, and never touches s's connection.  Open the watch before the
+ * its own, so a watch never takes s's lock or touches its connection (a
+ * wait holds up no call on s); a watch is used by one thread.  Open the watch before the
  * first look at the store, so that no change between the two is missed. */
 int  tgi_store_watch_open(tgi_store *s, tgi_watch_what what, tgi_watch **out, char *err,
                           size_t errlen);
@@ -564,7 +589,8 @@ void tgi_store_watch_close(tgi_watch *w);
  * row (its process died while the tool ran) as {claim: {scope, op_id,
  * state, binding, created_ms}}.  All of it from one snapshot of the
  * ledger.  fn owns nothing; a non-zero return stops the export (and is
- * returned); an op whose events cannot be read back fails it (-1). */
+ * returned); an op whose events cannot be read back fails it (-1).  fn
+ * runs under the handle's lock: it must not use s. */
 int tgi_store_export(tgi_store *s, int64_t since_ms, int (*fn)(void *arg, json_t *row), void *arg,
                      char *err, size_t errlen);
 

@@ -55,6 +55,8 @@
 #include "util/dl.h"
 #include "util/util.h"
 
+#include "store_hammer.h"
+
 static const char *base_url; /* $TOOLGATE_TEST_PG */
 
 /* A store call that must succeed: its sentence (in err) shown if not. */
@@ -1190,6 +1192,17 @@ static void test_eval_same_as_sqlite(void **state)
 	}
 }
 
+/* One handle shared by threads with no lock of theirs: the handle locks
+ * itself around each round trip (store_hammer.h). */
+static void test_shared_handle(void **state)
+{
+	struct fx *f = *state;
+	char why[512] = "";
+	hammer_run(f->s, why, sizeof why);
+	if (why[0])
+		fail_msg("%s", why);
+}
+
 int main(void)
 {
 	char err[512];
@@ -1212,6 +1225,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_transient_and_reconnect, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_record_lost_connection, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_other_host, setup_store, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_handle, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_watches, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_same_as_sqlite, setup_store, teardown),
 		cmocka_unit_test_setup_teardown(test_eval_same_as_sqlite, setup_store, teardown),
