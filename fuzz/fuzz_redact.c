@@ -1,5 +1,5 @@
 /*
- * fuzz_redact.c — libFuzzer target for redaction (src/mw/redact.c):
+ * fuzz_redact.c — libFuzzer target for redaction (src/record/redact.c):
  * arbitrary bytes through tgi_redact_text, and, when they parse as JSON,
  * through tgi_redact_json and tgi_schema_sensitive_keys; with the built-in
  * redactor and with a configured one (keys and a pattern of its own).

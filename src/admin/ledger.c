@@ -1,7 +1,7 @@
 /*
  * ledger.c — the ledger on its own, without a gate: `toolgate migrate`
  * (the schema's versioned migrations), `toolgate ledger export` (the
- * history as JSON lines, src/ledger.h) and `toolgate ledger import` (those
+ * history as JSON lines, src/admin/ledger.h) and `toolgate ledger import` (those
  * lines into another ledger, SQLite or PostgreSQL).
  *
  * An import writes each op as the gate recorded it: one tgi_store_record

@@ -2,7 +2,7 @@
  * sbmask.h — the entries below a root that a matcher picks, found by a
  * bounded walk and remembered between runs (src/exec/sbmask.c).  The
  * gate uses it to turn read rules with globs (`read_file(**` `/.env)`) into
- * the concrete paths a sandbox hides (tgi_sb_spec.mask; src/readmask.c).
+ * the concrete paths a sandbox hides (tgi_sb_spec.mask; src/pipeline/readmask.c).
  *
  * The walk is depth first from the root's fd, each directory opened with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), never following a

@@ -1,5 +1,5 @@
 /*
- * batch.h — parallel batches: the planner and the runner (src/exec/batch.c).
+ * batch.h — parallel batches: the planner and the runner (src/gate/batch.c).
  *
  * A batch is cut into ordered segments; a call never jumps an earlier
  * barrier.  The calls of one segment run at once on the gate's pool; the

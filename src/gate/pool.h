@@ -1,5 +1,5 @@
 /*
- * pool.h — a small fixed pool of worker threads (src/exec/pool.c).
+ * pool.h — a small fixed pool of worker threads (src/gate/pool.c).
  *
  * One pool per gate.  Its workers (a fixed number, started together on the
  * first submit, joined by tgi_pool_free) take tasks from one FIFO queue.

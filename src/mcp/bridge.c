@@ -31,7 +31,7 @@
  * schema, annotations and title.  A trusted server flipping readOnlyHint
  * is a change like a new description.
  *
- * Calls (src/tools/bridged.c) hold the server's connection through
+ * Calls (src/mcp/bridged.c) hold the server's connection through
  * tgi_bridge_call_begin/end, so it is closed only when no call uses it.
  * The server's own requests (elicitation/create, sampling/createMessage)
  * and its log messages carry nothing that says which of our calls they

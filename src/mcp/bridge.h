@@ -126,7 +126,7 @@ int tgi_bridge_explain(tgi_bridge *b, const char *name, char *out, size_t cap);
 void tgi_bridge_stop(tgi_bridge *b);
 void tgi_bridge_free(tgi_bridge *b); /* after the registry is freed; NULL is fine */
 
-/* ---- between the bridge and its tools' handler (src/tools/bridged.c) ---- */
+/* ---- between the bridge and its tools' handler (src/mcp/bridged.c) ---- */
 
 struct tgi_exec_ctx;
 struct tgi_tool_out;

@@ -1,5 +1,5 @@
 /*
- * aliases.c — deprecated field names (mw.h): a step between decode and
+ * aliases.c — deprecated field names (mw.h, part.h): a step between decode and
  * validate, in the chain only when some configured tool or MCP server
  * declares aliases.
  *

@@ -1,5 +1,5 @@
 /*
- * client_args.c — arguments a client adds on its own (mw.h): a step
+ * client_args.c — arguments a client adds on its own (mw.h, part.h): a step
  * between decode and validate, in every chain; it acts only on a request
  * that names such arguments (tg_request.client_args: toolgate serve names
  * Gemini CLI's wait_for_previous and the configuration's

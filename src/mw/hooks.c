@@ -1,5 +1,5 @@
 /*
- * hooks.c — before- and after-hooks around every call (DESIGN §4, mw.h).
+ * hooks.c — before- and after-hooks around every call (DESIGN §4, mw.h, part.h).
  *
  *   hooks:
  *     before_tool_call: [{command: [argv...], tools: [globs], timeout_s: 30,

@@ -1,5 +1,5 @@
 /*
- * loop.c — loop detection (mw.h): a model that repeats itself is told so,
+ * loop.c — loop detection (mw.h, part.h): a model that repeats itself is told so,
  * then stopped.
  *
  * Every call of a session that ran to an answer goes into the session's

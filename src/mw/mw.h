@@ -4,7 +4,7 @@
  *
  * Each part is built once when the gate opens, from its configuration
  * section (a bad section is refused there, with file:line), and then runs
- * as steps of the gate's chain (gate.c), which is also built at open and
+ * as steps of the gate's chain (gate/gate.c), which is also built at open and
  * holds a step only when its part is configured: a gate without hooks has
  * no hook step and pays nothing for it (nginx's phase handlers).
  *

@@ -1,5 +1,5 @@
 /*
- * shell_patch.c — Codex's apply_patch through the shell (mw.h): a step
+ * shell_patch.c — Codex's apply_patch through the shell (mw.h, part.h): a step
  * between decode and validate, in every chain; it acts only on a shell
  * call that is one of the forms Codex intercepts.
  *

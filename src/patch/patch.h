@@ -188,7 +188,7 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
  * does not know, or unreadable, is kept and named).
  *
  * The gate's start is the one caller that settles what it finds
- * (finish_patches in gate.c: the claims of the calls rolled back);
+ * (finish_patches in gate/gate.c: the claims of the calls rolled back);
  * `toolgate apply-patch` opens a gate for it.
  */
 int tgi_patch_recover(int ws_fd, int journal_fd, tgi_strv *undone, json_t *kept, char *err,

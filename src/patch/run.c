@@ -4,7 +4,7 @@
  *
  * The journal lives in <state>/journal (<workspace>/.toolgate/journal);
  * leftovers of a crashed commit there are finished when a gate opens
- * (finish_patches in gate.c: the files, and the ledger's claim of the
+ * (finish_patches in gate/gate.c: the files, and the ledger's claim of the
  * call whose patch it was), and before `toolgate apply-patch` applies
  * anything, by opening a gate there for it: one recovery, whoever comes
  * first -- never while a gate runs, where another call's commit may be in

@@ -1,6 +1,6 @@
 /*
  * rulecheck.h — the configuration's permission rules against the tools
- * there are (src/rulecheck.c).
+ * there are (src/policy/rulecheck.c).
  *
  * A rule that names no tool, or an argument its tool does not have, never
  * matches: a deny that denies nothing.  So the rules are compiled when the

@@ -1,5 +1,5 @@
 /*
- * test_batch.c — parallel batches (src/exec/batch.c, src/exec/pool.c):
+ * test_batch.c — parallel batches (src/gate/batch.c, src/gate/pool.c):
  * the segment planner on its own (readers together, an overlapping writer
  * apart, barriers splitting, order kept, idempotency scopes), the pool,
  * and real batches through a gate: results in call order with the effects

@@ -1,5 +1,5 @@
 /*
- * test_events.c — the event sinks (src/mw/events.c) and tg_log_follow
+ * test_events.c — the event sinks (src/record/events.c) and tg_log_follow
  * (src/admin/follow.c): the `events:` section refused with file:line when it is
  * wrong; JSONL lines whole and parseable when two sinks (two gates, two
  * processes) share the file; every event to every socket subscriber; a

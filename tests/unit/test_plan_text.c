@@ -1,5 +1,5 @@
 /*
- * test_plan_text.c — what a person is shown of a call (src/plan_text.c):
+ * test_plan_text.c — what a person is shown of a call (src/pipeline/plan_text.c):
  * a write's plan (its path and diff, in git's colours or none), a patch's
  * files, a command's argv quoted as a shell needs it (quotes, $'...' for
  * control characters), workdir, sandbox, network hosts, timeout and

@@ -1,5 +1,5 @@
 /*
- * test_redact.c — redaction (src/mw/redact.c): every built-in secret
+ * test_redact.c — redaction (src/record/redact.c): every built-in secret
  * pattern (what it masks, and the near misses it must leave alone), keys
  * at any depth, x-sensitive properties, the no-copy fast path, the 4 KiB
  * cut of the logged args, configured keys and patterns (and the file:line

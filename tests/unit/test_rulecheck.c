@@ -1,6 +1,6 @@
 /*
  * test_rulecheck.c — the configuration's rules against the tools there are
- * (src/rulecheck.c), and Claude Code's rules through the whole gate.
+ * (src/policy/rulecheck.c), and Claude Code's rules through the whole gate.
  *
  * A rule naming no tool, or an argument its tool lacks, must not load: the
  * gate refuses to open with the rule's file:line:col, its key path and a
