@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 
 #define INPUT_MAX (256u << 10)

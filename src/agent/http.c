@@ -65,7 +65,7 @@
 #include <time.h>
 
 #include "util/dl.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 
 #define CONNECT_TIMEOUT_MS 10000L

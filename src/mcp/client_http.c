@@ -22,7 +22,7 @@
 
 #include "util/dl.h"
 #include "mcp/client_int.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 
 #define DELETE_TIMEOUT_MS      2000

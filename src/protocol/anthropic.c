@@ -51,7 +51,7 @@
 #include <string.h>
 
 #include "protocol/protocol.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 
 #define ANTHROPIC_MAX  TGI_SSE_MAX  /* bytes of one reply, either form */

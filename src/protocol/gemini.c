@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "protocol/protocol.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 
 #define GEMINI_MAX       TGI_SSE_MAX  /* bytes of one response or stream */

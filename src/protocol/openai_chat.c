@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 
 #define CHAT_API       "openai-chat"

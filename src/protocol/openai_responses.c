@@ -52,7 +52,7 @@
 #include <string.h>
 
 #include "protocol/protocol.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 
 #define API      "openai-responses"

@@ -29,7 +29,7 @@
 #include <limits.h>
 
 #include "protocol/protocol.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 #include "fixture.h"
 

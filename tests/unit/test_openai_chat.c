@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "protocol/protocol.h"
-#include "protocol/sse.h"
+#include "util/sse.h"
 #include "util/util.h"
 #include "fixture.h"
 

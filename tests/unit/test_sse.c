@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "protocol/sse.h"
+#include "util/sse.h"
 
 #define MAX_EVENTS 4
 

@@ -19,7 +19,7 @@
  * both capped at TGI_SSE_MAX).  Must not: parse or judge the data (the
  * protocol files do).
  */
-#include "protocol/sse.h"
+#include "util/sse.h"
 
 #include <string.h>
 
