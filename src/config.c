@@ -2049,3 +2049,13 @@ int tgi_config_find(const char *path, const char *from, tgi_config **out, char *
 		return load_file(env, FROM_ENV, out, err, errlen);
 	return search(from, out, err, errlen);
 }
+
+const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap)
+{
+	const char **v = tgi_xcalloc(cfg->nprofiles + 1, sizeof *v);
+	for (size_t i = 0; i < cfg->nprofiles; i++)
+		v[i] = cfg->profiles[i].name;
+	tgi_names_join(out, cap, v, cfg->nprofiles);
+	free(v);
+	return out;
+}

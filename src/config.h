@@ -284,4 +284,8 @@ int     tgi_srcmap_lookup(const tgi_srcmap *m, const char *ptr, int *line, int *
 int     tgi_srcmap_lookup_key(const tgi_srcmap *m, const char *ptr, int *line, int *col);
 void    tgi_srcmap_free(tgi_srcmap *m);
 
+/* The configured profiles' names, "a, b, c" (as many as fit, then how many
+ * more), into out; returns out.  For the sentence that refuses an unknown one. */
+const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap);
+
 #endif

@@ -29,6 +29,13 @@ struct tgi_registry {
 	tgi_tool       *cfg_rows; /* owned rows of configured tools */
 	pthread_rwlock_t mu;      /* guards v, n, retired */
 	pthread_mutex_t avail_mu; /* guards the availability cache */
+	tgi_tool_source source;   /* what offers tools that come and go (zero: none) */
+	void          (*listed_fn)(void *arg, const char *name);  /* set before calls run */
+	void           *listed_arg;
+	char          manifest[65];   /* sha256 of the gate's profile's definitions */
+	int           manifest_fresh; /* manifest is for the tools as they are now */
+	unsigned      manifest_gen;   /* counts changes of the tools */
+	pthread_mutex_t manifest_mu;  /* guards the three above */
 };
 
 static const tgi_tool *const builtin_rows[] = {
@@ -172,6 +179,7 @@ int tgi_registry_build(const tgi_config *cfg, tgi_registry **out, char *err, siz
 	r->cfg_rows = tgi_xcalloc(cfg->ntools ? cfg->ntools : 1, sizeof *r->cfg_rows);
 	pthread_rwlock_init(&r->mu, NULL);
 	pthread_mutex_init(&r->avail_mu, NULL);
+	pthread_mutex_init(&r->manifest_mu, NULL);
 
 	for (size_t i = 0; i < nb; i++)
 		if (add_entry(r, builtin_rows[i], NULL, NULL, cfg, err, errlen) < 0)
@@ -219,6 +227,7 @@ void tgi_registry_free(tgi_registry *r)
 	free(r->cfg_rows);
 	pthread_rwlock_destroy(&r->mu);
 	pthread_mutex_destroy(&r->avail_mu);
+	pthread_mutex_destroy(&r->manifest_mu);
 	free(r);
 }
 
@@ -404,4 +413,141 @@ int tgi_registry_in_profile(const tgi_config *cfg, const char *profile, const tg
 unsigned tgi_contract(const tgi_tool *t, const json_t *args)
 {
 	return t->flags_for ? t->flags_for(t->flags, args) : t->flags;
+}
+
+/* ---- a source of tools, and what is listed ---- */
+
+void tgi_registry_set_source(tgi_registry *r, const tgi_tool_source *src)
+{
+	r->source = *src;
+}
+
+const tgi_entry *tgi_registry_need(tgi_registry *r, const char *name)
+{
+	const tgi_entry *e = tgi_registry_find(r, name);
+	if (!e && r->source.need && r->source.need(r->source.arg, name))
+		e = tgi_registry_find(r, name);
+	return e;
+}
+
+void tgi_registry_need_all(tgi_registry *r)
+{
+	if (r->source.need_all)
+		r->source.need_all(r->source.arg);
+}
+
+int tgi_registry_all_listed(tgi_registry *r)
+{
+	return !r->source.all_listed || r->source.all_listed(r->source.arg);
+}
+
+int tgi_registry_explain(tgi_registry *r, const char *name, char *out, size_t cap)
+{
+	return r->source.explain && r->source.explain(r->source.arg, name, out, cap);
+}
+
+void tgi_registry_on_change(tgi_registry *r, void (*fn)(void *arg), void *arg)
+{
+	if (r->source.on_change)
+		r->source.on_change(r->source.arg, fn, arg);
+}
+
+void tgi_registry_on_listed(tgi_registry *r, void (*fn)(void *arg, const char *name), void *arg)
+{
+	r->listed_fn = fn;
+	r->listed_arg = arg;
+}
+
+void tgi_registry_listed(tgi_registry *r, const char *name)
+{
+	if (r->listed_fn)
+		r->listed_fn(r->listed_arg, name);
+}
+
+void tgi_registry_changed(tgi_registry *r)
+{
+	pthread_mutex_lock(&r->manifest_mu);
+	r->manifest_gen++;
+	r->manifest_fresh = 0;
+	pthread_mutex_unlock(&r->manifest_mu);
+}
+
+json_t *tgi_tool_def(const tgi_entry *e)
+{
+	unsigned f = e->row->flags;
+	char title[160];
+	tgi_tool_title(e->row, title, sizeof title);
+	/* read-only is never destructive; anything else may be, as MCP reads a missing hint.
+	 * The schemas are copied, not shared: calls on several threads list the
+	 * tools at once (the manifest, tools/list), and a shared reference count
+	 * would be touched by all of them */
+	json_t *d = json_pack("{s:s, s:s, s:s, s:o, s:s, s:{s:b, s:b, s:b, s:b}}", "name",
+	                      e->row->name, "title", title, "description",
+	                      e->row->description ? e->row->description : "", "input_schema",
+	                      json_deep_copy(e->schema_json), "category", e->row->category, "annotations",
+	                      "readOnlyHint", (f & TGI_T_READ_ONLY) != 0, "destructiveHint",
+	                      (f & TGI_T_DESTRUCTIVE) != 0, "idempotentHint",
+	                      (f & (TGI_T_IDEMPOTENT | TGI_T_READ_ONLY)) != 0, "openWorldHint",
+	                      e->row->handler == tgi_command_run || e->row->mcp_result);
+	if (e->output_schema)
+		json_object_set_new(d, "output_schema", json_deep_copy(e->output_schema));
+	return d;
+}
+
+json_t *tgi_registry_defs(tgi_registry *r, const tgi_config *cfg, const char *profile,
+                          char **errmsg)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < tgi_registry_count(r); i++) {
+		const tgi_entry *e = tgi_registry_at(r, i);
+		int in = tgi_registry_in_profile(cfg, profile, e);
+		if (in < 0) {
+			json_decref(arr);
+			char names[512];
+			tgi_fail(errmsg, "unknown profile \"%s\"; the profiles are %s", profile,
+			         tgi_profile_names(cfg, names, sizeof names));
+			return NULL;
+		}
+		if (!in || tgi_registry_available(r, e, NULL, 0) != 1)
+			continue;
+		json_array_append_new(arr, tgi_tool_def(e));
+	}
+	return arr;
+}
+
+int tgi_registry_digest(tgi_registry *r, const tgi_config *cfg, const char *profile,
+                        char out[65], char **errmsg)
+{
+	json_t *defs = tgi_registry_defs(r, cfg, profile, errmsg);
+	if (!defs)
+		return -1;
+	char *text = tgi_json_canonical(defs);
+	tgi_sha256_hex(text, strlen(text), out);
+	free(text);
+	json_decref(defs);
+	return 0;
+}
+
+void tgi_registry_manifest(tgi_registry *r, const tgi_config *cfg, const char *profile,
+                           char out[65])
+{
+	char d[65];
+	if (!tgi_registry_all_listed(r)) {
+		out[0] = '\0';                 /* a source has not listed yet: not known */
+		return;
+	}
+	pthread_mutex_lock(&r->manifest_mu);
+	int fresh = r->manifest_fresh;
+	unsigned gen = r->manifest_gen;
+	memcpy(out, r->manifest, sizeof d);
+	pthread_mutex_unlock(&r->manifest_mu);
+	if (fresh || tgi_registry_digest(r, cfg, profile, d, NULL) < 0)
+		return;
+	pthread_mutex_lock(&r->manifest_mu);
+	if (r->manifest_gen == gen) {
+		memcpy(r->manifest, d, sizeof d);
+		r->manifest_fresh = 1;
+	}
+	pthread_mutex_unlock(&r->manifest_mu);
+	memcpy(out, d, sizeof d);
 }

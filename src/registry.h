@@ -255,6 +255,76 @@ int  tgi_registry_put(tgi_registry *r, const tgi_tool *row, const json_t *input_
                       char *err, size_t errlen);
 void tgi_registry_drop(tgi_registry *r, const char *name);
 
+/*
+ * A source of tools that come and go while the gate runs (the MCP bridge,
+ * a part of the chain): the registry asks it for a name it does not hold,
+ * before a listing, whether every tool is known yet, and why a name is
+ * missing.  Set once, by the part that owns it, while the gate opens; the
+ * registry names no source.  Without one each answer is "nothing more".
+ *   need        start what could offer name: 1 when it may be held now
+ *   need_all    start everything that offers tools (a listing)
+ *   all_listed  1 when every tool is known
+ *   explain     1 with a sentence in out saying why name is not offered
+ *   on_change   call fn(fnarg) (fn NULL: no one) when the tools change
+ */
+typedef struct tgi_tool_source {
+	int  (*need)(void *arg, const char *name);
+	void (*need_all)(void *arg);
+	int  (*all_listed)(void *arg);
+	int  (*explain)(void *arg, const char *name, char *out, size_t cap);
+	void (*on_change)(void *arg, void (*fn)(void *fnarg), void *fnarg);
+	void *arg;
+} tgi_tool_source;
+
+void tgi_registry_set_source(tgi_registry *r, const tgi_tool_source *src);
+/* The tool of this name; a name no tool has yet asks the source to start
+ * what could offer it and is looked up again (a built-in or configured
+ * tool starts nothing).  NULL: none. */
+const tgi_entry *tgi_registry_need(tgi_registry *r, const char *name);
+void tgi_registry_need_all(tgi_registry *r);
+int  tgi_registry_all_listed(tgi_registry *r);
+int  tgi_registry_explain(tgi_registry *r, const char *name, char *out, size_t cap);
+void tgi_registry_on_change(tgi_registry *r, void (*fn)(void *arg), void *arg);
+
+/* A source has listed its tools (name: which part of it, a bridged server):
+ * the function set with on_listed is told (any thread; NULL: no one).  The
+ * rules' check (gate/rulecheck.c) listens, to check the rules that may name
+ * those tools. */
+void tgi_registry_on_listed(tgi_registry *r, void (*fn)(void *arg, const char *name), void *arg);
+void tgi_registry_listed(tgi_registry *r, const char *name);
+
+/* The tools changed (one was put or dropped, or a row's availability
+ * moved): the manifest is computed again on its next read. */
+void tgi_registry_changed(tgi_registry *r);
+
+/* One tool's definition {name, title, description, input_schema,
+ * category, annotations[, output_schema]} (new reference). */
+json_t *tgi_tool_def(const tgi_entry *e);
+
+/* The definitions a model may use under profile, as they stand (no source
+ * is asked to start anything): as tg_tools_json documents them; NULL with
+ * *errmsg for an unknown profile. */
+json_t *tgi_registry_defs(tgi_registry *r, const struct tgi_config *cfg, const char *profile,
+                          char **errmsg);
+
+/* The sha256 of profile's definitions (canonical JSON) into out; -1 with
+ * *errmsg for an unknown profile. */
+int tgi_registry_digest(tgi_registry *r, const struct tgi_config *cfg, const char *profile,
+                        char out[65], char **errmsg);
+
+/* The manifest digest of profile, read by persist for each call with a
+ * session: computed on the first such call (listing the tools asks each
+ * one whether it is available, which may run a configured tool's check
+ * command: a gate whose calls have no session never pays for it), and
+ * again after tgi_registry_changed.  "" while the source has not listed
+ * every tool: they are not known then, and a call does not start them to
+ * know.  Computed outside the lock (a listing takes the source's and the
+ * registry's locks, and the source says a change holding none); kept only
+ * when the tools did not change meanwhile.  Two first calls may both
+ * compute it: the same answer. */
+void tgi_registry_manifest(tgi_registry *r, const struct tgi_config *cfg, const char *profile,
+                           char out[65]);
+
 /* The exposed title: row->title, else the name with '_' as spaces and the
  * first letter capitalised, into out. */
 void tgi_tool_title(const tgi_tool *t, char *out, size_t cap);

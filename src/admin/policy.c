@@ -16,7 +16,7 @@
 #include "exec/sandbox.h"
 #include "gate/gate.h"
 #include "mcp/bridge.h"
-#include "policy/rulecheck.h"
+#include "gate/rulecheck.h"
 #include "util/util.h"
 
 static char *dump(json_t *v, int pretty)

@@ -23,11 +23,10 @@
 #include "mw/mw.h"
 #include "mw/part.h"
 #include "exec/netgate.h"
-#include "mcp/bridge.h"
 #include "gate/batch.h"
 #include "admin/ledger.h"
 #include "patch/patch.h"
-#include "policy/rulecheck.h"
+#include "gate/rulecheck.h"
 #include "util/fs.h"
 #include "util/util.h"
 
@@ -376,6 +375,47 @@ static void hide_key_dir(tg_gate *g)
 	protect(g, norm);
 }
 
+static void rules_listed(void *g, const char *server)
+{
+	tgi_rulecheck_listed(g, server);
+}
+
+static int open_part(tg_gate *g, size_t i, const tg_options *o, char **errmsg)
+{
+	const tgi_part *p = tgi_parts[i];
+	char err[1024];
+	if (p->open && p->open(g, o, &g->part[i], err, sizeof err) < 0)
+		return tgi_fail(errmsg, "%s", err);
+	g->part_on[i] = !p->open || g->part[i] != NULL;
+	return 0;
+}
+
+/* The late parts (mw/part.h), once the ledger is open and settled: none
+ * has a step, so the chain built before stands. */
+static int open_late_parts(tg_gate *g, const tg_options *o, char **errmsg)
+{
+	for (size_t i = 0; tgi_parts[i]; i++) {
+		assert(!tgi_parts[i]->late || !tgi_parts[i]->step);
+		if (tgi_parts[i]->late && open_part(g, i, o, errmsg) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int tgi_gate_every_tool(tg_gate *g, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	int rc = 0;
+	for (size_t i = 0; tgi_parts[i] && rc == 0; i++)
+		if (tgi_parts[i]->late && !g->part_on[i] && open_part(g, i, NULL, &msg) < 0) {
+			tgi_snprintf(err, errlen, "%s", msg);
+			rc = -1;
+		}
+	free(msg);
+	tgi_registry_need_all(g->reg);
+	return rc;
+}
+
 static void chain_add(tg_gate *g, tgi_step step)
 {
 	assert(g->nchain < TGI_ARRAY_LEN(g->chain));   /* TGI_CHAIN_MAX holds every part */
@@ -419,11 +459,9 @@ static int open_parts(tg_gate *g, const tg_options *o, char **errmsg)
 	if (tgi_redactor_new(cfg, &g->redact, err, sizeof err) < 0)
 		return tgi_fail(errmsg, "%s", err);
 	for (size_t i = 0; tgi_parts[i]; i++) {
-		const tgi_part *p = tgi_parts[i];
 		assert(i < TGI_PARTS_MAX);
-		if (p->open && p->open(g, o, &g->part[i], err, sizeof err) < 0)
-			return tgi_fail(errmsg, "%s", err);
-		g->part_on[i] = !p->open || g->part[i] != NULL;
+		if (!tgi_parts[i]->late && open_part(g, i, o, errmsg) < 0)
+			return -1;
 	}
 	if (tgi_sinks_open(cfg, o->no_create, &g->sinks, err, sizeof err) < 0)
 		return tgi_fail(errmsg, "%s", err);
@@ -438,16 +476,6 @@ static int open_parts(tg_gate *g, const tg_options *o, char **errmsg)
 	}
 	build_chain(g);
 	return 0;
-}
-
-const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap)
-{
-	const char **v = tgi_xcalloc(cfg->nprofiles + 1, sizeof *v);
-	for (size_t i = 0; i < cfg->nprofiles; i++)
-		v[i] = cfg->profiles[i].name;
-	tgi_names_join(out, cap, v, cfg->nprofiles);
-	free(v);
-	return out;
 }
 
 static int profile_exists(const tgi_config *cfg, const char *name)
@@ -469,7 +497,6 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 
 	tg_gate *g = tgi_xcalloc(1, sizeof *g);
 	g->ws_fd = g->state_fd = -1;
-	pthread_mutex_init(&g->manifest_mu, NULL);
 	g->interactive = o->interactive;
 	g->net = tgi_netgate_new(NULL);
 
@@ -508,6 +535,8 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
+	/* a source's listing is checked against the rules that may name its tools */
+	tgi_registry_on_listed(g->reg, rules_listed, g);
 	if (tgi_rules_compile(g, errmsg) < 0 || load_execpolicy(g, errmsg) < 0 ||
 	    open_parts(g, o, errmsg) < 0)
 		goto fail;
@@ -537,11 +566,8 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 	                       fstatat(g->state_fd, "journal", &jst, AT_SYMLINK_NOFOLLOW) == 0)) &&
 	    finish_patches(g, errmsg) < 0)
 		goto fail;
-	/* no server starts here: the first call or listing that needs its tools does */
-	if (o->bridge && tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0) {
-		tgi_fail(errmsg, "%s", err);
+	if (open_late_parts(g, o, errmsg) < 0)
 		goto fail;
-	}
 	*out = g;
 	return 0;
 fail:
@@ -566,21 +592,21 @@ void tg_gate_close(tg_gate *g)
 {
 	if (!g)
 		return;
-	if (g->bridge)
-		tgi_bridge_stop(g->bridge);  /* no bridged call runs past here */
+	for (size_t i = 0; tgi_parts[i]; i++)   /* no call of a part runs past here */
+		if (g->part[i] && tgi_parts[i]->stop)
+			tgi_parts[i]->stop(g->part[i]);
 	tgi_pool_free(g->pool);
 	tgi_store_close(g->store);
 	tgi_registry_free(g->reg);
-	tgi_bridge_free(g->bridge);         /* its rows outlived the registry's entries */
+	for (size_t i = 0; tgi_parts[i]; i++)   /* a part's rows may outlive the registry's entries */
+		if (g->part[i] && tgi_parts[i]->close)
+			tgi_parts[i]->close(g->part[i]);
 	tgi_rulecheck_free(g->rulecheck);   /* no server lists any more */
 	tgi_netgate_free(g->net);           /* every call and bridged server has ended */
 	tgi_ruleset_free(g->rules);
 	tgi_execpolicy_free(g->execpolicy);
 	tgi_hostpath_free(g->hostpath);
 	tgi_sinks_close(g->sinks);
-	for (size_t i = 0; tgi_parts[i]; i++)
-		if (g->part[i] && tgi_parts[i]->close)
-			tgi_parts[i]->close(g->part[i]);
 	tgi_redactor_free(g->redact);
 	if (g->role_rules && g->cfg)
 		for (size_t i = 0; i < g->cfg->nroles; i++)
@@ -604,68 +630,15 @@ void tg_gate_close(tg_gate *g)
 		free(g->protected[i]);
 	free(g->protected);
 	tgi_config_free(g->cfg);
-	pthread_mutex_destroy(&g->manifest_mu);
 	free(g);
 }
 
-/* ---- definitions and operator actions ---- */
-
-json_t *tgi_tool_def(const tgi_entry *e)
-{
-	unsigned f = e->row->flags;
-	char title[160];
-	tgi_tool_title(e->row, title, sizeof title);
-	/* read-only is never destructive; anything else may be, as MCP reads a missing hint.
-	 * The schemas are copied, not shared: calls on several threads list the
-	 * tools at once (the manifest, tools/list), and a shared reference count
-	 * would be touched by all of them */
-	json_t *d = json_pack("{s:s, s:s, s:s, s:o, s:s, s:{s:b, s:b, s:b, s:b}}", "name",
-	                      e->row->name, "title", title, "description",
-	                      e->row->description ? e->row->description : "", "input_schema",
-	                      json_deep_copy(e->schema_json), "category", e->row->category, "annotations",
-	                      "readOnlyHint", (f & TGI_T_READ_ONLY) != 0, "destructiveHint",
-	                      (f & TGI_T_DESTRUCTIVE) != 0, "idempotentHint",
-	                      (f & (TGI_T_IDEMPOTENT | TGI_T_READ_ONLY)) != 0, "openWorldHint",
-	                      e->row->handler == tgi_command_run || e->row->mcp_result);
-	if (e->output_schema)
-		json_object_set_new(d, "output_schema", json_deep_copy(e->output_schema));
-	return d;
-}
-
-const tgi_entry *tgi_tool_find(tg_gate *g, const char *name)
-{
-	const tgi_entry *e = tgi_registry_find(g->reg, name);
-	if (!e && g->bridge && tgi_bridge_need_tool(g->bridge, name))
-		e = tgi_registry_find(g->reg, name);
-	return e;
-}
-
-/* The definitions as they stand: no bridged server is started. */
-static json_t *defs_now(tg_gate *g, const char *profile, char **errmsg)
-{
-	const char *p = profile ? profile : g->profile;
-	json_t *arr = json_array();
-	for (size_t i = 0; i < tgi_registry_count(g->reg); i++) {
-		const tgi_entry *e = tgi_registry_at(g->reg, i);
-		int in = tgi_registry_in_profile(g->cfg, p, e);
-		if (in < 0) {
-			json_decref(arr);
-			char names[512];
-			tgi_fail(errmsg, "unknown profile \"%s\"; the profiles are %s", p,
-			         tgi_profile_names(g->cfg, names, sizeof names));
-			return NULL;
-		}
-		if (!in || tgi_registry_available(g->reg, e, NULL, 0) != 1)
-			continue;
-		json_array_append_new(arr, tgi_tool_def(e));
-	}
-	return arr;
-}
+/* ---- definitions ---- */
 
 json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg)
 {
-	tgi_bridge_need_all(g->bridge); /* a listing: every server's tools are in it */
-	return defs_now(g, profile, errmsg);
+	tgi_registry_need_all(g->reg); /* a listing: every source's tools are in it */
+	return tgi_registry_defs(g->reg, g->cfg, profile ? profile : g->profile, errmsg);
 }
 
 char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
@@ -676,79 +649,10 @@ char *tg_tools_json(tg_gate *g, const char *profile, char **errmsg)
 	return s;
 }
 
-/* ---- events of no call ---- */
-
-int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
-                   const json_t *data, char *err, size_t errlen)
-{
-	json_t *d = data ? tgi_redact_json(g->redact, (json_t *)data, NULL) : NULL;
-	tgi_event ev = {.type = type, .stage = stage, .data = d, .ts_ms = tgi_unix_ms()};
-	int rc = tgi_store_event(g->store, op_id, &ev, err, errlen);
-	if (g->sinks) {
-		char ts[32];
-		tgi_iso8601(ev.ts_ms, ts);
-		json_t *line = json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:O?}", "seq", (json_int_t)ev.seq,
-		                         "ts", ts, "type", type, "stage", stage, "op_id", op_id, "data", d);
-		tgi_sinks_emit(g->sinks, line);
-		json_decref(line);
-	}
-	json_decref(d);
-	return rc;
-}
-
-/* ---- the manifest digest ---- */
-
-static int manifest_of(tg_gate *g, const char *profile, char out[65], char **errmsg)
-{
-	json_t *defs = defs_now(g, profile, errmsg);
-	if (!defs)
-		return -1;
-	char *text = tgi_json_canonical(defs);
-	tgi_sha256_hex(text, strlen(text), out);
-	free(text);
-	json_decref(defs);
-	return 0;
-}
-
-void tgi_manifest_update(tg_gate *g)
-{
-	pthread_mutex_lock(&g->manifest_mu);
-	g->manifest_gen++;
-	g->manifest_fresh = 0;
-	pthread_mutex_unlock(&g->manifest_mu);
-}
-
-/* Computed outside the lock (listing the tools takes the bridge's and the
- * registry's locks, and the bridge says a change while holding none); kept
- * only when the tools did not change meanwhile.  Two first calls may both
- * compute it: the same answer. */
-void tgi_manifest_get(tg_gate *g, char out[65])
-{
-	char d[65];
-	if (!tgi_bridge_all_listed(g->bridge)) {
-		out[0] = '\0';                 /* a server not started yet: not known */
-		return;
-	}
-	pthread_mutex_lock(&g->manifest_mu);
-	int fresh = g->manifest_fresh;
-	unsigned gen = g->manifest_gen;
-	memcpy(out, g->manifest, sizeof d);
-	pthread_mutex_unlock(&g->manifest_mu);
-	if (fresh || manifest_of(g, NULL, d, NULL) < 0)
-		return;
-	pthread_mutex_lock(&g->manifest_mu);
-	if (g->manifest_gen == gen) {
-		memcpy(g->manifest, d, sizeof d);
-		g->manifest_fresh = 1;
-	}
-	pthread_mutex_unlock(&g->manifest_mu);
-	memcpy(out, d, sizeof d);
-}
-
 int tg_tools_digest(tg_gate *g, const char *profile, char out[65], char **errmsg)
 {
 	if (errmsg)
 		*errmsg = NULL;
-	tgi_bridge_need_all(g->bridge); /* a listing */
-	return manifest_of(g, profile, out, errmsg);
+	tgi_registry_need_all(g->reg); /* a listing */
+	return tgi_registry_digest(g->reg, g->cfg, profile ? profile : g->profile, out, errmsg);
 }

@@ -77,7 +77,6 @@ struct tg_gate {
 	int           interactive;
 	tgi_pool     *pool;       /* owned: the batch workers (cfg->max_parallel - 1 of them; the
 	                             caller of a batch is the last), started on first use */
-	struct tgi_bridge *bridge;/* owned: downstream MCP servers (tg_options.bridge), or NULL */
 	struct tgi_rulecheck *rulecheck; /* owned: what the rules' check found (rulecheck.h) */
 	struct tgi_netgate *net;  /* owned: network by host (exec/netgate.h): the filtering
 	                             proxy, started on first need */
@@ -89,10 +88,6 @@ struct tg_gate {
 	 * part_on[i] whether it opened */
 	void         *part[TGI_PARTS_MAX];   /* owned, each by its part */
 	unsigned char part_on[TGI_PARTS_MAX];
-	char          manifest[65];   /* sha256 of the active profile's definitions */
-	int           manifest_fresh; /* manifest is for the tools as they are now */
-	unsigned      manifest_gen;   /* counts changes of the tools (bridged servers) */
-	pthread_mutex_t manifest_mu;  /* guards the three above */
 
 	/* the chain, built at open from the stages and the open parts: the
 	 * admit chain is chain[0, nadmit), the run chain chain[nadmit, nchain) */
@@ -128,19 +123,10 @@ tg_result  *tgi_call_finish(tgi_call *c);
 tgi_verdict tgi_call_judge(tgi_call *c);
 void        tgi_call_drop(tgi_call *c);
 
-/* One tool's definition {name, title, description, input_schema,
- * category, annotations[, output_schema]} (new reference). */
-json_t *tgi_tool_def(const tgi_entry *e);
-
 /* The definitions a model may use under profile (NULL: the gate's), as
  * tg_tools_json documents them; NULL with *errmsg (unknown profile).  A
  * listing: bridged servers not started yet are started first. */
 json_t *tgi_tool_defs(tg_gate *g, const char *profile, char **errmsg);
-
-/* The registered tool of this name; a name no tool has yet starts the
- * bridged server that could offer it (tgi_bridge_need_tool) and is looked
- * up again.  A built-in or configured tool starts nothing.  NULL: none. */
-const tgi_entry *tgi_tool_find(tg_gate *g, const char *name);
 
 /* Is the tool hidden from this principal's tool list: a bare deny rule
  * (global or one of its roles) names it, or it requires a grant that no
@@ -157,23 +143,12 @@ const tgi_principal_cfg *tgi_principal_of(tg_gate *g, const char *principal, con
  * many more), or the configured profiles' names, into out; returns out.
  * For the sentence that refuses an unknown one.  (src/pipeline/identify.c, src/gate/gate.c) */
 const char *tgi_principal_names(const tgi_config *cfg, char *out, size_t cap);
-const char *tgi_profile_names(const tgi_config *cfg, char *out, size_t cap);
 
-/* The manifest digest of the gate's profile, read by persist for each call
- * with a session: computed on the first such call (listing the tools asks
- * each one whether it is available, which may run a configured tool's
- * check command: a gate whose calls have no session never pays for it),
- * and again after tgi_manifest_update says the tools changed (bridged
- * servers).  "" while a bridged server has not been started: the tools
- * are not known then, and a call does not start them to know. */
-void tgi_manifest_update(tg_gate *g);
-void tgi_manifest_get(tg_gate *g, char out[65]);
-
-/* Record an event on its own (op_id NULL: of no call) in the ledger, then
- * fan it out to the sinks; data (borrowed, may be NULL) is redacted first.
- * 0, or -1 with err when the ledger write failed (the sinks still get it). */
-int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
-                   const json_t *data, char *err, size_t errlen);
+/* Open the late parts that are off (mw/part.h: the bridge when the
+ * caller did not ask for it) and ask every source for its tools: for a
+ * report that needs every tool (doctor, policy test).  Not while calls
+ * run.  0, or -1 with err (a part that would not open). */
+int tgi_gate_every_tool(tg_gate *g, char *err, size_t errlen);
 
 /* The files the gate's start left while undoing interrupted patches
  * (finish_patches in gate.c), each {tx, path, message}; NULL when none.

@@ -9,7 +9,7 @@
 #include "mw/part.h"
 
 extern const tgi_part tgi_part_shell_patch, tgi_part_client_args, tgi_part_aliases,
-	tgi_part_loop, tgi_part_hooks, tgi_part_ratelimit;
+	tgi_part_loop, tgi_part_hooks, tgi_part_ratelimit, tgi_part_bridge;
 
 const tgi_part *const tgi_parts[] = {
 	&tgi_part_shell_patch,   /* after decode: Codex's apply_patch through the shell */
@@ -18,5 +18,6 @@ const tgi_part *const tgi_parts[] = {
 	&tgi_part_loop,          /* after identify, and before persist */
 	&tgi_part_ratelimit,     /* after decide */
 	&tgi_part_hooks,         /* after identify (after loop's step), and after persist */
+	&tgi_part_bridge,        /* no step: downstream MCP servers' tools (a late part) */
 	NULL,
 };

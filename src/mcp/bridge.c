@@ -79,6 +79,7 @@
 #include "exec/netgate.h"
 #include "exec/sandbox.h"
 #include "gate/gate.h"
+#include "mw/part.h"
 #include "mw/mw.h"
 #include "registry.h"
 #include "util/fs.h"
@@ -150,7 +151,7 @@ void tgi_br_record_event(tgi_bridge *b, const char *type, json_t *data)
 
 void tgi_br_changed(tgi_bridge *b)
 {
-	tgi_manifest_update(b->g);
+	tgi_registry_changed(b->g->reg);
 	lock(b);
 	void (*fn)(void *) = b->on_change;
 	void *arg = b->on_change_arg;
@@ -544,3 +545,67 @@ void tgi_bridge_free(tgi_bridge *b)
 	pthread_mutex_destroy(&b->list_mu);
 	free(b);
 }
+
+/* ---- the bridge as a part of the chain (mw/part.h) ----
+ *
+ * It has no step: it is a source of tools (registry.h), opened when the
+ * caller asks for bridged tools (tg_options.bridge) or on demand (a report
+ * that needs every tool), once the ledger is open (pins and events live
+ * there).  No server starts here: the first call or listing that needs
+ * its tools does. */
+
+static int source_need(void *b, const char *name)
+{
+	return tgi_bridge_need_tool(b, name);
+}
+
+static void source_need_all(void *b)
+{
+	tgi_bridge_need_all(b);
+}
+
+static int source_all_listed(void *b)
+{
+	return tgi_bridge_all_listed(b);
+}
+
+static int source_explain(void *b, const char *name, char *out, size_t cap)
+{
+	return tgi_bridge_explain(b, name, out, cap);
+}
+
+static void source_on_change(void *b, void (*fn)(void *), void *arg)
+{
+	tgi_bridge_on_change(b, fn, arg);
+}
+
+static int bridge_open(tg_gate *g, const tg_options *o, void **state, char *err, size_t errlen)
+{
+	tgi_bridge *b = NULL;
+	*state = NULL;
+	if (o && !o->bridge)
+		return 0;
+	if (tgi_bridge_new(g, &b, err, errlen) < 0)
+		return -1;
+	if (b)
+		tgi_registry_set_source(g->reg, &(tgi_tool_source){
+			.need = source_need, .need_all = source_need_all, .all_listed = source_all_listed,
+			.explain = source_explain, .on_change = source_on_change, .arg = b});
+	*state = b;
+	return 0;
+}
+
+static void bridge_stop(void *b)
+{
+	tgi_bridge_stop(b);
+}
+
+static void bridge_close(void *b)
+{
+	tgi_bridge_free(b);    /* its rows outlived the registry's entries */
+}
+
+const tgi_part tgi_part_bridge = {
+	.name = "bridge", .after = TGI_PHASE_DECODE, .late = 1, .open = bridge_open,
+	.stop = bridge_stop, .close = bridge_close,
+};

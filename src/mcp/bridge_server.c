@@ -22,7 +22,6 @@
 #include "exec/spawn.h"
 #include "gate/gate.h"
 #include "mw/mw.h"
-#include "policy/rulecheck.h"
 
 /* ---- the server's log: its stderr (s->log_mu) ---- */
 
@@ -184,7 +183,7 @@ static void last_words(srv *s, char *why, size_t cap)
  */
 static void after_listing(srv *s)
 {
-	tgi_rulecheck_listed(s->b->g, s->name);
+	tgi_registry_listed(s->b->g->reg, s->name);
 	tgi_buf names;
 	tgi_buf_init(&names, 4000);
 	lock(s->b);

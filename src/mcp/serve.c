@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "gate/gate.h"
-#include "mcp/bridge.h"
 #include "mcp/server.h"
 #include "util/util.h"
 
@@ -65,8 +64,7 @@ int tg_serve(tg_gate *g, const tg_serve_options *o, char **errmsg)
 		return tgi_fail(errmsg, "cannot make a pipe: %s", strerror(errno));
 
 	tgi_mcp_server *s = tgi_mcp_server_new(g, o);
-	if (g->bridge)
-		tgi_bridge_on_change(g->bridge, list_changed, s);
+	tgi_registry_on_change(g->reg, list_changed, s);
 	tgi_mcp_http *http = NULL;
 	int rc = 0;
 	if (o->http && tgi_mcp_http_start(s, o, &http, err, sizeof err) < 0) {
@@ -79,8 +77,7 @@ int tg_serve(tg_gate *g, const tg_serve_options *o, char **errmsg)
 		while (poll(&p, 1, -1) < 0 && errno == EINTR)
 			;
 	}
-	if (g->bridge)
-		tgi_bridge_on_change(g->bridge, NULL, NULL);
+	tgi_registry_on_change(g->reg, NULL, NULL);
 	tgi_mcp_http_stop(http);
 	tgi_mcp_server_free(s);
 	int r = wake[0], w = wake[1];

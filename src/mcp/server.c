@@ -54,7 +54,6 @@
 #include <unistd.h>
 
 #include "gate/gate.h"
-#include "mcp/bridge.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/result.h"
 #include "util/util.h"
@@ -451,7 +450,7 @@ static void tools_list(tgi_mcp_session *ss, json_t *id, json_t *params)
 	}
 	const tgi_principal_cfg *p = tgi_principal_of(g, ss->principal, ss->token);
 	if (p)
-		tgi_bridge_need_all(g->bridge); /* a listing: every server's tools are in it */
+		tgi_registry_need_all(g->reg); /* a listing: every server's tools are in it */
 	json_t *tools = json_array();
 	size_t seen = 0, i = 0;
 	const tgi_entry *e;
@@ -775,7 +774,7 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	                        .approve = cb_approve, .request = cb_request};
 	int tick = ss->s->o.progress_ms > 0 ? ss->s->o.progress_ms : DEFAULT_TICK_MS;
 	/* a bridged tool reports its server's own progress: no heartbeat mixed in */
-	const tgi_entry *e = tgi_tool_find(ss->s->g, cr->tool);
+	const tgi_entry *e = tgi_registry_need(ss->s->g->reg, cr->tool);
 	cr->own_progress = e && e->row->mcp_result;
 	cr->started_ms = tgi_now_ms();
 	cr->next_tick_ms = cr->started_ms + tick;

@@ -100,6 +100,12 @@ const tgi_strv *tgi_sinks_paths(const tgi_sinks *s);
  * subscriber. */
 void tgi_sinks_emit_call(tgi_sinks *s, const tgi_call *c);
 
+/* Record an event on its own (op_id NULL: of no call) in the ledger, then
+ * fan it out to the sinks; data (borrowed, may be NULL) is redacted first.
+ * 0, or -1 with err when the ledger write failed (the sinks still get it). */
+int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
+                   const json_t *data, char *err, size_t errlen);
+
 /* Fan out one event that belongs to no call (seq may be 0). */
 void tgi_sinks_emit(tgi_sinks *s, const json_t *event);
 

@@ -37,9 +37,14 @@ typedef struct tgi_part {
 	 * and rules are there; the ledger is not yet) and the caller's options:
 	 * 0 with *state NULL when the part is off, 0 with its state, or -1
 	 * with a sentence in err (file:line of the section).  NULL: always on,
-	 * with no state. */
+	 * with no state.  o is NULL when a late part is opened on demand. */
 	int  (*open)(tg_gate *g, const tg_options *o, void **state, char *err, size_t errlen);
-	void (*close)(void *state);                         /* after every call has ended */
+	void (*stop)(void *state);     /* first when the gate closes: no call of the part runs
+	                                  past it (NULL: none) */
+	void (*close)(void *state);    /* after every call has ended and the tools are freed */
+	int   late;   /* opened once the ledger is open and a crash's patches are settled
+	                 (never on a foreign ledger, which is only read); when its open left
+	                 it off, opened on demand by tgi_gate_every_tool with o NULL */
 	tgi_verdict (*step)(tgi_call *c, void *state);      /* NULL: no step */
 	void (*before_persist)(tgi_call *c, void *state);   /* NULL: none */
 	void (*after_persist)(tgi_call *c, void *state);    /* NULL: none; c->envelope is set */

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "gate/gate.h"
-#include "mcp/bridge.h"
 #include "mw/mw.h"
 #include "util/util.h"
 
@@ -116,9 +115,9 @@ tgi_verdict tgi_decode(tgi_call *c)
 	}
 	tgi_snprintf(c->tool, sizeof c->tool, "%s", req->tool);
 
-	const tgi_entry *e = tgi_tool_find(g, c->tool);
+	const tgi_entry *e = tgi_registry_need(g->reg, c->tool);
 	char why[1024];
-	if (!e && g->bridge && tgi_bridge_explain(g->bridge, c->tool, why, sizeof why)) {
+	if (!e && tgi_registry_explain(g->reg, c->tool, why, sizeof why)) {
 		tgi_stop(c, TG_INVALID, TG_ERR_UNKNOWN_TOOL, NULL, "%s", why);
 		return unknown_tool(c);
 	}

@@ -18,6 +18,7 @@
 
 #include "exec/netgate.h"
 #include "gate/gate.h"
+#include "mw/mw.h"
 
 #define WARN_MAX 3   /* denial sentences one call's warnings carry; the rest counted */
 

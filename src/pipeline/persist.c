@@ -82,7 +82,7 @@ void tgi_persist(tgi_call *c)
 	/* the session ran with other tools before: the tools changed under it */
 	char manifest[65] = "", before[65] = "";
 	if (c->session[0]) {
-		tgi_manifest_get(g, manifest);
+		tgi_registry_manifest(g->reg, g->cfg, g->profile, manifest);
 		int mr = tgi_store_session_manifest(g->store, c->session, before, err, sizeof err);
 		if (mr == 0 && before[0] && manifest[0] && strcmp(before, manifest))
 			tgi_event_add(c, "tool.manifest.changed", "persist",

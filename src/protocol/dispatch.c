@@ -47,7 +47,7 @@ char *tg_tools_format(tg_gate *g, const char *profile, const char *api, int gemi
  * tool has not exactly one such. */
 static const char *raw_arg(tg_gate *g, const char *tool)
 {
-	const tgi_entry *e = tool ? tgi_tool_find(g, tool) : NULL;
+	const tgi_entry *e = tool ? tgi_registry_need(g->reg, tool) : NULL;
 	const json_t *req = e ? json_object_get(e->schema_json, "required") : NULL;
 	const json_t *props = e ? json_object_get(e->schema_json, "properties") : NULL;
 	if (json_array_size(req) != 1)
@@ -112,7 +112,7 @@ static void strip_strict_nulls(json_t *v, const json_t *schema, int depth)
  * string), or NULL to keep the text as it is. */
 static char *unstrict_args(tg_gate *g, const tgi_pcall *c)
 {
-	const tgi_entry *e = c->name ? tgi_tool_find(g, c->name) : NULL;
+	const tgi_entry *e = c->name ? tgi_registry_need(g->reg, c->name) : NULL;
 	json_error_t je;
 	json_t *a = e && c->args ? json_loadb(c->args, c->args_len, JSON_REJECT_DUPLICATES, &je) : NULL;
 	char *s = NULL;

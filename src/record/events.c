@@ -1093,3 +1093,23 @@ char *tgi_event_summary(const char *tool, const char *args_redacted, const char 
 	char *out = tgi_buf_steal(&b);
 	return out ? out : tgi_strdup("");
 }
+
+/* ---- events of no call ---- */
+
+int tgi_gate_event(tg_gate *g, const char *op_id, const char *type, const char *stage,
+                   const json_t *data, char *err, size_t errlen)
+{
+	json_t *d = data ? tgi_redact_json(g->redact, (json_t *)data, NULL) : NULL;
+	tgi_event ev = {.type = type, .stage = stage, .data = d, .ts_ms = tgi_unix_ms()};
+	int rc = tgi_store_event(g->store, op_id, &ev, err, errlen);
+	if (g->sinks) {
+		char ts[32];
+		tgi_iso8601(ev.ts_ms, ts);
+		json_t *line = json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:O?}", "seq", (json_int_t)ev.seq,
+		                         "ts", ts, "type", type, "stage", stage, "op_id", op_id, "data", d);
+		tgi_sinks_emit(g->sinks, line);
+		json_decref(line);
+	}
+	json_decref(d);
+	return rc;
+}

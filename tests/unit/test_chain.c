@@ -3,7 +3,8 @@
  * gate/parts.c): built from the stages' order and the parts that are
  * configured, equal to DESIGN §1/§4's diagram with every part on and to
  * the bare pipeline with none; a judgment (tgi_call_judge) runs the
- * judging steps up to decide and no further, and runs no hook.
+ * judging steps up to decide and no further, and runs no hook; the bridge
+ * is a late part with no step, opened on demand for a report.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,12 +153,35 @@ static void test_judge_runs_no_hook(void **state)
 	tg_gate_close(g);
 }
 
+/* The bridge is a part with no step: not in the chain, opened late (the
+ * ledger is open) when the caller asks for bridged tools, and on demand by
+ * a report that needs every tool; it is then the registry's source of
+ * tools, which explains a tool its server could not offer. */
+static void test_bridge_late_and_on_demand(void **state)
+{
+	static const char yaml[] = "mcp_servers:\n  down: {command: [/bin/false]}\n";
+	char why[512] = "", err[512] = "";
+	tg_gate *g = open_with(yaml);   /* not asked for bridged tools */
+	char got[512];
+	names(g, got, sizeof got);
+	assert_null(strstr(got, "bridge"));
+	assert_false(tgi_registry_explain(g->reg, "down__x", why, sizeof why));
+	assert_null(tgi_registry_need(g->reg, "down__x"));
+	/* a report that needs every tool opens it, and its server is tried */
+	assert_int_equal(tgi_gate_every_tool(g, err, sizeof err), 0);
+	assert_true(tgi_registry_explain(g->reg, "down__x", why, sizeof why));
+	assert_non_null(strstr(why, "down"));
+	assert_null(tgi_registry_need(g->reg, "down__x"));
+	tg_gate_close(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_every_part, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_part, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_judge_runs_no_hook, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bridge_late_and_on_demand, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #include "gate/gate.h"
-#include "policy/rulecheck.h"
+#include "gate/rulecheck.h"
 
 static char ws[64];
 

@@ -38,9 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/rulecheck.h"
+#include "gate/rulecheck.h"
 #include "gate/gate.h"
-#include "mcp/bridge.h"
 #include "util/util.h"
 
 #define NAMES_SHOWN 12      /* names listed in a sentence before "..." */
@@ -609,11 +608,9 @@ json_t *tgi_rulecheck_report(tg_gate *g)
 		pthread_mutex_lock(&rc->mu);
 		rc->quiet = 1;
 		pthread_mutex_unlock(&rc->mu);
-		if (!g->bridge && tgi_bridge_new(g, &g->bridge, err, sizeof err) < 0)
+		if (tgi_gate_every_tool(g, err, sizeof err) < 0)
 			json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "rule", "(bridged tools)",
 			                      "where", "mcp_servers", "why", err));
-		else
-			tgi_bridge_need_all(g->bridge);
 	}
 	json_array_extend(out, rc->notes);
 	pthread_mutex_lock(&rc->mu);
@@ -626,7 +623,7 @@ json_t *tgi_rulecheck_report(tg_gate *g)
 			char told[400] = "";
 			const char *t = tgi_rule_target(p->rule, 0);
 			if (!has_glob(t))
-				tgi_bridge_explain(g->bridge, t, told, sizeof told);
+				tgi_registry_explain(g->reg, t, told, sizeof told);
 			tgi_snprintf(why, sizeof why, "not checked: %s",
 			             told[0] ? told : "its server has not listed its tools");
 		} else {
