@@ -21,7 +21,7 @@
  * one transaction with no extra queries: this is the hot path.  What it
  * costs is mostly the WAL pages it writes, so the schema touches few b-trees
  * per record (see the schema), and checkpoints run on a thread of the
- * handle rather than on the committing call (see "checkpoints").
+ * handle rather than on the committing call (see sqlite_checkpoint.c).
  *
  * Idempotency row lifecycle (scope is the key):
  *
@@ -37,8 +37,14 @@
  * may only have outrun its lease); one its owner settled unknown itself
  * loses it (no process runs it any more).
  *
+ * The backend is three files (sqlite_int.h is what they share): this one,
+ * the schema, the statements, open and close, the writes each call of the
+ * table makes, the watches and the table; sqlite_checkpoint.c, the
+ * checkpointer thread; sqlite_read.c, the log, stats, export and unknown
+ * outcomes.
+ *
  * Owns: the database connection, schema and migrations, cached statements,
- * the claim protocol, and the checkpointer thread with its own connection.
+ * the claim protocol and the writes, the watches.
  * Must not: decide policy, run tools, or build envelopes (the one it writes
  * itself is the minimal envelope of an op an operator settled as applied
  * when the process that ran it left no row, made by common.c); nor keep
@@ -47,15 +53,13 @@
  * times, the values both build alike).
  * A database error is -1 with a sentence, never an abort.
  */
-#include "store/impl.h"
-#include "util/util.h"
+#include "store/sqlite_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,25 +68,7 @@
 #include <strings.h>
 #include <poll.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <sqlite3.h>
-
-#define TGI_BUSY_MS        5000   /* many processes share the ledger */
-#define TGI_EVENT_BATCH    8      /* events per INSERT statement (one call has ~4) */
-#define TGI_LOG_WINDOW     256    /* events walked per event wanted before the ops lead */
-/* WAL frames (pages) past which a commit wakes the checkpointer (see
- * "checkpoints"): ~1,100 records of ~7 pages, a WAL of ~33 MB.  Past
- * TGI_CKPT_HARD_FRAMES (the checkpointer cannot keep up, or cannot run) the
- * committing call checkpoints itself, as SQLite's automatic checkpoint
- * would. */
-#define TGI_CKPT_FRAMES      8000
-#define TGI_CKPT_HARD_FRAMES (3 * TGI_CKPT_FRAMES)
-#define TGI_CKPT_TAIL        128  /* a tail short enough for a commit to copy (see ckpt_rounds) */
-#define TGI_CKPT_ROUNDS      32   /* rounds of the thread per wake */
-#define TGI_CKPT_COMMITS     16   /* commits a handle makes before it starts the thread */
-#define TGI_CKPT_THREAD_NAME "tg-checkpoint"
 
 /*
  * The schema is shaped by the hot path: a record writes every b-tree page it
@@ -284,11 +270,6 @@ static int register_functions(sqlite3 *db)
 	return rc;
 }
 
-/* The columns of an eval run, in tgi_eval_row's order. */
-#define TGI_EVAL_COLS                                                                           \
-	"id, ts_ms, provider, api, model, profile, manifest, suite, cases, runs, score_tool,"  \
-	" score_valid, score_args, score_policy, score_pass, report"
-
 /* One quick query per table at open: every column we use must exist and
  * the first page must read back. */
 static const char *const verify_sql[] = {
@@ -305,188 +286,7 @@ static const char *const verify_sql[] = {
 	"SELECT session, seq, api, ts_ms, entry FROM messages LIMIT 1",
 	"SELECT " TGI_EVAL_COLS " FROM eval_runs LIMIT 1",
 };
-
-/* An approval's columns as approval_row reads them (its state as stored),
- * then its MAC. */
-#define TGI_APPROVAL_RAW                                                                        \
-	"id, op_id, tool, principal, binding, state, args, reason, created_ms, expires_ms,"     \
-	" decided_by, plan, decided_ms, decided_reason, mac"
-
-/* The cached statements.  Approval states are derived at read time: a
- * pending or approved row past expires_ms counts as expired (every approval expires,
- * and an approved row counts only with its decision recorded). */
-#define TGI_STORE_SQL(X)                                                                        \
-	X(ST_BEGIN, "BEGIN IMMEDIATE")                                                          \
-	X(ST_COMMIT, "COMMIT")                                                                  \
-	X(ST_ROLLBACK, "ROLLBACK")                                                              \
-	X(ST_SYNC_FULL, "PRAGMA synchronous = FULL")                                            \
-	X(ST_SYNC_NORMAL, "PRAGMA synchronous = NORMAL")                                        \
-	X(ST_OP_INSERT,                                                                         \
-	  "INSERT INTO ops(op_id, call_id, session, tool, principal, status, error_kind,"       \
-	  " idem_scope, args_redacted, args_sha256, envelope, started_ms, duration_ms, loop)"   \
-	  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")              \
-	X(ST_OP_ENVELOPE, "SELECT envelope FROM ops WHERE op_id = ?1")                          \
-	X(ST_OP_SET_ENVELOPE, "UPDATE ops SET envelope = ?2 WHERE op_id = ?1")                  \
-	X(ST_EVENT_INSERT,                                                                      \
-	  "INSERT INTO events(ts_ms, op_id, type, stage, data) VALUES(?1, ?2, ?3, ?4, ?5)")    \
-	X(ST_SESSION_UPSERT,                                                                    \
-	  "INSERT INTO sessions(id, first_ms, last_ms, calls, manifest)"                       \
-	  " VALUES(?1, ?2, ?2, 1, ?3)"                                                          \
-	  " ON CONFLICT(id) DO UPDATE SET first_ms = min(first_ms, excluded.first_ms),"         \
-	  " last_ms = max(last_ms, excluded.last_ms), calls = calls + 1,"                      \
-	  " manifest = coalesce(excluded.manifest, manifest)")                                 \
-	X(ST_SESSION_MANIFEST, "SELECT manifest FROM sessions WHERE id = ?1")                   \
-	X(ST_LOOP_SESSION,                                                                      \
-	  "SELECT loop FROM ops WHERE session = ?1 AND loop IS NOT NULL"                       \
-	  " ORDER BY op_id DESC LIMIT ?2")                                                      \
-	X(ST_BUCKET_SET,                                                                        \
-	  "INSERT INTO rate_buckets(principal, tool, tokens, updated_ms, mac)"                  \
-	  " VALUES(?1, ?2, ?3, ?4, ?5)"                                                         \
-	  " ON CONFLICT(principal, tool) DO UPDATE SET tokens = excluded.tokens,"               \
-	  " updated_ms = excluded.updated_ms, mac = excluded.mac")                              \
-	X(ST_BUCKET_GET,                                                                        \
-	  "SELECT tokens, updated_ms, mac FROM rate_buckets WHERE principal = ?1 AND tool = ?2") \
-	X(ST_LAST_SEQ, "SELECT max(seq) FROM events")                                           \
-	X(ST_IDEM_GET,                                                                          \
-	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms, binding,"  \
-	  " mac FROM idem WHERE scope = ?1")                                                    \
-	X(ST_IDEM_BY_OP,                                                                        \
-	  "SELECT scope, state, owner_host, owner_pid, owner_start, lease_until_ms, binding"   \
-	  " FROM idem WHERE op_id = ?1 AND state IN ('in_flight', 'unknown') LIMIT 1")         \
-	X(ST_IDEM_INSERT,                                                                       \
-	  "INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"          \
-	  " lease_until_ms, created_ms, updated_ms, binding, mac)"                              \
-	  " VALUES(?1, ?2, 'in_flight', ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9)")                      \
-	X(ST_IDEM_DONE,                                                                         \
-	  "INSERT INTO idem(scope, op_id, state, created_ms, updated_ms, binding, mac)"        \
-	  " VALUES(?1, ?2, 'done', ?3, ?3, ?4, ?5) ON CONFLICT(scope) DO UPDATE"                \
-	  " SET state = 'done', updated_ms = excluded.updated_ms, mac = excluded.mac"           \
-	  " WHERE op_id = excluded.op_id")                                                      \
-	X(ST_IDEM_UNKNOWN,                                                                      \
-	  "UPDATE idem SET state = 'unknown', updated_ms = ?3, owner_pid = NULL,"              \
-	  " owner_start = NULL, lease_until_ms = NULL, mac = NULL"                              \
-	  " WHERE scope = ?1 AND op_id = ?2")                                                   \
-	X(ST_IDEM_MARK_UNKNOWN,                                                                 \
-	  "UPDATE idem SET state = 'unknown', updated_ms = ?3, mac = NULL"                      \
-	  " WHERE scope = ?1 AND op_id = ?2 AND state = 'in_flight'")                           \
-	X(ST_IDEM_RELEASE, "DELETE FROM idem WHERE scope = ?1 AND op_id = ?2")                  \
-	X(ST_OP_UNSETTLED,                                                                      \
-	  "SELECT 1 FROM ops WHERE op_id = ?1 AND "                                            \
-	  TGI_UNKNOWN_OPS_WHERE("CASE WHEN json_valid(envelope)"                              \
-	                        " THEN json_extract(envelope, '$.error.applied') END"))       \
-	X(ST_APPROVAL_INSERT,                                                                   \
-	  "INSERT INTO approvals(id, op_id, tool, principal, binding, state, args, reason,"    \
-	  " created_ms, expires_ms, plan)"                                                      \
-	  " VALUES(?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10)")                        \
-	X(ST_APPROVAL_RAW,                                                                      \
-	  "SELECT " TGI_APPROVAL_RAW " FROM approvals WHERE id = ?1")                           \
-	X(ST_APPROVAL_STATE, "UPDATE approvals SET state = ?2 WHERE id = ?1")                   \
-	X(ST_APPROVAL_DECIDE,                                                                   \
-	  "UPDATE approvals SET state = ?2, decided_by = ?3, decided_ms = ?4,"                 \
-	  " decided_reason = ?5, mac = ?6 WHERE id = ?1")                                       \
-	X(ST_APPROVAL_USED,                                                                     \
-	  "UPDATE approvals SET state = 'used', mac = ?2 WHERE id = ?1 AND state = 'approved'") \
-	X(ST_APPROVAL_LIVE,                                                                     \
-	  "SELECT " TGI_APPROVAL_RAW " FROM approvals WHERE binding = ?1 AND principal = ?2"    \
-	  " AND state IN ('pending', 'approved', 'denied')"                                     \
-	  " AND expires_ms > ?3 AND (state <> 'approved' OR decided_ms IS NOT NULL)"           \
-	  " ORDER BY created_ms DESC, id DESC")                                                 \
-	X(ST_APPROVAL_LIST,                                                                     \
-	  "SELECT id, op_id, tool, principal, binding, st, args, reason, created_ms,"          \
-	  " expires_ms, decided_by, plan, decided_ms, decided_reason"                          \
-	  " FROM (SELECT *, CASE WHEN state IN ('pending', 'approved')"                        \
-	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END AS st"                          \
-	  " FROM approvals) WHERE ?1 = '*' OR st = ?1"                                          \
-	  " OR (?1 IS NULL AND st IN ('pending', 'approved'))"                                  \
-	  " ORDER BY created_ms DESC, id DESC")                                                 \
-	X(ST_APPROVAL_ONE,                                                                      \
-	  "SELECT id, op_id, tool, principal, binding, CASE WHEN state IN ('pending', 'approved')" \
-	  " AND expires_ms <= ?2 THEN 'expired' ELSE state END, args, reason, created_ms,"      \
-	  " expires_ms, decided_by, plan, decided_ms, decided_reason, mac"                     \
-	  " FROM approvals WHERE id = ?1")                                                      \
-	X(ST_EXPORT_EVENTS,                                                                     \
-	  "SELECT ts_ms, type, stage, data FROM events WHERE op_id = ?1 ORDER BY seq")           \
-	X(ST_EXPORT_IDEM, "SELECT state, binding FROM idem WHERE scope = ?1 AND op_id = ?2")    \
-	X(ST_MSG_LAST,                                                                          \
-	  "SELECT seq, api FROM messages WHERE session = ?1 ORDER BY seq DESC LIMIT 1")        \
-	X(ST_MSG_INSERT,                                                                        \
-	  "INSERT INTO messages(session, seq, api, ts_ms, entry) VALUES(?1, ?2, ?3, ?4, ?5)")  \
-	X(ST_MSG_LIST, "SELECT api, entry FROM messages WHERE session = ?1 ORDER BY seq")       \
-	X(ST_EVAL_INSERT,                                                                       \
-	  "INSERT INTO eval_runs(" TGI_EVAL_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"  \
-	  " ?10, ?11, ?12, ?13, ?14, ?15, ?16)")                                                \
-	X(ST_EVAL_LIST,                                                                         \
-	  "SELECT " TGI_EVAL_COLS " FROM (SELECT * FROM eval_runs"                              \
-	  " ORDER BY ts_ms DESC, id DESC LIMIT ?1) ORDER BY ts_ms, id")                         \
-	X(ST_EVAL_LIST_MODEL,                                                                   \
-	  "SELECT " TGI_EVAL_COLS " FROM (SELECT * FROM eval_runs WHERE model = ?1"             \
-	  " ORDER BY ts_ms DESC, id DESC LIMIT ?2) ORDER BY ts_ms, id")                         \
-	X(ST_PIN_GET, "SELECT digest, mac FROM pins WHERE name = ?1")                           \
-	X(ST_PIN_ADD,                                                                           \
-	  "INSERT INTO pins(name, digest, first_ms, updated_ms, mac) VALUES(?1, ?2, ?3, ?3, ?4)" \
-	  " ON CONFLICT(name) DO NOTHING")                                                      \
-	X(ST_PIN_SET,                                                                           \
-	  "INSERT INTO pins(name, digest, first_ms, updated_ms, mac) VALUES(?1, ?2, ?3, ?3, ?4)" \
-	  " ON CONFLICT(name) DO UPDATE SET digest = excluded.digest,"                          \
-	  " updated_ms = excluded.updated_ms, mac = excluded.mac")
-
-#define TGI_ST_ENUM(name, sql) name,
-#define TGI_ST_SQL(name, sql) sql,
-enum st { TGI_STORE_SQL(TGI_ST_ENUM) ST__COUNT };
 static const char *const st_sql[ST__COUNT] = { TGI_STORE_SQL(TGI_ST_SQL) };
-
-/* The checkpointer thread (see "checkpoints").  mu guards due and stop;
- * the thread holds it only to read and clear them, never while it
- * checkpoints, so a commit that wakes it never waits for a checkpoint.
- * phase is set by the thread, read by every commit without the lock, and
- * taken from CAUGHT_UP back to WAITING by the commit that copies the tail
- * (the thread is waiting then).  started, failed, pid, wake_at and
- * woken_gen belong to the handle's user. */
-enum ckpt_phase {
-	CKPT_WAITING,    /* for a commit to wake it */
-	CKPT_COPYING,    /* woken: copying the WAL into the database in rounds */
-	CKPT_CAUGHT_UP,  /* its rounds stopped shrinking: the next commit copies the rest */
-};
-
-struct ckpt {
-	pthread_mutex_t mu;
-	pthread_cond_t  cv;
-	pthread_t       thread;
-	atomic_int      phase;     /* enum ckpt_phase */
-	int             due;       /* a commit woke it */
-	int             stop;      /* tgi_store_close: leave */
-	int             started;   /* the thread runs, in process pid */
-	int             failed;    /* none could be started: commits checkpoint themselves */
-	pid_t           pid;
-	unsigned        wake_at;   /* WAL frames at which a commit wakes it next */
-	unsigned        woken_gen; /* the wal_gen it was last woken for */
-	int             sync_full; /* the handle's synchronous level, for the checkpoint's syncs */
-};
-
-typedef struct sq {
-	tgi_store     base;           /* first: the handle callers hold */
-	sqlite3      *db;
-	sqlite3_stmt *st[ST__COUNT];  /* prepared on first use */
-	sqlite3_stmt *ev_st[TGI_EVENT_BATCH]; /* ev_st[k-1] inserts k events */
-	int           sync_full;      /* 1: FULL for every write; 0: NORMAL, claims FULL */
-	int           no_migrate;     /* TGI_STORE_NO_MIGRATE: leave a schema that is behind */
-	int           must_exist;     /* TGI_STORE_MUST_EXIST: create nothing */
-	int           memory;         /* TGI_STORE_MEMORY: no file (file is "") */
-	tgi_self      me;             /* this process, as a claim's owner */
-	char          shown[PATH_MAX]; /* the ledger path, fit for sentences */
-	char          file[PATH_MAX]; /* the path opened, for the checkpointer's connection */
-	unsigned      wal_frames;     /* frames in the WAL after our last commit (WAL hook) */
-	unsigned      wal_gen;        /* times we saw the WAL start over (WAL hook) */
-	unsigned      commits;        /* commits through this handle (saturating) */
-	struct ckpt   ckpt;           /* the checkpointer thread */
-} sq;
-
-/* The owner of an idem row as read from it. */
-struct owner {
-	char    host[256];
-	int64_t pid, start, lease_until;
-};
-
 /* ---- errors ---- */
 
 /* Describe rc as a sentence a person can act on.  sys_errno is errno as
@@ -547,12 +347,10 @@ static void describe(const sq *s, int rc, int sys_errno, char *out, size_t cap)
 	}
 }
 
-static void tx_rollback(sq *s);
-
 /* Fail with "<what>: <why>", rolling back any open transaction.  The
  * sentence is taken before the rollback, which resets the error state. */
 __attribute__((format(printf, 5, 6)))
-static int fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...)
+int fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...)
 {
 	char what[512], why[PATH_MAX + 256];
 	int sys_errno = errno;
@@ -594,7 +392,7 @@ static int bind_v(sqlite3_stmt *st, const char *fmt, va_list ap)
 	return rc;
 }
 
-static void st_reset(sq *s, enum st id)
+void st_reset(sq *s, enum st id)
 {
 	if (s->st[id]) {
 		sqlite3_reset(s->st[id]);
@@ -626,7 +424,7 @@ static int st_stepv(sq *s, enum st id, const char *fmt, va_list ap)
 	return rc;
 }
 
-static int st_step(sq *s, enum st id, const char *fmt, ...)
+int st_step(sq *s, enum st id, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -656,226 +454,9 @@ static void col_copy(sqlite3_stmt *st, int i, char *out, size_t cap)
 	tgi_snprintf(out, cap, "%s", t ? (const char *)t : "");
 }
 
-/* ---- checkpoints ----
- *
- * SQLite's automatic checkpoint runs on the connection that commits: one
- * call in a few hundred would copy the WAL into the database and wait for
- * two fsyncs (milliseconds).  So the handle turns it off (its WAL hook
- * replaces it) and only counts the frames in the WAL.  A commit that leaves
- * TGI_CKPT_FRAMES or more wakes the checkpointer: a thread of the handle,
- * started on first need by a handle that has made TGI_CKPT_COMMITS commits
- * (a short process never starts one), with its own connection, running
- * PASSIVE checkpoints, which never wait for or block a writer or a reader.
- *
- * The WAL starts over from its beginning only when a write transaction
- * begins with every frame copied, and under a steady stream of commits a
- * checkpoint running beside them never sees that moment: each round ends
- * with the frames committed meanwhile still to copy.  So the thread copies
- * in rounds, each shorter than the one before (it copies what was appended
- * during the last); once they stop shrinking it writes the files out and
- * leaves the rest to the next commit, which copies that short tail itself
- * (what commits append during one round, tens to hundreds of pages while the
- * disk keeps up, and two fsyncs of little data; once per TGI_CKPT_FRAMES)
- * so that the following one starts the WAL over.
- *
- * A commit also checkpoints itself when no thread can be started, and when
- * the WAL passes TGI_CKPT_HARD_FRAMES anyway (the thread cannot keep up, or
- * the handle was carried through fork(), which, as for an SQLite connection,
- * is not supported); a PASSIVE checkpoint that finds another at work
- * returns at once.  tgi_store_close stops and joins the thread (between two
- * rounds), then checkpoints a WAL still past TGI_CKPT_FRAMES, so that short
- * processes each adding a row while others hold the ledger open do not grow
- * it without bound.  The last connection to close, in any process, has
- * SQLite checkpoint and remove the WAL.
- */
-
-/* The WAL hook: runs in the committing thread after each commit. */
-static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
-{
-	sq *s = arg;
-	unsigned n = frames > 0 ? (unsigned)frames : 0;
-	if (n < s->wal_frames)
-		s->wal_gen++; /* it started over */
-	s->wal_frames = n;
-	return SQLITE_OK;
-}
-
-/* A checkpoint on the handle's own connection, by the committing call. */
-static void ckpt_here(sq *s)
-{
-	sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-}
-
-/* The checkpointer's connection: the ledger file opened again, read once
- * so that it has the WAL open (a checkpoint on a connection that never read
- * does nothing).  NULL when it cannot be opened now; the next wake retries. */
-static sqlite3 *ckpt_connect(const sq *s)
-{
-	sqlite3 *db = NULL;
-	int rc = sqlite3_open_v2(s->file, &db,
-	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_busy_timeout(db, TGI_BUSY_MS);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, s->ckpt.sync_full ? "PRAGMA synchronous = FULL; PRAGMA user_version"
-		                                        : "PRAGMA synchronous = NORMAL; PRAGMA user_version",
-		                  NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		sqlite3_close_v2(db);
-		return NULL;
-	}
-	return db;
-}
-
-static int ckpt_stopping(struct ckpt *k)
-{
-	pthread_mutex_lock(&k->mu);
-	int stop = k->stop;
-	pthread_mutex_unlock(&k->mu);
-	return stop;
-}
-
-/* Copy the WAL in PASSIVE rounds.  Each round copies what was appended
- * during the one before, so they shrink, down to what commits append while
- * a round syncs.  1 once a round had fewer than TGI_CKPT_TAIL frames to
- * copy or no longer shrank (caught up); 0 when the WAL started over
- * meanwhile (nothing left to hand over), when a reader holds every new
- * frame back, on an error (the next wake tries again), on close, or after
- * TGI_CKPT_ROUNDS.  (A commit ending just then may hold back its own
- * frames for a moment: that is only a shorter round.) */
-static int ckpt_rounds(struct ckpt *k, sqlite3 *db)
-{
-	int copied = 0, last = INT_MAX;
-	for (int i = 0; i < TGI_CKPT_ROUNDS && !ckpt_stopping(k); i++) {
-		int frames = 0, done = 0;
-		if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done) != SQLITE_OK)
-			return 0;
-		int fresh = done - copied;
-		if (fresh < 0 || (fresh == 0 && done < frames))
-			return 0; /* it started over meanwhile, or a reader holds it */
-		if (fresh < TGI_CKPT_TAIL || fresh > last - last / 8)
-			return 1;
-		last = fresh;
-		copied = done;
-	}
-	return 0;
-}
-
-/* Write the database and WAL files out to disk now, so that the fsyncs of
- * the checkpoint the committing call ends the cycle with find little left
- * to write.  (A round that ends with frames still to copy leaves the
- * database file unsynced: safe, since the WAL keeps those frames until a
- * complete checkpoint has synced it.) */
-static void ckpt_presync(sqlite3 *db)
-{
-	static const int which[] = { SQLITE_FCNTL_FILE_POINTER, SQLITE_FCNTL_JOURNAL_POINTER };
-	for (size_t i = 0; i < TGI_ARRAY_LEN(which); i++) {
-		sqlite3_file *f = NULL;
-		if (sqlite3_file_control(db, NULL, which[i], &f) == SQLITE_OK && f && f->pMethods)
-			f->pMethods->xSync(f, SQLITE_SYNC_NORMAL);
-	}
-}
-
-/* The thread reads only s->file and s->ckpt: the handle's own connection
- * belongs to whoever holds the handle. */
-static void *ckpt_main(void *arg)
-{
-	sq *s = arg;
-	struct ckpt *k = &s->ckpt;
-	sqlite3 *db = NULL;
-
-	pthread_mutex_lock(&k->mu);
-	for (;;) {
-		while (!k->due && !k->stop)
-			pthread_cond_wait(&k->cv, &k->mu);
-		if (k->stop)
-			break;
-		k->due = 0;
-		atomic_store(&k->phase, CKPT_COPYING);
-		pthread_mutex_unlock(&k->mu);
-		if (!db)
-			db = ckpt_connect(s);
-		int caught_up = db && ckpt_rounds(k, db);
-		if (caught_up)
-			ckpt_presync(db);
-		pthread_mutex_lock(&k->mu);
-		atomic_store(&k->phase, caught_up ? CKPT_CAUGHT_UP : CKPT_WAITING);
-	}
-	pthread_mutex_unlock(&k->mu);
-	sqlite3_close_v2(db);
-	return NULL;
-}
-
-/* Wake the thread, starting it on first need (with every signal blocked:
- * signals are the caller's).  0 when none can be started. */
-static int ckpt_wake(sq *s)
-{
-	struct ckpt *k = &s->ckpt;
-
-	if (k->failed)
-		return 0;
-	if (!k->started) {
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		k->failed = pthread_create(&k->thread, NULL, ckpt_main, s) != 0;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (k->failed)
-			return 0;
-		pthread_setname_np(k->thread, TGI_CKPT_THREAD_NAME); /* for ps, top, gdb */
-		k->started = 1;
-		k->pid = getpid();
-	}
-	pthread_mutex_lock(&k->mu);
-	if (atomic_load(&k->phase) == CKPT_WAITING && !k->due) {
-		k->due = 1;
-		k->woken_gen = s->wal_gen;
-		pthread_cond_signal(&k->cv);
-	}
-	pthread_mutex_unlock(&k->mu);
-	return 1;
-}
-
-/* After each commit: does the WAL need copying, and by whom? */
-static void ckpt_after_commit(sq *s)
-{
-	struct ckpt *k = &s->ckpt;
-
-	if (s->commits < UINT_MAX)
-		s->commits++;
-	if (s->wal_frames < TGI_CKPT_FRAMES)
-		k->wake_at = TGI_CKPT_FRAMES; /* short, or it started over */
-	if (atomic_load(&k->phase) == CKPT_CAUGHT_UP) {
-		atomic_store(&k->phase, CKPT_WAITING);
-		if (k->woken_gen == s->wal_gen) /* else it started over: no tail */
-			ckpt_here(s);
-	} else if (s->wal_frames >= k->wake_at) {
-		/* not again before another eighth, if the WAL has not started over by then */
-		k->wake_at = s->wal_frames + TGI_CKPT_FRAMES / 8;
-		/* a short process (a `toolgate call`) leaves it to tgi_store_close */
-		if (s->wal_frames >= TGI_CKPT_HARD_FRAMES ||
-		    (s->commits >= TGI_CKPT_COMMITS && !ckpt_wake(s)))
-			ckpt_here(s);
-	}
-}
-
-static void ckpt_stop(sq *s)
-{
-	struct ckpt *k = &s->ckpt;
-
-	if (!k->started || k->pid != getpid())
-		return;
-	pthread_mutex_lock(&k->mu);
-	k->stop = 1;
-	pthread_cond_signal(&k->cv);
-	pthread_mutex_unlock(&k->mu);
-	pthread_join(k->thread, NULL);
-	k->started = 0;
-}
-
 /* ---- transactions ---- */
 
-static void tx_rollback(sq *s)
+void tx_rollback(sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		st_run(s, ST_ROLLBACK, "");
@@ -1607,14 +1188,14 @@ static int sq_bucket_take(tgi_store *base, const char *principal, const char *to
  * marked so) still running it?  On this host, as tgi_owner_here_alive
  * says; for other hosts (tgi_owner_same_host), the lease decides.  A row
  * its owner settled unknown itself has no owner left: not running. */
-static int owner_alive(sq *s, const struct owner *o, int64_t now)
+int owner_alive(sq *s, const struct owner *o, int64_t now)
 {
 	if (!tgi_owner_same_host(&s->me, o->host))
 		return o->lease_until > now;
 	return tgi_owner_here_alive(o->pid, o->start, o->lease_until > now);
 }
 
-static void read_owner(sqlite3_stmt *st, int col, struct owner *o)
+void read_owner(sqlite3_stmt *st, int col, struct owner *o)
 {
 	col_copy(st, col, o->host, sizeof o->host);
 	o->pid = sqlite3_column_int64(st, col + 1);
@@ -2280,7 +1861,7 @@ static int sq_eval_put(tgi_store *base, const tgi_eval_row *r, char *err, size_t
 	return 0;
 }
 
-static const char *col_text(sqlite3_stmt *st, int i)
+const char *col_text(sqlite3_stmt *st, int i)
 {
 	return (const char *)sqlite3_column_text(st, i);
 }
@@ -2344,663 +1925,6 @@ static int sq_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err
 		return fail(s, rc, err, errlen, "cannot record event '%s'",
 		            tgi_quoted(q, sizeof q, ev->type));
 	}
-	return 0;
-}
-
-/* ---- reading the log ---- */
-
-static json_t *col_string(sqlite3_stmt *st, int i)
-{
-	return tgi_val_string((const char *)sqlite3_column_text(st, i));
-}
-
-static json_t *col_parsed(sqlite3_stmt *st, int i)
-{
-	return tgi_val_parsed((const char *)sqlite3_column_text(st, i));
-}
-
-static json_t *col_time(sqlite3_stmt *st, int i)
-{
-	return tgi_val_time(sqlite3_column_int64(st, i));
-}
-
-static json_t *op_json(sqlite3_stmt *st)
-{
-	static const char *const text[] = { "op_id", "call_id", "session", "tool",
-	                                    "principal", "status", "error_kind" };
-	json_t *o = json_object();
-	for (int i = 0; i < (int)TGI_ARRAY_LEN(text); i++)
-		json_object_set_new(o, text[i], col_string(st, i));
-	json_object_set_new(o, "started", col_time(st, 7));
-	json_object_set_new(o, "duration_ms", json_real(sqlite3_column_double(st, 8)));
-	json_object_set_new(o, "args_sha256", col_string(st, 9));
-	json_object_set_new(o, "envelope", col_parsed(st, 10));
-	return o;
-}
-
-/* The columns events_sql selects: the event's, then whether it has an op
- * row, then what comes from that row. */
-static json_t *event_json(sqlite3_stmt *st)
-{
-	static const char *const from_op[] = { "session", "principal", "tool", "status",
-	                                       "error_kind", "message", "args" };
-	json_t *o = json_object();
-	json_object_set_new(o, "seq", json_integer(sqlite3_column_int64(st, 0)));
-	json_object_set_new(o, "ts", col_time(st, 1));
-	json_object_set_new(o, "op_id", col_string(st, 2));
-	json_object_set_new(o, "type", col_string(st, 3));
-	json_object_set_new(o, "stage", col_string(st, 4));
-	json_object_set_new(o, "data", col_parsed(st, 5));
-	if (sqlite3_column_int(st, 6))
-		for (int i = 0; i < (int)TGI_ARRAY_LEN(from_op); i++)
-			json_object_set_new(o, from_op[i], col_string(st, 7 + i));
-	return o;
-}
-
-static int bind_named(sqlite3_stmt *st, const char *name, const char *text, int64_t num)
-{
-	int i = sqlite3_bind_parameter_index(st, name);
-	if (!i)
-		return SQLITE_OK;
-	return text ? sqlite3_bind_text(st, i, text, -1, SQLITE_STATIC) : sqlite3_bind_int64(st, i, num);
-}
-
-/* Run a log query built from the filter and collect its rows with row(). */
-static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t after_seq,
-                     json_t *(*row)(sqlite3_stmt *), json_t **out)
-{
-	char since_id[37];
-	sqlite3_stmt *st = NULL;
-	tgi_uuid_floor(f->since_ms, since_id);
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":since_id", since_id, 0);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":tool", f->tool, 0);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":status", f->status, 0);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":session", f->session, 0);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":op", f->op_id, 0);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":since", NULL, f->since_ms);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":after", NULL, after_seq);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":limit", NULL, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
-	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":window", NULL,
-		                f->limit > INT64_MAX / TGI_LOG_WINDOW ? INT64_MAX
-		                                                      : (int64_t)f->limit * TGI_LOG_WINDOW);
-	json_t *a = json_array();
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_array_append_new(a, row(st));
-		rc = SQLITE_OK;
-	}
-	if (rc == SQLITE_DONE)
-		rc = SQLITE_OK;
-	else if (rc != SQLITE_OK)
-		rc = sqlite3_extended_errcode(s->db);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_OK) {
-		json_decref(a);
-		return rc;
-	}
-	*out = a;
-	return SQLITE_OK;
-}
-
-/*
- * Filters become SQL conditions (values are bound, never pasted), so the
- * indexes serve them: `since` is a range of the op_id index (an op's id is
- * made at decode, just after its start time is read, so the two agree to
- * the millisecond; started_ms keeps the bound exact), --tool is ops_tool,
- * --status ops_status unless it is `persisted` (which that index leaves
- * out: the constant condition added below is what lets the planner use
- * it), --session ops_session, and events(op_id) the events of those ops.
- * Rows come in op_id order, which is start time order, without a sort.
- * With a limit the
- * newest `limit` rows are returned, still oldest first (like tail); events
- * after after_seq are the next `limit` instead (for --follow, so none is
- * skipped).
- */
-static int sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	static const tgi_log_filter all;
-	char sql[1024];
-
-	*out = NULL;
-	if (!f)
-		f = &all;
-	tgi_snprintf(sql, sizeof sql,
-	             "SELECT op_id, call_id, session, tool, principal, status, error_kind, started_ms,"
-	             " duration_ms, args_sha256, envelope FROM ops"
-	             " WHERE op_id >= :since_id AND started_ms >= :since%s%s%s%s%s",
-	             f->tool ? " AND tool = :tool" : "", f->status ? " AND status = :status" : "",
-	             f->status && strcmp(f->status, "persisted") ? " AND status <> 'persisted'" : "",
-	             f->session ? " AND session = :session" : "", f->op_id ? " AND op_id = :op" : "");
-	if (f->limit) {
-		char inner[1024];
-		tgi_snprintf(inner, sizeof inner, "%s", sql);
-		tgi_snprintf(sql, sizeof sql,
-		             "SELECT * FROM (%s ORDER BY op_id DESC LIMIT :limit) ORDER BY op_id", inner);
-	} else {
-		strcat(sql, " ORDER BY op_id");
-	}
-	int rc = log_query(s, sql, f, 0, op_json, out);
-	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot read the ledger");
-	return 0;
-}
-
-/* Does the filter pick ops (so events join them rather than only read
- * their columns)? */
-static int filters_ops(const tgi_log_filter *f)
-{
-	return f->tool || f->status || f->session;
-}
-
-/*
- * Events come in seq order, each with its op's columns (an event without
- * an op row keeps them NULL: the LEFT JOIN, where the events always lead).
- * With a tool, status or session filter they join their ops, and on a
- * large ledger it matters which side leads.  For the newest `limit` events
- * it is fastest to walk events back from the newest and look each one's op
- * up by its op_id (events lead), unless few ops match, when walking those
- * ops in ops_tool, ops_status or ops_session is (ops lead).  So a query
- * with a limit first walks only the newest TGI_LOG_WINDOW x limit events,
- * and asks again with the ops leading only when fewer than `limit` of
- * those match; both answers are exact.  After after_seq (--follow) the
- * events lead: that range is the newest.  The message is read from the
- * envelope only for the rows returned and only for calls with an error
- * (the envelope is parsed for those alone; one that is not JSON gives no
- * message rather than failing the query).
- */
-static void events_sql(char *sql, size_t cap, const tgi_log_filter *f, int64_t after_seq,
-                       int events_lead, int windowed /* only when after_seq <= 0 */)
-{
-	static const char cols[] =
-		"e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data, o.op_id IS NOT NULL,"
-		" o.session, o.principal, o.tool, o.status, o.error_kind,"
-		" CASE WHEN o.error_kind IS NOT NULL AND json_valid(o.envelope)"
-		" THEN json_extract(o.envelope, '$.error.message') END,"
-		" o.args_redacted";
-	char where[512];
-	const char *from = !filters_ops(f) ? "events e LEFT JOIN ops o ON o.op_id = e.op_id"
-	                 : events_lead     ? "events e CROSS JOIN ops o ON o.op_id = e.op_id"
-	                                   : "events e JOIN ops o ON o.op_id = e.op_id";
-
-	/* one lower bound on seq, so that the planner walks only that range */
-	tgi_snprintf(where, sizeof where, "e.seq > %s AND e.ts_ms >= :since%s%s%s%s%s",
-	             windowed ? "(SELECT max(seq) FROM events) - :window" : ":after",
-	             f->tool ? " AND o.tool = :tool" : "", f->status ? " AND o.status = :status" : "",
-	             f->status && strcmp(f->status, "persisted") ? " AND o.status <> 'persisted'" : "",
-	             f->session ? " AND o.session = :session" : "",
-	             f->op_id ? " AND e.op_id = :op" : "");
-	if (f->limit && after_seq <= 0)
-		tgi_snprintf(sql, cap,
-		             "SELECT * FROM (SELECT %s FROM %s WHERE %s ORDER BY e.seq DESC LIMIT :limit)"
-		             " ORDER BY seq",
-		             cols, from, where);
-	else
-		tgi_snprintf(sql, cap, "SELECT %s FROM %s WHERE %s ORDER BY e.seq%s", cols, from, where,
-		             f->limit ? " LIMIT :limit" : "");
-}
-
-static int sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
-                     char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	static const tgi_log_filter all;
-	char sql[2048];
-	int rc;
-
-	*out = NULL;
-	if (!f)
-		f = &all;
-	int join = filters_ops(f);
-	if (join && f->limit && after_seq <= 0) {
-		events_sql(sql, sizeof sql, f, after_seq, 1, 1);
-		rc = log_query(s, sql, f, after_seq, event_json, out);
-		if (rc == SQLITE_OK && json_array_size(*out) < f->limit) {
-			json_decref(*out);
-			*out = NULL;
-			events_sql(sql, sizeof sql, f, after_seq, 0, 0);
-			rc = log_query(s, sql, f, after_seq, event_json, out);
-		}
-	} else {
-		events_sql(sql, sizeof sql, f, after_seq, join && after_seq > 0, 0);
-		rc = log_query(s, sql, f, after_seq, event_json, out);
-	}
-	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot read the ledger");
-	return 0;
-}
-
-static int sq_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	*seq = 0;
-	int rc = st_step(s, ST_LAST_SEQ, "");
-	if (rc == SQLITE_ROW) {
-		*seq = sqlite3_column_int64(s->st[ST_LAST_SEQ], 0); /* NULL: no event, 0 */
-		st_reset(s, ST_LAST_SEQ);
-		rc = SQLITE_DONE;
-	}
-	if (rc != SQLITE_DONE)
-		return fail(s, rc, err, errlen, "cannot read the ledger");
-	return 0;
-}
-
-/* ---- stats ----
- *
- * Per tool: calls, calls by status, and the 50th and 99th percentiles
- * (nearest rank) of duration_ms over the calls whose tool ran: persisted,
- * committed and failed.  A replayed call returned a stored result and a
- * dry run stopped before execute, so their durations would only pull the
- * figures toward the gate's own overhead; calls stopped before execute
- * (invalid, denied, pending) are counted but have no duration to speak of.
- *
- * The per-tool part reads ops_tool alone (it carries status, started_ms
- * and duration_ms): `+op_id` keeps the planner off the op_id range, which
- * would read each row with its envelope, and ORDER BY tool is that index's
- * order, so one tool's rows come together and only that tool's durations
- * are held at a time.  Denials come from ops_status (only rows that are
- * not `persisted`) and the envelopes of the denied rows.
- */
-
-static const char stats_tools_sql[] =
-	"SELECT tool, status, duration_ms FROM ops"
-	" WHERE +op_id >= :since_id AND started_ms >= :since ORDER BY tool";
-
-static const char stats_denials_sql[] =
-	"SELECT CASE WHEN json_valid(envelope) THEN json_extract(envelope, '$.error.rule') END"
-	" AS rule, error_kind, count(*) AS n FROM ops"
-	" WHERE status = 'denied' AND status <> 'persisted' AND op_id >= :since_id"
-	" AND started_ms >= :since GROUP BY rule, error_kind ORDER BY n DESC, rule, error_kind";
-
-/* One tool's figures while the scan is on its rows: a few statuses, so a
- * short list searched in order (no allocation per row). */
-struct status_n {
-	char      *name;
-	json_int_t n;
-	int        ran;   /* its calls ran the tool: their durations count */
-};
-
-struct tool_stats {
-	struct status_n *st;
-	size_t           nst, capst;
-	json_int_t       calls;
-	double          *ran;    /* durations of the calls that ran */
-	size_t           nran, cap;
-};
-
-static int ran(const char *status)
-{
-	return !strcmp(status, "persisted") || !strcmp(status, "committed") ||
-	       !strcmp(status, "failed");
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* The nearest-rank percentile p (1..100) of n sorted values. */
-static double percentile(const double *v, size_t n, unsigned p)
-{
-	size_t rank = (n * p + 99) / 100;
-	return v[rank ? rank - 1 : 0];
-}
-
-static void tool_add(struct tool_stats *t, const char *status, double duration_ms)
-{
-	size_t i = 0;
-	while (i < t->nst && strcmp(t->st[i].name, status))
-		i++;
-	if (i == t->nst) {
-		if (t->nst == t->capst)
-			t->st = tgi_xrealloc(t->st, (t->capst = t->capst ? 2 * t->capst : 8) * sizeof *t->st);
-		t->st[t->nst++] = (struct status_n){ tgi_strdup(status), 0, ran(status) };
-	}
-	t->st[i].n++;
-	t->calls++;
-	if (!t->st[i].ran)
-		return;
-	if (t->nran == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 64;
-		t->ran = tgi_xrealloc(t->ran, t->cap * sizeof *t->ran);
-	}
-	t->ran[t->nran++] = duration_ms;
-}
-
-/* Empty t for the next tool (free: and give back its memory). */
-static void tool_reset(struct tool_stats *t, int free_all)
-{
-	for (size_t i = 0; i < t->nst; i++)
-		free(t->st[i].name);
-	t->nst = 0;
-	t->calls = 0;
-	t->nran = 0;
-	if (free_all) {
-		free(t->st);
-		free(t->ran);
-	}
-}
-
-/* The JSON object of tool name (NULL: calls stopped before a tool was
- * named); t is emptied for the next tool. */
-static json_t *tool_done(struct tool_stats *t, const char *name)
-{
-	json_t *o = json_object(), *by = json_object();
-	json_object_set_new(o, "tool", tgi_val_string(name));
-	json_object_set_new(o, "calls", json_integer(t->calls));
-	for (size_t i = 0; i < t->nst; i++)
-		json_object_set_new(by, t->st[i].name, json_integer(t->st[i].n));
-	json_object_set_new(o, "by_status", by);
-	if (t->nran)
-		qsort(t->ran, t->nran, sizeof *t->ran, cmp_double);
-	json_object_set_new(o, "p50_ms", t->nran ? json_real(percentile(t->ran, t->nran, 50)) : json_null());
-	json_object_set_new(o, "p99_ms", t->nran ? json_real(percentile(t->ran, t->nran, 99)) : json_null());
-	tool_reset(t, 0);
-	return o;
-}
-
-/* Prepare sql with the since bounds bound. */
-static int stats_prepare(sq *s, const char *sql, int64_t since_ms, const char since_id[37],
-                         sqlite3_stmt **st)
-{
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
-	if (rc == SQLITE_OK)
-		rc = bind_named(*st, ":since_id", since_id, 0);
-	if (rc == SQLITE_OK)
-		rc = bind_named(*st, ":since", NULL, since_ms);
-	return rc;
-}
-
-/* The tools array, by calls descending, and the number of calls. */
-static int stats_tools(sq *s, int64_t since_ms, const char since_id[37], json_t *tools,
-                       json_int_t *total)
-{
-	sqlite3_stmt *st = NULL;
-	struct tool_stats t = { 0 };
-	char *cur = NULL; /* the tool whose rows the scan is on, when t.calls */
-	json_t **v = NULL;
-	size_t n = 0, cap = 0;
-
-	int rc = stats_prepare(s, stats_tools_sql, since_ms, since_id, &st);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *tool = (const char *)sqlite3_column_text(st, 0);
-		const char *status = (const char *)sqlite3_column_text(st, 1);
-		if ((!tool && sqlite3_column_type(st, 0) != SQLITE_NULL) || !status) {
-			rc = SQLITE_NOMEM; /* status is NOT NULL */
-			break;
-		}
-		rc = SQLITE_OK;
-		if (t.calls && !tgi_same_tool(cur, tool)) {
-			if (n == cap)
-				v = tgi_xrealloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
-			v[n++] = tool_done(&t, cur);
-		}
-		if (!t.calls) {
-			free(cur);
-			cur = tgi_strdup(tool);
-		}
-		tool_add(&t, status, sqlite3_column_double(st, 2));
-	}
-	if (rc == SQLITE_DONE) {
-		rc = SQLITE_OK;
-		if (t.calls) {
-			if (n == cap)
-				v = tgi_xrealloc(v, (cap = n + 1) * sizeof *v);
-			v[n++] = tool_done(&t, cur);
-		}
-	} else if (rc != SQLITE_OK) {
-		rc = sqlite3_extended_errcode(s->db);
-	}
-	sqlite3_finalize(st);
-	free(cur);
-	tool_reset(&t, 1);
-	tgi_tools_sort(v, n);
-	*total = 0;
-	for (size_t i = 0; i < n; i++) {
-		*total += json_integer_value(json_object_get(v[i], "calls"));
-		if (rc == SQLITE_OK)
-			json_array_append_new(tools, v[i]);
-		else
-			json_decref(v[i]);
-	}
-	free(v);
-	return rc;
-}
-
-/* The denials array: by rule (and error kind), count descending. */
-static int stats_denials(sq *s, int64_t since_ms, const char since_id[37], json_t *denials)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = stats_prepare(s, stats_denials_sql, since_ms, since_id, &st);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *o = json_object();
-		json_object_set_new(o, "rule", col_string(st, 0));
-		json_object_set_new(o, "kind", col_string(st, 1));
-		json_object_set_new(o, "count", json_integer(sqlite3_column_int64(st, 2)));
-		json_array_append_new(denials, o);
-		rc = SQLITE_OK;
-	}
-	if (rc == SQLITE_DONE)
-		rc = SQLITE_OK;
-	else if (rc != SQLITE_OK)
-		rc = sqlite3_extended_errcode(s->db);
-	sqlite3_finalize(st);
-	return rc;
-}
-
-static int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	char since_id[37];
-	json_int_t calls = 0;
-	json_t *tools = json_array(), *denials = json_array();
-
-	*out = NULL;
-	tgi_uuid_floor(since_ms, since_id);
-	/* one read transaction: both parts see the same ledger */
-	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = stats_tools(s, since_ms, since_id, tools, &calls);
-	if (rc == SQLITE_OK)
-		rc = stats_denials(s, since_ms, since_id, denials);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		json_decref(tools);
-		json_decref(denials);
-		return fail(s, rc, err, errlen, "cannot read the ledger");
-	}
-	*out = tgi_stats_json(since_ms, calls, tools, denials);
-	return 0;
-}
-
-/* ---- export ---- */
-
-/* The export row of the op at the ops statement's current row (columns as
- * sq_export selects them), with its events and idempotency state. */
-static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
-{
-	static const char *const text[] = { "op_id", "call_id", "session", "tool", "principal",
-	                                    "status", "error_kind", "idem_scope" };
-	const char *op_id = (const char *)sqlite3_column_text(st, 0);
-	const char *scope = (const char *)sqlite3_column_text(st, 7);
-	json_t *o = json_object();
-	for (int i = 0; i < (int)TGI_ARRAY_LEN(text); i++)
-		json_object_set_new(o, text[i], col_string(st, i));
-
-	int rc = SQLITE_DONE;
-	json_t *state = json_null(), *binding = json_null();
-	if (scope && op_id) {
-		rc = st_step(s, ST_EXPORT_IDEM, "tt", scope, op_id);
-		if (rc == SQLITE_ROW) {
-			json_decref(state);
-			json_decref(binding);
-			state = col_string(s->st[ST_EXPORT_IDEM], 0);
-			binding = col_string(s->st[ST_EXPORT_IDEM], 1);
-			rc = SQLITE_DONE;
-		}
-		st_reset(s, ST_EXPORT_IDEM);
-	}
-	json_object_set_new(o, "idem_state", state);
-	json_object_set_new(o, "idem_binding", binding);
-	json_object_set_new(o, "args", col_parsed(st, 8));
-	json_object_set_new(o, "args_sha256", col_string(st, 9));
-	json_object_set_new(o, "envelope", col_parsed(st, 10));
-	json_object_set_new(o, "started_ms", json_integer(sqlite3_column_int64(st, 11)));
-	json_object_set_new(o, "duration_ms", json_real(sqlite3_column_double(st, 12)));
-	json_object_set_new(o, "loop", col_string(st, 13));
-
-	json_t *events = json_array();
-	if (rc == SQLITE_DONE && op_id) {
-		sqlite3_stmt *ev = NULL;
-		for (rc = st_step(s, ST_EXPORT_EVENTS, "t", op_id); rc == SQLITE_ROW;
-		     rc = sqlite3_step(ev)) {
-			ev = s->st[ST_EXPORT_EVENTS];
-			json_array_append_new(events, json_pack("{s:I, s:o, s:o, s:o}", "ts_ms",
-			                                        (json_int_t)sqlite3_column_int64(ev, 0),
-			                                        "type", col_string(ev, 1), "stage",
-			                                        col_string(ev, 2), "data", col_parsed(ev, 3)));
-		}
-		st_reset(s, ST_EXPORT_EVENTS);
-	}
-	json_object_set_new(o, "events", events);
-	if (rc != SQLITE_DONE) {
-		json_decref(o);
-		return rc;
-	}
-	*out = o;
-	return SQLITE_OK;
-}
-
-static int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
-                     char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	static const char *const ops_sql =
-		"SELECT op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
-		" args_redacted, args_sha256, envelope, started_ms, duration_ms, loop FROM ops"
-		" WHERE op_id >= ?1 AND started_ms >= ?2 ORDER BY op_id";
-	static const char *const lone_sql =
-		"SELECT ts_ms, type, stage, data FROM events WHERE op_id IS NULL AND ts_ms >= ?1"
-		" ORDER BY seq";
-	static const char *const claims_sql =
-		"SELECT scope, op_id, state, binding, created_ms FROM idem"
-		" WHERE state IN ('in_flight', 'unknown') AND created_ms >= ?1"
-		" AND NOT EXISTS (SELECT 1 FROM ops WHERE ops.op_id = idem.op_id)"
-		" ORDER BY created_ms, scope";
-	char floor_id[37];
-	sqlite3_stmt *st = NULL;
-	int stop = 0;
-
-	tgi_uuid_floor(since_ms, floor_id);
-	/* one read transaction: the three parts see one ledger */
-	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(s->db, ops_sql, -1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, floor_id, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, since_ms);
-	}
-	while (rc == SQLITE_OK && !stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *row = NULL;
-		if ((rc = export_row(s, st, &row)) == SQLITE_OK) {
-			stop = fn(arg, row);
-			json_decref(row);
-		}
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if (rc == SQLITE_DONE && !stop)
-		rc = sqlite3_prepare_v2(s->db, lone_sql, -1, &st, NULL);
-	if (st) {
-		sqlite3_bind_int64(st, 1, since_ms);
-		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-			json_t *row = json_pack("{s:{s:I, s:o, s:o, s:o}}", "event", "ts_ms",
-			                        (json_int_t)sqlite3_column_int64(st, 0), "type",
-			                        col_string(st, 1), "stage", col_string(st, 2), "data",
-			                        col_parsed(st, 3));
-			stop = fn(arg, row);
-			json_decref(row);
-		}
-		sqlite3_finalize(st);
-		st = NULL;
-	}
-	/* claims whose call left no row (its process died while the tool ran) */
-	if (rc == SQLITE_DONE && !stop)
-		rc = sqlite3_prepare_v2(s->db, claims_sql, -1, &st, NULL);
-	if (st) {
-		sqlite3_bind_int64(st, 1, since_ms);
-		while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-			json_t *row = json_pack("{s:{s:o, s:o, s:o, s:o, s:I}}", "claim", "scope",
-			                        col_string(st, 0), "op_id", col_string(st, 1), "state",
-			                        col_string(st, 2), "binding", col_string(st, 3),
-			                        "created_ms", (json_int_t)sqlite3_column_int64(st, 4));
-			stop = fn(arg, row);
-			json_decref(row);
-		}
-		sqlite3_finalize(st);
-	}
-	if (stop) {
-		tx_rollback(s);
-		return stop;
-	}
-	if (rc == SQLITE_DONE)
-		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? SQLITE_DONE
-		                                                                : sqlite3_errcode(s->db);
-	if (rc != SQLITE_DONE)
-		return fail(s, rc, err, errlen, "cannot read the ledger for export");
-	return 0;
-}
-
-/* ---- unknown outcomes ---- */
-
-static int sq_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
-{
-	sq *s = (sq *)base;
-	static const char *const sql =
-		"WITH u(op_id) AS (SELECT op_id FROM ops WHERE "
-		TGI_UNKNOWN_OPS_WHERE("CASE WHEN json_valid(envelope)"
-		                      " THEN json_extract(envelope, '$.error.applied') END")
-		" UNION SELECT op_id FROM idem WHERE state IN ('in_flight', 'unknown'))"
-		" SELECT u.op_id, o.tool, o.principal, o.session, o.status,"
-		" coalesce(o.started_ms, i.created_ms) AS started,"
-		" CASE WHEN json_valid(o.envelope) THEN json_extract(o.envelope, '$.error.message') END,"
-		" i.state, i.scope, i.owner_host, i.owner_pid, i.owner_start, i.lease_until_ms"
-		" FROM u LEFT JOIN ops o ON o.op_id = u.op_id"
-		" LEFT JOIN idem i ON i.op_id = u.op_id AND i.state IN ('in_flight', 'unknown')"
-		" ORDER BY started, u.op_id";
-	sqlite3_stmt *st = NULL;
-	int64_t now = tgi_unix_ms();
-	json_t *a = json_array();
-
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *state = col_text(st, 7);
-		struct owner o;
-		read_owner(st, 9, &o);
-		if (state && !strcmp(state, "in_flight") && owner_alive(s, &o, now))
-			continue;               /* running now: its outcome is not known yet */
-		json_array_append_new(a, tgi_unknown_row(col_text(st, 0), col_text(st, 1),
-		                                         col_text(st, 2), col_text(st, 3),
-		                                         col_text(st, 4), sqlite3_column_int64(st, 5),
-		                                         col_text(st, 6), state, col_text(st, 8)));
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		json_decref(a);
-		return fail(s, rc, err, errlen, "cannot read the ledger");
-	}
-	*out = a;
 	return 0;
 }
 
