@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <jansson.h>
 #include "config/section.h"
+#include "toolgate.h"
 #include "util/util.h"
 
 /* dryRun: every call is a dry run (decode sets tgi_call.dry_run); decided as in default. */
@@ -283,6 +284,11 @@ int     tgi_srcmap_lookup(const tgi_srcmap *m, const char *ptr, int *line, int *
  * sequence's item: the item), where a configuration error points. */
 int     tgi_srcmap_lookup_key(const tgi_srcmap *m, const char *ptr, int *line, int *col);
 void    tgi_srcmap_free(tgi_srcmap *m);
+
+/* The caller's options applied over the file (they win): mode, approval,
+ * profile, sync, approval wait, parallelism, and the workspace (a store
+ * not given as an absolute path follows it).  0, or -1 with *errmsg. */
+int tgi_config_apply(tgi_config *cfg, const tg_options *o, char **errmsg);
 
 /* The configured profiles' names, "a, b, c" (as many as fit, then how many
  * more), into out; returns out.  For the sentence that refuses an unknown one. */

@@ -147,45 +147,6 @@ static int load_execpolicy(tg_gate *g, char **errmsg)
 	return 0;
 }
 
-/* Apply the caller's overrides (they win over the file). */
-static int apply_overrides(tgi_config *cfg, const tg_options *o, char **errmsg)
-{
-	if (o->mode && tgi_mode_parse(o->mode, &cfg->mode) < 0)
-		return tgi_fail(errmsg, "unknown mode \"%s\"; expected default, acceptEdits, plan, "
-		                    "bypassPermissions or dryRun", o->mode);
-	if (o->approval && tgi_approval_parse(o->approval, &cfg->approval) < 0)
-		return tgi_fail(errmsg, "unknown approval policy \"%s\"; expected ask, deny or "
-		                    "untrusted", o->approval);
-	if (o->profile) {
-		free(cfg->profile);
-		cfg->profile = tgi_strdup(o->profile);
-	}
-	if (o->sync_full >= 0)
-		cfg->sync_full = o->sync_full;
-	if (o->approval_wait_s > 0)
-		cfg->approval_wait_s = o->approval_wait_s;
-	if (o->max_parallel > 0)
-		cfg->max_parallel = o->max_parallel;
-	if (o->workspace) {
-		char real[PATH_MAX];
-		if (!realpath(o->workspace, real))
-			return tgi_fail(errmsg, "workspace \"%s\": %s", o->workspace, strerror(errno));
-		free(cfg->workspace);
-		cfg->workspace = tgi_strdup(real);
-		free(cfg->workspace_given);
-		cfg->workspace_given = tgi_workspace_spelled(o->workspace, real);
-		/* a store that was not given as an absolute path follows the workspace */
-		const char *rel = tgi_config_store_given(cfg);
-		if (!tgi_store_is_url(rel) && rel[0] != '/') {
-			size_t n = strlen(real) + strlen(rel) + 2;
-			free(cfg->store);
-			cfg->store = tgi_xmalloc(n);
-			snprintf(cfg->store, n, "%s/%s", real, rel);
-		}
-	}
-	return 0;
-}
-
 /* Add file (absolute, or relative to the workspace) to the protected list
  * when it lies inside the workspace: as given and as resolved. */
 static void protect(tg_gate *g, const char *file)
@@ -504,7 +465,7 @@ int tg_gate_open(const tg_options *opts, tg_gate **out, char **errmsg)
 		tgi_fail(errmsg, "%s", err);
 		goto fail;
 	}
-	if (apply_overrides(g->cfg, o, errmsg) < 0)
+	if (tgi_config_apply(g->cfg, o, errmsg) < 0)
 		goto fail;
 	g->profile = tgi_strdup(g->cfg->profile);
 	g->pool = tgi_pool_new(g->cfg->max_parallel > 1 ? (size_t)g->cfg->max_parallel - 1 : 0);
