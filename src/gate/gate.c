@@ -25,7 +25,6 @@
 #include "exec/netgate.h"
 #include "mcp/bridge.h"
 #include "gate/batch.h"
-#include "admin/ledger.h"
 #include "patch/patch.h"
 #include "policy/rulecheck.h"
 #include "util/fs.h"
