@@ -22,6 +22,7 @@
 #include "config.h"
 #include "fuzz.h"
 #include "mw/mw.h"
+#include "schema/schema.h"
 #include "util/util.h"
 
 #define INPUT_MAX (64u << 10)

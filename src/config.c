@@ -26,9 +26,9 @@
  * checked to be strings and objects), touch the ledger, or run anything.
  */
 #include "config.h"
+#include "contract.h"
 #include "exec/netproxy.h"
 #include "policy/policy.h"
-#include "registry.h"
 #include "store/store.h"
 #include "util/fs.h"
 #include "util/util.h"

@@ -14,6 +14,7 @@
 #include "config/section.h"
 #include "toolgate.h"
 #include "util/util.h"
+#include "util/yaml.h"
 
 /* dryRun: every call is a dry run (decode sets tgi_call.dry_run); decided as in default. */
 #define TGI_MODE_MAP(XX) XX(DEFAULT, "default") XX(ACCEPT_EDITS, "acceptEdits") \
@@ -265,25 +266,6 @@ int tgi_config_strings(const tgi_config *cfg, const json_t *v, const char *ptr, 
  */
 int tgi_config_from_json(json_t *root, struct tgi_srcmap *map, const char *name,
                          const char *dir, tgi_config **out, char *err, size_t errlen);
-
-/* ---- YAML → JSON (src/util/yaml.c) ---- */
-
-typedef struct tgi_srcmap tgi_srcmap;
-
-/*
- * Parse YAML (a JSON document is valid YAML) from text into JSON.  Scalars:
- * plain null/~/true/false/ints/floats become JSON scalars, quoted scalars
- * stay strings.  Anchors and aliases are refused, as are duplicate keys and
- * non-scalar keys.  map (if not NULL) receives a map from each node's JSON
- * pointer to its line:column (caller frees with tgi_srcmap_free).  On error
- * returns NULL with "line:col: what was expected" in err.
- */
-json_t *tgi_yaml_parse(const char *text, size_t len, tgi_srcmap **map, char *err, size_t errlen);
-int     tgi_srcmap_lookup(const tgi_srcmap *m, const char *ptr, int *line, int *col);
-/* The same, but for a mapping's member the line:column of its key (a
- * sequence's item: the item), where a configuration error points. */
-int     tgi_srcmap_lookup_key(const tgi_srcmap *m, const char *ptr, int *line, int *col);
-void    tgi_srcmap_free(tgi_srcmap *m);
 
 /* The caller's options applied over the file (they win): mode, approval,
  * profile, sync, approval wait, parallelism, and the workspace (a store

@@ -15,8 +15,6 @@
 #include "config.h"
 #include "exec/sandbox.h"
 #include "exec/spawn.h"
-#include "gate/gate.h"
-#include "mw/mw.h"
 #include "schema/schema.h"
 #include "util/util.h"
 

@@ -80,10 +80,4 @@ typedef struct tgi_ledger_line {
 int  tgi_ledger_parse(const char *text, size_t len, tgi_ledger_line *out, char *err, size_t errlen);
 void tgi_ledger_line_free(tgi_ledger_line *l);
 
-/* A ledger's where (a path, or a URL) fit for a sentence into out: a URL
- * keeps its scheme, host, port, database and its host and port
- * parameters; never its user, password (whatever it holds: '?', '#', '/'
- * or '@') or another parameter.  Control characters are stripped. */
-void tgi_ledger_shown_where(const char *where, char *out, size_t cap);
-
 #endif

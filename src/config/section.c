@@ -7,7 +7,7 @@
  * the gate.
  */
 #include "config/section.h"
-#include "config.h"
+#include "util/yaml.h"
 #include "util/util.h"
 
 #include <stdarg.h>

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "console/console.h"
+#include "gate/gate.h"
 #include "mw/mw.h"
 
 #define SHOW_JSON_MAX  (512u * 1000)      /* bytes of the envelope or output shown */

@@ -24,7 +24,6 @@
 #include "mw/part.h"
 #include "exec/netgate.h"
 #include "gate/batch.h"
-#include "admin/ledger.h"
 #include "patch/patch.h"
 #include "gate/rulecheck.h"
 #include "util/fs.h"

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "patch/patch.h"
 #include "registry.h"

@@ -20,6 +20,7 @@
  */
 #include <string.h>
 
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "mw/part.h"
 

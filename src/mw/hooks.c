@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "mw/part.h"
 #include "exec/spawn.h"

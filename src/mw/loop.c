@@ -59,6 +59,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "mw/part.h"
 #include "util/util.h"

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "gate/gate.h"
+#include "pipeline/call.h"
 #include "util/util.h"
 
 /* ---- redaction (redact.c) ----
@@ -62,10 +62,6 @@ void tgi_redact_mask(const tgi_redactor *r, const char *secret, size_t len, char
 /* Key r's masks with the ledger's mask key (32 bytes; NULL leaves r's own
  * random key): called once, after the ledger opens and before any use. */
 void tgi_redactor_key(tgi_redactor *r, const unsigned char key[32]);
-
-/* The property names a JSON Schema marks x-sensitive: true, at any depth
- * (properties, items, $defs, combinators), appended to out. */
-void tgi_schema_sensitive_keys(const json_t *schema, tgi_strv *out);
 
 /* ---- event sinks (events.c) ----
  *

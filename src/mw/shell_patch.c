@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "mw/part.h"
 #include "patch/patch.h"

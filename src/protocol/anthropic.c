@@ -60,15 +60,6 @@
 
 /* ---- calls ---- */
 
-static tgi_pcall *call_push(tgi_pcalls *out)
-{
-	if ((out->n & (out->n - 1)) == 0) /* 0, 1, 2, 4, ...: grow to double */
-		out->v = tgi_xrealloc(out->v, (out->n ? 2 * out->n : 1) * sizeof *out->v);
-	tgi_pcall *c = &out->v[out->n++];
-	memset(c, 0, sizeof *c);
-	return c;
-}
-
 /* Make c invalid with a sentence; replace an earlier one only when told. */
 static void __attribute__((format(printf, 3, 4)))
 call_fail(tgi_pcall *c, int replace, const char *fmt, ...)
@@ -130,7 +121,7 @@ static tgi_pcall *call_open(tgi_pcalls *out, const json_t *block)
 {
 	const char *id = json_string_value(json_object_get(block, "id"));
 	const char *name = json_string_value(json_object_get(block, "name"));
-	tgi_pcall *c = call_push(out);
+	tgi_pcall *c = tgi_pcalls_push(out);
 	c->id = tgi_strdup(id ? id : "");
 	c->name = tgi_strdup(name ? name : "");
 	if (!id || !*id)

@@ -128,7 +128,6 @@ static json_t *gemini_tools(const json_t *defs, unsigned flags, char *err, size_
 /* One response (or stream) being decoded. */
 typedef struct decoder {
 	tgi_pcalls  calls;
-	size_t      cap;        /* slots in calls.v */
 	tgi_buf     text;
 	char       *stop_own;   /* the latest candidate chunk's finishReason, owned */
 	size_t      open;       /* a call whose pieces are still coming, or SIZE_MAX */
@@ -178,13 +177,7 @@ static tgi_pcall *new_call(decoder *d)
 		fail(d, "the response holds more than %d function calls", GEMINI_MAX_CALLS);
 		return NULL;
 	}
-	if (d->calls.n == d->cap) {
-		d->cap = d->cap ? 2 * d->cap : 8;
-		d->calls.v = tgi_xrealloc(d->calls.v, d->cap * sizeof *d->calls.v);
-	}
-	tgi_pcall *c = &d->calls.v[d->calls.n++];
-	memset(c, 0, sizeof *c);
-	return c;
+	return tgi_pcalls_push(&d->calls);
 }
 
 /* Did we make this id up, so that the API never saw it?  (An id the API

@@ -180,17 +180,6 @@ static int stopped_by_length(const char *stop)
 	return stop && strcmp(stop, "length") == 0;
 }
 
-static tgi_pcall *calls_push(tgi_pcalls *out, size_t *cap)
-{
-	if (out->n == *cap) {
-		*cap = *cap ? *cap * 2 : 4;
-		out->v = tgi_xrealloc(out->v, *cap * sizeof *out->v);
-	}
-	tgi_pcall *c = &out->v[out->n++];
-	memset(c, 0, sizeof *c);
-	return c;
-}
-
 /* One entry of message.tool_calls; cut: the token limit ended the response
  * inside it. */
 static void call_from_message(tgi_pcall *c, const json_t *tc, int cut)
@@ -269,7 +258,7 @@ static int chat_decode(const char *text, size_t len, tgi_pcalls *out, char *err,
 	json_error_t je;
 	json_t *root = NULL;
 	const json_t *choices, *choice, *msg, *tcs, *v;
-	size_t cap = 0, i;
+	size_t i;
 
 	memset(out, 0, sizeof *out);
 	if (len > CHAT_MAX_BYTES) {
@@ -323,7 +312,7 @@ static int chat_decode(const char *text, size_t len, tgi_pcalls *out, char *err,
 	v = json_object_get(choice, "finish_reason");
 	out->stop = json_is_string(v) ? tgi_strdup(json_string_value(v)) : NULL;
 	json_array_foreach(tcs, i, v)
-		call_from_message(calls_push(out, &cap), v,
+		call_from_message(tgi_pcalls_push(out), v,
 		                  i + 1 == json_array_size(tcs) && stopped_by_length(out->stop));
 	json_decref(root);
 	return 0;
@@ -508,7 +497,7 @@ static void stream_free(chat_stream *st)
 static void stream_finish(chat_stream *st, tgi_pcalls *out)
 {
 	int truncated = !st->done && !st->stop;
-	size_t cap = 0, last = 0;
+	size_t last = 0;
 
 	for (size_t ix = 0; ix < CHAT_MAX_CALLS; ix++)
 		if (st->slot[ix])
@@ -518,7 +507,7 @@ static void stream_finish(chat_stream *st, tgi_pcalls *out)
 			continue;
 		chat_part *p = &st->parts[st->slot[ix] - 1];
 		const char *args = p->args.p ? p->args.p : "";
-		tgi_pcall *c = calls_push(out, &cap);
+		tgi_pcall *c = tgi_pcalls_push(out);
 		*c = p->call;
 		memset(&p->call, 0, sizeof p->call);
 		if (truncated) {

@@ -113,19 +113,10 @@ static void *grow(void *p, size_t n, size_t sz)
 	return tgi_xrealloc(p, (n ? 2 * n : 1) * sz);
 }
 
-/* A new zeroed call at the end of out; borrowed from out. */
-static tgi_pcall *call_push(tgi_pcalls *out)
-{
-	out->v = grow(out->v, out->n, sizeof *out->v);
-	tgi_pcall *c = &out->v[out->n++];
-	memset(c, 0, sizeof *c);
-	return c;
-}
-
 /* A call as an item announces it (arguments not yet taken). */
 static tgi_pcall *call_begin(tgi_pcalls *out, const json_t *item)
 {
-	tgi_pcall *c = call_push(out);
+	tgi_pcall *c = tgi_pcalls_push(out);
 	const char *id = json_string_value(json_object_get(item, "call_id"));
 	const char *name = json_string_value(json_object_get(item, "name"));
 	c->raw = item_kind(item) == CUSTOM_CALL;

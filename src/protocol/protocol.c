@@ -1,6 +1,7 @@
 /*
- * protocol.c — the table of model APIs and what every protocol shares:
- * finding an API by name, freeing decoded calls.
+ * protocol.c — the table of model APIs: finding an API by name.  What the
+ * APIs' decoders share (a list of decoded calls) is calls.c's, so that the
+ * table calls its rows and no row calls back into the table.
  *
  * Owns: the list of the four protocol rows.  Must not: know any wire shape
  * (each API's file does).
@@ -25,21 +26,4 @@ const tgi_protocol *tgi_protocol_find(const char *name)
 		if (strcmp(protocols[i]->name, name) == 0)
 			return protocols[i];
 	return NULL;
-}
-
-void tgi_pcalls_free(tgi_pcalls *c)
-{
-	if (!c)
-		return;
-	for (size_t i = 0; i < c->n; i++) {
-		free(c->v[i].id);
-		free(c->v[i].name);
-		free(c->v[i].args);
-		free(c->v[i].error);
-		json_decref(c->v[i].echo);
-	}
-	free(c->v);
-	free(c->text);
-	free(c->stop);
-	memset(c, 0, sizeof *c);
 }

@@ -50,6 +50,10 @@ typedef struct tgi_pcalls {
 	char      *stop;   /* finish_reason / stop_reason as given, or NULL (informational) */
 } tgi_pcalls;
 
+/* A new zeroed call at the end of c (its array doubled when its count
+ * reaches a power of two); borrowed from c.  (calls.c) */
+tgi_pcall *tgi_pcalls_push(tgi_pcalls *c);
+/* Free every call and string of c and zero it; c NULL is a no-op. */
 void tgi_pcalls_free(tgi_pcalls *c);
 
 /* What one call came to: borrowed from the envelope. */

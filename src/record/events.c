@@ -61,6 +61,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "gate/gate.h"
 #include "mw/mw.h"
 #include "util/util.h"
 

@@ -8,10 +8,10 @@
  * format assertion (switchable), and `default` applied to missing
  * properties.
  *
- * Owns: the compiled form and its compiled regexes, and each validating
- * thread's instance document.  Must not: fetch remote references, keep
- * global state beyond those per-thread documents, or modify a schema it
- * was given.
+ * Owns: the compiled form and its compiled regexes, each validating
+ * thread's instance document, and the walk for x-sensitive property names.
+ * Must not: fetch remote references, keep global state beyond those
+ * per-thread documents, or modify a schema it was given.
  */
 #ifndef TGI_SCHEMA_H
 #define TGI_SCHEMA_H
@@ -89,5 +89,11 @@ int tgi_schema_validate_text(const tgi_schema *s, const char *text, size_t len,
  */
 int tgi_schema_validate(const tgi_schema *s, json_t *instance, int apply_defaults,
                         tgi_schema_result *res);
+
+/* The property names a JSON Schema marks x-sensitive: true, at any depth
+ * (properties, items, $defs, combinators), appended to out once each
+ * (sensitive.c).  Works on the JSON, compiled or not. */
+struct tgi_strv;
+void tgi_schema_sensitive_keys(const json_t *schema, struct tgi_strv *out);
 
 #endif

@@ -7,6 +7,10 @@
  * there already, whether the workspace's state directory is checked (and
  * made) first, and passes the store's own flags through.
  *
+ * Where the ledger is, shown in a sentence (tgi_ledger_shown_where), is
+ * here too: a gate and the ledger commands name it alike, and a URL's
+ * credentials never leave.
+ *
  * Owns: the flags a configuration implies and the read-only commands'
  * stand-in for a ledger file that is not there.  Must not: load or keep
  * the configuration, or open the database itself (store.c does).
@@ -61,4 +65,52 @@ int tgi_store_open_for(const struct tgi_config *cfg, int flags, tgi_store **out,
 	    state_dir(cfg->workspace, err, errlen) < 0)
 		return -1;
 	return tgi_store_open_keyed(where, sflags, &key, out, err, errlen);
+}
+
+/* ---- where the ledger is, as a sentence shows it ---- */
+
+/* The last '@' of the n bytes at s, or NULL. */
+static const char *last_at(const char *s, size_t n)
+{
+	const char *at = NULL;
+	for (const char *p = s; p < s + n; p++)
+		if (*p == '@')
+			at = p;
+	return at;
+}
+
+void tgi_ledger_shown_where(const char *where, char *out, size_t cap)
+{
+	if (!where || !tgi_store_is_url(where) || !strstr(where, "://")) {
+		tgi_sanitize(out, cap, where ? where : "");
+		return;
+	}
+	tgi_buf b;
+	tgi_buf_init(&b, 4096);
+	const char *rest = strstr(where, "://") + 3;
+	/* the authority ends at the first '/' (a '?' or '#' in a password does
+	 * not end it, as libpq reads it); an '@' after it (a '/' in a password)
+	 * is cut at too, before the query: never show what came before it */
+	size_t alen = strcspn(rest, "/");
+	const char *at = last_at(rest, alen);
+	if (!at)
+		at = last_at(rest, alen + strcspn(rest + alen, "?#"));
+	const char *host = at ? at + 1 : rest;
+	size_t hlen = strcspn(host, "?#");
+	tgi_buf_append(&b, where, (size_t)(rest - where));
+	tgi_buf_append(&b, host, hlen);
+	const char *q = host + hlen;
+	char sep = '?';
+	while (*q == '?' || *q == '&') {
+		q++;
+		size_t n = strcspn(q, "&#");
+		if (!strncmp(q, "host=", 5) || !strncmp(q, "port=", 5)) {
+			tgi_buf_append(&b, &sep, 1);
+			tgi_buf_append(&b, q, n);
+			sep = '&';
+		}
+		q += n;
+	}
+	tgi_sanitize(out, cap, b.p ? b.p : "");
+	tgi_buf_free(&b);
 }

@@ -133,6 +133,12 @@ struct tgi_config;
 int tgi_store_open_for(const struct tgi_config *cfg, int flags, tgi_store **out, int *missing,
                        char *err, size_t errlen);
 
+/* A ledger's where (a path, or a URL) fit for a sentence into out (open.c):
+ * a URL keeps its scheme, host, port, database and its host and port
+ * parameters; never its user, password (whatever it holds: '?', '#', '/'
+ * or '@') or another parameter.  Control characters are stripped. */
+void tgi_ledger_shown_where(const char *where, char *out, size_t cap);
+
 /* Check (or give, when new and empty) the identity of s, as open does: for
  * a ledger migrated after an open with TGI_STORE_NO_MIGRATE.  flags:
  * TGI_STORE_FOREIGN_OK or 0.  0 (keyed, or foreign with the flag), or -1

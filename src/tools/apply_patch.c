@@ -30,6 +30,7 @@
 #include "registry.h"
 #include "patch/patch.h"
 #include "tools/plan.h"
+#include "tools/walk.h"
 #include "util/fs.h"
 #include "util/util.h"
 

@@ -36,7 +36,6 @@
 #include "config.h"
 #include "exec/sandbox.h"
 #include "exec/spawn.h"
-#include "gate/gate.h"
 #include "registry.h"
 #include "util/util.h"
 

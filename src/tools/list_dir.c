@@ -25,6 +25,7 @@
 
 #include "registry.h"
 #include "tools/plan.h"
+#include "tools/walk.h"
 #include "util/fs.h"
 #include "util/util.h"
 

@@ -33,6 +33,7 @@
 #include "registry.h"
 #include "store/store.h"
 #include "tools/plan.h"
+#include "tools/walk.h"
 #include "util/fs.h"
 #include "util/util.h"
 

@@ -8,16 +8,15 @@
  *
  * Owns: the openat2 wrapper, path checks and resolution, atomic writes,
  * sorted directory reads, the paths of a directory walk, and what the file
- * tools share: the sentences for a failed path, paths(), failing and
- * deadlines.
+ * tools share that knows no tool: the sentences for a failed path and
+ * paths() (failing, deadlines and a walk's may_read are tools/walk.c's).
  * Must not: decide policy (protected paths are reported, the caller
- * refuses; a walk asks the pipeline's may_read for every entry); fall back
+ * refuses); know the registry's types (a tool's context or result); fall back
  * to a plain openat when the kernel has no openat2 (fail closed with
  * -ENOSYS); create or open anything by a string path from the filesystem
  * root.
  */
 #include "util/fs.h"
-#include "registry.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -36,7 +35,6 @@
 #define OPEN_RETRIES   16   /* openat2 EAGAIN: a rename raced the lookup */
 #define TEMP_RETRIES   8
 #define DIR_CAP_START  32
-#define TIMEOUT_S      120  /* a tool's time when the pipeline set no deadline */
 
 /* ---- openat2 ---- */
 
@@ -1056,20 +1054,6 @@ void tgi_repath_path(json_t *args, tgi_path_map_fn map, void *ud)
 	tgi_repath_key(args, "path", map, ud);
 }
 
-int tgi_tool_fail(tgi_tool_out *out, tg_errkind kind)
-{
-	out->kind = kind;
-	out->applied = TGI_APPLIED_NO;
-	return -1;
-}
-
-double tgi_tool_deadline(const tgi_exec_ctx *ctx)
-{
-	if (ctx->deadline_ms > 0)
-		return ctx->deadline_ms;
-	return tgi_now_ms() + 1000.0 * (ctx->timeout_s > 0 ? ctx->timeout_s : TIMEOUT_S);
-}
-
 /* ---- directory walks ---- */
 
 int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *norm)
@@ -1117,31 +1101,4 @@ size_t tgi_walk_path_push(tgi_walk_path *w, size_t len, const char *name)
 	if (sep)
 		w->path[len] = '/';
 	return len + sep + (size_t)n;
-}
-
-int tgi_walk_may_read(const tgi_exec_ctx *ctx, tgi_walk_path *w, size_t len, int is_dir)
-{
-	if (!ctx->may_read)
-		return 0;                       /* fail closed */
-	/* the names below the root, without the '/' that joins them to it */
-	const char *below = w->path + w->root_len;
-	size_t blen = len - w->root_len;
-	if (blen && *below == '/') {
-		below++;
-		blen--;
-	}
-
-	for (int k = 0; k < w->nforms; k++) {
-		size_t f = w->form_len[k], sep = f && blen ? 1 : 0;
-		if (f + sep + blen + 1 > sizeof w->scratch)
-			return 0;
-		memcpy(w->scratch, w->form[k], f);
-		if (sep)
-			w->scratch[f] = '/';
-		memcpy(w->scratch + f + sep, below, blen);
-		w->scratch[f + sep + blen] = '\0';
-		if (!ctx->may_read(ctx, w->scratch[0] ? w->scratch : ".", is_dir))
-			return 0;
-	}
-	return 1;
 }

@@ -16,11 +16,11 @@
  * into them).
  *
  * Owns: the openat2 wrapper, path checks, atomic writes, sorted directory
- * reads, the paths of a directory walk, and what the file tools share: the
- * sentences for a failed path, their paths() functions, failing and
- * deadlines.  Must not: decide policy (protected paths are reported, the
- * caller refuses; a walk asks the pipeline's may_read); fall back to a
- * plain openat.
+ * reads, the paths of a directory walk, and what the file tools share that
+ * knows no tool: the sentences for a failed path and their paths()
+ * functions (failing, deadlines and a walk's may_read: tools/walk.h).
+ * Must not: decide policy (protected paths are reported, the caller
+ * refuses); know the registry's types; fall back to a plain openat.
  */
 #ifndef TGI_FS_H
 #define TGI_FS_H
@@ -31,9 +31,6 @@
 #include <jansson.h>
 #include "toolgate.h"
 #include "util/util.h"
-
-struct tgi_exec_ctx;
-struct tgi_tool_out;
 
 /* Open path beneath dirfd.  Returns an fd or -errno.  path must be relative,
  * non-empty and free of NUL (callers check for embedded NULs in JSON
@@ -263,15 +260,6 @@ int tgi_paths_optional_path(const json_t *args, tgi_strv *out, char *err, size_t
 void tgi_repath_key(json_t *args, const char *key, tgi_path_map_fn map, void *ud);
 void tgi_repath_path(json_t *args, tgi_path_map_fn map, void *ud);
 
-/* A handler's failure: out->kind = kind, applied = no (a sentence is
- * already in out->message).  Returns -1. */
-int tgi_tool_fail(struct tgi_tool_out *out, tg_errkind kind);
-
-/* The tgi_now_ms() past which a file tool stops with TG_ERR_TIMEOUT:
- * ctx->deadline_ms, or when the pipeline set none, timeout_s (default 120)
- * from now. */
-double tgi_tool_deadline(const struct tgi_exec_ctx *ctx);
-
 /* ---- directory walks --------------------------------------------------------- */
 
 /*
@@ -300,12 +288,5 @@ int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *nor
  * in its text form: returns the length, or 0 when it would not fit (with
  * room for a trailing '/'). */
 size_t tgi_walk_path_push(tgi_walk_path *w, size_t len, const char *name);
-
-/*
- * May the walk show, open or descend the entry path[0..len)?  Asks
- * ctx->may_read for every form of it (a refusal of either holds; a NULL
- * may_read refuses).  1 or 0.
- */
-int tgi_walk_may_read(const struct tgi_exec_ctx *ctx, tgi_walk_path *w, size_t len, int is_dir);
 
 #endif

@@ -18,7 +18,7 @@
  * token at a time with a binary search, so memory stays linear in the
  * document however deep or long its keys are.
  */
-#include "config.h"
+#include "util/yaml.h"
 #include "util/util.h"
 
 #include <math.h>

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "tools/walk.h"
 #include "util/fs.h"
 
 typedef struct fx {

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "gate/gate.h"
 #include "mw/mw.h"
+#include "schema/schema.h"
 #include "util/util.h"
 
 /* ---- helpers ---- */
