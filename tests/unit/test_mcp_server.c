@@ -1208,7 +1208,10 @@ static void test_principal_share(void **state)
 	usleep(500 * 1000);
 	double t = served_in(&f, bob, 951);
 	printf("bob's call was served in %.2f s\n", t);
-	assert_true(t < 5.0);
+	/* before any of alice's 20 s commands could end: he did not wait for a
+	 * thread she held (a slow, loaded machine takes seconds to start her 64
+	 * sandboxes, so the bound is her commands' length, not a guess at speed) */
+	assert_true(t < 15.0);
 	for (int i = 0; i < SESSIONS; i++)
 		tgi_mcp_session_free(alice[i]);
 	tgi_mcp_session_free(bob);
