@@ -106,37 +106,37 @@ static const char *pg_shown(const tgi_store *base)
  * apart. */
 static int pg_ident_bound(tgi_store *base, char *out, size_t cap, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
-	q_init(&x, ST_ADHOC, "SELECT current_database()");
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x) == 1) {
+	tgi_pg_q_init(&x, ST_ADHOC, "SELECT current_database()");
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x) == 1) {
 		char db[256];
-		val_copy(x.res, 0, 0, db, sizeof db);
+		tgi_pg_val_copy(x.res, 0, 0, db, sizeof db);
 		tgi_snprintf(out, cap, "postgresql database %s", db);
 	}
-	q_free(&x, 1);
-	return rc < 0 ? fail(s, err, errlen, "cannot read the ledger's database name") : 0;
+	tgi_pg_q_free(&x, 1);
+	return rc < 0 ? tgi_pg_fail(s, err, errlen, "cannot read the ledger's database name") : 0;
 }
 
 static int pg_ident_get(tgi_store *base, tgi_ledger_ident *id, int *found, char *err,
                         size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	memset(id, 0, sizeof *id);
 	*found = 0;
-	q_init(&x, ST_ADHOC, "SELECT id, bound, created_ms, mac FROM ledger WHERE one = 1");
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x) == 1) {
-		val_copy(x.res, 0, 0, id->id, sizeof id->id);
-		val_copy(x.res, 0, 1, id->bound, sizeof id->bound);
-		id->created_ms = val_i64(x.res, 0, 2, 0);
-		val_copy(x.res, 0, 3, id->mac, sizeof id->mac);
+	tgi_pg_q_init(&x, ST_ADHOC, "SELECT id, bound, created_ms, mac FROM ledger WHERE one = 1");
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x) == 1) {
+		tgi_pg_val_copy(x.res, 0, 0, id->id, sizeof id->id);
+		tgi_pg_val_copy(x.res, 0, 1, id->bound, sizeof id->bound);
+		id->created_ms = tgi_pg_val_i64(x.res, 0, 2, 0);
+		tgi_pg_val_copy(x.res, 0, 3, id->mac, sizeof id->mac);
 		*found = 1;
 	}
-	q_free(&x, 1);
-	return rc < 0 ? fail(s, err, errlen, "cannot read the ledger's identity") : 0;
+	tgi_pg_q_free(&x, 1);
+	return rc < 0 ? tgi_pg_fail(s, err, errlen, "cannot read the ledger's identity") : 0;
 }
 
 /* One statement, so one transaction: the counts, and the identity written
@@ -157,20 +157,20 @@ static int pg_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, 
 		" created_ms = excluded.created_ms, mac = excluded.mac WHERE $5::boolean"
 		" RETURNING 1)"
 		" SELECT o, e, a, i, p, b, l, (SELECT count(*) FROM ins) FROM n";
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	*made = 0;
-	q_init(&x, ST_ADHOC, sql);
-	q_text(&x, id->id);
-	q_text(&x, id->bound);
-	q_i64(&x, id->created_ms);
-	q_text(&x, id->mac);
-	q_text(&x, adopt ? "true" : "false");
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x) == 1) {
+	tgi_pg_q_init(&x, ST_ADHOC, sql);
+	tgi_pg_q_text(&x, id->id);
+	tgi_pg_q_text(&x, id->bound);
+	tgi_pg_q_i64(&x, id->created_ms);
+	tgi_pg_q_text(&x, id->mac);
+	tgi_pg_q_text(&x, adopt ? "true" : "false");
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x) == 1) {
 		int64_t n[8];
 		for (int i = 0; i < 8; i++)
-			n[i] = val_i64(x.res, 0, i, 0);
+			n[i] = tgi_pg_val_i64(x.res, 0, i, 0);
 		if (out)
 			*out = (tgi_ledger_rows){ n[0], n[1], n[2], n[3], n[4], n[5] };
 		/* not inserted: another gate's identity is there (made since this
@@ -178,8 +178,8 @@ static int pg_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, 
 		int64_t records = n[0] + n[1] + n[2] + n[3] + n[4] + n[5];
 		*made = n[7] ? 1 : n[6] || !records ? 0 : -1;
 	}
-	q_free(&x, 1);
-	return rc < 0 ? fail(s, err, errlen, "cannot write the ledger's identity") : 0;
+	tgi_pg_q_free(&x, 1);
+	return rc < 0 ? tgi_pg_fail(s, err, errlen, "cannot write the ledger's identity") : 0;
 }
 
 /* ---- ops + events ---- */
@@ -196,13 +196,13 @@ static void events_q(q *x, const char *op_id, const tgi_event *ev, size_t n, cha
 		stages[i] = ev[i].stage;
 		ts[i] = ev[i].ts_ms;
 	}
-	q_init(x, ST_EVENTS_INSERT, NULL);
-	q_i64(x, (int64_t)n);
-	q_text(x, op_id);
-	q_owned(x, int_array(ts, n));
-	q_owned(x, text_array(types, n));
-	q_owned(x, text_array(stages, n));
-	q_owned(x, text_array((const char *const *)data, n));
+	tgi_pg_q_init(x, ST_EVENTS_INSERT, NULL);
+	tgi_pg_q_i64(x, (int64_t)n);
+	tgi_pg_q_text(x, op_id);
+	tgi_pg_q_owned(x, tgi_pg_int_array(ts, n));
+	tgi_pg_q_owned(x, tgi_pg_text_array(types, n));
+	tgi_pg_q_owned(x, tgi_pg_text_array(stages, n));
+	tgi_pg_q_owned(x, tgi_pg_text_array((const char *const *)data, n));
 	free(types);
 	free(stages);
 	free(ts);
@@ -227,16 +227,16 @@ static int events_data(const tgi_event *ev, size_t n, char **data)
 static void settle_q(pg *s, q *x, const char *scope, const char *op_id, tgi_idem_settle how,
                      const char *binding, const char *envelope)
 {
-	q_init(x, how == TGI_SETTLE_DONE      ? ST_IDEM_DONE
+	tgi_pg_q_init(x, how == TGI_SETTLE_DONE      ? ST_IDEM_DONE
 	        : how == TGI_SETTLE_RELEASE ? ST_IDEM_RELEASE
 	                                    : ST_IDEM_UNKNOWN, NULL);
-	q_text(x, scope);
-	q_text(x, op_id);
+	tgi_pg_q_text(x, scope);
+	tgi_pg_q_text(x, op_id);
 	if (how == TGI_SETTLE_DONE) {
 		char mac[65];
 		tgi_mac_idem(&s->base, scope, op_id, binding, "done", envelope, mac);
-		q_text(x, binding && *binding ? binding : NULL);
-		q_owned(x, *mac ? tgi_strdup(mac) : NULL);
+		tgi_pg_q_text(x, binding && *binding ? binding : NULL);
+		tgi_pg_q_owned(x, *mac ? tgi_strdup(mac) : NULL);
 	}
 }
 
@@ -253,13 +253,13 @@ static int read_seqs(pg *s, const char *op_id, tgi_event *ev, size_t nev)
 	if (!nev)
 		return 0;
 	q x;
-	q_init(&x, ST_EVENT_SEQS, NULL);
-	q_text(&x, op_id);
-	q_i64(&x, (int64_t)nev);
-	int rc = run(s, &x, 1);
-	for (int i = 0; rc == 0 && i < rows(&x) && (size_t)i < nev; i++)
-		ev[i].seq = val_i64(x.res, i, 0, 0);
-	q_free(&x, 1);
+	tgi_pg_q_init(&x, ST_EVENT_SEQS, NULL);
+	tgi_pg_q_text(&x, op_id);
+	tgi_pg_q_i64(&x, (int64_t)nev);
+	int rc = tgi_pg_run(s, &x, 1);
+	for (int i = 0; rc == 0 && i < tgi_pg_rows(&x) && (size_t)i < nev; i++)
+		ev[i].seq = tgi_pg_val_i64(x.res, i, 0, 0);
+	tgi_pg_q_free(&x, 1);
 	return rc;
 }
 
@@ -270,7 +270,7 @@ static int read_seqs(pg *s, const char *op_id, tgi_event *ev, size_t nev)
  * the close.  What the record's failure said is kept. */
 static void record_failed(pg *s, const char *scope, const char *op_id, tgi_idem_settle how)
 {
-	held_add(s, scope, op_id, how == TGI_SETTLE_RELEASE ? HELD_DELETE : HELD_UNKNOWN);
+	tgi_pg_held_add(s, scope, op_id, how == TGI_SETTLE_RELEASE ? HELD_DELETE : HELD_UNKNOWN);
 	if (s->lost)
 		return;
 	char why[PG_WHY_MAX], code[6], cons[64];
@@ -278,7 +278,7 @@ static void record_failed(pg *s, const char *scope, const char *op_id, tgi_idem_
 	memcpy(why, s->why, sizeof why);
 	memcpy(code, s->sqlstate, sizeof code);
 	memcpy(cons, s->constraint, sizeof cons);
-	settle_held(s);
+	tgi_pg_settle_held(s);
 	memcpy(s->why, why, sizeof why);
 	memcpy(s->sqlstate, code, sizeof code);
 	memcpy(s->constraint, cons, sizeof cons);
@@ -294,7 +294,7 @@ static void record_failed(pg *s, const char *scope, const char *op_id, tgi_idem_
 static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q qs[4];
 	int n = 0;
 
@@ -313,56 +313,56 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	}
 
 	q *x = &qs[n++];
-	q_init(x, ST_OP_INSERT, NULL);
-	q_text(x, op->op_id);
-	q_text(x, op->call_id);
-	q_text(x, op->session);
-	q_text(x, op->tool);
-	q_text(x, op->principal);
-	q_text(x, op->status);
-	q_text(x, op->error_kind);
-	q_text(x, op->idem_scope);
-	q_text(x, op->args_redacted);
-	q_text(x, op->args_sha256);
-	q_text(x, op->envelope);
-	q_i64(x, op->started_ms);
-	q_f64(x, op->duration_ms);
-	q_text(x, op->loop);
+	tgi_pg_q_init(x, ST_OP_INSERT, NULL);
+	tgi_pg_q_text(x, op->op_id);
+	tgi_pg_q_text(x, op->call_id);
+	tgi_pg_q_text(x, op->session);
+	tgi_pg_q_text(x, op->tool);
+	tgi_pg_q_text(x, op->principal);
+	tgi_pg_q_text(x, op->status);
+	tgi_pg_q_text(x, op->error_kind);
+	tgi_pg_q_text(x, op->idem_scope);
+	tgi_pg_q_text(x, op->args_redacted);
+	tgi_pg_q_text(x, op->args_sha256);
+	tgi_pg_q_text(x, op->envelope);
+	tgi_pg_q_i64(x, op->started_ms);
+	tgi_pg_q_f64(x, op->duration_ms);
+	tgi_pg_q_text(x, op->loop);
 	if (op->session) {
 		x = &qs[n++];
-		q_init(x, ST_SESSION_UPSERT, NULL);
-		q_text(x, op->session);
-		q_i64(x, op->started_ms);
-		q_text(x, op->manifest);
+		tgi_pg_q_init(x, ST_SESSION_UPSERT, NULL);
+		tgi_pg_q_text(x, op->session);
+		tgi_pg_q_i64(x, op->started_ms);
+		tgi_pg_q_text(x, op->manifest);
 	}
 	if (scope)
 		settle_q(s, &qs[n++], scope, op->op_id, how, op->idem_binding, op->envelope);
 	if (nev)
 		events_q(&qs[n++], op->op_id, ev, nev, data);
 
-	int rc = run(s, qs, n), landed = 0;
+	int rc = tgi_pg_run(s, qs, n), landed = 0;
 	if (rc < 0 && s->lost && s->sent) {
 		/* the connection broke under it: once more, on a fresh one now;
 		 * the op_id is the record's key, so when the first one committed
 		 * after all this one is refused on it, and that is success */
-		q_results_free(qs, n);
+		tgi_pg_q_results_free(qs, n);
 		s->retry_at = 0;
-		rc = run(s, qs, n);
+		rc = tgi_pg_run(s, qs, n);
 		landed = rc < 0 && op_exists(s);
 	}
 	if (rc == 0 && nev) {
-		int64_t last = val_i64(qs[n - 1].res, 0, 0, 0);
+		int64_t last = tgi_pg_val_i64(qs[n - 1].res, 0, 0, 0);
 		for (size_t i = 0; i < nev; i++)
 			ev[i].seq = last - (int64_t)(nev - 1 - i);
 	}
-	q_free(qs, n);
+	tgi_pg_q_free(qs, n);
 	for (size_t i = 0; i < nev; i++)
 		free(data[i]);
 	free(data);
 	if (landed)
 		rc = read_seqs(s, op->op_id, ev, nev);
 	if (rc == 0 && scope)
-		held_drop(s, scope, op->op_id);
+		tgi_pg_held_drop(s, scope, op->op_id);
 	if (rc < 0 && scope)
 		record_failed(s, scope, op->op_id, how);
 	if (rc < 0 && op_exists(s)) {
@@ -370,7 +370,7 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 		return -1;
 	}
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot record op '%s'", op->op_id);
+		return tgi_pg_fail(s, err, errlen, "cannot record op '%s'", op->op_id);
 	return 0;
 }
 
@@ -379,21 +379,21 @@ static int pg_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 static int pg_session_manifest(tgi_store *base, const char *session, char out[65], char *err,
                                size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	out[0] = '\0';
 	if (!session)
 		return 0;
-	q_init(&x, ST_SESSION_MANIFEST, NULL);
-	q_text(&x, session);
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x))
-		val_copy(x.res, 0, 0, out, 65);
-	q_free(&x, 1);
+	tgi_pg_q_init(&x, ST_SESSION_MANIFEST, NULL);
+	tgi_pg_q_text(&x, session);
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x))
+		tgi_pg_val_copy(x.res, 0, 0, out, 65);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0) {
 		char qs[80];
-		return fail(s, err, errlen, "cannot read the manifest of session '%s'",
-		            tgi_quoted(qs, sizeof qs, session));
+		return tgi_pg_fail(s, err, errlen, "cannot read the manifest of session '%s'",
+		                   tgi_quoted(qs, sizeof qs, session));
 	}
 	return 0;
 }
@@ -401,26 +401,26 @@ static int pg_session_manifest(tgi_store *base, const char *session, char out[65
 static int pg_loop_window(tgi_store *base, const char *session, size_t limit, tgi_strv *out,
                           char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	if (tgi_check_loop_window(session, err, errlen) < 0)
 		return -1;
 	if (!limit)
 		return 0;
-	q_init(&x, ST_LOOP_SESSION, NULL);
-	q_text(&x, session);
-	q_i64(&x, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
-	int rc = run(s, &x, 1);
-	for (int i = 0; rc == 0 && i < rows(&x); i++) {
-		const char *t = val(x.res, i, 0);
+	tgi_pg_q_init(&x, ST_LOOP_SESSION, NULL);
+	tgi_pg_q_text(&x, session);
+	tgi_pg_q_i64(&x, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	int rc = tgi_pg_run(s, &x, 1);
+	for (int i = 0; rc == 0 && i < tgi_pg_rows(&x); i++) {
+		const char *t = tgi_pg_val(x.res, i, 0);
 		if (t)
 			tgi_strv_push(out, tgi_strdup(t));
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0) {
 		char qs[80];
-		return fail(s, err, errlen, "cannot read the loop window of session '%s'",
-		            tgi_quoted(qs, sizeof qs, session));
+		return tgi_pg_fail(s, err, errlen, "cannot read the loop window of session '%s'",
+		                   tgi_quoted(qs, sizeof qs, session));
 	}
 	return 0;
 }
@@ -428,28 +428,28 @@ static int pg_loop_window(tgi_store *base, const char *session, size_t limit, tg
 static int pg_bucket_get(tgi_store *base, const char *principal, const char *tool, double *tokens,
                          int64_t *updated_ms, int *found, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	*found = 0;
 	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	q_init(&x, ST_BUCKET_GET, NULL);
-	q_text(&x, principal);
-	q_text(&x, tool);
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x)) {
+	tgi_pg_q_init(&x, ST_BUCKET_GET, NULL);
+	tgi_pg_q_text(&x, principal);
+	tgi_pg_q_text(&x, tool);
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x)) {
 		char mac[65];
-		*tokens = val_f64(x.res, 0, 0);
-		*updated_ms = val_i64(x.res, 0, 1, 0);
-		val_copy(x.res, 0, 2, mac, sizeof mac);
+		*tokens = tgi_pg_val_f64(x.res, 0, 0);
+		*updated_ms = tgi_pg_val_i64(x.res, 0, 1, 0);
+		tgi_pg_val_copy(x.res, 0, 2, mac, sizeof mac);
 		/* one that does not verify is as a fresh bucket (as if deleted) */
 		*found = tgi_mac_bucket_ok(&s->base, principal, tool, *tokens, *updated_ms, mac);
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0) {
 		char qs[80];
-		return fail(s, err, errlen, "cannot read the rate-limit bucket of '%s'",
-		            tgi_quoted(qs, sizeof qs, tool));
+		return tgi_pg_fail(s, err, errlen, "cannot read the rate-limit bucket of '%s'",
+		                   tgi_quoted(qs, sizeof qs, tool));
 	}
 	return 0;
 }
@@ -463,17 +463,17 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
                           double burst, int *ok, double *left, double *retry_after_s, char *err,
                           size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	int rc = tx_begin(s, "BEGIN");
+	int rc = tgi_pg_tx_begin(s, "BEGIN");
 	if (rc == 0) {
-		q_init(&x, ST_BUCKET_LOCK, NULL);
-		q_text(&x, principal);
-		q_text(&x, tool);
-		rc = run(s, &x, 1);
-		if (rc == 0 && rows(&x) != 1) {
+		tgi_pg_q_init(&x, ST_BUCKET_LOCK, NULL);
+		tgi_pg_q_text(&x, principal);
+		tgi_pg_q_text(&x, tool);
+		rc = tgi_pg_run(s, &x, 1);
+		if (rc == 0 && tgi_pg_rows(&x) != 1) {
 			tgi_snprintf(s->why, sizeof s->why, "the bucket was not returned");
 			rc = -1;
 		}
@@ -481,36 +481,36 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 		int64_t at = 0, now = 0;
 		char mac[65] = "";
 		if (rc == 0) {
-			stored = val_f64(x.res, 0, 0);
-			at = val_i64(x.res, 0, 1, 0);
-			val_copy(x.res, 0, 2, mac, sizeof mac);
-			now = val_i64(x.res, 0, 3, 0);
+			stored = tgi_pg_val_f64(x.res, 0, 0);
+			at = tgi_pg_val_i64(x.res, 0, 1, 0);
+			tgi_pg_val_copy(x.res, 0, 2, mac, sizeof mac);
+			now = tgi_pg_val_i64(x.res, 0, 3, 0);
 		}
-		q_free(&x, 1);
+		tgi_pg_q_free(&x, 1);
 		if (rc == 0) {
 			int found = tgi_mac_bucket_ok(&s->base, principal, tool, stored, at, mac);
 			if (tgi_bucket_step(stored, at, found, now, rate, burst, ok, left)) {
 				tgi_mac_bucket(&s->base, principal, tool, *left, now, mac);
-				q_init(&x, ST_BUCKET_SET, NULL);
-				q_text(&x, principal);
-				q_text(&x, tool);
-				q_f64(&x, *left);
-				q_i64(&x, now);
-				q_text(&x, mac[0] ? mac : NULL);
-				q_text(&x, *ok ? "true" : "false");
-				rc = run(s, &x, 1);
-				q_free(&x, 1);
+				tgi_pg_q_init(&x, ST_BUCKET_SET, NULL);
+				tgi_pg_q_text(&x, principal);
+				tgi_pg_q_text(&x, tool);
+				tgi_pg_q_f64(&x, *left);
+				tgi_pg_q_i64(&x, now);
+				tgi_pg_q_text(&x, mac[0] ? mac : NULL);
+				tgi_pg_q_text(&x, *ok ? "true" : "false");
+				rc = tgi_pg_run(s, &x, 1);
+				tgi_pg_q_free(&x, 1);
 			}
 		}
 		if (rc == 0)
-			rc = tx_commit(s);
+			rc = tgi_pg_tx_commit(s);
 	}
 	if (rc < 0) {
 		char qs[80];
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 		*ok = 0;
-		return fail(s, err, errlen, "cannot take from the rate-limit bucket of '%s'",
-		            tgi_quoted(qs, sizeof qs, tool));
+		return tgi_pg_fail(s, err, errlen, "cannot take from the rate-limit bucket of '%s'",
+		                   tgi_quoted(qs, sizeof qs, tool));
 	}
 	if (!*ok) {
 		double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
@@ -528,7 +528,7 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
  * start time, or started before the server now running did (it went with
  * a restart of the server, which says nothing about its process).  A row
  * its owner settled unknown itself has no owner left: not running. */
-int owner_alive(pg *s, const struct owner *o)
+int tgi_pg_owner_alive(pg *s, const struct owner *o)
 {
 	if (!tgi_owner_same_host(&s->me, o->host))
 		return (o->backend_alive || o->backend_before) && o->lease_until > o->now;
@@ -538,20 +538,20 @@ int owner_alive(pg *s, const struct owner *o)
 /* Columns col.. of r: owner_host, owner_pid, owner_start, lease_until_ms,
  * then (at now_col) the server's now, whether the backend lives, and
  * whether it started before the server did. */
-void read_owner_at(const PGresult *r, int row, int col, int now_col, struct owner *o)
+void tgi_pg_read_owner_at(const PGresult *r, int row, int col, int now_col, struct owner *o)
 {
-	val_copy(r, row, col, o->host, sizeof o->host);
-	o->pid = val_i64(r, row, col + 1, 0);
-	o->start = val_i64(r, row, col + 2, -1);
-	o->lease_until = val_i64(r, row, col + 3, 0);
-	o->now = val_i64(r, row, now_col, 0);
-	o->backend_alive = val_bool(r, row, now_col + 1);
-	o->backend_before = val_bool(r, row, now_col + 2);
+	tgi_pg_val_copy(r, row, col, o->host, sizeof o->host);
+	o->pid = tgi_pg_val_i64(r, row, col + 1, 0);
+	o->start = tgi_pg_val_i64(r, row, col + 2, -1);
+	o->lease_until = tgi_pg_val_i64(r, row, col + 3, 0);
+	o->now = tgi_pg_val_i64(r, row, now_col, 0);
+	o->backend_alive = tgi_pg_val_bool(r, row, now_col + 1);
+	o->backend_before = tgi_pg_val_bool(r, row, now_col + 2);
 }
 
 static void read_owner(const PGresult *r, int col, int now_col, struct owner *o)
 {
-	read_owner_at(r, 0, col, now_col, o);
+	tgi_pg_read_owner_at(r, 0, col, now_col, o);
 }
 
 static void approval_row(const PGresult *r, int i, tgi_approval_row *a);
@@ -570,13 +570,13 @@ static enum claim_step claim_answer(pg *s, const PGresult *r, const char *scope,
 
 	if (tgi_pq.ntuples(r) != 1)
 		return CLAIM_AGAIN;
-	val_copy(r, 0, 0, info->op_id, sizeof info->op_id);
-	val_copy(r, 0, 1, state, sizeof state);
+	tgi_pg_val_copy(r, 0, 0, info->op_id, sizeof info->op_id);
+	tgi_pg_val_copy(r, 0, 1, state, sizeof state);
 	read_owner(r, 2, 7, &o);
-	val_copy(r, 0, 6, bound, sizeof bound);
-	val_copy(r, 0, 11, mac, 65);
+	tgi_pg_val_copy(r, 0, 6, bound, sizeof bound);
+	tgi_pg_val_copy(r, 0, 11, mac, 65);
 	int done = !strcmp(state, "done"), flying = !strcmp(state, "in_flight");
-	const char *env = done ? val(r, 0, 10) : NULL;
+	const char *env = done ? tgi_pg_val(r, 0, 10) : NULL;
 	if ((done || flying) &&
 	    !tgi_mac_idem_ok(&s->base, scope, info->op_id, bound, state, env, mac))
 		return CLAIM_FORGED;
@@ -586,7 +586,7 @@ static enum claim_step claim_answer(pg *s, const PGresult *r, const char *scope,
 	} else if (done) {
 		info->state = TGI_IDEM_DONE;
 		info->envelope = env ? tgi_strdup(env) : NULL;
-	} else if (flying && owner_alive(s, &o)) {
+	} else if (flying && tgi_pg_owner_alive(s, &o)) {
 		info->state = TGI_IDEM_IN_FLIGHT;
 		info->retry_after_s = tgi_retry_after(o.lease_until, o.now);
 	} else if (flying) {
@@ -603,14 +603,14 @@ static int claim_mark(pg *s, const char *scope, enum claim_step step, const char
                       tgi_idem_info *info)
 {
 	q x;
-	q_init(&x, step == CLAIM_MARK ? ST_IDEM_MARK_UNKNOWN : ST_IDEM_FORGED, NULL);
-	q_text(&x, scope);
-	q_text(&x, info->op_id);
+	tgi_pg_q_init(&x, step == CLAIM_MARK ? ST_IDEM_MARK_UNKNOWN : ST_IDEM_FORGED, NULL);
+	tgi_pg_q_text(&x, scope);
+	tgi_pg_q_text(&x, info->op_id);
 	if (step == CLAIM_FORGED)
-		q_text(&x, *mac ? mac : NULL);
-	int rc = run(s, &x, 1);
-	int marked = rc == 0 && rows(&x) == 1;
-	q_free(&x, 1);
+		tgi_pg_q_text(&x, *mac ? mac : NULL);
+	int rc = tgi_pg_run(s, &x, 1);
+	int marked = rc == 0 && tgi_pg_rows(&x) == 1;
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
 		return -1;
 	if (marked) {
@@ -631,26 +631,26 @@ static int claim_spend(pg *s, const PGresult *r, const tgi_approval_spend *spend
 	int ok = tgi_pq.ntuples(r) == 1;
 	if (ok) {
 		approval_row(r, 0, &row);
-		val_copy(r, 0, 14, mac, sizeof mac);
+		tgi_pg_val_copy(r, 0, 14, mac, sizeof mac);
 		tgi_approval_row_clear(&row);
 		ok = tgi_approval_spendable(&row, spend->principal, spend->binding,
-		                            val_i64(r, 0, 15, 0)) &&
+		                            tgi_pg_val_i64(r, 0, 15, 0)) &&
 		     tgi_mac_approval_ok(&s->base, &row, mac);
 	}
 	if (!ok) {
-		tx_abort(s);   /* the claim goes with it */
+		tgi_pg_tx_abort(s);   /* the claim goes with it */
 		info->state = TGI_IDEM_UNAPPROVED;
 		return 0;
 	}
 	tgi_mac_approval(&s->base, &row, "used", mac);
 	q qs[2];
-	q_init(&qs[0], ST_APPROVAL_USED, NULL);
-	q_text(&qs[0], row.id);
-	q_text(&qs[0], mac);
-	q_init(&qs[1], ST_ADHOC, "COMMIT");
-	int rc = run(s, qs, 2);
-	int used = rc == 0 && rows(&qs[0]) == 1;
-	q_free(qs, 2);
+	tgi_pg_q_init(&qs[0], ST_APPROVAL_USED, NULL);
+	tgi_pg_q_text(&qs[0], row.id);
+	tgi_pg_q_text(&qs[0], mac);
+	tgi_pg_q_init(&qs[1], ST_ADHOC, "COMMIT");
+	int rc = tgi_pg_run(s, qs, 2);
+	int used = rc == 0 && tgi_pg_rows(&qs[0]) == 1;
+	tgi_pg_q_free(qs, 2);
 	s->tx = 0;
 	if (rc < 0)
 		return -1;
@@ -675,51 +675,51 @@ static int claim(pg *s, const char *scope, const char *op_id, const char *bindin
 		q qs[4];
 		int n = 0;
 		if (spend)
-			q_init(&qs[n++], ST_ADHOC, "BEGIN");
+			tgi_pg_q_init(&qs[n++], ST_ADHOC, "BEGIN");
 		q *c = &qs[n++];
-		q_init(c, ST_IDEM_CLAIM, NULL);
+		tgi_pg_q_init(c, ST_IDEM_CLAIM, NULL);
 		int64_t start = tgi_self_start(&s->me);   /* first: it also renews me.host */
-		q_text(c, scope);
-		q_text(c, op_id);
-		q_text(c, s->me.host);
-		q_i64(c, (int64_t)getpid());
-		q_i64(c, start);
-		q_i64(c, s->backend_start);
-		q_i64(c, lease_s > 0 ? lease_s : 1);
-		q_text(c, binding);
-		q_text(c, *mine ? mine : NULL);
+		tgi_pg_q_text(c, scope);
+		tgi_pg_q_text(c, op_id);
+		tgi_pg_q_text(c, s->me.host);
+		tgi_pg_q_i64(c, (int64_t)getpid());
+		tgi_pg_q_i64(c, start);
+		tgi_pg_q_i64(c, s->backend_start);
+		tgi_pg_q_i64(c, lease_s > 0 ? lease_s : 1);
+		tgi_pg_q_text(c, binding);
+		tgi_pg_q_text(c, *mine ? mine : NULL);
 		q *g = &qs[n++];
-		q_init(g, ST_IDEM_GET, NULL);
-		q_text(g, scope);
+		tgi_pg_q_init(g, ST_IDEM_GET, NULL);
+		tgi_pg_q_text(g, scope);
 		q *a = NULL;
 		if (spend) {
 			a = &qs[n++];
-			q_init(a, ST_APPROVAL_LOCK, NULL);
-			q_text(a, spend->id);
+			tgi_pg_q_init(a, ST_APPROVAL_LOCK, NULL);
+			tgi_pg_q_text(a, spend->id);
 		}
-		if (run(s, qs, n) < 0) {
-			q_free(qs, n);
+		if (tgi_pg_run(s, qs, n) < 0) {
+			tgi_pg_q_free(qs, n);
 			return -1;
 		}
 		s->tx = spend != NULL;
-		if (rows(c) == 1) {
+		if (tgi_pg_rows(c) == 1) {
 			info->state = TGI_IDEM_CLAIMED;
 			tgi_snprintf(info->op_id, sizeof info->op_id, "%s", op_id);
 			int rc = spend ? claim_spend(s, a->res, spend, info) : 0;
-			q_free(qs, n);
+			tgi_pg_q_free(qs, n);
 			if (rc == 0 && info->state == TGI_IDEM_CLAIMED)
-				held_add(s, scope, op_id, HELD_RUNNING);
+				tgi_pg_held_add(s, scope, op_id, HELD_RUNNING);
 			return rc;
 		}
 		char mac[65] = "";
 		enum claim_step step = claim_answer(s, g->res, scope, binding, info, mac);
-		q_free(qs, n);
+		tgi_pg_q_free(qs, n);
 		int rc = step == CLAIM_MARK || step == CLAIM_FORGED
 		         ? claim_mark(s, scope, step, mac, info) : step == CLAIM_DONE;
-		if (rc == 1 && spend && run_sql(s, "COMMIT") < 0)
+		if (rc == 1 && spend && tgi_pg_run_sql(s, "COMMIT") < 0)
 			rc = -1;
 		if (rc != 1 && spend)
-			tx_abort(s);
+			tgi_pg_tx_abort(s);
 		s->tx = 0;
 		if (rc < 0) {
 			free(info->envelope);
@@ -740,7 +740,7 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
                          int lease_s, const tgi_approval_spend *spend, tgi_idem_info *info,
                          char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char qs[96];
 
 	memset(info, 0, sizeof *info);
@@ -750,11 +750,11 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 		/* the claim may have committed before the connection broke: its
 		 * call is refused, so the next connection deletes it */
 		if (s->transient && s->sent)
-			held_add(s, scope, op_id, HELD_DELETE);
+			tgi_pg_held_add(s, scope, op_id, HELD_DELETE);
 		free(info->envelope);
 		memset(info, 0, sizeof *info);
-		return fail(s, err, errlen, "cannot claim idempotency scope '%s'",
-		            tgi_quoted(qs, sizeof qs, scope));
+		return tgi_pg_fail(s, err, errlen, "cannot claim idempotency scope '%s'",
+		                   tgi_quoted(qs, sizeof qs, scope));
 	}
 	return 0;
 }
@@ -766,48 +766,48 @@ static int pg_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 static int mark_applied(pg *s, const char *op_id, const char *scope, q *x, char **kept)
 {
 	q e;
-	q_init(&e, ST_OP_ENVELOPE, NULL);
-	q_text(&e, op_id);
-	if (run(s, &e, 1) < 0) {
-		q_free(&e, 1);
+	tgi_pg_q_init(&e, ST_OP_ENVELOPE, NULL);
+	tgi_pg_q_text(&e, op_id);
+	if (tgi_pg_run(s, &e, 1) < 0) {
+		tgi_pg_q_free(&e, 1);
 		return -1;
 	}
-	int had_row = rows(&e) == 1;
+	int had_row = tgi_pg_rows(&e) == 1;
 	char *out;
-	const char *text = had_row ? val(e.res, 0, 0) : NULL;
+	const char *text = had_row ? tgi_pg_val(e.res, 0, 0) : NULL;
 	int made_env = tgi_applied_envelope(op_id, had_row, text, &out);
 	if (made_env == 0) {
 		/* not an object: leave the stored text as it is */
 		*kept = text ? tgi_strdup(text) : NULL;
-		q_free(&e, 1);
+		tgi_pg_q_free(&e, 1);
 		return 0;
 	}
-	q_free(&e, 1);
+	tgi_pg_q_free(&e, 1);
 	if (made_env < 0) {
 		tgi_snprintf(s->why, sizeof s->why, "out of memory");
 		return -1;
 	}
 	*kept = tgi_strdup(out);
 	if (had_row) {
-		q_init(x, ST_OP_SET_ENVELOPE, NULL);
-		q_text(x, op_id);
-		q_owned(x, out);
+		tgi_pg_q_init(x, ST_OP_SET_ENVELOPE, NULL);
+		tgi_pg_q_text(x, op_id);
+		tgi_pg_q_owned(x, out);
 		return 1;
 	}
 	int64_t made = tgi_uuid_ms(op_id); /* the op started when its id was made, not now */
-	q_init(x, ST_OP_INSERT, NULL);
-	q_text(x, op_id);
+	tgi_pg_q_init(x, ST_OP_INSERT, NULL);
+	tgi_pg_q_text(x, op_id);
 	for (int i = 0; i < 4; i++)
-		q_text(x, NULL);           /* call_id, session, tool, principal */
-	q_text(x, "persisted");
-	q_text(x, NULL);               /* error_kind */
-	q_text(x, scope);
-	q_text(x, NULL);               /* args_redacted */
-	q_text(x, NULL);               /* args_sha256 */
-	q_owned(x, out);
-	q_i64(x, made >= 0 ? made : tgi_unix_ms());
-	q_f64(x, 0.0);
-	q_text(x, NULL);               /* loop */
+		tgi_pg_q_text(x, NULL);           /* call_id, session, tool, principal */
+	tgi_pg_q_text(x, "persisted");
+	tgi_pg_q_text(x, NULL);               /* error_kind */
+	tgi_pg_q_text(x, scope);
+	tgi_pg_q_text(x, NULL);               /* args_redacted */
+	tgi_pg_q_text(x, NULL);               /* args_sha256 */
+	tgi_pg_q_owned(x, out);
+	tgi_pg_q_i64(x, made >= 0 ? made : tgi_unix_ms());
+	tgi_pg_q_f64(x, 0.0);
+	tgi_pg_q_text(x, NULL);               /* loop */
 	return 1;
 }
 
@@ -817,17 +817,17 @@ static int resolve_find(pg *s, const char *op_id, char *scope, size_t cap, char 
                         char bound[65], struct owner *o, int *none)
 {
 	q x;
-	q_init(&x, ST_IDEM_BY_OP, NULL);
-	q_text(&x, op_id);
-	int rc = run(s, &x, 1);
-	*none = rc == 0 && rows(&x) != 1;
+	tgi_pg_q_init(&x, ST_IDEM_BY_OP, NULL);
+	tgi_pg_q_text(&x, op_id);
+	int rc = tgi_pg_run(s, &x, 1);
+	*none = rc == 0 && tgi_pg_rows(&x) != 1;
 	if (rc == 0 && !*none) {
-		val_copy(x.res, 0, 0, scope, cap);
-		val_copy(x.res, 0, 1, state, 16);
+		tgi_pg_val_copy(x.res, 0, 0, scope, cap);
+		tgi_pg_val_copy(x.res, 0, 1, state, 16);
 		read_owner(x.res, 2, 6, o);
-		val_copy(x.res, 0, 9, bound, 65);
+		tgi_pg_val_copy(x.res, 0, 9, bound, 65);
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	return rc;
 }
 
@@ -855,12 +855,12 @@ static int resolve_commit(pg *s, const char *op_id, const char *scope, const cha
 	char *data = tgi_strdup(applied ? "{\"applied\":true}" : "{\"applied\":false}");
 	if (rc >= 0) {
 		events_q(&qs[n++], op_id, &ev, 1, &data);
-		q_init(&qs[n++], ST_ADHOC, "COMMIT");
-		rc = run(s, qs, n);
+		tgi_pg_q_init(&qs[n++], ST_ADHOC, "COMMIT");
+		rc = tgi_pg_run(s, qs, n);
 		if (rc == 0)
 			s->tx = 0;
 	}
-	q_free(qs, n);
+	tgi_pg_q_free(qs, n);
 	free(data);
 	return rc < 0 ? -1 : 0;
 }
@@ -871,49 +871,49 @@ static int resolve_commit(pg *s, const char *op_id, const char *scope, const cha
 static int resolve_claimless(pg *s, const char *op_id, int applied, char *err, size_t errlen)
 {
 	q qs[5];
-	q_init(&qs[0], ST_OP_UNSETTLED, NULL);
-	q_text(&qs[0], op_id);
-	int rc = run(s, qs, 1);
-	int found = rc == 0 && rows(&qs[0]) == 1;
-	q_free(qs, 1);
+	tgi_pg_q_init(&qs[0], ST_OP_UNSETTLED, NULL);
+	tgi_pg_q_text(&qs[0], op_id);
+	int rc = tgi_pg_run(s, qs, 1);
+	int found = rc == 0 && tgi_pg_rows(&qs[0]) == 1;
+	tgi_pg_q_free(qs, 1);
 	if (rc < 0) {
-		tx_abort(s);
-		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+		tgi_pg_tx_abort(s);
+		return tgi_pg_fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
 	if (!found) {
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 		tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim and no unknown "
 		             "outcome; nothing to resolve", op_id);
 		return -1;
 	}
 	if (resolve_commit(s, op_id, NULL, NULL, applied, qs, 0) < 0) {
-		tx_abort(s);
-		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+		tgi_pg_tx_abort(s);
+		return tgi_pg_fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
 	return 0;
 }
 
 static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char scope[TGI_SCOPE_MAX + 1], state[16], bound[65] = "";
 	struct owner o;
 	int none = 0;
 
 	if (tgi_check_op_id(op_id, err, errlen) < 0)
 		return -1;
-	if (tx_begin(s, "BEGIN") < 0)
-		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+	if (tgi_pg_tx_begin(s, "BEGIN") < 0)
+		return tgi_pg_fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	if (resolve_find(s, op_id, scope, sizeof scope, state, bound, &o, &none) < 0) {
-		tx_abort(s);
-		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+		tgi_pg_tx_abort(s);
+		return tgi_pg_fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
 	if (none)     /* no claim (a call without a key): an op whose outcome is unknown? */
 		return resolve_claimless(s, op_id, applied, err, errlen);
 	/* unknown too: one marked so by another gate may still run */
-	if (owner_alive(s, &o)) {
+	if (tgi_pg_owner_alive(s, &o)) {
 		char host[128];
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 		tgi_snprintf(err, errlen,
 		             "op '%s' is still running (pid %lld on host '%s'); wait for it to finish before resolving it",
 		             op_id, (long long)o.pid, tgi_owner_host_shown(o.host, host, sizeof host));
@@ -921,10 +921,10 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 	}
 	q qs[5];
 	if (resolve_commit(s, op_id, scope, bound, applied, qs, 0) < 0) {
-		tx_abort(s);
-		return fail(s, err, errlen, "cannot resolve op '%s'", op_id);
+		tgi_pg_tx_abort(s);
+		return tgi_pg_fail(s, err, errlen, "cannot resolve op '%s'", op_id);
 	}
-	held_drop(s, scope, op_id);
+	tgi_pg_held_drop(s, scope, op_id);
 	return 0;
 }
 
@@ -932,28 +932,28 @@ static int pg_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 
 static int pg_approval_add(tgi_store *base, tgi_approval_row *row, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	if (tgi_approval_new(row, err, errlen) < 0)
 		return -1;
-	q_init(&x, ST_APPROVAL_INSERT, NULL);
-	q_text(&x, row->id);
-	q_text(&x, row->op_id[0] ? row->op_id : NULL);
-	q_text(&x, row->tool);
-	q_text(&x, row->principal);
-	q_text(&x, row->binding);
-	q_text(&x, row->args);
-	q_text(&x, row->reason);
-	q_i64(&x, row->expires_ms - row->created_ms);
-	q_text(&x, row->plan);
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x) == 1) {
-		row->created_ms = val_i64(x.res, 0, 0, row->created_ms);
-		row->expires_ms = val_i64(x.res, 0, 1, row->expires_ms);
+	tgi_pg_q_init(&x, ST_APPROVAL_INSERT, NULL);
+	tgi_pg_q_text(&x, row->id);
+	tgi_pg_q_text(&x, row->op_id[0] ? row->op_id : NULL);
+	tgi_pg_q_text(&x, row->tool);
+	tgi_pg_q_text(&x, row->principal);
+	tgi_pg_q_text(&x, row->binding);
+	tgi_pg_q_text(&x, row->args);
+	tgi_pg_q_text(&x, row->reason);
+	tgi_pg_q_i64(&x, row->expires_ms - row->created_ms);
+	tgi_pg_q_text(&x, row->plan);
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x) == 1) {
+		row->created_ms = tgi_pg_val_i64(x.res, 0, 0, row->created_ms);
+		row->expires_ms = tgi_pg_val_i64(x.res, 0, 1, row->expires_ms);
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot queue an approval for '%s'", row->tool);
+		return tgi_pg_fail(s, err, errlen, "cannot queue an approval for '%s'", row->tool);
 	return 0;
 }
 
@@ -964,7 +964,7 @@ static int pg_approval_add(tgi_store *base, tgi_approval_row *row, char *err, si
 static int pg_approval_decide(tgi_store *base, const char *id, int approve, const char *by,
                               const char *reason, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char state[16] = "", when[32];
 	int64_t expires = 0;
 	q x;
@@ -974,15 +974,15 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 	/* the decision on the server's clock, read back, then its MAC (made
 	 * here: the key never goes to the database) in the same transaction */
 	q qs[2];
-	q_init(&qs[0], ST_ADHOC, "BEGIN");
-	q_init(&qs[1], ST_APPROVAL_DECIDE, NULL);
-	q_text(&qs[1], id);
-	q_text(&qs[1], approve ? "approved" : "denied");
-	q_text(&qs[1], by);
-	q_text(&qs[1], reason);
-	int rc = run(s, qs, 2);
+	tgi_pg_q_init(&qs[0], ST_ADHOC, "BEGIN");
+	tgi_pg_q_init(&qs[1], ST_APPROVAL_DECIDE, NULL);
+	tgi_pg_q_text(&qs[1], id);
+	tgi_pg_q_text(&qs[1], approve ? "approved" : "denied");
+	tgi_pg_q_text(&qs[1], by);
+	tgi_pg_q_text(&qs[1], reason);
+	int rc = tgi_pg_run(s, qs, 2);
 	s->tx = rc == 0;
-	int changed = rc == 0 && rows(&qs[1]) == 1;
+	int changed = rc == 0 && tgi_pg_rows(&qs[1]) == 1;
 	tgi_approval_row row;
 	if (changed) {
 		approval_row(qs[1].res, 0, &row);
@@ -990,24 +990,24 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 		memcpy(state, row.state, sizeof state);
 		expires = row.expires_ms;
 	}
-	q_free(qs, 2);
+	tgi_pg_q_free(qs, 2);
 	if (rc == 0 && changed && strcmp(state, "expired")) {
 		char mac[65];
 		tgi_mac_approval(base, &row, state, mac);
-		q_init(&qs[0], ST_APPROVAL_MAC, NULL);
-		q_text(&qs[0], id);
-		q_text(&qs[0], tgi_mac_col(mac));
-		q_init(&qs[1], ST_ADHOC, "COMMIT");
-		rc = run(s, qs, 2);
-		q_free(qs, 2);
+		tgi_pg_q_init(&qs[0], ST_APPROVAL_MAC, NULL);
+		tgi_pg_q_text(&qs[0], id);
+		tgi_pg_q_text(&qs[0], tgi_mac_col(mac));
+		tgi_pg_q_init(&qs[1], ST_ADHOC, "COMMIT");
+		rc = tgi_pg_run(s, qs, 2);
+		tgi_pg_q_free(qs, 2);
 	} else if (rc == 0) {
-		rc = run_sql(s, "COMMIT");
+		rc = tgi_pg_run_sql(s, "COMMIT");
 	}
 	if (rc < 0)
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 	s->tx = 0;
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot decide approval '%s'", id);
+		return tgi_pg_fail(s, err, errlen, "cannot decide approval '%s'", id);
 	if (changed && !strcmp(state, "expired")) {
 		tgi_iso8601(expires, when);
 		tgi_snprintf(err, errlen, "approval '%s' expired at %s", id, when);
@@ -1015,15 +1015,15 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 	}
 	if (changed)
 		return 0;
-	q_init(&x, ST_APPROVAL_STATE, NULL);
-	q_text(&x, id);
-	rc = run(s, &x, 1);
-	int found = rc == 0 && rows(&x) == 1;
+	tgi_pg_q_init(&x, ST_APPROVAL_STATE, NULL);
+	tgi_pg_q_text(&x, id);
+	rc = tgi_pg_run(s, &x, 1);
+	int found = rc == 0 && tgi_pg_rows(&x) == 1;
 	if (found)
-		val_copy(x.res, 0, 0, state, sizeof state);
-	q_free(&x, 1);
+		tgi_pg_val_copy(x.res, 0, 0, state, sizeof state);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot decide approval '%s'", id);
+		return tgi_pg_fail(s, err, errlen, "cannot decide approval '%s'", id);
 	if (!found)
 		tgi_snprintf(err, errlen, "no approval '%s'", id);
 	else
@@ -1037,18 +1037,18 @@ static int pg_approval_decide(tgi_store *base, const char *id, int approve, cons
 static int pg_approval_find(tgi_store *base, const char *binding, const char *principal,
                             int *found, char id[37], int *forged, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char state[16] = "", got[37] = "", mac[65];
 	tgi_approval_row row;
 	q x;
 
-	q_init(&x, ST_APPROVAL_LIVE, NULL);
-	q_text(&x, binding);
-	q_text(&x, principal);
-	int rc = run(s, &x, 1);
-	for (int i = 0; rc == 0 && i < rows(&x); i++) {
+	tgi_pg_q_init(&x, ST_APPROVAL_LIVE, NULL);
+	tgi_pg_q_text(&x, binding);
+	tgi_pg_q_text(&x, principal);
+	int rc = tgi_pg_run(s, &x, 1);
+	for (int i = 0; rc == 0 && i < tgi_pg_rows(&x); i++) {
 		approval_row(x.res, i, &row);
-		val_copy(x.res, i, 14, mac, sizeof mac);
+		tgi_pg_val_copy(x.res, i, 14, mac, sizeof mac);
 		tgi_approval_row_clear(&row);
 		if (strcmp(row.state, "pending") && !tgi_mac_approval_ok(base, &row, mac)) {
 			(*forged)++;
@@ -1058,9 +1058,9 @@ static int pg_approval_find(tgi_store *base, const char *binding, const char *pr
 		memcpy(got, row.id, sizeof got);
 		break;
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot look for an approval");
+		return tgi_pg_fail(s, err, errlen, "cannot look for an approval");
 	tgi_approval_answer(state, got, found, id);
 	return 0;
 }
@@ -1071,47 +1071,47 @@ static int pg_approval_find(tgi_store *base, const char *binding, const char *pr
 static int pg_approval_use(tgi_store *base, const char *id, const char *principal,
                            const char *binding, int *used, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	tgi_approval_row row;
 	char mac[65] = "";
 	q qs[2];
 	*used = 0;
-	q_init(&qs[0], ST_ADHOC, "BEGIN");
-	q_init(&qs[1], ST_APPROVAL_LOCK, NULL);
-	q_text(&qs[1], id);
-	int rc = run(s, qs, 2);
+	tgi_pg_q_init(&qs[0], ST_ADHOC, "BEGIN");
+	tgi_pg_q_init(&qs[1], ST_APPROVAL_LOCK, NULL);
+	tgi_pg_q_text(&qs[1], id);
+	int rc = tgi_pg_run(s, qs, 2);
 	s->tx = rc == 0;
-	int ok = rc == 0 && rows(&qs[1]) == 1;
+	int ok = rc == 0 && tgi_pg_rows(&qs[1]) == 1;
 	if (ok) {
 		approval_row(qs[1].res, 0, &row);
-		val_copy(qs[1].res, 0, 14, mac, sizeof mac);
+		tgi_pg_val_copy(qs[1].res, 0, 14, mac, sizeof mac);
 		tgi_approval_row_clear(&row);
-		ok = tgi_approval_spendable(&row, principal, binding, val_i64(qs[1].res, 0, 15, 0));
+		ok = tgi_approval_spendable(&row, principal, binding, tgi_pg_val_i64(qs[1].res, 0, 15, 0));
 		if (ok && !tgi_mac_approval_ok(base, &row, mac)) {
 			ok = 0;
 			*used = -1;
 		}
 	}
-	q_free(qs, 2);
+	tgi_pg_q_free(qs, 2);
 	if (rc == 0 && ok) {
 		tgi_mac_approval(base, &row, "used", mac);
-		q_init(&qs[0], ST_APPROVAL_USED, NULL);
-		q_text(&qs[0], id);
-		q_text(&qs[0], mac);
-		q_init(&qs[1], ST_ADHOC, "COMMIT");
-		rc = run(s, qs, 2);
-		*used = rc == 0 && rows(&qs[0]) == 1;
-		q_free(qs, 2);
+		tgi_pg_q_init(&qs[0], ST_APPROVAL_USED, NULL);
+		tgi_pg_q_text(&qs[0], id);
+		tgi_pg_q_text(&qs[0], mac);
+		tgi_pg_q_init(&qs[1], ST_ADHOC, "COMMIT");
+		rc = tgi_pg_run(s, qs, 2);
+		*used = rc == 0 && tgi_pg_rows(&qs[0]) == 1;
+		tgi_pg_q_free(qs, 2);
 	} else if (rc == 0) {
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 	}
 	if (rc < 0) {
 		*used = 0;
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 	}
 	s->tx = 0;
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot use approval '%s'", id);
+		return tgi_pg_fail(s, err, errlen, "cannot use approval '%s'", id);
 	return 0;
 }
 
@@ -1119,45 +1119,45 @@ static void approval_row(const PGresult *r, int i, tgi_approval_row *a)
 {
 	const char *t;
 	memset(a, 0, sizeof *a);
-	val_copy(r, i, 0, a->id, sizeof a->id);
-	val_copy(r, i, 1, a->op_id, sizeof a->op_id);
-	val_copy(r, i, 2, a->tool, sizeof a->tool);
-	val_copy(r, i, 3, a->principal, sizeof a->principal);
-	val_copy(r, i, 4, a->binding, sizeof a->binding);
-	val_copy(r, i, 5, a->state, sizeof a->state);
-	t = val(r, i, 6);
+	tgi_pg_val_copy(r, i, 0, a->id, sizeof a->id);
+	tgi_pg_val_copy(r, i, 1, a->op_id, sizeof a->op_id);
+	tgi_pg_val_copy(r, i, 2, a->tool, sizeof a->tool);
+	tgi_pg_val_copy(r, i, 3, a->principal, sizeof a->principal);
+	tgi_pg_val_copy(r, i, 4, a->binding, sizeof a->binding);
+	tgi_pg_val_copy(r, i, 5, a->state, sizeof a->state);
+	t = tgi_pg_val(r, i, 6);
 	a->args = t ? tgi_strdup(t) : NULL;
-	t = val(r, i, 7);
+	t = tgi_pg_val(r, i, 7);
 	a->reason = t ? tgi_strdup(t) : NULL;
-	a->created_ms = val_i64(r, i, 8, 0);
-	a->expires_ms = val_i64(r, i, 9, 0);
-	val_copy(r, i, 10, a->decided_by, sizeof a->decided_by);
-	t = val(r, i, 11);
+	a->created_ms = tgi_pg_val_i64(r, i, 8, 0);
+	a->expires_ms = tgi_pg_val_i64(r, i, 9, 0);
+	tgi_pg_val_copy(r, i, 10, a->decided_by, sizeof a->decided_by);
+	t = tgi_pg_val(r, i, 11);
 	a->plan = t ? tgi_strdup(t) : NULL;
-	a->decided_ms = val_i64(r, i, 12, 0);
-	t = val(r, i, 13);
+	a->decided_ms = tgi_pg_val_i64(r, i, 12, 0);
+	t = tgi_pg_val(r, i, 13);
 	a->decided_reason = t ? tgi_strdup(t) : NULL;
 }
 
 static int pg_approval_list(tgi_store *base, const char *state, tgi_approval_row **out, size_t *n,
                             char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	*out = NULL;
 	*n = 0;
-	q_init(&x, ST_APPROVAL_LIST, NULL);
-	q_text(&x, state);
-	int rc = run(s, &x, 1);
+	tgi_pg_q_init(&x, ST_APPROVAL_LIST, NULL);
+	tgi_pg_q_text(&x, state);
+	int rc = tgi_pg_run(s, &x, 1);
 	if (rc < 0) {
-		q_free(&x, 1);
-		return fail(s, err, errlen, "cannot list approvals");
+		tgi_pg_q_free(&x, 1);
+		return tgi_pg_fail(s, err, errlen, "cannot list approvals");
 	}
-	size_t len = (size_t)rows(&x);
+	size_t len = (size_t)tgi_pg_rows(&x);
 	tgi_approval_row *v = len ? tgi_xcalloc(len, sizeof *v) : NULL;
 	for (size_t i = 0; i < len; i++)
 		approval_row(x.res, (int)i, &v[i]);
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	*out = v;
 	*n = len;
 	return 0;
@@ -1166,25 +1166,25 @@ static int pg_approval_list(tgi_store *base, const char *state, tgi_approval_row
 static int pg_approval_get(tgi_store *base, const char *id, tgi_approval_row *row, int *found,
                            char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	memset(row, 0, sizeof *row);
 	*found = 0;
 	if (!id || !tgi_uuid_ok(id))
 		return 0; /* not an approval id: there is none */
-	q_init(&x, ST_APPROVAL_ONE, NULL);
-	q_text(&x, id);
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x) == 1) {
+	tgi_pg_q_init(&x, ST_APPROVAL_ONE, NULL);
+	tgi_pg_q_text(&x, id);
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x) == 1) {
 		char mac[65];
 		approval_row(x.res, 0, row);
-		val_copy(x.res, 0, 14, mac, sizeof mac);
+		tgi_pg_val_copy(x.res, 0, 14, mac, sizeof mac);
 		row->verified = tgi_mac_approval_ok(base, row, mac);
 		*found = 1;
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot read approval %s", id);
+		return tgi_pg_fail(s, err, errlen, "cannot read approval %s", id);
 	return 0;
 }
 
@@ -1196,17 +1196,17 @@ static int pin_get(pg *s, const char *name, char pinned[65], int *found)
 {
 	char mac[65];
 	q x;
-	q_init(&x, ST_PIN_GET, NULL);
-	q_text(&x, name);
-	int rc = run(s, &x, 1);
-	*found = rc == 0 && rows(&x) == 1;
+	tgi_pg_q_init(&x, ST_PIN_GET, NULL);
+	tgi_pg_q_text(&x, name);
+	int rc = tgi_pg_run(s, &x, 1);
+	*found = rc == 0 && tgi_pg_rows(&x) == 1;
 	if (*found) {
-		val_copy(x.res, 0, 0, pinned, 65);
-		val_copy(x.res, 0, 1, mac, sizeof mac);
+		tgi_pg_val_copy(x.res, 0, 0, pinned, 65);
+		tgi_pg_val_copy(x.res, 0, 1, mac, sizeof mac);
 		if (!tgi_mac_pin_ok(&s->base, name, pinned, mac))
 			*found = 2;
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	return rc;
 }
 
@@ -1222,7 +1222,7 @@ static tgi_pin_state pin_state(const char *pinned, int found, const char *digest
 static int pg_pin_check(tgi_store *base, const char *name, const char *digest, tgi_pin_state *st,
                         char pinned[65], char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char qn[80];
 	int found = 0;
 
@@ -1230,8 +1230,8 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
 	if (pin_get(s, name, pinned, &found) < 0)
-		return fail(s, err, errlen, "cannot pin the description of '%s'",
-		            tgi_quoted(qn, sizeof qn, name));
+		return tgi_pg_fail(s, err, errlen, "cannot pin the description of '%s'",
+		                   tgi_quoted(qn, sizeof qn, name));
 	if (found) {
 		*st = pin_state(pinned, found, digest);
 		return 0;
@@ -1239,14 +1239,14 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 	char mac[65];
 	tgi_mac_pin(base, name, digest, mac);
 	q x;
-	q_init(&x, ST_PIN_ADD, NULL);
-	q_text(&x, name);
-	q_text(&x, digest);
-	q_i64(&x, tgi_unix_ms());
-	q_text(&x, tgi_mac_col(mac));
-	int rc = run(s, &x, 1);
-	int added = rc == 0 && rows(&x) == 1;
-	q_free(&x, 1);
+	tgi_pg_q_init(&x, ST_PIN_ADD, NULL);
+	tgi_pg_q_text(&x, name);
+	tgi_pg_q_text(&x, digest);
+	tgi_pg_q_i64(&x, tgi_unix_ms());
+	tgi_pg_q_text(&x, tgi_mac_col(mac));
+	int rc = tgi_pg_run(s, &x, 1);
+	int added = rc == 0 && tgi_pg_rows(&x) == 1;
+	tgi_pg_q_free(&x, 1);
 	if (rc == 0 && !added)
 		rc = pin_get(s, name, pinned, &found);
 	if (rc == 0 && !added && !found) {
@@ -1254,8 +1254,8 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 		rc = -1;
 	}
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot pin the description of '%s'",
-		            tgi_quoted(qn, sizeof qn, name));
+		return tgi_pg_fail(s, err, errlen, "cannot pin the description of '%s'",
+		                   tgi_quoted(qn, sizeof qn, name));
 	if (added) {
 		tgi_snprintf(pinned, 65, "%s", digest);
 		*st = TGI_PIN_NEW;
@@ -1268,23 +1268,23 @@ static int pg_pin_check(tgi_store *base, const char *name, const char *digest, t
 static int pg_pin_set(tgi_store *base, const char *name, const char *digest, char *err,
                       size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char qn[80];
 	q x;
 	if (tgi_check_pin(name, digest, err, errlen) < 0)
 		return -1;
 	char mac[65];
 	tgi_mac_pin(base, name, digest, mac);
-	q_init(&x, ST_PIN_SET, NULL);
-	q_text(&x, name);
-	q_text(&x, digest);
-	q_i64(&x, tgi_unix_ms());
-	q_text(&x, tgi_mac_col(mac));
-	int rc = run(s, &x, 1);
-	q_free(&x, 1);
+	tgi_pg_q_init(&x, ST_PIN_SET, NULL);
+	tgi_pg_q_text(&x, name);
+	tgi_pg_q_text(&x, digest);
+	tgi_pg_q_i64(&x, tgi_unix_ms());
+	tgi_pg_q_text(&x, tgi_mac_col(mac));
+	int rc = tgi_pg_run(s, &x, 1);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot move the pin of '%s'",
-		            tgi_quoted(qn, sizeof qn, name));
+		return tgi_pg_fail(s, err, errlen, "cannot move the pin of '%s'",
+		                   tgi_quoted(qn, sizeof qn, name));
 	return 0;
 }
 
@@ -1297,7 +1297,7 @@ static int pg_pin_set(tgi_store *base, const char *name, const char *digest, cha
 static int pg_messages_append(tgi_store *base, const char *session, const char *api,
                               const json_t *entries, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char qn[80], have[TGI_MSG_API_MAX] = "", **text;
 	size_t n;
 	if (tgi_check_messages(session, api ? api : "", err, errlen) < 0 ||
@@ -1306,21 +1306,21 @@ static int pg_messages_append(tgi_store *base, const char *session, const char *
 	if (!n)
 		return 0;
 	q qs[2];
-	q_init(&qs[0], ST_MSG_LOCK, NULL);
-	q_text(&qs[0], session);
-	q_init(&qs[1], ST_MSG_APPEND, NULL);
-	q_text(&qs[1], session);
-	q_text(&qs[1], api);
-	q_i64(&qs[1], tgi_unix_ms());
-	q_owned(&qs[1], text_array((const char *const *)text, n));
-	int rc = run(s, qs, 2);
-	if (rc == 0 && rows(&qs[1]) == 1)
-		val_copy(qs[1].res, 0, 0, have, sizeof have);
-	q_free(qs, 2);
+	tgi_pg_q_init(&qs[0], ST_MSG_LOCK, NULL);
+	tgi_pg_q_text(&qs[0], session);
+	tgi_pg_q_init(&qs[1], ST_MSG_APPEND, NULL);
+	tgi_pg_q_text(&qs[1], session);
+	tgi_pg_q_text(&qs[1], api);
+	tgi_pg_q_i64(&qs[1], tgi_unix_ms());
+	tgi_pg_q_owned(&qs[1], tgi_pg_text_array((const char *const *)text, n));
+	int rc = tgi_pg_run(s, qs, 2);
+	if (rc == 0 && tgi_pg_rows(&qs[1]) == 1)
+		tgi_pg_val_copy(qs[1].res, 0, 0, have, sizeof have);
+	tgi_pg_q_free(qs, 2);
 	tgi_texts_free(text, n);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot save the conversation of session '%s'",
-		            tgi_quoted(qn, sizeof qn, session));
+		return tgi_pg_fail(s, err, errlen, "cannot save the conversation of session '%s'",
+		                   tgi_quoted(qn, sizeof qn, session));
 	if (have[0] && strcmp(have, api)) {
 		tgi_snprintf(err, errlen, "session '%s' is a conversation in the %s API, not %s",
 		             tgi_quoted(qn, sizeof qn, session), have, api);
@@ -1332,26 +1332,26 @@ static int pg_messages_append(tgi_store *base, const char *session, const char *
 static int pg_messages(tgi_store *base, const char *session, json_t **out, char api[32],
                        char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char qn[80];
 	q x;
 	*out = NULL;
 	api[0] = '\0';
 	if (tgi_check_messages(session, NULL, err, errlen) < 0)
 		return -1;
-	q_init(&x, ST_MSG_LIST, NULL);
-	q_text(&x, session);
-	if (run(s, &x, 1) < 0) {
-		q_free(&x, 1);
-		return fail(s, err, errlen, "cannot read the conversation of session '%s'",
-		            tgi_quoted(qn, sizeof qn, session));
+	tgi_pg_q_init(&x, ST_MSG_LIST, NULL);
+	tgi_pg_q_text(&x, session);
+	if (tgi_pg_run(s, &x, 1) < 0) {
+		tgi_pg_q_free(&x, 1);
+		return tgi_pg_fail(s, err, errlen, "cannot read the conversation of session '%s'",
+		                   tgi_quoted(qn, sizeof qn, session));
 	}
 	json_t *arr = json_array();
-	for (int i = 0; i < rows(&x); i++) {
-		const char *entry = val(x.res, i, 1);
+	for (int i = 0; i < tgi_pg_rows(&x); i++) {
+		const char *entry = tgi_pg_val(x.res, i, 1);
 		json_t *v = entry ? json_loads(entry, JSON_DECODE_ANY, NULL) : NULL;
 		if (!v) {
-			q_free(&x, 1);
+			tgi_pg_q_free(&x, 1);
 			json_decref(arr);
 			api[0] = '\0';
 			tgi_snprintf(err, errlen, "the conversation of session '%s' holds an entry that is "
@@ -1359,10 +1359,10 @@ static int pg_messages(tgi_store *base, const char *session, json_t **out, char 
 			return -1;
 		}
 		if (!api[0])
-			val_copy(x.res, i, 0, api, TGI_MSG_API_MAX);
+			tgi_pg_val_copy(x.res, i, 0, api, TGI_MSG_API_MAX);
 		json_array_append_new(arr, v);
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	*out = arr;
 	return 0;
 }
@@ -1370,26 +1370,26 @@ static int pg_messages(tgi_store *base, const char *session, json_t **out, char 
 /* ---- eval runs (toolgate eval) ---- */
 
 /* One statement (a transaction of its own); a rate not given (NAN) is
- * sent as NULL by q_f64. */
+ * sent as NULL by tgi_pg_q_f64. */
 static int pg_eval_put(tgi_store *base, const tgi_eval_row *r, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	const char *text[] = { r->provider, r->api, r->model, r->profile, r->manifest, r->suite };
 	q x;
-	q_init(&x, ST_EVAL_INSERT, NULL);
-	q_text(&x, r->id);
-	q_i64(&x, r->ts_ms);
+	tgi_pg_q_init(&x, ST_EVAL_INSERT, NULL);
+	tgi_pg_q_text(&x, r->id);
+	tgi_pg_q_i64(&x, r->ts_ms);
 	for (size_t i = 0; i < TGI_ARRAY_LEN(text); i++)
-		q_text(&x, text[i]);
-	q_i64(&x, r->cases);
-	q_i64(&x, r->runs);
+		tgi_pg_q_text(&x, text[i]);
+	tgi_pg_q_i64(&x, r->cases);
+	tgi_pg_q_i64(&x, r->runs);
 	for (int i = 0; i < 5; i++)
-		q_f64(&x, r->score[i]);
-	q_text(&x, r->report);
-	int rc = run(s, &x, 1);
-	q_free(&x, 1);
+		tgi_pg_q_f64(&x, r->score[i]);
+	tgi_pg_q_text(&x, r->report);
+	int rc = tgi_pg_run(s, &x, 1);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot keep eval run %s", r->id);
+		return tgi_pg_fail(s, err, errlen, "cannot keep eval run %s", r->id);
 	return 0;
 }
 
@@ -1397,33 +1397,33 @@ static int pg_eval_put(tgi_store *base, const tgi_eval_row *r, char *err, size_t
 static json_t *eval_row_json(const PGresult *r, int i)
 {
 	tgi_eval_row e = {
-		.id = val(r, i, 0), .ts_ms = val_i64(r, i, 1, 0),
-		.provider = val(r, i, 2), .api = val(r, i, 3), .model = val(r, i, 4),
-		.profile = val(r, i, 5), .manifest = val(r, i, 6), .suite = val(r, i, 7),
-		.cases = val_i64(r, i, 8, 0), .runs = val_i64(r, i, 9, 0), .report = val(r, i, 15),
+		.id = tgi_pg_val(r, i, 0), .ts_ms = tgi_pg_val_i64(r, i, 1, 0),
+		.provider = tgi_pg_val(r, i, 2), .api = tgi_pg_val(r, i, 3), .model = tgi_pg_val(r, i, 4),
+		.profile = tgi_pg_val(r, i, 5), .manifest = tgi_pg_val(r, i, 6), .suite = tgi_pg_val(r, i, 7),
+		.cases = tgi_pg_val_i64(r, i, 8, 0), .runs = tgi_pg_val_i64(r, i, 9, 0), .report = tgi_pg_val(r, i, 15),
 	};
 	for (int k = 0; k < 5; k++)
-		e.score[k] = val(r, i, 10 + k) ? val_f64(r, i, 10 + k) : NAN;
+		e.score[k] = tgi_pg_val(r, i, 10 + k) ? tgi_pg_val_f64(r, i, 10 + k) : NAN;
 	return tgi_eval_json(&e);
 }
 
 static int pg_eval_list(tgi_store *base, const char *model, int64_t limit, json_t **out,
                         char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
-	q_init(&x, model ? ST_EVAL_LIST_MODEL : ST_EVAL_LIST, NULL);
+	tgi_pg_q_init(&x, model ? ST_EVAL_LIST_MODEL : ST_EVAL_LIST, NULL);
 	if (model)
-		q_text(&x, model);
-	q_i64(&x, limit);
-	if (run(s, &x, 1) < 0) {
-		q_free(&x, 1);
-		return fail(s, err, errlen, "cannot read the eval runs");
+		tgi_pg_q_text(&x, model);
+	tgi_pg_q_i64(&x, limit);
+	if (tgi_pg_run(s, &x, 1) < 0) {
+		tgi_pg_q_free(&x, 1);
+		return tgi_pg_fail(s, err, errlen, "cannot read the eval runs");
 	}
 	json_t *arr = json_array();
-	for (int i = 0; i < rows(&x); i++)
+	for (int i = 0; i < tgi_pg_rows(&x); i++)
 		json_array_append_new(arr, eval_row_json(x.res, i));
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	*out = arr;
 	return 0;
 }
@@ -1432,7 +1432,7 @@ static int pg_eval_list(tgi_store *base, const char *model, int64_t limit, json_
 
 static int pg_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char *data;
 	if (tgi_event_encode(op_id, ev, &data, err, errlen) < 0)
 		return -1;
@@ -1441,26 +1441,26 @@ static int pg_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err
 		e.ts_ms = tgi_unix_ms();
 	q x;
 	events_q(&x, op_id, &e, 1, &data);
-	int rc = run(s, &x, 1);
+	int rc = tgi_pg_run(s, &x, 1);
 	if (rc == 0)
-		ev->seq = val_i64(x.res, 0, 0, 0);
-	q_free(&x, 1);
+		ev->seq = tgi_pg_val_i64(x.res, 0, 0, 0);
+	tgi_pg_q_free(&x, 1);
 	free(data);
 	if (rc < 0) {
 		char qt[80];
-		return fail(s, err, errlen, "cannot record event '%s'",
-		            tgi_quoted(qt, sizeof qt, ev->type));
+		return tgi_pg_fail(s, err, errlen, "cannot record event '%s'",
+		                   tgi_quoted(qt, sizeof qt, ev->type));
 	}
 	return 0;
 }
 
-const tgi_store_impl postgres_impl = {
+const tgi_store_impl tgi_pg_impl = {
 	.kind = "postgres",
 	.shared = 1,
-	.close = pg_close,
-	.transient = pg_transient,
-	.schema_version = pg_schema_version,
-	.migrate = pg_migrate,
+	.close = tgi_pg_close,
+	.transient = tgi_pg_transient,
+	.schema_version = tgi_pg_schema_version,
+	.migrate = tgi_pg_migrate,
 	.record = pg_record,
 	.session_manifest = pg_session_manifest,
 	.loop_window = pg_loop_window,
@@ -1481,17 +1481,17 @@ const tgi_store_impl postgres_impl = {
 	.eval_put = pg_eval_put,
 	.eval_list = pg_eval_list,
 	.event = pg_event,
-	.ops = pg_ops,
-	.events = pg_events,
-	.last_seq = pg_last_seq,
-	.stats = pg_stats,
-	.export = pg_export,
-	.unknown = pg_unknown,
+	.ops = tgi_pg_ops,
+	.events = tgi_pg_events,
+	.last_seq = tgi_pg_last_seq,
+	.stats = tgi_pg_stats,
+	.export = tgi_pg_export,
+	.unknown = tgi_pg_unknown,
 	.shown = pg_shown,
 	.ident_bound = pg_ident_bound,
 	.ident_get = pg_ident_get,
 	.ident_put = pg_ident_put,
-	.watch_open = pg_watch_open,
-	.watch_wait = pg_watch_wait,
-	.watch_close = pg_watch_close,
+	.watch_open = tgi_pg_watch_open,
+	.watch_wait = tgi_pg_watch_wait,
+	.watch_close = tgi_pg_watch_close,
 };

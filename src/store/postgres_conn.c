@@ -26,14 +26,14 @@ static const struct { const char *sql; int nparams; } st_def[ST__COUNT] = {
 };
 /* ---- statements and their parameters ---- */
 
-void q_init(q *x, int st, const char *sql)
+void tgi_pg_q_init(q *x, int st, const char *sql)
 {
 	memset(x, 0, sizeof *x);
 	x->st = st;
 	x->sql = sql;
 }
 
-void q_text(q *x, const char *v)
+void tgi_pg_q_text(q *x, const char *v)
 {
 	if (x->n < PG_MAXP)
 		x->v[x->n] = v;
@@ -41,7 +41,7 @@ void q_text(q *x, const char *v)
 }
 
 /* Takes v (malloc'd): freed with the statement. */
-void q_owned(q *x, char *v)
+void tgi_pg_q_owned(q *x, char *v)
 {
 	if (x->n < PG_MAXP) {
 		x->owned[x->n] = v;
@@ -52,7 +52,7 @@ void q_owned(q *x, char *v)
 	x->n++;
 }
 
-void q_i64(q *x, int64_t v)
+void tgi_pg_q_i64(q *x, int64_t v)
 {
 	if (x->n < PG_MAXP) {
 		snprintf(x->num[x->n], sizeof x->num[x->n], "%lld", (long long)v);
@@ -63,7 +63,7 @@ void q_i64(q *x, int64_t v)
 
 /* A double as PostgreSQL reads it back exactly; not finite: NULL (as
  * SQLite stores a NaN). */
-void q_f64(q *x, double v)
+void tgi_pg_q_f64(q *x, double v)
 {
 	if (x->n < PG_MAXP) {
 		snprintf(x->num[x->n], sizeof x->num[x->n], "%.17g", v);
@@ -73,7 +73,7 @@ void q_f64(q *x, double v)
 }
 
 /* The results only: the statements can be run again. */
-void q_results_free(q *qs, int n)
+void tgi_pg_q_results_free(q *qs, int n)
 {
 	for (int i = 0; i < n; i++) {
 		if (qs[i].res)
@@ -82,9 +82,9 @@ void q_results_free(q *qs, int n)
 	}
 }
 
-void q_free(q *qs, int n)
+void tgi_pg_q_free(q *qs, int n)
 {
-	q_results_free(qs, n);
+	tgi_pg_q_results_free(qs, n);
 	for (int i = 0; i < n; i++) {
 		for (int j = 0; j < PG_MAXP; j++) {
 			free(qs[i].owned[j]);
@@ -94,43 +94,43 @@ void q_free(q *qs, int n)
 }
 
 /* Result accessors: a NULL value reads as NULL, 0, or def. */
-const char *val(const PGresult *r, int row, int col)
+const char *tgi_pg_val(const PGresult *r, int row, int col)
 {
 	return tgi_pq.getisnull(r, row, col) ? NULL : tgi_pq.getvalue(r, row, col);
 }
 
-int64_t val_i64(const PGresult *r, int row, int col, int64_t def)
+int64_t tgi_pg_val_i64(const PGresult *r, int row, int col, int64_t def)
 {
-	const char *t = val(r, row, col);
+	const char *t = tgi_pg_val(r, row, col);
 	return t ? (int64_t)strtoll(t, NULL, 10) : def;
 }
 
-double val_f64(const PGresult *r, int row, int col)
+double tgi_pg_val_f64(const PGresult *r, int row, int col)
 {
-	const char *t = val(r, row, col);
+	const char *t = tgi_pg_val(r, row, col);
 	return t ? strtod(t, NULL) : 0.0;
 }
 
-int val_bool(const PGresult *r, int row, int col)
+int tgi_pg_val_bool(const PGresult *r, int row, int col)
 {
-	const char *t = val(r, row, col);
+	const char *t = tgi_pg_val(r, row, col);
 	return t && t[0] == 't';
 }
 
-void val_copy(const PGresult *r, int row, int col, char *out, size_t cap)
+void tgi_pg_val_copy(const PGresult *r, int row, int col, char *out, size_t cap)
 {
-	const char *t = val(r, row, col);
+	const char *t = tgi_pg_val(r, row, col);
 	tgi_snprintf(out, cap, "%s", t ? t : "");
 }
 
-int rows(const q *x)
+int tgi_pg_rows(const q *x)
 {
 	return x->res ? tgi_pq.ntuples(x->res) : 0;
 }
 
 /* A text[] literal of n strings (NULL elements allowed), for unnest():
  * each element quoted, with backslash and quote escaped.  Caller frees. */
-char *text_array(const char *const *v, size_t n)
+char *tgi_pg_text_array(const char *const *v, size_t n)
 {
 	size_t len = 3;
 	for (size_t i = 0; i < n; i++)
@@ -158,7 +158,7 @@ char *text_array(const char *const *v, size_t n)
 	return out;
 }
 
-char *int_array(const int64_t *v, size_t n)
+char *tgi_pg_int_array(const int64_t *v, size_t n)
 {
 	char *out = tgi_xmalloc(3 + n * 22), *p = out;
 	*p++ = '{';
@@ -174,7 +174,7 @@ char *int_array(const int64_t *v, size_t n)
 /* Copy s into out as one line fit for a sentence: whitespace runs (libpq's
  * messages span lines) become one space, the password is masked, control
  * characters are stripped. */
-void one_line(const char *password, char *out, size_t cap, const char *msg)
+void tgi_pg_one_line(const char *password, char *out, size_t cap, const char *msg)
 {
 	char flat[PG_WHY_MAX];
 	size_t j = 0;
@@ -203,7 +203,7 @@ void one_line(const char *password, char *out, size_t cap, const char *msg)
 }
 
 /* Why the last statement failed, from its result (or the connection). */
-void result_why(pg *s, const PGresult *r)
+void tgi_pg_result_why(pg *s, const PGresult *r)
 {
 	const char *primary = r ? tgi_pq.resultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	const char *code = r ? tgi_pq.resultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
@@ -211,7 +211,7 @@ void result_why(pg *s, const PGresult *r)
 	const char *msg = primary ? primary
 	                : r && *tgi_pq.resultErrorMessage(r) ? tgi_pq.resultErrorMessage(r)
 	                : s->conn ? tgi_pq.errorMessage(s->conn) : "no connection";
-	one_line(s->password, s->why, sizeof s->why, msg);
+	tgi_pg_one_line(s->password, s->why, sizeof s->why, msg);
 	tgi_snprintf(s->sqlstate, sizeof s->sqlstate, "%s", code ? code : "");
 	tgi_snprintf(s->constraint, sizeof s->constraint, "%s", cons ? cons : "");
 }
@@ -220,7 +220,7 @@ void result_why(pg *s, const PGresult *r)
  * out of reach: the connection broken, or the server shutting down or
  * killing this backend (SQLSTATE class 08, 57P01..57P03)?  Only for a
  * failure. */
-int conn_error(const pg *s, const PGresult *r)
+int tgi_pg_conn_error(const pg *s, const PGresult *r)
 {
 	if (!s->conn || tgi_pq.status(s->conn) != CONNECTION_OK)
 		return 1;
@@ -234,7 +234,7 @@ int conn_error(const pg *s, const PGresult *r)
 /* The connection is gone: drop it, and wait a backoff before the next
  * reconnect (100 ms after a working connection, doubling after each
  * failed reconnect, up to 5 s).  detail is why, already one line. */
-void conn_lost(pg *s, const char *detail)
+void tgi_pg_conn_lost(pg *s, const char *detail)
 {
 	tgi_snprintf(s->lost_why, sizeof s->lost_why, "%s",
 	             detail && *detail ? detail : "the connection was lost");
@@ -266,7 +266,7 @@ static void unreachable(pg *s, double wait_ms)
 
 /* Fail with "<what>: <why>" (the last failure). */
 __attribute__((format(printf, 4, 5)))
-int fail(pg *s, char *err, size_t errlen, const char *fmt, ...)
+int tgi_pg_fail(pg *s, char *err, size_t errlen, const char *fmt, ...)
 {
 	char what[512];
 	va_list ap;
@@ -279,7 +279,7 @@ int fail(pg *s, char *err, size_t errlen, const char *fmt, ...)
 
 /* Every public function starts here: transient says only what the last
  * call met. */
-pg *enter(tgi_store *base)
+pg *tgi_pg_enter(tgi_store *base)
 {
 	pg *s = (pg *)base;
 	TGI_STORE_HELD(base);
@@ -297,8 +297,8 @@ pg *enter(tgi_store *base)
  * the last word instead: a gate that lost its server, or a watch waiting
  * out a timeout, must not wait ten seconds a try.  NULL with why (one
  * line) on failure. */
-PGconn *connect_url(const char *url, const char *password, int reconnect_s, char *why,
-                    size_t cap)
+PGconn *tgi_pg_connect_url(const char *url, const char *password, int reconnect_s, char *why,
+                           size_t cap)
 {
 	char rs[16];
 	const char *keys[] = {
@@ -315,14 +315,14 @@ PGconn *connect_url(const char *url, const char *password, int reconnect_s, char
 		return NULL;
 	}
 	if (tgi_pq.status(c) != CONNECTION_OK) {
-		one_line(password, why, cap, tgi_pq.errorMessage(c));
+		tgi_pg_one_line(password, why, cap, tgi_pq.errorMessage(c));
 		tgi_pq.finish(c);
 		return NULL;
 	}
 	return c;
 }
 
-void no_notices(void *arg, const char *message)
+void tgi_pg_no_notices(void *arg, const char *message)
 {
 	(void)arg;
 	(void)message;
@@ -340,7 +340,7 @@ static PGconn *connect_by(const char *url, double deadline)
 	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
 	while (c && tgi_pq.status(c) != CONNECTION_BAD && st != PGRES_POLLING_FAILED) {
 		if (st == PGRES_POLLING_OK) {
-			tgi_pq.setNoticeProcessor(c, no_notices, NULL);
+			tgi_pq.setNoticeProcessor(c, tgi_pg_no_notices, NULL);
 			return c;
 		}
 		int left = (int)ceil(deadline - tgi_now_ms());
@@ -404,16 +404,16 @@ static void describe_target(pg *s, PGconn *c, const char *host, const char *port
  * our backend's start time for claim owners. */
 static int session_setup(pg *s)
 {
-	tgi_pq.setNoticeProcessor(s->conn, no_notices, NULL);
+	tgi_pq.setNoticeProcessor(s->conn, tgi_pg_no_notices, NULL);
 	PGresult *r = tgi_pq.exec(s->conn,
 	                          "SET synchronous_commit = on; SET client_min_messages = warning;"
 	                          " SELECT " PG_START_US("backend_start")
 	                          " FROM pg_stat_get_activity(pg_backend_pid())");
 	int ok = r && tgi_pq.resultStatus(r) == PGRES_TUPLES_OK && tgi_pq.ntuples(r) == 1;
 	if (ok)
-		s->backend_start = val_i64(r, 0, 0, 0);
+		s->backend_start = tgi_pg_val_i64(r, 0, 0, 0);
 	else
-		result_why(s, r);
+		tgi_pg_result_why(s, r);
 	if (r)
 		tgi_pq.clear(r);
 	return ok ? 0 : -1;
@@ -439,14 +439,14 @@ static size_t held_q(pg *s, int running, q *x)
 		ops[n] = s->held[i].op_id;
 		hows[n++] = held_how[s->held[i].state];
 	}
-	q_init(x, ST_IDEM_SETTLE_HELD, NULL);
-	q_owned(x, text_array(scopes, n));
-	q_owned(x, text_array(ops, n));
-	q_owned(x, text_array(hows, n));
-	q_i64(x, s->backend_start);
-	q_i64(x, (int64_t)getpid());
+	tgi_pg_q_init(x, ST_IDEM_SETTLE_HELD, NULL);
+	tgi_pg_q_owned(x, tgi_pg_text_array(scopes, n));
+	tgi_pg_q_owned(x, tgi_pg_text_array(ops, n));
+	tgi_pg_q_owned(x, tgi_pg_text_array(hows, n));
+	tgi_pg_q_i64(x, s->backend_start);
+	tgi_pg_q_i64(x, (int64_t)getpid());
 	tgi_self_start(&s->me);
-	q_text(x, s->me.host);
+	tgi_pg_q_text(x, s->me.host);
 	return n;
 }
 
@@ -468,7 +468,7 @@ static void held_forget_settled(pg *s)
  * its backend, finished ones are settled (see struct held).  Best effort:
  * only the connection lost again is a failure (-1); a settle that failed
  * otherwise is tried again by the next connection or the close. */
-int settle_held(pg *s)
+int tgi_pg_settle_held(pg *s)
 {
 	if (!s->nheld)
 		return 0;
@@ -476,7 +476,7 @@ int settle_held(pg *s)
 	int sent = s->sent;   /* the caller's statements were, or were not, sent */
 	held_q(s, 1, &x);
 	int rc = run_raw(s, &x, 1);
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	s->sent = sent;
 	if (rc == 0)
 		held_forget_settled(s);
@@ -498,7 +498,7 @@ static int conn_idle_ok(pg *s, char *why, size_t cap)
 			return 0;   /* nothing came (or a signal: the call finds out) */
 		if (p.fd < 0 || !tgi_pq.consumeInput(s->conn) ||
 		    tgi_pq.status(s->conn) != CONNECTION_OK) {
-			one_line(s->password, why, cap, tgi_pq.errorMessage(s->conn));
+			tgi_pg_one_line(s->password, why, cap, tgi_pq.errorMessage(s->conn));
 			return -1;
 		}
 		wait_ms = PG_IDLE_CLOSE_MS;
@@ -513,13 +513,13 @@ static int conn_idle_ok(pg *s, char *why, size_t cap)
  * explicit transaction nothing is made again: the transaction went with
  * the connection, and the caller aborts it.
  */
-int conn_ready(pg *s)
+int tgi_pg_conn_ready(pg *s)
 {
 	char why[PG_WHY_MAX];
 	if (!s->lost) {
 		if (s->tx || conn_idle_ok(s, why, sizeof why) == 0)
 			return 0;
-		conn_lost(s, why);
+		tgi_pg_conn_lost(s, why);
 		s->retry_at = 0;
 	}
 	if (s->tx) {
@@ -531,19 +531,19 @@ int conn_ready(pg *s)
 		unreachable(s, s->retry_at - now);
 		return -1;
 	}
-	s->conn = connect_url(s->url, s->password, s->reconnect_s, why, sizeof why);
+	s->conn = tgi_pg_connect_url(s->url, s->password, s->reconnect_s, why, sizeof why);
 	if (s->conn) {
 		s->lost = 0;
 		s->prepared = 0;
-		if (session_setup(s) == 0 && settle_held(s) == 0) {
+		if (session_setup(s) == 0 && tgi_pg_settle_held(s) == 0) {
 			s->backoff_ms = 0;
 			s->transient = 0;
 			return 0;
 		}
 		if (!s->lost)      /* the session could not be set up */
-			conn_lost(s, s->why);
+			tgi_pg_conn_lost(s, s->why);
 	} else {
-		conn_lost(s, why);
+		tgi_pg_conn_lost(s, why);
 	}
 	unreachable(s, s->backoff_ms);
 	return -1;
@@ -630,9 +630,9 @@ static int read_all(pg *s, q *qs, int n, const int *prep, PGresult **first_bad)
 /*
  * Run qs (n of them) in one round trip, as one implicit transaction (or
  * inside the caller's BEGIN).  0: every statement succeeded (each q->res
- * holds its result; q_free clears them).  -1: s->why says why (the
+ * holds its result; tgi_pg_q_free clears them).  -1: s->why says why (the
  * connection lost: transient, and the next call reconnects).  Without the
- * reconnect step: settle_held uses it while reconnecting.
+ * reconnect step: tgi_pg_settle_held uses it while reconnecting.
  */
 static int run_raw(pg *s, q *qs, int n)
 {
@@ -652,24 +652,24 @@ static int run_raw(pg *s, q *qs, int n)
 		}
 	}
 	if (!tgi_pq.enterPipelineMode(s->conn)) {
-		result_why(s, NULL);
-		conn_lost(s, s->why);
+		tgi_pg_result_why(s, NULL);
+		tgi_pg_conn_lost(s, s->why);
 		return -1;
 	}
 	s->sent = 1;
 	int rc = send_all(s, qs, n, prep);
 	if (rc == 0)
 		rc = read_all(s, qs, n, prep, &bad);
-	if (rc < 0 || (bad && conn_error(s, bad))) {
-		result_why(s, bad);
+	if (rc < 0 || (bad && tgi_pg_conn_error(s, bad))) {
+		tgi_pg_result_why(s, bad);
 		if (bad)
 			tgi_pq.clear(bad);
-		conn_lost(s, s->why);
+		tgi_pg_conn_lost(s, s->why);
 		return -1;
 	}
 	tgi_pq.exitPipelineMode(s->conn);
 	if (bad) {
-		result_why(s, bad);
+		tgi_pg_result_why(s, bad);
 		tgi_pq.clear(bad);
 		/* an explicit transaction the failure left open is rolled back */
 		if (tgi_pq.transactionStatus(s->conn) != PQTRANS_IDLE) {
@@ -684,43 +684,43 @@ static int run_raw(pg *s, q *qs, int n)
 	return 0;
 }
 
-int run(pg *s, q *qs, int n)
+int tgi_pg_run(pg *s, q *qs, int n)
 {
 	s->sent = 0;
-	if (conn_ready(s) < 0)
+	if (tgi_pg_conn_ready(s) < 0)
 		return -1;
 	return run_raw(s, qs, n);
 }
 
 /* One ad hoc statement without parameters (transaction control). */
-int run_sql(pg *s, const char *sql)
+int tgi_pg_run_sql(pg *s, const char *sql)
 {
 	q x;
-	q_init(&x, ST_ADHOC, sql);
-	int rc = run(s, &x, 1);
-	q_free(&x, 1);
+	tgi_pg_q_init(&x, ST_ADHOC, sql);
+	int rc = tgi_pg_run(s, &x, 1);
+	tgi_pg_q_free(&x, 1);
 	return rc;
 }
 
-/* Open an explicit transaction (sql: BEGIN ...): until tx_commit or
- * tx_abort, a lost connection is not made again under it. */
-int tx_begin(pg *s, const char *sql)
+/* Open an explicit transaction (sql: BEGIN ...): until tgi_pg_tx_commit or
+ * tgi_pg_tx_abort, a lost connection is not made again under it. */
+int tgi_pg_tx_begin(pg *s, const char *sql)
 {
-	int rc = run_sql(s, sql);
+	int rc = tgi_pg_run_sql(s, sql);
 	s->tx = rc == 0;
 	return rc;
 }
 
-int tx_commit(pg *s)
+int tgi_pg_tx_commit(pg *s)
 {
-	int rc = run_sql(s, "COMMIT");
+	int rc = tgi_pg_run_sql(s, "COMMIT");
 	s->tx = 0;
 	return rc;
 }
 
 /* Roll back the explicit transaction a failure left open (if the
  * connection is still there). */
-void tx_abort(pg *s)
+void tgi_pg_tx_abort(pg *s)
 {
 	s->tx = 0;
 	if (s->conn && !s->lost && tgi_pq.transactionStatus(s->conn) != PQTRANS_IDLE) {
@@ -736,7 +736,7 @@ void tx_abort(pg *s)
 /* ---- held claims ---- */
 
 /* Remember (or change) what becomes of the claim of op_id on scope. */
-void held_add(pg *s, const char *scope, const char *op_id, enum held_state state)
+void tgi_pg_held_add(pg *s, const char *scope, const char *op_id, enum held_state state)
 {
 	for (size_t i = 0; i < s->nheld; i++) {
 		if (!strcmp(s->held[i].op_id, op_id) && !strcmp(s->held[i].scope, scope)) {
@@ -772,7 +772,7 @@ static int held_unsettled(const pg *s)
 	return 0;
 }
 
-void held_drop(pg *s, const char *scope, const char *op_id)
+void tgi_pg_held_drop(pg *s, const char *scope, const char *op_id)
 {
 	for (size_t i = 0; i < s->nheld; i++) {
 		if (!strcmp(s->held[i].op_id, op_id) && !strcmp(s->held[i].scope, scope)) {
@@ -805,13 +805,13 @@ static void settle_at_close(pg *s)
 		q x;
 		held_q(s, 0, &x);
 		exec_by(c, st_def[ST_IDEM_SETTLE_HELD].sql, &x, deadline);
-		q_free(&x, 1);
+		tgi_pg_q_free(&x, 1);
 	}
 	if (own)
 		tgi_pq.finish(own);
 }
 
-void pg_close(tgi_store *base)
+void tgi_pg_close(tgi_store *base)
 {
 	pg *s = (pg *)base;
 	settle_at_close(s);
@@ -869,13 +869,13 @@ static int parse_url(pg *s, const char *url, char *host, char *port, char *db, s
 static int open_schema(pg *s, char *err, size_t errlen)
 {
 	int v;
-	if (pg_schema_version(&s->base, &v, err, errlen) < 0)
+	if (tgi_pg_schema_version(&s->base, &v, err, errlen) < 0)
 		return -1;
 	if (v < 0 || v > TGI_STORE_SCHEMA_VERSION)
-		return schema_ahead(s, v, err, errlen);
+		return tgi_pg_schema_ahead(s, v, err, errlen);
 	if (v == TGI_STORE_SCHEMA_VERSION || s->no_migrate)
 		return 0;
-	return migrate_from(s, v, TGI_STORE_SCHEMA_VERSION, 0, NULL, NULL, err, errlen);
+	return tgi_pg_migrate_from(s, v, TGI_STORE_SCHEMA_VERSION, 0, NULL, NULL, err, errlen);
 }
 
 int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t errlen)
@@ -886,31 +886,31 @@ int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t e
 	if (tgi_pq_load(err, errlen) < 0)
 		return -1;
 	pg *s = tgi_xcalloc(1, sizeof *s);
-	tgi_store_init(&s->base, &postgres_impl);
+	tgi_store_init(&s->base, &tgi_pg_impl);
 	s->no_migrate = flags & TGI_STORE_NO_MIGRATE ? 1 : 0;
 	s->reconnect_s = PG_RECONNECT_S;
 	tgi_self_init(&s->me);
 	if (parse_url(s, url, host, port, db, sizeof host, err, errlen) < 0) {
-		pg_close(&s->base);
+		tgi_pg_close(&s->base);
 		return -1;
 	}
 	s->url = tgi_strdup(url);
 	describe_target(s, NULL, host, port, db);
-	s->conn = connect_url(url, s->password, 0, why, sizeof why);
+	s->conn = tgi_pg_connect_url(url, s->password, 0, why, sizeof why);
 	if (!s->conn) {
 		tgi_snprintf(err, errlen, "cannot connect to the ledger %s: %s", s->shown, why);
-		pg_close(&s->base);
+		tgi_pg_close(&s->base);
 		return -1;
 	}
 	describe_target(s, s->conn, host, port, db);
 	if (session_setup(s) < 0) {
 		tgi_snprintf(err, errlen, "cannot set up the connection to the ledger %s: %s", s->shown,
 		             s->why);
-		pg_close(&s->base);
+		tgi_pg_close(&s->base);
 		return -1;
 	}
 	if (open_schema(s, err, errlen) < 0) {
-		pg_close(&s->base);
+		tgi_pg_close(&s->base);
 		return -1;
 	}
 	s->transient = 0;
@@ -918,7 +918,7 @@ int tgi_pg_open(const char *url, int flags, tgi_store **out, char *err, size_t e
 	return 0;
 }
 
-int pg_transient(const tgi_store *base)
+int tgi_pg_transient(const tgi_store *base)
 {
 	return ((const pg *)base)->transient;
 }

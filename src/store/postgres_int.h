@@ -9,9 +9,8 @@
  * postgres_conn.c (connecting, the round trip, backoff, held claims, open
  * and close), postgres_schema.c (tables and migrations), postgres_read.c
  * (log, stats, unknown outcomes, export), postgres_watch.c (watches).
- * A function one piece defines for another keeps the name it had when
- * the backend was one file; its symbol carries tgi_pg_ (TGI_PG below), so
- * nothing else in the program meets it.
+ * A function one piece defines for another is named tgi_pg_*, so nothing
+ * else in the program meets it.
  *
  * Owns: nothing.  Must not: be included outside src/store/postgres*.c.
  */
@@ -272,8 +271,8 @@ typedef struct pg {
 	int          no_migrate;
 	int          transient;       /* tgi_store_transient */
 	int          lost;            /* the connection is gone: reconnect first */
-	int          tx;              /* an explicit transaction is open on it (tx_begin):
-	                               * no reconnect until tx_commit or tx_abort */
+	int          tx;              /* an explicit transaction is open on it (tgi_pg_tx_begin):
+	                               * no reconnect until tgi_pg_tx_commit or tgi_pg_tx_abort */
 	int          backoff_ms;      /* the wait before the next reconnect; 0 when connected */
 	double       retry_at;        /* monotonic ms of the next reconnect */
 	int          sent;            /* the last round trip sent something */
@@ -298,7 +297,7 @@ struct owner {
 
 /* One statement of a round trip: a prepared one (st) or an ad hoc text
  * (st ST_ADHOC, sql), its parameters as text (NULL: SQL NULL), and after
- * the trip its result (cleared by q_free). */
+ * the trip its result (cleared by tgi_pg_q_free). */
 typedef struct q {
 	int         st;
 	const char *sql;
@@ -309,79 +308,72 @@ typedef struct q {
 	PGresult   *res;
 } q;
 
-/* A symbol of the pieces: TGI_PG(run) is tgi_pg_run. */
-#define TGI_PG(name) __asm__("tgi_pg_" #name)
-
-extern const tgi_store_impl postgres_impl TGI_PG(impl);
+extern const tgi_store_impl tgi_pg_impl;
 
 /* ---- postgres.c ---- */
-int owner_alive(pg *s, const struct owner *o) TGI_PG(owner_alive);
-void read_owner_at(const PGresult *r, int row, int col, int now_col, struct owner *o)
-	TGI_PG(read_owner_at);
+int tgi_pg_owner_alive(pg *s, const struct owner *o);
+void tgi_pg_read_owner_at(const PGresult *r, int row, int col, int now_col, struct owner *o);
 
 /* ---- postgres_conn.c ---- */
-void q_init(q *x, int st, const char *sql) TGI_PG(q_init);
-void q_text(q *x, const char *v) TGI_PG(q_text);
-void q_owned(q *x, char *v) TGI_PG(q_owned);
-void q_i64(q *x, int64_t v) TGI_PG(q_i64);
-void q_f64(q *x, double v) TGI_PG(q_f64);
-void q_results_free(q *qs, int n) TGI_PG(q_results_free);
-void q_free(q *qs, int n) TGI_PG(q_free);
-const char *val(const PGresult *r, int row, int col) TGI_PG(val);
-int64_t val_i64(const PGresult *r, int row, int col, int64_t def) TGI_PG(val_i64);
-double val_f64(const PGresult *r, int row, int col) TGI_PG(val_f64);
-int val_bool(const PGresult *r, int row, int col) TGI_PG(val_bool);
-void val_copy(const PGresult *r, int row, int col, char *out, size_t cap) TGI_PG(val_copy);
-int rows(const q *x) TGI_PG(rows);
-char *text_array(const char *const *v, size_t n) TGI_PG(text_array);
-char *int_array(const int64_t *v, size_t n) TGI_PG(int_array);
-void one_line(const char *password, char *out, size_t cap, const char *msg) TGI_PG(one_line);
-void result_why(pg *s, const PGresult *r) TGI_PG(result_why);
-int conn_error(const pg *s, const PGresult *r) TGI_PG(conn_error);
-void conn_lost(pg *s, const char *detail) TGI_PG(conn_lost);
+void tgi_pg_q_init(q *x, int st, const char *sql);
+void tgi_pg_q_text(q *x, const char *v);
+void tgi_pg_q_owned(q *x, char *v);
+void tgi_pg_q_i64(q *x, int64_t v);
+void tgi_pg_q_f64(q *x, double v);
+void tgi_pg_q_results_free(q *qs, int n);
+void tgi_pg_q_free(q *qs, int n);
+const char *tgi_pg_val(const PGresult *r, int row, int col);
+int64_t tgi_pg_val_i64(const PGresult *r, int row, int col, int64_t def);
+double tgi_pg_val_f64(const PGresult *r, int row, int col);
+int tgi_pg_val_bool(const PGresult *r, int row, int col);
+void tgi_pg_val_copy(const PGresult *r, int row, int col, char *out, size_t cap);
+int tgi_pg_rows(const q *x);
+char *tgi_pg_text_array(const char *const *v, size_t n);
+char *tgi_pg_int_array(const int64_t *v, size_t n);
+void tgi_pg_one_line(const char *password, char *out, size_t cap, const char *msg);
+void tgi_pg_result_why(pg *s, const PGresult *r);
+int tgi_pg_conn_error(const pg *s, const PGresult *r);
+void tgi_pg_conn_lost(pg *s, const char *detail);
 __attribute__((format(printf, 4, 5)))
-int fail(pg *s, char *err, size_t errlen, const char *fmt, ...) TGI_PG(fail);
-pg *enter(tgi_store *base) TGI_PG(enter);
-PGconn *connect_url(const char *url, const char *password, int reconnect_s, char *why,
-                    size_t cap) TGI_PG(connect_url);
-void no_notices(void *arg, const char *message) TGI_PG(no_notices);
-int settle_held(pg *s) TGI_PG(settle_held);
-int conn_ready(pg *s) TGI_PG(conn_ready);
-int run(pg *s, q *qs, int n) TGI_PG(run);
-int run_sql(pg *s, const char *sql) TGI_PG(run_sql);
-int tx_begin(pg *s, const char *sql) TGI_PG(tx_begin);
-int tx_commit(pg *s) TGI_PG(tx_commit);
-void tx_abort(pg *s) TGI_PG(tx_abort);
-void held_add(pg *s, const char *scope, const char *op_id, enum held_state state) TGI_PG(held_add);
-void held_drop(pg *s, const char *scope, const char *op_id) TGI_PG(held_drop);
-void pg_close(tgi_store *base) TGI_PG(close);
-int pg_transient(const tgi_store *base) TGI_PG(transient);
+int tgi_pg_fail(pg *s, char *err, size_t errlen, const char *fmt, ...);
+pg *tgi_pg_enter(tgi_store *base);
+PGconn *tgi_pg_connect_url(const char *url, const char *password, int reconnect_s, char *why,
+                           size_t cap);
+void tgi_pg_no_notices(void *arg, const char *message);
+int tgi_pg_settle_held(pg *s);
+int tgi_pg_conn_ready(pg *s);
+int tgi_pg_run(pg *s, q *qs, int n);
+int tgi_pg_run_sql(pg *s, const char *sql);
+int tgi_pg_tx_begin(pg *s, const char *sql);
+int tgi_pg_tx_commit(pg *s);
+void tgi_pg_tx_abort(pg *s);
+void tgi_pg_held_add(pg *s, const char *scope, const char *op_id, enum held_state state);
+void tgi_pg_held_drop(pg *s, const char *scope, const char *op_id);
+void tgi_pg_close(tgi_store *base);
+int tgi_pg_transient(const tgi_store *base);
 
 /* ---- postgres_schema.c ---- */
-int schema_ahead(pg *s, int v, char *err, size_t errlen) TGI_PG(schema_ahead);
-int pg_schema_version(tgi_store *base, int *version, char *err, size_t errlen)
-	TGI_PG(schema_version);
-int migrate_from(pg *s, int v, int to, int dry_run, void (*fn)(void *, int), void *arg,
-                 char *err, size_t errlen) TGI_PG(migrate_from);
-int pg_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, int), void *arg,
-               char *err, size_t errlen) TGI_PG(migrate);
+int tgi_pg_schema_ahead(pg *s, int v, char *err, size_t errlen);
+int tgi_pg_schema_version(tgi_store *base, int *version, char *err, size_t errlen);
+int tgi_pg_migrate_from(pg *s, int v, int to, int dry_run, void (*fn)(void *, int), void *arg,
+                        char *err, size_t errlen);
+int tgi_pg_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, int), void *arg,
+                   char *err, size_t errlen);
 
 /* ---- postgres_read.c ---- */
-int pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
-	TGI_PG(ops);
-int pg_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
-              char *err, size_t errlen) TGI_PG(events);
-int pg_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen) TGI_PG(last_seq);
-int pg_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
-	TGI_PG(stats);
-int pg_unknown(tgi_store *base, json_t **out, char *err, size_t errlen) TGI_PG(unknown);
-int pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
-              char *err, size_t errlen) TGI_PG(export);
+int tgi_pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen);
+int tgi_pg_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+                  char *err, size_t errlen);
+int tgi_pg_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen);
+int tgi_pg_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen);
+int tgi_pg_unknown(tgi_store *base, json_t **out, char *err, size_t errlen);
+int tgi_pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
+                  char *err, size_t errlen);
 
 /* ---- postgres_watch.c ---- */
-int pg_watch_open(tgi_store *base, tgi_watch_what what, tgi_watch **out, char *err,
-                  size_t errlen) TGI_PG(watch_open);
-int pg_watch_wait(tgi_watch *base, int timeout_ms) TGI_PG(watch_wait);
-void pg_watch_close(tgi_watch *base) TGI_PG(watch_close);
+int tgi_pg_watch_open(tgi_store *base, tgi_watch_what what, tgi_watch **out, char *err,
+                      size_t errlen);
+int tgi_pg_watch_wait(tgi_watch *base, int timeout_ms);
+void tgi_pg_watch_close(tgi_watch *base);
 
 #endif

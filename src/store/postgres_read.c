@@ -16,17 +16,17 @@
 
 static json_t *col_string(const PGresult *r, int row, int col)
 {
-	return tgi_val_string(val(r, row, col));
+	return tgi_val_string(tgi_pg_val(r, row, col));
 }
 
 static json_t *col_parsed(const PGresult *r, int row, int col)
 {
-	return tgi_val_parsed(val(r, row, col));
+	return tgi_val_parsed(tgi_pg_val(r, row, col));
 }
 
 static json_t *col_time(const PGresult *r, int row, int col)
 {
-	return tgi_val_time(val_i64(r, row, col, 0));
+	return tgi_val_time(tgi_pg_val_i64(r, row, col, 0));
 }
 
 static json_t *op_json(const PGresult *r, int i)
@@ -37,7 +37,7 @@ static json_t *op_json(const PGresult *r, int i)
 	for (int c = 0; c < (int)TGI_ARRAY_LEN(text); c++)
 		json_object_set_new(o, text[c], col_string(r, i, c));
 	json_object_set_new(o, "started", col_time(r, i, 7));
-	json_object_set_new(o, "duration_ms", json_real(val_f64(r, i, 8)));
+	json_object_set_new(o, "duration_ms", json_real(tgi_pg_val_f64(r, i, 8)));
 	json_object_set_new(o, "args_sha256", col_string(r, i, 9));
 	json_object_set_new(o, "envelope", col_parsed(r, i, 10));
 	return o;
@@ -50,13 +50,13 @@ static json_t *event_json(const PGresult *r, int i)
 	static const char *const from_op[] = { "session", "principal", "tool", "status",
 	                                       "error_kind", "message", "args" };
 	json_t *o = json_object();
-	json_object_set_new(o, "seq", json_integer(val_i64(r, i, 0, 0)));
+	json_object_set_new(o, "seq", json_integer(tgi_pg_val_i64(r, i, 0, 0)));
 	json_object_set_new(o, "ts", col_time(r, i, 1));
 	json_object_set_new(o, "op_id", col_string(r, i, 2));
 	json_object_set_new(o, "type", col_string(r, i, 3));
 	json_object_set_new(o, "stage", col_string(r, i, 4));
 	json_object_set_new(o, "data", col_parsed(r, i, 5));
-	if (val_bool(r, i, 6))
+	if (tgi_pg_val_bool(r, i, 6))
 		for (int c = 0; c < (int)TGI_ARRAY_LEN(from_op); c++)
 			json_object_set_new(o, from_op[c], col_string(r, i, 7 + c));
 	return o;
@@ -68,21 +68,21 @@ static void filter_sql(tgi_buf *sql, q *x, const tgi_log_filter *f, const char *
                        const char *op_col)
 {
 	if (f->tool) {
-		q_text(x, f->tool);
+		tgi_pg_q_text(x, f->tool);
 		tgi_buf_printf(sql, " AND %s.tool = $%d", col, x->n);
 	}
 	if (f->status) {
-		q_text(x, f->status);
+		tgi_pg_q_text(x, f->status);
 		tgi_buf_printf(sql, " AND %s.status = $%d", col, x->n);
 		if (strcmp(f->status, "persisted"))
 			tgi_buf_printf(sql, " AND %s.status <> 'persisted'", col); /* ops_status */
 	}
 	if (f->session) {
-		q_text(x, f->session);
+		tgi_pg_q_text(x, f->session);
 		tgi_buf_printf(sql, " AND %s.session = $%d", col, x->n);
 	}
 	if (f->op_id) {
-		q_text(x, f->op_id);
+		tgi_pg_q_text(x, f->op_id);
 		tgi_buf_printf(sql, " AND %s = $%d", op_col, x->n);
 	}
 }
@@ -90,10 +90,10 @@ static void filter_sql(tgi_buf *sql, q *x, const tgi_log_filter *f, const char *
 /* Run one built query and collect its rows with row(). */
 static int log_query(pg *s, q *x, json_t *(*row)(const PGresult *, int), json_t **out)
 {
-	if (run(s, x, 1) < 0)
+	if (tgi_pg_run(s, x, 1) < 0)
 		return -1;
 	json_t *a = json_array();
-	for (int i = 0; i < rows(x); i++)
+	for (int i = 0; i < tgi_pg_rows(x); i++)
 		json_array_append_new(a, row(x->res, i));
 	*out = a;
 	return 0;
@@ -105,9 +105,9 @@ static int log_query(pg *s, q *x, json_t *(*row)(const PGresult *, int), json_t 
  * the exact started_ms bound; with a limit, the newest `limit` rows, still
  * oldest first.
  */
-int pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
+int tgi_pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	static const tgi_log_filter all;
 	char since_id[37];
 	tgi_buf sql;
@@ -118,15 +118,15 @@ int pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, si
 		f = &all;
 	tgi_uuid_floor(f->since_ms, since_id);
 	tgi_buf_init(&sql, 4096);
-	q_init(&x, ST_ADHOC, NULL);
-	q_text(&x, since_id);
-	q_i64(&x, f->since_ms);
+	tgi_pg_q_init(&x, ST_ADHOC, NULL);
+	tgi_pg_q_text(&x, since_id);
+	tgi_pg_q_i64(&x, f->since_ms);
 	tgi_buf_puts(&sql, "SELECT op_id, call_id, session, tool, principal, status, error_kind,"
 	                   " started_ms, duration_ms, args_sha256, envelope FROM ops o"
 	                   " WHERE o.op_id >= $1 AND o.started_ms >= $2::bigint");
 	filter_sql(&sql, &x, f, "o", "o.op_id");
 	if (f->limit) {
-		q_i64(&x, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
+		tgi_pg_q_i64(&x, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
 		tgi_buf_printf(&sql, " ORDER BY o.op_id DESC LIMIT $%d::bigint", x.n);
 		char *inner = tgi_buf_steal(&sql);
 		tgi_buf_printf(&sql, "SELECT * FROM (%s) t ORDER BY op_id", inner);
@@ -137,10 +137,10 @@ int pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, si
 	char *text = tgi_buf_steal(&sql);
 	x.sql = text;
 	int rc = log_query(s, &x, op_json, out);
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	free(text);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot read the ledger");
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger");
 	return 0;
 }
 
@@ -152,10 +152,10 @@ int pg_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, si
  * the newest `limit` events, still oldest first; after after_seq (for
  * --follow) the next `limit`, so that none is skipped.
  */
-int pg_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
-              char *err, size_t errlen)
+int tgi_pg_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+                  char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	static const tgi_log_filter all;
 	tgi_buf sql;
 	q x;
@@ -164,9 +164,9 @@ int pg_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_
 	if (!f)
 		f = &all;
 	tgi_buf_init(&sql, 4096);
-	q_init(&x, ST_ADHOC, NULL);
-	q_i64(&x, after_seq);
-	q_i64(&x, f->since_ms);
+	tgi_pg_q_init(&x, ST_ADHOC, NULL);
+	tgi_pg_q_i64(&x, after_seq);
+	tgi_pg_q_i64(&x, f->since_ms);
 	tgi_buf_puts(&sql,
 	             "SELECT e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data,"
 	             " o.op_id IS NOT NULL, o.session, o.principal, o.tool, o.status, o.error_kind,"
@@ -176,7 +176,7 @@ int pg_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_
 	             " WHERE e.seq > $1::bigint AND e.ts_ms >= $2::bigint");
 	filter_sql(&sql, &x, f, "o", "e.op_id");
 	if (f->limit) {
-		q_i64(&x, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
+		tgi_pg_q_i64(&x, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
 		if (after_seq <= 0) {
 			tgi_buf_printf(&sql, " ORDER BY e.seq DESC LIMIT $%d::bigint", x.n);
 			char *inner = tgi_buf_steal(&sql);
@@ -191,25 +191,25 @@ int pg_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_
 	char *text = tgi_buf_steal(&sql);
 	x.sql = text;
 	int rc = log_query(s, &x, event_json, out);
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	free(text);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot read the ledger");
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger");
 	return 0;
 }
 
-int pg_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen)
+int tgi_pg_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	q x;
 	*seq = 0;
-	q_init(&x, ST_LAST_SEQ, NULL);
-	int rc = run(s, &x, 1);
-	if (rc == 0 && rows(&x) == 1)
-		*seq = val_i64(x.res, 0, 0, 0);
-	q_free(&x, 1);
+	tgi_pg_q_init(&x, ST_LAST_SEQ, NULL);
+	int rc = tgi_pg_run(s, &x, 1);
+	if (rc == 0 && tgi_pg_rows(&x) == 1)
+		*seq = tgi_pg_val_i64(x.res, 0, 0, 0);
+	tgi_pg_q_free(&x, 1);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot read the ledger");
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger");
 	return 0;
 }
 
@@ -249,10 +249,10 @@ static void tool_ranks(const PGresult *ranks, const char *tool, json_t *o)
 {
 	json_t *p50 = NULL, *p99 = NULL;
 	for (int i = 0; i < tgi_pq.ntuples(ranks); i++) {
-		if (!tgi_same_tool(val(ranks, i, 0), tool))
+		if (!tgi_same_tool(tgi_pg_val(ranks, i, 0), tool))
 			continue;
-		p50 = json_real(val_f64(ranks, i, 1));
-		p99 = json_real(val_f64(ranks, i, 2));
+		p50 = json_real(tgi_pg_val_f64(ranks, i, 1));
+		p99 = json_real(tgi_pg_val_f64(ranks, i, 2));
 		break;
 	}
 	json_object_set_new(o, "p50_ms", p50 ? p50 : json_null());
@@ -270,7 +270,7 @@ static json_t *stats_tools(const PGresult *by_status, const PGresult *ranks, jso
 	*total = 0;
 	for (int i = 0; i <= tgi_pq.ntuples(by_status); i++) {
 		int end = i == tgi_pq.ntuples(by_status);
-		const char *tool = end ? NULL : val(by_status, i, 0);
+		const char *tool = end ? NULL : tgi_pg_val(by_status, i, 0);
 		if (cur && (end || !tgi_same_tool(tool, cur_tool))) {
 			json_object_set_new(cur, "calls", json_integer(calls));
 			json_object_set_new(cur, "by_status", by);
@@ -290,8 +290,8 @@ static json_t *stats_tools(const PGresult *by_status, const PGresult *ranks, jso
 			calls = 0;
 			cur_tool = tool;
 		}
-		json_int_t k = val_i64(by_status, i, 2, 0);
-		json_object_set_new(by, val(by_status, i, 1), json_integer(k));
+		json_int_t k = tgi_pg_val_i64(by_status, i, 2, 0);
+		json_object_set_new(by, tgi_pg_val(by_status, i, 1), json_integer(k));
 		calls += k;
 	}
 	tgi_tools_sort(v, n);
@@ -309,36 +309,36 @@ static json_t *stats_denials(const PGresult *r)
 		json_t *o = json_object();
 		json_object_set_new(o, "rule", col_string(r, i, 0));
 		json_object_set_new(o, "kind", col_string(r, i, 1));
-		json_object_set_new(o, "count", json_integer(val_i64(r, i, 2, 0)));
+		json_object_set_new(o, "count", json_integer(tgi_pg_val_i64(r, i, 2, 0)));
 		json_array_append_new(denials, o);
 	}
 	return denials;
 }
 
-int pg_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
+int tgi_pg_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	static const char *const sql[] = { stats_status_sql, stats_ranks_sql, stats_denials_sql };
 	char since_id[37];
 	q qs[5];
 
 	*out = NULL;
 	tgi_uuid_floor(since_ms, since_id);
-	q_init(&qs[0], ST_ADHOC, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	tgi_pg_q_init(&qs[0], ST_ADHOC, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 	for (int i = 0; i < 3; i++) {
-		q_init(&qs[1 + i], ST_ADHOC, sql[i]);
-		q_text(&qs[1 + i], since_id);
-		q_i64(&qs[1 + i], since_ms);
+		tgi_pg_q_init(&qs[1 + i], ST_ADHOC, sql[i]);
+		tgi_pg_q_text(&qs[1 + i], since_id);
+		tgi_pg_q_i64(&qs[1 + i], since_ms);
 	}
-	q_init(&qs[4], ST_ADHOC, "COMMIT");
-	if (run(s, qs, 5) < 0) {
-		q_free(qs, 5);
-		return fail(s, err, errlen, "cannot read the ledger");
+	tgi_pg_q_init(&qs[4], ST_ADHOC, "COMMIT");
+	if (tgi_pg_run(s, qs, 5) < 0) {
+		tgi_pg_q_free(qs, 5);
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger");
 	}
 	json_int_t calls = 0;
 	json_t *tools = stats_tools(qs[1].res, qs[2].res, &calls);
 	json_t *denials = stats_denials(qs[3].res);
-	q_free(qs, 5);
+	tgi_pg_q_free(qs, 5);
 	*out = tgi_stats_json(since_ms, calls, tools, denials);
 	return 0;
 }
@@ -399,10 +399,10 @@ static json_t *export_op(pg *s, const PGresult *r)
 	json_object_set_new(o, "args", col_parsed(r, 0, 9));
 	json_object_set_new(o, "args_sha256", col_string(r, 0, 10));
 	json_object_set_new(o, "envelope", col_parsed(r, 0, 11));
-	json_object_set_new(o, "started_ms", json_integer(val_i64(r, 0, 12, 0)));
-	json_object_set_new(o, "duration_ms", json_real(val_f64(r, 0, 13)));
+	json_object_set_new(o, "started_ms", json_integer(tgi_pg_val_i64(r, 0, 12, 0)));
+	json_object_set_new(o, "duration_ms", json_real(tgi_pg_val_f64(r, 0, 13)));
 	json_object_set_new(o, "loop", col_string(r, 0, 14));
-	const char *agg = val(r, 0, 15);
+	const char *agg = tgi_pg_val(r, 0, 15);
 	json_error_t je;
 	memset(&je, 0, sizeof je);
 	json_t *arr = agg ? json_loads(agg, 0, &je) : json_array();
@@ -415,7 +415,7 @@ static json_t *export_op(pg *s, const PGresult *r)
 	if (!json_is_array(arr) || json_array_size(events) != json_array_size(arr)) {
 		char id[64], why[160];
 		tgi_snprintf(s->why, sizeof s->why, "the events of op '%s' cannot be read back (%s)",
-		             tgi_quoted(id, sizeof id, val(r, 0, 0)),
+		             tgi_quoted(id, sizeof id, tgi_pg_val(r, 0, 0)),
 		             tgi_quoted(why, sizeof why, arr ? "out of memory" : je.text));
 		json_decref(arr);
 		json_decref(events);
@@ -431,7 +431,7 @@ static json_t *export_lone(pg *s, const PGresult *r)
 {
 	(void)s;
 	return json_pack("{s:{s:I, s:o, s:o, s:o}}", "event", "ts_ms",
-	                 (json_int_t)val_i64(r, 0, 0, 0), "type", col_string(r, 0, 1), "stage",
+	                 (json_int_t)tgi_pg_val_i64(r, 0, 0, 0), "type", col_string(r, 0, 1), "stage",
 	                 col_string(r, 0, 2), "data", col_parsed(r, 0, 3));
 }
 
@@ -440,7 +440,7 @@ static json_t *export_claim(pg *s, const PGresult *r)
 	(void)s;
 	return json_pack("{s:{s:o, s:o, s:o, s:o, s:I}}", "claim", "scope", col_string(r, 0, 0),
 	                 "op_id", col_string(r, 0, 1), "state", col_string(r, 0, 2), "binding",
-	                 col_string(r, 0, 3), "created_ms", (json_int_t)val_i64(r, 0, 4, 0));
+	                 col_string(r, 0, 3), "created_ms", (json_int_t)tgi_pg_val_i64(r, 0, 4, 0));
 }
 
 /* Stop the running query: cancel it on the server and read what is left. */
@@ -462,12 +462,12 @@ static void stream_cancel(pg *s)
 static int stream(pg *s, const char *sql, q *x, json_t *(*row)(pg *, const PGresult *),
                   int (*fn)(void *, json_t *), void *arg)
 {
-	if (conn_ready(s) < 0)
+	if (tgi_pg_conn_ready(s) < 0)
 		return -1;
 	if (!tgi_pq.sendQueryParams(s->conn, sql, x->n, NULL, x->v, NULL, NULL, 0) ||
 	    !tgi_pq.setSingleRowMode(s->conn)) {
-		result_why(s, NULL);
-		conn_lost(s, s->why);
+		tgi_pg_result_why(s, NULL);
+		tgi_pg_conn_lost(s, s->why);
 		return -1;
 	}
 	int stop = 0, rc = 0;
@@ -482,15 +482,15 @@ static int stream(pg *s, const char *sql, q *x, json_t *(*row)(pg *, const PGres
 				rc = -1, stop = -1;
 			json_decref(j);
 		} else if (st != PGRES_TUPLES_OK && st != PGRES_SINGLE_TUPLE && !rc) {
-			result_why(s, r);
-			rc = conn_error(s, r) ? -2 : -1;
+			tgi_pg_result_why(s, r);
+			rc = tgi_pg_conn_error(s, r) ? -2 : -1;
 		}
 		tgi_pq.clear(r);
 	}
 	if (stop)
 		stream_cancel(s);
 	if (rc == -2 || tgi_pq.status(s->conn) != CONNECTION_OK) {
-		conn_lost(s, s->why);
+		tgi_pg_conn_lost(s, s->why);
 		return -1;
 	}
 	/* libpq keeps single-row mode on until the next query sent outside a
@@ -504,9 +504,9 @@ static int stream(pg *s, const char *sql, q *x, json_t *(*row)(pg *, const PGres
 
 /* ---- unknown outcomes ---- */
 
-int pg_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
+int tgi_pg_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	static const char sql[] =
 		"WITH u(op_id) AS (SELECT op_id FROM ops WHERE "
 		TGI_UNKNOWN_OPS_WHERE("toolgate_json_text(envelope, 'error', 'applied')")
@@ -520,53 +520,53 @@ int pg_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
 		" LEFT JOIN idem i ON i.op_id = u.op_id AND i.state IN ('in_flight', 'unknown')"
 		" ORDER BY started, u.op_id";
 	q x;
-	q_init(&x, ST_ADHOC, sql);
-	if (run(s, &x, 1) < 0) {
-		q_free(&x, 1);
-		return fail(s, err, errlen, "cannot read the ledger");
+	tgi_pg_q_init(&x, ST_ADHOC, sql);
+	if (tgi_pg_run(s, &x, 1) < 0) {
+		tgi_pg_q_free(&x, 1);
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger");
 	}
 	json_t *a = json_array();
-	for (int r = 0; r < rows(&x); r++) {
-		const char *state = val(x.res, r, 7);
+	for (int r = 0; r < tgi_pg_rows(&x); r++) {
+		const char *state = tgi_pg_val(x.res, r, 7);
 		struct owner o;
-		read_owner_at(x.res, r, 9, 13, &o);
-		if (state && !strcmp(state, "in_flight") && owner_alive(s, &o))
+		tgi_pg_read_owner_at(x.res, r, 9, 13, &o);
+		if (state && !strcmp(state, "in_flight") && tgi_pg_owner_alive(s, &o))
 			continue;               /* running now: its outcome is not known yet */
-		json_array_append_new(a, tgi_unknown_row(val(x.res, r, 0), val(x.res, r, 1),
-		                                         val(x.res, r, 2), val(x.res, r, 3),
-		                                         val(x.res, r, 4), val_i64(x.res, r, 5, 0),
-		                                         val(x.res, r, 6), state, val(x.res, r, 8)));
+		json_array_append_new(a, tgi_unknown_row(tgi_pg_val(x.res, r, 0), tgi_pg_val(x.res, r, 1),
+		                                         tgi_pg_val(x.res, r, 2), tgi_pg_val(x.res, r, 3),
+		                                         tgi_pg_val(x.res, r, 4), tgi_pg_val_i64(x.res, r, 5, 0),
+		                                         tgi_pg_val(x.res, r, 6), state, tgi_pg_val(x.res, r, 8)));
 	}
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	*out = a;
 	return 0;
 }
 
-int pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
-              char *err, size_t errlen)
+int tgi_pg_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
+                  char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	char floor_id[37];
 	q x;
 
 	tgi_uuid_floor(since_ms, floor_id);
-	if (tx_begin(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") < 0)
-		return fail(s, err, errlen, "cannot read the ledger for export");
-	q_init(&x, ST_ADHOC, NULL);
-	q_text(&x, floor_id);
-	q_i64(&x, since_ms);
+	if (tgi_pg_tx_begin(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") < 0)
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger for export");
+	tgi_pg_q_init(&x, ST_ADHOC, NULL);
+	tgi_pg_q_text(&x, floor_id);
+	tgi_pg_q_i64(&x, since_ms);
 	int rc = stream(s, export_ops_sql, &x, export_op, fn, arg);
-	q_init(&x, ST_ADHOC, NULL);
-	q_i64(&x, since_ms);
+	tgi_pg_q_init(&x, ST_ADHOC, NULL);
+	tgi_pg_q_i64(&x, since_ms);
 	if (rc == 0)
 		rc = stream(s, export_lone_sql, &x, export_lone, fn, arg);
 	if (rc == 0)
 		rc = stream(s, export_claims_sql, &x, export_claim, fn, arg);
 	if (rc == 0)
-		rc = tx_commit(s);
+		rc = tgi_pg_tx_commit(s);
 	else
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 	if (rc < 0)
-		return fail(s, err, errlen, "cannot read the ledger for export");
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger for export");
 	return rc;
 }

@@ -141,7 +141,7 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 
 /* ---- schema ---- */
 
-int schema_ahead(pg *s, int v, char *err, size_t errlen)
+int tgi_pg_schema_ahead(pg *s, int v, char *err, size_t errlen)
 {
 	tgi_snprintf(err, errlen,
 	             "the ledger %s has schema version %d, newer than this toolgate understands (%d); upgrade toolgate or use another ledger",
@@ -153,22 +153,22 @@ int schema_ahead(pg *s, int v, char *err, size_t errlen)
 static int read_version(pg *s, int *version)
 {
 	q x;
-	q_init(&x, ST_ADHOC, "SELECT coalesce(max(version), 0) FROM toolgate_schema");
-	int rc = run(s, &x, 1);
+	tgi_pg_q_init(&x, ST_ADHOC, "SELECT coalesce(max(version), 0) FROM toolgate_schema");
+	int rc = tgi_pg_run(s, &x, 1);
 	if (rc == 0)
-		*version = (int)val_i64(x.res, 0, 0, 0);
+		*version = (int)tgi_pg_val_i64(x.res, 0, 0, 0);
 	else if (!strcmp(s->sqlstate, "42P01")) /* undefined_table: nothing here yet */
 		*version = 0, rc = 0;
-	q_free(&x, 1);
+	tgi_pg_q_free(&x, 1);
 	return rc;
 }
 
-int pg_schema_version(tgi_store *base, int *version, char *err, size_t errlen)
+int tgi_pg_schema_version(tgi_store *base, int *version, char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	*version = 0;
 	if (read_version(s, version) < 0)
-		return fail(s, err, errlen, "cannot read the ledger schema");
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger schema");
 	return 0;
 }
 
@@ -180,11 +180,11 @@ static int exec_simple(pg *s, const char *sql)
 	ExecStatusType st = r ? tgi_pq.resultStatus(r) : PGRES_FATAL_ERROR;
 	int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 	if (!ok) {
-		result_why(s, r);
-		if (conn_error(s, r)) {
+		tgi_pg_result_why(s, r);
+		if (tgi_pg_conn_error(s, r)) {
 			if (r)
 				tgi_pq.clear(r);
-			conn_lost(s, s->why);
+			tgi_pg_conn_lost(s, s->why);
 			return -1;
 		}
 	}
@@ -201,7 +201,7 @@ static int apply_one(pg *s, int n, void (*fn)(void *, int), void *arg, int *ahea
 	char sql[512];
 	int64_t now = 0;
 
-	if (conn_ready(s) < 0)
+	if (tgi_pg_conn_ready(s) < 0)
 		return -1;
 	tgi_snprintf(sql, sizeof sql,
 	             "BEGIN; SELECT pg_advisory_xact_lock(%d, 0);"
@@ -212,9 +212,9 @@ static int apply_one(pg *s, int n, void (*fn)(void *, int), void *arg, int *ahea
 	if (rc == 0) {
 		PGresult *r = tgi_pq.exec(s->conn, "SELECT coalesce(max(version), 0) FROM toolgate_schema");
 		if (r && tgi_pq.resultStatus(r) == PGRES_TUPLES_OK)
-			now = val_i64(r, 0, 0, 0);
+			now = tgi_pg_val_i64(r, 0, 0, 0);
 		else
-			rc = -1, result_why(s, r);
+			rc = -1, tgi_pg_result_why(s, r);
 		if (r)
 			tgi_pq.clear(r);
 	}
@@ -231,16 +231,16 @@ static int apply_one(pg *s, int n, void (*fn)(void *, int), void *arg, int *ahea
 		rc = exec_simple(s, sql);
 	}
 	if (rc < 0)
-		tx_abort(s);
+		tgi_pg_tx_abort(s);
 	return rc;
 }
 
 /* Migrations v + 1 .. to, v being the version just read. */
-int migrate_from(pg *s, int v, int to, int dry_run, void (*fn)(void *, int), void *arg,
-                 char *err, size_t errlen)
+int tgi_pg_migrate_from(pg *s, int v, int to, int dry_run, void (*fn)(void *, int), void *arg,
+                        char *err, size_t errlen)
 {
 	if (v > TGI_STORE_SCHEMA_VERSION || v < 0)
-		return schema_ahead(s, v, err, errlen);
+		return tgi_pg_schema_ahead(s, v, err, errlen);
 	if (to < v) {
 		tgi_snprintf(err, errlen, "the ledger %s is at schema version %d; migrations only go forward",
 		             s->shown, v);
@@ -262,20 +262,20 @@ int migrate_from(pg *s, int v, int to, int dry_run, void (*fn)(void *, int), voi
 				             s->shown, s->why);
 				return -1;
 			}
-			return fail(s, err, errlen, "cannot apply migration %d to the ledger", n);
+			return tgi_pg_fail(s, err, errlen, "cannot apply migration %d to the ledger", n);
 		}
 		if (ahead)
-			return schema_ahead(s, TGI_STORE_SCHEMA_VERSION + 1, err, errlen);
+			return tgi_pg_schema_ahead(s, TGI_STORE_SCHEMA_VERSION + 1, err, errlen);
 	}
 	return 0;
 }
 
-int pg_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, int), void *arg,
-               char *err, size_t errlen)
+int tgi_pg_migrate(tgi_store *base, int to, int dry_run, void (*fn)(void *, int), void *arg,
+                   char *err, size_t errlen)
 {
-	pg *s = enter(base);
+	pg *s = tgi_pg_enter(base);
 	int v = 0;
 	if (read_version(s, &v) < 0)
-		return fail(s, err, errlen, "cannot read the ledger schema");
-	return migrate_from(s, v, to, dry_run, fn, arg, err, errlen);
+		return tgi_pg_fail(s, err, errlen, "cannot read the ledger schema");
+	return tgi_pg_migrate_from(s, v, to, dry_run, fn, arg, err, errlen);
 }

@@ -39,17 +39,17 @@ typedef struct pg_watch {
 static int watch_listen(pg_watch *w, int reconnect)
 {
 	char sql[64];
-	w->conn = connect_url(w->url, w->password, reconnect ? w->reconnect_s : 0, w->why,
-	                      sizeof w->why);
+	w->conn = tgi_pg_connect_url(w->url, w->password, reconnect ? w->reconnect_s : 0, w->why,
+	                             sizeof w->why);
 	if (!w->conn)
 		return -1;
-	tgi_pq.setNoticeProcessor(w->conn, no_notices, NULL);
+	tgi_pq.setNoticeProcessor(w->conn, tgi_pg_no_notices, NULL);
 	tgi_snprintf(sql, sizeof sql, "LISTEN %s", w->channel);
 	PGresult *r = tgi_pq.exec(w->conn, sql);
 	int ok = r && tgi_pq.resultStatus(r) == PGRES_COMMAND_OK;
 	if (!ok) {
-		one_line(w->password, w->why, sizeof w->why,
-		         r ? tgi_pq.resultErrorMessage(r) : tgi_pq.errorMessage(w->conn));
+		tgi_pg_one_line(w->password, w->why, sizeof w->why,
+		                r ? tgi_pq.resultErrorMessage(r) : tgi_pq.errorMessage(w->conn));
 		tgi_pq.finish(w->conn);
 		w->conn = NULL;
 	}
@@ -79,12 +79,12 @@ static void watch_free(pg_watch *w)
 	free(w);
 }
 
-int pg_watch_open(tgi_store *base, tgi_watch_what what, tgi_watch **out, char *err,
-                  size_t errlen)
+int tgi_pg_watch_open(tgi_store *base, tgi_watch_what what, tgi_watch **out, char *err,
+                      size_t errlen)
 {
 	pg *s = (pg *)base;
 	pg_watch *w = tgi_xcalloc(1, sizeof *w);
-	w->base.impl = &postgres_impl;
+	w->base.impl = &tgi_pg_impl;
 	w->channel = what == TGI_WATCH_APPROVALS ? "toolgate_approvals" : "toolgate_events";
 	w->url = tgi_strdup(s->url);
 	w->reconnect_s = s->reconnect_s;
@@ -138,7 +138,7 @@ static int watch_reconnect(pg_watch *w, int timeout_ms)
 	return 1;
 }
 
-int pg_watch_wait(tgi_watch *base, int timeout_ms)
+int tgi_pg_watch_wait(tgi_watch *base, int timeout_ms)
 {
 	pg_watch *w = (pg_watch *)base;
 	double start = tgi_now_ms();
@@ -168,7 +168,7 @@ int pg_watch_wait(tgi_watch *base, int timeout_ms)
 	return 1;
 }
 
-void pg_watch_close(tgi_watch *base)
+void tgi_pg_watch_close(tgi_watch *base)
 {
 	watch_free((pg_watch *)base);
 }

@@ -350,7 +350,7 @@ static void describe(const sq *s, int rc, int sys_errno, char *out, size_t cap)
 /* Fail with "<what>: <why>", rolling back any open transaction.  The
  * sentence is taken before the rollback, which resets the error state. */
 __attribute__((format(printf, 5, 6)))
-int fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...)
+int tgi_sq_fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...)
 {
 	char what[512], why[PATH_MAX + 256];
 	int sys_errno = errno;
@@ -361,7 +361,7 @@ int fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 	describe(s, rc, sys_errno, why, sizeof why);
 	if (s->db)
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 	tgi_snprintf(err, errlen, "%s: %s", what, why);
 	return -1;
 }
@@ -392,7 +392,7 @@ static int bind_v(sqlite3_stmt *st, const char *fmt, va_list ap)
 	return rc;
 }
 
-void st_reset(sq *s, enum st id)
+void tgi_sq_st_reset(sq *s, enum st id)
 {
 	if (s->st[id]) {
 		sqlite3_reset(s->st[id]);
@@ -408,7 +408,7 @@ static int st_prepare(sq *s, enum st id)
 }
 
 /* Bind and step a cached statement once.  On SQLITE_ROW the row stays
- * readable until the caller's st_reset; any other result is reset here.
+ * readable until the caller's tgi_sq_st_reset; any other result is reset here.
  * Returns SQLITE_ROW, SQLITE_DONE or an error code. */
 static int st_stepv(sq *s, enum st id, const char *fmt, va_list ap)
 {
@@ -420,11 +420,11 @@ static int st_stepv(sq *s, enum st id, const char *fmt, va_list ap)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(s->st[id]);
 	if (rc != SQLITE_ROW)
-		st_reset(s, id);
+		tgi_sq_st_reset(s, id);
 	return rc;
 }
 
-int st_step(sq *s, enum st id, const char *fmt, ...)
+int tgi_sq_st_step(sq *s, enum st id, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -441,7 +441,7 @@ static int st_run(sq *s, enum st id, const char *fmt, ...)
 	int rc = st_stepv(s, id, fmt, ap);
 	va_end(ap);
 	if (rc == SQLITE_ROW) {
-		st_reset(s, id);
+		tgi_sq_st_reset(s, id);
 		rc = SQLITE_DONE;
 	}
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -456,7 +456,7 @@ static void col_copy(sqlite3_stmt *st, int i, char *out, size_t cap)
 
 /* ---- transactions ---- */
 
-void tx_rollback(sq *s)
+void tgi_sq_tx_rollback(sq *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		st_run(s, ST_ROLLBACK, "");
@@ -464,7 +464,7 @@ void tx_rollback(sq *s)
 
 static int tx_begin(sq *s)
 {
-	tx_rollback(s); /* finish a rollback that failed earlier (out of memory) */
+	tgi_sq_tx_rollback(s); /* finish a rollback that failed earlier (out of memory) */
 	return st_run(s, ST_BEGIN, "");
 }
 
@@ -472,7 +472,7 @@ static int tx_commit(sq *s)
 {
 	int rc = st_run(s, ST_COMMIT, "");
 	if (rc == SQLITE_OK)
-		ckpt_after_commit(s);
+		tgi_sq_ckpt_after_commit(s);
 	return rc;
 }
 
@@ -521,8 +521,8 @@ static int open_db(sq *s, const char *path, char *err, size_t errlen)
 		int rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 		                                             SQLITE_OPEN_NOMUTEX, NULL);
 		if (rc != SQLITE_OK)
-			return fail(s, s->db ? sqlite3_extended_errcode(s->db) : rc, err, errlen,
-			            "cannot open an empty ledger in memory");
+			return tgi_sq_fail(s, s->db ? sqlite3_extended_errcode(s->db) : rc, err, errlen,
+			                   "cannot open an empty ledger in memory");
 		sqlite3_extended_result_codes(s->db, 1);
 		return 0;
 	}
@@ -583,8 +583,8 @@ static int open_db(sq *s, const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	if (rc != SQLITE_OK)
-		return fail(s, s->db ? sqlite3_extended_errcode(s->db) : rc, err, errlen,
-		            "cannot open the ledger");
+		return tgi_sq_fail(s, s->db ? sqlite3_extended_errcode(s->db) : rc, err, errlen,
+		                   "cannot open the ledger");
 	sqlite3_extended_result_codes(s->db, 1);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
 		tgi_snprintf(err, errlen, "the ledger file '%s' is not writable by the current user",
@@ -601,7 +601,7 @@ static int not_a_ledger(sq *s, char *err, size_t errlen)
 	tgi_snprintf(err, errlen,
 	             "the ledger '%s' does not have the tables toolgate expects (%s); move it aside and run again to start a new ledger",
 	             s->shown, sqlite3_errmsg(s->db));
-	tx_rollback(s);
+	tgi_sq_tx_rollback(s);
 	return -1;
 }
 
@@ -619,7 +619,7 @@ static int sq_schema_version(tgi_store *base, int *version, char *err, size_t er
 	int64_t v = 0;
 	int rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot read the ledger schema");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger schema");
 	*version = (int)(v < 0 || v > INT_MAX ? -1 : v);
 	return 0;
 }
@@ -635,7 +635,7 @@ static int migrate_to(sq *s, int to, int dry_run, int whole, void (*fn)(void *, 
 	int64_t v = 0;
 	int rc = query_one(s->db, "PRAGMA user_version", &v, NULL, 0);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot read the ledger schema");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger schema");
 	if (v > TGI_STORE_SCHEMA_VERSION || v < 0)
 		return schema_ahead(s, v, err, errlen);
 	if (to < v) {
@@ -658,9 +658,9 @@ static int migrate_to(sq *s, int to, int dry_run, int whole, void (*fn)(void *, 
 			if (rc == SQLITE_OK)
 				rc = query_one(s->db, "PRAGMA user_version", &now, NULL, 0);
 			if (rc != SQLITE_OK)
-				return fail(s, rc, err, errlen, "cannot read the ledger schema");
+				return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger schema");
 			if (now > v) {   /* done by another process meanwhile */
-				tx_rollback(s);
+				tgi_sq_tx_rollback(s);
 				v = now - 1;
 				continue;
 			}
@@ -680,8 +680,8 @@ static int migrate_to(sq *s, int to, int dry_run, int whole, void (*fn)(void *, 
 		if ((rc & 0xff) == SQLITE_ERROR)
 			return not_a_ledger(s, err, errlen);
 		if (rc != SQLITE_OK)
-			return fail(s, sqlite3_extended_errcode(s->db), err, errlen,
-			            "cannot apply migration %d to the ledger", (int)v + 1);
+			return tgi_sq_fail(s, sqlite3_extended_errcode(s->db), err, errlen,
+			                   "cannot apply migration %d to the ledger", (int)v + 1);
 	}
 	return 0;
 }
@@ -722,7 +722,7 @@ static int verify(sq *s, char *err, size_t errlen)
 		if ((rc & 0xff) == SQLITE_ERROR)
 			return not_a_ledger(s, err, errlen);
 		if (rc != SQLITE_OK)
-			return fail(s, rc, err, errlen, "cannot read the ledger");
+			return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	}
 	return 0;
 }
@@ -735,7 +735,7 @@ static int setup(sq *s, char *err, size_t errlen)
 
 	sqlite3_busy_timeout(s->db, TGI_BUSY_MS);
 	if ((rc = register_functions(s->db)) != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot set up the ledger");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot set up the ledger");
 	/* The first read: a file that is not a database fails here.  Putting
 	 * a new file in WAL mode needs an exclusive lock, and when several
 	 * processes open a new ledger at once SQLite answers SQLITE_BUSY at
@@ -746,7 +746,7 @@ static int setup(sq *s, char *err, size_t errlen)
 	       (rc & 0xff) == SQLITE_BUSY && tgi_now_ms() < deadline)
 		sqlite3_sleep(1 + (int)(getpid() % 8));
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot open the ledger");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot open the ledger");
 	if (strcasecmp(mode, s->memory ? "memory" : "wal") != 0) {
 		tgi_snprintf(err, errlen, "cannot put the ledger '%s' in WAL mode (it stays in '%s' mode)",
 		             s->shown, mode);
@@ -760,13 +760,13 @@ static int setup(sq *s, char *err, size_t errlen)
 	                                        " PRAGMA cache_size = -1024",
 	                  NULL, NULL, NULL);
 	/* replaces SQLite's automatic checkpoint (see "checkpoints") */
-	sqlite3_wal_hook(s->db, wal_hook, s);
+	sqlite3_wal_hook(s->db, tgi_sq_wal_hook, s);
 	/* Transaction control is prepared now so that a rollback never needs
 	 * memory it might not get. */
 	for (size_t i = 0; rc == SQLITE_OK && i < TGI_ARRAY_LEN(eager); i++)
 		rc = st_prepare(s, eager[i]);
 	if (rc != SQLITE_OK)
-		return fail(s, sqlite3_extended_errcode(s->db), err, errlen, "cannot open the ledger");
+		return tgi_sq_fail(s, sqlite3_extended_errcode(s->db), err, errlen, "cannot open the ledger");
 	int v;
 	if (migrate(s, err, errlen) < 0 || sq_schema_version(&s->base, &v, err, errlen) < 0)
 		return -1;
@@ -808,9 +808,9 @@ int tgi_sqlite_open(const char *path, int flags, tgi_store **out, char *err, siz
 static void sq_close(tgi_store *base)
 {
 	sq *s = (sq *)base;
-	ckpt_stop(s);
+	tgi_sq_ckpt_stop(s);
 	if (s->db && s->wal_frames >= TGI_CKPT_FRAMES)
-		ckpt_here(s);
+		tgi_sq_ckpt_here(s);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(s->st[i]);
 	for (int i = 0; i < TGI_EVENT_BATCH; i++)
@@ -876,7 +876,7 @@ static int sq_ident_get(tgi_store *base, tgi_ledger_ident *id, int *found, char 
 		rc = sqlite3_extended_errcode(s->db);
 	}
 	sqlite3_finalize(st);
-	return rc == SQLITE_OK ? 0 : fail(s, rc, err, errlen, "cannot read the ledger's identity");
+	return rc == SQLITE_OK ? 0 : tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger's identity");
 }
 
 static int sq_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, int *made,
@@ -908,7 +908,7 @@ static int sq_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, 
 	int64_t records = n[0] + n[1] + n[2] + n[3] + n[4] + n[5];
 	if (rc == SQLITE_OK && !adopt && (n[6] || records)) {
 		*made = n[6] ? 0 : -1;
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 		return 0;
 	}
 	if (rc == SQLITE_OK && adopt)
@@ -928,7 +928,7 @@ static int sq_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, 
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot write the ledger's identity");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot write the ledger's identity");
 	*made = 1;
 	return 0;
 }
@@ -1043,12 +1043,12 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 			ev[i].seq = 0; /* rolled back: those seqs were never written */
 	}
 	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 		tgi_snprintf(err, errlen, "op '%s' is already in the ledger", op->op_id);
 		return -1;
 	}
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot record op '%s'", op->op_id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot record op '%s'", op->op_id);
 	return 0;
 }
 
@@ -1061,16 +1061,16 @@ static int sq_session_manifest(tgi_store *base, const char *session, char out[65
 	out[0] = '\0';
 	if (!session)
 		return 0;
-	int rc = st_step(s, ST_SESSION_MANIFEST, "t", session);
+	int rc = tgi_sq_st_step(s, ST_SESSION_MANIFEST, "t", session);
 	if (rc == SQLITE_ROW) {
 		col_copy(s->st[ST_SESSION_MANIFEST], 0, out, 65);
-		st_reset(s, ST_SESSION_MANIFEST);
+		tgi_sq_st_reset(s, ST_SESSION_MANIFEST);
 		rc = SQLITE_DONE;
 	}
 	if (rc != SQLITE_DONE) {
 		char q[80];
-		return fail(s, rc, err, errlen, "cannot read the manifest of session '%s'",
-		            tgi_quoted(q, sizeof q, session));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the manifest of session '%s'",
+		                   tgi_quoted(q, sizeof q, session));
 	}
 	return 0;
 }
@@ -1086,7 +1086,7 @@ static int sq_loop_window(tgi_store *base, const char *session, size_t limit, tg
 		return -1;
 	if (!limit)
 		return 0;
-	int rc = st_step(s, id, "ti", session, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
+	int rc = tgi_sq_st_step(s, id, "ti", session, limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
 	for (; rc == SQLITE_ROW; rc = sqlite3_step(s->st[id])) {
 		const unsigned char *t = sqlite3_column_text(s->st[id], 0);
 		if (!t) {
@@ -1095,11 +1095,11 @@ static int sq_loop_window(tgi_store *base, const char *session, size_t limit, tg
 		}
 		tgi_strv_push(out, tgi_strdup((const char *)t));
 	}
-	st_reset(s, id);
+	tgi_sq_st_reset(s, id);
 	if (rc != SQLITE_DONE) {
 		char q[80];
-		return fail(s, rc, err, errlen, "cannot read the loop window of session '%s'",
-		            tgi_quoted(q, sizeof q, session));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the loop window of session '%s'",
+		                   tgi_quoted(q, sizeof q, session));
 	}
 	return 0;
 }
@@ -1111,7 +1111,7 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 	*found = 0;
 	if (tgi_check_bucket(principal, tool, err, errlen) < 0)
 		return -1;
-	int rc = st_step(s, ST_BUCKET_GET, "tt", principal, tool);
+	int rc = tgi_sq_st_step(s, ST_BUCKET_GET, "tt", principal, tool);
 	if (rc == SQLITE_ROW) {
 		char mac[65];
 		*tokens = sqlite3_column_double(s->st[ST_BUCKET_GET], 0);
@@ -1119,13 +1119,13 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
 		col_copy(s->st[ST_BUCKET_GET], 2, mac, sizeof mac);
 		/* one that does not verify is as a fresh bucket (as if deleted) */
 		*found = tgi_mac_bucket_ok(&s->base, principal, tool, *tokens, *updated_ms, mac);
-		st_reset(s, ST_BUCKET_GET);
+		tgi_sq_st_reset(s, ST_BUCKET_GET);
 		rc = SQLITE_DONE;
 	}
 	if (rc != SQLITE_DONE) {
 		char q[80];
-		return fail(s, rc, err, errlen, "cannot read the rate-limit bucket of '%s'",
-		            tgi_quoted(q, sizeof q, tool));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the rate-limit bucket of '%s'",
+		                   tgi_quoted(q, sizeof q, tool));
 	}
 	return 0;
 }
@@ -1139,13 +1139,13 @@ static int bucket_take_tx(sq *s, const char *principal, const char *tool, double
 	double stored = 0;
 	int64_t at = now;
 	int found = 0;
-	int rc = st_step(s, ST_BUCKET_GET, "tt", principal, tool);
+	int rc = tgi_sq_st_step(s, ST_BUCKET_GET, "tt", principal, tool);
 	if (rc == SQLITE_ROW) {
 		char mac[65];
 		stored = sqlite3_column_double(s->st[ST_BUCKET_GET], 0);
 		at = sqlite3_column_int64(s->st[ST_BUCKET_GET], 1);
 		col_copy(s->st[ST_BUCKET_GET], 2, mac, sizeof mac);
-		st_reset(s, ST_BUCKET_GET);
+		tgi_sq_st_reset(s, ST_BUCKET_GET);
 		found = tgi_mac_bucket_ok(&s->base, principal, tool, stored, at, mac);
 	} else if (rc != SQLITE_DONE) {
 		return rc;
@@ -1172,8 +1172,8 @@ static int sq_bucket_take(tgi_store *base, const char *principal, const char *to
 	if (rc != SQLITE_OK) {
 		char q[80];
 		*ok = 0;
-		return fail(s, rc, err, errlen, "cannot take from the rate-limit bucket of '%s'",
-		            tgi_quoted(q, sizeof q, tool));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot take from the rate-limit bucket of '%s'",
+		                   tgi_quoted(q, sizeof q, tool));
 	}
 	if (!*ok) {
 		double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
@@ -1188,14 +1188,14 @@ static int sq_bucket_take(tgi_store *base, const char *principal, const char *to
  * marked so) still running it?  On this host, as tgi_owner_here_alive
  * says; for other hosts (tgi_owner_same_host), the lease decides.  A row
  * its owner settled unknown itself has no owner left: not running. */
-int owner_alive(sq *s, const struct owner *o, int64_t now)
+int tgi_sq_owner_alive(sq *s, const struct owner *o, int64_t now)
 {
 	if (!tgi_owner_same_host(&s->me, o->host))
 		return o->lease_until > now;
 	return tgi_owner_here_alive(o->pid, o->start, o->lease_until > now);
 }
 
-void read_owner(sqlite3_stmt *st, int col, struct owner *o)
+void tgi_sq_read_owner(sqlite3_stmt *st, int col, struct owner *o)
 {
 	col_copy(st, col, o->host, sizeof o->host);
 	o->pid = sqlite3_column_int64(st, col + 1);
@@ -1205,13 +1205,13 @@ void read_owner(sqlite3_stmt *st, int col, struct owner *o)
 
 static int load_envelope(sq *s, const char *op_id, char **out)
 {
-	int rc = st_step(s, ST_OP_ENVELOPE, "t", op_id);
+	int rc = tgi_sq_st_step(s, ST_OP_ENVELOPE, "t", op_id);
 	if (rc == SQLITE_ROW) {
 		const unsigned char *t = sqlite3_column_text(s->st[ST_OP_ENVELOPE], 0);
 		*out = t ? tgi_strdup((const char *)t) : NULL;
 		rc = t || sqlite3_column_type(s->st[ST_OP_ENVELOPE], 0) == SQLITE_NULL ? SQLITE_DONE
 		                                                                       : SQLITE_NOMEM;
-		st_reset(s, ST_OP_ENVELOPE);
+		tgi_sq_st_reset(s, ST_OP_ENVELOPE);
 	}
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
@@ -1231,10 +1231,10 @@ static int claim_row(sq *s, const char *scope, const char *binding, int64_t now,
 	struct owner o;
 	col_copy(st, 0, info->op_id, sizeof info->op_id);
 	col_copy(st, 1, state, sizeof state);
-	read_owner(st, 2, &o);
+	tgi_sq_read_owner(st, 2, &o);
 	col_copy(st, 6, bound, sizeof bound);
 	col_copy(st, 7, mac, sizeof mac);
-	st_reset(s, ST_IDEM_GET);
+	tgi_sq_st_reset(s, ST_IDEM_GET);
 
 	int rc = SQLITE_OK, done = !strcmp(state, "done"), flying = !strcmp(state, "in_flight");
 	if (done)
@@ -1255,7 +1255,7 @@ static int claim_row(sq *s, const char *scope, const char *binding, int64_t now,
 	} else if (done) {
 		info->state = TGI_IDEM_DONE;
 		return SQLITE_OK;
-	} else if (flying && owner_alive(s, &o, now)) {
+	} else if (flying && tgi_sq_owner_alive(s, &o, now)) {
 		info->state = TGI_IDEM_IN_FLIGHT;
 		info->retry_after_s = tgi_retry_after(o.lease_until, now);
 	} else {
@@ -1277,7 +1277,7 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 	int rc = tx_begin(s);
 	if (rc != SQLITE_OK)
 		return rc;
-	rc = st_step(s, ST_IDEM_GET, "t", scope);
+	rc = tgi_sq_st_step(s, ST_IDEM_GET, "t", scope);
 	if (rc == SQLITE_DONE) {
 		int64_t lease_until = now + (int64_t)(lease_s > 0 ? lease_s : 1) * 1000;
 		int64_t start = tgi_self_start(&s->me);   /* first: it also renews me.host */
@@ -1292,7 +1292,7 @@ static int claim_tx(sq *s, const char *scope, const char *op_id, const char *bin
 			rc = use_in_tx(s, spend->id, spend->principal, spend->binding, now, &used);
 		if (rc == SQLITE_OK && used != 1) {
 			/* the approval is gone: neither the claim nor anything else */
-			tx_rollback(s);
+			tgi_sq_tx_rollback(s);
 			info->state = TGI_IDEM_UNAPPROVED;
 			return SQLITE_OK;
 		}
@@ -1318,8 +1318,8 @@ static int sq_idem_claim(tgi_store *base, const char *scope, const char *op_id, 
 	if (rc == SQLITE_OK)
 		rc = claim_tx(s, scope, op_id, binding, lease_s, spend, info);
 	if (rc != SQLITE_OK) {
-		fail(s, rc, err, errlen, "cannot claim idempotency scope '%s'",
-		     tgi_quoted(q, sizeof q, scope));
+		tgi_sq_fail(s, rc, err, errlen, "cannot claim idempotency scope '%s'",
+		            tgi_quoted(q, sizeof q, scope));
 		free(info->envelope);
 		memset(info, 0, sizeof *info);
 	}
@@ -1373,7 +1373,7 @@ static int resolved(sq *s, const char *op_id, int applied, int rc, int64_t now, 
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
 	return 0;
 }
 
@@ -1388,14 +1388,14 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
-		rc = st_step(s, ST_IDEM_BY_OP, "t", op_id);
+		rc = tgi_sq_st_step(s, ST_IDEM_BY_OP, "t", op_id);
 	if (rc == SQLITE_DONE) {
 		/* no claim (a call without a key): an op whose outcome is unknown is
 		 * settled by the record of the operator's word alone */
-		rc = st_step(s, ST_OP_UNSETTLED, "t", op_id);
-		st_reset(s, ST_OP_UNSETTLED);
+		rc = tgi_sq_st_step(s, ST_OP_UNSETTLED, "t", op_id);
+		tgi_sq_st_reset(s, ST_OP_UNSETTLED);
 		if (rc == SQLITE_DONE) {
-			tx_rollback(s);
+			tgi_sq_tx_rollback(s);
 			tgi_snprintf(err, errlen, "op '%s' has no unsettled idempotency claim and no "
 			             "unknown outcome; nothing to resolve", op_id);
 			return -1;
@@ -1405,17 +1405,17 @@ static int sq_op_resolve(tgi_store *base, const char *op_id, int applied, char *
 		return resolved(s, op_id, applied, rc, now, err, errlen);
 	}
 	if (rc != SQLITE_ROW)
-		return fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot resolve op '%s'", op_id);
 	sqlite3_stmt *st = s->st[ST_IDEM_BY_OP];
 	col_copy(st, 0, scope, sizeof scope);
 	col_copy(st, 1, state, sizeof state);
-	read_owner(st, 2, &o);
+	tgi_sq_read_owner(st, 2, &o);
 	col_copy(st, 6, bound, sizeof bound);
-	st_reset(s, ST_IDEM_BY_OP);
+	tgi_sq_st_reset(s, ST_IDEM_BY_OP);
 	/* unknown too: one marked so by another process may still run */
-	if (owner_alive(s, &o, now)) {
+	if (tgi_sq_owner_alive(s, &o, now)) {
 		char host[128];
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 		tgi_snprintf(err, errlen,
 		             "op '%s' is still running (pid %lld on host '%s'); wait for it to finish before resolving it",
 		             op_id, (long long)o.pid, tgi_owner_host_shown(o.host, host, sizeof host));
@@ -1447,7 +1447,7 @@ static int sq_approval_add(tgi_store *base, tgi_approval_row *row, char *err, si
 	                row->args, row->reason, (int64_t)row->created_ms, (int64_t)row->expires_ms,
 	                row->plan);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot queue an approval for '%s'", row->tool);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot queue an approval for '%s'", row->tool);
 	return 0;
 }
 
@@ -1485,11 +1485,11 @@ static void approval_row(sqlite3_stmt *st, tgi_approval_row *r)
  * The caller clears r. */
 static int approval_raw(sq *s, const char *id, tgi_approval_row *r, char mac[65])
 {
-	int rc = st_step(s, ST_APPROVAL_RAW, "t", id);
+	int rc = tgi_sq_st_step(s, ST_APPROVAL_RAW, "t", id);
 	if (rc == SQLITE_ROW) {
 		approval_row(s->st[ST_APPROVAL_RAW], r);
 		col_copy(s->st[ST_APPROVAL_RAW], 14, mac, 65);
-		st_reset(s, ST_APPROVAL_RAW);
+		tgi_sq_st_reset(s, ST_APPROVAL_RAW);
 	}
 	return rc;
 }
@@ -1508,16 +1508,16 @@ static int sq_approval_decide(tgi_store *base, const char *id, int approve, cons
 	if (rc == SQLITE_OK)
 		rc = approval_raw(s, id, &row, mac);
 	if (rc == SQLITE_DONE) {
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 		tgi_snprintf(err, errlen, "no approval '%s'", id);
 		return -1;
 	}
 	if (rc != SQLITE_ROW)
-		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
 	tgi_approval_row_clear(&row);
 
 	if (strcmp(row.state, "pending") != 0) {
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 		tgi_snprintf(err, errlen, "approval '%s' is already %s", id, row.state);
 		return -1;
 	}
@@ -1526,7 +1526,7 @@ static int sq_approval_decide(tgi_store *base, const char *id, int approve, cons
 		if (rc == SQLITE_OK)
 			rc = tx_commit(s);
 		if (rc != SQLITE_OK)
-			return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+			return tgi_sq_fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
 		tgi_iso8601(row.expires_ms, when);
 		tgi_snprintf(err, errlen, "approval '%s' expired at %s", id, when);
 		return -1;
@@ -1539,7 +1539,7 @@ static int sq_approval_decide(tgi_store *base, const char *id, int approve, cons
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot decide approval '%s'", id);
 	return 0;
 }
 
@@ -1555,7 +1555,7 @@ static int sq_approval_find(tgi_store *base, const char *binding, const char *pr
 	char mac[65], state[16] = "", got[37] = "";
 	int rc;
 
-	for (rc = st_step(s, q, "tti", binding, principal, tgi_unix_ms()); rc == SQLITE_ROW;
+	for (rc = tgi_sq_st_step(s, q, "tti", binding, principal, tgi_unix_ms()); rc == SQLITE_ROW;
 	     rc = sqlite3_step(s->st[q])) {
 		approval_row(s->st[q], &row);
 		col_copy(s->st[q], 14, mac, sizeof mac);
@@ -1568,9 +1568,9 @@ static int sq_approval_find(tgi_store *base, const char *binding, const char *pr
 		memcpy(got, row.id, sizeof got);
 		break;
 	}
-	st_reset(s, q);
+	tgi_sq_st_reset(s, q);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return fail(s, rc, err, errlen, "cannot look for an approval");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot look for an approval");
 	tgi_approval_answer(state, got, found, id);
 	return 0;
 }
@@ -1614,10 +1614,10 @@ static int sq_approval_use(tgi_store *base, const char *id, const char *principa
 	if (rc == SQLITE_OK && *used == 1)
 		rc = tx_commit(s);
 	else if (rc == SQLITE_OK)
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 	if (rc != SQLITE_OK) {
 		*used = 0;
-		return fail(s, rc, err, errlen, "cannot use approval '%s'", id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot use approval '%s'", id);
 	}
 	return 0;
 }
@@ -1632,7 +1632,7 @@ static int sq_approval_list(tgi_store *base, const char *state, tgi_approval_row
 
 	*rows = NULL;
 	*n = 0;
-	for (rc = st_step(s, ST_APPROVAL_LIST, "ti", state, tgi_unix_ms()); rc == SQLITE_ROW;
+	for (rc = tgi_sq_st_step(s, ST_APPROVAL_LIST, "ti", state, tgi_unix_ms()); rc == SQLITE_ROW;
 	     rc = sqlite3_step(s->st[ST_APPROVAL_LIST])) {
 		if (len == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -1640,10 +1640,10 @@ static int sq_approval_list(tgi_store *base, const char *state, tgi_approval_row
 		}
 		approval_row(s->st[ST_APPROVAL_LIST], &v[len++]);
 	}
-	st_reset(s, ST_APPROVAL_LIST);
+	tgi_sq_st_reset(s, ST_APPROVAL_LIST);
 	if (rc != SQLITE_DONE) {
 		tgi_approval_rows_free(v, len);
-		return fail(s, rc, err, errlen, "cannot list approvals");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot list approvals");
 	}
 	*rows = v;
 	*n = len;
@@ -1656,7 +1656,7 @@ static int sq_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 	sq *s = (sq *)base;
 	memset(row, 0, sizeof *row);
 	*found = 0;
-	int rc = st_step(s, ST_APPROVAL_ONE, "ti", id, tgi_unix_ms());
+	int rc = tgi_sq_st_step(s, ST_APPROVAL_ONE, "ti", id, tgi_unix_ms());
 	if (rc == SQLITE_ROW) {
 		char mac[65];
 		approval_row(s->st[ST_APPROVAL_ONE], row);
@@ -1665,9 +1665,9 @@ static int sq_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 		*found = 1;
 		rc = SQLITE_DONE;
 	}
-	st_reset(s, ST_APPROVAL_ONE);
+	tgi_sq_st_reset(s, ST_APPROVAL_ONE);
 	if (rc != SQLITE_DONE)
-		return fail(s, rc, err, errlen, "cannot read approval %s", id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read approval %s", id);
 	return 0;
 }
 
@@ -1678,12 +1678,12 @@ static int sq_approval_get(tgi_store *base, const char *id, tgi_approval_row *ro
 static int pin_get(sq *s, const char *name, char pinned[65], int *ok)
 {
 	char mac[65];
-	int rc = st_step(s, ST_PIN_GET, "t", name);
+	int rc = tgi_sq_st_step(s, ST_PIN_GET, "t", name);
 	if (rc == SQLITE_ROW) {
 		col_copy(s->st[ST_PIN_GET], 0, pinned, 65);
 		col_copy(s->st[ST_PIN_GET], 1, mac, sizeof mac);
 		*ok = tgi_mac_pin_ok(&s->base, name, pinned, mac);
-		st_reset(s, ST_PIN_GET);
+		tgi_sq_st_reset(s, ST_PIN_GET);
 	}
 	return rc;
 }
@@ -1727,8 +1727,8 @@ static int sq_pin_check(tgi_store *base, const char *name, const char *digest, t
 	else if (rc == SQLITE_DONE)
 		rc = SQLITE_CORRUPT; /* inserted or there, yet not found */
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot pin the description of '%s'",
-		            tgi_quoted(q, sizeof q, name));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot pin the description of '%s'",
+		                   tgi_quoted(q, sizeof q, name));
 	*st = added ? TGI_PIN_NEW : pin_state(pinned, ok, digest);
 	return 0;
 }
@@ -1749,8 +1749,8 @@ static int sq_pin_set(tgi_store *base, const char *name, const char *digest, cha
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot move the pin of '%s'",
-		            tgi_quoted(q, sizeof q, name));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot move the pin of '%s'",
+		                   tgi_quoted(q, sizeof q, name));
 	return 0;
 }
 
@@ -1772,17 +1772,17 @@ static int sq_messages_append(tgi_store *base, const char *session, const char *
 	char have[TGI_MSG_API_MAX] = "";
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK) {
-		rc = st_step(s, ST_MSG_LAST, "t", session);
+		rc = tgi_sq_st_step(s, ST_MSG_LAST, "t", session);
 		if (rc == SQLITE_ROW) {
 			seq = sqlite3_column_int64(s->st[ST_MSG_LAST], 0);
 			col_copy(s->st[ST_MSG_LAST], 1, have, sizeof have);
-			st_reset(s, ST_MSG_LAST);
+			tgi_sq_st_reset(s, ST_MSG_LAST);
 			rc = SQLITE_DONE;
 		}
 		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
 	}
 	if (rc == SQLITE_OK && have[0] && strcmp(have, api)) {
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 		tgi_texts_free(text, n);
 		tgi_snprintf(err, errlen, "session '%s' is a conversation in the %s API, not %s",
 		             tgi_quoted(q, sizeof q, session), have, api);
@@ -1794,8 +1794,8 @@ static int sq_messages_append(tgi_store *base, const char *session, const char *
 		rc = tx_commit(s);
 	tgi_texts_free(text, n);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot save the conversation of session '%s'",
-		            tgi_quoted(q, sizeof q, session));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot save the conversation of session '%s'",
+		                   tgi_quoted(q, sizeof q, session));
 	return 0;
 }
 
@@ -1811,7 +1811,7 @@ static int sq_messages(tgi_store *base, const char *session, json_t **out, char 
 		return -1;
 	json_t *arr = json_array();
 	int bad = 0;
-	int rc = st_step(s, id, "t", session);
+	int rc = tgi_sq_st_step(s, id, "t", session);
 	for (; rc == SQLITE_ROW; rc = sqlite3_step(s->st[id])) {
 		const char *entry = (const char *)sqlite3_column_text(s->st[id], 1);
 		json_error_t je;
@@ -1824,7 +1824,7 @@ static int sq_messages(tgi_store *base, const char *session, json_t **out, char 
 			col_copy(s->st[id], 0, api, TGI_MSG_API_MAX);
 		json_array_append_new(arr, v);
 	}
-	st_reset(s, id);
+	tgi_sq_st_reset(s, id);
 	if (bad) {
 		json_decref(arr);
 		api[0] = '\0';
@@ -1835,8 +1835,8 @@ static int sq_messages(tgi_store *base, const char *session, json_t **out, char 
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
 		json_decref(arr);
 		api[0] = '\0';
-		return fail(s, rc, err, errlen, "cannot read the conversation of session '%s'",
-		            tgi_quoted(q, sizeof q, session));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the conversation of session '%s'",
+		                   tgi_quoted(q, sizeof q, session));
 	}
 	*out = arr;
 	return 0;
@@ -1857,11 +1857,11 @@ static int sq_eval_put(tgi_store *base, const tgi_eval_row *r, char *err, size_t
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot keep eval run %s", r->id);
+		return tgi_sq_fail(s, rc, err, errlen, "cannot keep eval run %s", r->id);
 	return 0;
 }
 
-const char *col_text(sqlite3_stmt *st, int i)
+const char *tgi_sq_col_text(sqlite3_stmt *st, int i)
 {
 	return (const char *)sqlite3_column_text(st, i);
 }
@@ -1870,11 +1870,11 @@ const char *col_text(sqlite3_stmt *st, int i)
 static json_t *eval_row_json(sqlite3_stmt *st)
 {
 	tgi_eval_row r = {
-		.id = col_text(st, 0), .ts_ms = sqlite3_column_int64(st, 1),
-		.provider = col_text(st, 2), .api = col_text(st, 3), .model = col_text(st, 4),
-		.profile = col_text(st, 5), .manifest = col_text(st, 6), .suite = col_text(st, 7),
+		.id = tgi_sq_col_text(st, 0), .ts_ms = sqlite3_column_int64(st, 1),
+		.provider = tgi_sq_col_text(st, 2), .api = tgi_sq_col_text(st, 3), .model = tgi_sq_col_text(st, 4),
+		.profile = tgi_sq_col_text(st, 5), .manifest = tgi_sq_col_text(st, 6), .suite = tgi_sq_col_text(st, 7),
 		.cases = sqlite3_column_int64(st, 8), .runs = sqlite3_column_int64(st, 9),
-		.report = col_text(st, 15),
+		.report = tgi_sq_col_text(st, 15),
 	};
 	for (int i = 0; i < 5; i++)
 		r.score[i] = sqlite3_column_type(st, 10 + i) == SQLITE_NULL
@@ -1888,13 +1888,13 @@ static int sq_eval_list(tgi_store *base, const char *model, int64_t limit, json_
 	sq *s = (sq *)base;
 	enum st id = model ? ST_EVAL_LIST_MODEL : ST_EVAL_LIST;
 	json_t *arr = json_array();
-	int rc = model ? st_step(s, id, "ti", model, limit) : st_step(s, id, "i", limit);
+	int rc = model ? tgi_sq_st_step(s, id, "ti", model, limit) : tgi_sq_st_step(s, id, "i", limit);
 	for (; rc == SQLITE_ROW; rc = sqlite3_step(s->st[id]))
 		json_array_append_new(arr, eval_row_json(s->st[id]));
-	st_reset(s, id);
+	tgi_sq_st_reset(s, id);
 	if (rc != SQLITE_DONE) {
 		json_decref(arr);
-		return fail(s, rc, err, errlen, "cannot read the eval runs");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the eval runs");
 	}
 	*out = arr;
 	return 0;
@@ -1922,8 +1922,8 @@ static int sq_event(tgi_store *base, const char *op_id, tgi_event *ev, char *err
 	free(data);
 	if (rc != SQLITE_OK) {
 		char q[80];
-		return fail(s, rc, err, errlen, "cannot record event '%s'",
-		            tgi_quoted(q, sizeof q, ev->type));
+		return tgi_sq_fail(s, rc, err, errlen, "cannot record event '%s'",
+		                   tgi_quoted(q, sizeof q, ev->type));
 	}
 	return 0;
 }
@@ -2057,12 +2057,12 @@ static const tgi_store_impl sqlite_impl = {
 	.eval_put = sq_eval_put,
 	.eval_list = sq_eval_list,
 	.event = sq_event,
-	.ops = sq_ops,
-	.events = sq_events,
-	.last_seq = sq_last_seq,
-	.stats = sq_stats,
-	.export = sq_export,
-	.unknown = sq_unknown,
+	.ops = tgi_sq_ops,
+	.events = tgi_sq_events,
+	.last_seq = tgi_sq_last_seq,
+	.stats = tgi_sq_stats,
+	.export = tgi_sq_export,
+	.unknown = tgi_sq_unknown,
 	.shown = sq_shown,
 	.ident_bound = sq_ident_bound,
 	.ident_get = sq_ident_get,

@@ -50,7 +50,7 @@
  */
 
 /* The WAL hook: runs in the committing thread after each commit. */
-int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+int tgi_sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	sq *s = arg;
 	unsigned n = frames > 0 ? (unsigned)frames : 0;
@@ -61,7 +61,7 @@ int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 }
 
 /* A checkpoint on the handle's own connection, by the committing call. */
-void ckpt_here(sq *s)
+void tgi_sq_ckpt_here(sq *s)
 {
 	sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
@@ -197,7 +197,7 @@ static int ckpt_wake(sq *s)
 }
 
 /* After each commit: does the WAL need copying, and by whom? */
-void ckpt_after_commit(sq *s)
+void tgi_sq_ckpt_after_commit(sq *s)
 {
 	struct ckpt *k = &s->ckpt;
 
@@ -208,18 +208,18 @@ void ckpt_after_commit(sq *s)
 	if (atomic_load(&k->phase) == CKPT_CAUGHT_UP) {
 		atomic_store(&k->phase, CKPT_WAITING);
 		if (k->woken_gen == s->wal_gen) /* else it started over: no tail */
-			ckpt_here(s);
+			tgi_sq_ckpt_here(s);
 	} else if (s->wal_frames >= k->wake_at) {
 		/* not again before another eighth, if the WAL has not started over by then */
 		k->wake_at = s->wal_frames + TGI_CKPT_FRAMES / 8;
 		/* a short process (a `toolgate call`) leaves it to tgi_store_close */
 		if (s->wal_frames >= TGI_CKPT_HARD_FRAMES ||
 		    (s->commits >= TGI_CKPT_COMMITS && !ckpt_wake(s)))
-			ckpt_here(s);
+			tgi_sq_ckpt_here(s);
 	}
 }
 
-void ckpt_stop(sq *s)
+void tgi_sq_ckpt_stop(sq *s)
 {
 	struct ckpt *k = &s->ckpt;
 

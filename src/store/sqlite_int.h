@@ -6,9 +6,8 @@
  * The pieces: sqlite.c (schema, statements, open, the table's writes, the
  * watches, the table), sqlite_checkpoint.c (the checkpointer),
  * sqlite_read.c (log, stats, export, unknown outcomes).  A function one
- * piece defines for another keeps the name it had when the backend was
- * one file; its symbol carries tgi_sq_ (TGI_SQ below), so nothing else in
- * the program meets it.
+ * piece defines for another is named tgi_sq_*, so nothing else in the
+ * program meets it.
  *
  * Owns: nothing.  Must not: be included outside src/store/sqlite*.c.
  */
@@ -226,35 +225,30 @@ struct owner {
 	int64_t pid, start, lease_until;
 };
 
-/* A symbol of the pieces: TGI_SQ(fail) is tgi_sq_fail. */
-#define TGI_SQ(name) __asm__("tgi_sq_" #name)
-
 /* ---- sqlite.c ---- */
 __attribute__((format(printf, 5, 6)))
-int fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...) TGI_SQ(fail);
-void st_reset(sq *s, enum st id) TGI_SQ(st_reset);
-int st_step(sq *s, enum st id, const char *fmt, ...) TGI_SQ(st_step);
-void tx_rollback(sq *s) TGI_SQ(tx_rollback);
-int owner_alive(sq *s, const struct owner *o, int64_t now) TGI_SQ(owner_alive);
-void read_owner(sqlite3_stmt *st, int col, struct owner *o) TGI_SQ(read_owner);
-const char *col_text(sqlite3_stmt *st, int i) TGI_SQ(col_text);
+int tgi_sq_fail(sq *s, int rc, char *err, size_t errlen, const char *fmt, ...);
+void tgi_sq_st_reset(sq *s, enum st id);
+int tgi_sq_st_step(sq *s, enum st id, const char *fmt, ...);
+void tgi_sq_tx_rollback(sq *s);
+int tgi_sq_owner_alive(sq *s, const struct owner *o, int64_t now);
+void tgi_sq_read_owner(sqlite3_stmt *st, int col, struct owner *o);
+const char *tgi_sq_col_text(sqlite3_stmt *st, int i);
 
 /* ---- sqlite_checkpoint.c ---- */
-int wal_hook(void *arg, sqlite3 *db, const char *name, int frames) TGI_SQ(wal_hook);
-void ckpt_here(sq *s) TGI_SQ(ckpt_here);
-void ckpt_after_commit(sq *s) TGI_SQ(ckpt_after_commit);
-void ckpt_stop(sq *s) TGI_SQ(ckpt_stop);
+int tgi_sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames);
+void tgi_sq_ckpt_here(sq *s);
+void tgi_sq_ckpt_after_commit(sq *s);
+void tgi_sq_ckpt_stop(sq *s);
 
 /* ---- sqlite_read.c ---- */
-int sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
-	TGI_SQ(ops);
-int sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
-              char *err, size_t errlen) TGI_SQ(events);
-int sq_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen) TGI_SQ(last_seq);
-int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
-	TGI_SQ(stats);
-int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
-              char *err, size_t errlen) TGI_SQ(export);
-int sq_unknown(tgi_store *base, json_t **out, char *err, size_t errlen) TGI_SQ(unknown);
+int tgi_sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen);
+int tgi_sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+                  char *err, size_t errlen);
+int tgi_sq_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen);
+int tgi_sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen);
+int tgi_sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
+                  char *err, size_t errlen);
+int tgi_sq_unknown(tgi_store *base, json_t **out, char *err, size_t errlen);
 
 #endif

@@ -130,7 +130,7 @@ static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t af
  * after after_seq are the next `limit` instead (for --follow, so none is
  * skipped).
  */
-int sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
+int tgi_sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	static const tgi_log_filter all;
@@ -156,7 +156,7 @@ int sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err, si
 	}
 	int rc = log_query(s, sql, f, 0, op_json, out);
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot read the ledger");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	return 0;
 }
 
@@ -214,8 +214,8 @@ static void events_sql(char *sql, size_t cap, const tgi_log_filter *f, int64_t a
 		             f->limit ? " LIMIT :limit" : "");
 }
 
-int sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
-              char *err, size_t errlen)
+int tgi_sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
+                  char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	static const tgi_log_filter all;
@@ -240,22 +240,22 @@ int sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_
 		rc = log_query(s, sql, f, after_seq, event_json, out);
 	}
 	if (rc != SQLITE_OK)
-		return fail(s, rc, err, errlen, "cannot read the ledger");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	return 0;
 }
 
-int sq_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen)
+int tgi_sq_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	*seq = 0;
-	int rc = st_step(s, ST_LAST_SEQ, "");
+	int rc = tgi_sq_st_step(s, ST_LAST_SEQ, "");
 	if (rc == SQLITE_ROW) {
 		*seq = sqlite3_column_int64(s->st[ST_LAST_SEQ], 0); /* NULL: no event, 0 */
-		st_reset(s, ST_LAST_SEQ);
+		tgi_sq_st_reset(s, ST_LAST_SEQ);
 		rc = SQLITE_DONE;
 	}
 	if (rc != SQLITE_DONE)
-		return fail(s, rc, err, errlen, "cannot read the ledger");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	return 0;
 }
 
@@ -463,7 +463,7 @@ static int stats_denials(sq *s, int64_t since_ms, const char since_id[37], json_
 	return rc;
 }
 
-int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
+int tgi_sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	char since_id[37];
@@ -483,7 +483,7 @@ int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t 
 	if (rc != SQLITE_OK) {
 		json_decref(tools);
 		json_decref(denials);
-		return fail(s, rc, err, errlen, "cannot read the ledger");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	}
 	*out = tgi_stats_json(since_ms, calls, tools, denials);
 	return 0;
@@ -492,7 +492,7 @@ int sq_stats(tgi_store *base, int64_t since_ms, json_t **out, char *err, size_t 
 /* ---- export ---- */
 
 /* The export row of the op at the ops statement's current row (columns as
- * sq_export selects them), with its events and idempotency state. */
+ * tgi_sq_export selects them), with its events and idempotency state. */
 static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 {
 	static const char *const text[] = { "op_id", "call_id", "session", "tool", "principal",
@@ -506,7 +506,7 @@ static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 	int rc = SQLITE_DONE;
 	json_t *state = json_null(), *binding = json_null();
 	if (scope && op_id) {
-		rc = st_step(s, ST_EXPORT_IDEM, "tt", scope, op_id);
+		rc = tgi_sq_st_step(s, ST_EXPORT_IDEM, "tt", scope, op_id);
 		if (rc == SQLITE_ROW) {
 			json_decref(state);
 			json_decref(binding);
@@ -514,7 +514,7 @@ static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 			binding = col_string(s->st[ST_EXPORT_IDEM], 1);
 			rc = SQLITE_DONE;
 		}
-		st_reset(s, ST_EXPORT_IDEM);
+		tgi_sq_st_reset(s, ST_EXPORT_IDEM);
 	}
 	json_object_set_new(o, "idem_state", state);
 	json_object_set_new(o, "idem_binding", binding);
@@ -528,7 +528,7 @@ static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 	json_t *events = json_array();
 	if (rc == SQLITE_DONE && op_id) {
 		sqlite3_stmt *ev = NULL;
-		for (rc = st_step(s, ST_EXPORT_EVENTS, "t", op_id); rc == SQLITE_ROW;
+		for (rc = tgi_sq_st_step(s, ST_EXPORT_EVENTS, "t", op_id); rc == SQLITE_ROW;
 		     rc = sqlite3_step(ev)) {
 			ev = s->st[ST_EXPORT_EVENTS];
 			json_array_append_new(events, json_pack("{s:I, s:o, s:o, s:o}", "ts_ms",
@@ -536,7 +536,7 @@ static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 			                                        "type", col_string(ev, 1), "stage",
 			                                        col_string(ev, 2), "data", col_parsed(ev, 3)));
 		}
-		st_reset(s, ST_EXPORT_EVENTS);
+		tgi_sq_st_reset(s, ST_EXPORT_EVENTS);
 	}
 	json_object_set_new(o, "events", events);
 	if (rc != SQLITE_DONE) {
@@ -547,8 +547,8 @@ static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 	return SQLITE_OK;
 }
 
-int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
-              char *err, size_t errlen)
+int tgi_sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), void *arg,
+                  char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	static const char *const ops_sql =
@@ -616,20 +616,20 @@ int sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *), vo
 		sqlite3_finalize(st);
 	}
 	if (stop) {
-		tx_rollback(s);
+		tgi_sq_tx_rollback(s);
 		return stop;
 	}
 	if (rc == SQLITE_DONE)
 		rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? SQLITE_DONE
 		                                                                : sqlite3_errcode(s->db);
 	if (rc != SQLITE_DONE)
-		return fail(s, rc, err, errlen, "cannot read the ledger for export");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger for export");
 	return 0;
 }
 
 /* ---- unknown outcomes ---- */
 
-int sq_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
+int tgi_sq_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
 {
 	sq *s = (sq *)base;
 	static const char *const sql =
@@ -650,20 +650,20 @@ int sq_unknown(tgi_store *base, json_t **out, char *err, size_t errlen)
 
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 	while (st && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *state = col_text(st, 7);
+		const char *state = tgi_sq_col_text(st, 7);
 		struct owner o;
-		read_owner(st, 9, &o);
-		if (state && !strcmp(state, "in_flight") && owner_alive(s, &o, now))
+		tgi_sq_read_owner(st, 9, &o);
+		if (state && !strcmp(state, "in_flight") && tgi_sq_owner_alive(s, &o, now))
 			continue;               /* running now: its outcome is not known yet */
-		json_array_append_new(a, tgi_unknown_row(col_text(st, 0), col_text(st, 1),
-		                                         col_text(st, 2), col_text(st, 3),
-		                                         col_text(st, 4), sqlite3_column_int64(st, 5),
-		                                         col_text(st, 6), state, col_text(st, 8)));
+		json_array_append_new(a, tgi_unknown_row(tgi_sq_col_text(st, 0), tgi_sq_col_text(st, 1),
+		                                         tgi_sq_col_text(st, 2), tgi_sq_col_text(st, 3),
+		                                         tgi_sq_col_text(st, 4), sqlite3_column_int64(st, 5),
+		                                         tgi_sq_col_text(st, 6), state, tgi_sq_col_text(st, 8)));
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		json_decref(a);
-		return fail(s, rc, err, errlen, "cannot read the ledger");
+		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	}
 	*out = a;
 	return 0;
