@@ -96,7 +96,12 @@ hdr=$(grep '^tool ' human.out)
 eq "$(echo $hdr)" "tool calls invalid denied failed persisted p50 ms p99 ms" "human: the columns"
 eq "$(grep '^flaky ' human.out | awk '{print $2, $3, $4, $5, $6}')" "5 1 1 2 1" "human: flaky's row"
 eq "$(grep '^read_file ' human.out | awk '{print $2, $3, $4, $5, $6}')" "5 1 2 0 2" "human: read_file's row"
-eq "$(grep '^flaky ' human.out | awk '{print $7}')" "$(printf '%.2f' "$(pct flaky 50)")" "human: flaky p50"
+# to the hundredth as shown: the ledger's value may sit on a rounding edge (23.765 shown 23.77
+# from the stored double, 23.76 by printf of its text), so within half a hundredth and a hair
+CHECKS=$((CHECKS + 1))
+awk -v a="$(grep '^flaky ' human.out | awk '{print $7}')" -v b="$(pct flaky 50)" \
+	'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 0.0051) }' ||
+	fail "human: flaky p50: expected about '$(pct flaky 50)', got '$(grep '^flaky ' human.out | awk '{print $7}')'"
 contains "$H" "denials by rule:" "human: denials"
 eq "$(grep 'deny: read_file' human.out | awk '{print $1}')" 2 "human: .env denials"
 eq "$(grep 'deny: flaky' human.out | awk '{print $1}')" 1 "human: flaky denials"
