@@ -202,9 +202,11 @@ static int message_text(tgi_buf *text, const json_t *item)
 }
 
 /* How a response ended: its status ("completed", "incomplete", "failed",
- * ...; NULL when it has none) and the reason, incomplete_details.reason or
- * the error's code and message, sanitized into reason[REASON] ("" if none). */
-static const char *response_end(const json_t *resp, char reason[REASON])
+ * ...; NULL when it has none), sanitized into status[SHOWN + 1] since it is
+ * the wire's text and goes into messages, and the reason,
+ * incomplete_details.reason or the error's code and message, sanitized into
+ * reason[REASON] ("" if none). */
+static const char *response_end(const json_t *resp, char status[SHOWN + 1], char reason[REASON])
 {
 	const json_t *inc = json_object_get(json_object_get(resp, "incomplete_details"), "reason");
 	const json_t *e = json_object_get(resp, "error");
@@ -217,7 +219,11 @@ static const char *response_end(const json_t *resp, char reason[REASON])
 		tgi_sanitize(msg, sizeof msg, str_or(json_object_get(e, "message"), ""));
 		tgi_snprintf(reason, REASON, "%s: %s", code, msg);
 	}
-	return json_string_value(json_object_get(resp, "status"));
+	const char *st = json_string_value(json_object_get(resp, "status"));
+	if (!st)
+		return NULL;
+	tgi_sanitize(status, SHOWN + 1, st);
+	return status;
 }
 
 /* What pcalls.stop says: the reason of an incomplete response
@@ -243,7 +249,7 @@ static int decode_response(const json_t *resp, tgi_pcalls *out, tgi_buf *text, c
 {
 	const json_t *output = json_object_get(resp, "output");
 	const json_t *e = json_object_get(resp, "error");
-	char reason[REASON];
+	char reason[REASON], shown[SHOWN + 1];
 	size_t i;
 	const json_t *item;
 	if (!json_is_array(output)) {
@@ -256,7 +262,7 @@ static int decode_response(const json_t *resp, tgi_pcalls *out, tgi_buf *text, c
 			             "\"output\" array");
 		return -1;
 	}
-	const char *status = response_end(resp, reason);
+	const char *status = response_end(resp, shown, reason);
 	json_array_foreach(output, i, item) {
 		if (item_kind(item) == NOT_A_CALL) {
 			if (message_text(text, item) < 0) {
@@ -483,17 +489,18 @@ static int on_text(stream *s, const tgi_sse_event *ev, const json_t *data)
 static int on_end(stream *s, const tgi_sse_event *ev, const json_t *data, const char *type)
 {
 	const json_t *resp = json_object_get(data, "response");
+	char shown[SHOWN + 1];
 	size_t i;
 	const json_t *item;
 	s->ended = 1;
 	if (!strcmp(type, "error")) {  /* the event is the error object itself */
 		json_t *r = json_pack("{s:O}", "error", data);
-		response_end(r, s->reason);
+		response_end(r, shown, s->reason);
 		json_decref(r);
 		s->status = tgi_strdup("failed");
 		return STOP_END;
 	}
-	const char *st = response_end(resp, s->reason);
+	const char *st = response_end(resp, shown, s->reason);
 	if (!st)  /* the event says how it ended when the response does not */
 		st = !strcmp(type, "response.completed") ? "completed"
 		     : !strcmp(type, "response.failed")  ? "failed" : "incomplete";
