@@ -150,7 +150,8 @@ int  tgi_loop_entry_parse(const char *text, char sig[65], char outcome[65], char
  * (principal, tool), the first matching glob's rate.  Buckets live in the
  * ledger and every token is taken there (tgi_store_bucket_take), so the
  * processes sharing a ledger draw from one bucket and a restart does not
- * reset it.
+ * reset it; a high rate (20 a second and up) draws up to 100 ms of its
+ * refill at a time and spends it within 100 ms.
  */
 typedef struct tgi_ratelimit tgi_ratelimit;
 

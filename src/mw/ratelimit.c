@@ -16,15 +16,28 @@
  * empties a bucket.  When the ledger cannot be read or written the call is
  * denied `transient` (fail closed: an unknown bucket may be empty).
  *
+ * A high rate is drawn in leases: when a limit refills at least two
+ * tokens in RATE_LEASE_MS (20 a second and up), one take draws as many
+ * tokens as that refills (at most RATE_LEASE_MAX, at most a tenth of the
+ * limit) and the process spends them on its next calls of that principal
+ * and tool; what is left after RATE_LEASE_MS is dropped, never put back.
+ * Every call still spends a token the ledger gave, so the processes
+ * together never pass more than the ledger handed out; a token may be
+ * spent up to RATE_LEASE_MS after it was drawn, and a process may hold a
+ * few tokens another process then waits for.  A lower rate takes one
+ * token a call, as it always did.  This keeps a busy gate from writing
+ * the ledger for the bucket on every call.
+ *
  * Dry runs take nothing: they look at the bucket as the ledger has it,
  * refilled by this host's clock.  Calls without a rate take the step's
  * only cost: walking the globs.
  *
- * Owns: the parsed limits.  Must not: decide permission (a call decide
+ * Owns: the parsed limits and the leases.  Must not: decide permission (a call decide
  * denied never gets here), keep a bucket of its own, or write the ledger
  * other than through tgi_store_bucket_take.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +51,9 @@
 #define RATE_N_MAX    1000000 /* calls per unit: more is no limit at all */
 #define RATE_GLOB_MAX 256     /* bytes of one glob */
 #define RATE_EPSILON  1e-9    /* tokens: float noise, not a part of a call */
+#define RATE_LEASE_MS  100    /* a lease: this long's refill, spent within this long */
+#define RATE_LEASE_MAX 64     /* tokens one take draws at most */
+#define RATE_LEASES    64     /* (principal, tool) pairs holding a lease at once */
 
 /* One configured limit: N calls per period. */
 typedef struct rate_limit {
@@ -48,9 +64,19 @@ typedef struct rate_limit {
 	const char *per;      /* "a second", ... for people */
 } rate_limit;
 
+/* Tokens drawn from the ledger for (principal, tool), not yet spent. */
+typedef struct lease {
+	char  *principal, *tool;  /* owned; NULL: a free place */
+	int    tokens;
+	double left;              /* what the ledger's bucket held after the draw */
+	double until_ms;          /* tgi_now_ms: the tokens are dropped then */
+} lease;
+
 struct tgi_ratelimit {
-	rate_limit *limits;     /* in file order */
-	size_t      nlimits;
+	rate_limit     *limits;     /* in file order */
+	size_t          nlimits;
+	pthread_mutex_t mu;         /* the leases: calls run on many threads */
+	lease           leases[RATE_LEASES];
 };
 
 /* ---- the configuration ---- */
@@ -172,6 +198,7 @@ int tgi_ratelimit_new(const tgi_config *cfg, tgi_ratelimit **out, char *err, siz
 	if (!json_object_size(cfg->rate_limits))
 		return 0;
 	tgi_ratelimit *r = tgi_xcalloc(1, sizeof *r);
+	pthread_mutex_init(&r->mu, NULL);
 	r->limits = tgi_xcalloc(json_object_size(cfg->rate_limits), sizeof *r->limits);
 	/* jansson iterates in insertion order, and the loaders insert in file order */
 	json_object_foreach(cfg->rate_limits, key, v) {
@@ -190,7 +217,12 @@ void tgi_ratelimit_free(tgi_ratelimit *r)
 		return;
 	for (size_t i = 0; i < r->nlimits; i++)
 		free(r->limits[i].glob);
+	for (size_t i = 0; i < RATE_LEASES; i++) {
+		free(r->leases[i].principal);
+		free(r->leases[i].tool);
+	}
 	free(r->limits);
+	pthread_mutex_destroy(&r->mu);
 	free(r);
 }
 
@@ -228,19 +260,91 @@ static take_result look(tgi_call *c, const rate_limit *l, double *left, char *er
 	return *left >= 1 - RATE_EPSILON ? TAKE_OK : TAKE_EMPTY;
 }
 
-/* Take a token from the call's bucket in the store; *left is what the
- * bucket holds afterwards. */
-static take_result take(tgi_call *c, const rate_limit *l, double *left, char *err,
-                        size_t errlen)
+/* How many tokens one take of l draws: RATE_LEASE_MS of its refill, at
+ * most RATE_LEASE_MAX and a tenth of the limit; 1 (no lease) below two. */
+static int lease_size(const rate_limit *l)
+{
+	double k = floor((double)l->n * RATE_LEASE_MS / (double)l->period_ms);
+	if (k > RATE_LEASE_MAX)
+		k = RATE_LEASE_MAX;
+	if (k > (double)(l->n / 10))
+		k = (double)(l->n / 10);
+	return k < 2 ? 1 : (int)k;
+}
+
+/* The lease of (principal, tool), or with make a place for one (a free
+ * or run-out place; NULL when every place holds a live lease).  r->mu held. */
+static lease *lease_at(tgi_ratelimit *r, const char *principal, const char *tool, double now,
+                       int make)
+{
+	lease *spare = NULL;
+	for (size_t i = 0; i < RATE_LEASES; i++) {
+		lease *ls = &r->leases[i];
+		if (ls->tool && !strcmp(ls->tool, tool) && !strcmp(ls->principal, principal))
+			return ls;
+		if (!spare && (!ls->tool || now >= ls->until_ms))
+			spare = ls;
+	}
+	if (!make || !spare)
+		return NULL;
+	free(spare->principal);
+	free(spare->tool);
+	*spare = (lease){.principal = tgi_strdup(principal), .tool = tgi_strdup(tool)};
+	return spare;
+}
+
+/* Spend a token of the call's lease: 1 with *left what the bucket and the
+ * lease hold after it, 0 when there is none to spend. */
+static int lease_spend(tgi_ratelimit *r, const tgi_call *c, double *left)
+{
+	double now = tgi_now_ms();
+	pthread_mutex_lock(&r->mu);
+	lease *ls = lease_at(r, c->principal_name, c->tool, now, 0);
+	int ok = ls && ls->tokens > 0 && now < ls->until_ms;
+	if (ok) {
+		ls->tokens--;
+		*left = ls->left + ls->tokens;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return ok;
+}
+
+/* Keep the tokens of a draw the call did not spend (none are put back
+ * when there is no place: they are dropped). */
+static void lease_keep(tgi_ratelimit *r, const tgi_call *c, int tokens, double *left)
+{
+	double now = tgi_now_ms();
+	pthread_mutex_lock(&r->mu);
+	lease *ls = lease_at(r, c->principal_name, c->tool, now, 1);
+	if (ls) {
+		if (now >= ls->until_ms)
+			ls->tokens = 0;
+		ls->tokens += tokens;
+		ls->left = *left;
+		ls->until_ms = now + RATE_LEASE_MS;
+		*left += ls->tokens;
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Take a token for the call: from its lease, else from its bucket in the
+ * store (a lease's worth for a high rate); *left is what the bucket (and
+ * the lease) hold afterwards. */
+static take_result take(tgi_ratelimit *r, tgi_call *c, const rate_limit *l, double *left,
+                        char *err, size_t errlen)
 {
 	double rate = (double)l->n * 1000 / (double)l->period_ms;   /* tokens a second */
 	double retry = 0;
-	int ok = 0;
+	int want = lease_size(l), took = 0;
+	if (want > 1 && lease_spend(r, c, left))
+		return TAKE_OK;
 	int rc = tgi_store_bucket_take(c->g->store, c->principal_name, c->tool, rate, (double)l->n,
-	                               &ok, left, &retry, err, errlen);
+	                               want, &took, left, &retry, err, errlen);
 	if (rc < 0)
 		return TAKE_ERROR;
-	return ok ? TAKE_OK : TAKE_EMPTY;
+	if (took > 1)
+		lease_keep(r, c, took - 1, left);
+	return took ? TAKE_OK : TAKE_EMPTY;
 }
 
 /* Seconds until the bucket holds a whole token again, up to the next
@@ -279,7 +383,7 @@ static tgi_verdict ratelimit_step(tgi_call *c, void *state)
 	if (!l)
 		return TGI_NEXT;
 	take_result t = c->dry_run ? look(c, l, &left, err, sizeof err)
-	                           : take(c, l, &left, err, sizeof err);
+	                           : take(r, c, l, &left, err, sizeof err);
 	if (t == TAKE_ERROR) {
 		/* fail closed: an unknown bucket may be empty */
 		char clean[256];

@@ -113,7 +113,7 @@ int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t 
 }
 
 int tgi_bucket_step(double stored, int64_t at, int found, int64_t now, double rate,
-                    double burst, int *ok, double *left)
+                    double burst, int want, int *took, double *left)
 {
 	double tokens = found && stored >= 0 ? stored : (found ? 0 : burst);   /* NaN: empty */
 	if (!found)
@@ -122,11 +122,14 @@ int tgi_bucket_step(double stored, int64_t at, int found, int64_t now, double ra
 		tokens += (double)(now - at) * rate / 1000;
 	if (tokens > burst)
 		tokens = burst;
-	*ok = tokens >= 1 - TGI_BUCKET_EPSILON;
-	if (*ok)
-		tokens = tokens >= 1 ? tokens - 1 : 0;
+	*took = 0;
+	if (tokens >= 1 - TGI_BUCKET_EPSILON) {
+		double whole = floor(tokens + TGI_BUCKET_EPSILON);
+		*took = whole < (double)want ? (int)whole : want;
+		tokens = tokens >= *took ? tokens - *took : 0;
+	}
 	*left = tokens;
-	return *ok || !found || now < at || !(stored >= 0);
+	return *took || !found || now < at || !(stored >= 0);
 }
 
 /* Is the fixed field a NUL-terminated string of 1..cap-1 bytes? */

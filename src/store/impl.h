@@ -49,7 +49,7 @@ typedef struct tgi_store_impl {
 	int (*bucket_get)(tgi_store *s, const char *principal, const char *tool, double *tokens,
 	                  int64_t *updated_ms, int *found, char *err, size_t errlen);
 	int (*bucket_take)(tgi_store *s, const char *principal, const char *tool, double rate,
-	                   double burst, int *ok, double *left, double *retry_after_s, char *err,
+	                   double burst, int want, int *took, double *left, double *retry_after_s, char *err,
 	                   size_t errlen);
 
 	int (*idem_claim)(tgi_store *s, const char *scope, const char *op_id, const char *binding,
@@ -250,7 +250,8 @@ int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t 
  * (found 0: none, or one whose MAC does not verify, which is a new one,
  * full: a forged row cannot lend tokens the ledger never gave), refilled
  * at rate a second since at, capped at burst; a token taken if there is
- * a whole one (to float noise).  A clock that went backwards refills
+ * a whole one (to float noise), up to want (>= 1) as there are whole
+ * ones, their number in *took (0: empty).  A clock that went backwards refills
  * nothing and takes nothing away: the bucket's time moves back to now.  A
  * damaged count (negative, NaN) is an empty bucket.  *left: the tokens
  * after, at now.  Returns 1 when the row must be written (tokens *left at
@@ -258,7 +259,7 @@ int tgi_check_bucket(const char *principal, const char *tool, char *err, size_t 
  */
 #define TGI_BUCKET_EPSILON 1e-9 /* tokens: float noise */
 int tgi_bucket_step(double stored, int64_t at, int found, int64_t now, double rate,
-                    double burst, int *ok, double *left);
+                    double burst, int want, int *took, double *left);
 /* decide's id: a UUID, else "no approval". */
 int tgi_check_approval_id(const char *id, char *err, size_t errlen);
 /* A decision's reason as it is kept (store.h tgi_store_approval_decide)

@@ -460,7 +460,7 @@ static int pg_bucket_get(tgi_store *base, const char *principal, const char *too
  * Seconds until the next whole token, to the millisecond above, when there
  * is none.  (store.c checked rate and burst.) */
 static int pg_bucket_take(tgi_store *base, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          double burst, int want, int *took, double *left, double *retry_after_s, char *err,
                           size_t errlen)
 {
 	pg *s = tgi_pg_enter(base);
@@ -489,7 +489,7 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 		tgi_pg_q_free(&x, 1);
 		if (rc == 0) {
 			int found = tgi_mac_bucket_ok(&s->base, principal, tool, stored, at, mac);
-			if (tgi_bucket_step(stored, at, found, now, rate, burst, ok, left)) {
+			if (tgi_bucket_step(stored, at, found, now, rate, burst, want, took, left)) {
 				tgi_mac_bucket(&s->base, principal, tool, *left, now, mac);
 				tgi_pg_q_init(&x, ST_BUCKET_SET, NULL);
 				tgi_pg_q_text(&x, principal);
@@ -497,7 +497,7 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 				tgi_pg_q_f64(&x, *left);
 				tgi_pg_q_i64(&x, now);
 				tgi_pg_q_text(&x, mac[0] ? mac : NULL);
-				tgi_pg_q_text(&x, *ok ? "true" : "false");
+				tgi_pg_q_text(&x, *took ? "true" : "false");
 				rc = tgi_pg_run(s, &x, 1);
 				tgi_pg_q_free(&x, 1);
 			}
@@ -508,11 +508,11 @@ static int pg_bucket_take(tgi_store *base, const char *principal, const char *to
 	if (rc < 0) {
 		char qs[80];
 		tgi_pg_tx_abort(s);
-		*ok = 0;
+		*took = 0;
 		return tgi_pg_fail(s, err, errlen, "cannot take from the rate-limit bucket of '%s'",
 		                   tgi_quoted(qs, sizeof qs, tool));
 	}
-	if (!*ok) {
+	if (!*took) {
 		double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
 		*retry_after_s = (ms < 1 ? 1 : ms) / 1000;
 	}

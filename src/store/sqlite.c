@@ -1134,7 +1134,7 @@ static int sq_bucket_get(tgi_store *base, const char *principal, const char *too
  * (BEGIN IMMEDIATE: no other process writes between the read and the
  * write).  All the bucket's SQL. */
 static int bucket_take_tx(sq *s, const char *principal, const char *tool, double rate,
-                          double burst, int64_t now, int *ok, double *left)
+                          double burst, int want, int64_t now, int *took, double *left)
 {
 	double stored = 0;
 	int64_t at = now;
@@ -1150,7 +1150,7 @@ static int bucket_take_tx(sq *s, const char *principal, const char *tool, double
 	} else if (rc != SQLITE_DONE) {
 		return rc;
 	}
-	if (!tgi_bucket_step(stored, at, found, now, rate, burst, ok, left))
+	if (!tgi_bucket_step(stored, at, found, now, rate, burst, want, took, left))
 		return SQLITE_OK;
 	char mac[65];
 	tgi_mac_bucket(&s->base, principal, tool, *left, now, mac);
@@ -1158,7 +1158,7 @@ static int bucket_take_tx(sq *s, const char *principal, const char *tool, double
 }
 
 static int sq_bucket_take(tgi_store *base, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          double burst, int want, int *took, double *left, double *retry_after_s, char *err,
                           size_t errlen)
 {
 	sq *s = (sq *)base;
@@ -1166,16 +1166,16 @@ static int sq_bucket_take(tgi_store *base, const char *principal, const char *to
 		return -1;
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
-		rc = bucket_take_tx(s, principal, tool, rate, burst, tgi_unix_ms(), ok, left);
+		rc = bucket_take_tx(s, principal, tool, rate, burst, want, tgi_unix_ms(), took, left);
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK) {
 		char q[80];
-		*ok = 0;
+		*took = 0;
 		return tgi_sq_fail(s, rc, err, errlen, "cannot take from the rate-limit bucket of '%s'",
 		                   tgi_quoted(q, sizeof q, tool));
 	}
-	if (!*ok) {
+	if (!*took) {
 		double ms = ceil((*left < 1 ? 1 - *left : 0) * 1000 / rate);
 		*retry_after_s = (ms < 1 ? 1 : ms) / 1000;
 	}

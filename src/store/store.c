@@ -218,21 +218,21 @@ int tgi_store_migrate(tgi_store *s, int to, int dry_run, void (*fn)(void *arg, i
 /* ---- rate-limit buckets ---- */
 
 int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *left, double *retry_after_s, char *err,
-                          size_t errlen)
+                          double burst, int want, int *took, double *left, double *retry_after_s,
+                          char *err, size_t errlen)
 {
-	*ok = 0;
+	*took = 0;
 	*left = 0;
 	*retry_after_s = 0;
 	enter(s);
 	if (read_only(s, err, errlen) < 0)
 		return leave(s, -1);
-	if (!isfinite(rate) || rate <= 0 || !isfinite(burst) || burst < 1) {
-		tgi_snprintf(err, errlen,
-		             "a rate-limit bucket needs a rate above 0 and a burst of at least 1 token");
+	if (!isfinite(rate) || rate <= 0 || !isfinite(burst) || burst < 1 || want < 1) {
+		tgi_snprintf(err, errlen, "a rate-limit bucket needs a rate above 0, a burst of at "
+		             "least 1 token and a take of at least one");
 		return leave(s, -1);
 	}
-	return leave(s, s->impl->bucket_take(s, principal, tool, rate, burst, ok, left,
+	return leave(s, s->impl->bucket_take(s, principal, tool, rate, burst, want, took, left,
 	                                     retry_after_s, err, errlen));
 }
 

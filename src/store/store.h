@@ -272,17 +272,18 @@ int tgi_store_loop_window(tgi_store *s, const char *session, size_t limit, tgi_s
 int tgi_store_bucket_get(tgi_store *s, const char *principal, const char *tool, double *tokens,
                          int64_t *updated_ms, int *found, char *err, size_t errlen);
 
-/* Take one token from the bucket of (principal, tool), refilled at rate
+/* Take want (>= 1) tokens, or as many whole ones as there are, from the
+ * bucket of (principal, tool), refilled at rate
  * tokens a second up to burst (a new bucket starts full), atomically in
  * the store, so that every process and gate using it draws from one
  * bucket: one transaction (SQLite: BEGIN IMMEDIATE, on this host's clock)
  * or one statement (PostgreSQL, on the server's clock).  A clock that went
- * backwards refills nothing and takes nothing away.  *ok 1: taken; 0:
- * empty, *retry_after_s says when the next whole token comes (to the
+ * backwards refills nothing and takes nothing away.  *took: how many were
+ * taken; 0: empty, *retry_after_s says when the next whole token comes (to the
  * millisecond above).  *left: the tokens the bucket holds afterwards.
  * A rate that is not above 0 or a burst under 1 is refused. */
 int tgi_store_bucket_take(tgi_store *s, const char *principal, const char *tool, double rate,
-                          double burst, int *ok, double *left, double *retry_after_s, char *err,
+                          double burst, int want, int *took, double *left, double *retry_after_s, char *err,
                           size_t errlen);
 
 /* ---- idempotency ---- */

@@ -978,7 +978,7 @@ static int take(tgi_store *s, const char *principal, double rate, double burst, 
 	char err[512] = "";
 	int ok = -1;
 	double l = -1, w = -1;
-	if (tgi_store_bucket_take(s, principal, "read_file", rate, burst, &ok, &l, &w, err,
+	if (tgi_store_bucket_take(s, principal, "read_file", rate, burst, 1, &ok, &l, &w, err,
 	                          sizeof err) < 0)
 		fail_msg("take: %s", err);
 	if (left)
@@ -1094,18 +1094,35 @@ static void test_bucket_take(void **state)
 	assert_true(tokens < 1e-3);
 
 	/* refusals */
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", 0, 3, &ok, &left, &wait,
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", 0, 3, 1, &ok, &left, &wait,
 	                                       err, sizeof err), -1);
 	assert_non_null(strstr(err, "rate above 0"));
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", 1, 0.5, &ok, &left, &wait,
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", 1, 0.5, 1, &ok, &left, &wait,
 	                                       err, sizeof err), -1);
-	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", NAN, 3, &ok, &left, &wait,
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", NAN, 3, 1, &ok, &left, &wait,
 	                                       err, sizeof err), -1);
-	assert_int_equal(tgi_store_bucket_take(f->s, NULL, "read_file", 1, 3, &ok, &left, &wait,
+	assert_int_equal(tgi_store_bucket_take(f->s, NULL, "read_file", 1, 3, 1, &ok, &left, &wait,
 	                                       err, sizeof err), -1);
 	assert_string_equal(err, "a rate-limit bucket is found by principal and tool");
 	assert_int_equal(tgi_store_bucket_get(f->s, NULL, "read_file", &tokens, &at, &found, err,
 	                                      sizeof err), -1);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "read_file", 1, 3, 0, &ok, &left, &wait,
+	                                       err, sizeof err), -1);
+
+	/* a take of several: as many whole tokens as there are, up to want
+	 * (a new bucket of 3 at a rate that adds none in the test's time) */
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "many", 1e-6, 3, 2, &ok, &left, &wait,
+	                                       err, sizeof err), 0);
+	assert_int_equal(ok, 2);
+	assert_true(left > 0.99 && left < 1.01);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "many", 1e-6, 3, 5, &ok, &left, &wait,
+	                                       err, sizeof err), 0);
+	assert_int_equal(ok, 1);
+	assert_true(left < 1e-3);
+	assert_int_equal(tgi_store_bucket_take(f->s, "ci", "many", 1e-6, 3, 5, &ok, &left, &wait,
+	                                       err, sizeof err), 0);
+	assert_int_equal(ok, 0);
+	assert_true(wait > 1);
 }
 
 /* The same in real time, on the store's clock: 2 tokens a second and a
@@ -1160,7 +1177,7 @@ static void test_bucket_take_processes(void **state)
 			for (int i = 0; i < 25; i++) {
 				int ok = 0;
 				double left, wait;
-				if (tgi_store_bucket_take(s, "dev", "read_file", 1.0 / 3600, 20, &ok, &left,
+				if (tgi_store_bucket_take(s, "dev", "read_file", 1.0 / 3600, 20, 1, &ok, &left,
 				                          &wait, err, sizeof err) < 0)
 					_exit(102);
 				n += ok;
@@ -2601,7 +2618,7 @@ static void test_forged_claims_buckets_pins(void **state)
 	double tokens = 0, left = 0, retry = 0;
 	int64_t upd = 0;
 	int found = 0, ok = 0;
-	assert_int_equal(tgi_store_bucket_take(f->s, "local", "deploy", 1, 3, &ok, &left, &retry, err,
+	assert_int_equal(tgi_store_bucket_take(f->s, "local", "deploy", 1, 3, 1, &ok, &left, &retry, err,
 	                                       sizeof err), 0);
 	assert_int_equal(ok, 1);
 	assert_int_equal(tgi_store_bucket_get(f->s, "local", "deploy", &tokens, &upd, &found, err,
@@ -2611,7 +2628,7 @@ static void test_forged_claims_buckets_pins(void **state)
 	assert_int_equal(tgi_store_bucket_get(f->s, "local", "deploy", &tokens, &upd, &found, err,
 	                                      sizeof err), 0);
 	assert_int_equal(found, 0);
-	assert_int_equal(tgi_store_bucket_take(f->s, "local", "deploy", 1, 3, &ok, &left, &retry, err,
+	assert_int_equal(tgi_store_bucket_take(f->s, "local", "deploy", 1, 3, 1, &ok, &left, &retry, err,
 	                                       sizeof err), 0);
 	assert_int_equal(ok, 1);
 	assert_true(left < 2.01);   /* the burst less one, not 999 */

@@ -174,7 +174,7 @@ static void *hammer_thread(void *arg)
 
 		int ok = 0;
 		double left = 0, retry = 0;
-		HAMMER_OK(h, tgi_store_bucket_take(s, "local", "shared", 0.001, HAMMER_BURST, &ok,
+		HAMMER_OK(h, tgi_store_bucket_take(s, "local", "shared", 0.001, HAMMER_BURST, 1, &ok,
 		                                   &left, &retry, err, sizeof err));
 		if (ok)
 			atomic_fetch_add(&h->taken, 1);

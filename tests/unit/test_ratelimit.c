@@ -4,8 +4,8 @@
  * `rate_limited` answer with retry_after_s, isolation between principals
  * and tools, the first matching glob, dry runs, bad configuration with
  * file:line, many threads on one gate, two gates on one ledger drawing
- * from one bucket, many buckets, and a restart that does not reset a
- * bucket.
+ * from one bucket, many buckets, a restart that does not reset a
+ * bucket, and the leases a high rate is drawn in.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "toolgate.h"
 
@@ -510,6 +512,105 @@ static void test_bounded(void **state)
 	tg_gate_close(g);
 }
 
+
+/* ---- leases: a high rate drawn a lease at a time ---- */
+
+/* The tokens the ledger's bucket of read_file holds as last written. */
+static double ledger_tokens(void)
+{
+	char path[160];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	double v = -1;
+	snprintf(path, sizeof path, "%s/.toolgate/ledger.db", ws);
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT tokens FROM rate_buckets WHERE tool = "
+	                                    "'read_file'", -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static json_int_t remaining_of(const json_t *env)
+{
+	json_t *st = json_object_get(env, "stages");
+	for (size_t k = 0; k < json_array_size(st); k++) {
+		json_t *s = json_array_get(st, k);
+		if (!strcmp(json_string_value(json_object_get(s, "stage")), "rate_limit"))
+			return json_integer_value(json_object_get(s, "remaining"));
+	}
+	fail_msg("no rate_limit stage");
+	return -1;
+}
+
+/* 1000/sec draws 64 tokens at once (100 ms of refill, at most 64): the
+ * first call leaves 936 in the ledger (a new bucket is full and the draw
+ * was made at its own time), and reports 999 — the bucket and the 63 the
+ * gate holds — as one token a call would. */
+static void test_lease_drawn(void **state)
+{
+	tg_gate *g = open_with("rate_limits:\n  read_file: 1000/sec\n");
+	json_t *env = call_as(g, NULL, "read_file", READ, 0);
+	assert_string_equal(status_of(env), "persisted");
+	assert_int_equal(remaining_of(env), 999);
+	json_decref(env);
+	assert_true(ledger_tokens() == 936.0);
+	tg_gate_close(g);
+}
+
+/* A low rate takes one token a call, as before: 19/sec (under two tokens
+ * in 100 ms) leaves 18 in the ledger after one call. */
+static void test_lease_not_below(void **state)
+{
+	tg_gate *g = open_with("rate_limits:\n  read_file: 19/sec\n");
+	assert_string_equal(outcome(g, NULL, "read_file", READ), "persisted");
+	assert_true(ledger_tokens() == 18.0);
+	tg_gate_close(g);
+}
+
+/* A lease is at most a tenth of the limit: 100/sec (10 tokens in 100 ms,
+ * a tenth is 10) and 300/min (5 a second: under two in 100 ms, no lease). */
+static void test_lease_size(void **state)
+{
+	tg_gate *g = open_with("rate_limits:\n  read_file: 100/sec\n");
+	assert_string_equal(outcome(g, NULL, "read_file", READ), "persisted");
+	assert_true(ledger_tokens() == 90.0);
+	tg_gate_close(g);
+	fresh_ledger();
+	g = open_with("rate_limits:\n  read_file: 300/min\n");
+	assert_string_equal(outcome(g, NULL, "read_file", READ), "persisted");
+	assert_true(ledger_tokens() == 299.0);
+	tg_gate_close(g);
+}
+
+/* Two gates on one ledger, each drawing leases of 10 from 100/sec, never
+ * pass more than the ledger handed out: at most the burst (100) plus the
+ * refill of the time the calls took; every call persisted or
+ * rate_limited. */
+static void test_lease_two_gates_bounded(void **state)
+{
+	const char *yaml = "rate_limits:\n  read_file: 100/sec\n";
+	tg_gate *g[2] = {open_with(yaml), open_with(yaml)};
+	struct timespec a, b;
+	int passed = 0, other = 0;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < 400; i++) {
+		const char *o = outcome(g[i % 2], NULL, "read_file", READ);
+		passed += !strcmp(o, "persisted");
+		other += strcmp(o, "persisted") && strcmp(o, "rate_limited");
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	assert_int_equal(other, 0);
+	assert_true(passed >= 10);
+	if ((double)passed > 100 + 100 * s + 1e-6)
+		fail_msg("%d calls passed in %.3f s: over 100 + 100/s", passed, s);
+	tg_gate_close(g[0]);
+	tg_gate_close(g[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -526,6 +627,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_one_call_each, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_drawn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_not_below, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lease_two_gates_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1231,7 +1231,7 @@ static void test_schema_upgrade_v2(void **state)
 	assert_int_equal(raw_int(f->where, "SELECT calls FROM sessions WHERE id = 's1'"), 3);
 	int ok = 0;
 	double left, wait;
-	assert_int_equal(tgi_store_bucket_take(f->s, "local", "read_file", 1, 5, &ok, &left, &wait,
+	assert_int_equal(tgi_store_bucket_take(f->s, "local", "read_file", 1, 5, 1, &ok, &left, &wait,
 	                                       err, sizeof err), 0);
 	assert_int_equal(ok, 1);
 	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM rate_buckets"), 1);

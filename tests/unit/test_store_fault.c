@@ -250,7 +250,7 @@ static void run_once(const char *db, struct outcome *o)
 			assert_true(strlen(err) > 0);
 		int ok = 0;
 		double left, wait;
-		o->took = tgi_store_bucket_take(s, "p", o->op, 1, 3, &ok, &left, &wait, err,
+		o->took = tgi_store_bucket_take(s, "p", o->op, 1, 3, 1, &ok, &left, &wait, err,
 		                                sizeof err) == 0;
 		if (o->took)
 			assert_true(ok && left > 1.99 && left <= 2);
