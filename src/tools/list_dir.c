@@ -129,7 +129,7 @@ static int walk_dir(walk *w, int dirfd, size_t len, int level)
 
 static int list_dir_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
-	char path[PATH_MAX], shown[160];
+	char path[PATH_MAX], real[PATH_MAX], shown[160];
 	const char *raw;
 	size_t rawlen;
 	long long depth, limit;
@@ -142,8 +142,8 @@ static int list_dir_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_ou
 	    tgi_arg_int(args, "limit", 200, 1, MAX_LIMIT, &limit, out->message, sizeof out->message) < 0)
 		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 
-	int fd = tgi_path_open_read(ctx->ws_fd, raw, rawlen, O_PATH, path, sizeof path,
-	                            &kind, out->message, sizeof out->message);
+	int fd = tgi_path_open_placed(ctx->ws_fd, raw, rawlen, O_PATH, path, sizeof path, real,
+	                              sizeof real, &kind, out->message, sizeof out->message);
 	if (fd < 0)
 		return tgi_tool_fail(out, kind);
 	tgi_sanitize(shown, sizeof shown, path);
@@ -165,7 +165,7 @@ static int list_dir_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_ou
 	w->entries = json_array();
 	w->limit = (size_t)limit;
 	w->depth = (int)depth;
-	int r = tgi_walk_path_init(&w->at, ctx->ws_fd, fd, path);
+	int r = tgi_walk_path_start(&w->at, path, real);
 	if (r == 0) {
 		if (tgi_walk_may_read(ctx, &w->at, w->at.root_len, 1))
 			r = walk_dir(w, fd, w->at.root_len, 1);

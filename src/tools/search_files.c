@@ -319,7 +319,7 @@ static int stopped_early(const search *s, const char *pat, tgi_tool_out *out)
 
 static int search_files_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
-	char path[PATH_MAX], shown[160];
+	char path[PATH_MAX], real[PATH_MAX], shown[160];
 	const char *pat, *raw, *glob = NULL;
 	size_t patlen, rawlen, globlen = 0;
 	long long limit;
@@ -354,8 +354,9 @@ static int search_files_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_too
 		goto done;
 
 	/* opened for reading (not O_PATH): a named file is read from this fd */
-	int fd = tgi_path_open_read(ctx->ws_fd, raw, rawlen, O_RDONLY | O_NONBLOCK | O_NOCTTY, path,
-	                            sizeof path, &kind, out->message, sizeof out->message);
+	int fd = tgi_path_open_placed(ctx->ws_fd, raw, rawlen, O_RDONLY | O_NONBLOCK | O_NOCTTY, path,
+	                              sizeof path, real, sizeof real, &kind, out->message,
+	                              sizeof out->message);
 	if (fd < 0) {
 		tgi_tool_fail(out, kind);
 		goto done;
@@ -368,7 +369,7 @@ static int search_files_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_too
 		goto done;
 	}
 	tgi_sanitize(shown, sizeof shown, path);
-	int r = tgi_walk_path_init(&s->at, ctx->ws_fd, fd, path);
+	int r = tgi_walk_path_start(&s->at, path, real);
 	if (r < 0) {
 		tgi_tool_fail(out, tgi_path_error(r, path, out->message, sizeof out->message));
 	} else if (fstat(fd, &st) < 0) {

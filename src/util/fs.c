@@ -3,8 +3,10 @@
  *
  * Every model-supplied path is opened with openat2(RESOLVE_BENEATH |
  * RESOLVE_NO_MAGICLINKS) relative to a directory fd, so the kernel refuses
- * `..`, absolute paths and symlinks that leave; resolved paths are read
- * back from the kernel (/proc/self/fd), never computed from strings.
+ * `..`, absolute paths and symlinks that leave.  Where a path leads is the
+ * kernel's word, never computed from strings alone: a walk the kernel made
+ * with every symlink refused went where the names say ("." and ".."
+ * applied), and one through a symlink is read back (/proc/self/fd).
  *
  * Owns: the openat2 wrapper, path checks and resolution, atomic writes,
  * sorted directory reads, the paths of a directory walk, and what the file
@@ -38,7 +40,9 @@
 
 /* ---- openat2 ---- */
 
-int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+/* openat2 beneath dirfd with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS and
+ * what more resolve asks; an fd or -errno. */
+static int open_resolve(int dirfd, const char *path, int flags, mode_t mode, unsigned long long more)
 {
 	struct open_how how;
 
@@ -48,7 +52,7 @@ int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	how.flags = (unsigned)(flags | O_CLOEXEC);
 	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
 		how.mode = mode;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | more;
 	for (int tries = 0;;) {
 		long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 		if (fd >= 0)
@@ -59,6 +63,11 @@ int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 			continue;
 		return -errno;
 	}
+}
+
+int tgi_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return open_resolve(dirfd, path, flags, mode, 0);
 }
 
 int tgi_open_below(int dirfd, const char *rel, int flags)
@@ -437,6 +446,40 @@ static int join_lexical(const char *base, const char *rest, char *out, size_t ca
 	return 0;
 }
 
+/*
+ * Open path (bytes) beneath ws_fd with flags and say where the kernel's
+ * walk led, relative to the workspace, as bytes, in place (cap bytes).
+ * First with every symlink refused (RESOLVE_NO_SYMLINKS): a walk that
+ * succeeds so went where the path's own names say, each ".." to the
+ * parent of the directory it followed and never above the workspace
+ * (RESOLVE_BENEATH), so the place is the path with "." and ".." applied --
+ * what /proc/self/fd would have answered when the walk ended, with no
+ * read-back.  A symlink on the way (ELOOP) is the slow way: the path is
+ * opened again, symlinks followed and confined, and its place read back
+ * from the kernel.  Any other error is the one the full walk gives, since
+ * the two walks differ only at a symlink.  An fd (caller closes) or -errno.
+ */
+static int open_placed(int ws_fd, const char *path, int flags, char *place, size_t cap)
+{
+	int dots, r;
+	int fd = open_resolve(ws_fd, path, flags, 0, RESOLVE_NO_SYMLINKS);
+
+	if (fd >= 0) {
+		r = join_lexical(path, "", place, cap, &dots);
+	} else {
+		if (fd != -ELOOP)
+			return fd;
+		if ((fd = tgi_open_beneath(ws_fd, path, flags, 0)) < 0)
+			return fd;
+		r = fd_relpath(ws_fd, fd, place, cap);
+	}
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 /* tgi_path_resolve on bytes: the path given as its bytes, out as bytes. */
 static int resolve_bytes(int ws_fd, char cur[PATH_MAX], char *out, size_t cap)
 {
@@ -444,40 +487,37 @@ static int resolve_bytes(int ws_fd, char cur[PATH_MAX], char *out, size_t cap)
 
 	/* At most two rounds: the second starts from a path with no "..". */
 	for (;;) {
-		int fd = tgi_open_beneath(ws_fd, cur, O_PATH, 0);
+		int fd = open_placed(ws_fd, cur, O_PATH, out, cap);
 		if (fd >= 0) {
-			int r = fd_relpath(ws_fd, fd, out, cap);
 			close(fd);
-			return r;
+			return 0;
 		}
 		if (fd != -ENOENT)
 			return fd;
 
-		/* The deepest existing parent: drop components from the end. */
+		/* The deepest existing parent: drop components from the end
+		 * (none: the workspace itself). */
 		size_t cut = strlen(cur);
-		int pfd;
+		int pfd = -ENOENT;
+		strcpy(base, ".");
 		for (;;) {
 			while (cut > 0 && cur[cut - 1] != '/')
 				cut--;
-			if (cut == 0) {
-				pfd = tgi_open_beneath(ws_fd, ".", O_PATH, 0);
+			if (cut == 0)
 				break;
-			}
 			cur[cut - 1] = '\0';
-			pfd = cur[0] ? tgi_open_beneath(ws_fd, cur, O_PATH, 0) : -ENOENT;
+			pfd = cur[0] ? open_placed(ws_fd, cur, O_PATH, base, sizeof base) : -ENOENT;
 			cur[cut - 1] = '/';
 			if (pfd != -ENOENT)
 				break;
 			cut--;
 		}
-		if (pfd < 0)
+		if (pfd >= 0)
+			close(pfd);
+		else if (pfd != -ENOENT)
 			return pfd;
-		int r = fd_relpath(ws_fd, pfd, base, sizeof base);
-		close(pfd);
-		if (r < 0)
-			return r;
 		int dots;
-		r = join_lexical(base, cur + cut, out, cap, &dots);
+		int r = join_lexical(base, cur + cut, out, cap, &dots);
 		if (r < 0 || !dots)
 			return r;
 		/* ".." brought us back among existing entries: resolve again. */
@@ -894,10 +934,11 @@ static int spill_file_ok(int fd)
 	       st.st_nlink == 1;
 }
 
-int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
-                       char *norm, size_t normcap, tg_errkind *kind, char *msg, size_t msgcap)
+int tgi_path_open_placed(int ws_fd, const char *path, size_t len, int flags, char *norm,
+                         size_t normcap, char *real, size_t realcap, tg_errkind *kind, char *msg,
+                         size_t msgcap)
 {
-	char real[PATH_MAX];
+	char bytes[PATH_MAX], place[PATH_MAX];
 
 	if (tgi_path_check(path, len, norm, normcap, msg, msgcap) < 0) {
 		*kind = TG_ERR_INVALID_INPUT;
@@ -908,18 +949,16 @@ int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
 		*kind = refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap);
 		return -1;
 	}
-	int fd = tgi_path_bytes(norm, real, sizeof real);
+	int fd = tgi_path_bytes(norm, bytes, sizeof bytes);
 	if (fd == 0)
-		fd = tgi_open_beneath(ws_fd, real, spill ? flags | O_NOFOLLOW : flags, 0);
+		fd = open_placed(ws_fd, bytes, spill ? flags | O_NOFOLLOW : flags, place, sizeof place);
+	if (fd >= 0 && tgi_name_text(place, strlen(place), real, realcap) < 0) {
+		close(fd);
+		fd = -ENAMETOOLONG;
+	}
 	if (fd < 0) {
 		*kind = spill && fd == -ELOOP ? refuse_protected(TGI_PROTECTED_STATE, norm, msg, msgcap)
 		                              : tgi_path_error(fd, norm, msg, msgcap);
-		return -1;
-	}
-	int r = tgi_fd_path(ws_fd, fd, real, sizeof real);
-	if (r < 0) {
-		close(fd);
-		*kind = tgi_path_error(r, norm, msg, msgcap);
 		return -1;
 	}
 	if (spill ? strcmp(real, norm) != 0 || !spill_file_ok(fd)
@@ -929,6 +968,15 @@ int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
 		return -1;
 	}
 	return fd;
+}
+
+int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
+                       char *norm, size_t normcap, tg_errkind *kind, char *msg, size_t msgcap)
+{
+	char real[PATH_MAX];
+
+	return tgi_path_open_placed(ws_fd, path, len, flags, norm, normcap, real, sizeof real, kind,
+	                            msg, msgcap);
 }
 
 int tgi_path_writable(int ws_fd, const char *norm, tg_errkind *kind, char *msg, size_t msgcap)
@@ -1058,10 +1106,18 @@ void tgi_repath_path(json_t *args, tgi_path_map_fn map, void *ud)
 
 int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *norm)
 {
+	char real[PATH_MAX];
+
+	int r = tgi_fd_path(ws_fd, root_fd, real, sizeof real);
+	return r < 0 ? r : tgi_walk_path_start(w, norm, real);
+}
+
+int tgi_walk_path_start(tgi_walk_path *w, const char *norm, const char *real)
+{
 	int dots;
 
 	size_t n = strcmp(norm, ".") == 0 ? 0 : strlen(norm);
-	if (n + 2 > sizeof w->path)
+	if (n + 2 > sizeof w->path || strlen(real) >= sizeof w->form[0])
 		return -ENAMETOOLONG;
 	memcpy(w->path, norm, n);
 	w->path[n] = '\0';
@@ -1070,9 +1126,7 @@ int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *nor
 	/* The root as resolved (the kernel's word), and as written when that
 	 * differs.  A ".." that climbs out of the workspace lexically (it came
 	 * after a symlink) leaves the resolved form alone. */
-	int r = tgi_fd_path(ws_fd, root_fd, w->form[0], sizeof w->form[0]);
-	if (r < 0)
-		return r;
+	strcpy(w->form[0], real);
 	w->nforms = 1;
 	if (join_lexical(norm, "", w->form[1], sizeof w->form[1], &dots) == 0 &&
 	    strcmp(w->form[0], w->form[1]) != 0)

@@ -10,7 +10,7 @@
  * ledger and the tools' output hold it is text: the text form of its
  * names (tgi_name_text: a byte that is not UTF-8 as \xHH).  The kernel
  * takes bytes.  tgi_path_check, tgi_path_resolve(_parent), tgi_fd_path,
- * tgi_path_open_read, tgi_path_writable and the walk's paths speak text;
+ * tgi_path_open_read(_placed), tgi_path_writable and the walk's paths speak text;
  * tgi_open_beneath, tgi_open_below, tgi_write_atomic, tgi_read_all and
  * tgi_dir_read take and give bytes (tgi_path_bytes turns a checked path
  * into them).
@@ -118,6 +118,8 @@ typedef int (*tgi_path_map_fn)(void *ud, const char *path, size_t len, char *out
  * The path as resolved inside the workspace (symlinks followed, confined),
  * relative to it: "src/link" -> ".env".  For a path that does not exist
  * yet, the deepest existing parent is resolved and the rest appended.
+ * One openat2 (O_PATH) when no symlink is on the way; a symlink costs a
+ * second and a read-back through /proc/self/fd.
  * Returns 0, or -errno (EXDEV when it escapes).
  */
 int tgi_path_resolve(int ws_fd, const char *path, char *out, size_t cap);
@@ -223,6 +225,14 @@ tg_errkind tgi_path_error(int err, const char *path, char *msg, size_t cap);
 int tgi_path_open_read(int ws_fd, const char *path, size_t len, int flags,
                        char *norm, size_t normcap, tg_errkind *kind, char *msg, size_t msgcap);
 
+/* The same, and where the open led in real (realcap bytes): the path as
+ * resolved, relative to the workspace, as text ("." for the workspace) --
+ * the normalised path with ".." applied when no symlink was on the way
+ * (the kernel's walk refused any), else read back from the kernel. */
+int tgi_path_open_placed(int ws_fd, const char *path, size_t len, int flags, char *norm,
+                         size_t normcap, char *real, size_t realcap, tg_errkind *kind, char *msg,
+                         size_t msgcap);
+
 /*
  * For the tools that write: refuse a normalised path that is protected
  * (.git/, .toolgate/, at any depth) as written, as resolved, or as the
@@ -283,6 +293,9 @@ typedef struct tgi_walk_path {
 /* Start a walk at root_fd, opened from the normalised path norm.  0, or
  * -errno (the root's place in the workspace cannot be read back). */
 int tgi_walk_path_init(tgi_walk_path *w, int ws_fd, int root_fd, const char *norm);
+/* The same for a root whose place is known: real, as tgi_path_open_placed
+ * gave it.  0, or -ENAMETOOLONG. */
+int tgi_walk_path_start(tgi_walk_path *w, const char *norm, const char *real);
 
 /* Name the entry `name` (its bytes, from the directory) below path[0..len),
  * in its text form: returns the length, or 0 when it would not fit (with

@@ -6,7 +6,9 @@
  * stay inside, .git and .toolgate.  Checks that the kernel refuses every
  * escape, that resolution never leaves, that atomic writes leave no temp
  * file and no partial file (also when the file size limit cuts a write
- * short), and that openat2 missing means refusal, not a fallback.  Also:
+ * short), that openat2 missing means refusal, not a fallback, and that a
+ * path with no symlink on the way is placed without reading it back
+ * through /proc/self/fd (one through a symlink is read back).  Also:
  * .git and .toolgate are protected at any depth, only an exactly named
  * spill file under .toolgate is readable, and a walk puts every entry to
  * may_read in both its written and its resolved form.
@@ -663,6 +665,69 @@ static void test_no_openat2_fails_closed(void **state)
 	assert_int_equal(faccessat(f->ws_fd, "w.txt", F_OK, 0), -1);
 }
 
+/* A path with no symlink on the way is placed by the kernel's walk alone:
+ * with readlink refused (a seccomp filter makes it EPERM), such paths
+ * resolve and open as before, ".." applied; a path through a symlink,
+ * whose place must be read back, fails closed rather than guessed. */
+static void test_place_without_readback(void **state)
+{
+	fx *f = *state;
+
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sock_filter code[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_readlink, 1, 0),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_readlinkat, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = { (unsigned short)(sizeof code / sizeof code[0]), code };
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+			_exit(2);
+		char out[PATH_MAX], norm[PATH_MAX], real[PATH_MAX], msg[512];
+		tg_errkind kind;
+		int bad = 0;
+#define CHECK(cond) ((cond) ? (void)0 : (void)(bad = 1, fprintf(stderr, "line %d\n", __LINE__)))
+#define RES(fn, p, want) CHECK(fn(f->ws_fd, p, out, sizeof out) == 0 && strcmp(out, want) == 0)
+		RES(tgi_path_resolve, "hello.txt", "hello.txt");
+		RES(tgi_path_resolve, ".", ".");
+		RES(tgi_path_resolve, "src/sub/../a.c", "src/a.c");
+		RES(tgi_path_resolve, "src/new/../x/y", "src/x/y");
+		RES(tgi_path_resolve, "src/sub/..", "src");
+		RES(tgi_path_resolve_parent, "src/new.c", "src/new.c");
+		RES(tgi_path_resolve_parent, "src/sub/../b.c", "src/b.c");
+#undef RES
+		CHECK(tgi_path_resolve(f->ws_fd, "src/../../outside", out, sizeof out) == -EXDEV);
+		CHECK(tgi_path_resolve(f->ws_fd, "link_in", out, sizeof out) == -EPERM);
+		CHECK(tgi_path_resolve(f->ws_fd, "dir_link/a.c", out, sizeof out) == -EPERM);
+#define OPEN(p, fl) tgi_path_open_placed(f->ws_fd, p, strlen(p), fl, norm, sizeof norm, real, \
+	                                 sizeof real, &kind, msg, sizeof msg)
+		int fd = OPEN("src/sub/../a.c", O_RDONLY);
+		CHECK(fd >= 0 && !strcmp(norm, "src/sub/../a.c") && !strcmp(real, "src/a.c"));
+		if (fd >= 0)
+			close(fd);
+		fd = OPEN("./", O_PATH);
+		CHECK(fd >= 0 && !strcmp(real, "."));
+		if (fd >= 0)
+			close(fd);
+		CHECK(OPEN("link_in", O_RDONLY) == -1);
+		CHECK(OPEN("state_link", O_RDONLY) == -1);
+		CHECK(OPEN("src/../.toolgate/ledger.db", O_RDONLY) == -1 && kind == TG_ERR_NOT_PERMITTED);
+#undef OPEN
+#undef CHECK
+		_exit(bad ? 1 : 0);
+	}
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 2)
+		skip();                        /* no seccomp filters here */
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_write_all(void **state)
 {
 	(void)state;
@@ -1240,6 +1305,7 @@ int main(void)
 		T(test_write_atomic),
 		T(test_write_atomic_efbig),
 		T(test_no_openat2_fails_closed),
+		T(test_place_without_readback),
 		cmocka_unit_test(test_write_all),
 		T(test_read_all),
 		T(test_dir_read),
