@@ -1,26 +1,60 @@
 /*
  * journal.c — commit a patch plan all or nothing, and recover after a crash.
  *
- * A commit, in order (each step durable before the next):
+ * A commit, in order:
  *   1. the journal <tx>.journal in journal_fd: every directory to create,
  *      every file with its temp and backup names (written under a temp
- *      name, locked, fsynced, renamed into place);
+ *      name, locked, renamed into place);
  *   2. missing parent directories created;
- *   3. every new file's bytes in a temp file beside it, fsynced;
+ *   3. every new file's bytes in a temp file beside it;
  *   4. every file to be replaced or removed hard-linked to a backup name
- *      beside it; the directories fsynced;
+ *      beside it;
  *   4b. when the patch creates files: the journal written again, the same
  *      way, now with what each created file is (device, inode and, where
  *      the file system keeps them, generation and birth time: "made");
- *   5. the renames (temp over file) and unlinks; the directories fsynced;
- *   6. the commit point: <tx>.journal renamed to <tx>.commit, fsynced;
- *   7. the backups and the journal removed.
+ *      -- the first flush: all of the above durable --
+ *   5. the renames (temp over file) and unlinks;
+ *   6. the commit point: <tx>.journal renamed to <tx>.commit;
+ *      -- the second flush: 5 and 6 durable --
+ *   7. the backups and the journal removed (not flushed).
+ * Two flushes for the whole patch, whatever its size: with BULK_SYNC
+ * files or more each is one syncfs() of the file systems involved (the
+ * workspace's, the journal's), else fsyncs of the temps (as written), the
+ * journal and the directories changed.
+ *
  * A failure before 6 rolls back in process: each backup renamed over its
  * file, each file that did not exist removed, temps and created
- * directories removed.  A crash before 6 leaves <tx>.journal, which
- * tgi_patch_recover rolls back the same way; a crash after it leaves
- * <tx>.commit, which recovery rolls forward (the backups are removed).  So
- * every file is either as it was or as the patch made it, never a mix.
+ * directories removed.  Recovery (tgi_patch_recover) finishes what a crash
+ * left, by what it finds in journal_fd:
+ *   - a kill (the kernel keeps everything it was given): <tx>.journal.tmp
+ *     or nothing before 1's rename, <tx>.journal from there to 6 (rolled
+ *     back: the files as they were), <tx>.commit after 6 (rolled forward:
+ *     the backups removed); after 7 nothing.
+ *   - a power loss, where only what a flush covered is sure to be there:
+ *     before the first flush ends, no file was renamed yet (5 waits for
+ *     it), so whatever journal is there -- .journal.tmp too, whose rename
+ *     may not have reached the disk -- is rolled back, which only removes
+ *     what is ours; one cut short does not parse and is only removed.  (A
+ *     file system that keeps the order of metadata changes -- any with a
+ *     journal of its own -- has the journal, made first, whenever it has
+ *     anything made after it; on one that does not, ext4 without its
+ *     journal, such a loss may leave temps or backups with no journal
+ *     naming them: litter beside the files, never a changed file.)
+ *     Between the flushes the journal, the backups and every temp's bytes
+ *     are durable and any part of 5 and 6 may be: .journal is rolled back
+ *     from the backups; .commit is rolled forward, and doing so redoes the
+ *     renames and unlinks that did not reach the disk (a temp still there
+ *     is renamed over its file; a file to remove that is still its
+ *     backup's inode is removed).  After the second flush, a lost 7 leaves
+ *     .commit, and rolling it forward again is the same clean-up.
+ * So every file is either as it was or as the patch made it, never a mix,
+ * and the patch is durable when the commit returns.  Two flushes is the
+ * least for this order: the backups and the journal must be on disk before
+ * the first rename (the first), and the commit record no earlier than the
+ * renames, on disk before the call returns (the second).
+ *
+ * The old files (the backups' inodes) are freed apart: held open while
+ * their names go at 7, and let go on a thread of their own (the reaper).
  *
  * A file that did not exist is removed by a rollback only when the file
  * at its path is the very one the commit made (its "made" identity): a
@@ -31,10 +65,6 @@
  * another's and is left the same way.  The inode generation and birth
  * time tell a file from a later one that reuses the inode number (ext4
  * reuses them at once; a birth time is only as fine as a clock tick).
- *
- * With BULK_SYNC files or more, the fsyncs of steps 3 to 5 are one
- * syncfs() of the workspace's file system each: one journal commit of
- * the file system instead of one per file.
  *
  * Temp and backup files are named .tgpatch-<tx>-<n>.new / .old.  A live
  * commit holds an flock on its journal; recovery skips journals it cannot
@@ -51,12 +81,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <linux/fs.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -69,6 +101,7 @@
 #define JOURNAL_MAX (64u << 20)
 #define TEMP_PREFIX ".tgpatch-"
 #define BULK_SYNC   8   /* from this many files, one syncfs instead of an fsync each */
+#define REAP_MAX    256 /* old files at most held open for freeing apart (fds) */
 
 #define JOURNAL_VERSION 2   /* 1: no "made" identities (still read) */
 
@@ -375,17 +408,75 @@ static int one_file(int pfd, const char *a, const char *b)
 }
 
 /*
- * After the commit point: the backups go.  With redo (recovery), first
- * whatever of step 5 a crash lost is done again: the commit record is made
- * durable in the same flush as the renames (see the header), so after a
- * power loss it may stand while some of them do not.  A temp still there
- * is renamed over its file (its bytes were durable before any rename: the
- * first flush), and a file to remove that is still the backup's inode is
- * removed.  Without a crash (the commit's own clean-up, or a kill, which
- * loses nothing the kernel was given) no temp is left and both are no-ops.
+ * The old files of a commit, freed apart.  Freeing a file is the costly
+ * part of removing its last name (its blocks released, on some file
+ * systems each discarded, synchronously): a backup's name is removed in
+ * the commit, with the file held open, and the last close -- the freeing
+ * -- happens on a thread of its own once the commit has returned.  Nothing
+ * of the workspace waits for it: the names are gone, and the patch
+ * durable, before.  A process that ends first lets the kernel free them.
+ */
+typedef struct reaper {
+	int    fd[REAP_MAX];
+	size_t n;
+	int    fd_max;     /* held only below half the process's limit of fds */
+} reaper;
+
+static void *reap_main(void *arg)
+{
+	reaper *r = arg;
+	for (size_t i = 0; i < r->n; i++)
+		close(r->fd[i]);
+	free(r);
+	return NULL;
+}
+
+/* Hold the file name in pfd open (if r has room) before its name goes. */
+static void reap_hold(reaper *r, int pfd, const char *name)
+{
+	if (!r || r->n == REAP_MAX)
+		return;
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= r->fd_max) {
+		close(fd);
+		r->n = REAP_MAX;        /* the rest are freed as their names go */
+	} else if (fd >= 0) {
+		r->fd[r->n++] = fd;
+	}
+}
+
+/* Let go of what r holds: on a thread of its own, or here if none starts. */
+static void reap(reaper *r)
+{
+	pthread_attr_t at;
+	pthread_t t;
+	if (!r->n) {
+		free(r);
+		return;
+	}
+	int ok = pthread_attr_init(&at) == 0;
+	if (ok) {
+		ok = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+		     pthread_create(&t, &at, reap_main, r) == 0;
+		pthread_attr_destroy(&at);
+	}
+	if (!ok)
+		reap_main(r);
+}
+
+/*
+ * After the commit point: the backups go (with r, each held open first:
+ * the reaper above frees them).  With redo (recovery), first whatever of
+ * step 5 a crash lost is done again: the commit record is made durable in
+ * the same flush as the renames (see the header), so after a power loss it
+ * may stand while some of them do not.  A temp still there is renamed over
+ * its file (its bytes were durable before any rename: the first flush),
+ * and a file to remove that is still the backup's inode is removed.
+ * Without a crash (the commit's own clean-up, or a kill, which loses
+ * nothing the kernel was given) no temp is left and both are no-ops.
  * Returns how many files were finished that way.
  */
-static size_t roll_forward(dirset *d, const journal *j, int redo)
+static size_t roll_forward(dirset *d, const journal *j, int redo, reaper *r)
 {
 	size_t redone = 0;
 	for (size_t i = 0; i < j->nfiles; i++) {
@@ -402,9 +493,9 @@ static size_t roll_forward(dirset *d, const journal *j, int redo)
 		if (redo && tbase && exists(pfd, tbase)) {
 			/* over the old file (still the backup's inode), or where none
 			 * was, only if nothing has taken the name since */
-			int r = bbase ? renameat(pfd, tbase, pfd, base)
+			int k = bbase ? renameat(pfd, tbase, pfd, base)
 			              : renameat2(pfd, tbase, pfd, base, RENAME_NOREPLACE);
-			if (r < 0)
+			if (k < 0)
 				unlinkat(pfd, tbase, 0);
 			else
 				redone++;
@@ -412,8 +503,10 @@ static size_t roll_forward(dirset *d, const journal *j, int redo)
 			if (unlinkat(pfd, base, 0) == 0)
 				redone++;
 		}
-		if (bbase)
+		if (bbase) {
+			reap_hold(r, pfd, bbase);
 			unlinkat(pfd, bbase, 0);
+		}
 	}
 	return redone;
 }
@@ -859,8 +952,13 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 	}
 	/* 7: nothing synced: a clean-up lost to a crash is done again by the
 	 * roll forward of the commit record it left */
-	roll_forward(&d, &j, 0);
+	reaper *old = tgi_xcalloc(1, sizeof *old);
+	struct rlimit rl;
+	old->fd_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < INT_MAX ?
+	              (int)(rl.rlim_cur / 2) : 512;
+	roll_forward(&d, &j, 0, old);
 	journal_remove(journal_fd, tx, 0);
+	reap(old);
 out:
 	dirs_close(&d);
 	/* the first lock was held to here: a recovery that opened the journal
@@ -932,7 +1030,7 @@ static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, j
 	} else if (committed) {
 		dirset d = {.ws_fd = ws_fd};
 		/* what was done again durable before the record goes */
-		if (roll_forward(&d, &j, 1) && (k = sync_parents(&d, &j)) < 0) {
+		if (roll_forward(&d, &j, 1, NULL) && (k = sync_parents(&d, &j)) < 0) {
 			tgi_snprintf(err, errlen, "finishing the committed patch in %s failed: %s", name,
 			             strerror(-k));
 			rc = -1;
