@@ -813,7 +813,7 @@ static int flush(dirset *d, const journal *j, int jfd, int jlock, int bulk)
 	return r;
 }
 
-/* Steps 1b-5 (the first flush between 4b and 5); *relock gets the lock of
+/* Steps 2-5 (the first flush between 4b and 5); *relock gets the lock of
  * the journal written again at 4b (or stays -1).  0, or -1 with err (the
  * caller rolls back). */
 static int apply_steps(dirset *d, int jfd, int lock, const char *tx, const tgi_patch_plan *plan,
