@@ -12,14 +12,25 @@
  * the files first (untimed).  Works in a fresh directory under dir
  * (default /tmp) and removes it afterwards.
  *
+ * Codex's own apply_patch, in the same rounds, when its binary is here:
+ * $CODEX, or the native binary the Codex npm package installs under
+ * build/clients (scripts/install-node-deps).  It is run as Codex runs it,
+ * a process named apply_patch reading the patch on stdin, in the same
+ * directory on the same files (restored first, untimed); the time is the
+ * process's, start to exit.  Its start alone (a one-line patch of one file)
+ * is printed too: it writes each file in place (truncate, write), with no
+ * journal and no fsync.
+ *
  * Owns: its temporary directory.  Must not: touch anything else.
  */
 #include <fcntl.h>
 #include <ftw.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,11 +120,60 @@ static void restore(int ws_fd, char **orig, int files)
 	}
 }
 
-static void run(const char *name, const char *base, int files, int lines, int hunks, int rounds)
+/* Codex's native binary, or NULL. */
+static const char *codex_binary(void)
+{
+	static char found[4096];
+	const char *env = getenv("CODEX");
+	glob_t g;
+	if (env && *env)
+		return access(env, X_OK) == 0 ? env : NULL;
+	if (glob("build/clients/node_modules/@openai/codex-linux-*/vendor/*/bin/codex", 0, NULL,
+	         &g) != 0)
+		return NULL;
+	int ok = g.gl_pathc && access(g.gl_pathv[0], X_OK) == 0;
+	if (ok)
+		snprintf(found, sizeof found, "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return ok ? found : NULL;
+}
+
+/* Codex's apply_patch on patch_path (its stdin), in dir: ms, start to exit. */
+static double codex_run(const char *codex, const char *dir, const char *patch_path)
+{
+	double t0 = now_ms();
+	pid_t pid = fork();
+	if (pid == 0) {
+		int in = open(patch_path, O_RDONLY), out = open("/dev/null", O_WRONLY);
+		if (in < 0 || out < 0 || chdir(dir) < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0)
+			_exit(126);
+		execl(codex, "apply_patch", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "codex apply_patch failed (%s)\n", codex);
+		exit(1);
+	}
+	return now_ms() - t0;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		fprintf(stderr, "cannot write %s\n", path);
+		exit(1);
+	}
+}
+
+static void run(const char *name, const char *base, int files, int lines, int hunks, int rounds,
+                const char *codex)
 {
 	char dir[4096], err[8192];
 	double t_parse[MAX_ROUNDS], t_plan[MAX_ROUNDS], t_commit[MAX_ROUNDS], t_total[MAX_ROUNDS],
-	       t_base[MAX_ROUNDS];
+	       t_base[MAX_ROUNDS], t_codex[MAX_ROUNDS], t_start[MAX_ROUNDS];
+	char patch_path[4200], tiny_path[4200];
 
 	snprintf(dir, sizeof dir, "%s/tg-bench-patch-XXXXXX", base);
 	if (!mkdtemp(dir)) {
@@ -129,6 +189,13 @@ static void run(const char *name, const char *base, int files, int lines, int hu
 		orig[f] = file_text(f, lines);
 	char *text = patch_text(files, lines, hunks);
 	size_t len = strlen(text);
+	/* the patch file and a one-line patch beside the workspace's files */
+	snprintf(patch_path, sizeof patch_path, "%s/patch.txt", dir);
+	snprintf(tiny_path, sizeof tiny_path, "%s/tiny.txt", dir);
+	if (codex) {
+		write_text(patch_path, text);
+		write_text(tiny_path, "*** Begin Patch\n*** Add File: tiny.out\n+x\n*** End Patch\n");
+	}
 
 	for (int r = 0; r < rounds; r++) {
 		tgi_patch *p;
@@ -168,12 +235,24 @@ static void run(const char *name, const char *base, int files, int lines, int hu
 		t_base[r] = now_ms() - b0;
 		tgi_patch_plan_free(&plan);
 		tgi_patch_free(p);
+
+		if (codex) {    /* the same patch on the same files */
+			restore(ws_fd, orig, files);
+			t_codex[r] = codex_run(codex, dir, patch_path);
+			t_start[r] = codex_run(codex, dir, tiny_path);
+			unlinkat(ws_fd, "tiny.out", 0);
+		}
 	}
 	double total = median(t_total, rounds), bl = median(t_base, rounds);
 	printf("%-34s %7.2f ms total (parse %.2f, plan %.2f, commit %.2f); "
 	       "baseline atomic writes %.2f ms; commit/baseline %.2f\n",
 	       name, total, median(t_parse, rounds), median(t_plan, rounds),
 	       median(t_commit, rounds), bl, median(t_commit, rounds) / bl);
+	if (codex) {
+		double cx = median(t_codex, rounds);
+		printf("%-34s %7.2f ms codex apply_patch (its start alone %.2f ms); toolgate/codex %.2f\n",
+		       "", cx, median(t_start, rounds), total / cx);
+	}
 
 	for (int f = 0; f < files; f++)
 		free(orig[f]);
@@ -188,10 +267,13 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 7;
 	const char *base = argc > 2 ? argv[2] : "/tmp";
+	const char *codex = codex_binary();
 	if (rounds < 1 || rounds > MAX_ROUNDS)
 		rounds = 7;
-	printf("medians of %d rounds; the disk under %s, fsync on every file\n", rounds, base);
-	run("1,000 hunks over 100 files", base, 100, 300, 10, rounds);
-	run("500 hunks in one 10,000-line file", base, 1, 10000, 500, rounds);
+	printf("medians of %d rounds; the disk under %s, fsync on every file; %s%s\n", rounds, base,
+	       codex ? "codex: " : "codex's apply_patch not found (set CODEX to its binary)",
+	       codex ? codex : "");
+	run("1,000 hunks over 100 files", base, 100, 300, 10, rounds, codex);
+	run("500 hunks in one 10,000-line file", base, 1, 10000, 500, rounds, codex);
 	return 0;
 }

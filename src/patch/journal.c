@@ -1,26 +1,60 @@
 /*
  * journal.c — commit a patch plan all or nothing, and recover after a crash.
  *
- * A commit, in order (each step durable before the next):
+ * A commit, in order:
  *   1. the journal <tx>.journal in journal_fd: every directory to create,
  *      every file with its temp and backup names (written under a temp
- *      name, locked, fsynced, renamed into place);
+ *      name, locked, renamed into place);
  *   2. missing parent directories created;
- *   3. every new file's bytes in a temp file beside it, fsynced;
+ *   3. every new file's bytes in a temp file beside it;
  *   4. every file to be replaced or removed hard-linked to a backup name
- *      beside it; the directories fsynced;
+ *      beside it;
  *   4b. when the patch creates files: the journal written again, the same
  *      way, now with what each created file is (device, inode and, where
  *      the file system keeps them, generation and birth time: "made");
- *   5. the renames (temp over file) and unlinks; the directories fsynced;
- *   6. the commit point: <tx>.journal renamed to <tx>.commit, fsynced;
- *   7. the backups and the journal removed.
+ *      -- the first flush: all of the above durable --
+ *   5. the renames (temp over file) and unlinks;
+ *   6. the commit point: <tx>.journal renamed to <tx>.commit;
+ *      -- the second flush: 5 and 6 durable --
+ *   7. the backups and the journal removed (not flushed).
+ * Two flushes for the whole patch, whatever its size: with BULK_SYNC
+ * files or more each is one syncfs() of the file systems involved (the
+ * workspace's, the journal's), else fsyncs of the temps (as written), the
+ * journal and the directories changed.
+ *
  * A failure before 6 rolls back in process: each backup renamed over its
  * file, each file that did not exist removed, temps and created
- * directories removed.  A crash before 6 leaves <tx>.journal, which
- * tgi_patch_recover rolls back the same way; a crash after it leaves
- * <tx>.commit, which recovery rolls forward (the backups are removed).  So
- * every file is either as it was or as the patch made it, never a mix.
+ * directories removed.  Recovery (tgi_patch_recover) finishes what a crash
+ * left, by what it finds in journal_fd:
+ *   - a kill (the kernel keeps everything it was given): <tx>.journal.tmp
+ *     or nothing before 1's rename, <tx>.journal from there to 6 (rolled
+ *     back: the files as they were), <tx>.commit after 6 (rolled forward:
+ *     the backups removed); after 7 nothing.
+ *   - a power loss, where only what a flush covered is sure to be there:
+ *     before the first flush ends, no file was renamed yet (5 waits for
+ *     it), so whatever journal is there -- .journal.tmp too, whose rename
+ *     may not have reached the disk -- is rolled back, which only removes
+ *     what is ours; one cut short does not parse and is only removed.  (A
+ *     file system that keeps the order of metadata changes -- any with a
+ *     journal of its own -- has the journal, made first, whenever it has
+ *     anything made after it; on one that does not, ext4 without its
+ *     journal, such a loss may leave temps or backups with no journal
+ *     naming them: litter beside the files, never a changed file.)
+ *     Between the flushes the journal, the backups and every temp's bytes
+ *     are durable and any part of 5 and 6 may be: .journal is rolled back
+ *     from the backups; .commit is rolled forward, and doing so redoes the
+ *     renames and unlinks that did not reach the disk (a temp still there
+ *     is renamed over its file; a file to remove that is still its
+ *     backup's inode is removed).  After the second flush, a lost 7 leaves
+ *     .commit, and rolling it forward again is the same clean-up.
+ * So every file is either as it was or as the patch made it, never a mix,
+ * and the patch is durable when the commit returns.  Two flushes is the
+ * least for this order: the backups and the journal must be on disk before
+ * the first rename (the first), and the commit record no earlier than the
+ * renames, on disk before the call returns (the second).
+ *
+ * The old files (the backups' inodes) are freed apart: held open while
+ * their names go at 7, and let go on a thread of their own (the reaper).
  *
  * A file that did not exist is removed by a rollback only when the file
  * at its path is the very one the commit made (its "made" identity): a
@@ -31,10 +65,6 @@
  * another's and is left the same way.  The inode generation and birth
  * time tell a file from a later one that reuses the inode number (ext4
  * reuses them at once; a birth time is only as fine as a clock tick).
- *
- * With BULK_SYNC files or more, the fsyncs of steps 3 to 5 are one
- * syncfs() of the workspace's file system each: one journal commit of
- * the file system instead of one per file.
  *
  * Temp and backup files are named .tgpatch-<tx>-<n>.new / .old.  A live
  * commit holds an flock on its journal; recovery skips journals it cannot
@@ -51,12 +81,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <linux/fs.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -69,6 +101,7 @@
 #define JOURNAL_MAX (64u << 20)
 #define TEMP_PREFIX ".tgpatch-"
 #define BULK_SYNC   8   /* from this many files, one syncfs instead of an fsync each */
+#define REAP_MAX    256 /* old files at most held open for freeing apart (fds) */
 
 #define JOURNAL_VERSION 2   /* 1: no "made" identities (still read) */
 
@@ -365,19 +398,117 @@ static int rollback(int ws_fd, const journal *j, json_t *kept)
 	return r;
 }
 
-/* After the commit point: the backups (and any temps) go. */
-static void roll_forward(int ws_fd, const journal *j)
+/* Are the names a and b in the directory pfd one file (two links)? */
+static int one_file(int pfd, const char *a, const char *b)
 {
-	dirset d = {.ws_fd = ws_fd};
+	struct stat sa, sb;
+	return fstatat(pfd, a, &sa, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       fstatat(pfd, b, &sb, AT_SYMLINK_NOFOLLOW) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/*
+ * The old files of a commit, freed apart.  Freeing a file is the costly
+ * part of removing its last name (its blocks released, on some file
+ * systems each discarded, synchronously): a backup's name is removed in
+ * the commit, with the file held open, and the last close -- the freeing
+ * -- happens on a thread of its own once the commit has returned.  Nothing
+ * of the workspace waits for it: the names are gone, and the patch
+ * durable, before.  A process that ends first lets the kernel free them.
+ */
+typedef struct reaper {
+	int    fd[REAP_MAX];
+	size_t n;
+	int    fd_max;     /* held only below half the process's limit of fds */
+} reaper;
+
+static void *reap_main(void *arg)
+{
+	reaper *r = arg;
+	for (size_t i = 0; i < r->n; i++)
+		close(r->fd[i]);
+	free(r);
+	return NULL;
+}
+
+/* Hold the file name in pfd open (if r has room) before its name goes. */
+static void reap_hold(reaper *r, int pfd, const char *name)
+{
+	if (!r || r->n == REAP_MAX)
+		return;
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= r->fd_max) {
+		close(fd);
+		r->n = REAP_MAX;        /* the rest are freed as their names go */
+	} else if (fd >= 0) {
+		r->fd[r->n++] = fd;
+	}
+}
+
+/* Let go of what r holds: on a thread of its own, or here if none starts. */
+static void reap(reaper *r)
+{
+	pthread_attr_t at;
+	pthread_t t;
+	if (!r->n) {
+		free(r);
+		return;
+	}
+	int ok = pthread_attr_init(&at) == 0;
+	if (ok) {
+		ok = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+		     pthread_create(&t, &at, reap_main, r) == 0;
+		pthread_attr_destroy(&at);
+	}
+	if (!ok)
+		reap_main(r);
+}
+
+/*
+ * After the commit point: the backups go (with r, each held open first:
+ * the reaper above frees them).  With redo (recovery), first whatever of
+ * step 5 a crash lost is done again: the commit record is made durable in
+ * the same flush as the renames (see the header), so after a power loss it
+ * may stand while some of them do not.  A temp still there is renamed over
+ * its file (its bytes were durable before any rename: the first flush),
+ * and a file to remove that is still the backup's inode is removed.
+ * Without a crash (the commit's own clean-up, or a kill, which loses
+ * nothing the kernel was given) no temp is left and both are no-ops.
+ * Returns how many files were finished that way.
+ */
+static size_t roll_forward(dirset *d, const journal *j, int redo, reaper *r)
+{
+	size_t redone = 0;
 	for (size_t i = 0; i < j->nfiles; i++) {
-		const char *names[2] = {j->files[i].backup, j->files[i].temp}, *base;
-		for (int k = 0; k < 2; k++) {
-			int pfd = names[k] ? dirs_get(&d, names[k], &base) : -1;
-			if (pfd >= 0)
-				unlinkat(pfd, base, 0);
+		const jfile *f = &j->files[i];
+		const char *base, *tbase = NULL, *bbase = NULL;
+		char parent[PATH_MAX];
+		int pfd = dirs_get(d, f->path, &base);
+		if (pfd < 0)
+			continue;               /* its directory is gone: nothing of ours */
+		if (f->temp)
+			tbase = split(f->temp, parent, sizeof parent);
+		if (f->backup)
+			bbase = split(f->backup, parent, sizeof parent);
+		if (redo && tbase && exists(pfd, tbase)) {
+			/* over the old file (still the backup's inode), or where none
+			 * was, only if nothing has taken the name since */
+			int k = bbase ? renameat(pfd, tbase, pfd, base)
+			              : renameat2(pfd, tbase, pfd, base, RENAME_NOREPLACE);
+			if (k < 0)
+				unlinkat(pfd, tbase, 0);
+			else
+				redone++;
+		} else if (redo && !tbase && bbase && one_file(pfd, base, bbase)) {
+			if (unlinkat(pfd, base, 0) == 0)
+				redone++;
+		}
+		if (bbase) {
+			reap_hold(r, pfd, bbase);
+			unlinkat(pfd, bbase, 0);
 		}
 	}
-	dirs_close(&d);
+	return redone;
 }
 
 /* ---- the journal file ---- */
@@ -558,8 +689,9 @@ static int journal_parse(const char *text, size_t len, journal *j, char *why, si
 	return ok ? 0 : -1;
 }
 
-/* Write <tx>.journal durably (again: replace, and on failure the one in
- * place stays).  Returns the fd that holds its lock, or -errno. */
+/* Write <tx>.journal (again: replace, and on failure the one in place
+ * stays), not yet durable: the commit's first flush makes it so, before
+ * any file is renamed.  Returns the fd that holds its lock, or -errno. */
 static int journal_write(int jfd, const char *tx, const journal *j, int replace)
 {
 	char tmp[96], name[96];
@@ -575,12 +707,8 @@ static int journal_write(int jfd, const char *tx, const journal *j, int replace)
 		r = -errno;
 	if (!r)
 		r = text ? tgi_write_all(fd, text, strlen(text)) : -ENOMEM;
-	if (!r && fsync(fd) < 0)
-		r = -errno;
 	if (!r && renameat(jfd, tmp, jfd, name) < 0)
 		r = -errno;
-	if (!r)
-		r = sync_dir(jfd);
 	free(text);
 	if (r) {
 		unlinkat(jfd, tmp, 0);
@@ -593,8 +721,8 @@ static int journal_write(int jfd, const char *tx, const journal *j, int replace)
 	return fd;
 }
 
-/* Remove the journal of tx (either state) and make that durable. */
-static void journal_remove(int jfd, const char *tx)
+/* Remove the journal of tx (either state); sync: and make that durable. */
+static void journal_remove(int jfd, const char *tx, int sync)
 {
 	static const char *const ext[] = {"journal", "commit"};
 	for (size_t i = 0; i < TGI_ARRAY_LEN(ext); i++) {
@@ -602,7 +730,8 @@ static void journal_remove(int jfd, const char *tx)
 		tgi_snprintf(name, sizeof name, "%s.%s", tx, ext[i]);
 		unlinkat(jfd, name, 0);
 	}
-	sync_dir(jfd);
+	if (sync)
+		sync_dir(jfd);
 }
 
 /* Every directory the writes need that does not exist yet, parents first. */
@@ -640,23 +769,36 @@ static int fail(char *err, size_t errlen, const char *what, const char *path, in
 	return -1;
 }
 
-/* Make what steps 3 to 5 did durable: the directories of the files (the
- * temps were synced one by one), or with bulk every file system they lie
- * on, whole (a workspace may hold mount points). */
-static int sync_steps(dirset *d, const journal *j, int bulk)
+/*
+ * One flush of the commit (see the header): everything the commit did so
+ * far durable.  With bulk, one syncfs() of each file system the files and
+ * the journal lie on (a workspace may hold mount points); else an fsync of
+ * the journal file (jlock, if not -1; the temps were synced as they were
+ * written) and of every directory the commit changed: the files', the
+ * created directories' parents and the journal's.  0 or -errno.
+ */
+static int flush(dirset *d, const journal *j, int jfd, int jlock, int bulk)
 {
 	const char *base;
-	if (!bulk)
-		return sync_parents(d, j);
-	for (size_t i = 0; i < j->nfiles; i++)
-		dirs_get(d, j->files[i].path, &base);
-	dev_t *done = tgi_xmalloc((d->n ? d->n : 1) * sizeof *done);
-	size_t ndone = 0;
 	int r = 0;
-	for (size_t i = 0; i < d->n && !r; i++) {
+	for (size_t i = 0; i < j->nfiles; i++)
+		dirs_get(d, j->files[i].path, &base);   /* a missing one has nothing to sync */
+	for (size_t i = 0; i < j->ndirs; i++)
+		dirs_get(d, j->dirs[i], &base);
+	if (!bulk) {
+		if (jlock >= 0 && fsync(jlock) < 0)
+			return -errno;
+		for (size_t i = 0; i < d->n && !r; i++)
+			r = sync_dir(d->fd[i]);
+		return r ? r : sync_dir(jfd);
+	}
+	dev_t *done = tgi_xmalloc((d->n + 1) * sizeof *done);
+	size_t ndone = 0;
+	for (size_t i = 0; i <= d->n && !r; i++) {
+		int fd = i < d->n ? d->fd[i] : jfd;
 		struct stat st;
 		size_t k = 0;
-		if (fstat(d->fd[i], &st) < 0) {
+		if (fstat(fd, &st) < 0) {
 			r = -errno;
 			break;
 		}
@@ -664,25 +806,25 @@ static int sync_steps(dirset *d, const journal *j, int bulk)
 			k++;
 		if (k == ndone) {
 			done[ndone++] = st.st_dev;
-			r = syncfs(d->fd[i]) < 0 ? -errno : 0;
+			r = syncfs(fd) < 0 ? -errno : 0;
 		}
 	}
 	free(done);
 	return r;
 }
 
-/* Steps 2-5; *relock gets the lock of the journal written again at 4b
- * (or stays -1).  0, or -1 with err (the caller rolls back). */
-static int apply_steps(int ws_fd, int jfd, const char *tx, const tgi_patch_plan *plan, journal *j,
-                       int *relock, char *err, size_t errlen)
+/* Steps 2-5 (the first flush between 4b and 5); *relock gets the lock of
+ * the journal written again at 4b (or stays -1).  0, or -1 with err (the
+ * caller rolls back). */
+static int apply_steps(dirset *d, int jfd, int lock, const char *tx, const tgi_patch_plan *plan,
+                       journal *j, int bulk, int *relock, char *err, size_t errlen)
 {
-	dirset d = {.ws_fd = ws_fd};
-	int bulk = plan->nwrites >= BULK_SYNC, r = 0, pfd, creates = 0;
+	int r = 0, pfd, creates = 0;
 	const char *base, *tbase, *bbase;
 	const char *what = NULL, *path = NULL;
 
 	for (size_t i = 0; i < j->ndirs && !what; i++)
-		if ((r = dir_op(&d, j->dirs[i], 1)) < 0 && r != -EEXIST)
+		if ((r = dir_op(d, j->dirs[i], 1)) < 0 && r != -EEXIST)
 			what = "Failed to create directory", path = j->dirs[i];
 
 	/* 3: the new bytes beside each file */
@@ -690,7 +832,7 @@ static int apply_steps(int ws_fd, int jfd, const char *tx, const tgi_patch_plan 
 		const tgi_patch_write *w = &plan->writes[i];
 		if (!w->data)
 			continue;
-		int fd = (pfd = dirs_get(&d, j->files[i].temp, &tbase)) < 0 ? pfd :
+		int fd = (pfd = dirs_get(d, j->files[i].temp, &tbase)) < 0 ? pfd :
 		         tgi_open_beneath(pfd, tbase, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
 		                          w->mode ? w->mode : 0644);
 		r = fd < 0 ? fd : 0;
@@ -713,28 +855,29 @@ static int apply_steps(int ws_fd, int jfd, const char *tx, const tgi_patch_plan 
 	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		if (!j->files[i].backup)
 			continue;
-		dirs_get(&d, j->files[i].backup, &bbase);
-		pfd = dirs_get(&d, plan->writes[i].fspath, &base);
+		dirs_get(d, j->files[i].backup, &bbase);
+		pfd = dirs_get(d, plan->writes[i].fspath, &base);
 		r = pfd < 0 ? pfd : linkat(pfd, base, pfd, bbase, 0) < 0 ? -errno : 0;
 		if (r)
 			what = "Failed to keep a backup of", path = plan->writes[i].fspath;
 	}
-	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
-		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
-	/* 4b: what was created, durable before any of it takes a file's place */
+	/* 4b: what was created, in the journal before any of it takes a file's place */
 	if (!what && creates && (*relock = journal_write(jfd, tx, j, 1)) < 0) {
 		r = *relock;
 		*relock = -1;
 		what = "Failed to write the patch journal for", path = j->files[0].path;
 	}
+	/* the first flush: the journal, the directories, temps and backups */
+	if (!what && (r = flush(d, j, jfd, *relock >= 0 ? *relock : lock, bulk)) < 0)
+		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
 
 	/* 5: in place */
 	for (size_t i = 0; i < plan->nwrites && !what; i++) {
 		const tgi_patch_write *w = &plan->writes[i];
-		if ((pfd = dirs_get(&d, w->fspath, &base)) < 0) {
+		if ((pfd = dirs_get(d, w->fspath, &base)) < 0) {
 			r = pfd;
 		} else if (w->data) {
-			dirs_get(&d, j->files[i].temp, &tbase);
+			dirs_get(d, j->files[i].temp, &tbase);
 			r = renameat(pfd, tbase, pfd, base) < 0 ? -errno : 0;
 		} else {
 			r = unlinkat(pfd, base, 0) < 0 ? -errno : 0;
@@ -742,9 +885,6 @@ static int apply_steps(int ws_fd, int jfd, const char *tx, const tgi_patch_plan 
 		if (r)
 			what = w->data ? "Failed to write file" : "Failed to delete file", path = w->fspath;
 	}
-	if (!what && (r = sync_steps(&d, j, bulk)) < 0)
-		what = "Failed to sync the files of the patch, such as", path = j->files[0].path;
-	dirs_close(&d);
 	return what ? fail(err, errlen, what, path, r) : 0;
 }
 
@@ -780,8 +920,9 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 		journal_free(&j);
 		return -1;
 	}
-	int rc = 0;
-	if (apply_steps(ws_fd, journal_fd, tx, plan, &j, &relock, err, errlen) < 0) {
+	dirset d = {.ws_fd = ws_fd};
+	int rc = 0, bulk = plan->nwrites >= BULK_SYNC;
+	if (apply_steps(&d, journal_fd, lock, tx, plan, &j, bulk, &relock, err, errlen) < 0) {
 		/* before the commit point: undo; if that fails too the journal stays */
 		int r = rollback(ws_fd, &j, NULL);
 		size_t l = strlen(err);
@@ -791,22 +932,35 @@ int tgi_patch_commit(int ws_fd, int journal_fd, const char *txid, const tgi_patc
 			rc = -2;
 		} else {
 			tgi_snprintf(err + l, errlen - l, "; no file was changed");
-			journal_remove(journal_fd, tx);
+			journal_remove(journal_fd, tx, 1);
 			rc = -1;
 		}
 		goto out;
 	}
+	/* 6 and the second flush: the renames and the commit record durable
+	 * together (a crash in between is rolled forward, renames redone) */
 	tgi_snprintf(from, sizeof from, "%s.journal", tx);
 	tgi_snprintf(to, sizeof to, "%s.commit", tx);
-	if (renameat(journal_fd, from, journal_fd, to) < 0 || sync_dir(journal_fd) < 0) {
+	int k = renameat(journal_fd, from, journal_fd, to) < 0 ? -errno : 0;
+	if (!k)
+		k = flush(&d, &j, journal_fd, -1, bulk);
+	if (k < 0) {
 		/* the files are in place; whether the mark is durable is unknown */
-		tgi_snprintf(err, errlen, "Failed to record the patch as committed: %s", strerror(errno));
+		tgi_snprintf(err, errlen, "Failed to record the patch as committed: %s", strerror(-k));
 		rc = -2;
 		goto out;
 	}
-	roll_forward(ws_fd, &j);
-	journal_remove(journal_fd, tx);
+	/* 7: nothing synced: a clean-up lost to a crash is done again by the
+	 * roll forward of the commit record it left */
+	reaper *old = tgi_xcalloc(1, sizeof *old);
+	struct rlimit rl;
+	old->fd_max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < INT_MAX ?
+	              (int)(rl.rlim_cur / 2) : 512;
+	roll_forward(&d, &j, 0, old);
+	journal_remove(journal_fd, tx, 0);
+	reap(old);
 out:
+	dirs_close(&d);
 	/* the first lock was held to here: a recovery that opened the journal
 	 * before 4b replaced it must not lock the old one while we run */
 	if (relock >= 0)
@@ -848,32 +1002,49 @@ static int recover_one(int ws_fd, int jfd, const char *name, tgi_strv *undone, j
 		return 0;
 	}
 	int rc = 1, k;
-	if (!partial) {                         /* a partial journal: nothing was done yet */
-		char *text;
-		size_t tlen;
-		char why[160] = "it cannot be read";
-		journal j;
-		if (tgi_read_fd(fd, JOURNAL_MAX, &text, &tlen) < 0 ||
-		    journal_parse(text, tlen, &j, why, sizeof why) < 0) {
-			tgi_snprintf(err, errlen, "patch journal .toolgate/journal/%s is not acted on: %s; "
-			             "the files it names may be part-way through a patch: check them, then "
-			             "remove the journal", name, why);
-			free(text);
-			close(fd);
-			return -1;
-		}
-		free(text);
-		if (committed) {
-			roll_forward(ws_fd, &j);
-		} else if ((k = rollback(ws_fd, &j, kept)) < 0) {
+	char *text = NULL;
+	size_t tlen;
+	char why[160] = "it cannot be read";
+	journal j;
+	int parsed = tgi_read_fd(fd, JOURNAL_MAX, &text, &tlen) == 0 &&
+	             journal_parse(text, tlen, &j, why, sizeof why) == 0;
+	free(text);
+	if (partial) {
+		/* written but not yet renamed into place, so nothing was done --
+		 * as far as a kill goes; the commit's first flush makes the rename
+		 * durable, so after a power loss before it the temps, backups and
+		 * directories the journal names may be there: undone too (no file
+		 * was renamed yet, so this only removes what is ours).  One cut
+		 * short does not parse and is only removed. */
+		if (parsed && (k = rollback(ws_fd, &j, kept)) < 0) {
 			tgi_snprintf(err, errlen, "undoing the interrupted patch in %s failed: %s", name,
 			             strerror(-k));
 			rc = -1;
-		} else if (undone && j.tx) {
-			tgi_strv_push(undone, tgi_strdup(j.tx));
 		}
-		journal_free(&j);
+	} else if (!parsed) {
+		tgi_snprintf(err, errlen, "patch journal .toolgate/journal/%s is not acted on: %s; "
+		             "the files it names may be part-way through a patch: check them, then "
+		             "remove the journal", name, why);
+		close(fd);
+		return -1;
+	} else if (committed) {
+		dirset d = {.ws_fd = ws_fd};
+		/* what was done again durable before the record goes */
+		if (roll_forward(&d, &j, 1, NULL) && (k = sync_parents(&d, &j)) < 0) {
+			tgi_snprintf(err, errlen, "finishing the committed patch in %s failed: %s", name,
+			             strerror(-k));
+			rc = -1;
+		}
+		dirs_close(&d);
+	} else if ((k = rollback(ws_fd, &j, kept)) < 0) {
+		tgi_snprintf(err, errlen, "undoing the interrupted patch in %s failed: %s", name,
+		             strerror(-k));
+		rc = -1;
+	} else if (undone && j.tx) {
+		tgi_strv_push(undone, tgi_strdup(j.tx));
 	}
+	if (parsed)
+		journal_free(&j);
 	if (rc > 0) {
 		unlinkat(jfd, name, 0);
 		sync_dir(jfd);

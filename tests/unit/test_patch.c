@@ -2162,6 +2162,85 @@ static void test_recover_committed(void **state)
 	journal_empty(f);
 }
 
+/*
+ * After the commit point, with renames a power loss took: the commit's
+ * second flush makes the renames and the commit record durable together,
+ * so the record may stand while some renames do not.  Roll forward does
+ * them again:
+ *   0 a.txt   replaced: not renamed (temp beside it, backup its hard link)
+ *   1 nd/c.txt created in a created directory: temp only
+ *   2 e.txt   removed: not unlinked (backup its hard link)
+ *   3 f.txt   removed, and made again by another since: theirs stays
+ *   4 g.txt   created, and made by another meanwhile: theirs stays
+ *   5 h.txt   replaced: renamed already (backup only)
+ */
+static void test_recover_committed_redo(void **state)
+{
+	fx *f = *state;
+	char err[ERRCAP] = "";
+	put(f, "a.txt", "old a\n");
+	put(f, PFX "-0.new", "new a\n");
+	hardlink(f, "a.txt", PFX "-0.old");
+	put(f, "nd/" PFX "-1.new", "new c\n");
+	put(f, "e.txt", "old e\n");
+	hardlink(f, "e.txt", PFX "-2.old");
+	put(f, PFX "-3.old", "old f\n");
+	put(f, "f.txt", "their f\n");
+	put(f, PFX "-4.new", "new g\n");
+	put(f, "g.txt", "their g\n");
+	put(f, "h.txt", "new h\n");
+	put(f, PFX "-5.old", "old h\n");
+	put(f, "keep.txt", "k\n");
+	jput(f, TX ".commit",
+	     "{\"version\":2,\"tx\":\"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77\",\"dirs\":[\"nd\"],"
+	     "\"files\":["
+	     "{\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\",\"backup\":\"" PFX "-0.old\"},"
+	     "{\"path\":\"nd/c.txt\",\"temp\":\"nd/" PFX "-1.new\",\"backup\":null},"
+	     "{\"path\":\"e.txt\",\"temp\":null,\"backup\":\"" PFX "-2.old\"},"
+	     "{\"path\":\"f.txt\",\"temp\":null,\"backup\":\"" PFX "-3.old\"},"
+	     "{\"path\":\"g.txt\",\"temp\":\"" PFX "-4.new\",\"backup\":null},"
+	     "{\"path\":\"h.txt\",\"temp\":\"" PFX "-5.new\",\"backup\":\"" PFX "-5.old\"}]}");
+	tgi_strv undone = {0};
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, &undone, NULL, err, sizeof err);
+	if (r != 1)
+		fail_msg("recover returned %d (%s), want 1", r, err);
+	assert_int_equal(undone.n, 0);          /* applied, not undone */
+	tgi_strv_free(&undone);
+	tree_is(f, TREE("a.txt", "new a\n", "nd/", DIR_, "nd/c.txt", "new c\n", "f.txt", "their f\n",
+	                "g.txt", "their g\n", "h.txt", "new h\n", "keep.txt", "k\n"));
+	journal_empty(f);
+}
+
+/*
+ * A journal written in full but not yet renamed into place, with what the
+ * commit made before its first flush on disk (a power loss there: the
+ * rename of the journal is made durable by that flush, so on disk it may
+ * not have happened while the temps, backups and directories are there).
+ * No file was renamed yet: what is ours goes, the files stay as they are.
+ */
+static void test_recover_partial_written(void **state)
+{
+	fx *f = *state;
+	char err[ERRCAP] = "";
+	put(f, "a.txt", "old a\n");
+	put(f, PFX "-0.new", "new a\n");
+	hardlink(f, "a.txt", PFX "-0.old");
+	put(f, "nd/" PFX "-1.new", "new c\n");
+	put(f, "e.txt", "old e\n");
+	hardlink(f, "e.txt", PFX "-2.old");
+	jput(f, TX ".journal.tmp",
+	     "{\"version\":2,\"tx\":\"0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77\",\"dirs\":[\"nd\"],"
+	     "\"files\":["
+	     "{\"path\":\"a.txt\",\"temp\":\"" PFX "-0.new\",\"backup\":\"" PFX "-0.old\"},"
+	     "{\"path\":\"nd/c.txt\",\"temp\":\"nd/" PFX "-1.new\",\"backup\":null},"
+	     "{\"path\":\"e.txt\",\"temp\":null,\"backup\":\"" PFX "-2.old\"}]}");
+	int r = tgi_patch_recover(f->ws_fd, f->jfd, NULL, NULL, err, sizeof err);
+	if (r < 0)
+		fail_msg("recover failed: %s", err);
+	tree_is(f, TREE("a.txt", "old a\n", "e.txt", "old e\n"));
+	journal_empty(f);
+}
+
 /* A journal still being written: nothing was done yet; it is just removed. */
 static void test_recover_partial(void **state)
 {
@@ -2449,6 +2528,8 @@ int main(void)
 		T(test_recover_refuses_hostile),
 		T(test_recover_leaves_anothers_file),
 		T(test_recover_version_1),
+		T(test_recover_committed_redo),
+		T(test_recover_partial_written),
 		T(test_journal_versions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
