@@ -180,6 +180,7 @@ struct tgi_mcp_server {
 	pthread_cond_t    pool_cv;     /* work queued, or a thread ended */
 	call_run         *qhead, *qtail;
 	int               qlen, nworkers, nidle, pool_stop;
+	int               nreturning;  /* threads past their call's answer, not back at the queue */
 	int               nparked;     /* threads of parked calls (in nworkers, off the limit) */
 	int               max_principal; /* mcp.max_calls_per_principal */
 	share            *shares;
@@ -187,14 +188,55 @@ struct tgi_mcp_server {
 
 /* ---- sending ---- */
 
-/* Send msg (stolen) about request `related` (may be NULL). */
+/* A message's text: on the stack while it fits (most answers do), then
+ * on the heap. */
+typedef struct dumped {
+	char  *p;
+	size_t len, cap;
+	int    heap;
+	char   stack[4096];
+} dumped;
+
+static int dump_more(const char *buf, size_t n, void *arg)
+{
+	dumped *d = arg;
+	if (d->cap - d->len < n) {
+		size_t cap = d->cap * 2 > d->len + n ? d->cap * 2 : d->len + n;
+		char *p = d->heap ? realloc(d->p, cap) : malloc(cap);
+		if (!p)
+			return -1;
+		if (!d->heap)
+			memcpy(p, d->p, d->len);
+		d->p = p;
+		d->cap = cap;
+		d->heap = 1;
+	}
+	memcpy(d->p + d->len, buf, n);
+	d->len += n;
+	return 0;
+}
+
+/* Send msg (stolen) about request `related` (may be NULL).  What cannot
+ * be encoded goes out as tgi_rpc_dump says (an internal error). */
 static int send_msg(tgi_mcp_session *ss, const json_t *related, int final, json_t *msg)
 {
-	size_t len;
-	char *text = tgi_rpc_dump(msg, &len);
+	dumped d;
+	d.p = d.stack;
+	d.len = 0;
+	d.cap = sizeof d.stack;
+	d.heap = 0;
+	int rc;
+	if (msg && json_dump_callback(msg, dump_more, &d, JSON_COMPACT | JSON_ENCODE_ANY) == 0) {
+		rc = ss->send(ss->arg, related, final, d.p, d.len);
+	} else {
+		size_t len;
+		char *text = tgi_rpc_dump(msg, &len);
+		rc = ss->send(ss->arg, related, final, text, len);
+		free(text);
+	}
+	if (d.heap)
+		free(d.p);
 	json_decref(msg);
-	int rc = ss->send(ss->arg, related, final, text, len);
-	free(text);
 	return rc;
 }
 
@@ -580,6 +622,7 @@ static void run_call(call_run *cr)
 		pthread_mutex_lock(&ss->s->pool_mu);
 		ss->running--;
 		ss->share->running--;
+		ss->s->nreturning++;           /* it looks at the queue before it waits */
 		pthread_cond_broadcast(&ss->s->pool_cv);
 		pthread_mutex_unlock(&ss->s->pool_mu);
 	}
@@ -720,6 +763,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&s->pool_mu);
 		run_call(cr);
 		pthread_mutex_lock(&s->pool_mu);
+		s->nreturning--;
 	}
 	s->nworkers--;
 	pthread_cond_broadcast(&s->pool_cv);
@@ -733,9 +777,12 @@ static int submit(tgi_mcp_server *s, call_run *cr)
 {
 	int rc = 0;
 	pthread_mutex_lock(&s->pool_mu);
-	/* every idle thread may already be promised to a queued call; a call of
-	 * a session or principal at its share waits for one of their threads */
-	if (eligible(s, cr) && s->nidle <= s->qlen && s->nworkers - s->nparked < MAX_WORKERS) {
+	/* every idle thread (and every thread on its way back from a call: the
+	 * client may send the next call as soon as it has the answer) may
+	 * already be promised to a queued call; a call of a session or
+	 * principal at its share waits for one of their threads */
+	if (eligible(s, cr) && s->nidle + s->nreturning <= s->qlen &&
+	    s->nworkers - s->nparked < MAX_WORKERS) {
 		rc = spawn_locked(s);
 		if (rc != 0 && s->nworkers > 0)
 			rc = 0;           /* a busy thread takes it when it is free */
@@ -748,9 +795,12 @@ static int submit(tgi_mcp_server *s, call_run *cr)
 			s->qhead = cr;
 		s->qtail = cr;
 		s->qlen++;
-		pthread_cond_signal(&s->pool_cv);
 	}
 	pthread_mutex_unlock(&s->pool_mu);
+	/* woken after the unlock, a thread finds the lock free rather than
+	 * waking only to wait for it */
+	if (rc == 0)
+		pthread_cond_signal(&s->pool_cv);
 	return rc;
 }
 
