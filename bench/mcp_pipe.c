@@ -2,10 +2,12 @@
  * mcp_pipe.c — the smallest MCP client: spawns a server on pipes, sends
  * initialize, then N sequential tools/call requests (the JSON text of the
  * call's params is an argument), each waiting for its response line, and
- * prints "calls/s p50_ms p99_ms".  It costs the client almost nothing, so
- * what it measures is the server; bench/mcp.mjs measures the same servers
- * through the official SDK client, whose own cost per call is most of a
- * fast server's round trip.
+ * prints "calls/s p50_ms p99_ms rss_kib": the last the server's resident
+ * memory after the calls (VmRSS of the process it spawned, from
+ * /proc/PID/status; 0 where it cannot be read).  It costs the client
+ * almost nothing, so what it measures is the server; bench/mcp.mjs
+ * measures the same servers through the official SDK client, whose own
+ * cost per call is most of a fast server's round trip.
  *
  * usage: mcp_pipe N PARAMS_JSON SERVER ARGS...
  */
@@ -70,6 +72,22 @@ static void put(int fd, const char *s, size_t n)
 	}
 }
 
+/* VmRSS of pid in KiB, or 0. */
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = 0;
+	snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	double d = *(const double *)a - *(const double *)b;
@@ -117,8 +135,9 @@ int main(int argc, char **argv)
 		lat[i] = now_ms() - a;
 	}
 	double dt = now_ms() - t0;
+	long rss = rss_kib(pid);         /* the server is still there: its input is open */
 	qsort(lat, (size_t)n, sizeof *lat, cmp);
-	printf("%.0f %.3f %.3f\n", n / dt * 1e3, lat[n / 2], lat[(size_t)n * 99 / 100]);
+	printf("%.0f %.3f %.3f %ld\n", n / dt * 1e3, lat[n / 2], lat[(size_t)n * 99 / 100], rss);
 	close(in[1]);
 	waitpid(pid, NULL, 0);
 	free(lat);

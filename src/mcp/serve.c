@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +21,10 @@
 #include "util/util.h"
 
 static int wake[2] = {-1, -1};
-static volatile sig_atomic_t stop_signal;  /* the signal that stopped the server, or 0 */
+/* the signal that stopped the server, or 0: set by a handler, read by the
+ * call threads (a lock-free atomic, so async-signal-safe and race-free) */
+static atomic_int stop_signal;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a signal handler sets stop_signal: it must be lock-free");
 
 void tg_serve_stop(void)
 {
@@ -33,14 +37,15 @@ void tg_serve_stop(void)
 
 void tg_serve_stop_signal(int sig)
 {
-	if (!stop_signal && sig > 0 && sig < 256)
-		stop_signal = sig;
+	int none = 0;
+	if (sig > 0 && sig < 256)
+		atomic_compare_exchange_strong(&stop_signal, &none, sig);
 	tg_serve_stop();
 }
 
 int tgi_mcp_stop_cancel(void)
 {
-	int sig = stop_signal;
+	int sig = atomic_load(&stop_signal);
 	return sig ? TG_CANCEL_SIGNAL(sig) : 1;
 }
 

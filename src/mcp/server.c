@@ -6,6 +6,12 @@
  * ping, tools/list and logging/setLevel are answered there, tools/call runs
  * on a call thread through tg_call, so the reader stays free for
  * cancellations and for the answers to our own requests (elicitation).
+ * But where the transport allows it (tgi_mcp_session_inline: stdio), a
+ * quick read-only call that can never ask anything (read_file or list_dir,
+ * with no hook and no ask rule that could hold for it: see quick_read)
+ * runs on the reader's thread itself: it takes a few microseconds, has
+ * nobody to wait for, and costs no hand-off; its answer goes out before
+ * the next line is read.
  * Call threads are kept while busy or recently idle and made when none is
  * idle (up to MAX_WORKERS; beyond, calls wait their turn), so a long call
  * never holds up a short one and a steady stream of calls makes no threads.
@@ -30,7 +36,10 @@
  * is recorded, so that its key or call id replays it.
  *
  * One ticker thread per server sends heartbeat progress for long calls
- * whose request carried a progress token.
+ * whose request carried a progress token; once no such call has run for
+ * a tick it sleeps until one starts (nticking, ticker_asleep), so that an
+ * idle server and calls without a token cost it nothing, and a steady
+ * stream of calls with one never has to wake it.
  *
  * Locks: server->mu (the session list) before session->mu (its state)
  * before server->pool_mu (the queue and the shares).  Messages about a call
@@ -56,6 +65,7 @@
 #include "gate/gate.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/result.h"
+#include "mw/part.h"
 #include "util/util.h"
 
 #define MAX_CALLS        1024        /* tools/call running or waiting, per session */
@@ -102,6 +112,8 @@ typedef struct call_run {
 	int              own_progress; /* the tool reports progress itself: no heartbeat */
 	int              dry_run;   /* _meta.dry_run: run every stage up to execute, show the plan */
 	int              parked;    /* waits for the client's answer, off the shares (pool_mu) */
+	int              inlined;   /* runs on the reader's thread, not a call thread */
+	int              ticking;   /* counted in the server's nticking */
 	int              envelope;  /* the result's _meta gets the envelope (not ss->no_envelope) */
 	double           progress;  /* the last progress value sent */
 	double           started_ms, next_tick_ms;
@@ -144,6 +156,7 @@ struct tgi_mcp_session {
 	int              closing;     /* being freed: running calls are cancelled */
 	int              draining;    /* the client's input ended: no more questions to it */
 	int              warned_principal;
+	int              inline_ok;   /* quick reads may run on the reader's thread */
 	int              running;     /* its calls on call threads now (under the server's pool_mu) */
 	struct tgi_mcp_session *next; /* the server's list */
 };
@@ -157,13 +170,17 @@ struct tgi_mcp_server {
 	tgi_mcp_session  *sessions;
 	pthread_t         ticker;
 	int               ticker_on, stopping;
+	int               nticking;    /* calls that want heartbeats (s->mu): the ticker ticks */
+	int               ticker_asleep; /* waits for nticking without a timeout (s->mu) */
 	pthread_cond_t    tick_cv;
+	int               reads_may_ask; /* a hook or an ask rule could stop a quick read */
 
 	/* call threads: kept while busy or recently idle, made when none is idle */
 	pthread_mutex_t   pool_mu;
 	pthread_cond_t    pool_cv;     /* work queued, or a thread ended */
 	call_run         *qhead, *qtail;
 	int               qlen, nworkers, nidle, pool_stop;
+	int               nreturning;  /* threads past their call's answer, not back at the queue */
 	int               nparked;     /* threads of parked calls (in nworkers, off the limit) */
 	int               max_principal; /* mcp.max_calls_per_principal */
 	share            *shares;
@@ -171,14 +188,55 @@ struct tgi_mcp_server {
 
 /* ---- sending ---- */
 
-/* Send msg (stolen) about request `related` (may be NULL). */
+/* A message's text: on the stack while it fits (most answers do), then
+ * on the heap. */
+typedef struct dumped {
+	char  *p;
+	size_t len, cap;
+	int    heap;
+	char   stack[4096];
+} dumped;
+
+static int dump_more(const char *buf, size_t n, void *arg)
+{
+	dumped *d = arg;
+	if (d->cap - d->len < n) {
+		size_t cap = d->cap * 2 > d->len + n ? d->cap * 2 : d->len + n;
+		char *p = d->heap ? realloc(d->p, cap) : malloc(cap);
+		if (!p)
+			return -1;
+		if (!d->heap)
+			memcpy(p, d->p, d->len);
+		d->p = p;
+		d->cap = cap;
+		d->heap = 1;
+	}
+	memcpy(d->p + d->len, buf, n);
+	d->len += n;
+	return 0;
+}
+
+/* Send msg (stolen) about request `related` (may be NULL).  What cannot
+ * be encoded goes out as tgi_rpc_dump says (an internal error). */
 static int send_msg(tgi_mcp_session *ss, const json_t *related, int final, json_t *msg)
 {
-	size_t len;
-	char *text = tgi_rpc_dump(msg, &len);
+	dumped d;
+	d.p = d.stack;
+	d.len = 0;
+	d.cap = sizeof d.stack;
+	d.heap = 0;
+	int rc;
+	if (msg && json_dump_callback(msg, dump_more, &d, JSON_COMPACT | JSON_ENCODE_ANY) == 0) {
+		rc = ss->send(ss->arg, related, final, d.p, d.len);
+	} else {
+		size_t len;
+		char *text = tgi_rpc_dump(msg, &len);
+		rc = ss->send(ss->arg, related, final, text, len);
+		free(text);
+	}
+	if (d.heap)
+		free(d.p);
 	json_decref(msg);
-	int rc = ss->send(ss->arg, related, final, text, len);
-	free(text);
 	return rc;
 }
 
@@ -559,12 +617,20 @@ static void run_call(call_run *cr)
 	}
 
 	/* its thread is free for the session's next call (the session lives
-	 * on: this call still counts in ncalls) */
-	pthread_mutex_lock(&ss->s->pool_mu);
-	ss->running--;
-	ss->share->running--;
-	pthread_cond_broadcast(&ss->s->pool_cv);
-	pthread_mutex_unlock(&ss->s->pool_mu);
+	 * on: this call still counts in ncalls); an inlined call held none */
+	if (!cr->inlined) {
+		pthread_mutex_lock(&ss->s->pool_mu);
+		ss->running--;
+		ss->share->running--;
+		ss->s->nreturning++;           /* it looks at the queue before it waits */
+		pthread_cond_broadcast(&ss->s->pool_cv);
+		pthread_mutex_unlock(&ss->s->pool_mu);
+	}
+	if (cr->ticking) {
+		pthread_mutex_lock(&ss->s->mu);
+		ss->s->nticking--;
+		pthread_mutex_unlock(&ss->s->mu);
+	}
 
 	pthread_mutex_lock(&ss->mu);
 	cr->done = 1;
@@ -697,6 +763,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&s->pool_mu);
 		run_call(cr);
 		pthread_mutex_lock(&s->pool_mu);
+		s->nreturning--;
 	}
 	s->nworkers--;
 	pthread_cond_broadcast(&s->pool_cv);
@@ -710,9 +777,12 @@ static int submit(tgi_mcp_server *s, call_run *cr)
 {
 	int rc = 0;
 	pthread_mutex_lock(&s->pool_mu);
-	/* every idle thread may already be promised to a queued call; a call of
-	 * a session or principal at its share waits for one of their threads */
-	if (eligible(s, cr) && s->nidle <= s->qlen && s->nworkers - s->nparked < MAX_WORKERS) {
+	/* every idle thread (and every thread on its way back from a call: the
+	 * client may send the next call as soon as it has the answer) may
+	 * already be promised to a queued call; a call of a session or
+	 * principal at its share waits for one of their threads */
+	if (eligible(s, cr) && s->nidle + s->nreturning <= s->qlen &&
+	    s->nworkers - s->nparked < MAX_WORKERS) {
 		rc = spawn_locked(s);
 		if (rc != 0 && s->nworkers > 0)
 			rc = 0;           /* a busy thread takes it when it is free */
@@ -725,10 +795,46 @@ static int submit(tgi_mcp_server *s, call_run *cr)
 			s->qhead = cr;
 		s->qtail = cr;
 		s->qlen++;
-		pthread_cond_signal(&s->pool_cv);
 	}
 	pthread_mutex_unlock(&s->pool_mu);
+	/* woken after the unlock, a thread finds the lock free rather than
+	 * waking only to wait for it */
+	if (rc == 0)
+		pthread_cond_signal(&s->pool_cv);
 	return rc;
+}
+
+/*
+ * May a call of e run on the reader's thread?  Only a built-in read that
+ * ends in microseconds (read_file: a regular file, capped; list_dir: one
+ * directory, capped) and that nothing can turn into a question to the
+ * client: a read-only tool is allowed by every mode's default, so only an
+ * ask rule (its own, or read_file's, which every read-only file tool
+ * borrows) or a before-hook could ask (decide.c); neither exists when
+ * reads_may_ask is 0.  No bridged tool (its server may ask the client),
+ * no command (it may take any time).
+ */
+static int quick_read(const tgi_mcp_server *s, const tgi_entry *e)
+{
+	return e && (e->row == &tgi_tool_read_file || e->row == &tgi_tool_list_dir) &&
+	       !s->reads_may_ask;
+}
+
+/* Could a hook or an ask rule hold for a quick read (read_file, list_dir)? */
+static int reads_may_ask(tg_gate *g)
+{
+	for (size_t i = 0; tgi_parts[i]; i++)
+		if (!strcmp(tgi_parts[i]->name, "hooks") && g->part_on[i])
+			return 1;
+	const char *const reads[] = {tgi_tool_read_file.name, tgi_tool_list_dir.name};
+	for (size_t k = 0; k < TGI_ARRAY_LEN(reads); k++) {
+		if (tgi_ruleset_names(g->rules, TGI_RULE_ASK, reads[k], 0))
+			return 1;
+		for (size_t j = 0; j < g->cfg->nroles; j++)
+			if (tgi_ruleset_names(g->role_rules[j], TGI_RULE_ASK, reads[k], 0))
+				return 1;
+	}
+	return 0;
 }
 
 static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
@@ -778,6 +884,18 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	cr->own_progress = e && e->row->mcp_result;
 	cr->started_ms = tgi_now_ms();
 	cr->next_tick_ms = cr->started_ms + tick;
+	if (cr->token && !cr->own_progress) {
+		tgi_mcp_server *s = ss->s;
+		pthread_mutex_lock(&s->mu);       /* the ticker wakes for it, if asleep */
+		s->nticking++;
+		if (s->ticker_asleep) {
+			s->ticker_asleep = 0;
+			pthread_cond_signal(&s->tick_cv);
+		}
+		pthread_mutex_unlock(&s->mu);
+		cr->ticking = 1;
+	}
+	cr->inlined = ss->inline_ok && quick_read(ss->s, e);
 
 	pthread_mutex_lock(&ss->mu);
 	/* back-pressure: with MAX_CALLS in flight the reader waits for one to end,
@@ -797,6 +915,10 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	ss->calls = cr;
 	ss->ncalls++;
 	pthread_mutex_unlock(&ss->mu);
+	if (cr->inlined) {
+		run_call(cr);                 /* here and now: it answers, and frees cr */
+		return;
+	}
 	int rc = submit(ss->s, cr);
 	if (rc != 0) {
 		pthread_mutex_lock(&ss->mu);
@@ -808,6 +930,11 @@ static void tools_call(tgi_mcp_session *ss, json_t *id, json_t *params)
 	}
 	return;
 drop:
+	if (cr->ticking) {
+		pthread_mutex_lock(&ss->s->mu);
+		ss->s->nticking--;
+		pthread_mutex_unlock(&ss->s->mu);
+	}
 	json_decref(cr->id);
 	json_decref(cr->token);
 	free(cr->tool);
@@ -960,9 +1087,21 @@ static void *ticker_main(void *arg)
 	tgi_mcp_server *s = arg;
 	int tick = s->o.progress_ms > 0 ? s->o.progress_ms : DEFAULT_TICK_MS;
 	int step = tick < 100 ? tick : 100;
+	double quiet_since = -1;            /* no call wanted heartbeats since then */
 	pthread_mutex_lock(&s->mu);
 	while (!s->stopping) {
 		double now = tgi_now_ms();
+		if (s->nticking)
+			quiet_since = -1;
+		else if (quiet_since < 0)
+			quiet_since = now;
+		else if (now - quiet_since >= tick) {  /* quiet for a tick: sleep till a call comes */
+			s->ticker_asleep = 1;
+			while (s->ticker_asleep && !s->stopping)
+				pthread_cond_wait(&s->tick_cv, &s->mu);
+			quiet_since = -1;
+			continue;
+		}
 		for (tgi_mcp_session *ss = s->sessions; ss; ss = ss->next)
 			tick_session(ss, now, tick);
 		tgi_cond_wait_ms(&s->tick_cv, &s->mu, step);
@@ -1011,6 +1150,7 @@ tgi_mcp_server *tgi_mcp_server_new(tg_gate *g, const tg_serve_options *o)
 	client_args_build(s);
 	s->max_principal = g->cfg->mcp_max_calls_per_principal > 0
 	                       ? g->cfg->mcp_max_calls_per_principal : PRINCIPAL_SHARE;
+	s->reads_may_ask = reads_may_ask(g);
 	pthread_mutex_init(&s->mu, NULL);
 	tgi_cond_init(&s->tick_cv);
 	pthread_mutex_init(&s->pool_mu, NULL);
@@ -1025,6 +1165,7 @@ void tgi_mcp_server_free(tgi_mcp_server *s)
 		return;
 	pthread_mutex_lock(&s->mu);
 	s->stopping = 1;
+	s->ticker_asleep = 0;
 	pthread_cond_broadcast(&s->tick_cv);
 	pthread_mutex_unlock(&s->mu);
 	if (s->ticker_on)
@@ -1100,6 +1241,11 @@ tgi_mcp_session *tgi_mcp_session_new(tgi_mcp_server *s, const char *principal, c
 	s->sessions = ss;
 	pthread_mutex_unlock(&s->mu);
 	return ss;
+}
+
+void tgi_mcp_session_inline(tgi_mcp_session *ss)
+{
+	ss->inline_ok = 1;
 }
 
 const char *tgi_mcp_session_id(const tgi_mcp_session *ss)

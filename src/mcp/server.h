@@ -7,7 +7,8 @@
  * session gives its send function.  Requests are answered through send,
  * possibly later and from another thread (tools/call runs on a thread of
  * its own, so ping, cancellation and elicitation answers keep flowing
- * while tools run); responses may therefore go out of order.
+ * while tools run, unless it is a quick read: tgi_mcp_session_inline);
+ * responses may therefore go out of order.
  *
  * Owns: MCP methods (initialize, ping, tools/list with cursors,
  * tools/call, logging/setLevel, notifications/cancelled, progress,
@@ -54,6 +55,16 @@ const tg_serve_options *tgi_mcp_server_options(const tgi_mcp_server *s);
  */
 tgi_mcp_session *tgi_mcp_session_new(tgi_mcp_server *s, const char *principal, const char *token,
                                      tgi_mcp_send_fn send, void *arg);
+
+/*
+ * Let quick read-only calls run on the thread that hands them in (within
+ * tgi_mcp_session_handle, which then sends their answer before it
+ * returns), rather than on a call thread: only calls that can never wait
+ * for the client (server.c, quick_read).  For a transport whose reader
+ * may be held for the few microseconds such a call takes (stdio).  Call
+ * once, before the first message.
+ */
+void tgi_mcp_session_inline(tgi_mcp_session *ss);
 
 /*
  * Handle one message of len bytes from the client (a line, a POST body).

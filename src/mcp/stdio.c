@@ -2,10 +2,15 @@
  * stdio.c — MCP over stdin/stdout: one JSON-RPC message per line, UTF-8,
  * nothing but MCP on stdout, logs on stderr.
  *
- * The reading loop runs on the caller's thread.  Answers are queued whole
- * (so responses may go out of order but never interleave) and written by
- * a writer thread of their own, so a client that stops reading never
- * blocks a call thread that holds a session's lock.  Back-pressure: while
+ * The reading loop runs on the caller's thread.  An answer is written
+ * whole by the thread that made it, under the writer's lock, when nothing
+ * waits before it and the pipe takes it without blocking (pwritev2 with
+ * RWF_NOWAIT); else what is left of it is queued whole (so responses may
+ * go out of order but never interleave) for a writer thread of its own.
+ * So a call's answer costs no hand-off to another thread, and a client
+ * that stops reading never blocks a call thread that holds a session's
+ * lock.  Where RWF_NOWAIT is not to be had (a terminal, an older kernel)
+ * every answer goes through the writer thread.  Back-pressure: while
  * OUT_HIGH bytes or more wait to be written, the reader takes no more
  * requests off stdin (the pipe then pushes back on the client), so the
  * calls that run are those already read, whose answers still have room
@@ -28,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,15 +54,53 @@ typedef struct out {
 	size_t          writing; /* bytes the writer took and has not written yet */
 	int             broken;  /* a write failed or the queue overflowed: the client is gone */
 	int             closing;
+	int             queued_only; /* RWF_NOWAIT refused: every answer goes through the writer */
 } out;
 
-/* The session's send: queue one line; never blocks on the client.  No
- * text: a probe (or the end of a cancelled request): -1 once the client is
- * gone. */
+/* Write text and its newline now, without blocking (mu held, nothing
+ * queued or being written).  Returns the bytes written (all, part or
+ * none, the rest to queue), or -1 when the client is gone. */
+static ssize_t write_now(out *o, const char *text, size_t len)
+{
+	struct iovec v[2] = {{(void *)text, len}, {"\n", 1}};
+	for (;;) {
+		ssize_t n = pwritev2(o->fd, v, 2, -1, RWF_NOWAIT);
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN)
+			return 0;
+		if (errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS || errno == ESPIPE) {
+			o->queued_only = 1;   /* the writer's poll() and write() from now on */
+			return 0;
+		}
+		return -1;
+	}
+}
+
+/* The session's send: write one line now or queue it; never blocks on the
+ * client.  No text: a probe (or the end of a cancelled request): -1 once
+ * the client is gone. */
 static int write_line(void *arg, const json_t *related, int final, const char *text, size_t len)
 {
 	out *o = arg;
 	pthread_mutex_lock(&o->mu);
+	if (text && !o->broken && !o->q.len && !o->writing && !o->queued_only) {
+		ssize_t n = write_now(o, text, len);
+		if (n < 0) {
+			o->broken = 1;
+			pthread_cond_broadcast(&o->room);
+			if (!o->closing)
+				fprintf(stderr, "toolgate: the client closed its end of stdout; the calls "
+				                "it sent that have not started will not start\n");
+		} else if ((size_t)n > len) {
+			text = NULL;          /* all of it went, its newline too */
+		} else {
+			text += n;            /* the rest (its newline at least) is queued */
+			len -= (size_t)n;
+		}
+	}
 	if (text && !o->broken &&
 	    (tgi_buf_append(&o->q, text, len) < 0 || tgi_buf_puts(&o->q, "\n") < 0)) {
 		o->broken = 1;
@@ -207,6 +251,7 @@ int tgi_mcp_stdio_run(tgi_mcp_server *s, int wake_fd, char *err, size_t errlen)
 		return -1;
 	}
 	tgi_mcp_session *ss = tgi_mcp_session_new(s, so->principal, NULL, write_line, &o);
+	tgi_mcp_session_inline(ss);      /* a quick read answers before the next line is read */
 
 	tgi_linereader r;
 	tgi_linereader_init(&r, 0, cap);
