@@ -135,7 +135,7 @@ soak-run: build/toolgate
 demo-run: build/toolgate
 	@scripts/demo build/toolgate
 
-bench-run: build-all build/bench/pipeline build/bench/shared build/bench/redact build/bench/agent build/fake_provider build/bench/store build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/sandboxed build/bench/readmask build/bench/dispatch build/bench/mcp_pipe build/bench/netproxy
+bench-run: build-all build/bench/pipeline build/bench/shared build/bench/redact build/bench/agent build/fake_provider build/bench/store build/bench/group build/bench/validate build/bench/jv build/bench/patch build/bench/shell build/bench/sandboxed build/bench/readmask build/bench/dispatch build/bench/mcp_pipe build/bench/netproxy
 	@scripts/bench
 
 build/bench/%: bench/%.c build/libtoolgate.a

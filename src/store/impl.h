@@ -4,7 +4,7 @@
  * store.c holds the public tgi_store_* functions and calls through the
  * table of the handle's implementation, as SQLite calls a VFS: each
  * implementation's handle begins with a struct tgi_store whose impl points
- * at its table.  Every member is required.  The contracts are those of store.h, member f being
+ * at its table.  Every member is required but the batch_* ones.  The contracts are those of store.h, member f being
  * tgi_store_<f>; store.c checks the arguments every implementation would
  * check alike (NULL handles, the schema number range) before calling.
  *
@@ -42,6 +42,18 @@ typedef struct tgi_store_impl {
 
 	int (*record)(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
 	              const char *idem_scope, tgi_idem_settle settle, char *err, size_t errlen);
+	/* Group commit (group.c), optional: an implementation without it
+	 * leaves all three NULL and each record commits alone.  batch_begin
+	 * opens one transaction; batch_record writes one op as record would,
+	 * inside it, so that it fails alone: 0, -1 with err (that op's rows
+	 * are undone, the others stay), or -2 when its failure undid the
+	 * whole transaction; batch_commit commits (one sync for them all), or
+	 * fails with err, having rolled back.  Each -1 with err otherwise. */
+	int (*batch_begin)(tgi_store *s, char *err, size_t errlen);
+	int (*batch_record)(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
+	                    const char *idem_scope, tgi_idem_settle settle, char *err,
+	                    size_t errlen);
+	int (*batch_commit)(tgi_store *s, char *err, size_t errlen);
 	int (*session_manifest)(tgi_store *s, const char *session, char out[65], char *err,
 	                        size_t errlen);
 	int (*loop_window)(tgi_store *s, const char *session, size_t limit, tgi_strv *out, char *err,
@@ -117,8 +129,37 @@ typedef struct tgi_store_impl {
 int tgi_key_load(const tgi_key_source *src, unsigned char key[TGI_KEY_BYTES], char *err,
                  size_t errlen);
 
+/*
+ * Group commit (group.c).  A record waits in the handle's queue; the first
+ * thread to find no leader leads: it takes every record queued, writes
+ * them in one transaction under the handle's lock (batch_*), commits them
+ * with one sync, and wakes their threads, each with its own answer.
+ * Records that come while it commits queue for the next leader.
+ */
+typedef struct tgi_group_job tgi_group_job;
+typedef struct tgi_group {
+	pthread_mutex_t mu;     /* guards the rest; never held with the handle's lock wanted */
+	pthread_cond_t  cv;     /* a batch was answered */
+	tgi_group_job  *head;   /* queued, oldest first */
+	tgi_group_job **tail;
+	int             leading; /* a leader is writing a batch */
+	uint64_t        batches; /* batches of more than one record written */
+	uint64_t        grouped; /* the records in them */
+} tgi_group;
+
+void tgi_group_init(tgi_group *g);
+void tgi_group_fini(tgi_group *g);
+/* tgi_store_record's call, after its arguments are made ready (scopes
+ * as digests): through the batch when s's implementation has one. */
+int  tgi_group_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
+                      const char *idem_scope, tgi_idem_settle settle, char *err,
+                      size_t errlen);
+/* Records queued for the next leader now (what a test waits on). */
+size_t tgi_group_queued(tgi_store *s);
+
 struct tgi_store {
 	const tgi_store_impl *impl;
+	tgi_group             group;
 	/* the handle's lock (store.c): every function of impl runs holding it,
 	 * and holder names the thread that holds it (tgi_store_held); serial
 	 * tells this handle apart from every other one made by the process */
@@ -149,6 +190,16 @@ struct tgi_store {
  */
 void tgi_store_init(tgi_store *s, const tgi_store_impl *impl);
 void tgi_store_fini(tgi_store *s);
+/* Take s's lock; give it back with the call's answer rc (returned),
+ * noting for the calling thread what tgi_store_transient says.  For a
+ * call made on the thread's behalf by another (group.c), the thread
+ * notes the answer's transient itself. */
+void tgi_store_enter(tgi_store *s);
+int  tgi_store_leave(tgi_store *s, int rc);
+void tgi_store_note(const tgi_store *s, int transient);
+/* With s's lock held: 0, or -1 with a sentence when s is a foreign
+ * ledger, opened to be read (nothing is written to it). */
+int  tgi_store_read_only(const tgi_store *s, char *err, size_t errlen);
 /* Does the calling thread hold s's lock? */
 int  tgi_store_held(const tgi_store *s);
 #define TGI_STORE_HELD(s) assert(tgi_store_held(s))

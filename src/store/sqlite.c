@@ -1015,6 +1015,25 @@ static int settle(sq *s, const tgi_op_record *op, const char *scope, tgi_idem_se
 	return SQLITE_OK;
 }
 
+/* One op's rows, inside the caller's transaction: SQLITE_OK or the error. */
+static int record_body(sq *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
+                       const char *idem_scope, tgi_idem_settle how, int64_t now)
+{
+	int rc = st_run(s, ST_OP_INSERT, "tttttttttttift", op->op_id, op->call_id, op->session,
+	                op->tool, op->principal, op->status, op->error_kind, op->idem_scope,
+	                op->args_redacted, op->args_sha256, op->envelope, (int64_t)op->started_ms,
+	                op->duration_ms, op->loop);
+	for (size_t i = 0; rc == SQLITE_OK && i < nev; i += TGI_EVENT_BATCH)
+		rc = insert_events(s, op->op_id, ev + i,
+		                   nev - i < TGI_EVENT_BATCH ? nev - i : TGI_EVENT_BATCH);
+	if (rc == SQLITE_OK && op->session)
+		rc = st_run(s, ST_SESSION_UPSERT, "tit", op->session, (int64_t)op->started_ms,
+		            op->manifest);
+	if (rc == SQLITE_OK && idem_scope)
+		rc = settle(s, op, idem_scope, how, now);
+	return rc;
+}
+
 static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, size_t nev,
                      const char *idem_scope, tgi_idem_settle how, char *err, size_t errlen)
 {
@@ -1024,18 +1043,7 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	int64_t now = tgi_unix_ms();
 	int rc = tx_begin(s);
 	if (rc == SQLITE_OK)
-		rc = st_run(s, ST_OP_INSERT, "tttttttttttift", op->op_id, op->call_id, op->session,
-		            op->tool, op->principal, op->status, op->error_kind, op->idem_scope,
-		            op->args_redacted, op->args_sha256, op->envelope, (int64_t)op->started_ms,
-		            op->duration_ms, op->loop);
-	for (size_t i = 0; rc == SQLITE_OK && i < nev; i += TGI_EVENT_BATCH)
-		rc = insert_events(s, op->op_id, ev + i,
-		                   nev - i < TGI_EVENT_BATCH ? nev - i : TGI_EVENT_BATCH);
-	if (rc == SQLITE_OK && op->session)
-		rc = st_run(s, ST_SESSION_UPSERT, "tit", op->session, (int64_t)op->started_ms,
-		            op->manifest);
-	if (rc == SQLITE_OK && idem_scope)
-		rc = settle(s, op, idem_scope, how, now);
+		rc = record_body(s, op, ev, nev, idem_scope, how, now);
 	if (rc == SQLITE_OK)
 		rc = tx_commit(s);
 	if (rc != SQLITE_OK) {
@@ -1050,6 +1058,54 @@ static int sq_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, si
 	if (rc != SQLITE_OK)
 		return tgi_sq_fail(s, rc, err, errlen, "cannot record op '%s'", op->op_id);
 	return 0;
+}
+
+/* ---- group commit (group.c): several ops' records in one transaction ---- */
+
+static int sq_batch_begin(tgi_store *base, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	int rc = tx_begin(s);
+	return rc == SQLITE_OK ? 0 : tgi_sq_fail(s, rc, err, errlen, "cannot record ops");
+}
+
+/* One op in the batch, under a savepoint of its own, so that it fails
+ * alone: 0; -1 with err (the batch goes on without it); -2 when its
+ * failure took the whole transaction with it (nothing of the batch is
+ * left to commit). */
+static int sq_batch_record(tgi_store *base, const tgi_op_record *op, tgi_event *ev, size_t nev,
+                           const char *idem_scope, tgi_idem_settle how, char *err,
+                           size_t errlen)
+{
+	sq *s = (sq *)base;
+	char why[PATH_MAX + 256];
+	if (tgi_check_record(op, ev, nev, idem_scope, how, err, errlen) < 0)
+		return -1;
+	int rc = sqlite3_exec(s->db, "SAVEPOINT rec", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = record_body(s, op, ev, nev, idem_scope, how, tgi_unix_ms());
+	if (rc == SQLITE_OK && sqlite3_exec(s->db, "RELEASE rec", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	for (size_t i = 0; i < nev; i++)
+		ev[i].seq = 0;
+	describe(s, rc, errno, why, sizeof why);
+	if (sqlite3_get_autocommit(s->db) ||
+	    sqlite3_exec(s->db, "ROLLBACK TO rec; RELEASE rec", NULL, NULL, NULL) != SQLITE_OK) {
+		tgi_sq_tx_rollback(s);
+		return -2;
+	}
+	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+		tgi_snprintf(err, errlen, "op '%s' is already in the ledger", op->op_id);
+	else
+		tgi_snprintf(err, errlen, "cannot record op '%s': %s", op->op_id, why);
+	return -1;
+}
+
+static int sq_batch_commit(tgi_store *base, char *err, size_t errlen)
+{
+	sq *s = (sq *)base;
+	int rc = tx_commit(s);
+	return rc == SQLITE_OK ? 0 : tgi_sq_fail(s, rc, err, errlen, "cannot record ops");
 }
 
 /* ---- what middleware keeps across processes and restarts ---- */
@@ -2038,6 +2094,9 @@ static const tgi_store_impl sqlite_impl = {
 	.schema_version = sq_schema_version,
 	.migrate = sq_migrate,
 	.record = sq_record,
+	.batch_begin = sq_batch_begin,
+	.batch_record = sq_batch_record,
+	.batch_commit = sq_batch_commit,
 	.session_manifest = sq_session_manifest,
 	.loop_window = sq_loop_window,
 	.bucket_get = sq_bucket_get,

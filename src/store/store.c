@@ -47,6 +47,7 @@ void tgi_store_init(tgi_store *s, const tgi_store_impl *impl)
 {
 	s->impl = impl;
 	s->serial = atomic_fetch_add(&serials, 1) + 1;
+	tgi_group_init(&s->group);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_lock(&s->mu);
 	atomic_store_explicit(&s->holder, SELF, memory_order_relaxed);
@@ -60,6 +61,7 @@ void tgi_store_fini(tgi_store *s)
 	atomic_store_explicit(&s->holder, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_destroy(&s->mu);
+	tgi_group_fini(&s->group);
 }
 
 int tgi_store_held(const tgi_store *s)
@@ -67,21 +69,36 @@ int tgi_store_held(const tgi_store *s)
 	return atomic_load_explicit(&s->holder, memory_order_relaxed) == SELF;
 }
 
-static void enter(tgi_store *s)
+void tgi_store_enter(tgi_store *s)
 {
 	pthread_mutex_lock(&s->mu);
 	atomic_store_explicit(&s->holder, SELF, memory_order_relaxed);
 }
 
 /* Leave with the call's answer rc (returned). */
-static int leave(tgi_store *s, int rc)
+int tgi_store_leave(tgi_store *s, int rc)
 {
 	TGI_STORE_HELD(s);
-	last_call.serial = s->serial;
-	last_call.transient = s->impl->transient(s);
+	tgi_store_note(s, s->impl->transient(s));
 	atomic_store_explicit(&s->holder, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+void tgi_store_note(const tgi_store *s, int transient)
+{
+	last_call.serial = s->serial;
+	last_call.transient = transient;
+}
+
+static inline void enter(tgi_store *s)
+{
+	tgi_store_enter(s);
+}
+
+static inline int leave(tgi_store *s, int rc)
+{
+	return tgi_store_leave(s, rc);
 }
 
 int tgi_store_is_url(const char *where)
@@ -139,13 +156,18 @@ int tgi_store_adopt(tgi_store *s, const tgi_key_source *key, tgi_ledger_rows *ro
 }
 
 /* A write to a foreign ledger (opened to be read) is refused. */
-static int read_only(const tgi_store *s, char *err, size_t errlen)
+int tgi_store_read_only(const tgi_store *s, char *err, size_t errlen)
 {
 	TGI_STORE_HELD(s);
 	if (!s->foreign[0])
 		return 0;
 	tgi_snprintf(err, errlen, "nothing is written to a foreign ledger: %s", s->foreign);
 	return -1;
+}
+
+static int read_only(const tgi_store *s, char *err, size_t errlen)
+{
+	return tgi_store_read_only(s, err, errlen);
 }
 
 /* The last call: it waits for one running, then the implementation
@@ -295,12 +317,9 @@ int tgi_store_record(tgi_store *s, const tgi_op_record *op, tgi_event *ev, size_
 			idem_scope = d2;
 		}
 	}
-	enter(s);
-	if (read_only(s, err, errlen) < 0)
-		return leave(s, -1);
-	/* no op: refused by the implementation, with its sentence */
-	return leave(s, s->impl->record(s, op ? &kept : NULL, ev, nev, idem_scope, settle, err,
-	                                errlen));
+	/* no op: refused by the implementation, with its sentence; the lock
+	 * and the foreign check are the group's (group.c) */
+	return tgi_group_record(s, op ? &kept : NULL, ev, nev, idem_scope, settle, err, errlen);
 }
 
 int tgi_store_session_manifest(tgi_store *s, const char *session, char out[65], char *err,
