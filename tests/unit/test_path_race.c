@@ -354,6 +354,51 @@ static void test_write_parent_renamed(void **state)
 	tg_gate_close(g);
 }
 
+/* apply_patch through dl: dl -> ok swapped to -> secret (an add; an
+ * update of a file whose lines the attacker knows) */
+static void test_patch_parent_link_swapped(void **state)
+{
+	(void)state;
+	tg_gate *g = open_gate();
+	char p[256], buf[64] = "";
+	link_to("ok", "dl");
+	const char *add = "*** Begin Patch\n*** Add File: dl/added.txt\n+new\n*** End Patch\n";
+	const char *upd = "*** Begin Patch\n*** Update File: dl/x.txt\n@@\n-TOKEN=hidden too\n"
+	                  "+patched\n*** End Patch\n";
+	swap s = {.link = "dl", .target = "secret"};
+	json_t *env = call(g, "apply_patch", json_pack("{s:s}", "patch", add), &s);
+	assert_int_equal(s.asked, 1);
+	assert_changed(env);
+	json_decref(env);
+	assert_false(exists("secret/added.txt"));
+
+	wpath(p, sizeof p, "dl");
+	assert_int_equal(unlink(p), 0);
+	link_to("ok", "dl");
+	swap t = {.link = "dl", .target = "secret"};
+	env = call(g, "apply_patch", json_pack("{s:s}", "patch", upd), &t);
+	assert_int_equal(t.asked, 1);
+	assert_changed(env);
+	json_decref(env);
+	wpath(p, sizeof p, "secret/x.txt");
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof buf, f));
+	fclose(f);
+	assert_string_equal(buf, "TOKEN=hidden too\n");
+
+	/* unswapped, the add lands in ok/ */
+	wpath(p, sizeof p, "dl");
+	assert_int_equal(unlink(p), 0);
+	link_to("ok", "dl");
+	swap none = {0};
+	env = call(g, "apply_patch", json_pack("{s:s}", "patch", add), &none);
+	assert_ok(env, NULL);
+	json_decref(env);
+	assert_true(exists("ok/added.txt"));
+	tg_gate_close(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +409,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_search_swapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_parent_link_swapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_parent_renamed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_patch_parent_link_swapped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
