@@ -60,6 +60,14 @@ typedef struct tgi_exec_ctx {
 	const char *const        *protect;    /* workspace-relative files read-only to tools (the
 	                                         gate's own configuration and programs) */
 	size_t                    nprotect;
+	/* The call's paths as the policy stage judged them (decide.c): resolved
+	 * inside the workspace, in the order paths() gave them (for a tool that
+	 * writes, as tgi_path_resolve_parent places what it replaces).  A file
+	 * tool's open must land there, or it fails with nothing done
+	 * (tgi_tool_landed, tools/walk.h).  NULL: nothing was judged (a
+	 * handler run on its own, as the tests run one). */
+	const char *const        *checked;
+	size_t                    nchecked;
 	volatile const int       *cancel;     /* set nonzero when the caller cancels (may be NULL) */
 	const tg_callbacks       *cb;         /* the caller's progress/log/request hooks (may be NULL) */
 	/* Network by host for a sandbox this call starts: a tgi_sb_attach_fn

@@ -6,7 +6,9 @@
  * kernel (openat2 RESOLVE_BENEATH), not under .git/ or .toolgate/.  Files
  * are keyed by where the write lands (parent resolved, final component as
  * written), so `a/../b` and `b`, or a path through a symlinked directory
- * and its target, are one file.  Operations then run in order against an
+ * and its target, are one file; held to the policy stage's judgement
+ * (tgi_patch_plan_held), each key must be where decide placed that path.
+ * Operations then run in order against an
  * in-memory view of the files, each seeing the ones before (an Add then an
  * Update of one file works, as in Codex).
  *
@@ -559,7 +561,15 @@ static void files_free(planner *pl)
 tgi_patch_err tgi_patch_plan_make(int ws_fd, const tgi_patch *p, tgi_patch_plan *plan,
                                   char *err, size_t errlen)
 {
+	return tgi_patch_plan_held(ws_fd, p, NULL, 0, plan, err, errlen);
+}
+
+tgi_patch_err tgi_patch_plan_held(int ws_fd, const tgi_patch *p, const char *const *judged,
+                                  size_t njudged, tgi_patch_plan *plan, char *err,
+                                  size_t errlen)
+{
 	planner pl = {.ws_fd = ws_fd, .err = err, .errlen = errlen};
+	size_t nth = 0;                 /* paths checked so far: judged[nth] is the next's */
 	tgi_patch_err rc = TGI_PATCH_OK;
 	char key[PATH_MAX], **keys;     /* keys[2i]: the op's path, keys[2i+1]: its Move target */
 
@@ -575,8 +585,16 @@ tgi_patch_err tgi_patch_plan_make(int ws_fd, const tgi_patch *p, tgi_patch_plan 
 	for (size_t i = 0; i < 2 * p->nops && rc == TGI_PATCH_OK; i++) {
 		const char *path = i % 2 ? p->ops[i / 2].move_to : p->ops[i / 2].path;
 		int del = i % 2 == 0 && p->ops[i / 2].kind == TGI_PATCH_DELETE;
-		if (path && (rc = check_path(&pl, path, del, key, sizeof key)) == TGI_PATCH_OK)
-			keys[i] = tgi_strdup(key);
+		if (!path || (rc = check_path(&pl, path, del, key, sizeof key)) != TGI_PATCH_OK)
+			continue;
+		/* where policy judged it, or nowhere: nothing is read yet */
+		if (judged && (nth >= njudged || !judged[nth] || strcmp(judged[nth], key) != 0)) {
+			tgi_path_error(-ESTALE, path, err, errlen);
+			rc = TGI_PATCH_ECHANGED;
+			continue;
+		}
+		nth++;
+		keys[i] = tgi_strdup(key);
 	}
 	if (rc != TGI_PATCH_OK)
 		goto out;

@@ -144,6 +144,7 @@ typedef enum {
 	TGI_PATCH_EINVAL,    /* the patch does not fit the files (or is empty) */
 	TGI_PATCH_EREFUSED,  /* a path leaves the workspace or is protected */
 	TGI_PATCH_EIO,       /* a file could not be read */
+	TGI_PATCH_ECHANGED,  /* a path leads elsewhere than where policy judged it */
 } tgi_patch_err;
 
 /*
@@ -156,6 +157,17 @@ typedef enum {
  */
 tgi_patch_err tgi_patch_plan_make(int ws_fd, const tgi_patch *p, tgi_patch_plan *plan,
                                   char *err, size_t errlen);
+/*
+ * The same, each path held to where the policy stage judged it: judged
+ * holds the patch's paths in order (each op's path, then its Move target)
+ * as decide placed them (tgi_path_resolve_parent), and a path that now
+ * lands elsewhere -- a symlink or directory on it replaced since -- is
+ * TGI_PATCH_ECHANGED before anything is read (err: tgi_path_error's
+ * sentence for -ESTALE).  judged NULL: tgi_patch_plan_make.
+ */
+tgi_patch_err tgi_patch_plan_held(int ws_fd, const tgi_patch *p, const char *const *judged,
+                                  size_t njudged, tgi_patch_plan *plan, char *err,
+                                  size_t errlen);
 void          tgi_patch_plan_free(tgi_patch_plan *plan);
 
 /* ---- committing (journal.c) -------------------------------------------------- */
@@ -220,5 +232,10 @@ int tgi_patch_journal_open(int state_fd, char *err, size_t errlen);
  */
 tg_errkind tgi_patch_run(int ws_fd, int journal_fd, const char *txid, const char *text,
                          size_t len, tgi_patch_plan *plan, int *unknown, char *err, size_t errlen);
+/* The same, planned with tgi_patch_plan_held: a path that changed since
+ * the policy stage judged it is TG_ERR_TRANSIENT, nothing written. */
+tg_errkind tgi_patch_run_held(int ws_fd, int journal_fd, const char *txid, const char *text,
+                              size_t len, const char *const *judged, size_t njudged,
+                              tgi_patch_plan *plan, int *unknown, char *err, size_t errlen);
 
 #endif

@@ -35,17 +35,27 @@ int tgi_patch_journal_open(int state_fd, char *err, size_t errlen)
 tg_errkind tgi_patch_run(int ws_fd, int journal_fd, const char *txid, const char *text,
                          size_t len, tgi_patch_plan *plan, int *unknown, char *err, size_t errlen)
 {
+	return tgi_patch_run_held(ws_fd, journal_fd, txid, text, len, NULL, 0, plan, unknown, err,
+	                          errlen);
+}
+
+tg_errkind tgi_patch_run_held(int ws_fd, int journal_fd, const char *txid, const char *text,
+                              size_t len, const char *const *judged, size_t njudged,
+                              tgi_patch_plan *plan, int *unknown, char *err, size_t errlen)
+{
 	tgi_patch *p;
 
 	*unknown = 0;
 	memset(plan, 0, sizeof *plan);
 	if (tgi_patch_parse(text, len, &p, err, errlen) < 0)
 		return TG_ERR_INVALID_INPUT;
-	tgi_patch_err pe = tgi_patch_plan_make(ws_fd, p, plan, err, errlen);
+	tgi_patch_err pe = tgi_patch_plan_held(ws_fd, p, judged, njudged, plan, err, errlen);
 	tgi_patch_free(p);
 	switch (pe) {
 	case TGI_PATCH_OK:
 		break;
+	case TGI_PATCH_ECHANGED:
+		return TG_ERR_TRANSIENT;
 	case TGI_PATCH_EREFUSED:
 		return TG_ERR_NOT_PERMITTED;
 	case TGI_PATCH_EINVAL:

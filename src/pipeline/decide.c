@@ -44,7 +44,10 @@
  * writing tool: its parent resolved, the final component as written, since
  * the write replaces that component rather than following it); a path that
  * resolves outside the workspace is denied here (and the kernel would
- * refuse it at open anyway).
+ * refuse it at open anyway).  The resolved paths (c->resolved) go on to
+ * the handler (tgi_exec_ctx.checked): a file tool's open must land on
+ * them, so that a symlink or directory swapped after this judgement (while
+ * an approval is asked, say) fails the call rather than escaping the rules.
  *
  * Owns: the decision and the rule that made it.  Must not: prompt, queue
  * approvals or run anything.  Stops with `denied`.

@@ -220,6 +220,8 @@ static void exec_ctx_of(tgi_call *c, tgi_exec_ctx *ctx, struct tgi_netrun *net)
 		.read_masks = tgi_read_masks,
 		.protect = (const char *const *)g->protected,
 		.nprotect = g->nprotected,
+		.checked = (const char *const *)c->resolved,
+		.nchecked = c->resolved ? c->npaths : 0,
 		.cancel = c->req->cancel,
 		.cb = c->req->cb,
 		.net_attach = tgi_netrun_attach,

@@ -124,8 +124,9 @@ static int apply_patch_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool
 		tgi_snprintf(out->message, sizeof out->message, "%s; no file was changed", err);
 		return tgi_tool_fail(out, TG_ERR_TOOL_ERROR);
 	}
-	tg_errkind kind = tgi_patch_run(ctx->ws_fd, jfd, ctx->op_id, text, len, &plan, &unknown,
-	                                err, sizeof err);
+	/* every path where policy judged it, or nothing is written */
+	tg_errkind kind = tgi_patch_run_held(ctx->ws_fd, jfd, ctx->op_id, text, len, ctx->checked,
+	                                     ctx->nchecked, &plan, &unknown, err, sizeof err);
 	close(jfd);
 	if (kind != TG_ERR_NONE) {
 		tgi_snprintf(out->message, sizeof out->message, "%s", err);

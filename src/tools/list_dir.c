@@ -13,7 +13,8 @@
  *
  * Owns: the tool row, its schema and the walk.  Must not: judge policy
  * itself (the pipeline and may_read do), list inside .toolgate/, name a
- * withheld entry, or follow a symlink.
+ * withheld entry, follow a symlink, or list a directory its open did not
+ * find where the policy stage judged the path (tgi_tool_landed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,6 +147,10 @@ static int list_dir_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_ou
 	                              sizeof real, &kind, out->message, sizeof out->message);
 	if (fd < 0)
 		return tgi_tool_fail(out, kind);
+	if (tgi_tool_landed(ctx, 0, path, real, out) < 0) {
+		close(fd);
+		return -1;
+	}
 	tgi_sanitize(shown, sizeof shown, path);
 	if (fstat(fd, &st) < 0) {
 		kind = tgi_path_error(-errno, path, out->message, sizeof out->message);

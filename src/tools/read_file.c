@@ -16,9 +16,10 @@
  *
  * Owns: the tool row, its schema, and turning a file into numbered lines.
  * Must not: check permissions (the pipeline does), read .toolgate/ (but a
- * spill file named exactly, which tgi_path_open_read allows, of the call's
- * own session: tgi_spill_readable), open a path
- * except through openat2 beneath the workspace, or cap its output beyond
+ * spill file named exactly, which tgi_path_open_placed allows, of the
+ * call's own session: tgi_spill_readable), open a path except through
+ * openat2 beneath the workspace, read a file its open did not find where
+ * the policy stage judged the path (tgi_tool_landed), or cap its output beyond
  * the 100,000-character rule (the shape stage does that).
  */
 #include <errno.h>
@@ -234,7 +235,7 @@ static int stream(int fd, reader *r, const char *shown, double deadline, tgi_too
 
 static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_out *out)
 {
-	char path[PATH_MAX], shown[160];
+	char path[PATH_MAX], real[PATH_MAX], shown[160];
 	const char *raw;
 	size_t rawlen;
 	long long offset, limit;
@@ -248,10 +249,16 @@ static int read_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_o
 	    tgi_arg_int(args, "limit", 2000, 1, ARG_MAX_LINES, &limit, out->message, sizeof out->message) < 0)
 		return tgi_tool_fail(out, TG_ERR_INVALID_INPUT);
 
-	int fd = tgi_path_open_read(ctx->ws_fd, raw, rawlen, O_RDONLY | O_NONBLOCK | O_NOCTTY,
-	                            path, sizeof path, &kind, out->message, sizeof out->message);
+	int fd = tgi_path_open_placed(ctx->ws_fd, raw, rawlen, O_RDONLY | O_NONBLOCK | O_NOCTTY,
+	                              path, sizeof path, real, sizeof real, &kind, out->message,
+	                              sizeof out->message);
 	if (fd < 0)
 		return tgi_tool_fail(out, kind);
+	/* where policy looked, or nothing is read */
+	if (tgi_tool_landed(ctx, 0, path, real, out) < 0) {
+		close(fd);
+		return -1;
+	}
 	/* a spill file holds a call's whole output: only its own session's */
 	if (tgi_path_is_spill(path) &&
 	    !tgi_spill_readable(ctx->ws_fd, path, ctx->session, out->message, sizeof out->message)) {

@@ -15,8 +15,8 @@
  * Owns: the tool row, its schema, the walk and the matching.  Must not:
  * judge policy itself (the pipeline and may_read do), search inside
  * .toolgate/ (but a spill file named exactly, of its own session), name a
- * withheld entry, or
- * follow a symlink.
+ * withheld entry, follow a symlink, or search what its open did not find
+ * where the policy stage judged the path (tgi_tool_landed).
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
@@ -359,6 +359,10 @@ static int search_files_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_too
 	                              sizeof out->message);
 	if (fd < 0) {
 		tgi_tool_fail(out, kind);
+		goto done;
+	}
+	if (tgi_tool_landed(ctx, 0, path, real, out) < 0) {
+		close(fd);
 		goto done;
 	}
 	/* a spill file holds a call's whole output: only its own session's */

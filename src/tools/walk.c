@@ -1,7 +1,8 @@
 /*
  * walk.c — what the file tools share that reads the tool contract's types:
- * failing, the deadline, and a directory walk's question to the pipeline
- * (may this entry be shown, opened or descended?).
+ * failing, the deadline, whether an open landed where policy looked, and a
+ * directory walk's question to the pipeline (may this entry be shown,
+ * opened or descended?).
  *
  * Owns: nothing past one call.  Must not: decide policy (ctx->may_read
  * does, for every form of an entry), open or read files (util/fs.c does).
@@ -9,6 +10,7 @@
 #include "tools/walk.h"
 #include "util/util.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define TIMEOUT_S 120  /* a tool's time when the pipeline set no deadline */
@@ -25,6 +27,16 @@ double tgi_tool_deadline(const tgi_exec_ctx *ctx)
 	if (ctx->deadline_ms > 0)
 		return ctx->deadline_ms;
 	return tgi_now_ms() + 1000.0 * (ctx->timeout_s > 0 ? ctx->timeout_s : TIMEOUT_S);
+}
+
+int tgi_tool_landed(const tgi_exec_ctx *ctx, size_t i, const char *norm, const char *real,
+                    tgi_tool_out *out)
+{
+	if (!ctx->checked)
+		return 0;
+	if (i < ctx->nchecked && ctx->checked[i] && !strcmp(ctx->checked[i], real))
+		return 0;
+	return tgi_tool_fail(out, tgi_path_error(-ESTALE, norm, out->message, sizeof out->message));
 }
 
 /* ---- directory walks ---- */

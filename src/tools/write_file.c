@@ -8,6 +8,9 @@
  *
  * paths() reports the path as written; a symlink named by it is replaced,
  * not written through (tgi_path_resolve_parent names what is replaced).
+ * The write lands where the policy stage judged that (ctx->checked,
+ * tgi_write_atomic_landed): a symlink or directory on the way replaced
+ * since fails the call with nothing written.
  *
  * plan() (a dry run) makes the same checks and shows the unified diff from
  * the current content, which it shows only where the call may read it.
@@ -89,7 +92,15 @@ static int write_file_run(const tgi_exec_ctx *ctx, const json_t *args, tgi_tool_
 	if (fd >= 0)
 		close(fd);
 
-	int r = tgi_write_atomic(ctx->ws_fd, bytes, content, len, 0644);
+	/* the write lands where policy judged it (what it replaces), or nowhere */
+	const char *expect = NULL;
+	if (ctx->checked) {
+		if (!ctx->nchecked || !ctx->checked[0])
+			return tgi_tool_fail(out, tgi_path_error(-ESTALE, path, out->message,
+			                                         sizeof out->message));
+		expect = ctx->checked[0];
+	}
+	int r = tgi_write_atomic_landed(ctx->ws_fd, bytes, content, len, 0644, expect);
 	if (r < 0) {
 		kind = tgi_path_error(r, path, out->message, sizeof out->message);
 		if (r == -EISDIR)

@@ -613,6 +613,81 @@ static int open_parent(int dirfd, char *parent)
 	return tgi_open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY, 0);
 }
 
+/* Make the directories of want (bytes, "." or names joined by '/', no
+ * ".."), each opened beneath the last with no symlink followed, as
+ * mkdir -p would.  0, -ESTALE when a symlink stands on the way, or
+ * -errno. */
+static int make_dirs(int dirfd, const char *want)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(want);
+
+	if (n >= sizeof buf)
+		return -ENAMETOOLONG;
+	memcpy(buf, want, n + 1);
+	int cur = open_resolve(dirfd, ".", O_PATH | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS);
+	if (cur < 0)
+		return cur;
+	for (char *p = buf, *slash; p; p = slash ? slash + 1 : NULL) {
+		if ((slash = strchr(p, '/')))
+			*slash = '\0';
+		if (!*p || !strcmp(p, "."))
+			continue;
+		int next = open_resolve(cur, p, O_PATH | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS);
+		if (next == -ENOENT) {
+			if (mkdirat(cur, p, 0755) < 0 && errno != EEXIST)
+				next = -errno;
+			else
+				next = open_resolve(cur, p, O_PATH | O_DIRECTORY, 0, RESOLVE_NO_SYMLINKS);
+		}
+		close(cur);
+		if (next < 0)
+			return next == -ELOOP ? -ESTALE : next;
+		cur = next;
+	}
+	close(cur);
+	return 0;
+}
+
+/* Does path hold a ".." component? */
+static int has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")); p += 2)
+		if ((p == path || p[-1] == '/') && (!p[2] || p[2] == '/'))
+			return 1;
+	return 0;
+}
+
+/*
+ * open_parent for a write that must land where the policy stage judged it:
+ * want (bytes) is the parent's place there.  The parent as written is
+ * opened (symlinks followed, confined; its place known with no read-back
+ * when none was on the way: open_placed) and must be at want.  One that
+ * does not exist is made along want (make_dirs: a directory is made only
+ * where it was judged) and opened again.  An fd; -ESTALE when the path now
+ * leads elsewhere; or -errno (-ENOENT still, after the making, only for a
+ * ".." over a name that does not exist, as the kernel says).
+ */
+static int open_parent_at(int dirfd, const char *parent, const char *want)
+{
+	char place[PATH_MAX];
+	int fd = open_placed(dirfd, parent, O_RDONLY | O_DIRECTORY, place, sizeof place);
+
+	if (fd == -ENOENT) {
+		int r = make_dirs(dirfd, want);
+		if (r < 0)
+			return r;
+		fd = open_placed(dirfd, parent, O_RDONLY | O_DIRECTORY, place, sizeof place);
+		if (fd == -ENOENT && !has_dotdot(parent))
+			return -ESTALE;
+	}
+	if (fd >= 0 && strcmp(place, want) != 0) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
 int tgi_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
@@ -647,7 +722,10 @@ static int create_temp(int pfd, char name[32], mode_t mode)
 	return fd;
 }
 
-int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, mode_t mode)
+/* tgi_write_atomic(_landed); want: the parent's place and the name (bytes),
+ * or NULL. */
+static int write_atomic(int dirfd, const char *path, const void *data, size_t len, mode_t mode,
+                        const char *want_parent, const char *want_base)
 {
 	char parent[PATH_MAX], tmp[32];
 	const char *base;
@@ -669,8 +747,11 @@ int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, 
 	}
 	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
 		return -EISDIR;
+	if (want_base && strcmp(base, want_base) != 0)
+		return -ESTALE;
 
-	int pfd = open_parent(dirfd, parent);
+	int pfd = want_parent ? open_parent_at(dirfd, parent, want_parent)
+	                      : open_parent(dirfd, parent);
 	if (pfd < 0)
 		return pfd;
 
@@ -713,6 +794,27 @@ int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, 
 out:
 	close(pfd);
 	return r;
+}
+
+int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, mode_t mode)
+{
+	return write_atomic(dirfd, path, data, len, mode, NULL, NULL);
+}
+
+int tgi_write_atomic_landed(int dirfd, const char *path, const void *data, size_t len,
+                            mode_t mode, const char *expect)
+{
+	char want[PATH_MAX];
+
+	if (!expect)
+		return tgi_write_atomic(dirfd, path, data, len, mode);
+	if (tgi_path_bytes(expect, want, sizeof want) < 0)
+		return -ESTALE;
+	char *slash = strrchr(want, '/');
+	if (!slash)
+		return write_atomic(dirfd, path, data, len, mode, ".", want);
+	*slash = '\0';
+	return write_atomic(dirfd, path, data, len, mode, want, slash + 1);
 }
 
 /* ---- reading ---- */
@@ -893,6 +995,11 @@ tg_errkind tgi_path_error(int err, const char *path, char *msg, size_t cap)
 	case ENOSYS:
 		tgi_snprintf(msg, cap, "this kernel has no openat2, so file tools refuse to run; ask the owner");
 		return TG_ERR_TOOL_ERROR;
+	case ESTALE:
+		tgi_snprintf(msg, cap, "path \"%s\" changed between the policy check and its use (a "
+		             "symlink or a directory on it was replaced); nothing was read or written; "
+		             "retry to have it checked as it is now", s);
+		return TG_ERR_TRANSIENT;
 	case EAGAIN:
 	case EMFILE:
 	case ENFILE:

@@ -177,6 +177,19 @@ int tgi_write_all(int fd, const void *data, size_t len);
  */
 int tgi_write_atomic(int dirfd, const char *path, const void *data, size_t len, mode_t mode);
 
+/*
+ * The same, landing where the policy stage judged the write: expect is the
+ * path as tgi_path_resolve_parent placed it then (text: its parent
+ * resolved, the last component as written).  The parent path leads to now
+ * (symlinks followed, confined) must be expect's, and the name expect's,
+ * or nothing is written and -ESTALE returned; a missing parent is made
+ * along expect, never through a symlink, so a directory is made only where
+ * it was judged.  As cheap as tgi_write_atomic when no symlink is on the
+ * way.  expect NULL: tgi_write_atomic.
+ */
+int tgi_write_atomic_landed(int dirfd, const char *path, const void *data, size_t len,
+                            mode_t mode, const char *expect);
+
 /* Read a whole regular file beneath dirfd, up to max bytes (-EFBIG past it).
  * *out is NUL-terminated; caller frees. */
 int tgi_read_all(int dirfd, const char *path, size_t max, char **out, size_t *len);
@@ -208,7 +221,10 @@ void tgi_dirents_free(tgi_dirent *v, size_t n);
  * EXDEV/ELOOP not_permitted ("path \"../x\" leaves the workspace; do not
  * retry; ask the owner"), ENOENT tool_error ("no such file: \"x\""),
  * ENOSPC/EDQUOT/EFBIG tool_error ("the disk is full..."), EISDIR and
- * ENAMETOOLONG invalid_input, EAGAIN/EMFILE/ENOMEM transient.
+ * ENAMETOOLONG invalid_input, EAGAIN/EMFILE/ENOMEM transient, ESTALE
+ * transient ("path \"x\" changed between the policy check and its use
+ * ...; nothing was read or written; retry ...": an open that did not land
+ * where the policy stage judged the path, or an NFS handle gone stale).
  */
 tg_errkind tgi_path_error(int err, const char *path, char *msg, size_t cap);
 

@@ -3,7 +3,9 @@
 # search_files call whose path holds no symlink opens it with openat2 once
 # where policy places it (decide, O_PATH) and once where the tool uses it,
 # and never reads a path back through /proc/self/fd (the kernel's walk,
-# refused at any symlink, says where it led).  A path through a symlink is
+# refused at any symlink, says where it led, and so whether the tool's
+# open landed where decide looked).  A write_file opens its directory once
+# to write, as placed.  A path through a symlink is
 # still placed where the link leads: a link to a denied file is denied.
 . "$(dirname "$0")/lib.sh"
 STRACE=$(command -v strace) || { echo "FAIL: strace is needed (scripts/install-deps test)" >&2; exit 1; }
@@ -15,6 +17,7 @@ ln -s ../.env "$WS/dir/innocent"
 cat > "$WS/toolgate.yaml" <<'YAML'
 permissions:
   deny: ["read_file(**/.env)"]
+  allow: ["write_file(./dir/**)"]
 YAML
 
 # traced NAME TOOL ARGS: the call under strace, envelope to NAME.json,
@@ -54,6 +57,14 @@ eq "$(jqv "$WS/search.json" .status)" persisted "search_files: searched"
 contains "$(jqv "$WS/search.json" .output)" probe.txt "search_files: the match"
 eq "$(opens search dir)" 2 "search_files: one openat2 to judge, one to walk"
 eq "$(readbacks search)" 0 "search_files: no read-back"
+
+# a write lands where decide placed it (tgi_write_atomic_landed): its
+# directory opened once for the write, placed by the walk itself
+traced write write_file '{"path": "dir/new.txt", "content": "x\n"}'
+eq "$(jqv "$WS/write.json" .status)" persisted "write_file: written"
+eq "$(grep -c 'openat2([0-9]*, "dir", {flags=O_RDONLY|O_CLOEXEC|O_DIRECTORY' "$WS/write.trace")" 1 \
+	"write_file: its directory opened once to write"
+eq "$(readbacks write)" 0 "write_file: no read-back"
 
 # a symlink on the way: placed where it leads (the kernel says where), and
 # a rule on the file it leads to holds

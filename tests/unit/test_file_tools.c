@@ -10,7 +10,9 @@
  * depth), binary files, paging and the 100,000-character rule, limits, and
  * a full disk.  The walks put every entry to the context's may_read (here
  * test_policy) and withhold what it refuses; spill files named exactly are
- * readable; every tool stops at the deadline.
+ * readable; every tool stops at the deadline.  Given the paths the policy
+ * stage judged (ctx.checked), a tool whose open lands elsewhere fails with
+ * nothing done.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1275,6 +1277,142 @@ static void test_search_files_budget(void **state)
 	assert_int_equal(oint(f, "files_scanned"), 2);
 }
 
+/* ---- held to the checked path ---- */
+
+static const char *checked_one[1];
+static char checked_text[PATH_MAX];
+
+/* What decide would judge for path now: resolved (a write: its parent,
+ * the last component as written), held in ctx.checked. */
+static void judge(fx *f, const char *path, int writing)
+{
+	int r = writing ? tgi_path_resolve_parent(f->ctx.ws_fd, path, checked_text, sizeof checked_text)
+	                : tgi_path_resolve(f->ctx.ws_fd, path, checked_text, sizeof checked_text);
+	assert_int_equal(r, 0);
+	checked_one[0] = checked_text;
+	f->ctx.checked = checked_one;
+	f->ctx.nchecked = 1;
+}
+
+static void relink(fx *f, const char *target, const char *link)
+{
+	assert_int_equal(unlinkat(f->ctx.ws_fd, link, 0), 0);
+	assert_int_equal(symlinkat(target, f->ctx.ws_fd, link), 0);
+}
+
+static int present(const fx *f, const char *rel)
+{
+	struct stat st;
+	return fstatat(f->ctx.ws_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/*
+ * The pipeline hands the tools the paths decide judged (ctx.checked); an
+ * open that lands elsewhere -- a symlink swapped, a directory on the way
+ * replaced -- fails transient ("changed"), applied no, with nothing read,
+ * listed, searched or written.  Where nothing changed, through a symlink
+ * or not, the tools run as before.
+ */
+static void test_checked_paths(void **state)
+{
+	fx *f = *state;
+	const char *changed = "changed between the policy check and its use";
+
+	/* unchanged: plain, through a symlink, the workspace itself */
+	judge(f, "hello.txt", 0);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\"}");
+	judge(f, "link_in", 0);
+	expect_ok(f, &tgi_tool_read_file, "{\"path\": \"./link_in\"}");
+	judge(f, "dir_link/sub", 0);
+	expect_ok(f, &tgi_tool_list_dir, "{\"path\": \"dir_link/sub\"}");
+	judge(f, ".", 0);
+	expect_ok(f, &tgi_tool_list_dir, "{}");
+	judge(f, ".", 0);
+	expect_ok(f, &tgi_tool_search_files, "{\"pattern\": \"needle\"}");
+	judge(f, "dir_link/w.c", 1);
+	expect_ok(f, &tgi_tool_write_file, "{\"path\": \"dir_link/w.c\", \"content\": \"w\"}");
+	assert_true(present(f, "src/w.c"));
+	judge(f, "dir_link/n1/n2/w.c", 1);
+	expect_ok(f, &tgi_tool_write_file,
+	          "{\"path\": \"dir_link/n1/n2/w.c\", \"content\": \"w\"}");
+	assert_true(present(f, "src/n1/n2/w.c"));
+	judge(f, "fresh/a/b.c", 1);
+	expect_ok(f, &tgi_tool_write_file, "{\"path\": \"fresh/a/b.c\", \"content\": \"w\"}");
+	assert_true(present(f, "fresh/a/b.c"));
+
+	/* a file's symlink swapped */
+	judge(f, "link_in", 0);
+	relink(f, "src/a.c", "link_in");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"link_in\"}", TG_ERR_TRANSIENT, changed);
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"path\": \"link_in\"}",
+	           TG_ERR_TRANSIENT, changed);
+	/* a plain file replaced by a symlink */
+	judge(f, "hello.txt", 0);
+	assert_int_equal(renameat(f->ctx.ws_fd, "hello.txt", f->ctx.ws_fd, "hello.old"), 0);
+	assert_int_equal(symlinkat("src/b.h", f->ctx.ws_fd, "hello.txt"), 0);
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"hello.txt\"}", TG_ERR_TRANSIENT, changed);
+
+	/* a directory's symlink swapped: list, search, write (into an existing
+	 * directory and into ones to be made: none is made where it leads) */
+	judge(f, "dir_link", 0);
+	relink(f, "src/sub", "dir_link");
+	expect_err(f, &tgi_tool_list_dir, "{\"path\": \"dir_link\"}", TG_ERR_TRANSIENT, changed);
+	expect_err(f, &tgi_tool_search_files, "{\"pattern\": \"needle\", \"path\": \"dir_link\"}",
+	           TG_ERR_TRANSIENT, changed);
+	relink(f, "src", "dir_link");
+	judge(f, "dir_link/x.c", 1);
+	relink(f, "src/sub", "dir_link");
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"dir_link/x.c\", \"content\": \"x\"}",
+	           TG_ERR_TRANSIENT, changed);
+	assert_false(present(f, "src/sub/x.c"));
+	assert_false(present(f, "src/x.c"));
+	relink(f, "src", "dir_link");
+	judge(f, "dir_link/m1/m2/x.c", 1);
+	relink(f, "src/sub", "dir_link");
+	expect_err(f, &tgi_tool_write_file,
+	           "{\"path\": \"dir_link/m1/m2/x.c\", \"content\": \"x\"}", TG_ERR_TRANSIENT,
+	           changed);
+	assert_false(present(f, "src/sub/m1"));
+	/* a directory judged missing, then planted as a symlink: nothing is
+	 * made through it */
+	judge(f, "planted/m/x.c", 1);
+	assert_int_equal(symlinkat("src/sub", f->ctx.ws_fd, "planted"), 0);
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"planted/m/x.c\", \"content\": \"x\"}",
+	           TG_ERR_TRANSIENT, changed);
+	assert_false(present(f, "src/sub/m"));
+	/* a real directory renamed and another put in its place by a link */
+	assert_int_equal(mkdirat(f->ctx.ws_fd, "d", 0755), 0);
+	puts_file(f, "d/x.txt", "plain\n");
+	judge(f, "d/x.txt", 0);
+	assert_int_equal(renameat(f->ctx.ws_fd, "d", f->ctx.ws_fd, "d.old"), 0);
+	assert_int_equal(symlinkat("src/sub", f->ctx.ws_fd, "d"), 0);
+	puts_file(f, "src/sub/x.txt", "needle swapped in\n");
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"d/x.txt\"}", TG_ERR_TRANSIENT, changed);
+	judge(f, "d.old/y.txt", 1);
+	assert_int_equal(renameat(f->ctx.ws_fd, "d.old", f->ctx.ws_fd, "d.older"), 0);
+	assert_int_equal(symlinkat("src/sub", f->ctx.ws_fd, "d.old"), 0);
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"d.old/y.txt\", \"content\": \"y\"}",
+	           TG_ERR_TRANSIENT, changed);
+	assert_false(present(f, "src/sub/y.txt"));
+	assert_false(present(f, "d.older/y.txt"));
+
+	/* a path decide did not judge fails closed */
+	f->ctx.nchecked = 0;
+	expect_err(f, &tgi_tool_read_file, "{\"path\": \"src/a.c\"}", TG_ERR_TRANSIENT, changed);
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"src/a.c\", \"content\": \"\"}",
+	           TG_ERR_TRANSIENT, changed);
+	/* ".." over a directory that does not exist: the kernel's answer (no
+	 * directory is made that decide did not judge) */
+	judge(f, "nothere/../top.c", 1);
+	assert_string_equal(checked_text, "top.c");
+	expect_err(f, &tgi_tool_write_file, "{\"path\": \"nothere/../top.c\", \"content\": \"\"}",
+	           TG_ERR_TOOL_ERROR, "no such file");
+	assert_false(present(f, "nothere"));
+	assert_no_temp(f);
+	f->ctx.checked = NULL;
+	f->ctx.nchecked = 0;
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1303,6 +1441,7 @@ int main(void)
 		T(test_search_files_budget),
 		T(test_read_file_not_utf8),
 		T(test_names_not_utf8),
+		T(test_checked_paths),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
