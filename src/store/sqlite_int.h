@@ -26,7 +26,7 @@
 #include <sqlite3.h>
 
 #define TGI_BUSY_MS        5000   /* many processes share the ledger */
-#define TGI_LOG_WINDOW     256    /* events walked per event wanted before the ops lead */
+#define TGI_LOG_WINDOW     16     /* seqs read per event wanted (with a filter) before all are */
 /* WAL frames (pages) past which a commit wakes the checkpointer (see
  * sqlite_checkpoint.c): ~1,100 records of ~7 pages, a WAL of ~33 MB.  Past
  * TGI_CKPT_HARD_FRAMES (the checkpointer cannot keep up, or cannot run) the

@@ -72,7 +72,7 @@ static int bind_named(sqlite3_stmt *st, const char *name, const char *text, int6
 
 /* Run a log query built from the filter and collect its rows with row(). */
 static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t after_seq,
-                     json_t *(*row)(sqlite3_stmt *), json_t **out)
+                     int64_t window, json_t *(*row)(sqlite3_stmt *), json_t **out)
 {
 	char since_id[37];
 	sqlite3_stmt *st = NULL;
@@ -95,9 +95,7 @@ static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t af
 	if (rc == SQLITE_OK)
 		rc = bind_named(st, ":limit", NULL, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
 	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":window", NULL,
-		                f->limit > INT64_MAX / TGI_LOG_WINDOW ? INT64_MAX
-		                                                      : (int64_t)f->limit * TGI_LOG_WINDOW);
+		rc = bind_named(st, ":window", NULL, window);
 	json_t *a = json_array();
 	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_array_append_new(a, row(st));
@@ -155,7 +153,7 @@ int tgi_sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err
 	} else {
 		strcat(sql, " ORDER BY op_id");
 	}
-	int rc = log_query(s, sql, f, 0, op_json, out);
+	int rc = log_query(s, sql, f, 0, 0, op_json, out);
 	if (rc != SQLITE_OK)
 		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	return 0;
@@ -195,18 +193,24 @@ static void events_sql(char *sql, size_t cap, const tgi_log_filter *f, int64_t a
 	             f->status && strcmp(f->status, "persisted") ? " AND o.status <> 'persisted'" : "",
 	             f->session ? " AND o.session = :session" : "");
 	char lone[1536], kept[1536], both[3200];
+	/* the events written on their own lead (few), their ops looked up by
+	 * op id; a call's events are read from its row, by seq range, or, for
+	 * all of them with a tool, through ops_id's tool column */
+	int all = !windowed && after_seq <= 0;
 	tgi_snprintf(lone, sizeof lone,
 	             "SELECT e.seq AS seq, e.ts_ms AS ts_ms, e.op_id, e.type, e.stage, e.data,"
 	             " o.op_id IS NOT NULL,%s FROM event_rows e %s ops o ON o.op_id = e.op_id"
 	             " WHERE %s%s%s",
-	             opcols, join ? "JOIN" : "LEFT JOIN",
+	             opcols, join ? "CROSS JOIN" : "LEFT JOIN",
 	             f->op_id ? "e.op_id = :op" : "e.seq > ", f->op_id ? "" : lo, opf);
 	tgi_snprintf(kept, sizeof kept,
 	             "SELECT o.seq - json_array_length(o.events) + 1 + j.key AS seq,"
 	             " j.value ->> 0 AS ts_ms, o.op_id, j.value ->> 1, j.value ->> 2,"
-	             " nullif(j.value -> 3, 'null'), 1,%s FROM ops o, json_each(o.events) j"
+	             " nullif(j.value -> 3, 'null'), 1,%s FROM ops o%s, json_each(o.events) j"
 	             " WHERE %s%s AND o.events IS NOT NULL%s",
-	             opcols, f->op_id ? "o.op_id = :op" : "o.seq > ", f->op_id ? "" : lo, opf);
+	             opcols, all && f->tool && !f->op_id ? " INDEXED BY ops_id" : "",
+	             f->op_id ? "o.op_id = :op" : all ? "1" : "o.seq > ",
+	             f->op_id || all ? "" : lo, opf);
 	tgi_snprintf(both, sizeof both,
 	             "SELECT * FROM (%s UNION ALL %s) WHERE seq > %s AND ts_ms >= :since",
 	             lone, kept, lo);
@@ -229,17 +233,21 @@ int tgi_sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, j
 	if (!f)
 		f = &all;
 	if (f->limit && after_seq <= 0 && !f->op_id) {
+		/* seqs are gap-free: without a filter the newest `limit` events
+		 * are the newest `limit` seqs */
+		int64_t window = f->limit > INT64_MAX / TGI_LOG_WINDOW ? INT64_MAX
+		               : (int64_t)f->limit * (f->tool || f->status || f->session ? TGI_LOG_WINDOW : 1);
 		events_sql(sql, sizeof sql, f, after_seq, 1);
-		rc = log_query(s, sql, f, after_seq, event_json, out);
+		rc = log_query(s, sql, f, after_seq, window, event_json, out);
 		if (rc == SQLITE_OK && json_array_size(*out) < f->limit) {
 			json_decref(*out);
 			*out = NULL;
 			events_sql(sql, sizeof sql, f, after_seq, 0);
-			rc = log_query(s, sql, f, after_seq, event_json, out);
+			rc = log_query(s, sql, f, after_seq, 0, event_json, out);
 		}
 	} else {
 		events_sql(sql, sizeof sql, f, after_seq, 0);
-		rc = log_query(s, sql, f, after_seq, event_json, out);
+		rc = log_query(s, sql, f, after_seq, 0, event_json, out);
 	}
 	if (rc != SQLITE_OK)
 		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
