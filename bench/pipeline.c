@@ -15,6 +15,13 @@
  * switched off, so both sides pay for them (bench/redact.c measures them
  * alone).
  *
+ * Last, what a call costs the ledger in pages: on a ledger of its own, a
+ * reader holds a snapshot open so that the WAL cannot start over (a
+ * checkpoint may copy pages back, but the file only grows), and the WAL's
+ * growth over N read_file calls and N write_file calls (each with an
+ * idempotency key: a claim and a record) is divided by a frame's size
+ * (page_size + 24): `wal_pages_per_call`.
+ *
  *   build/bench/pipeline [seconds-per-round] [rounds]
  */
 #include <fcntl.h>
@@ -25,6 +32,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "toolgate.h"
 
@@ -115,6 +124,97 @@ static figures run_baseline(const char *ws, double seconds)
 	return (figures){.per_s = (double)n / ((t - t0) / 1e6)};
 }
 
+static long long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* n calls numbered from base, each one persisted, or exit: read_file of a
+ * part of small.txt, or (write) write_file of a new file with a key. */
+static void calls(tg_gate *g, int write, int n, int base)
+{
+	char args[256], key[64];
+	for (int i = 0; i < n; i++) {
+		if (write)
+			snprintf(args, sizeof args, "{\"path\":\"out/w%d.txt\",\"content\":\"a line\\n\"}",
+			         base + i);
+		else
+			snprintf(args, sizeof args, "{\"path\":\"small.txt\",\"offset\":%d}", 1 + (base + i) % 20);
+		snprintf(key, sizeof key, "bench-%d", base + i);
+		tg_request req = {.tool = write ? "write_file" : "read_file", .args = args,
+		                  .idempotency_key = write ? key : NULL};
+		tg_result *r;
+		tg_call(g, &req, &r);
+		if (tg_result_status(r) != TG_PERSISTED) {
+			fprintf(stderr, "pipeline: unexpected status %s\n%s\n",
+			        tg_status_name(tg_result_status(r)), tg_result_json(r, 1));
+			exit(1);
+		}
+		tg_result_free(r);
+	}
+}
+
+/* WAL frames (pages) per read-only and per side-effecting call, from the
+ * WAL's growth while a reader's snapshot keeps it from starting over. */
+static void wal_pages(const char *ws0, int n, double *ro, double *se)
+{
+	char ws[4200], path[4300], wal[4310];
+	snprintf(ws, sizeof ws, "%s/walcount", ws0);
+	mkdir(ws, 0700);
+	snprintf(path, sizeof path, "%s/small.txt", ws);
+	FILE *f = fopen(path, "w");
+	for (int i = 1; i <= 20; i++)
+		fprintf(f, "line %d of a small file read through the gate\n", i);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/toolgate.yaml", ws);
+	f = fopen(path, "w");
+	fprintf(f, "permissions:\n  allow: [\"write_file(./out/**)\"]\n");
+	fclose(f);
+	tg_options o = {.workspace = ws, .config_path = path};
+	tg_gate *g;
+	char *err = NULL;
+	if (tg_gate_open(&o, &g, &err) < 0) {
+		fprintf(stderr, "pipeline: %s\n", err);
+		exit(1);
+	}
+	/* warm up: the trees get past their first pages */
+	calls(g, 0, 300, 0);
+	calls(g, 1, 300, 0);
+
+	snprintf(path, sizeof path, "%s/.toolgate/ledger.db", ws);
+	snprintf(wal, sizeof wal, "%s-wal", path);
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+	    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		fprintf(stderr, "pipeline: cannot hold a snapshot of %s: %s\n", path, sqlite3_errmsg(db));
+		exit(1);
+	}
+	sqlite3_finalize(st);
+	int64_t page = 0;
+	if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		page = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	long long a = file_size(wal);
+	calls(g, 0, n, 1000);
+	long long b = file_size(wal);
+	calls(g, 1, n, 1000);
+	long long c = file_size(wal);
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	sqlite3_close(db);
+	tg_gate_close(g);
+	if (a < 0 || b < a || c < b || page <= 0) {
+		fprintf(stderr, "pipeline: the WAL did not grow as it should (%lld %lld %lld)\n", a, b, c);
+		exit(1);
+	}
+	*ro = (double)(b - a) / (double)(page + 24) / n;
+	*se = (double)(c - b) / (double)(page + 24) / n;
+}
+
 static double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof *v, cmp_double);
@@ -189,6 +289,12 @@ int main(int argc, char **argv)
 	       median(onp, rounds), median(on50, rounds), median(on99, rounds));
 	printf("ratio middleware on/off %.3f (median of the rounds' ratios; target >= 0.80)\n",
 	       median(ratio, rounds));
+
+	double ro, se;
+	wal_pages(ws, 400, &ro, &se);
+	printf("wal_pages_per_call read_only %.2f side_effecting %.2f (WAL growth over 400 calls"
+	       " each / (page_size + 24); write_file with an idempotency key: claim and record;"
+	       " targets <= 3 and <= 6)\n", ro, se);
 
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", ws);

@@ -386,6 +386,38 @@ static int bench_scan(long rows, const char *base)
 		time_query(s, events, "--since 1s ago", (tgi_log_filter){ .since_ms = recent });
 		time_query(s, events, "--limit 50", (tgi_log_filter){ .limit = 50 });
 	}
+	/* what `toolgate log` does for each call it shows, and a replay's
+	 * lookup: one op by its id (one from the middle of the ledger) */
+	json_t *mid;
+	char err[512], op[37];
+	if (tgi_store_ops(s, &(tgi_log_filter){ .since_ms = recent }, &mid, err, sizeof err) < 0)
+		die("ops", err);
+	json_t *one = json_array_get(mid, json_array_size(mid) / 2);
+	snprintf(op, sizeof op, "%s", one ? json_string_value(json_object_get(one, "op_id")) : "");
+	json_decref(mid);
+	if (*op) {
+		time_query(s, 0, "--op (one call)", (tgi_log_filter){ .op_id = op });
+		time_query(s, 1, "--op (one call's events)", (tgi_log_filter){ .op_id = op });
+	}
+	/* `toolgate log --follow`: the events after a seq near the newest,
+	 * a page at a time */
+	int64_t top = 0;
+	if (tgi_store_last_seq(s, &top, err, sizeof err) < 0)
+		die("last seq", err);
+	double tf[3];
+	size_t nf = 0;
+	for (int r = 0; r < 3; r++) {
+		json_t *v;
+		double a = now_us();
+		if (tgi_store_events(s, &(tgi_log_filter){ .limit = 512 }, top - 300, &v, err,
+		                     sizeof err) < 0)
+			die("follow", err);
+		tf[r] = (now_us() - a) / 1000.0;
+		nf = json_array_size(v);
+		json_decref(v);
+	}
+	printf("scan events %-38s rows %8zu ms %9.1f\n", "--follow (after newest - 300)", nf,
+	       median(tf, 3));
 	time_stats(s, "all", 0);
 	time_stats(s, "--since 1s ago", recent);
 	tgi_store_close(s);

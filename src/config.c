@@ -64,6 +64,7 @@ static const char *const approval_names[] = { "ask", "deny", "untrusted" };
 static const char *const approval_former[] = { "on-request", "never" };
 static const char *const sandbox_names[]  = { "read-only", "workspace-write", "danger-full-access" };
 static const char *const sync_names[]     = { "normal", "full" };
+static const char *const keep_names[]     = { "side_effects", "all" };
 static const char *const via_names[]      = { "both", "elicitation", "queue" };
 
 static int name_index(const char *s, const char *const *names, size_t n)
@@ -980,6 +981,8 @@ static const tgi_conf_key ledger_keys[] = {
 	             "an in_flight claim's lease beyond its timeout"),
 	TGI_CONF_CUSTOM("key_file", set_key_file, "the machine key's file, outside the workspace"),
 	TGI_CONF_CUSTOM("key_env", set_key_env, "the variable holding the machine key"),
+	TGI_CONF_ENUM("keep_output", tgi_config, keep_output_all, keep_names,
+	              "whose output the ledger keeps whole"),
 };
 static const tgi_conf_key spill_keys[] = {
 	TGI_CONF_DURATION("keep", tgi_config, spill_keep_s, 60, 10LL * MAX_TTL_S,

@@ -179,6 +179,8 @@ typedef struct tgi_config {
 	char   *key_env;             /* ledger.key_env: the variable holding the key (NULL: none) */
 	int     lease_grace_s;       /* ledger.lease_grace_s: an in_flight claim's lease is the
 	                              * tool's timeout plus this (default 60) */
+	int     keep_output_all;     /* ledger.keep_output: 0 "side_effects" (default: a read-only
+	                              * call's output is kept as its size and sha256), 1 "all" */
 	long long spill_keep_s;      /* spill.keep: how long a spill file is kept; older ones
 	                              * go when a gate opens (default 7 days) */
 	int     hide_denied;         /* MCP tools/list leaves out what a bare deny rule forbids

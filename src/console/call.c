@@ -174,6 +174,15 @@ static void call_result(tgi_buf *b, const json_t *env, const char *op_id)
 		tgi_buf_puts(b, "<pre class=\"output\">");
 		json_shown(b, out, JSON_INDENT(2), SHOW_JSON_MAX);
 		tgi_buf_puts(b, "</pre>\n");
+	} else if (json_is_object(json_object_get(env, "output_digest"))) {
+		/* a read-only call's output is kept as its size and sha256 (persist.c) */
+		const json_t *d = json_object_get(env, "output_digest");
+		const char *sha = json_string_value(json_object_get(d, "sha256"));
+		tgi_buf_printf(b, "<p class=\"digest\">The output of this read-only call was not kept "
+		                  "(ledger.keep_output): %lld bytes, sha256 <code>",
+		               (long long)json_integer_value(json_object_get(d, "bytes")));
+		tgc_html_text(b, sha ? sha : "?");
+		tgi_buf_puts(b, "</code>.</p>\n");
 	} else if (!json_is_object(err)) {
 		tgi_buf_puts(b, "<p class=\"empty\">No output.</p>\n");
 	}

@@ -6,9 +6,13 @@
  * one transaction, which also settles the call's idempotency claim and
  * saves what the middleware keeps (its loop-window entry, the session's
  * manifest digest; a rate-limit token was taken in the ledger already).  What is written is redacted
- * (mw.h): the caller still gets the real envelope.  A tool that succeeded
- * but whose row could not be written is `committed` (the side effect
- * happened; the record did not).
+ * (mw.h): the caller still gets the real envelope.  A read-only call's
+ * output is kept as its size and sha256 (output_digest, output null): no
+ * one replays it, and it is most of what a record writes; a side-effecting
+ * call's is kept whole, since a replay returns it (ledger.keep_output:
+ * all keeps every output).  A tool that succeeded but whose row could not
+ * be written is `committed` (the side effect happened; the record did
+ * not).
  *
  * Owns: the ops row and events of this call.  Must not: change what the
  * call did, or retry the tool.
@@ -68,6 +72,32 @@ static json_t *kept_key(const tgi_call *c, json_t *stored)
 	return top;
 }
 
+/* stored (taken) with a read-only call's output as {bytes, sha256} of its
+ * compact JSON (output_digest) and output null; the caller's envelope
+ * keeps it.  Nothing changes when there is no output, when the call may
+ * have side effects (its contract is not read-only, or not known), or
+ * with ledger.keep_output: all. */
+static json_t *kept_output(const tgi_call *c, json_t *stored)
+{
+	const json_t *out = json_object_get(stored, "output");
+	if (!out || json_is_null(out) || !(c->contract & TGI_T_READ_ONLY) ||
+	    (c->g && c->g->cfg->keep_output_all))
+		return stored;
+	char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+	if (!text)
+		return stored;   /* out of memory: kept whole, as before */
+	size_t n = strlen(text);
+	char sha[65];
+	tgi_sha256_hex(text, n, sha);
+	free(text);
+	json_t *top = json_copy(stored);
+	json_object_set_new(top, "output", json_null());
+	json_object_set_new(top, "output_digest",
+	                    json_pack("{s:I, s:s}", "bytes", (json_int_t)n, "sha256", sha));
+	json_decref(stored);
+	return top;
+}
+
 void tgi_persist(tgi_call *c)
 {
 	tg_gate *g = c->g;
@@ -93,7 +123,8 @@ void tgi_persist(tgi_call *c)
 	 * below shows in what the caller gets, not in the stored copy */
 	json_t *env = c->envelope = tgi_envelope(c);
 	const tgi_strv *keys = c->entry ? &c->entry->sensitive : NULL;
-	json_t *stored = kept_key(c, kept_message(c, tgi_redact_json(g->redact, env, keys)));
+	json_t *stored = kept_output(c, kept_key(c, kept_message(c, tgi_redact_json(g->redact, env,
+	                                                                            keys))));
 	char *env_text = json_dumps(stored, JSON_COMPACT | JSON_REAL_PRECISION(6));
 	json_decref(stored);
 	for (size_t i = 0; i < c->nevents; i++) {

@@ -145,6 +145,32 @@
  * still replay) and masks their keys, with two functions of ours
  * (register_functions); rows are found without parsing every envelope.
  *
+ * Version 8 (a record of a few pages).  A call's record writes each b-tree
+ * page it touches to the WAL, so it now touches two b-trees, at their right
+ * edges.  ops is keyed by seq, the seq of the call's last event: its events
+ * are a column of the row ([ts_ms, type, stage, data] each, oldest first)
+ * and take the nev seqs up to it, so a record writes no events rows, and
+ * the newest seq is the larger of the two rightmost rowids, ops' and
+ * event_rows' (TGI_SEQ_NEWEST).  event_rows (the events table before
+ * version 8) keeps the events written on their own (of no call, or after a
+ * call's row: an after-hook's, an operator's resolve) and those of the
+ * rows before version 8; it is written with seqs from the same count, so
+ * seq stays one gap-free order in commit order.  events is now a view of
+ * both, every event as one row as before, for whoever reads the ledger
+ * with SQL (the readers here read the two apart, by seq range).  An ops row with no events (an operator's settling of a call that
+ * left none; a row from before version 8) takes a seq below 0, outside
+ * that order.  ops_id (op_id, tool, status, started_ms, duration_ms)
+ * replaces both the op_id key's index and ops_tool: lookups by op id,
+ * `since` ranges, and `toolgate stats` reading that index alone; `log
+ * --tool` walks it newest first.  It is not UNIQUE (an op id index that
+ * carries the other columns cannot be): a record looks the op id up first,
+ * inside its write transaction.  idem is WITHOUT ROWID, keyed by scope
+ * (one b-tree, not a table and the index of its key), and idem_op is gone:
+ * a claim is found by its op id only by an operator (`ops resolve`, the
+ * unknown outcomes), whose reads already walk the claims.  The upgrade
+ * rebuilds ops and idem, once, in the migration's transaction: the rows
+ * before it keep their envelopes and their events rows.
+ *
  * Migration i takes user_version i to i + 1.
  */
 static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
@@ -220,6 +246,38 @@ static const char *const migrations[TGI_STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE idem ADD COLUMN mac TEXT;"
 	"ALTER TABLE rate_buckets ADD COLUMN mac TEXT;"
 	"ALTER TABLE pins ADD COLUMN mac TEXT;",
+	"CREATE TABLE ops_v8("
+	"  seq INTEGER PRIMARY KEY, op_id TEXT NOT NULL, tool TEXT, status TEXT NOT NULL,"
+	"  started_ms INTEGER NOT NULL, duration_ms REAL, call_id TEXT, session TEXT,"
+	"  principal TEXT, error_kind TEXT, idem_scope TEXT, args_sha256 TEXT, loop TEXT,"
+	"  args_redacted TEXT, events TEXT, envelope TEXT NOT NULL);"
+	"INSERT INTO ops_v8(seq, op_id, tool, status, started_ms, duration_ms, call_id, session,"
+	"    principal, error_kind, idem_scope, args_sha256, loop, args_redacted, envelope)"
+	"  SELECT -row_number() OVER (ORDER BY op_id DESC), op_id, tool, status, started_ms,"
+	"    duration_ms, call_id, session, principal, error_kind, idem_scope, args_sha256, loop,"
+	"    args_redacted, envelope FROM ops ORDER BY op_id;"
+	"DROP TABLE ops;"
+	"ALTER TABLE ops_v8 RENAME TO ops;"
+	"CREATE INDEX ops_id ON ops(op_id, tool, status, started_ms, duration_ms);"
+	"CREATE INDEX ops_status ON ops(status, op_id) WHERE status <> 'persisted';"
+	"CREATE INDEX ops_session ON ops(session, op_id, loop) WHERE session IS NOT NULL;"
+	"CREATE TABLE idem_v8("
+	"  scope TEXT PRIMARY KEY, op_id TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('in_flight', 'done', 'unknown')),"
+	"  owner_host TEXT, owner_pid INTEGER, owner_start INTEGER, lease_until_ms INTEGER,"
+	"  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, binding TEXT, mac TEXT)"
+	"  WITHOUT ROWID;"
+	"INSERT INTO idem_v8 SELECT scope, op_id, state, owner_host, owner_pid, owner_start,"
+	"  lease_until_ms, created_ms, updated_ms, binding, mac FROM idem;"
+	"DROP TABLE idem;"
+	"ALTER TABLE idem_v8 RENAME TO idem;"
+	"ALTER TABLE events RENAME TO event_rows;"
+	"CREATE VIEW events(seq, ts_ms, op_id, type, stage, data) AS"
+	"  SELECT seq, ts_ms, op_id, type, stage, data FROM event_rows"
+	"  UNION ALL"
+	"  SELECT o.seq - json_array_length(o.events) + 1 + j.key, j.value ->> 0, o.op_id,"
+	"    j.value ->> 1, j.value ->> 2, nullif(j.value -> 3, 'null')"
+	"  FROM ops o, json_each(o.events) j WHERE o.events IS NOT NULL;",
 };
 
 /* Migration 7's functions (registered on every connection that may run
@@ -273,11 +331,13 @@ static int register_functions(sqlite3 *db)
 /* One quick query per table at open: every column we use must exist and
  * the first page must read back. */
 static const char *const verify_sql[] = {
-	"SELECT op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
-	" args_redacted, args_sha256, envelope, started_ms, duration_ms, loop FROM ops LIMIT 1",
+	"SELECT seq, op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
+	" args_redacted, args_sha256, envelope, started_ms, duration_ms, loop, events"
+	" FROM ops LIMIT 1",
 	"SELECT scope, op_id, state, owner_host, owner_pid, owner_start, lease_until_ms,"
 	" created_ms, updated_ms, binding FROM idem LIMIT 1",
-	"SELECT seq, ts_ms, op_id, type, stage, data FROM events ORDER BY seq DESC LIMIT 1",
+	"SELECT seq, ts_ms, op_id, type, stage, data FROM event_rows ORDER BY seq DESC LIMIT 1",
+	"SELECT seq, ts_ms, op_id, type, stage, data FROM events LIMIT 1",
 	"SELECT id, op_id, tool, principal, binding, state, args, reason, created_ms,"
 	" expires_ms, decided_by, decided_ms, plan, decided_reason FROM approvals LIMIT 1",
 	"SELECT id, first_ms, last_ms, calls, manifest FROM sessions LIMIT 1",
@@ -813,8 +873,6 @@ static void sq_close(tgi_store *base)
 		tgi_sq_ckpt_here(s);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(s->st[i]);
-	for (int i = 0; i < TGI_EVENT_BATCH; i++)
-		sqlite3_finalize(s->ev_st[i]);
 	sqlite3_close_v2(s->db);
 	/* a fork child's copy of a running thread's mutex may be held: leave it */
 	if (!s->ckpt.started) {
@@ -935,56 +993,23 @@ static int sq_ident_put(tgi_store *base, const tgi_ledger_ident *id, int adopt, 
 
 /* ---- ops + events ---- */
 
-/* Insert n (1..TGI_EVENT_BATCH) events of one op with one cached
- * multi-row INSERT: one statement per call rather than one per event, and
- * set their seqs.  The rows of one INSERT get consecutive rowids in the
- * order of its VALUES (each max(rowid) + 1: no other writer runs inside
- * our write transaction), so the last one's rowid gives them all. */
-static int insert_events(sq *s, const char *op_id, tgi_event *ev, size_t n)
+/* The events of one call as its ops row keeps them: a JSON array of
+ * [ts_ms, type, stage, data] (stage and data null when there are none),
+ * oldest first.  NULL when they cannot be encoded (out of memory). */
+static char *events_text(const tgi_event *ev, size_t n)
 {
-	sqlite3_stmt **stp = &s->ev_st[n - 1];
-	char *data[TGI_EVENT_BATCH] = { 0 };
-	int rc = SQLITE_OK;
-
-	if (!*stp) {
-		char sql[96 + TGI_EVENT_BATCH * 48];
-		size_t len = (size_t)snprintf(sql, sizeof sql,
-		                              "INSERT INTO events(op_id, ts_ms, type, stage, data) VALUES");
-		for (size_t i = 0; i < n; i++)
-			len += (size_t)snprintf(sql + len, sizeof sql - len, "%s(?1, ?%zu, ?%zu, ?%zu, ?%zu)",
-			                        i ? ", " : "", 4 * i + 2, 4 * i + 3, 4 * i + 4, 4 * i + 5);
-		rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, stp, NULL);
-		if (rc != SQLITE_OK)
-			return rc;
-	}
-	sqlite3_stmt *st = *stp;
-	rc = sqlite3_bind_text(st, 1, op_id, -1, SQLITE_STATIC);
-	for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
-		int col = (int)(4 * i + 2);
-		if (ev[i].data && !(data[i] = json_dumps(ev[i].data, JSON_COMPACT | JSON_ENCODE_ANY))) {
-			rc = SQLITE_NOMEM;
-			break;
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++) {
+		json_t *e = json_pack("[I, s, s?, O?]", (json_int_t)ev[i].ts_ms, ev[i].type,
+		                      ev[i].stage, ev[i].data);
+		if (!e || json_array_append_new(a, e) < 0) {
+			json_decref(a);
+			return NULL;
 		}
-		rc = sqlite3_bind_int64(st, col, ev[i].ts_ms);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_bind_text(st, col + 1, ev[i].type, -1, SQLITE_STATIC);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_bind_text(st, col + 2, ev[i].stage, -1, SQLITE_STATIC);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_bind_text(st, col + 3, data[i], -1, SQLITE_STATIC);
 	}
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE) {
-		int64_t last = sqlite3_last_insert_rowid(s->db);
-		for (size_t i = 0; i < n; i++)
-			ev[i].seq = last - (int64_t)(n - 1 - i);
-	}
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	for (size_t i = 0; i < n; i++)
-		free(data[i]);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+	char *t = a ? json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	json_decref(a);
+	return t;
 }
 
 /* scope -> done with op_id, its MAC over binding and the envelope the op
@@ -1015,17 +1040,33 @@ static int settle(sq *s, const tgi_op_record *op, const char *scope, tgi_idem_se
 	return SQLITE_OK;
 }
 
-/* One op's rows, inside the caller's transaction: SQLITE_OK or the error. */
+/* The writes of one call's record, inside the transaction sq_record
+ * holds: the ops row with its events (seq: the last event's, so the
+ * events are the nev seqs up to it), the session, the claim.  The op id is
+ * checked first: ops_id is not a unique index (see the schema). */
 static int record_body(sq *s, const tgi_op_record *op, tgi_event *ev, size_t nev,
                        const char *idem_scope, tgi_idem_settle how, int64_t now)
 {
-	int rc = st_run(s, ST_OP_INSERT, "tttttttttttift", op->op_id, op->call_id, op->session,
-	                op->tool, op->principal, op->status, op->error_kind, op->idem_scope,
-	                op->args_redacted, op->args_sha256, op->envelope, (int64_t)op->started_ms,
-	                op->duration_ms, op->loop);
-	for (size_t i = 0; rc == SQLITE_OK && i < nev; i += TGI_EVENT_BATCH)
-		rc = insert_events(s, op->op_id, ev + i,
-		                   nev - i < TGI_EVENT_BATCH ? nev - i : TGI_EVENT_BATCH);
+	int rc = tgi_sq_st_step(s, ST_OP_EXISTS, "t", op->op_id);
+	if (rc == SQLITE_ROW) {
+		tgi_sq_st_reset(s, ST_OP_EXISTS);
+		return SQLITE_CONSTRAINT_PRIMARYKEY;
+	}
+	if (rc != SQLITE_DONE)
+		return rc;
+	char *events = nev ? events_text(ev, nev) : NULL;
+	if (nev && !events)
+		return SQLITE_NOMEM;
+	rc = st_run(s, ST_OP_INSERT, "tttttttttttiftit", op->op_id, op->call_id, op->session,
+	            op->tool, op->principal, op->status, op->error_kind, op->idem_scope,
+	            op->args_redacted, op->args_sha256, op->envelope, (int64_t)op->started_ms,
+	            op->duration_ms, op->loop, (int64_t)nev, events);
+	free(events);
+	if (rc == SQLITE_OK) {
+		int64_t last = sqlite3_last_insert_rowid(s->db);
+		for (size_t i = 0; i < nev; i++)
+			ev[i].seq = last - (int64_t)(nev - 1 - i);
+	}
 	if (rc == SQLITE_OK && op->session)
 		rc = st_run(s, ST_SESSION_UPSERT, "tit", op->session, (int64_t)op->started_ms,
 		            op->manifest);
@@ -1412,8 +1453,9 @@ static int mark_applied(sq *s, const char *op_id, const char *scope, int64_t now
 	if (had_row)
 		rc = st_run(s, ST_OP_SET_ENVELOPE, "tt", op_id, out);
 	else
-		rc = st_run(s, ST_OP_INSERT, "tttttttttttift", op_id, NULL, NULL, NULL, NULL, "persisted",
-		            NULL, scope, NULL, NULL, out, made >= 0 ? made : now, 0.0, NULL);
+		rc = st_run(s, ST_OP_INSERT, "tttttttttttiftit", op_id, NULL, NULL, NULL, NULL,
+		            "persisted", NULL, scope, NULL, NULL, out, made >= 0 ? made : now, 0.0,
+		            NULL, (int64_t)0, NULL);
 	free(out);
 	return rc;
 }

@@ -26,8 +26,7 @@
 #include <sqlite3.h>
 
 #define TGI_BUSY_MS        5000   /* many processes share the ledger */
-#define TGI_EVENT_BATCH    8      /* events per INSERT statement (one call has ~4) */
-#define TGI_LOG_WINDOW     256    /* events walked per event wanted before the ops lead */
+#define TGI_LOG_WINDOW     16     /* seqs read per event wanted (with a filter) before all are */
 /* WAL frames (pages) past which a commit wakes the checkpointer (see
  * sqlite_checkpoint.c): ~1,100 records of ~7 pages, a WAL of ~33 MB.  Past
  * TGI_CKPT_HARD_FRAMES (the checkpointer cannot keep up, or cannot run) the
@@ -39,6 +38,14 @@
 #define TGI_CKPT_ROUNDS      32   /* rounds of the thread per wake */
 #define TGI_CKPT_COMMITS     16   /* commits a handle makes before it starts the thread */
 #define TGI_CKPT_THREAD_NAME "tg-checkpoint"
+
+/* The newest event's seq (0: none).  A call's events are a column of its
+ * ops row, whose seq is that of its last event; an event written on its
+ * own is a row of event_rows (see the schema in sqlite.c).  Both are the
+ * rightmost entry of a rowid b-tree: two short descents, no scan. */
+#define TGI_SEQ_NEWEST                                                                          \
+	"max(coalesce((SELECT max(seq) FROM ops), 0),"                                          \
+	" coalesce((SELECT max(seq) FROM event_rows), 0))"
 
 /* The columns of an eval run, in tgi_eval_row's order. */
 #define TGI_EVAL_COLS                                                                           \
@@ -61,13 +68,17 @@
 	X(ST_SYNC_FULL, "PRAGMA synchronous = FULL")                                            \
 	X(ST_SYNC_NORMAL, "PRAGMA synchronous = NORMAL")                                        \
 	X(ST_OP_INSERT,                                                                         \
-	  "INSERT INTO ops(op_id, call_id, session, tool, principal, status, error_kind,"       \
-	  " idem_scope, args_redacted, args_sha256, envelope, started_ms, duration_ms, loop)"   \
-	  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")              \
+	  "INSERT INTO ops(seq, op_id, call_id, session, tool, principal, status, error_kind,"  \
+	  " idem_scope, args_redacted, args_sha256, envelope, started_ms, duration_ms, loop,"   \
+	  " events) VALUES(CASE WHEN ?15 > 0 THEN " TGI_SEQ_NEWEST " + ?15"                    \
+	  " ELSE min(0, (SELECT min(seq) FROM ops)) - 1 END,"                                   \
+	  " ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16)")                 \
+	X(ST_OP_EXISTS, "SELECT 1 FROM ops WHERE op_id = ?1")                                   \
 	X(ST_OP_ENVELOPE, "SELECT envelope FROM ops WHERE op_id = ?1")                          \
 	X(ST_OP_SET_ENVELOPE, "UPDATE ops SET envelope = ?2 WHERE op_id = ?1")                  \
 	X(ST_EVENT_INSERT,                                                                      \
-	  "INSERT INTO events(ts_ms, op_id, type, stage, data) VALUES(?1, ?2, ?3, ?4, ?5)")    \
+	  "INSERT INTO event_rows(seq, ts_ms, op_id, type, stage, data)"                       \
+	  " VALUES(" TGI_SEQ_NEWEST " + 1, ?1, ?2, ?3, ?4, ?5)")                               \
 	X(ST_SESSION_UPSERT,                                                                    \
 	  "INSERT INTO sessions(id, first_ms, last_ms, calls, manifest)"                       \
 	  " VALUES(?1, ?2, ?2, 1, ?3)"                                                          \
@@ -85,7 +96,7 @@
 	  " updated_ms = excluded.updated_ms, mac = excluded.mac")                              \
 	X(ST_BUCKET_GET,                                                                        \
 	  "SELECT tokens, updated_ms, mac FROM rate_buckets WHERE principal = ?1 AND tool = ?2") \
-	X(ST_LAST_SEQ, "SELECT max(seq) FROM events")                                           \
+	X(ST_LAST_SEQ, "SELECT " TGI_SEQ_NEWEST)                                                \
 	X(ST_IDEM_GET,                                                                          \
 	  "SELECT op_id, state, owner_host, owner_pid, owner_start, lease_until_ms, binding,"  \
 	  " mac FROM idem WHERE scope = ?1")                                                    \
@@ -144,7 +155,7 @@
 	  " expires_ms, decided_by, plan, decided_ms, decided_reason, mac"                     \
 	  " FROM approvals WHERE id = ?1")                                                      \
 	X(ST_EXPORT_EVENTS,                                                                     \
-	  "SELECT ts_ms, type, stage, data FROM events WHERE op_id = ?1 ORDER BY seq")           \
+	  "SELECT ts_ms, type, stage, data FROM event_rows WHERE op_id = ?1 ORDER BY seq")      \
 	X(ST_EXPORT_IDEM, "SELECT state, binding FROM idem WHERE scope = ?1 AND op_id = ?2")    \
 	X(ST_MSG_LAST,                                                                          \
 	  "SELECT seq, api FROM messages WHERE session = ?1 ORDER BY seq DESC LIMIT 1")        \
@@ -205,7 +216,6 @@ typedef struct sq {
 	tgi_store     base;           /* first: the handle callers hold */
 	sqlite3      *db;
 	sqlite3_stmt *st[ST__COUNT];  /* prepared on first use */
-	sqlite3_stmt *ev_st[TGI_EVENT_BATCH]; /* ev_st[k-1] inserts k events */
 	int           sync_full;      /* 1: FULL for every write; 0: NORMAL, claims FULL */
 	int           no_migrate;     /* TGI_STORE_NO_MIGRATE: leave a schema that is behind */
 	int           must_exist;     /* TGI_STORE_MUST_EXIST: create nothing */

@@ -72,7 +72,7 @@ static int bind_named(sqlite3_stmt *st, const char *name, const char *text, int6
 
 /* Run a log query built from the filter and collect its rows with row(). */
 static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t after_seq,
-                     json_t *(*row)(sqlite3_stmt *), json_t **out)
+                     int64_t window, json_t *(*row)(sqlite3_stmt *), json_t **out)
 {
 	char since_id[37];
 	sqlite3_stmt *st = NULL;
@@ -95,9 +95,7 @@ static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t af
 	if (rc == SQLITE_OK)
 		rc = bind_named(st, ":limit", NULL, f->limit > INT64_MAX ? INT64_MAX : (int64_t)f->limit);
 	if (rc == SQLITE_OK)
-		rc = bind_named(st, ":window", NULL,
-		                f->limit > INT64_MAX / TGI_LOG_WINDOW ? INT64_MAX
-		                                                      : (int64_t)f->limit * TGI_LOG_WINDOW);
+		rc = bind_named(st, ":window", NULL, window);
 	json_t *a = json_array();
 	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json_array_append_new(a, row(st));
@@ -118,12 +116,13 @@ static int log_query(sq *s, const char *sql, const tgi_log_filter *f, int64_t af
 
 /*
  * Filters become SQL conditions (values are bound, never pasted), so the
- * indexes serve them: `since` is a range of the op_id index (an op's id is
- * made at decode, just after its start time is read, so the two agree to
- * the millisecond; started_ms keeps the bound exact), --tool is ops_tool,
- * --status ops_status unless it is `persisted` (which that index leaves
- * out: the constant condition added below is what lets the planner use
- * it), --session ops_session, and events(op_id) the events of those ops.
+ * indexes serve them: `since` is a range of ops_id (an op's id is made at
+ * decode, just after its start time is read, so the two agree to the
+ * millisecond; started_ms keeps the bound exact), --tool is read from
+ * ops_id's entries as it is walked (newest first with a limit), --status
+ * is ops_status unless it is `persisted` (which that index leaves out: the
+ * constant condition added below is what lets the planner use it),
+ * --session ops_session.
  * Rows come in op_id order, which is start time order, without a sort.
  * With a limit the
  * newest `limit` rows are returned, still oldest first (like tail); events
@@ -154,64 +153,72 @@ int tgi_sq_ops(tgi_store *base, const tgi_log_filter *f, json_t **out, char *err
 	} else {
 		strcat(sql, " ORDER BY op_id");
 	}
-	int rc = log_query(s, sql, f, 0, op_json, out);
+	int rc = log_query(s, sql, f, 0, 0, op_json, out);
 	if (rc != SQLITE_OK)
 		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
 	return 0;
 }
 
-/* Does the filter pick ops (so events join them rather than only read
- * their columns)? */
-static int filters_ops(const tgi_log_filter *f)
-{
-	return f->tool || f->status || f->session;
-}
-
 /*
- * Events come in seq order, each with its op's columns (an event without
- * an op row keeps them NULL: the LEFT JOIN, where the events always lead).
- * With a tool, status or session filter they join their ops, and on a
- * large ledger it matters which side leads.  For the newest `limit` events
- * it is fastest to walk events back from the newest and look each one's op
- * up by its op_id (events lead), unless few ops match, when walking those
- * ops in ops_tool, ops_status or ops_session is (ops lead).  So a query
- * with a limit first walks only the newest TGI_LOG_WINDOW x limit events,
- * and asks again with the ops leading only when fewer than `limit` of
- * those match; both answers are exact.  After after_seq (--follow) the
- * events lead: that range is the newest.  The message is read from the
- * envelope only for the rows returned and only for calls with an error
- * (the envelope is parsed for those alone; one that is not JSON gives no
- * message rather than failing the query).
+ * Events come in seq order from two places (see the schema in sqlite.c): a
+ * call's events are a column of its ops row, expanded here (json_each),
+ * each with its seq counted back from the row's; the events written on
+ * their own are rows of event_rows, each with its op's columns (NULL for an
+ * event of no op: the LEFT JOIN).  The two are merged by seq.  Both are
+ * read by seq range: the ops rows and the events rows after a lower bound
+ * are the rightmost of their trees.  A query with a limit and no after_seq
+ * (the newest `limit`) first reads only the newest TGI_LOG_WINDOW x limit
+ * seqs, and reads them all only when fewer than `limit` of those match;
+ * both answers are exact.  With --op the op's row is found by ops_id and
+ * its lone events by events_op, whatever the range.  The message is read
+ * from the envelope only for calls with an error (the envelope is parsed
+ * for those alone; one that is not JSON gives no message rather than
+ * failing the query).
  */
 static void events_sql(char *sql, size_t cap, const tgi_log_filter *f, int64_t after_seq,
-                       int events_lead, int windowed /* only when after_seq <= 0 */)
+                       int windowed /* only when after_seq <= 0 */)
 {
-	static const char cols[] =
-		"e.seq AS seq, e.ts_ms, e.op_id, e.type, e.stage, e.data, o.op_id IS NOT NULL,"
+	static const char opcols[] =
 		" o.session, o.principal, o.tool, o.status, o.error_kind,"
 		" CASE WHEN o.error_kind IS NOT NULL AND json_valid(o.envelope)"
-		" THEN json_extract(o.envelope, '$.error.message') END,"
+		" THEN json_extract(o.envelope, '$.error.message') END AS message,"
 		" o.args_redacted";
-	char where[512];
-	const char *from = !filters_ops(f) ? "events e LEFT JOIN ops o ON o.op_id = e.op_id"
-	                 : events_lead     ? "events e CROSS JOIN ops o ON o.op_id = e.op_id"
-	                                   : "events e JOIN ops o ON o.op_id = e.op_id";
+	char lo[128], opf[512];
+	int join = f->tool || f->status || f->session;
 
-	/* one lower bound on seq, so that the planner walks only that range */
-	tgi_snprintf(where, sizeof where, "e.seq > %s AND e.ts_ms >= :since%s%s%s%s%s",
-	             windowed ? "(SELECT max(seq) FROM events) - :window" : ":after",
+	tgi_snprintf(lo, sizeof lo, "%s", windowed ? "(SELECT " TGI_SEQ_NEWEST ") - :window"
+	                                           : ":after");
+	tgi_snprintf(opf, sizeof opf, "%s%s%s%s",
 	             f->tool ? " AND o.tool = :tool" : "", f->status ? " AND o.status = :status" : "",
 	             f->status && strcmp(f->status, "persisted") ? " AND o.status <> 'persisted'" : "",
-	             f->session ? " AND o.session = :session" : "",
-	             f->op_id ? " AND e.op_id = :op" : "");
+	             f->session ? " AND o.session = :session" : "");
+	char lone[1536], kept[1536], both[3200];
+	/* the events written on their own lead (few), their ops looked up by
+	 * op id; a call's events are read from its row, by seq range, or, for
+	 * all of them with a tool, through ops_id's tool column */
+	int all = !windowed && after_seq <= 0;
+	tgi_snprintf(lone, sizeof lone,
+	             "SELECT e.seq AS seq, e.ts_ms AS ts_ms, e.op_id, e.type, e.stage, e.data,"
+	             " o.op_id IS NOT NULL,%s FROM event_rows e %s ops o ON o.op_id = e.op_id"
+	             " WHERE %s%s%s",
+	             opcols, join ? "CROSS JOIN" : "LEFT JOIN",
+	             f->op_id ? "e.op_id = :op" : "e.seq > ", f->op_id ? "" : lo, opf);
+	tgi_snprintf(kept, sizeof kept,
+	             "SELECT o.seq - json_array_length(o.events) + 1 + j.key AS seq,"
+	             " j.value ->> 0 AS ts_ms, o.op_id, j.value ->> 1, j.value ->> 2,"
+	             " nullif(j.value -> 3, 'null'), 1,%s FROM ops o%s, json_each(o.events) j"
+	             " WHERE %s%s AND o.events IS NOT NULL%s",
+	             opcols, all && f->tool && !f->op_id ? " INDEXED BY ops_id" : "",
+	             f->op_id ? "o.op_id = :op" : all ? "1" : "o.seq > ",
+	             f->op_id || all ? "" : lo, opf);
+	tgi_snprintf(both, sizeof both,
+	             "SELECT * FROM (%s UNION ALL %s) WHERE seq > %s AND ts_ms >= :since",
+	             lone, kept, lo);
 	if (f->limit && after_seq <= 0)
-		tgi_snprintf(sql, cap,
-		             "SELECT * FROM (SELECT %s FROM %s WHERE %s ORDER BY e.seq DESC LIMIT :limit)"
-		             " ORDER BY seq",
-		             cols, from, where);
+		tgi_snprintf(sql, cap, "SELECT * FROM (%s ORDER BY seq DESC LIMIT :limit) ORDER BY seq",
+		             both);
 	else
-		tgi_snprintf(sql, cap, "SELECT %s FROM %s WHERE %s ORDER BY e.seq%s", cols, from, where,
-		             f->limit ? " LIMIT :limit" : "");
+		tgi_snprintf(sql, cap, "%s ORDER BY seq%s", both, f->limit ? " LIMIT :limit" : "");
 }
 
 int tgi_sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, json_t **out,
@@ -219,25 +226,28 @@ int tgi_sq_events(tgi_store *base, const tgi_log_filter *f, int64_t after_seq, j
 {
 	sq *s = (sq *)base;
 	static const tgi_log_filter all;
-	char sql[2048];
+	char sql[8192];
 	int rc;
 
 	*out = NULL;
 	if (!f)
 		f = &all;
-	int join = filters_ops(f);
-	if (join && f->limit && after_seq <= 0) {
-		events_sql(sql, sizeof sql, f, after_seq, 1, 1);
-		rc = log_query(s, sql, f, after_seq, event_json, out);
+	if (f->limit && after_seq <= 0 && !f->op_id) {
+		/* seqs are gap-free: without a filter the newest `limit` events
+		 * are the newest `limit` seqs */
+		int64_t window = f->limit > INT64_MAX / TGI_LOG_WINDOW ? INT64_MAX
+		               : (int64_t)f->limit * (f->tool || f->status || f->session ? TGI_LOG_WINDOW : 1);
+		events_sql(sql, sizeof sql, f, after_seq, 1);
+		rc = log_query(s, sql, f, after_seq, window, event_json, out);
 		if (rc == SQLITE_OK && json_array_size(*out) < f->limit) {
 			json_decref(*out);
 			*out = NULL;
-			events_sql(sql, sizeof sql, f, after_seq, 0, 0);
-			rc = log_query(s, sql, f, after_seq, event_json, out);
+			events_sql(sql, sizeof sql, f, after_seq, 0);
+			rc = log_query(s, sql, f, after_seq, 0, event_json, out);
 		}
 	} else {
-		events_sql(sql, sizeof sql, f, after_seq, join && after_seq > 0, 0);
-		rc = log_query(s, sql, f, after_seq, event_json, out);
+		events_sql(sql, sizeof sql, f, after_seq, 0);
+		rc = log_query(s, sql, f, after_seq, 0, event_json, out);
 	}
 	if (rc != SQLITE_OK)
 		return tgi_sq_fail(s, rc, err, errlen, "cannot read the ledger");
@@ -268,17 +278,16 @@ int tgi_sq_last_seq(tgi_store *base, int64_t *seq, char *err, size_t errlen)
  * figures toward the gate's own overhead; calls stopped before execute
  * (invalid, denied, pending) are counted but have no duration to speak of.
  *
- * The per-tool part reads ops_tool alone (it carries status, started_ms
- * and duration_ms): `+op_id` keeps the planner off the op_id range, which
- * would read each row with its envelope, and ORDER BY tool is that index's
- * order, so one tool's rows come together and only that tool's durations
- * are held at a time.  Denials come from ops_status (only rows that are
- * not `persisted`) and the envelopes of the denied rows.
+ * The per-tool part reads ops_id alone (it carries tool, status,
+ * started_ms and duration_ms) over the `since` range, in op id order: each
+ * tool's figures are gathered apart as the rows come (a few tools, found
+ * by name).  Denials come from ops_status (only rows that are not
+ * `persisted`) and the envelopes of the denied rows.
  */
 
 static const char stats_tools_sql[] =
-	"SELECT tool, status, duration_ms FROM ops"
-	" WHERE +op_id >= :since_id AND started_ms >= :since ORDER BY tool";
+	"SELECT tool, status, duration_ms FROM ops INDEXED BY ops_id"
+	" WHERE op_id >= :since_id AND started_ms >= :since";
 
 static const char stats_denials_sql[] =
 	"SELECT CASE WHEN json_valid(envelope) THEN json_extract(envelope, '$.error.rule') END"
@@ -386,15 +395,37 @@ static int stats_prepare(sq *s, const char *sql, int64_t since_ms, const char si
 	return rc;
 }
 
+/* One tool's figures under its name (NULL: calls stopped before a tool
+ * was named). */
+struct named_stats {
+	char             *name;
+	struct tool_stats t;
+};
+
+/* The figures of tool in v[0..*n), added when new; last is where the
+ * previous row's were (rows of one tool often come together). */
+static struct tool_stats *tool_find(struct named_stats **v, size_t *n, size_t *cap,
+                                    size_t *last, const char *tool)
+{
+	if (*last < *n && tgi_same_tool((*v)[*last].name, tool))
+		return &(*v)[*last].t;
+	for (size_t i = 0; i < *n; i++)
+		if (tgi_same_tool((*v)[i].name, tool))
+			return &(*v)[*last = i].t;
+	if (*n == *cap)
+		*v = tgi_xrealloc(*v, (*cap = *cap ? 2 * *cap : 16) * sizeof **v);
+	(*v)[*n] = (struct named_stats){ tool ? tgi_strdup(tool) : NULL, { 0 } };
+	*last = (*n)++;
+	return &(*v)[*last].t;
+}
+
 /* The tools array, by calls descending, and the number of calls. */
 static int stats_tools(sq *s, int64_t since_ms, const char since_id[37], json_t *tools,
                        json_int_t *total)
 {
 	sqlite3_stmt *st = NULL;
-	struct tool_stats t = { 0 };
-	char *cur = NULL; /* the tool whose rows the scan is on, when t.calls */
-	json_t **v = NULL;
-	size_t n = 0, cap = 0;
+	struct named_stats *v = NULL;
+	size_t n = 0, cap = 0, last = 0;
 
 	int rc = stats_prepare(s, stats_tools_sql, since_ms, since_id, &st);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -405,40 +436,30 @@ static int stats_tools(sq *s, int64_t since_ms, const char since_id[37], json_t 
 			break;
 		}
 		rc = SQLITE_OK;
-		if (t.calls && !tgi_same_tool(cur, tool)) {
-			if (n == cap)
-				v = tgi_xrealloc(v, (cap = cap ? 2 * cap : 16) * sizeof *v);
-			v[n++] = tool_done(&t, cur);
-		}
-		if (!t.calls) {
-			free(cur);
-			cur = tgi_strdup(tool);
-		}
-		tool_add(&t, status, sqlite3_column_double(st, 2));
+		tool_add(tool_find(&v, &n, &cap, &last, tool), status, sqlite3_column_double(st, 2));
 	}
-	if (rc == SQLITE_DONE) {
+	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
-		if (t.calls) {
-			if (n == cap)
-				v = tgi_xrealloc(v, (cap = n + 1) * sizeof *v);
-			v[n++] = tool_done(&t, cur);
-		}
-	} else if (rc != SQLITE_OK) {
+	else if (rc != SQLITE_OK)
 		rc = sqlite3_extended_errcode(s->db);
-	}
 	sqlite3_finalize(st);
-	free(cur);
-	tool_reset(&t, 1);
-	tgi_tools_sort(v, n);
-	*total = 0;
+	json_t **o = tgi_xmalloc((n ? n : 1) * sizeof *o);
 	for (size_t i = 0; i < n; i++) {
-		*total += json_integer_value(json_object_get(v[i], "calls"));
-		if (rc == SQLITE_OK)
-			json_array_append_new(tools, v[i]);
-		else
-			json_decref(v[i]);
+		o[i] = tool_done(&v[i].t, v[i].name);
+		tool_reset(&v[i].t, 1);
+		free(v[i].name);
 	}
 	free(v);
+	tgi_tools_sort(o, n);
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		*total += json_integer_value(json_object_get(o[i], "calls"));
+		if (rc == SQLITE_OK)
+			json_array_append_new(tools, o[i]);
+		else
+			json_decref(o[i]);
+	}
+	free(o);
 	return rc;
 }
 
@@ -525,7 +546,19 @@ static int export_row(sq *s, sqlite3_stmt *st, json_t **out)
 	json_object_set_new(o, "duration_ms", json_real(sqlite3_column_double(st, 12)));
 	json_object_set_new(o, "loop", col_string(st, 13));
 
-	json_t *events = json_array();
+	/* its events: those of its record (a column of its row), then those
+	 * written after it (rows of events, as are all of a row from before
+	 * version 8) */
+	json_t *events = json_array(), *kept = col_parsed(st, 14);
+	size_t k;
+	json_t *e;
+	json_array_foreach(kept, k, e) {
+		json_array_append_new(events, json_pack("{s:O?, s:O?, s:O?, s:O?}", "ts_ms",
+		                                        json_array_get(e, 0), "type", json_array_get(e, 1),
+		                                        "stage", json_array_get(e, 2), "data",
+		                                        json_array_get(e, 3)));
+	}
+	json_decref(kept);
 	if (rc == SQLITE_DONE && op_id) {
 		sqlite3_stmt *ev = NULL;
 		for (rc = tgi_sq_st_step(s, ST_EXPORT_EVENTS, "t", op_id); rc == SQLITE_ROW;
@@ -553,10 +586,10 @@ int tgi_sq_export(tgi_store *base, int64_t since_ms, int (*fn)(void *, json_t *)
 	sq *s = (sq *)base;
 	static const char *const ops_sql =
 		"SELECT op_id, call_id, session, tool, principal, status, error_kind, idem_scope,"
-		" args_redacted, args_sha256, envelope, started_ms, duration_ms, loop FROM ops"
+		" args_redacted, args_sha256, envelope, started_ms, duration_ms, loop, events FROM ops"
 		" WHERE op_id >= ?1 AND started_ms >= ?2 ORDER BY op_id";
 	static const char *const lone_sql =
-		"SELECT ts_ms, type, stage, data FROM events WHERE op_id IS NULL AND ts_ms >= ?1"
+		"SELECT ts_ms, type, stage, data FROM event_rows WHERE op_id IS NULL AND ts_ms >= ?1"
 		" ORDER BY seq";
 	static const char *const claims_sql =
 		"SELECT scope, op_id, state, binding, created_ms FROM idem"

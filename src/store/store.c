@@ -211,6 +211,7 @@ static const char *const titles[TGI_STORE_SCHEMA_VERSION] = {
 	"approvals: the call's dry-run plan and the decision's reason",
 	"eval runs (toolgate eval)",
 	"the ledger's identity, MACs on the rows that carry authority, idempotency scopes kept as their sha256 and keys in kept rows masked",
+	"a record of a few pages: a call's events in its row (SQLite), fewer indexes",
 };
 
 const char *tgi_store_migration_title(int n)

@@ -192,7 +192,7 @@ int tgi_store_transient(const tgi_store *s);
 /* ---- schema: versioned migrations, numbered alike for both stores ---- */
 
 /* Migration n (1-based) takes the schema from version n - 1 to n. */
-#define TGI_STORE_SCHEMA_VERSION 7
+#define TGI_STORE_SCHEMA_VERSION 8
 
 /* A one-line description of migration n (1..TGI_STORE_SCHEMA_VERSION). */
 const char *tgi_store_migration_title(int n);

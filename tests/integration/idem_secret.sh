@@ -120,6 +120,7 @@ mkdir old && cp toolgate.yaml old/ && cp .toolgate/ledger.db old/ledger.db
 # the scopes as they were written then (execute.c make_scope before issue 22)
 P1="key:5:local:6:deploy:$K1" P2="key:5:local:4:slow:$K2"
 eq "$(jqv sq-a.json .principal)" local "the principal the old scopes name"
+sqlite3 old/ledger.db < "$ROOT/tests/integration/support/ledger_v7.sql" || fail "the old ledger in version 7's shape"
 sqlite3 old/ledger.db "PRAGMA user_version = 6; DROP TABLE ledger;
 ALTER TABLE approvals DROP COLUMN mac; ALTER TABLE idem DROP COLUMN mac;
 ALTER TABLE rate_buckets DROP COLUMN mac; ALTER TABLE pins DROP COLUMN mac;
@@ -161,7 +162,7 @@ pg_newdb PGDB idem_secret || { finish; exit; }
 export TOOLGATE_STORE=$PGDB
 round pg
 # a PostgreSQL ledger from before: plain scopes, keys in envelopes and args, schema 6
-pgq "$PGDB" "DELETE FROM toolgate_schema WHERE version = 7; DROP TABLE ledger;
+pgq "$PGDB" "DELETE FROM toolgate_schema WHERE version >= 7; DROP TABLE ledger;
 ALTER TABLE approvals DROP COLUMN mac; ALTER TABLE idem DROP COLUMN mac;
 ALTER TABLE rate_buckets DROP COLUMN mac; ALTER TABLE pins DROP COLUMN mac;
 UPDATE idem SET scope = CASE op_id WHEN '$(jqv pg-a.json .op_id)' THEN '$P1' ELSE '$P2' END;

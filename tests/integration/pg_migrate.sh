@@ -33,7 +33,8 @@ upto() { seq -s, "$1" "$2"; }
 
 # tables STORE: the ledger's tables, sorted, one line
 pg_tables() { pgq "$1" "select string_agg(tablename, ',' order by tablename) from pg_tables where schemaname = current_schema()"; }
-sq_tables() { sqlite3 "$1" "select group_concat(name, ',') from (select name from sqlite_master where type = 'table' order by name)"; }
+# tables and views (SQLite's events is a view of every event since version 8)
+sq_tables() { sqlite3 "$1" "select group_concat(name, ',') from (select name from sqlite_master where type in ('table', 'view') order by name)"; }
 
 # ---- migrate: the same steps for both stores ----
 # migrate_checks KIND FRESH FRESH2 AHEAD: the checks on two empty ledgers of

@@ -56,6 +56,9 @@ redact:
   keys: [password, api_key, token, authorization]
   patterns: ["ACME-[0-9]{6}"]
 events: {jsonl: events.jsonl}
+# every output kept whole (a read-only call's is otherwise only its size and
+# sha256): what is kept must be masked
+ledger: {keep_output: all}
 tools:
   login:
     description: Log in.

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "toolgate.h"
+#include "util/util.h"   /* tgi_sha256_hex */
 
 static char ws[64];
 
@@ -61,6 +62,93 @@ static json_t *envelope(const tg_result *r)
 	json_t *j = json_loads(tg_result_json(r, 0), 0, NULL);
 	assert_non_null(j);
 	return j;
+}
+
+/* The stored envelope of op_id (a new string), from the ledger itself. */
+static char *stored_envelope(const char *op_id)
+{
+	char p[128];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char *out = NULL;
+	snprintf(p, sizeof p, "%s/.toolgate/ledger.db", ws);
+	assert_int_equal(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT envelope FROM ops WHERE op_id = ?1", -1, &st,
+	                                    NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, op_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		out = strdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	assert_non_null(out);
+	return out;
+}
+
+/* What the ledger keeps of a call's output: a read-only call's as its size
+ * and sha256 (no one replays it), a side-effecting call's whole (a replay
+ * returns it); ledger.keep_output: all keeps every output.  The caller's
+ * envelope has the output either way. */
+static void test_kept_output(void **state)
+{
+	(void)state;
+	char p[128];
+	for (int all = 0; all < 2; all++) {
+		snprintf(p, sizeof p, "%s/toolgate.yaml", ws);
+		FILE *f = fopen(p, "w");
+		fprintf(f, "permissions: {allow: [\"write_file(./out/**)\"]}\n%s",
+		        all ? "ledger: {keep_output: all}\n" : "");
+		fclose(f);
+		tg_options o = {.workspace = ws, .config_path = p};
+		tg_gate *g = NULL;
+		char *err = NULL;
+		assert_int_equal(tg_gate_open(&o, &g, &err), 0);
+
+		tg_request rq = {.tool = "read_file", .args = "{\"path\":\"hello.txt\"}"};
+		tg_result *r;
+		assert_int_equal(tg_call(g, &rq, &r), TG_PERSISTED);
+		json_t *env = envelope(r);
+		char *out = json_dumps(json_object_get(env, "output"), JSON_COMPACT);
+		char *kept = stored_envelope(json_string_value(json_object_get(env, "op_id")));
+		json_t *k = json_loads(kept, 0, NULL);
+		assert_non_null(k);
+		assert_non_null(strstr(out, "three"));
+		if (all) {
+			assert_true(json_equal(json_object_get(k, "output"), json_object_get(env, "output")));
+			assert_null(json_object_get(k, "output_digest"));
+		} else {
+			char sha[65];
+			assert_true(json_is_null(json_object_get(k, "output")));
+			json_t *d = json_object_get(k, "output_digest");
+			assert_int_equal(json_integer_value(json_object_get(d, "bytes")), strlen(out));
+			/* the sha256 of the compact JSON of the output */
+			tgi_sha256_hex(out, strlen(out), sha);
+			assert_string_equal(json_string_value(json_object_get(d, "sha256")), sha);
+		}
+		free(out);
+		free(kept);
+		json_decref(k);
+		json_decref(env);
+		tg_result_free(r);
+
+		tg_request w = {.tool = "write_file",
+		                .args = all ? "{\"path\":\"out/b.txt\",\"content\":\"x\\n\"}"
+		                            : "{\"path\":\"out/a.txt\",\"content\":\"x\\n\"}",
+		                .idempotency_key = all ? "k2" : "k1"};
+		assert_int_equal(tg_call(g, &w, &r), TG_PERSISTED);
+		env = envelope(r);
+		kept = stored_envelope(json_string_value(json_object_get(env, "op_id")));
+		k = json_loads(kept, 0, NULL);
+		assert_true(json_equal(json_object_get(k, "output"), json_object_get(env, "output")));
+		assert_null(json_object_get(k, "output_digest"));
+		free(kept);
+		json_decref(k);
+		json_decref(env);
+		tg_result_free(r);
+		/* and its replay returns that output */
+		assert_int_equal(tg_call(g, &w, &r), TG_REPLAYED);
+		tg_result_free(r);
+		tg_gate_close(g);
+	}
 }
 
 /* DESIGN §1: names and exit codes, exactly. */
@@ -352,6 +440,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_statuses),
 		cmocka_unit_test_setup_teardown(test_envelope_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_output, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_op_ids_ordered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),

@@ -744,9 +744,9 @@ static void test_schema_lean(void **state)
 	tgi_store_close(s);
 	assert_int_equal(raw_int(p, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
-	                            " IN ('ops_tool', 'ops_status', 'events_op', 'approvals_binding')"), 4);
+	                            " IN ('ops_id', 'ops_status', 'events_op', 'approvals_binding')"), 4);
 	assert_int_equal(raw_int(p, "SELECT count(*) FROM sqlite_master WHERE name IN"
-	                            " ('ops_started', 'sqlite_sequence')"), 0);
+	                            " ('ops_started', 'sqlite_sequence', 'ops_tool', 'idem_op')"), 0);
 	char sql[256];
 	raw_text(p, "SELECT sql FROM sqlite_master WHERE name = 'ops_status'", sql, sizeof sql);
 	assert_non_null(strstr(sql, "WHERE status <> 'persisted'"));
@@ -1203,11 +1203,12 @@ static void test_schema_upgrade_v2(void **state)
 	assert_int_equal(tgi_store_loop_window(f->s, "s1", 30, &w, err, sizeof err), 0);
 	assert_int_equal(w.n, 0);
 
-	/* the new table and indexes; ops_tool now carries what stats reads */
+	/* the new table and indexes; ops_id (ops_tool before version 8)
+	 * carries what stats reads */
 	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM rate_buckets"), 0);
 	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name"
 	                                " = 'ops_session'"), 1);
-	raw_text(f->where, "SELECT sql FROM sqlite_master WHERE name = 'ops_tool'", text, sizeof text);
+	raw_text(f->where, "SELECT sql FROM sqlite_master WHERE name = 'ops_id'", text, sizeof text);
 	assert_non_null(strstr(text, "duration_ms"));
 	raw_text(f->where, "PRAGMA integrity_check", text, sizeof text);
 	assert_string_equal(text, "ok");
@@ -1247,6 +1248,118 @@ static void test_schema_upgrade_v2(void **state)
  * and used, and read back as before with no plan and no reason; the
  * pending one can still be decided, now with a reason, and a new one
  * keeps its plan. */
+/* A version 7 ledger upgrades to version 8 (a call's events in its ops
+ * row, ops keyed by seq, idem WITHOUT ROWID, fewer indexes): its calls,
+ * their events and seqs, its claims and its lone events all stay and read
+ * back as before, and a new call's events take the seqs after them. */
+static void test_schema_upgrade_v7(void **state)
+{
+	struct fx *f = *state;
+	char err[512], text[256], a[37];
+	json_t *v;
+	tgi_store *s = NULL;
+	static const char rows_v7[] =
+		"INSERT INTO ops(op_id, tool, status, started_ms, duration_ms, session, principal,"
+		" error_kind, args_redacted, envelope) VALUES"
+		" ('0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'read_file', 'persisted', 1000, 2.5, 's1',"
+		"  'local', NULL, '{\"path\":\"a\"}', '{\"status\":\"persisted\",\"output\":\"A\"}'),"
+		" ('0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'shell', 'denied', 1001, 0.5, 's1',"
+		"  'local', 'not_permitted', '{\"command\":\"rm\"}',"
+		"  '{\"status\":\"denied\",\"error\":{\"rule\":\"deny: shell(rm)\",\"message\":\"no\"}}'),"
+		" ('0193a5f0-7c20-7d2a-9b1e-4f0c2a9d1e77', 'write_file', 'failed', 1002, 1.5, NULL,"
+		"  'ci', 'tool_error', '{}', '{\"error\":{\"applied\":\"unknown\"}}');"
+		"INSERT INTO events(ts_ms, op_id, type, stage, data) VALUES"
+		" (1000, '0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'tool.call.received', 'decode', NULL),"
+		" (1000, '0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77', 'tool.call.persisted', 'persist', NULL),"
+		" (1001, '0193a5f0-7c1f-7d2a-9b1e-4f0c2a9d1e77', 'tool.call.denied', 'persist',"
+		"  '{\"kind\":\"not_permitted\"}'),"
+		" (1003, NULL, 'mcp.server.exited', 'bridge', NULL);"
+		"INSERT INTO idem(scope, op_id, state, owner_host, owner_pid, owner_start,"
+		" lease_until_ms, created_ms, updated_ms) VALUES"
+		" ('sha256:aaaa', '0193a5f0-7c21-7d2a-9b1e-4f0c2a9d1e77', 'unknown', NULL, NULL, NULL,"
+		"  NULL, 1004, 1004);"
+		"INSERT INTO sessions(id, first_ms, last_ms, calls) VALUES ('s1', 1000, 1001, 2);";
+
+	/* a ledger at version 7, as that toolgate left it */
+	assert_int_equal(tgi_store_open(f->where, TGI_STORE_NO_MIGRATE, &s, err, sizeof err), 0);
+	assert_int_equal(tgi_store_migrate(s, 7, 0, NULL, NULL, err, sizeof err), 0);
+	tgi_store_close(s);
+	assert_int_equal(raw_int(f->where, "PRAGMA user_version"), 7);
+	raw_exec(f->where, rows_v7);
+
+	open_adopting(f);
+	assert_int_equal(raw_int(f->where, "PRAGMA user_version"), TGI_STORE_SCHEMA_VERSION);
+	raw_text(f->where, "PRAGMA integrity_check", text, sizeof text);
+	assert_string_equal(text, "ok");
+	/* the indexes a record writes: ops_id for both the op id and ops_tool;
+	 * no idem_op; idem is one b-tree */
+	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM sqlite_master WHERE name IN"
+	                                " ('ops_tool', 'idem_op', 'sqlite_autoindex_ops_1',"
+	                                " 'sqlite_autoindex_idem_1')"), 0);
+	raw_text(f->where, "SELECT sql FROM sqlite_master WHERE name = 'ops_id'", text, sizeof text);
+	assert_non_null(strstr(text, "duration_ms"));
+	assert_int_equal(raw_int(f->where, "SELECT sql LIKE '%WITHOUT ROWID' FROM sqlite_master"
+	                                " WHERE name = 'idem'"), 1);
+
+	/* every row is there; the events are as they were, seqs and all */
+	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM ops"), 3);
+	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM events"), 4);
+	assert_int_equal(raw_int(f->where, "SELECT max(seq) FROM events"), 4);
+	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM ops WHERE seq > 0"), 0);
+	assert_int_equal(tgi_store_events(f->s, NULL, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(json_integer_value(json_object_get(json_array_get(v, i), "seq")), i + 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 2), "message")), "no");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(v, 2),
+	                                                                      "data"), "kind")),
+	                    "not_permitted");
+	json_decref(v);
+	tgi_log_filter flt = { .tool = "shell" };
+	assert_int_equal(tgi_store_ops(f->s, &flt, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "status")), "denied");
+	json_decref(v);
+	flt = (tgi_log_filter){ .op_id = "0193a5f0-7c1e-7d2a-9b1e-4f0c2a9d1e77" };
+	assert_int_equal(tgi_store_events(f->s, &flt, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	json_decref(v);
+	assert_int_equal(tgi_store_stats(f->s, 0, &v, err, sizeof err), 0);
+	assert_int_equal(json_integer_value(json_object_get(v, "calls")), 3);
+	json_decref(v);
+	/* the unknown outcomes: the failed call and the claim whose call left no row */
+	assert_int_equal(tgi_store_unknown(f->s, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	json_decref(v);
+
+	/* a new call's events take the seqs after the old ones */
+	tgi_uuidv7(a);
+	tgi_event ev[2] = { { .type = "tool.call.received", .stage = "decode", .ts_ms = 2000 },
+	                    { .type = "tool.call.persisted", .stage = "persist", .ts_ms = 2001 } };
+	tgi_op_record op = { .op_id = a, .session = "s1", .tool = "read_file", .principal = "local",
+	                     .status = "persisted", .envelope = "{}", .started_ms = 2000 };
+	assert_int_equal(tgi_store_record(f->s, &op, ev, 2, NULL, TGI_SETTLE_NONE, err, sizeof err), 0);
+	assert_int_equal(ev[0].seq, 5);
+	assert_int_equal(ev[1].seq, 6);
+	int64_t last = 0;
+	assert_int_equal(tgi_store_last_seq(f->s, &last, err, sizeof err), 0);
+	assert_int_equal(last, 6);
+	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM event_rows"), 4);
+	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM events"), 6);
+	assert_int_equal(tgi_store_events(f->s, NULL, 4, &v, err, sizeof err), 0);
+	assert_int_equal(json_array_size(v), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 1), "type")),
+	                    "tool.call.persisted");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(v, 1), "op_id")), a);
+	json_decref(v);
+
+	/* an operator settles the old claim: it is found by its op id alone */
+	assert_int_equal(tgi_store_op_resolve(f->s, "0193a5f0-7c21-7d2a-9b1e-4f0c2a9d1e77", 0, err,
+	                                      sizeof err), 0);
+	assert_int_equal(raw_int(f->where, "SELECT count(*) FROM idem"), 0);
+	assert_int_equal(raw_int(f->where, "SELECT max(seq) FROM events"), 7);
+}
+
 static void test_schema_upgrade_v4(void **state)
 {
 	struct fx *f = *state;
@@ -1445,6 +1558,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pins_migration, setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_upgrade_v2, setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_upgrade_v4, setup_empty, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_upgrade_v7, setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_copy, setup_empty, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_adopt_and_keys, setup_empty, teardown),
 	};
