@@ -79,8 +79,16 @@ eq "$(cat "$D/CHANGELOG.md")" "# Changelog
 eq "$(wc -l < "$D/deploys.log" | tr -d ' ')" 1 "one deploy line only"
 contains "$(cat "$D/deploys.log")" "deployed v2 to staging (op $(op 09 op_id))" "by the first deploy"
 if command -v git > /dev/null; then
-	eq "$(op 11 "json_extract(envelope, '\$.output.stdout')")" " M app.py
+	# what the model got back (the conversation); the ledger keeps a read-only
+	# call's output as its size and sha256 (ledger.keep_output)
+	eq "$(q "SELECT json_extract(json_extract(c.value, '\$.content'), '\$.stdout')
+	         FROM (SELECT entry FROM messages WHERE session = 'demo'
+	               AND json_type(entry, '\$.content') = 'array') m, json_each(m.entry, '\$.content') c
+	         WHERE json_extract(c.value, '\$.tool_use_id') = 'toolu_demo_11'")" \
+	   " M app.py
 ?? CHANGELOG.md" "git status saw the patch and the new file"
+	eq "$(op 11 "json_type(envelope, '\$.output') || ' ' || (json_extract(envelope, '\$.output_digest.bytes') > 0)")" \
+	   "null 1" "the ledger keeps git status's output as its digest"
 else
 	contains "$(cat "$R/out")" "git is not installed" "the demo says git is missing"
 fi
